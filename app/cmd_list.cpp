@@ -1,0 +1,45 @@
+// `arlsim list models|gpus|clusters|scenarios|workloads|policies`: presets with one-line descriptions.
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/summaries.h"
+#include "sim/spec/presets.h"
+
+namespace arlsim::app {
+
+int run_list(const Args& args) {
+  static const std::pair<std::string_view, std::string_view> kTopics[] = {
+      {"models", "model"},       {"gpus", "gpu"},          {"clusters", "cluster"},
+      {"scenarios", "scenario"}, {"workloads", "workload"}, {"policies", "policy"}};
+  if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {
+    std::ostream& out = args.size() == 1 ? std::cout : std::cerr;
+    out << "usage: arlsim list TOPIC\n\nTopics: models, gpus, clusters, scenarios, workloads, policies\n";
+    return args.size() == 1 ? kExitOk : kExitBadInput;
+  }
+  for (const auto& [topic, kind] : kTopics) {
+    if (args[0] != topic) continue;
+    size_t width = 0;
+    for (auto name : spec::preset_names(kind)) width = std::max(width, name.size());
+    for (auto name : spec::preset_names(kind)) {
+      auto doc = check_preset(kind, name);
+      std::string text;
+      if (!doc) {
+        text = "(invalid preset; see the diagnostics above)";
+      } else if (doc->kind == spec::SpecKind::model) {
+        text = describe_model(std::get<spec::ModelSpec>(doc->spec));
+      } else {
+        std::visit([&](const auto& s) { text = s.description; }, doc->spec);
+        if (text.empty()) text = describe(*doc);
+      }
+      std::string padded(name);
+      padded.resize(width + 2, ' ');
+      std::cout << padded << text << "\n";
+    }
+    return kExitOk;
+  }
+  std::cerr << "arlsim list: unknown topic '" << args[0]
+            << "'; expected models, gpus, clusters, scenarios, workloads or policies\n";
+  return kExitBadInput;
+}
+
+}  // namespace arlsim::app

@@ -1,0 +1,63 @@
+// arlsim: command-line entry. Thin: parses the command name and hands the rest to the command.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "app/build_info.h"
+#include "app/commands.h"
+
+namespace {
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const arlsim::app::Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"check", "validate input files (any kind) and print every diagnostic; --json prints derived figures",
+     arlsim::app::run_check},
+    {"list", "list presets: models, gpus, clusters, scenarios", arlsim::app::run_list},
+};
+
+void print_usage(std::ostream& out) {
+  out << "usage: arlsim [COMMAND] [ARGS...]\n\n"
+         "With no command, checks every shipped scenario and prints the preset models' derived figures.\n\n"
+         "Commands:\n";
+  for (const auto& c : kCommands) {
+    std::string name(c.name);
+    name.resize(10, ' ');
+    out << "  " << name << c.summary << "\n";
+  }
+  out << "\nOptions:\n  --help     this text (`arlsim COMMAND --help` for a command's options)\n"
+         "  --version  version and the optional parts this build has\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace arlsim::app;
+  try {
+    Args args(argv + 1, argv + argc);
+    if (args.empty()) return run_default(args);
+    const std::string& first = args.front();
+    if (first == "--help" || first == "-h" || first == "help") {
+      print_usage(std::cout);
+      return kExitOk;
+    }
+    if (first == "--version") {
+      std::cout << arlsim::app::version_text();
+      return kExitOk;
+    }
+    for (const auto& c : kCommands)
+      if (c.name == first) return c.run(Args(args.begin() + 1, args.end()));
+    std::cerr << "arlsim: unknown command '" << first << "'\n\n";
+    print_usage(std::cerr);
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "arlsim: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}

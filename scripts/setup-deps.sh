@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages arlsim builds with, only when one of them is missing.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config make
+  libboost-graph-dev libboost-program-options-dev libeigen3-dev
+  nlohmann-json3-dev doctest-dev libbenchmark-dev
+  qt6-base-dev libgl-dev xvfb xauth fonts-dejavu-core
+  libopenmpi-dev openmpi-bin
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "arlsim: installing missing packages: ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

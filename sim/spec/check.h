@@ -1,0 +1,34 @@
+// Loading and validating one input document of any kind: the library side of `arlsim check`,
+// also used by every command that reads a scenario.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "sim/spec/diagnostics.h"
+#include "sim/spec/loader.h"
+#include "sim/spec/scenario.h"
+
+namespace arlsim::spec {
+
+using AnySpec = std::variant<ModelSpec, GpuProfile, ClusterSpec, WorkloadSpec, PolicySpec, ScenarioSpec>;
+
+struct CheckedDocument {
+  SpecKind kind = SpecKind::scenario;
+  AnySpec spec;
+};
+
+// Loads `path_or_name` (a file, or a preset name), applies `overrides` ("/pointer=value"),
+// resolves references and parses it as `kind` (detected from the content when unset).
+// Every problem goes to `diag`; the result is empty when any error was reported.
+std::optional<CheckedDocument> check_document(std::string_view path_or_name, std::optional<SpecKind> kind,
+                                              const std::vector<std::string>& overrides, Diagnostics& diag);
+
+// The same for a scenario, the common case.
+std::optional<ScenarioSpec> load_scenario(std::string_view path_or_name, const std::vector<std::string>& overrides,
+                                          Diagnostics& diag);
+
+}  // namespace arlsim::spec

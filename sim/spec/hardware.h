@@ -1,0 +1,85 @@
+// GpuProfile: what one accelerator can do, read from a hardware profile (calib/profiles/*.json).
+// Shipped profiles hold datasheet peaks (REFERENCE: vendor datasheets) and the microbenchmark
+// facts they were derived from; calibration writes measured ones. Every constant the cost model
+// uses lives here, with its provenance, never in code.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/core/time.h"
+
+namespace arlsim::spec {
+
+class Value;
+class Diagnostics;
+
+enum class Dtype { fp32, tf32, bf16, fp16, fp8, int8 };
+const char* dtype_name(Dtype d);
+
+struct Provenance {
+  std::string kind;    // "datasheet" or "measured"
+  std::string source;  // where the figures come from
+  std::string machine;
+  std::string driver;
+  std::string date;
+  std::string notes;
+};
+
+struct Link {
+  std::string kind;                // nvlink4, pcie5, ...
+  double bandwidth_bytes_per_s = 0;  // one direction
+  SimTime latency;
+};
+
+// One measured (or derived) point of an efficiency curve: achieved / peak for a shape.
+struct GemmPoint {
+  int64_t m = 0, n = 0, k = 0;
+  double efficiency = 0;
+};
+struct AttentionPoint {
+  int64_t seq_len = 0;
+  int64_t head_dim = 0;
+  bool causal = true;
+  std::string pass;  // "fwd" or "fwd_bwd"
+  double efficiency = 0;
+};
+// A collective's achieved bus bandwidth (nccl-tests definition) for a scope and algorithm.
+struct CollectivePoint {
+  std::string op;         // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
+  std::string scope;      // intra_node or inter_node
+  std::string algorithm;  // ring, tree, nvls
+  int64_t ranks = 0;
+  double bus_bandwidth_bytes_per_s = 0;
+  SimTime latency;
+};
+
+struct GpuProfile {
+  std::string name;
+  std::string description;
+  Provenance provenance;
+
+  std::map<Dtype, double> peak_flops_per_s;  // dense, no sparsity
+  int64_t sm_count = 0;
+  double memory_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  Link gpu_link;   // to the other GPUs of the node (per GPU, one way)
+  Link host_link;  // to host memory
+  double nic_bandwidth_bytes_per_s = 0;  // default NIC rate per GPU (a cluster may override)
+  SimTime kernel_launch_overhead;
+  double reserved_memory_bytes = 0;  // CUDA context, workspaces and communication buffers
+  double price_usd_per_gpu_hour = 0;  // 0: unknown
+
+  std::vector<GemmPoint> gemm_efficiency;
+  std::vector<AttentionPoint> attention_efficiency;
+  double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
+  std::vector<CollectivePoint> collectives;
+
+  double peak(Dtype d) const;
+};
+
+bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& diag, GpuProfile& out);
+
+}  // namespace arlsim::spec

@@ -1,0 +1,203 @@
+#include "sim/spec/scenario.h"
+
+#include <filesystem>
+
+#include "sim/spec/reader.h"
+
+namespace arlsim::spec {
+
+int64_t ScenarioSpec::train_gpus() const {
+  return policy.placement == Placement::colocated ? cluster.total_gpus() : cluster.total_gpus() - policy.rollout_gpus;
+}
+
+int64_t ScenarioSpec::rollout_gpus() const {
+  return policy.placement == Placement::colocated ? cluster.total_gpus() : policy.rollout_gpus;
+}
+
+namespace {
+
+// Reports at the policy field when it exists in the document, else at the policy object.
+class PolicyAt {
+ public:
+  PolicyAt(const Value& scenario, Diagnostics& diag) : diag_(diag) {
+    policy_ = scenario.find("policy");
+    if (!policy_) policy_ = &scenario;
+  }
+  void error(std::string_view path, std::string message, std::string hint = {}) {
+    const Value* node = policy_;
+    std::string ptr = "/policy";
+    std::string_view rest = path;
+    while (!rest.empty() && node->is_object()) {
+      const size_t slash = rest.find('/');
+      const std::string_view key = rest.substr(0, slash);
+      const Value* next = node->find(key);
+      if (!next) break;
+      node = next;
+      ptr = pointer_append(ptr, key);
+      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+    diag_.error(*node, ptr, std::move(message), std::move(hint));
+  }
+
+ private:
+  const Value* policy_;
+  Diagnostics& diag_;
+};
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+void check_heads(PolicyAt& at, const ModelSpec& m, std::string_view where, int64_t tp, bool training) {
+  const std::string path = std::string(where) + "/tp";
+  if (m.num_heads % tp != 0) {
+    at.error(path, "the model's " + n(m.num_heads) + " attention heads do not split over tp = " + n(tp),
+             "choose a tp that divides " + n(m.num_heads));
+    return;
+  }
+  if (m.attention != AttentionKind::gqa) return;
+  if (training && m.num_kv_heads % tp != 0) {
+    at.error(path, "the model's " + n(m.num_kv_heads) + " key-value heads do not split over tp = " + n(tp),
+             "tensor-parallel training shards whole key-value groups; choose a tp that divides " + n(m.num_kv_heads));
+  } else if (!training && m.num_kv_heads % tp != 0 && tp % m.num_kv_heads != 0) {
+    at.error(path, "tp = " + n(tp) + " neither divides nor is a multiple of the model's " + n(m.num_kv_heads) +
+                       " key-value heads");
+  }
+}
+
+void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std::string_view where) {
+  const ModelSpec& m = s.model;
+  check_heads(at, m, where, t.tp, true);
+  const int64_t gpus = s.train_gpus();
+  if (t.gpus() != gpus) {
+    at.error(std::string(where),
+             "tp x pp x dp x cp = " + n(t.tp) + " x " + n(t.pp) + " x " + n(t.dp) + " x " + n(t.cp) + " = " + n(t.gpus()) +
+                 " GPUs, but training has " + n(gpus) +
+                 (s.policy.placement == Placement::colocated ? " (all GPUs of the cluster)"
+                                                             : " (the cluster's GPUs less rollout_gpus)"));
+  }
+  if (t.pp > m.num_layers) {
+    at.error(std::string(where) + "/pp", "pp = " + n(t.pp) + " exceeds the model's " + n(m.num_layers) + " layers");
+  } else if (m.num_layers % (t.pp * t.vpp) != 0) {
+    at.error(std::string(where) + (t.vpp > 1 ? "/vpp" : "/pp"),
+             "the model's " + n(m.num_layers) + " layers do not split into pp x vpp = " + n(t.pp * t.vpp) +
+                 " equal pipeline chunks");
+  }
+  if (t.ep > 1) {
+    if (!m.has_moe) at.error(std::string(where) + "/ep", "expert parallelism needs a mixture-of-experts model");
+    else if (m.moe.num_experts % t.ep != 0)
+      at.error(std::string(where) + "/ep",
+               "the model's " + n(m.moe.num_experts) + " experts do not split over ep = " + n(t.ep));
+    else if ((t.dp * t.cp * t.tp) % t.ep != 0)
+      at.error(std::string(where) + "/ep", "ep = " + n(t.ep) + " must divide tp x dp x cp = " + n(t.dp * t.cp * t.tp));
+  }
+  if (t.tp > s.cluster.gpus_per_node)
+    at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
+                                             " GPUs of one node");
+  const WorkloadSpec& w = s.workload;
+  if (w.mini_batches > 0 && t.dp > 0) {
+    const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
+    if (per_mini_batch % t.dp != 0)
+      at.error(std::string(where) + "/dp", "a mini-batch of " + n(per_mini_batch) +
+                                               " trajectories does not split evenly over dp = " + n(t.dp));
+  }
+}
+
+void check_rollout(PolicyAt& at, const ScenarioSpec& s, const RolloutLayout& r, std::string_view where) {
+  const ModelSpec& m = s.model;
+  check_heads(at, m, where, r.tp, false);
+  const int64_t gpus = s.rollout_gpus();
+  const int64_t per_engine = r.gpus_per_engine();
+  if (per_engine > gpus) {
+    at.error(std::string(where), "one engine needs tp x pp = " + n(per_engine) + " GPUs, but rollout has " + n(gpus));
+  } else if (r.replicas > 0 && r.replicas * per_engine > gpus) {
+    at.error(std::string(where) + "/replicas", n(r.replicas) + " engines of " + n(per_engine) + " GPUs need " +
+                                                   n(r.replicas * per_engine) + " GPUs, but rollout has " + n(gpus));
+  } else if (r.replicas == 0 && gpus % per_engine != 0) {
+    at.error(std::string(where), "rollout's " + n(gpus) + " GPUs do not split into engines of tp x pp = " +
+                                     n(per_engine) + " GPUs",
+             "set \"replicas\" to use fewer GPUs");
+  }
+  if (r.tp > s.cluster.gpus_per_node)
+    at.error(std::string(where) + "/tp", "tp = " + n(r.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
+                                             " GPUs of one node");
+  if (r.ep > 1 && (!m.has_moe || m.moe.num_experts % r.ep != 0))
+    at.error(std::string(where) + "/ep", m.has_moe ? "the model's " + n(m.moe.num_experts) +
+                                                         " experts do not split over ep = " + n(r.ep)
+                                                   : std::string("expert parallelism needs a mixture-of-experts model"));
+}
+
+}  // namespace
+
+void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
+  PolicyAt at(v, diag);
+  const int64_t total = s.cluster.total_gpus();
+  if (s.policy.placement == Placement::disaggregated && s.policy.rollout_gpus >= total) {
+    at.error("rollout_gpus", "rollout_gpus = " + n(s.policy.rollout_gpus) + " leaves no GPU for training; the cluster has " +
+                                 n(total) + " GPUs (" + n(s.cluster.nodes) + " nodes x " + n(s.cluster.gpus_per_node) + ")");
+    return;
+  }
+  check_train(at, s, s.policy.train, "train");
+  check_rollout(at, s, s.policy.rollout, "rollout");
+  for (size_t i = 0; i < s.policy.schedule.size(); ++i) {
+    const auto& e = s.policy.schedule[i];
+    const std::string base = "schedule/" + std::to_string(i);
+    if (e.train) check_train(at, s, *e.train, base + "/train");
+    if (e.rollout) check_rollout(at, s, *e.rollout, base + "/rollout");
+  }
+  const std::pair<const char*, const std::optional<InferenceLayout>*> passes[] = {
+      {"old_logprob", &s.policy.old_logprob}, {"ref_logprob", &s.policy.ref_logprob}, {"critic", &s.policy.critic}};
+  for (const auto& [key, layout] : passes) {
+    if (!*layout) continue;
+    const int64_t gpus = s.train_gpus();
+    if ((*layout)->gpus() != gpus)
+      at.error(key, "tp x pp x dp x cp = " + n((*layout)->gpus()) + " GPUs, but the pass runs on the " + n(gpus) +
+                        " training GPUs");
+    if (s.model.num_heads % (*layout)->tp != 0)
+      at.error(std::string(key) + "/tp", "the model's " + n(s.model.num_heads) + " attention heads do not split over tp = " +
+                                             n((*layout)->tp));
+  }
+  if (s.workload.max_context_tokens > s.model.max_context) {
+    const Value* w = v.find("workload");
+    const Value* field = w && w->is_object() ? w->find("max_context_tokens") : nullptr;
+    if (!field && w && w->is_object()) field = w->find("max_response_tokens");
+    diag.error(field ? *field : v, field ? (w->find("max_context_tokens") ? "/workload/max_context_tokens" : "/workload/max_response_tokens") : "",
+               "the workload's context of " + n(s.workload.max_context_tokens) + " tokens exceeds the model's " +
+                   n(s.model.max_context) + " (max_position_embeddings)");
+  }
+}
+
+bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
+  const size_t errors_before = diag.error_count();
+  ScenarioSpec s;
+  ObjectReader r(v, "", diag);
+  if (!r.is_object()) return false;
+  r.accept({"format"});
+  r.read("name", s.name, Presence::optional);
+  r.read("description", s.description, Presence::optional);
+  bool parts_ok = true;
+  if (const Value* c = r.field("cluster", Presence::required)) parts_ok &= parse_cluster(*c, "/cluster", diag, s.cluster);
+  else parts_ok = false;
+  if (const Value* m = r.field("model", Presence::required)) parts_ok &= parse_model(*m, "/model", diag, s.model);
+  else parts_ok = false;
+  if (const Value* w = r.field("workload", Presence::required)) parts_ok &= parse_workload(*w, "/workload", diag, s.workload);
+  else parts_ok = false;
+  if (const Value* p = r.field("policy", Presence::required)) parts_ok &= parse_policy(*p, "/policy", diag, s.policy);
+  else parts_ok = false;
+  if (r.read("trace", s.trace_path, Presence::optional)) {
+    const Value* t = v.find("trace");
+    std::filesystem::path path(s.trace_path);
+    if (t->file() && path.is_relative()) path = std::filesystem::path(t->file()->directory) / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      r.error("trace", "no such trace file " + quote(path.lexically_normal().string()));
+    s.trace_path = path.lexically_normal().string();
+  }
+  r.read("steps", s.steps, Presence::optional, 1, 1000000);
+  int64_t seed = 1;
+  if (r.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) s.seed = static_cast<uint64_t>(seed);
+  r.finish();
+  if (parts_ok) check_scenario(v, s, diag);
+  out = std::move(s);
+  return diag.error_count() == errors_before;
+}
+
+}  // namespace arlsim::spec

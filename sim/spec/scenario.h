@@ -1,0 +1,41 @@
+// ScenarioSpec: one run to simulate — cluster, actor model, workload, policy and trace — with the
+// checks that need several of them at once (layouts against the cluster's GPUs and the model's
+// heads, context limits against the model).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/cluster.h"
+#include "sim/spec/model.h"
+#include "sim/spec/policy.h"
+#include "sim/spec/workload.h"
+
+namespace arlsim::spec {
+
+class Value;
+class Diagnostics;
+
+struct ScenarioSpec {
+  std::string name;
+  std::string description;
+  ClusterSpec cluster;
+  ModelSpec model;
+  WorkloadSpec workload;
+  PolicySpec policy;
+  std::string trace_path;  // resolved against the scenario's directory; empty = none
+  int64_t steps = 1;
+  uint64_t seed = 1;
+
+  int64_t train_gpus() const;
+  int64_t rollout_gpus() const;
+};
+
+// Parses a scenario whose references are resolved (see loader.h) and runs the cross checks.
+bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out);
+
+// The cross checks alone, for callers that assemble a scenario from parts.
+void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag);
+
+}  // namespace arlsim::spec
