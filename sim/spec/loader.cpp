@@ -93,7 +93,7 @@ std::optional<SpecKind> detect_kind(const Value& doc, Diagnostics& diag) {
   auto has = [&](std::string_view k) { return doc.find(k) != nullptr; };
   if (has("hidden_size") || has("num_layers")) return SpecKind::model;
   if (has("peak") || has("provenance")) return SpecKind::gpu;
-  if (has("gpus_per_node")) return SpecKind::cluster;
+  if (has("gpus_per_node") || (has("gpu") && has("nodes"))) return SpecKind::cluster;
   if (has("workload") || (has("cluster") && has("model"))) return SpecKind::scenario;
   if (has("prompts_per_step") || has("algorithm")) return SpecKind::workload;
   if (has("placement") || has("train") || has("rollout")) return SpecKind::policy;

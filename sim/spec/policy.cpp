@@ -45,6 +45,7 @@ void parse_inference(const Value& v, const std::string& ptr, Diagnostics& diag, 
 }
 
 void parse_train(const Value& v, const std::string& ptr, Diagnostics& diag, TrainLayout& l) {
+  const size_t errors_before = diag.error_count();
   ObjectReader r(v, ptr, diag);
   r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
   r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
@@ -62,6 +63,7 @@ void parse_train(const Value& v, const std::string& ptr, Diagnostics& diag, Trai
   r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
   r.read("offload_params", l.offload_params, Presence::optional);
   r.finish();
+  if (diag.error_count() != errors_before) return;  // cross checks on half-read fields would mislead
   if (l.sequence_parallel && l.tp == 1 && r.is_object())
     r.error("sequence_parallel", "sequence parallelism splits activations across the tensor-parallel group; it needs tp > 1");
   if (l.vpp > 1 && l.pp == 1)
