@@ -107,7 +107,8 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   r.accept({"format"});
   r.read("name", c.name, Presence::optional);
   r.read("description", c.description, Presence::optional);
-  if (const Value* g = r.field("gpu", Presence::required)) parse_gpu_profile(*g, r.pointer_of("gpu"), diag, c.gpu);
+  bool gpu_ok = false;
+  if (const Value* g = r.field("gpu", Presence::required)) gpu_ok = parse_gpu_profile(*g, r.pointer_of("gpu"), diag, c.gpu);
   r.read("nodes", c.nodes, Presence::optional, 1, kMaxNodes);
   r.read("gpus_per_node", c.gpus_per_node, Presence::required, 1, 64);
   c.gpu_link = c.gpu.gpu_link;
@@ -119,7 +120,7 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   r.read("price_usd_per_gpu_hour", c.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
   r.finish();
   if (c.nics_per_node == 0) c.nics_per_node = c.gpus_per_node;
-  if (r.is_object() && c.nodes > 1 && c.nic_bandwidth_bytes_per_s <= 0)
+  if (gpu_ok && c.nodes > 1 && c.nic_bandwidth_bytes_per_s <= 0)
     r.error_here("a cluster of " + std::to_string(c.nodes) +
                      " nodes needs a NIC bandwidth: set /network/nic_bandwidth here or \"nic\" in the GPU profile");
   out = std::move(c);

@@ -213,7 +213,8 @@ class Parser {
     skip_space();
     if (failed_) return {};
     if (at_end()) {
-      fail("the file is empty; expected a JSON object");
+      fail(text_.empty() ? "the file is empty; expected a JSON object"
+                         : "the file holds only whitespace or comments; expected a JSON object");
       return {};
     }
     Value v = parse_value(0);
@@ -608,6 +609,7 @@ class Parser {
     if (!std::isfinite(v.number_)) {
       diag_.error_in_file(file_, start, "number " + v.text_ + " is out of range");
       v.number_ = 0;
+      v.unresolved_ = true;
     }
     return v;
   }

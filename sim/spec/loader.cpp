@@ -170,7 +170,7 @@ std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<S
     doc = parse_json(found->text, file, diag_);
   }
   if (!doc) return std::nullopt;
-  const std::optional<SpecKind> k = kind ? kind : detect_kind(*doc, diag_);
+  const std::optional<SpecKind> k = kind ? kind : detect_following_extends(*doc);
   if (!k) return std::nullopt;
   if (detected) *detected = *k;
   stack_.push_back(identity);
@@ -179,6 +179,38 @@ std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<S
   stack_.pop_back();
   chain_.pop_back();
   return doc;
+}
+
+std::optional<SpecKind> Loader::detect_following_extends(const Value& doc) {
+  const Value* current = &doc;
+  std::optional<Value> base;
+  for (int depth = 0; depth < 16; ++depth) {
+    Diagnostics scratch;
+    if (auto k = detect_kind(*current, scratch)) return k;
+    const Value* ext = current->is_object() ? current->find("extends") : nullptr;
+    if (!ext || !ext->is_string() || !ext->file()) break;
+    // Read what it extends without resolving it: a file next to it, or a preset of any kind.
+    const std::string& name = ext->as_string();
+    const fs::path candidate = (fs::path(ext->file()->directory) / name).lexically_normal();
+    std::error_code ec;
+    Diagnostics ignored;
+    if (!ext->file()->is_preset && fs::is_regular_file(candidate, ec)) {
+      base = read_file(candidate.string(), candidate.string());
+    } else {
+      base.reset();
+      for (const auto& p : presets()) {
+        if (p.name != name) continue;
+        auto file = std::make_shared<SourceFile>();
+        file->display_name = name;
+        file->is_preset = true;
+        base = parse_json(p.text, file, ignored);
+        break;
+      }
+    }
+    if (!base) break;
+    current = &*base;
+  }
+  return detect_kind(doc, diag_);
 }
 
 std::optional<Value> Loader::load_reference(const Value& ref, SpecKind kind, const std::string& pointer) {

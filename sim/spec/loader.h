@@ -42,6 +42,8 @@ class Loader {
   std::optional<Value> load_reference(const Value& ref, SpecKind kind, const std::string& pointer);
   std::optional<Value> read_file(const std::string& path, const std::string& display);
   void resolve_extends(Value& doc, SpecKind kind, const std::string& pointer);
+  // detect_kind(), but a document that only extends another takes the other's kind.
+  std::optional<SpecKind> detect_following_extends(const Value& doc);
 
   Diagnostics& diag_;
   std::vector<std::string> stack_;  // identities of the documents being loaded, for cycle detection

@@ -28,6 +28,7 @@ std::string range_text(double lo, double hi) {
 
 bool read_int_value(const Value& v, std::string_view pointer, Diagnostics& diag, int64_t& out, int64_t lo,
                     int64_t hi) {
+  if (v.unresolved()) return false;
   if (!v.is_number() || !v.is_integer_literal()) {
     diag.error(v, pointer, "expected an integer, got " + v.describe());
     return false;
@@ -60,6 +61,11 @@ const Value* ObjectReader::field(std::string_view key, Presence p) {
   return f;
 }
 
+const Value* ObjectReader::usable(std::string_view key, Presence p) {
+  const Value* f = field(key, p);
+  return f && !f->unresolved() ? f : nullptr;
+}
+
 void ObjectReader::accept(std::initializer_list<std::string_view> keys) {
   for (auto k : keys)
     if (std::find(known_.begin(), known_.end(), k) == known_.end()) known_.emplace_back(k);
@@ -70,7 +76,7 @@ void ObjectReader::report_type(const Value& v, std::string_view key, std::string
 }
 
 bool ObjectReader::read(std::string_view key, int64_t& out, Presence p, int64_t lo, int64_t hi) {
-  const Value* v = field(key, p);
+  const Value* v = usable(key, p);
   if (!v) return false;
   return read_int_value(*v, pointer_of(key), diag_, out, lo, hi);
 }
@@ -83,7 +89,7 @@ bool ObjectReader::read(std::string_view key, int& out, Presence p, int lo, int 
 }
 
 bool ObjectReader::read(std::string_view key, double& out, Presence p, double lo, double hi) {
-  const Value* v = field(key, p);
+  const Value* v = usable(key, p);
   if (!v) return false;
   if (!v->is_number()) {
     report_type(*v, key, "a number");
@@ -99,7 +105,7 @@ bool ObjectReader::read(std::string_view key, double& out, Presence p, double lo
 }
 
 bool ObjectReader::read(std::string_view key, bool& out, Presence p) {
-  const Value* v = field(key, p);
+  const Value* v = usable(key, p);
   if (!v) return false;
   if (!v->is_bool()) {
     report_type(*v, key, "true or false");
@@ -110,7 +116,7 @@ bool ObjectReader::read(std::string_view key, bool& out, Presence p) {
 }
 
 bool ObjectReader::read(std::string_view key, std::string& out, Presence p) {
-  const Value* v = field(key, p);
+  const Value* v = usable(key, p);
   if (!v) return false;
   if (!v->is_string()) {
     report_type(*v, key, "a string");
@@ -122,7 +128,7 @@ bool ObjectReader::read(std::string_view key, std::string& out, Presence p) {
 
 bool ObjectReader::read_quantity(std::string_view key, Dimension dim, double& out, Presence p, double lo,
                                  double hi) {
-  const Value* v = field(key, p);
+  const Value* v = usable(key, p);
   if (!v) return false;
   double value = 0;
   if (v->is_number()) {

@@ -43,6 +43,8 @@ class ObjectReader {
   // Marks `key` as known and returns its value, or nullptr (reporting when required).
   const Value* field(std::string_view key, Presence p = Presence::optional);
   bool has(std::string_view key) const { return v_.is_object() && v_.find(key) != nullptr; }
+  // Like field(), but nullptr also for a value already reported as unusable (see Value::unresolved).
+  const Value* usable(std::string_view key, Presence p = Presence::optional);
   // Marks keys as known without reading them (fields read by another pass).
   void accept(std::initializer_list<std::string_view> keys);
 
@@ -61,7 +63,7 @@ class ObjectReader {
 
   template <typename E, size_t N>
   bool read_enum(std::string_view key, E& out, Presence p, const EnumName<E> (&names)[N]) {
-    const Value* v = field(key, p);
+    const Value* v = usable(key, p);
     if (!v) return false;
     std::vector<std::string> valid;
     for (const auto& n : names) {
