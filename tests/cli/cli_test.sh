@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end checks of the arlsim program: exit statuses, output shapes, inputs no unit test can
+# hold (a 100 MB file, a path that does not exist). Usage: cli_test.sh PATH/TO/arlsim
+set -u
+arlsim="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+expect() {  # expect NAME EXPECTED_STATUS COMMAND...
+  local name="$1" want="$2"
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $name: exit $got, expected $want"
+    sed 's/^/  out: /' "$tmp/out" | head -5
+    sed 's/^/  err: /' "$tmp/err" | head -5
+  fi
+}
+
+contains() {  # contains NAME FILE TEXT
+  if grep -qF -- "$3" "$2"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL $1: '$3' not in $2:"
+    head -5 "$2" | sed 's/^/  /'
+  fi
+}
+
+# The default run checks the shipped scenarios and prints the model table.
+expect default 0 "$arlsim"
+contains default-scenario "$tmp/out" "ok       scenario default"
+contains default-table "$tmp/out" "qwen3-30b-a3b"
+
+expect version 0 "$arlsim" --version
+contains version "$tmp/out" "arlsim 0.1.0"
+expect help 0 "$arlsim" --help
+expect check-help 0 "$arlsim" check --help
+expect unknown-command 2 "$arlsim" frobnicate
+expect unknown-option 2 "$arlsim" check --frobnicate scenarios/default.json
+expect no-files 2 "$arlsim" check
+
+# Valid inputs of every kind, from files and by preset name.
+expect check-files 0 "$arlsim" check scenarios/default.json calib/profiles/h100-sxm.json \
+  scenarios/clusters/dgx-h100.json scenarios/models/deepseek-v3.json tests/spec/data/hf/pythia-6.9b.json
+expect check-preset 0 "$arlsim" check default
+expect check-set 0 "$arlsim" check default --set /cluster/nodes=4 --set /policy/train/dp=16
+
+# --json on a model: the documented keys.
+expect check-json 0 "$arlsim" check --json --context 8192 llama-3.1-8b
+for key in '"params_total"' '"params_active"' '"kv_bytes_per_token": 131072' '"flops_per_token"' '"context": 8192'; do
+  contains "json-$key" "$tmp/out" "$key"
+done
+expect check-json-bad 2 "$arlsim" check --json tests/bad_input/empty.json
+contains json-diagnostics "$tmp/out" '"message": "the file is empty; expected a JSON object"'
+
+# Bad inputs: exit status 2 and the message, never a crash.
+for f in tests/bad_input/*.json; do
+  expect "bad:$f" 2 "$arlsim" check "$f"
+done
+expect missing-path 2 "$arlsim" check does/not/exist.json
+contains missing-path "$tmp/err" "does/not/exist.json: no such file"
+expect directory 2 "$arlsim" check tests
+contains directory "$tmp/err" "tests: is a directory, not a JSON file"
+expect unknown-preset 2 "$arlsim" check qwen3-8bb
+contains unknown-preset "$tmp/err" 'did you mean "qwen3-8b"?'
+expect bad-kind 2 "$arlsim" check --kind clustre scenarios/default.json
+expect wrong-kind 2 "$arlsim" check --kind model scenarios/clusters/dgx-h100.json
+expect bad-context 2 "$arlsim" check --context 0 qwen3-8b
+
+# A 100 MB file is refused by size, without reading it whole.
+head -c 104857600 /dev/zero >"$tmp/huge.json"
+expect huge-file 2 "$arlsim" check "$tmp/huge.json"
+contains huge-file "$tmp/err" "the file is 100 MiB; input files of this kind are limited to 16 MiB"
+
+# Lists.
+for topic in models gpus clusters scenarios; do
+  expect "list-$topic" 0 "$arlsim" list "$topic"
+done
+contains list-scenarios "$tmp/out" "default"
+expect list-bad 2 "$arlsim" list gadgets
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
