@@ -10,7 +10,9 @@ std::optional<AnySpec> parse_as(const Value& doc, Diagnostics& diag, Parse&& par
   return AnySpec(std::move(spec));
 }
 
-std::optional<AnySpec> parse_kind(const Value& doc, SpecKind kind, Diagnostics& diag) {
+}  // namespace
+
+std::optional<AnySpec> parse_document(const Value& doc, SpecKind kind, Diagnostics& diag) {
   switch (kind) {
     case SpecKind::model:
       return parse_as<ModelSpec>(doc, diag, [](const Value& v, Diagnostics& d, ModelSpec& s) { return parse_model(v, "", d, s); });
@@ -32,8 +34,6 @@ std::optional<AnySpec> parse_kind(const Value& doc, SpecKind kind, Diagnostics& 
   return std::nullopt;
 }
 
-}  // namespace
-
 std::optional<CheckedDocument> check_document(std::string_view path_or_name, std::optional<SpecKind> kind,
                                               const std::vector<std::string>& overrides, Diagnostics& diag) {
   const size_t errors_before = diag.error_count();
@@ -45,7 +45,7 @@ std::optional<CheckedDocument> check_document(std::string_view path_or_name, std
     for (const auto& o : overrides) apply_override(*doc, o, diag);
     loader.resolve(*doc, detected, "");  // an override may name another preset or file
   }
-  std::optional<AnySpec> spec = parse_kind(*doc, detected, diag);
+  std::optional<AnySpec> spec = parse_document(*doc, detected, diag);
   if (!spec || diag.error_count() != errors_before) return std::nullopt;
   return CheckedDocument{detected, std::move(*spec)};
 }

@@ -21,6 +21,9 @@ struct CheckedDocument {
   AnySpec spec;
 };
 
+// Parses an already loaded and resolved document as `kind`.
+std::optional<AnySpec> parse_document(const Value& doc, SpecKind kind, Diagnostics& diag);
+
 // Loads `path_or_name` (a file, or a preset name), applies `overrides` ("/pointer=value"),
 // resolves references and parses it as `kind` (detected from the content when unset).
 // Every problem goes to `diag`; the result is empty when any error was reported.
