@@ -57,22 +57,13 @@ void parse_pool(ObjectReader& r, PoolSpec& p) {
 }
 
 void parse_pools(ObjectReader& parent, ClusterSpec& c) {
-  const Value* v = parent.field("pools");
-  if (!v) return;
-  if (!v->is_array()) {
-    parent.error("pools", "expected an array of pools, got " + v->describe());
-    return;
-  }
-  for (size_t i = 0; i < v->items().size(); ++i) {
-    const std::string ptr = pointer_append(parent.pointer_of("pools"), i);
-    ObjectReader r(v->items()[i], ptr, parent.diag());
-    if (!r.is_object()) continue;
+  parent.for_each_object("pools", [&](ObjectReader& r, size_t) {
     PoolSpec p;
     parse_pool(r, p);
     for (const auto& other : c.pools)
       if (!p.name.empty() && other.name == p.name) r.error("name", "duplicate pool name " + quote(p.name));
     c.pools.push_back(std::move(p));
-  }
+  });
 }
 
 }  // namespace

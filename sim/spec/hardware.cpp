@@ -72,20 +72,12 @@ void parse_link(ObjectReader& parent, std::string_view key, Presence p, Link& li
 
 template <typename T, typename F>
 void parse_array(ObjectReader& parent, std::string_view key, std::vector<T>& out, F&& read_one) {
-  const Value* v = parent.field(key);
-  if (!v) return;
-  if (!v->is_array()) {
-    parent.error(key, "expected an array, got " + v->describe());
-    return;
-  }
-  for (size_t i = 0; i < v->items().size(); ++i) {
-    ObjectReader r(v->items()[i], pointer_append(parent.pointer_of(key), i), parent.diag());
-    if (!r.is_object()) continue;
+  parent.for_each_object(key, [&](ObjectReader& r, size_t) {
     T item;
     read_one(r, item);
     r.finish();
     out.push_back(item);
-  }
+  });
 }
 
 void parse_efficiency(ObjectReader& parent, GpuProfile& g) {

@@ -100,16 +100,7 @@ bool parse_steps(const Value& v, const std::string& ptr, Diagnostics& diag, Sche
 }
 
 void parse_schedule(ObjectReader& parent, PolicySpec& p) {
-  const Value* v = parent.field("schedule");
-  if (!v) return;
-  if (!v->is_array()) {
-    parent.error("schedule", "expected an array of {\"steps\", \"rollout\", \"train\"} entries, got " + v->describe());
-    return;
-  }
-  for (size_t i = 0; i < v->items().size(); ++i) {
-    const std::string ptr = pointer_append(parent.pointer_of("schedule"), i);
-    ObjectReader r(v->items()[i], ptr, parent.diag());
-    if (!r.is_object()) continue;
+  parent.for_each_object("schedule", [&](ObjectReader& r, size_t) {
     ScheduleEntry e;
     if (const Value* s = r.field("steps", Presence::required)) parse_steps(*s, r.pointer_of("steps"), r.diag(), e);
     if (const Value* ro = r.field("rollout")) {
@@ -129,7 +120,7 @@ void parse_schedule(ObjectReader& parent, PolicySpec& p) {
     else if (!p.schedule.empty() && p.schedule.back().last_step < 0)
       r.error("steps", "the previous entry already runs to the end");
     p.schedule.push_back(std::move(e));
-  }
+  });
 }
 
 void parse_sync(ObjectReader& parent, PolicySpec& p) {

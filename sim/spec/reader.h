@@ -77,7 +77,23 @@ class ObjectReader {
     return false;
   }
 
-  // Reports every key that was never asked about. `extra_hint` names where such keys belong.
+  // Calls fn(reader, index) for each element of the array at `key`, each read as an object
+  // (fn calls finish()); reports a non-array. Does nothing when the key is absent.
+  template <typename F>
+  void for_each_object(std::string_view key, F&& fn) {
+    const Value* v = usable(key);
+    if (!v) return;
+    if (!v->is_array()) {
+      error(key, "expected an array of objects, got " + v->describe());
+      return;
+    }
+    for (size_t i = 0; i < v->items().size(); ++i) {
+      ObjectReader item(v->items()[i], pointer_append(pointer_of(key), i), diag_);
+      if (item.is_object()) fn(item, i);
+    }
+  }
+
+  // Reports every key that was never asked about.
   void finish();
   // For published third-party formats (Hugging Face config.json): other keys are allowed.
   void finish_ignoring_unknown() { finished_ = true; }
