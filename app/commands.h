@@ -15,6 +15,7 @@ using Args = std::vector<std::string>;
 
 int run_check(const Args& args);
 int run_list(const Args& args);
+int run_estimate(const Args& args);
 int run_default(const Args& args);
 
 }  // namespace arlsim::app

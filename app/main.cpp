@@ -19,6 +19,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"check", "validate input files (any kind) and print every diagnostic; --json prints derived figures",
      arlsim::app::run_check},
+    {"estimate", "one stage in isolation (train iteration, inference pass, collective): time, throughput, memory",
+     arlsim::app::run_estimate},
     {"list", "list presets: models, gpus, clusters, scenarios", arlsim::app::run_list},
 };
 

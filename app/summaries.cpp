@@ -82,6 +82,12 @@ std::string describe(const spec::CheckedDocument& doc) {
              std::to_string(t.tp) + " pp" + std::to_string(t.pp) + " dp" + std::to_string(t.dp) +
              (t.cp > 1 ? " cp" + std::to_string(t.cp) : "");
     }
+    case SpecKind::stage: {
+      const auto& st = std::get<StageSpec>(doc.spec);
+      static const char* kinds[] = {"train", "inference", "collective"};
+      return std::string("stage, ") + kinds[static_cast<int>(st.kind)] + " on " + std::to_string(st.cluster.total_gpus()) +
+             " " + st.cluster.gpu.name + " GPUs";
+    }
   }
   return "?";
 }

@@ -30,6 +30,8 @@ std::optional<AnySpec> parse_document(const Value& doc, SpecKind kind, Diagnosti
                                   [](const Value& v, Diagnostics& d, PolicySpec& s) { return parse_policy(v, "", d, s); });
     case SpecKind::scenario:
       return parse_as<ScenarioSpec>(doc, diag, [](const Value& v, Diagnostics& d, ScenarioSpec& s) { return parse_scenario(v, d, s); });
+    case SpecKind::stage:
+      return parse_as<StageSpec>(doc, diag, [](const Value& v, Diagnostics& d, StageSpec& s) { return parse_stage(v, d, s); });
   }
   return std::nullopt;
 }

@@ -11,10 +11,11 @@
 #include "sim/spec/diagnostics.h"
 #include "sim/spec/loader.h"
 #include "sim/spec/scenario.h"
+#include "sim/spec/stage.h"
 
 namespace arlsim::spec {
 
-using AnySpec = std::variant<ModelSpec, GpuProfile, ClusterSpec, WorkloadSpec, PolicySpec, ScenarioSpec>;
+using AnySpec = std::variant<ModelSpec, GpuProfile, ClusterSpec, WorkloadSpec, PolicySpec, ScenarioSpec, StageSpec>;
 
 struct CheckedDocument {
   SpecKind kind = SpecKind::scenario;

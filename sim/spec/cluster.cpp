@@ -17,6 +17,7 @@ void parse_network(ObjectReader& parent, ClusterSpec& c) {
                                                          {"rail-optimized", NetworkTopology::rail_optimized}};
   r.read_enum("topology", c.topology, Presence::optional, topologies);
   r.read("oversubscription", c.oversubscription, Presence::optional, 1.0, 64.0);
+  r.read("nodes_per_leaf", c.nodes_per_leaf, Presence::optional, 1, 1 << 16);
   r.read_quantity("nic_bandwidth", Dimension::bytes_per_s, c.nic_bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
   r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 64);

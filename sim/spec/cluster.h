@@ -51,6 +51,7 @@ struct ClusterSpec {
   SimTime nic_latency;
   NetworkTopology topology = NetworkTopology::single_switch;
   double oversubscription = 1.0;  // leaf uplink oversubscription (fat tree)
+  int64_t nodes_per_leaf = 0;     // fat tree: nodes under one leaf switch; 0 = all
   std::vector<PoolSpec> pools;
   double price_usd_per_gpu_hour = 0;  // defaults to the profile's; 0 = unknown
 

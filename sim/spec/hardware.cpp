@@ -66,6 +66,7 @@ void parse_link(ObjectReader& parent, std::string_view key, Presence p, Link& li
   r.read("kind", link.kind, Presence::optional);
   r.read_quantity("bandwidth", Dimension::bytes_per_s, link.bandwidth_bytes_per_s, Presence::required, 1e6,
                   kMaxBandwidth);
+  r.read("efficiency", link.efficiency, Presence::optional, 1e-3, 1.0);
   r.read_duration("latency", link.latency, Presence::optional, 0, 1);
   r.finish();
 }
@@ -100,6 +101,25 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     p.read("efficiency", pt.efficiency, Presence::required, 1e-6, 1.0);
   });
   r.read("memory_bound", g.memory_bound_efficiency, Presence::optional, 1e-6, 1.0);
+  if (const Value* tile = r.field("gemm_tile")) {
+    ObjectReader t(*tile, r.pointer_of("gemm_tile"), r.diag());
+    t.read("m", g.gemm_tile_m, Presence::required, 1, 4096);
+    t.read("n", g.gemm_tile_n, Presence::required, 1, 4096);
+    t.finish();
+  }
+  r.read("nic", g.nic_efficiency, Presence::optional, 1e-3, 1.0);
+  r.finish();
+}
+
+void parse_collective_latency(ObjectReader& parent, CollectiveLatency& l) {
+  const Value* v = parent.field("collective_latency");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("collective_latency"), parent.diag());
+  r.read_duration("ring_base", l.ring_base, Presence::required, 0, 1);
+  r.read_duration("tree_base", l.tree_base, Presence::required, 0, 1);
+  r.read_duration("nvls_base", l.nvls_base, Presence::optional, 0, 1);
+  r.read_duration("hop_intra_node", l.hop_intra_node, Presence::required, 0, 1);
+  r.read_duration("hop_inter_node", l.hop_inter_node, Presence::required, 0, 1);
   r.finish();
 }
 
@@ -152,6 +172,8 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
   parse_efficiency(r, g);
   parse_collectives(r, g);
+  parse_collective_latency(r, g.collective_latency);
+  r.read_duration("inference_step_overhead", g.inference_step_overhead, Presence::optional, 0, 1);
   r.finish();
   out = std::move(g);
   return diag.error_count() == errors_before;

@@ -30,8 +30,10 @@ struct Provenance {
 
 struct Link {
   std::string kind;                // nvlink4, pcie5, ...
-  double bandwidth_bytes_per_s = 0;  // one direction
+  double bandwidth_bytes_per_s = 0;  // one direction, peak
+  double efficiency = 0;           // achieved / peak for large transfers; 0 = not given
   SimTime latency;
+  double achieved() const { return bandwidth_bytes_per_s * (efficiency > 0 ? efficiency : 1.0); }
 };
 
 // One measured (or derived) point of an efficiency curve: achieved / peak for a shape.
@@ -56,6 +58,13 @@ struct CollectivePoint {
   SimTime latency;
 };
 
+// NCCL-style latency model: a collective of n steps costs base + steps x hop latency, with the hop
+// latency of the slowest link it crosses (NCCL's tuning model, src/graph/tuning.cc).
+struct CollectiveLatency {
+  SimTime ring_base, tree_base, nvls_base;
+  SimTime hop_intra_node, hop_inter_node;
+};
+
 struct GpuProfile {
   std::string name;
   std::string description;
@@ -73,9 +82,13 @@ struct GpuProfile {
   double price_usd_per_gpu_hour = 0;  // 0: unknown
 
   std::vector<GemmPoint> gemm_efficiency;
+  int64_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile of the library's large-GEMM kernels
   std::vector<AttentionPoint> attention_efficiency;
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
   std::vector<CollectivePoint> collectives;
+  CollectiveLatency collective_latency;
+  double nic_efficiency = 0;       // achieved / peak for large transfers over the NIC; 0 = not given
+  SimTime inference_step_overhead;  // host-side scheduling per engine iteration (vLLM/SGLang)
 
   double peak(Dtype d) const;
 };

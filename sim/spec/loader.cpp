@@ -22,7 +22,7 @@ struct RefField {
 };
 
 // Which fields of which kinds hold references, and to what.
-constexpr std::array<RefField, 7> kRefFields{{
+constexpr std::array<RefField, 10> kRefFields{{
     {SpecKind::scenario, "cluster", SpecKind::cluster},
     {SpecKind::scenario, "model", SpecKind::model},
     {SpecKind::scenario, "workload", SpecKind::workload},
@@ -30,9 +30,12 @@ constexpr std::array<RefField, 7> kRefFields{{
     {SpecKind::cluster, "gpu", SpecKind::gpu},
     {SpecKind::workload, "critic", SpecKind::model},
     {SpecKind::workload, "reward/model", SpecKind::model},
+    {SpecKind::stage, "model", SpecKind::model},
+    {SpecKind::stage, "gpu", SpecKind::gpu},
+    {SpecKind::stage, "cluster", SpecKind::cluster},
 }};
 
-constexpr std::array<std::string_view, 6> kKindNames{"model", "gpu", "cluster", "workload", "policy", "scenario"};
+constexpr std::array<std::string_view, 7> kKindNames{"model", "gpu", "cluster", "workload", "policy", "scenario", "stage"};
 
 bool looks_like_path(std::string_view s) {
   return s.find('/') != std::string_view::npos || s.find('\\') != std::string_view::npos ||
@@ -90,6 +93,7 @@ std::optional<SpecKind> detect_kind(const Value& doc, Diagnostics& diag) {
     }
   }
   if (looks_like_hf_config(doc)) return SpecKind::model;
+  if (const Value* k = doc.find("kind"); k && k->is_string()) return SpecKind::stage;
   auto has = [&](std::string_view k) { return doc.find(k) != nullptr; };
   if (has("hidden_size") || has("num_layers")) return SpecKind::model;
   if (has("peak") || has("provenance")) return SpecKind::gpu;

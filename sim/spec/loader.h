@@ -18,7 +18,7 @@
 
 namespace arlsim::spec {
 
-enum class SpecKind { model, gpu, cluster, workload, policy, scenario };
+enum class SpecKind { model, gpu, cluster, workload, policy, scenario, stage };
 
 const char* kind_name(SpecKind k);
 std::optional<SpecKind> kind_from_name(std::string_view name);

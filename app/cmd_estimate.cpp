@@ -1,0 +1,220 @@
+// `arlsim estimate STAGE.json`: one stage in isolation — a training iteration, an inference
+// forward pass, or a collective — with time, throughput and memory per rank.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "sim/model/collective.h"
+#include "sim/model/compute.h"
+#include "sim/model/inference.h"
+#include "sim/model/train.h"
+#include "sim/spec/check.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+using nlohmann::ordered_json;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+ordered_json memory_json(const model::MemoryBreakdown& m) {
+  ordered_json j;
+  for (const auto& [name, bytes] : m.items) j[name] = bytes / kGiB;
+  j["total"] = m.total() / kGiB;
+  j["capacity"] = m.capacity_bytes / kGiB;
+  return j;
+}
+
+std::string memory_text(const model::MemoryBreakdown& m) {
+  std::string out;
+  char line[128];
+  for (const auto& [name, bytes] : m.items) {
+    std::snprintf(line, sizeof line, "  %-12s %9.2f GiB\n", name.c_str(), bytes / kGiB);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  %-12s %9.2f GiB of %.2f GiB usable: %s\n", "total", m.total() / kGiB,
+                m.capacity_bytes / kGiB, m.fits() ? "fits" : "DOES NOT FIT");
+  return out + line;
+}
+
+int estimate_train(const spec::StageSpec& s, bool json) {
+  model::TrainRequest r;
+  r.layout = s.train.layout;
+  r.seq_len = s.train.seq_len;
+  r.global_batch = s.train.global_batch;
+  r.dtype = s.dtype;
+  r.overlap_grad_reduce = s.train.overlap_grad_reduce;
+  r.moe_imbalance = s.train.moe_imbalance;
+  r.usable_memory_fraction = s.usable_memory_fraction;
+  if (const std::string problem = model::check_train_request(s.model, s.cluster, r); !problem.empty()) {
+    std::cerr << "arlsim estimate: " << problem << "\n";
+    return kExitBadInput;
+  }
+  const auto e = model::estimate_train(s.model, s.cluster, r);
+  const auto& b = e.breakdown;
+  if (json) {
+    ordered_json j;
+    j["kind"] = "train";
+    j["iteration_s"] = e.iteration_s;
+    j["tokens_per_s"] = e.tokens_per_s;
+    j["model_tflops_per_gpu"] = e.model_tflops_per_gpu;
+    j["mfu"] = e.mfu;
+    j["micro_batches"] = e.micro_batches;
+    j["memory_per_rank_gib"] = memory_json(e.memory);
+    j["fits"] = e.memory.fits();
+    j["breakdown_s"] = {{"forward_per_micro_batch", b.forward_s}, {"backward_per_micro_batch", b.backward_s},
+                        {"pipeline", b.pipeline_s},         {"bubble_fraction", b.bubble_fraction},
+                        {"tp_comm_per_micro_batch", b.tp_comm_s}, {"cp_comm_exposed_per_micro_batch", b.cp_comm_exposed_s},
+                        {"ep_comm_per_micro_batch", b.ep_comm_s}, {"pp_comm_per_micro_batch", b.pp_comm_s},
+                        {"dp_comm", b.dp_comm_s},           {"dp_comm_exposed", b.dp_comm_exposed_s},
+                        {"optimizer", b.optimizer_s}};
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  const auto& l = r.layout;
+  std::printf("train %s on %lld x %s: tp %lld pp %lld dp %lld cp %lld ep %lld, %lld micro-batches of %lld x %lld tokens\n",
+              s.model.name.c_str(), static_cast<long long>(l.gpus()), s.cluster.gpu.name.c_str(),
+              static_cast<long long>(l.tp), static_cast<long long>(l.pp), static_cast<long long>(l.dp),
+              static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(e.micro_batches),
+              static_cast<long long>(l.micro_batch), static_cast<long long>(r.seq_len));
+  std::printf("  iteration    %9.3f s\n  tokens/s     %9.0f\n  TFLOP/s/GPU  %9.1f (model FLOPs)\n  MFU          %9.1f %%\n",
+              e.iteration_s, e.tokens_per_s, e.model_tflops_per_gpu, 100 * e.mfu);
+  std::printf("  pipeline %.3f s (bubble %.1f %%), exposed DP comm %.3f s, optimizer %.3f s\n", b.pipeline_s,
+              100 * b.bubble_fraction, b.dp_comm_exposed_s, b.optimizer_s);
+  std::printf("memory per rank\n%s", memory_text(e.memory).c_str());
+  return kExitOk;
+}
+
+int estimate_inference(const spec::StageSpec& s, bool json) {
+  const auto& in = s.inference;
+  if (s.model.num_heads % in.tp != 0 || s.model.num_layers % in.pp != 0 ||
+      (in.ep > 1 && (!s.model.has_moe || s.model.moe.num_experts % in.ep != 0))) {
+    std::cerr << "arlsim estimate: the layout tp " << in.tp << " pp " << in.pp << " ep " << in.ep
+              << " does not split the model's heads, layers or experts\n";
+    return kExitBadInput;
+  }
+  const model::InferenceModel im(s.model, s.cluster, {in.tp, in.pp, in.ep});
+  model::IterationBatch batch;
+  if (in.prefill_tokens > 0) {
+    for (int64_t i = 0; i < in.sequences; ++i) batch.prefill.push_back({in.prefill_tokens, in.context_tokens, true});
+  } else {
+    batch.decode_seqs = in.sequences;
+    batch.decode_kv_tokens = in.sequences * in.context_tokens;
+  }
+  const auto cost = im.iteration(batch);
+  const auto mem = model::inference_memory(s.model, s.cluster.gpu, in.tp, in.pp, in.ep, in.gpu_memory_utilization,
+                                           in.max_num_batched_tokens);
+  const double tokens = static_cast<double>(in.sequences) * static_cast<double>(in.prefill_tokens > 0 ? in.prefill_tokens : 1);
+  const double needed = static_cast<double>(in.sequences) * static_cast<double>(in.context_tokens + std::max<int64_t>(in.prefill_tokens, 1));
+  if (json) {
+    ordered_json j;
+    j["kind"] = "inference";
+    j["phase"] = in.prefill_tokens > 0 ? "prefill" : "decode";
+    j["time_s"] = cost.seconds;
+    j["tokens_per_s"] = tokens / cost.seconds;
+    j["breakdown_s"] = {{"gemm", cost.gemm_s},           {"attention_prefill", cost.attention_prefill_s},
+                        {"attention_decode", cost.attention_decode_s}, {"elementwise", cost.elementwise_s},
+                        {"communication", cost.comm_s},  {"overhead", cost.overhead_s}};
+    j["memory_per_gpu_gib"] = memory_json(mem.breakdown);
+    j["kv_bytes_per_token_per_gpu"] = mem.kv_bytes_per_token_gpu;
+    j["kv_capacity_tokens"] = mem.kv_capacity_tokens;
+    j["fits"] = mem.kv_capacity_tokens >= needed;
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("inference %s on tp %lld pp %lld (%s): %lld sequences, %s\n", s.model.name.c_str(),
+              static_cast<long long>(in.tp), static_cast<long long>(in.pp), s.cluster.gpu.name.c_str(),
+              static_cast<long long>(in.sequences),
+              in.prefill_tokens > 0 ? ("prefill of " + std::to_string(in.prefill_tokens) + " tokens each").c_str()
+                                    : ("one decode step at " + std::to_string(in.context_tokens) + " tokens of context").c_str());
+  std::printf("  time         %9.3f ms\n  tokens/s     %9.0f\n  KV capacity  %9lld tokens per engine (%.0f needed)\n",
+              1e3 * cost.seconds, tokens / cost.seconds, static_cast<long long>(mem.kv_capacity_tokens), needed);
+  std::printf("memory per GPU\n%s", memory_text(mem.breakdown).c_str());
+  return kExitOk;
+}
+
+int estimate_collective(const spec::StageSpec& s, bool json) {
+  model::CollectiveOp op{};
+  model::collective_from_name(s.collective.op, op);
+  const model::CollectiveModel cm(s.cluster);
+  model::CollectiveGroup g;
+  g.ranks = s.collective.ranks;
+  g.ranks_per_node = std::min(s.collective.ranks, s.cluster.gpus_per_node);
+  if (g.ranks > s.cluster.total_gpus()) {
+    std::cerr << "arlsim estimate: " << g.ranks << " ranks exceed the cluster's " << s.cluster.total_gpus() << " GPUs\n";
+    return kExitBadInput;
+  }
+  const auto c = cm.cost(op, s.collective.bytes, g);
+  if (json) {
+    ordered_json j;
+    j["kind"] = "collective";
+    j["op"] = s.collective.op;
+    j["bytes"] = s.collective.bytes;
+    j["ranks"] = g.ranks;
+    j["nodes"] = g.nodes();
+    j["time_s"] = c.seconds;
+    j["algbw_gbps"] = c.algbw_bytes_per_s / 1e9;
+    j["busbw_gbps"] = c.busbw_bytes_per_s / 1e9;
+    j["algorithm"] = c.algorithm;
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%s of %.0f bytes over %lld ranks on %lld node(s) of %s\n", s.collective.op.c_str(), s.collective.bytes,
+              static_cast<long long>(g.ranks), static_cast<long long>(g.nodes()), s.cluster.gpu.name.c_str());
+  std::printf("  time       %10.1f us\n  algbw      %10.2f GB/s\n  busbw      %10.2f GB/s\n  algorithm  %10s\n",
+              1e6 * c.seconds, c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9, c.algorithm.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_estimate(const Args& args) {
+  std::string file;
+  std::vector<std::string> overrides;
+  po::options_description opts("arlsim estimate STAGE.json [options]\n\n"
+                               "Estimates one stage in isolation: \"kind\": \"train\" (an iteration), \"inference\"\n"
+                               "(one forward pass over a batch) or \"collective\". See docs/formats.md.\n\nOptions");
+  opts.add_options()("help,h", "this text")("json", "print the results as JSON")(
+      "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)");
+  po::options_description hidden;
+  hidden.add_options()("file", po::value(&file));
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
+  if (vm.count("help")) {
+    std::cout << opts;
+    return kExitOk;
+  }
+  if (file.empty()) {
+    std::cerr << "arlsim estimate: no stage file\n" << opts;
+    return kExitBadInput;
+  }
+  spec::Diagnostics diag;
+  auto doc = spec::check_document(file, spec::SpecKind::stage, overrides, diag);
+  std::cerr << spec::format_all(diag);
+  if (!doc) return kExitBadInput;
+  const auto& s = std::get<spec::StageSpec>(doc->spec);
+  std::string missing = s.kind == spec::StageKind::collective ? model::missing_collective_data(s.cluster)
+                                                              : model::missing_compute_data(s.cluster.gpu, s.dtype);
+  if (missing.empty() && s.kind != spec::StageKind::collective && s.cluster.total_gpus() > 1)
+    missing = model::missing_collective_data(s.cluster);
+  if (!missing.empty()) {
+    std::cerr << file << ": the GPU profile " << s.cluster.gpu.name << " lacks " << missing
+              << " needed for this estimate; calibrate it or add the figures\n";
+    return kExitBadInput;
+  }
+  const bool json = vm.count("json") > 0;
+  switch (s.kind) {
+    case spec::StageKind::train: return estimate_train(s, json);
+    case spec::StageKind::inference: return estimate_inference(s, json);
+    case spec::StageKind::collective: return estimate_collective(s, json);
+  }
+  return kExitInternal;
+}
+
+}  // namespace arlsim::app

@@ -1,0 +1,64 @@
+// Collective communication time: an alpha-beta model per algorithm, in NCCL's terms.
+//
+//   time = latency(algorithm, steps) + size x factor(op, n) / bus_bandwidth(algorithm, scope)
+//
+// The factor and the bus bandwidth are those nccl-tests reports (doc/PERFORMANCE.md there):
+// all-reduce 2(n-1)/n; all-gather, reduce-scatter and all-to-all (n-1)/n; broadcast and
+// send/recv 1 — so a profile's measured bus bandwidth plugs in directly. Latency follows NCCL's
+// tuning model: a base per algorithm plus a hop latency per step (src/graph/tuning.cc).
+// Across nodes a ring's C channels each cross one NIC, so its bus bandwidth is the smaller of the
+// intra-node rate and the node's aggregate NIC rate; the tree has the same bandwidth and
+// logarithmic latency; NVLS (NVLink SHARP) only where the profile has measured it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/cluster.h"
+
+namespace arlsim::model {
+
+enum class CollectiveOp { all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv };
+const char* collective_name(CollectiveOp op);
+bool collective_from_name(std::string_view name, CollectiveOp& out);
+
+// nccl-tests' bus-bandwidth factor: busbw = algbw x factor.
+double bus_factor(CollectiveOp op, int64_t ranks);
+
+struct CollectiveCost {
+  double seconds = 0;
+  std::string algorithm;  // ring, tree, nvls, direct
+  double algbw_bytes_per_s = 0;  // size / time
+  double busbw_bytes_per_s = 0;  // algbw x factor
+};
+
+struct CollectiveGroup {
+  int64_t ranks = 1;
+  int64_t ranks_per_node = 1;  // consecutive ranks share a node
+  int64_t nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+};
+
+// What a cluster's profile lacks for collective costs, or "".
+std::string missing_collective_data(const spec::ClusterSpec& cluster);
+
+class CollectiveModel {
+ public:
+  explicit CollectiveModel(const spec::ClusterSpec& cluster);
+
+  // `bytes` is the size nccl-tests reports: the buffer of all-reduce and broadcast, the whole
+  // output of all-gather, the whole input of reduce-scatter, each rank's buffer of all-to-all.
+  CollectiveCost cost(CollectiveOp op, double bytes, const CollectiveGroup& group) const;
+  // All algorithms that apply, for reports and tests.
+  std::vector<CollectiveCost> candidates(CollectiveOp op, double bytes, const CollectiveGroup& group) const;
+
+  double intra_node_busbw(CollectiveOp op, const std::string& algorithm) const;
+  double inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const;
+
+ private:
+  double latency_s(const std::string& algorithm, CollectiveOp op, const CollectiveGroup& group) const;
+
+  const spec::ClusterSpec& cluster_;
+};
+
+}  // namespace arlsim::model

@@ -1,0 +1,130 @@
+#include "sim/model/compute.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/assert.h"
+
+namespace arlsim::model {
+
+using spec::Dtype;
+
+namespace {
+
+double element_bytes(Dtype d) {
+  switch (d) {
+    case Dtype::fp32:
+    case Dtype::tf32: return 4;
+    case Dtype::bf16:
+    case Dtype::fp16: return 2;
+    case Dtype::fp8:
+    case Dtype::int8: return 1;
+  }
+  return 2;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string missing_compute_data(const spec::GpuProfile& gpu, Dtype dtype) {
+  if (gpu.peak(dtype) <= 0) return std::string("a peak rate for ") + spec::dtype_name(dtype);
+  if (gpu.gemm_efficiency.empty()) return "GEMM efficiency points (efficiency/gemm)";
+  if (gpu.gemm_tile_m <= 0) return "the GEMM tile size (efficiency/gemm_tile)";
+  if (gpu.sm_count <= 0) return "the SM count (sm_count)";
+  if (gpu.memory_bound_efficiency <= 0) return "the memory-bound efficiency (efficiency/memory_bound)";
+  if (gpu.attention_efficiency.empty()) return "attention efficiency points (efficiency/attention)";
+  return {};
+}
+
+ComputeModel::ComputeModel(const spec::GpuProfile& gpu, Dtype dtype) : gpu_(gpu) {
+  ARLSIM_ASSERT(missing_compute_data(gpu, dtype).empty());
+  peak_ = gpu.peak(dtype);
+  bytes_per_element_ = element_bytes(dtype);
+  memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
+  launch_s_ = gpu.kernel_launch_overhead.seconds();
+  // e_max: the best measured point with its own quantisation losses taken out.
+  for (const auto& p : gpu.gemm_efficiency) e_max_ = std::max(e_max_, p.efficiency / quantisation(p.m, p.n, p.k));
+  e_max_ = std::min(e_max_, 1.0);
+}
+
+double ComputeModel::quantisation(int64_t m, int64_t n, int64_t k, int64_t groups) const {
+  const int64_t tm = gpu_.gemm_tile_m, tn = gpu_.gemm_tile_n;
+  const int64_t tiles_m = ceil_div(m, tm), tiles_n = ceil_div(n, tn);
+  const double tile_fraction = static_cast<double>(m * n) / static_cast<double>(tiles_m * tm * tiles_n * tn);
+  int64_t work = groups * tiles_m * tiles_n;
+  // With fewer tiles than SMs, libraries split K across thread blocks (split-K, stream-K) to use
+  // the idle SMs; a split keeps at least kMinSplitK of K so the partial sums stay cheap.
+  constexpr int64_t kMinSplitK = 256;
+  if (work < gpu_.sm_count) work *= std::max<int64_t>(1, std::min(gpu_.sm_count / work, k / kMinSplitK));
+  const int64_t waves = ceil_div(work, gpu_.sm_count);
+  const double wave_fraction = static_cast<double>(work) / static_cast<double>(waves * gpu_.sm_count);
+  return tile_fraction * wave_fraction;
+}
+
+double ComputeModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const { return e_max_ * quantisation(m, n, k); }
+
+OpCost ComputeModel::gemm(int64_t m, int64_t n, int64_t k) const { return grouped_gemm(1, m, n, k); }
+
+OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k) const {
+  OpCost c;
+  if (count <= 0 || m <= 0 || n <= 0 || k <= 0) return c;
+  // One kernel: the groups' tiles share the waves; each group's operands are read once.
+  const double groups = static_cast<double>(count);
+  const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+  c.flops = groups * 2.0 * md * nd * kd;
+  c.bytes = groups * bytes_per_element_ * (md * kd + kd * nd + md * nd);
+  const double compute_s = c.flops / (peak_ * e_max_ * quantisation(m, n, k, count));
+  const double memory_s = c.bytes / memory_rate_;
+  c.memory_bound = memory_s > compute_s;
+  c.seconds = std::max(compute_s, memory_s) + launch_s_;
+  return c;
+}
+
+double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass) const {
+  const std::string want = pass == AttentionPass::forward ? "fwd" : "fwd_bwd";
+  // Points of the wanted pass; the other pass's points stand in when a profile lacks them.
+  std::vector<const spec::AttentionPoint*> pts;
+  for (const auto& p : gpu_.attention_efficiency)
+    if (p.pass == want) pts.push_back(&p);
+  if (pts.empty())
+    for (const auto& p : gpu_.attention_efficiency) pts.push_back(&p);
+  std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->seq_len < b->seq_len; });
+  const double x = std::log(static_cast<double>(std::max<int64_t>(seq_len, 1)));
+  if (x <= std::log(static_cast<double>(pts.front()->seq_len))) {
+    // Below the shortest measured length the kernel is launch- and occupancy-bound: efficiency
+    // falls in proportion to the work.
+    return pts.front()->efficiency * static_cast<double>(std::max<int64_t>(seq_len, 1)) /
+           static_cast<double>(pts.front()->seq_len);
+  }
+  for (size_t i = 1; i < pts.size(); ++i) {
+    const double x1 = std::log(static_cast<double>(pts[i]->seq_len));
+    if (x <= x1) {
+      const double x0 = std::log(static_cast<double>(pts[i - 1]->seq_len));
+      const double t = (x - x0) / (x1 - x0);
+      return pts[i - 1]->efficiency + t * (pts[i]->efficiency - pts[i - 1]->efficiency);
+    }
+  }
+  return pts.back()->efficiency;
+}
+
+OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionPass pass) const {
+  OpCost c;
+  if (forward_flops <= 0) return c;
+  // FlashAttention counts the backward pass as 2.5x the forward FLOPs (its benchmark's convention),
+  // so forward + backward is 3.5x.
+  c.flops = pass == AttentionPass::forward ? forward_flops : 3.5 * forward_flops;
+  c.seconds = c.flops / (peak_ * attention_efficiency(seq_len, pass)) + launch_s_ * (pass == AttentionPass::forward ? 1 : 2);
+  return c;
+}
+
+OpCost ComputeModel::memory_bound(double bytes, int kernels) const {
+  OpCost c;
+  if (bytes <= 0) return c;
+  c.bytes = bytes;
+  c.memory_bound = true;
+  c.seconds = bytes / memory_rate_ + launch_s_ * kernels;
+  return c;
+}
+
+}  // namespace arlsim::model

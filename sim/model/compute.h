@@ -1,0 +1,74 @@
+// Time of one kernel on one GPU: dense GEMMs, attention and memory-bound element-wise work.
+//
+// A GEMM takes the longer of its compute time and its memory time (roofline, Williams et al.
+// 2009), plus the launch overhead:
+//   compute = 2MNK / (peak x e_max x tile_fraction x wave_fraction)
+//   memory  = bytes(A, B, C) / (HBM bandwidth x memory-bound efficiency)
+// tile_fraction is the useful share of the output tiles the library computes (tile quantisation)
+// and wave_fraction the share of SM slots the last wave fills (wave quantisation); e_max is the
+// efficiency of a perfectly quantised large GEMM, recovered from the profile's measured points.
+// Attention uses the profile's FlashAttention efficiency curve by sequence length; decode
+// attention reads the KV cache at the memory-bound rate. Every efficiency is profile data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/spec/hardware.h"
+
+namespace arlsim::model {
+
+struct OpCost {
+  double seconds = 0;
+  double flops = 0;
+  double bytes = 0;  // HBM traffic
+  bool memory_bound = false;
+
+  OpCost& operator+=(const OpCost& o) {
+    seconds += o.seconds;
+    flops += o.flops;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
+// What a profile lacks for the cost model, or "" when it has everything.
+std::string missing_compute_data(const spec::GpuProfile& gpu, spec::Dtype dtype);
+
+enum class AttentionPass { forward, forward_backward };
+
+class ComputeModel {
+ public:
+  ComputeModel(const spec::GpuProfile& gpu, spec::Dtype dtype);
+
+  double peak_flops() const { return peak_; }
+  double bytes_per_element() const { return bytes_per_element_; }
+  // The useful fraction of the output tiles of `groups` (m, n, k) GEMMs in one kernel, times the
+  // filled fraction of its waves of thread blocks over the SMs (after split-K for few tiles).
+  double quantisation(int64_t m, int64_t n, int64_t k, int64_t groups = 1) const;
+  // Efficiency of the compute part of an (m, n, k) GEMM (achieved / peak).
+  double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
+  OpCost gemm(int64_t m, int64_t n, int64_t k) const;
+  // `count` identical GEMMs launched as one grouped kernel (MoE experts).
+  OpCost grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k) const;
+
+  // Achieved efficiency of FlashAttention at this (key) sequence length, log-interpolated.
+  double attention_efficiency(int64_t seq_len, AttentionPass pass) const;
+  // Attention over `flops` forward FLOPs at a representative key length.
+  OpCost attention(double forward_flops, int64_t seq_len, AttentionPass pass) const;
+  // Streaming `bytes` through HBM (element-wise kernels, KV-cache reads, optimizer steps).
+  OpCost memory_bound(double bytes, int kernels = 1) const;
+
+  double launch_overhead_s() const { return launch_s_; }
+  double memory_rate() const { return memory_rate_; }  // achieved HBM bytes/s
+
+ private:
+  const spec::GpuProfile& gpu_;
+  double peak_ = 0;
+  double bytes_per_element_ = 2;
+  double e_max_ = 0;
+  double memory_rate_ = 0;  // achieved bytes/s
+  double launch_s_ = 0;
+};
+
+}  // namespace arlsim::model

@@ -1,0 +1,151 @@
+#include "sim/model/inference.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/model/collective.h"
+#include "sim/model/compute.h"
+#include "sim/model/transformer.h"
+
+namespace arlsim::model {
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+struct Widths {
+  int64_t qkv = 0, out_in = 0, qk = 0, v = 0;
+};
+
+Widths widths(const spec::ModelSpec& m) {
+  Widths w;
+  if (m.attention == spec::AttentionKind::mla) {
+    w.qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    w.v = m.mla.v_head_dim;
+    w.qkv = m.num_heads * (2 * w.qk + w.v);
+  } else {
+    w.qk = w.v = m.head_dim;
+    w.qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim;
+  }
+  w.out_in = m.num_heads * w.v;
+  return w;
+}
+
+}  // namespace
+
+double DecodeWindow::sum(int64_t k, int64_t kv_tokens) const {
+  const double kd = d(k);
+  return kd * a + b * (kd * d(kv_tokens) + d(seqs) * kd * (kd - 1) / 2);
+}
+
+int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const {
+  // Largest k with a k + b (k K + D k (k - 1) / 2) <= seconds: the positive root of the quadratic
+  // (b D / 2) k^2 + (a + b K - b D / 2) k - seconds = 0, then corrected for rounding.
+  if (seconds <= 0) return 0;
+  const double qa = b * d(seqs) / 2, qb = a + b * d(kv_tokens) - qa;
+  double k = qa > 0 ? (-qb + std::sqrt(qb * qb + 4 * qa * seconds)) / (2 * qa) : seconds / qb;
+  auto n = static_cast<int64_t>(std::floor(std::max(0.0, k)));
+  while (n > 0 && sum(n, kv_tokens) > seconds) --n;
+  while (sum(n + 1, kv_tokens) <= seconds) ++n;
+  return n;
+}
+
+InferenceModel::InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout)
+    : m_(m), c_(c), layout_(layout) {}
+
+double InferenceModel::gemm_seconds(int64_t rows) const {
+  if (rows <= 0) return 0;
+  const ComputeModel cm(c_.gpu, spec::Dtype::bf16);
+  const Widths w = widths(m_);
+  const int64_t tp = layout_.tp, h = m_.hidden_size;
+  const bool gated = m_.mlp == spec::MlpKind::gated;
+  double dense_layer = cm.gemm(rows, w.qkv / tp, h).seconds + cm.gemm(rows, h, w.out_in / tp).seconds;
+  double moe_layer = dense_layer;
+  dense_layer += cm.gemm(rows, (gated ? 2 : 1) * m_.ffn_hidden_size / tp, h).seconds +
+                 cm.gemm(rows, h, m_.ffn_hidden_size / tp).seconds;
+  if (m_.has_moe) {
+    // Experts are spread over the engine's ep ranks. With rows x top-k routed tokens spread
+    // uniformly, an expert receives none with probability (1 - 1/E)^(rows k): the expected number
+    // of active experts, each of which reads its weights once.
+    const auto& e = m_.moe;
+    const double local = d(e.num_experts) / d(layout_.ep);
+    const double routed = d(rows) * d(e.experts_per_token);
+    const double active_fraction = 1.0 - std::pow(1.0 - 1.0 / d(e.num_experts), routed);
+    const int64_t active = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(local * active_fraction)));
+    const int64_t per_expert =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(routed / d(layout_.ep) / d(active))));
+    moe_layer += cm.gemm(rows, e.num_experts, h).seconds;
+    moe_layer += cm.grouped_gemm(active, per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h).seconds +
+                 cm.grouped_gemm(active, per_expert, h, e.expert_ffn_hidden_size).seconds;
+    const int64_t shared = e.shared_experts * e.expert_ffn_hidden_size + e.shared_expert_ffn_hidden_size;
+    if (shared > 0)
+      moe_layer += cm.gemm(rows, (gated ? 2 : 1) * shared / tp, h).seconds + cm.gemm(rows, h, shared / tp).seconds;
+  }
+  const int64_t moe_layers = m_.num_moe_layers();
+  // With pipeline parallelism the batch still passes through every layer, one stage after another.
+  return d(m_.num_layers - moe_layers) * dense_layer + d(moe_layers) * moe_layer;
+}
+
+double InferenceModel::sampled_rows_seconds(int64_t rows) const {
+  if (rows <= 0) return 0;
+  const ComputeModel cm(c_.gpu, spec::Dtype::bf16);
+  // LM head, then softmax and sampling over fp32 logits.
+  return cm.gemm(rows, m_.vocab_size / layout_.tp, m_.hidden_size).seconds +
+         cm.memory_bound(3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2).seconds;
+}
+
+IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
+  const ComputeModel cm(c_.gpu, spec::Dtype::bf16);
+  const CollectiveModel coll(c_);
+  const Widths w = widths(m_);
+  const int64_t tp = layout_.tp;
+  IterationCost cost;
+  int64_t prefill_tokens = 0, sampled = batch.decode_seqs;
+  for (const auto& ch : batch.prefill) {
+    prefill_tokens += ch.tokens;
+    sampled += ch.completes ? 1 : 0;
+    // Causal attention of the chunk over its context: q x c + q (q + 1) / 2 query-key pairs.
+    const double pairs = d(ch.tokens) * d(ch.context) + d(ch.tokens) * d(ch.tokens + 1) / 2;
+    const double layer_flops = 2.0 * d(m_.num_heads / tp) * d(w.qk + w.v) * pairs;
+    cost.attention_prefill_s +=
+        d(m_.num_layers) * cm.attention(layer_flops, ch.context + ch.tokens, AttentionPass::forward).seconds;
+  }
+  const int64_t rows = prefill_tokens + batch.decode_seqs;
+  cost.gemm_s = gemm_seconds(rows) + sampled_rows_seconds(sampled);
+  const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
+  if (batch.decode_seqs > 0)
+    cost.attention_decode_s = kv_per_token * d(batch.decode_kv_tokens) / cm.memory_rate() +
+                              cm.launch_overhead_s() * d(m_.num_layers);
+  const double elementwise_bytes = 2.0 * d(rows) * (10.0 * d(m_.hidden_size) + 3.0 * d(m_.ffn_hidden_size) / d(tp));
+  cost.elementwise_s = cm.memory_bound(elementwise_bytes * d(m_.num_layers), 0).seconds;
+  if (tp > 1) {
+    CollectiveGroup g;
+    g.ranks = tp;
+    g.ranks_per_node = std::min(tp, c_.gpus_per_node);
+    cost.comm_s = 2.0 * d(m_.num_layers) * coll.cost(CollectiveOp::all_reduce, d(rows) * d(m_.hidden_size) * 2, g).seconds;
+  }
+  if (layout_.pp > 1) {
+    CollectiveGroup g;
+    g.ranks = 2;
+    g.ranks_per_node = 2;
+    cost.comm_s += d(layout_.pp - 1) * coll.cost(CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g).seconds;
+  }
+  cost.overhead_s = c_.gpu.inference_step_overhead.seconds();
+  cost.seconds = cost.gemm_s + cost.attention_prefill_s + cost.attention_decode_s + cost.elementwise_s + cost.comm_s +
+                 cost.overhead_s;
+  return cost;
+}
+
+DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
+  DecodeWindow w;
+  w.seqs = seqs;
+  IterationBatch at_zero;
+  at_zero.decode_seqs = seqs;
+  at_zero.decode_kv_tokens = 0;
+  w.a = iteration(at_zero).seconds;
+  // The only context-dependent term: streaming each cached token's keys and values once.
+  w.b = kv_bytes_per_token_per_gpu(m_, layout_.tp, 1) / ComputeModel(c_.gpu, spec::Dtype::bf16).memory_rate();
+  return w;
+}
+
+}  // namespace arlsim::model

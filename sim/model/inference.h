@@ -1,0 +1,69 @@
+// One iteration of an inference engine (vLLM/SGLang-style continuous batching) on tp x pp (x ep)
+// GPUs: P prefill tokens in chunks, each with the context it extends, and D decoding sequences
+// whose KV lengths sum to K. Matmuls see P + D rows; prefill attention is compute-bound
+// (FlashAttention curve); decode attention streams the KV cache (memory-bound); each layer
+// all-reduces its output over tp; the LM head runs for the rows that sample a token.
+//
+// Between changes of the batch's composition only K moves, by D per iteration, and the cost is
+// a + b K, so k iterations cost k a + b (k K + D k (k - 1) / 2): DecodeWindow lets the simulator
+// jump over them (event skipping) and answers how many fit in a time budget.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/model/memory.h"
+#include "sim/spec/cluster.h"
+#include "sim/spec/model.h"
+
+namespace arlsim::model {
+
+struct EngineLayout {
+  int64_t tp = 1, pp = 1, ep = 1;
+};
+
+struct PrefillChunk {
+  int64_t tokens = 0;   // new tokens computed in this iteration
+  int64_t context = 0;  // tokens already in the KV cache before them
+  bool completes = true;  // the chunk ends the prompt, so the sequence samples a token
+};
+
+struct IterationBatch {
+  std::vector<PrefillChunk> prefill;
+  int64_t decode_seqs = 0;
+  int64_t decode_kv_tokens = 0;  // sum of the decoding sequences' KV lengths
+};
+
+struct IterationCost {
+  double seconds = 0;
+  double gemm_s = 0, attention_prefill_s = 0, attention_decode_s = 0, elementwise_s = 0, comm_s = 0, overhead_s = 0;
+};
+
+// Cost of decode-only iterations as a + b x K (K: KV tokens summed over the batch).
+struct DecodeWindow {
+  double a = 0;  // seconds per iteration independent of the context
+  double b = 0;  // seconds per KV token read
+  int64_t seqs = 0;
+  // Total time of k iterations starting at K = kv_tokens (K grows by seqs each iteration).
+  double sum(int64_t k, int64_t kv_tokens) const;
+  // The most iterations, from kv_tokens on, that complete within `seconds`.
+  int64_t iterations_within(double seconds, int64_t kv_tokens) const;
+};
+
+class InferenceModel {
+ public:
+  InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout);
+
+  IterationCost iteration(const IterationBatch& batch) const;
+  DecodeWindow decode_window(int64_t seqs) const;
+
+ private:
+  double gemm_seconds(int64_t rows) const;
+  double sampled_rows_seconds(int64_t rows) const;
+
+  const spec::ModelSpec& m_;
+  const spec::ClusterSpec& c_;
+  EngineLayout layout_;
+};
+
+}  // namespace arlsim::model

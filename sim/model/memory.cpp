@@ -1,0 +1,160 @@
+#include "sim/model/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/model/transformer.h"
+
+namespace arlsim::model {
+
+using spec::Recompute;
+
+double MemoryBreakdown::total() const {
+  double t = 0;
+  for (const auto& [name, bytes] : items) t += bytes;
+  return t;
+}
+
+double MemoryBreakdown::get(const std::string& name) const {
+  for (const auto& [n, bytes] : items)
+    if (n == name) return bytes;
+  return 0;
+}
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+int64_t moe_layers_in_stage(const spec::ModelSpec& m, int64_t first, int64_t count) {
+  int64_t n = 0;
+  for (int64_t l = first; l < first + count; ++l) n += m.is_moe_layer(l) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l, bool first_stage, bool last_stage) {
+  StageParams p;
+  const int64_t layers = m.num_layers / l.pp;
+  const int64_t first_layer = first_stage ? 0 : (last_stage ? m.num_layers - layers : 0);
+  const int64_t moe_layers = moe_layers_in_stage(m, first_layer, layers);
+  const int64_t dense_layers = layers - moe_layers;
+  const double tp = d(l.tp);
+  const double norms = 2 * d(m.hidden_size) * (m.norm == spec::NormKind::layernorm ? 2 : 1);
+  p.dense = d(layers) * (attention_params(m) / tp + norms) + d(dense_layers) * dense_mlp_params(m, m.ffn_hidden_size) / tp;
+  if (moe_layers > 0) {
+    const auto& e = m.moe;
+    const double expert = dense_mlp_params(m, e.expert_ffn_hidden_size);
+    double shared = d(e.shared_experts) * expert;
+    if (e.shared_expert_ffn_hidden_size > 0) shared += dense_mlp_params(m, e.shared_expert_ffn_hidden_size);
+    p.dense += d(moe_layers) * (d(m.hidden_size) * d(e.num_experts) + shared / tp);
+    p.experts = d(moe_layers) * d(e.num_experts) / d(l.ep) * expert;
+  }
+  const double embedding = d(m.vocab_size) * d(m.hidden_size) / tp;
+  if (first_stage) p.dense += embedding;
+  if (last_stage && (!m.tie_embeddings || l.pp > 1)) p.dense += embedding;  // the LM head
+  return p;
+}
+
+double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout& l, int64_t tokens, bool moe_layer) {
+  const double t = d(tokens), h = d(m.hidden_size), tp = d(l.tp);
+  const double outside_split = l.sequence_parallel ? tp : 1.0;  // SP splits the non-TP regions too
+  if (l.recompute == Recompute::full) return 2 * t * h / outside_split;  // only the layer's input
+  // Widths of Q + K + V and of the attention output.
+  double qkv = d((m.num_heads + 2 * m.num_kv_heads) * m.head_dim), out = d(m.num_heads * m.head_dim);
+  if (m.attention == spec::AttentionKind::mla) {
+    const double qk = d(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim);
+    qkv = d(m.num_heads) * (2 * qk + d(m.mla.v_head_dim));
+    out = d(m.num_heads * m.mla.v_head_dim);
+  }
+  // Two norm inputs, the attention input and the MLP input, 2 bytes each (bf16).
+  const double outside = 8 * t * h / outside_split;
+  // Q, K, V and the attention output, plus fp32 softmax statistics per head (FlashAttention).
+  const double attention = (2 * t * qkv + 2 * t * out + 4 * t * d(m.num_heads)) / tp;
+  auto mlp = [&](int64_t ffn) { return (m.mlp == spec::MlpKind::gated ? 6.0 : 4.0) * t * d(ffn); };
+  double mlp_bytes = mlp(m.ffn_hidden_size) / tp;
+  if (moe_layer) {
+    // Routed tokens: each token's hidden state is copied to its top-k experts; router logits in fp32.
+    const auto& e = m.moe;
+    mlp_bytes = d(e.experts_per_token) * (2 * t * h + mlp(e.expert_ffn_hidden_size)) + 4 * t * d(e.num_experts);
+    if (e.shared_experts > 0) mlp_bytes += d(e.shared_experts) * mlp(e.expert_ffn_hidden_size) / tp;
+    if (e.shared_expert_ffn_hidden_size > 0) mlp_bytes += mlp(e.shared_expert_ffn_hidden_size) / tp;
+  }
+  return outside + attention + mlp_bytes;
+}
+
+MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+                             const TrainShape& shape) {
+  const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
+  const double dp = d(l.dp * l.cp);  // gradients and optimizer states are sharded over dp x cp
+  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  MemoryBreakdown worst;
+  for (int stage = 0; stage < (l.pp > 1 ? 2 : 1); ++stage) {
+    const bool first = stage == 0, last = stage == 1 || l.pp == 1;
+    const StageParams p = params_per_rank(m, l, first, last);
+    auto sharded = [&](double bytes_per_param, int from_stage) {
+      const bool shard = l.zero >= from_stage;
+      return p.dense * bytes_per_param / (shard ? dp : 1.0) + p.experts * bytes_per_param / (shard ? expert_dp : 1.0);
+    };
+    MemoryBreakdown b;
+    b.capacity_bytes = gpu.memory_bytes * shape.usable_fraction;
+    b.items.emplace_back("weights", l.offload_params ? 0.0 : sharded(2, 3));
+    b.items.emplace_back("gradients", sharded(4, 2));
+    b.items.emplace_back("optimizer", l.offload_optimizer ? 0.0 : sharded(12, 1));
+    // 1F1B keeps up to pp micro-batches in flight on the first stage; interleaving adds
+    // (pp - 1) / (pp x vpp) (Korthikanti et al., sec. 4.2.3).
+    const int64_t layers = m.num_layers / l.pp;
+    double in_flight = first ? d(std::min(l.pp, shape.micro_batches)) : 1.0;
+    if (first && l.vpp > 1) in_flight *= 1.0 + d(l.pp - 1) / d(l.pp * l.vpp);
+    const int64_t first_layer = first ? 0 : m.num_layers - layers;
+    double act = 0, widest_layer = 0;
+    spec::TrainLayout kept_all = l;
+    kept_all.recompute = Recompute::none;
+    for (int64_t layer = first_layer; layer < first_layer + layers; ++layer) {
+      act += layer_activation_bytes(m, l, tokens, m.is_moe_layer(layer));
+      widest_layer = std::max(widest_layer, layer_activation_bytes(m, kept_all, tokens, m.is_moe_layer(layer)));
+    }
+    act *= in_flight;
+    if (l.recompute == Recompute::full) act += widest_layer;  // the layer being recomputed
+    b.items.emplace_back("activations", act);
+    // The LM head's logits in fp32 for the loss, and their bf16 copy.
+    b.items.emplace_back("logits", last ? 6.0 * d(tokens) * d(m.vocab_size) / d(l.tp) : 0.0);
+    b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
+    if (worst.items.empty() || b.total() > worst.total()) worst = b;
+  }
+  return worst;
+}
+
+double kv_bytes_per_token_per_gpu(const spec::ModelSpec& m, int64_t tp, int64_t pp) {
+  const double layers = d(m.num_layers) / d(pp);
+  if (m.attention == spec::AttentionKind::mla) return layers * d(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * 2;
+  const double heads = std::max(1.0, d(m.num_kv_heads) / d(tp));
+  return layers * 2 * heads * d(m.head_dim) * 2;
+}
+
+InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, int64_t tp, int64_t pp,
+                                 int64_t ep, double gpu_memory_utilization, int64_t max_batched_tokens) {
+  spec::TrainLayout l;
+  l.tp = tp;
+  l.pp = pp;
+  l.ep = ep;
+  const StageParams p = params_per_rank(m, l, true, pp == 1);
+  InferenceMemory out;
+  auto& b = out.breakdown;
+  b.capacity_bytes = gpu.memory_bytes * gpu_memory_utilization;
+  b.items.emplace_back("weights", 2 * p.total());
+  // Peak activation of one forward over max_batched_tokens: the widest intermediate (the MLP's
+  // gate and up projections, or the QKV output) plus the hidden state, and the sampled logits.
+  const double t = d(max_batched_tokens);
+  const double ffn = m.has_moe ? d(m.moe.expert_ffn_hidden_size * m.moe.experts_per_token) : d(m.ffn_hidden_size);
+  const double widest = std::max(2 * ffn / d(tp), d((m.num_heads + 2 * m.num_kv_heads) * m.head_dim) / d(tp));
+  b.items.emplace_back("workspace", 2 * t * (2 * d(m.hidden_size) + widest) + 4 * t * d(m.vocab_size) / d(tp));
+  b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
+  out.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(m, tp, pp);
+  const double free_bytes = b.capacity_bytes - b.total();
+  out.kv_capacity_tokens = free_bytes > 0 ? static_cast<int64_t>(free_bytes / out.kv_bytes_per_token_gpu) : 0;
+  b.items.emplace_back("kv_cache", free_bytes > 0 ? free_bytes : 0.0);
+  return out;
+}
+
+}  // namespace arlsim::model

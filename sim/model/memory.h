@@ -1,0 +1,70 @@
+// Memory per rank: training (weights, gradients and optimizer states under ZeRO/FSDP sharding and
+// offload, activations under each recompute mode, pipeline in-flight micro-batches, logits) and
+// inference (weights, activation workspace, KV-cache capacity).
+//
+// Mixed-precision Adam keeps bf16 weights (2 bytes), fp32 gradients (4; Megatron's main_grad)
+// and fp32 master weights plus two moments (12): 18 bytes per parameter, of which ZeRO stage 1
+// shards the 12 over data parallelism, stage 2 also the 4, stage 3 (FSDP) also the 2
+// (Rajbhandari et al. 2020, "ZeRO", sec. 5; Megatron-LM docs, distributed optimizer).
+// Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+// Transformer Models", sec. 4), generalised to GQA, gated MLPs and MoE, with FlashAttention (no
+// s^2 score matrix is stored) and no dropout, as RL fine-tuning runs.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/spec/hardware.h"
+#include "sim/spec/model.h"
+#include "sim/spec/policy.h"
+
+namespace arlsim::model {
+
+struct MemoryBreakdown {
+  std::vector<std::pair<std::string, double>> items;  // name -> bytes, in a fixed order
+  double capacity_bytes = 0;                          // usable bytes of the GPU
+  double total() const;
+  bool fits() const { return total() <= capacity_bytes; }
+  double get(const std::string& name) const;
+};
+
+// Parameters held by one rank of the first and of the last pipeline stage.
+struct StageParams {
+  double dense = 0;    // replicated over data parallelism (attention, dense MLPs, norms, embeddings)
+  double experts = 0;  // expert weights, sharded over expert parallelism
+  double total() const { return dense + experts; }
+};
+StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l, bool first_stage, bool last_stage);
+
+// Activation bytes one layer keeps for backward, per micro-batch of `tokens` tokens on a rank.
+double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout& l, int64_t tokens, bool moe_layer);
+
+struct TrainShape {
+  int64_t micro_batch = 1;  // sequences
+  int64_t seq_len = 0;
+  int64_t micro_batches = 1;  // per data-parallel rank per iteration
+  double usable_fraction = 1.0;
+};
+
+// The worse of the first and the last pipeline stage.
+MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+                             const TrainShape& shape);
+
+struct InferenceMemory {
+  MemoryBreakdown breakdown;       // weights, workspace, reserved, kv_cache
+  double kv_bytes_per_token_gpu = 0;
+  int64_t kv_capacity_tokens = 0;  // tokens of KV cache the engine can hold
+};
+
+// One engine of tp x pp GPUs (ep over its tp ranks for MoE), vLLM-style: the KV cache gets what
+// gpu_memory_utilization leaves after weights, the peak activation workspace of a batch of
+// `max_batched_tokens`, and the reserved memory.
+InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, int64_t tp, int64_t pp,
+                                 int64_t ep, double gpu_memory_utilization, int64_t max_batched_tokens);
+
+// KV-cache bytes per token on one GPU of a tp x pp engine: key-value heads are split over tp
+// (replicated when tp exceeds them); MLA's latent is replicated on every tp rank.
+double kv_bytes_per_token_per_gpu(const spec::ModelSpec& m, int64_t tp, int64_t pp);
+
+}  // namespace arlsim::model

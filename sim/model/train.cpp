@@ -1,0 +1,233 @@
+#include "sim/model/train.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/assert.h"
+#include "sim/model/collective.h"
+#include "sim/model/compute.h"
+#include "sim/model/transformer.h"
+
+namespace arlsim::model {
+
+using spec::Recompute;
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+struct LayerCost {
+  OpCost gemm;       // forward matmuls of the layer on one rank
+  OpCost attention;  // forward attention core
+  OpCost attention_fwd_bwd;
+  OpCost elementwise;
+  double tp_comm_s = 0;  // forward; backward has the same volume
+  double ep_comm_s = 0;  // forward dispatch + combine
+  double cp_comm_s = 0;  // forward KV exchange
+};
+
+// Where the ranks of each parallel group sit: Megatron orders them tp, cp, ep/dp, pp from the
+// innermost, so tp peers share a node first.
+CollectiveGroup group_of(const spec::ClusterSpec& c, int64_t size, int64_t stride) {
+  CollectiveGroup g;
+  g.ranks = size;
+  g.ranks_per_node = std::clamp<int64_t>(c.gpus_per_node / std::max<int64_t>(stride, 1), 1, size);
+  return g;
+}
+
+LayerCost layer_cost(const spec::ModelSpec& m, const spec::ClusterSpec& c, const ComputeModel& cm,
+                     const CollectiveModel& coll, const TrainRequest& r, int64_t tokens, bool moe_layer) {
+  const auto& l = r.layout;
+  const int64_t tp = l.tp, h = m.hidden_size;
+  LayerCost lc;
+  int64_t q_width = m.num_heads * m.head_dim, kv_width = m.num_kv_heads * m.head_dim, qk = m.head_dim, v = m.head_dim;
+  if (m.attention == spec::AttentionKind::mla) {
+    qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    v = m.mla.v_head_dim;
+    q_width = m.num_heads * qk;
+    kv_width = m.num_heads * (qk + v) / 2;
+  }
+  lc.gemm += cm.gemm(tokens, (q_width + 2 * kv_width) / tp, h);
+  lc.gemm += cm.gemm(tokens, h, m.num_heads * v / tp);
+  const bool gated = m.mlp == spec::MlpKind::gated;
+  auto dense_mlp = [&](int64_t ffn, int64_t split) {
+    lc.gemm += cm.gemm(tokens, (gated ? 2 : 1) * ffn / split, h);
+    lc.gemm += cm.gemm(tokens, h, ffn / split);
+  };
+  int64_t ffn_elementwise = m.ffn_hidden_size / tp;
+  if (moe_layer) {
+    const auto& e = m.moe;
+    lc.gemm += cm.gemm(tokens, e.num_experts, h);  // router
+    // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
+    const int64_t local_experts = e.num_experts / l.ep;
+    const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
+    const int64_t m_tokens = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
+    lc.gemm += cm.grouped_gemm(local_experts, m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h);
+    lc.gemm += cm.grouped_gemm(local_experts, m_tokens, h, e.expert_ffn_hidden_size);
+    if (e.shared_experts > 0) dense_mlp(e.shared_experts * e.expert_ffn_hidden_size, tp);
+    if (e.shared_expert_ffn_hidden_size > 0) dense_mlp(e.shared_expert_ffn_hidden_size, tp);
+    ffn_elementwise = m_tokens * local_experts * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
+    if (l.ep > 1) {
+      const double bytes = d(tokens) * d(e.experts_per_token) * d(h) * 2;
+      lc.ep_comm_s = 2 * coll.cost(CollectiveOp::all_to_all, bytes, group_of(c, l.ep, tp * l.cp)).seconds;
+    }
+  } else {
+    dense_mlp(m.ffn_hidden_size, tp);
+  }
+  // Causal attention over the sequence, split over cp ranks (load-balanced chunks) and tp heads.
+  const double seq = d(r.seq_len);
+  const double attention_flops = d(tokens) / seq * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (seq + 1) / 2 / d(l.cp);
+  lc.attention = cm.attention(attention_flops, r.seq_len, AttentionPass::forward);
+  lc.attention_fwd_bwd = cm.attention(attention_flops, r.seq_len, AttentionPass::forward_backward);
+  // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
+  const double elementwise_bytes = 2.0 * d(tokens) * (10.0 * d(h) + 3.0 * d(ffn_elementwise) + 2.0 * d(q_width + kv_width) / d(tp));
+  lc.elementwise = cm.memory_bound(elementwise_bytes, 6);
+  if (tp > 1) {
+    const double bytes = d(tokens) * d(h) * 2;
+    const auto g = group_of(c, tp, 1);
+    // Two all-reduces per layer, or with sequence parallelism two all-gathers and two
+    // reduce-scatters of the same total volume.
+    lc.tp_comm_s = l.sequence_parallel ? 2 * (coll.cost(CollectiveOp::all_gather, bytes, g).seconds +
+                                              coll.cost(CollectiveOp::reduce_scatter, bytes, g).seconds)
+                                       : 2 * coll.cost(CollectiveOp::all_reduce, bytes, g).seconds;
+  }
+  if (l.cp > 1) {
+    // Ring attention passes the K and V chunks around the cp ranks: cp - 1 exchanges.
+    const double kv_bytes = 2.0 * d(tokens) * d(2 * kv_width) / d(tp);
+    lc.cp_comm_s = d(l.cp - 1) * coll.cost(CollectiveOp::send_recv, kv_bytes, group_of(c, 2, tp)).seconds;
+  }
+  return lc;
+}
+
+struct StageTimes {
+  double forward = 0, backward = 0, tp = 0, ep = 0, cp_exposed = 0;
+};
+
+StageTimes stage_times(const spec::ModelSpec& m, const spec::ClusterSpec& c, const ComputeModel& cm,
+                       const CollectiveModel& coll, const TrainRequest& r, int64_t tokens, bool first, bool last) {
+  const auto& l = r.layout;
+  const int64_t layers = m.num_layers / l.pp;
+  const int64_t first_layer = first ? 0 : m.num_layers - layers;
+  StageTimes st;
+  // Layers of one kind (dense or MoE) cost the same: price each kind once.
+  int64_t moe_layers = 0;
+  for (int64_t layer = first_layer; layer < first_layer + layers; ++layer) moe_layers += m.is_moe_layer(layer) ? 1 : 0;
+  for (const bool moe : {false, true}) {
+    const int64_t count = moe ? moe_layers : layers - moe_layers;
+    if (count == 0) continue;
+    const LayerCost lc = layer_cost(m, c, cm, coll, r, tokens, moe);
+    const double attention_bwd = lc.attention_fwd_bwd.seconds - lc.attention.seconds;
+    const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds);
+    const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
+    const double fwd = lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_fwd;
+    double bwd = 2 * lc.gemm.seconds + attention_bwd + 2 * lc.elementwise.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_bwd;
+    if (l.recompute == Recompute::full) bwd += fwd;
+    if (l.recompute == Recompute::selective) bwd += lc.attention.seconds;
+    const double n = d(count);
+    st.forward += n * fwd;
+    st.backward += n * bwd;
+    st.tp += n * 2 * lc.tp_comm_s;
+    st.ep += n * 2 * lc.ep_comm_s;
+    st.cp_exposed += n * (cp_fwd + cp_bwd);
+  }
+  const int64_t h = m.hidden_size;
+  if (first) st.forward += cm.memory_bound(2.0 * d(tokens) * d(h), 1).seconds;  // embedding lookup
+  if (last) {
+    // LM head and the cross-entropy over fp32 logits.
+    const OpCost head = cm.gemm(tokens, m.vocab_size / l.tp, h);
+    const OpCost loss = cm.memory_bound(3.0 * 4.0 * d(tokens) * d(m.vocab_size) / d(l.tp), 3);
+    st.forward += head.seconds + loss.seconds;
+    st.backward += 2 * head.seconds + loss.seconds;
+  }
+  return st;
+}
+
+}  // namespace
+
+std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
+  const auto& l = r.layout;
+  if (m.num_heads % l.tp != 0) return "tp = " + std::to_string(l.tp) + " does not divide the model's " + std::to_string(m.num_heads) + " heads";
+  if (m.num_layers % (l.pp * l.vpp) != 0)
+    return "pp x vpp = " + std::to_string(l.pp * l.vpp) + " does not divide the model's " + std::to_string(m.num_layers) + " layers";
+  if (l.ep > 1 && (!m.has_moe || m.moe.num_experts % l.ep != 0)) return "ep = " + std::to_string(l.ep) + " does not divide the model's experts";
+  if (l.gpus() > c.total_gpus())
+    return "the layout needs " + std::to_string(l.gpus()) + " GPUs; the cluster has " + std::to_string(c.total_gpus());
+  if (r.seq_len % l.cp != 0) return "cp = " + std::to_string(l.cp) + " does not divide seq_len " + std::to_string(r.seq_len);
+  if (r.global_batch % (l.dp * l.micro_batch) != 0)
+    return "global_batch " + std::to_string(r.global_batch) + " is not a multiple of dp x micro_batch = " +
+           std::to_string(l.dp * l.micro_batch);
+  return {};
+}
+
+TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
+  ARLSIM_ASSERT(check_train_request(m, c, r).empty());
+  const auto& l = r.layout;
+  const ComputeModel cm(c.gpu, r.dtype);
+  const CollectiveModel coll(c);
+  TrainEstimate e;
+  e.micro_batches = r.global_batch / (l.dp * l.micro_batch);
+  const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
+
+  StageTimes slowest = stage_times(m, c, cm, coll, r, tokens, true, l.pp == 1);
+  if (l.pp > 1) {
+    const StageTimes last = stage_times(m, c, cm, coll, r, tokens, false, true);
+    if (last.forward + last.backward > slowest.forward + slowest.backward) slowest = last;
+  }
+  auto& b = e.breakdown;
+  b.forward_s = slowest.forward;
+  b.backward_s = slowest.backward;
+  b.tp_comm_s = slowest.tp;
+  b.ep_comm_s = slowest.ep;
+  b.cp_comm_exposed_s = slowest.cp_exposed;
+  if (l.pp > 1) {
+    // Activations forward and gradients backward between neighbouring stages.
+    const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
+    b.pp_comm_s = 2 * coll.cost(CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)).seconds;
+  }
+  const double slot = b.forward_s + b.backward_s + b.pp_comm_s;
+  const double bubble_slots = d(l.pp - 1) / d(l.vpp);
+  b.pipeline_s = (d(e.micro_batches) + bubble_slots) * slot;
+  b.bubble_fraction = bubble_slots / d(e.micro_batches);  // (p - 1) / (v m), relative to the ideal time
+
+  // Gradient reduction over dp x cp ranks (experts over their own data-parallel group).
+  const StageParams p = params_per_rank(m, l, true, l.pp == 1);
+  const auto dp_group = group_of(c, l.dp * l.cp, l.tp);
+  const double grad_bytes = 2.0 * p.dense;  // bf16 gradient buckets
+  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  const double expert_bytes = 2.0 * p.experts;
+  auto reduce = [&](double bytes, int64_t ranks) {
+    if (ranks <= 1 || bytes <= 0) return 0.0;
+    const auto g = group_of(c, ranks, l.tp);
+    if (l.zero >= 1)  // reduce-scatter the gradients, all-gather the updated parameters
+      return coll.cost(CollectiveOp::reduce_scatter, bytes, g).seconds + coll.cost(CollectiveOp::all_gather, bytes, g).seconds;
+    return coll.cost(CollectiveOp::all_reduce, bytes, g).seconds;
+  };
+  b.dp_comm_s = reduce(grad_bytes, dp_group.ranks) + reduce(expert_bytes, static_cast<int64_t>(expert_dp));
+  double zero3_gathers = 0;
+  if (l.zero >= 3 && dp_group.ranks > 1)  // parameters gathered again for forward and backward of each micro-batch
+    zero3_gathers = 2 * d(e.micro_batches) * coll.cost(CollectiveOp::all_gather, grad_bytes, dp_group).seconds;
+  // Buckets reduce while the last micro-batch's backward runs (Megatron overlap_grad_reduce).
+  const double overlappable = r.overlap_grad_reduce ? b.backward_s : 0.0;
+  b.dp_comm_exposed_s = std::max(0.0, b.dp_comm_s - overlappable) + std::max(0.0, zero3_gathers - b.pipeline_s);
+
+  // Adam over the local shard: read fp32 master, gradient and two moments, write them back and
+  // the bf16 copy: 30 bytes per parameter.
+  const double shard = l.zero >= 1 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
+  b.optimizer_s = l.offload_optimizer ? 0.0 : cm.memory_bound(30.0 * shard, 4).seconds;
+
+  e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;
+  const double tokens_per_iteration = d(r.global_batch) * d(r.seq_len);
+  e.tokens_per_s = tokens_per_iteration / e.iteration_s;
+  e.model_flops_per_token = 3.0 * forward_flops_per_token_causal(m, r.seq_len);
+  e.model_tflops_per_gpu = e.model_flops_per_token * e.tokens_per_s / d(l.gpus()) / 1e12;
+  e.mfu = e.model_tflops_per_gpu * 1e12 / cm.peak_flops();
+  TrainShape shape;
+  shape.micro_batch = l.micro_batch;
+  shape.seq_len = r.seq_len;
+  shape.micro_batches = e.micro_batches;
+  shape.usable_fraction = r.usable_memory_fraction;
+  e.memory = train_memory(m, c.gpu, l, shape);
+  return e;
+}
+
+}  // namespace arlsim::model

@@ -1,0 +1,64 @@
+// One training iteration of a TP x PP x DP x CP (x EP) layout: forward and backward of every
+// micro-batch through the pipeline, tensor/context/expert-parallel communication per layer,
+// data-parallel gradient reduction (exposed or overlapped), ZeRO-3 parameter gathers and the
+// optimizer step. Per-layer costs come from ComputeModel and CollectiveModel.
+//
+// Pipeline: 1F1B runs m micro-batches in (m + p - 1) slots of one micro-batch's forward plus
+// backward on a stage; interleaving with v virtual stages shrinks the bubble to (p - 1) / v slots
+// (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+// Megatron-LM", sec. 2.2). Backward costs twice the forward GEMMs (input and weight gradients);
+// recompute adds the forward part it recomputes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/model/memory.h"
+#include "sim/spec/cluster.h"
+#include "sim/spec/model.h"
+#include "sim/spec/policy.h"
+
+namespace arlsim::model {
+
+struct TrainRequest {
+  spec::TrainLayout layout;
+  int64_t seq_len = 4096;
+  int64_t global_batch = 1;  // sequences per iteration (one optimizer step)
+  spec::Dtype dtype = spec::Dtype::bf16;
+  bool overlap_grad_reduce = true;
+  double moe_imbalance = 1.0;  // tokens of the busiest expert / the mean
+  double usable_memory_fraction = 1.0;
+};
+
+struct TrainBreakdown {
+  double forward_s = 0;   // per micro-batch on the slowest stage
+  double backward_s = 0;  // including recompute
+  double pipeline_s = 0;  // all micro-batches through the pipeline, bubble included
+  double bubble_fraction = 0;  // bubble time / ideal time: (p - 1) / (v m)
+  double tp_comm_s = 0;   // per micro-batch, inside forward_s + backward_s
+  double cp_comm_exposed_s = 0;
+  double ep_comm_s = 0;
+  double pp_comm_s = 0;
+  double dp_comm_s = 0;
+  double dp_comm_exposed_s = 0;
+  double optimizer_s = 0;
+};
+
+struct TrainEstimate {
+  double iteration_s = 0;
+  double tokens_per_s = 0;
+  double model_flops_per_token = 0;  // forward + backward, no recompute (6N + attention)
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;
+  int64_t micro_batches = 0;  // per data-parallel rank
+  TrainBreakdown breakdown;
+  MemoryBreakdown memory;
+};
+
+// The layout's problems with this model, request and cluster ("" when it can run), for callers
+// that did not validate it already.
+std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
+
+TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
+
+}  // namespace arlsim::model

@@ -1,0 +1,54 @@
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "sim/model/inference.h"
+#include "tests/model/model_fixtures.h"
+
+using namespace arlsim;
+
+TEST_CASE("inference: the closed-form sum over decode iterations equals the explicit loop") {
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  std::mt19937_64 rng(7);
+  for (const char* name : {"qwen3-8b", "qwen2.5-72b", "qwen3-30b-a3b", "deepseek-v3"}) {
+    const auto m = test::preset_model(name);
+    const int64_t tp = std::string(name) == "qwen3-8b" ? 1 : 8;
+    const model::InferenceModel im(m, c, {tp, 1, 1});
+    for (int trial = 0; trial < 5; ++trial) {
+      const int64_t seqs = 1 + static_cast<int64_t>(rng() % 256);
+      const int64_t kv = seqs * static_cast<int64_t>(rng() % 8192);
+      const int64_t k = 1 + static_cast<int64_t>(rng() % 500);
+      const auto window = im.decode_window(seqs);
+      double loop = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        model::IterationBatch b;
+        b.decode_seqs = seqs;
+        b.decode_kv_tokens = kv + i * seqs;
+        loop += im.iteration(b).seconds;
+      }
+      INFO(name, " seqs ", seqs, " kv ", kv, " k ", k);
+      CHECK(std::abs(window.sum(k, kv) - loop) / loop < 1e-9);
+      // The iterations that fit in the loop's time are exactly k (up to rounding at the edge).
+      const int64_t fit = window.iterations_within(loop * (1 + 1e-12), kv);
+      CHECK(fit == k);
+    }
+  }
+}
+
+TEST_CASE("inference: decode is memory-bound and grows with context; prefill is compute-bound") {
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const auto m = test::preset_model("llama-3.1-8b");
+  const model::InferenceModel im(m, c, {1, 1, 1});
+  model::IterationBatch short_ctx, long_ctx;
+  short_ctx.decode_seqs = long_ctx.decode_seqs = 64;
+  short_ctx.decode_kv_tokens = 64 * 1024;
+  long_ctx.decode_kv_tokens = 64 * 32768;
+  const auto a = im.iteration(short_ctx), b = im.iteration(long_ctx);
+  // The extra 31K tokens x 64 sequences of KV (128 KiB each) stream at 80% of 3.35 TB/s.
+  CHECK(b.seconds - a.seconds == doctest::Approx(64.0 * 31744 * 131072 / (3.35e12 * 0.8)));
+  model::IterationBatch prefill;
+  prefill.prefill.push_back({8192, 0, true});
+  const auto p = im.iteration(prefill);
+  CHECK(p.gemm_s > p.attention_prefill_s);
+  CHECK(8192 / p.seconds > 20000);  // tens of thousands of prefill tokens per second
+}

@@ -1,0 +1,81 @@
+#include <doctest/doctest.h>
+
+#include "sim/model/memory.h"
+#include "sim/model/transformer.h"
+#include "tests/model/model_fixtures.h"
+
+using namespace arlsim;
+
+namespace {
+
+// A GPT-style model as in Korthikanti et al. 2022: multi-head attention, a 4h GELU MLP.
+spec::ModelSpec gpt(int64_t h, int64_t heads, int64_t layers) {
+  spec::ModelSpec m;
+  m.hidden_size = h;
+  m.num_layers = layers;
+  m.num_heads = m.num_kv_heads = heads;
+  m.head_dim = h / heads;
+  m.ffn_hidden_size = 4 * h;
+  m.vocab_size = 51200;
+  m.mlp = spec::MlpKind::plain;
+  m.norm = spec::NormKind::layernorm;
+  m.max_context = 2048;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("memory: activations per layer follow Korthikanti et al. without dropout, with FlashAttention") {
+  // Their Table 2: sbh(34 + 5as/h) with no parallelism. FlashAttention stores no s x s scores
+  // (drops 5as/h) and RL fine-tuning uses no dropout (drops the two sbh masks): 32 sbh, plus
+  // FlashAttention's fp32 log-sum-exp per head (4 sba).
+  const auto m = gpt(4096, 32, 2);
+  const int64_t s = 2048, b = 2, t = s * b;
+  spec::TrainLayout l;
+  CHECK(model::layer_activation_bytes(m, l, t, false) == 32.0 * t * 4096 + 4.0 * t * 32);
+  // Tensor parallelism with sequence parallelism divides everything by t (their sbh(34/t + ...)).
+  l.tp = 8;
+  l.sequence_parallel = true;
+  CHECK(model::layer_activation_bytes(m, l, t, false) == doctest::Approx((32.0 * t * 4096 + 4.0 * t * 32) / 8));
+  // Without sequence parallelism the 8 sbh outside the TP regions stay whole: sbh(8 + 24/t).
+  l.sequence_parallel = false;
+  CHECK(model::layer_activation_bytes(m, l, t, false) == doctest::Approx(8.0 * t * 4096 + (24.0 * t * 4096 + 4.0 * t * 32) / 8));
+  // Full recompute keeps the layer input only: 2 sbh.
+  l.recompute = spec::Recompute::full;
+  CHECK(model::layer_activation_bytes(m, l, t, false) == 2.0 * t * 4096);
+}
+
+TEST_CASE("memory: ZeRO stages shard 12, then 4, then 2 of the 18 bytes per parameter") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  spec::TrainLayout l;
+  l.dp = 8;
+  model::TrainShape shape;
+  shape.seq_len = 1024;
+  const double params = model::params_per_rank(m, l, true, true).total();
+  CHECK(params == doctest::Approx(model::count_params(m).total - 4096));  // all but the final norm
+  const double expected[4][3] = {{2, 4, 12}, {2, 4, 12.0 / 8}, {2, 4.0 / 8, 12.0 / 8}, {2.0 / 8, 4.0 / 8, 12.0 / 8}};
+  for (int zero = 0; zero <= 3; ++zero) {
+    l.zero = zero;
+    const auto mem = model::train_memory(m, c.gpu, l, shape);
+    CHECK(mem.get("weights") == doctest::Approx(expected[zero][0] * params));
+    CHECK(mem.get("gradients") == doctest::Approx(expected[zero][1] * params));
+    CHECK(mem.get("optimizer") == doctest::Approx(expected[zero][2] * params));
+  }
+}
+
+TEST_CASE("memory: KV cache per GPU splits key-value heads over tp, replicating them past it") {
+  const auto m = test::preset_model("qwen2.5-7b");  // 28 layers, 4 kv heads of 128
+  CHECK(model::kv_bytes_per_token_per_gpu(m, 1, 1) == 28 * 2 * 4 * 128 * 2);
+  CHECK(model::kv_bytes_per_token_per_gpu(m, 4, 1) == 28 * 2 * 1 * 128 * 2);
+  CHECK(model::kv_bytes_per_token_per_gpu(m, 8, 1) == 28 * 2 * 1 * 128 * 2);  // replicated
+  CHECK(model::kv_bytes_per_token_per_gpu(m, 1, 2) == 14 * 2 * 4 * 128 * 2);
+}
+
+TEST_CASE("memory: a 72B model does not fit one 80 GiB GPU for inference, and fits four") {
+  const auto m = test::preset_model("qwen2.5-72b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  CHECK(model::inference_memory(m, c.gpu, 1, 1, 1, 0.9, 8192).kv_capacity_tokens == 0);
+  const auto four = model::inference_memory(m, c.gpu, 4, 1, 1, 0.9, 8192);
+  CHECK(four.kv_capacity_tokens > 100000);
+}

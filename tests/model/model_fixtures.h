@@ -1,0 +1,26 @@
+// Presets loaded once for the cost-model tests.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/spec/check.h"
+
+namespace arlsim::test {
+
+inline spec::ModelSpec preset_model(const std::string& name) {
+  spec::Diagnostics diag;
+  auto doc = spec::check_document(name, spec::SpecKind::model, {}, diag);
+  REQUIRE_MESSAGE(doc, spec::format_all(diag));
+  return std::get<spec::ModelSpec>(doc->spec);
+}
+
+inline spec::ClusterSpec preset_cluster(const std::string& name, int64_t nodes) {
+  spec::Diagnostics diag;
+  auto doc = spec::check_document(name, spec::SpecKind::cluster, {"/nodes=" + std::to_string(nodes)}, diag);
+  REQUIRE_MESSAGE(doc, spec::format_all(diag));
+  return std::get<spec::ClusterSpec>(doc->spec);
+}
+
+}  // namespace arlsim::test

@@ -1,0 +1,81 @@
+#include <doctest/doctest.h>
+
+#include "sim/model/train.h"
+#include "sim/model/transformer.h"
+#include "tests/model/model_fixtures.h"
+
+using namespace arlsim;
+
+namespace {
+
+model::TrainRequest request(int64_t tp, int64_t pp, int64_t dp, int64_t vpp, int64_t global_batch) {
+  model::TrainRequest r;
+  r.layout.tp = tp;
+  r.layout.pp = pp;
+  r.layout.dp = dp;
+  r.layout.vpp = vpp;
+  r.layout.zero = 1;
+  r.seq_len = 4096;
+  r.global_batch = global_batch;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("train: model FLOPs per token are 6N plus the attention term") {
+  const auto m = test::preset_model("qwen2.5-7b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const auto e = model::estimate_train(m, c, request(1, 1, 8, 1, 64));
+  const auto p = model::count_params(m);
+  // 2 x (matmul weights: all but the input embedding and norms, LM head included) per forward,
+  // x3 for forward and backward; attention 2 x 2 x layers x heads x head_dim x (s + 1) / 2 per
+  // forward token (QK^T and AV), x3.
+  const double n = p.total - 152064.0 * 3584 - p.norms;
+  const double attention = 2.0 * 2 * 28 * 28 * 128 * (4096 + 1) / 2;
+  CHECK(e.model_flops_per_token == doctest::Approx(3 * (2 * n + attention)));
+  CHECK(e.mfu == doctest::Approx(e.model_tflops_per_gpu * 1e12 / 989e12));
+  CHECK(e.tokens_per_s == doctest::Approx(64.0 * 4096 / e.iteration_s));
+}
+
+TEST_CASE("train: the pipeline bubble is (p - 1) / (v m)") {
+  const auto m = test::preset_model("llama-3.1-70b");
+  const auto c = test::preset_cluster("dgx-h100", 4);
+  auto r = request(8, 4, 1, 1, 16);
+  auto e = model::estimate_train(m, c, r);
+  CHECK(e.micro_batches == 16);
+  CHECK(e.breakdown.bubble_fraction == doctest::Approx(3.0 / 16));
+  const double slot = e.breakdown.forward_s + e.breakdown.backward_s + e.breakdown.pp_comm_s;
+  CHECK(e.breakdown.pipeline_s == doctest::Approx((16 + 3) * slot));
+  r.layout.vpp = 5;  // 80 layers = 4 stages x 5 chunks x 4 layers
+  e = model::estimate_train(m, c, r);
+  CHECK(e.breakdown.bubble_fraction == doctest::Approx(3.0 / (5 * 16)));
+}
+
+TEST_CASE("train: more data parallelism runs the same global batch faster") {
+  const auto m = test::preset_model("qwen3-8b");
+  const auto c = test::preset_cluster("dgx-h100", 2);
+  const auto one_node = model::estimate_train(m, c, request(2, 1, 4, 1, 64));
+  const auto two_nodes = model::estimate_train(m, c, request(2, 1, 8, 1, 64));
+  CHECK(two_nodes.iteration_s < one_node.iteration_s);
+  CHECK(two_nodes.iteration_s > one_node.iteration_s / 2);  // communication costs something
+}
+
+TEST_CASE("train: layouts the model cannot take are refused with a reason") {
+  const auto m = test::preset_model("qwen2.5-7b");  // 28 heads, 28 layers
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  CHECK(model::check_train_request(m, c, request(8, 1, 1, 1, 8)) == "tp = 8 does not divide the model's 28 heads");
+  CHECK(model::check_train_request(m, c, request(1, 8, 1, 1, 8)) == "pp x vpp = 8 does not divide the model's 28 layers");
+  CHECK(model::check_train_request(m, c, request(1, 1, 8, 1, 12)) ==
+        "global_batch 12 is not a multiple of dp x micro_batch = 8");
+}
+
+TEST_CASE("train: full recompute trades memory for one more forward") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  auto r = request(2, 1, 4, 1, 32);
+  const auto none = model::estimate_train(m, c, r);
+  r.layout.recompute = spec::Recompute::full;
+  const auto full = model::estimate_train(m, c, r);
+  CHECK(full.breakdown.backward_s == doctest::Approx(none.breakdown.backward_s + none.breakdown.forward_s - (0.0)).epsilon(0.02));
+  CHECK(full.memory.get("activations") < none.memory.get("activations") / 5);
+}
