@@ -4,7 +4,7 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo test test-asan clean
+.PHONY: all deps build demo test test-asan bench clean
 
 all: build
 
@@ -27,6 +27,9 @@ test-asan: deps
 	cmake --preset asan
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	cd $(BUILD_ASAN) && ctest --output-on-failure -j $(JOBS) -LE gpu
+
+bench: build
+	$(BUILD)/tests/estimate_bench
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

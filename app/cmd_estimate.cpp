@@ -41,7 +41,7 @@ std::string memory_text(const model::MemoryBreakdown& m) {
   return out + line;
 }
 
-int estimate_train(const spec::StageSpec& s, bool json) {
+int estimate_train(const spec::StageSpec& s, const std::string& file, bool json) {
   model::TrainRequest r;
   r.layout = s.train.layout;
   r.seq_len = s.train.seq_len;
@@ -51,7 +51,7 @@ int estimate_train(const spec::StageSpec& s, bool json) {
   r.moe_imbalance = s.train.moe_imbalance;
   r.usable_memory_fraction = s.usable_memory_fraction;
   if (const std::string problem = model::check_train_request(s.model, s.cluster, r); !problem.empty()) {
-    std::cerr << "arlsim estimate: " << problem << "\n";
+    std::cerr << file << ": /layout: " << problem << "\n";
     return kExitBadInput;
   }
   const auto e = model::estimate_train(s.model, s.cluster, r);
@@ -89,11 +89,11 @@ int estimate_train(const spec::StageSpec& s, bool json) {
   return kExitOk;
 }
 
-int estimate_inference(const spec::StageSpec& s, bool json) {
+int estimate_inference(const spec::StageSpec& s, const std::string& file, bool json) {
   const auto& in = s.inference;
   if (s.model.num_heads % in.tp != 0 || s.model.num_layers % in.pp != 0 ||
       (in.ep > 1 && (!s.model.has_moe || s.model.moe.num_experts % in.ep != 0))) {
-    std::cerr << "arlsim estimate: the layout tp " << in.tp << " pp " << in.pp << " ep " << in.ep
+    std::cerr << file << ": /layout: tp " << in.tp << " pp " << in.pp << " ep " << in.ep
               << " does not split the model's heads, layers or experts\n";
     return kExitBadInput;
   }
@@ -137,7 +137,7 @@ int estimate_inference(const spec::StageSpec& s, bool json) {
   return kExitOk;
 }
 
-int estimate_collective(const spec::StageSpec& s, bool json) {
+int estimate_collective(const spec::StageSpec& s, const std::string& file, bool json) {
   model::CollectiveOp op{};
   model::collective_from_name(s.collective.op, op);
   const model::CollectiveModel cm(s.cluster);
@@ -145,7 +145,7 @@ int estimate_collective(const spec::StageSpec& s, bool json) {
   g.ranks = s.collective.ranks;
   g.ranks_per_node = std::min(s.collective.ranks, s.cluster.gpus_per_node);
   if (g.ranks > s.cluster.total_gpus()) {
-    std::cerr << "arlsim estimate: " << g.ranks << " ranks exceed the cluster's " << s.cluster.total_gpus() << " GPUs\n";
+    std::cerr << file << ": /ranks: " << g.ranks << " ranks exceed the cluster's " << s.cluster.total_gpus() << " GPUs\n";
     return kExitBadInput;
   }
   const auto c = cm.cost(op, s.collective.bytes, g);
@@ -210,9 +210,9 @@ int run_estimate(const Args& args) {
   }
   const bool json = vm.count("json") > 0;
   switch (s.kind) {
-    case spec::StageKind::train: return estimate_train(s, json);
-    case spec::StageKind::inference: return estimate_inference(s, json);
-    case spec::StageKind::collective: return estimate_collective(s, json);
+    case spec::StageKind::train: return estimate_train(s, file, json);
+    case spec::StageKind::inference: return estimate_inference(s, file, json);
+    case spec::StageKind::collective: return estimate_collective(s, file, json);
   }
   return kExitInternal;
 }

@@ -79,6 +79,30 @@ head -c 104857600 /dev/zero >"$tmp/huge.json"
 expect huge-file 2 "$arlsim" check "$tmp/huge.json"
 contains huge-file "$tmp/err" "the file is 100 MiB; input files of this kind are limited to 16 MiB"
 
+# Stage estimates: every shipped example, human and JSON, with the documented keys.
+for f in scenarios/stages/*.json; do
+  expect "estimate:$f" 0 "$arlsim" estimate "$f"
+done
+expect estimate-train-json 0 "$arlsim" estimate --json scenarios/stages/train-llama-3.1-8b-h100.json
+for key in '"iteration_s"' '"tokens_per_s"' '"model_tflops_per_gpu"' '"mfu"' '"memory_per_rank_gib"' '"fits": true'; do
+  contains "train-json-$key" "$tmp/out" "$key"
+done
+expect estimate-inference-json 0 "$arlsim" estimate --json scenarios/stages/decode-qwen2.5-72b-h100.json
+for key in '"time_s"' '"tokens_per_s"' '"kv_capacity_tokens"' '"memory_per_gpu_gib"'; do
+  contains "inference-json-$key" "$tmp/out" "$key"
+done
+expect estimate-collective-json 0 "$arlsim" estimate --json scenarios/stages/allreduce-h100-1gib.json
+for key in '"time_s"' '"algbw_gbps"' '"busbw_gbps"' '"algorithm"'; do
+  contains "collective-json-$key" "$tmp/out" "$key"
+done
+# A layout that does not fit the model, and an over-large one: clear messages, status 2.
+expect estimate-bad-tp 2 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /layout/tp=3
+contains estimate-bad-tp "$tmp/err" "tp = 3 does not divide the model's 32 heads"
+expect estimate-oom 0 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /layout/tp=1 --set /layout/dp=8 --set /layout/zero=0 --set /seq_len=32768 --set /global_batch=8
+contains estimate-oom "$tmp/out" "DOES NOT FIT"
+expect estimate-no-file 2 "$arlsim" estimate
+expect estimate-missing 2 "$arlsim" estimate does/not/exist.json
+
 # Lists.
 for topic in models gpus clusters scenarios; do
   expect "list-$topic" 0 "$arlsim" list "$topic"
