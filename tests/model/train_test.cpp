@@ -79,3 +79,17 @@ TEST_CASE("train: full recompute trades memory for one more forward") {
   CHECK(full.breakdown.backward_s == doctest::Approx(none.breakdown.backward_s + none.breakdown.forward_s - (0.0)).epsilon(0.02));
   CHECK(full.memory.get("activations") < none.memory.get("activations") / 5);
 }
+
+TEST_CASE("train: an MoE model's FLOPs per token count only the active experts") {
+  const auto m = test::preset_model("qwen3-30b-a3b");  // 48 layers, 32 heads of 128, 8 of 128 experts
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  auto r = request(1, 1, 8, 1, 64);
+  r.layout.ep = 8;
+  const auto e = model::estimate_train(m, c, r);
+  const auto p = model::count_params(m);
+  const double n_active = p.active - 151936.0 * 2048 - p.norms;  // less the input embedding and norms
+  const double attention = 2.0 * 2 * 48 * 32 * 128 * (4096 + 1) / 2;
+  CHECK(e.model_flops_per_token == doctest::Approx(3 * (2 * n_active + attention)));
+  // About 3.35B active parameters: 6N ~ 20 GFLOP per token, far below 6 x 30.5B.
+  CHECK(e.model_flops_per_token < 6 * 0.2 * p.total);
+}
