@@ -47,21 +47,12 @@ void parse_inference(const Value& v, const std::string& ptr, Diagnostics& diag, 
 void parse_train(const Value& v, const std::string& ptr, Diagnostics& diag, TrainLayout& l) {
   const size_t errors_before = diag.error_count();
   ObjectReader r(v, ptr, diag);
-  r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
-  r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
-  r.read("dp", l.dp, Presence::optional, 1, kMaxDegree);
-  r.read("cp", l.cp, Presence::optional, 1, kMaxDegree);
-  r.read("ep", l.ep, Presence::optional, 1, kMaxDegree);
-  r.read("vpp", l.vpp, Presence::optional, 1, 1024);
-  r.read("zero", l.zero, Presence::optional, 0, 3);
-  r.read("sequence_parallel", l.sequence_parallel, Presence::optional);
+  read_parallel_degrees(r, l);
   static const EnumName<Recompute> recompute[] = {
       {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
   r.read_enum("recompute", l.recompute, Presence::optional, recompute);
   r.read("micro_batch", l.micro_batch, Presence::optional, 1, 1 << 20);
   r.read("max_tokens_per_gpu", l.max_tokens_per_gpu, Presence::optional, 1, int64_t{1} << 30);
-  r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
-  r.read("offload_params", l.offload_params, Presence::optional);
   r.finish();
   if (diag.error_count() != errors_before) return;  // cross checks on half-read fields would mislead
   if (l.sequence_parallel && l.tp == 1 && r.is_object())
@@ -153,6 +144,19 @@ void parse_weight_sync(ObjectReader& parent, PolicySpec& p) {
 }
 
 }  // namespace
+
+void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
+  r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
+  r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
+  r.read("dp", l.dp, Presence::optional, 1, kMaxDegree);
+  r.read("cp", l.cp, Presence::optional, 1, kMaxDegree);
+  r.read("ep", l.ep, Presence::optional, 1, kMaxDegree);
+  r.read("vpp", l.vpp, Presence::optional, 1, 1024);
+  r.read("zero", l.zero, Presence::optional, 0, 3);
+  r.read("sequence_parallel", l.sequence_parallel, Presence::optional);
+  r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
+  r.read("offload_params", l.offload_params, Presence::optional);
+}
 
 bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag, PolicySpec& out) {
   const size_t errors_before = diag.error_count();

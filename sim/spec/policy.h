@@ -76,4 +76,9 @@ struct PolicySpec {
 
 bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag, PolicySpec& out);
 
+class ObjectReader;
+// The parallel degrees, ZeRO stage, sequence parallelism and offload of a training layout: the
+// keys a policy's "train" shares with a stage file's "layout".
+void read_parallel_degrees(ObjectReader& r, TrainLayout& l);
+
 }  // namespace arlsim::spec

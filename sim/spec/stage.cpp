@@ -12,16 +12,7 @@ void parse_train_stage(ObjectReader& r, StageSpec& s) {
   TrainStage& t = s.train;
   if (const Value* l = r.field("layout", Presence::required)) {
     ObjectReader lr(*l, r.pointer_of("layout"), r.diag());
-    lr.read("tp", t.layout.tp, Presence::optional, 1, kMaxDegree);
-    lr.read("pp", t.layout.pp, Presence::optional, 1, kMaxDegree);
-    lr.read("dp", t.layout.dp, Presence::optional, 1, kMaxDegree);
-    lr.read("cp", t.layout.cp, Presence::optional, 1, kMaxDegree);
-    lr.read("ep", t.layout.ep, Presence::optional, 1, kMaxDegree);
-    lr.read("vpp", t.layout.vpp, Presence::optional, 1, 1024);
-    lr.read("zero", t.layout.zero, Presence::optional, 0, 3);
-    lr.read("sequence_parallel", t.layout.sequence_parallel, Presence::optional);
-    lr.read("offload_optimizer", t.layout.offload_optimizer, Presence::optional);
-    lr.read("offload_params", t.layout.offload_params, Presence::optional);
+    read_parallel_degrees(lr, t.layout);
     lr.finish();
   }
   r.read("micro_batch", t.layout.micro_batch, Presence::required, 1, 1 << 20);
