@@ -29,7 +29,9 @@ test-asan: deps
 	cd $(BUILD_ASAN) && ctest --output-on-failure -j $(JOBS) -LE gpu
 
 bench: build
+	$(BUILD)/tests/event_bench
 	$(BUILD)/tests/estimate_bench
+	tests/bench/trace_load_bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

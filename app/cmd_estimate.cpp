@@ -106,8 +106,8 @@ int estimate_inference(const spec::StageSpec& s, const std::string& file, bool j
     batch.decode_kv_tokens = in.sequences * in.context_tokens;
   }
   const auto cost = im.iteration(batch);
-  const auto mem = model::inference_memory(s.model, s.cluster.gpu, in.tp, in.pp, in.ep, in.gpu_memory_utilization,
-                                           in.max_num_batched_tokens);
+  const auto mem = model::inference_memory(
+      s.model, s.cluster.gpu, {in.tp, in.pp, in.ep, in.gpu_memory_utilization, in.max_num_batched_tokens, in.max_num_seqs});
   const double tokens = static_cast<double>(in.sequences) * static_cast<double>(in.prefill_tokens > 0 ? in.prefill_tokens : 1);
   const double needed = static_cast<double>(in.sequences) * static_cast<double>(in.context_tokens + std::max<int64_t>(in.prefill_tokens, 1));
   if (json) {

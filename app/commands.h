@@ -17,5 +17,6 @@ int run_check(const Args& args);
 int run_list(const Args& args);
 int run_estimate(const Args& args);
 int run_default(const Args& args);
+int run_trace(const Args& args);
 
 }  // namespace arlsim::app

@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
     {"estimate", "one stage in isolation (train iteration, inference pass, collective): time, throughput, memory",
      arlsim::app::run_estimate},
     {"list", "list presets: models, gpus, clusters, scenarios", arlsim::app::run_list},
+    {"trace", "context-growth traces: gen (synthetic), import (CSV summary, rollout dump), stats",
+     arlsim::app::run_trace},
 };
 
 void print_usage(std::ostream& out) {

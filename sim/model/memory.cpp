@@ -132,25 +132,26 @@ double kv_bytes_per_token_per_gpu(const spec::ModelSpec& m, int64_t tp, int64_t 
   return layers * 2 * heads * d(m.head_dim) * 2;
 }
 
-InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, int64_t tp, int64_t pp,
-                                 int64_t ep, double gpu_memory_utilization, int64_t max_batched_tokens) {
+InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const EngineMemoryOptions& o) {
   spec::TrainLayout l;
-  l.tp = tp;
-  l.pp = pp;
-  l.ep = ep;
-  const StageParams p = params_per_rank(m, l, true, pp == 1);
+  l.tp = o.tp;
+  l.pp = o.pp;
+  l.ep = o.ep;
+  const StageParams p = params_per_rank(m, l, true, o.pp == 1);
   InferenceMemory out;
   auto& b = out.breakdown;
-  b.capacity_bytes = gpu.memory_bytes * gpu_memory_utilization;
+  b.capacity_bytes = gpu.memory_bytes * o.gpu_memory_utilization;
   b.items.emplace_back("weights", 2 * p.total());
-  // Peak activation of one forward over max_batched_tokens: the widest intermediate (the MLP's
-  // gate and up projections, or the QKV output) plus the hidden state, and the sampled logits.
-  const double t = d(max_batched_tokens);
+  // Peak activation of one iteration over max_batched_tokens: the widest intermediate (the MLP's
+  // gate and up projections, or the QKV output) and the hidden state, plus fp32 logits of the
+  // rows that sample a token.
+  const double t = d(o.max_batched_tokens);
   const double ffn = m.has_moe ? d(m.moe.expert_ffn_hidden_size * m.moe.experts_per_token) : d(m.ffn_hidden_size);
-  const double widest = std::max(2 * ffn / d(tp), d((m.num_heads + 2 * m.num_kv_heads) * m.head_dim) / d(tp));
-  b.items.emplace_back("workspace", 2 * t * (2 * d(m.hidden_size) + widest) + 4 * t * d(m.vocab_size) / d(tp));
+  const double widest = std::max(2 * ffn / d(o.tp), d((m.num_heads + 2 * m.num_kv_heads) * m.head_dim) / d(o.tp));
+  const double sampled = d(std::min(o.max_seqs, o.max_batched_tokens));
+  b.items.emplace_back("workspace", 2 * t * (2 * d(m.hidden_size) + widest) + 4 * sampled * d(m.vocab_size) / d(o.tp));
   b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
-  out.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(m, tp, pp);
+  out.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(m, o.tp, o.pp);
   const double free_bytes = b.capacity_bytes - b.total();
   out.kv_capacity_tokens = free_bytes > 0 ? static_cast<int64_t>(free_bytes / out.kv_bytes_per_token_gpu) : 0;
   b.items.emplace_back("kv_cache", free_bytes > 0 ? free_bytes : 0.0);

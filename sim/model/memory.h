@@ -57,11 +57,17 @@ struct InferenceMemory {
   int64_t kv_capacity_tokens = 0;  // tokens of KV cache the engine can hold
 };
 
+struct EngineMemoryOptions {
+  int64_t tp = 1, pp = 1, ep = 1;
+  double gpu_memory_utilization = 0.9;
+  int64_t max_batched_tokens = 8192;  // one iteration's tokens: the activation workspace
+  int64_t max_seqs = 256;             // rows that sample a token: the logits
+};
+
 // One engine of tp x pp GPUs (ep over its tp ranks for MoE), vLLM-style: the KV cache gets what
-// gpu_memory_utilization leaves after weights, the peak activation workspace of a batch of
-// `max_batched_tokens`, and the reserved memory.
-InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, int64_t tp, int64_t pp,
-                                 int64_t ep, double gpu_memory_utilization, int64_t max_batched_tokens);
+// gpu_memory_utilization leaves after weights, the peak activation workspace of one iteration,
+// and the reserved memory.
+InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const EngineMemoryOptions& o);
 
 // KV-cache bytes per token on one GPU of a tp x pp engine: key-value heads are split over tp
 // (replicated when tp exceeds them); MLA's latent is replicated on every tp rank.

@@ -33,7 +33,9 @@ std::string format_diagnostic(const Diagnostic& d) {
   std::string out;
   if (!d.file.empty()) {
     out += d.file;
-    if (d.pos.line > 0) out += ":" + std::to_string(d.pos.line) + ":" + std::to_string(d.pos.column);
+    // A column of 0 means "the whole line" (trace files report per line): FILE:LINE: only.
+    if (d.pos.line > 0) out += ":" + std::to_string(d.pos.line);
+    if (d.pos.line > 0 && d.pos.column > 0) out += ":" + std::to_string(d.pos.column);
     out += ": ";
   }
   if (d.severity == Severity::warning) out += "warning: ";

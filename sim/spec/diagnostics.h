@@ -1,5 +1,6 @@
 // Diagnostics: every problem found in the inputs, collected (never just the first) and printed as
 //   FILE:LINE:COL: /json/pointer: message; hint
+// (FILE:LINE: when the problem concerns a whole line, as in line-oriented trace files: column 0).
 // Nothing here exits or throws: callers decide what a failed check means (exit status 2).
 #pragma once
 

@@ -47,6 +47,7 @@ void parse_inference_stage(ObjectReader& r, StageSpec& s) {
     ObjectReader er(*e, r.pointer_of("engine"), r.diag());
     er.read("gpu_memory_utilization", i.gpu_memory_utilization, Presence::optional, 0.05, 1.0);
     er.read("max_num_batched_tokens", i.max_num_batched_tokens, Presence::optional, 1, kMaxTokens);
+    er.read("max_num_seqs", i.max_num_seqs, Presence::optional, 1, 1 << 20);
     er.finish();
   }
 }

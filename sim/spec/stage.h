@@ -33,6 +33,7 @@ struct InferenceStage {
   int64_t context_tokens = 0;   // tokens already cached per sequence
   double gpu_memory_utilization = 0.9;
   int64_t max_num_batched_tokens = 8192;
+  int64_t max_num_seqs = 256;
 };
 
 struct CollectiveStage {

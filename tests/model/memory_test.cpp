@@ -75,7 +75,7 @@ TEST_CASE("memory: KV cache per GPU splits key-value heads over tp, replicating 
 TEST_CASE("memory: a 72B model does not fit one 80 GiB GPU for inference, and fits four") {
   const auto m = test::preset_model("qwen2.5-72b");
   const auto c = test::preset_cluster("dgx-h100", 1);
-  CHECK(model::inference_memory(m, c.gpu, 1, 1, 1, 0.9, 8192).kv_capacity_tokens == 0);
-  const auto four = model::inference_memory(m, c.gpu, 4, 1, 1, 0.9, 8192);
+  CHECK(model::inference_memory(m, c.gpu, {1, 1, 1, 0.9, 8192, 256}).kv_capacity_tokens == 0);
+  const auto four = model::inference_memory(m, c.gpu, {4, 1, 1, 0.9, 8192, 256});
   CHECK(four.kv_capacity_tokens > 100000);
 }

@@ -1,0 +1,135 @@
+#include "sim/trace/generator.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/trace/gen_options.h"
+#include "sim/trace/random.h"
+#include "sim/trace/turns.h"
+
+namespace arlsim::trace {
+namespace {
+
+// Values far beyond any limit are clamped before rounding so that llround stays defined.
+constexpr double kMaxDraw = 1e12;
+
+int64_t round_tokens(double v) { return std::llround(std::clamp(v, 0.0, kMaxDraw)); }
+
+int draw_turns(Rng& rng, const GenParams& p, double mean, double length_latent) {
+  if (p.turns_min == p.turns_max) return p.turns_min;
+  double turns = mean;
+  switch (p.turns_distribution) {
+    case TurnsDistribution::fixed: break;
+    case TurnsDistribution::uniform: return static_cast<int>(rng.uniform_int(p.turns_min, p.turns_max));
+    case TurnsDistribution::lognormal: {
+      const double c = p.turns_length_correlation;
+      const double z = c * length_latent + std::sqrt(1 - c * c) * rng.normal();
+      turns = mean * std::exp(p.turns_sigma * z - p.turns_sigma * p.turns_sigma / 2);
+      break;
+    }
+  }
+  return static_cast<int>(std::clamp<int64_t>(round_tokens(turns), p.turns_min, p.turns_max));
+}
+
+// Tool kinds get trace indices in order of first use, as a reader of the written file assigns
+// them, so a generated trace and its read-back copy are identical.
+class ToolAnnouncer {
+ public:
+  ToolAnnouncer(const std::vector<ToolSpec>& tools, TraceSink& sink)
+      : tools_(tools), sink_(sink), index_(tools.size(), kNoTool) {}
+
+  void remap(std::vector<Turn>& turns) {
+    for (Turn& t : turns) {
+      if (t.tool == kNoTool) continue;
+      int16_t& idx = index_[static_cast<size_t>(t.tool)];
+      if (idx == kNoTool) {
+        idx = next_++;
+        sink_.tool_kind(idx, tools_[static_cast<size_t>(t.tool)].name);
+      }
+      t.tool = idx;
+    }
+  }
+
+ private:
+  const std::vector<ToolSpec>& tools_;
+  TraceSink& sink_;
+  std::vector<int16_t> index_;
+  int16_t next_ = 0;
+};
+
+void check_limits(const GenParams& p, std::vector<std::string>& problems) {
+  for (int s = p.first_step; s <= p.last_step(); ++s) {
+    if (p.response_limit.at(s, p.first_step, p.last_step()) < 1) {
+      problems.push_back("--response-limit: must be at least 1 token at every step (step " + std::to_string(s) + ")");
+      break;
+    }
+    const double context = p.context_limit.at(s, p.first_step, p.last_step());
+    if (context > 0 && context <= static_cast<double>(p.prompt_limit)) {
+      problems.push_back("--context-limit: " + std::to_string(std::llround(context)) + " tokens at step " +
+                         std::to_string(s) + " leaves no room for a response after a prompt of up to " +
+                         std::to_string(p.prompt_limit) + " tokens (--prompt-limit)");
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> check_gen_params(const GenParams& p) {
+  std::vector<std::string> problems;
+  if (p.turns_min > p.turns_max)
+    problems.push_back("--turns-min: " + std::to_string(p.turns_min) + " is more than --turns-max " +
+                       std::to_string(p.turns_max));
+  if (static_cast<double>(p.prompt_limit) < 1) problems.push_back("--prompt-limit: must be at least 1");
+  if (static_cast<int64_t>(p.first_step) + p.steps - 1 > INT32_MAX)
+    problems.push_back("--steps: the last step does not fit in a 32-bit step number");
+  const double trajectories = static_cast<double>((p.steps + p.every - 1) / p.every) * p.prompts_per_step * p.group_size;
+  if (trajectories > 2e9)
+    problems.push_back("--prompts-per-step: " + std::to_string(static_cast<long long>(trajectories)) +
+                       " trajectories in all is more than 2e9; use --every or fewer steps");
+  check_limits(p, problems);
+  return problems;
+}
+
+void generate(const GenParams& p, TraceSink& sink) {
+  sink.header(gen_header(p));
+  Rng rng(p.seed);
+  const LengthDistribution lengths(p.shape);
+  TurnBuilder builder(TurnShape{p.tools, p.obs_tokens, p.obs_sigma, p.turn_prefill_tokens});
+  ToolAnnouncer tools(p.tools, sink);
+  const double shared = std::sqrt(p.group_correlation), own = std::sqrt(1 - p.group_correlation);
+  std::vector<Turn> turns;
+  const int first = p.first_step, last = p.last_step();
+  for (int step = first, index = 0; step <= last; step += p.every, ++index) {
+    const double mean = p.response_mean.at(step, first, last);
+    const double turns_mean = p.turns_mean.at(step, first, last);
+    const double response_limit = p.response_limit.at(step, first, last);
+    const double context_limit = p.context_limit.at(step, first, last);
+    for (int prompt = 0; prompt < p.prompts_per_step; ++prompt) {
+      const double ps = p.prompt_sigma;
+      const int64_t prompt_tokens =
+          std::clamp<int64_t>(round_tokens(p.prompt_tokens * std::exp(ps * rng.normal() - ps * ps / 2)), 1,
+                              p.prompt_limit);
+      const double group_latent = rng.normal();
+      TurnTotals totals;
+      totals.prompt_tokens = prompt_tokens;
+      totals.response_cap = round_tokens(response_limit);
+      if (context_limit > 0)
+        totals.response_cap = std::min(totals.response_cap, round_tokens(context_limit) - prompt_tokens);
+      for (int sample = 0; sample < p.group_size; ++sample) {
+        const double z = shared * group_latent + own * rng.normal();
+        totals.response_tokens = std::max<int64_t>(1, round_tokens(mean * lengths.at_latent(z)));
+        totals.turns = draw_turns(rng, p, turns_mean, z);
+        TrajectoryInfo info;
+        info.step = step;
+        info.prompt_id = static_cast<int64_t>(index) * p.prompts_per_step + prompt;
+        info.sample = sample;
+        info.truncated = builder.build(rng, totals, turns);
+        tools.remap(turns);
+        sink.trajectory({info, turns});
+      }
+    }
+  }
+}
+
+}  // namespace arlsim::trace
