@@ -1,0 +1,284 @@
+#include "sim/rl/engine.h"
+
+#include <algorithm>
+
+#include "sim/core/assert.h"
+
+namespace arlsim::rl {
+
+EngineScheduler::EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks)
+    : spec_(spec), block_size_(spec.block_size), total_blocks_(total_blocks), free_blocks_(total_blocks) {}
+
+void EngineScheduler::arrive(int64_t id, Request r) {
+  r.gen_target = std::max<int64_t>(1, r.gen_target);
+  r.context = std::max<int64_t>(1, r.context);
+  requests_[id] = r;
+  waiting_.push_back(id);
+}
+
+int64_t EngineScheduler::outstanding_tokens() const {
+  int64_t t = 0;
+  for (const auto& [id, r] : requests_) t += (r.context - r.computed) + (r.gen_target - r.generated);
+  return t;
+}
+
+int64_t EngineScheduler::shareable_prompt(const Request& r) const {
+  // Whole blocks of the prompt, leaving at least its last token to compute.
+  return std::min(r.prompt_tokens, r.context - 1) / block_size_ * block_size_;
+}
+
+void EngineScheduler::unref_prompt(int64_t prompt_id) {
+  SharedPrompt& sp = prompts_.at(prompt_id);
+  if (--sp.refs == 0) {
+    sp.lru = lru_.insert(lru_.end(), {true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
+    cached_blocks_ += sp.blocks;
+  }
+}
+
+bool EngineScheduler::evict_one() {
+  if (lru_.empty()) return false;
+  const CacheEntry e = lru_.front();
+  lru_.pop_front();
+  if (e.prompt) prompts_.erase(e.key);
+  else context_cache_.erase(e.key);
+  cached_blocks_ -= e.blocks;
+  free_blocks_ += e.blocks;
+  return true;
+}
+
+bool EngineScheduler::allocate(int64_t blocks) {
+  if (blocks <= 0) return true;
+  if (free_blocks_ + cached_blocks_ < blocks) return false;
+  while (free_blocks_ < blocks) evict_one();
+  free_blocks_ -= blocks;
+  stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, used_blocks());
+  return true;
+}
+
+void EngineScheduler::preempt(int64_t id) {
+  Request& r = requests_.at(id);
+  free_blocks_ += r.blocks;
+  if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
+  // Recomputation: everything generated so far joins the context to prefill again.
+  r.context = r.kv_tokens();
+  r.gen_target -= r.generated;
+  r.generated = 0;
+  r.computed = 0;
+  r.blocks = 0;
+  r.shared_tokens = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  waiting_.push_front(id);
+  ++stats_.preemptions;
+}
+
+EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
+  Reuse u;
+  if (!spec_.prefix_caching) return u;
+  // The trajectory's own context from an earlier turn on this engine (whose prompt blocks, if it
+  // shared its group's, must still be cached: a prefix with a hole is no hit)...
+  if (auto it = context_cache_.find(r.trajectory); it != context_cache_.end()) {
+    const CacheEntry& e = *it->second;
+    const auto sp = prompts_.find(e.prompt_id);
+    const bool whole = e.shared_tokens == 0 || (sp != prompts_.end() && sp->second.tokens == e.shared_tokens);
+    if (whole) {
+      u.kind = Reuse::Kind::context;
+      u.computed = std::min(e.tokens, r.context - 1);  // the last token is always computed
+      u.blocks = e.blocks;
+      u.shared_tokens = e.shared_tokens;
+      u.leaves_cache = e.blocks + (e.shared_tokens > 0 && sp->second.refs == 0 ? sp->second.blocks : 0);
+      return u;
+    }
+  }
+  // ...or, for a first turn, the full blocks of its group's prompt.
+  const int64_t shared = shareable_prompt(r);
+  auto sp = prompts_.find(r.prompt_id);
+  if (shared == 0 || sp == prompts_.end() || sp->second.tokens > shared) return u;
+  u.kind = Reuse::Kind::prompt;
+  u.computed = u.shared_tokens = sp->second.tokens;
+  u.leaves_cache = sp->second.refs == 0 ? sp->second.blocks : 0;
+  return u;
+}
+
+void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
+  if (u.kind == Reuse::Kind::context) {
+    auto it = context_cache_.find(r.trajectory);
+    lru_.erase(it->second);
+    context_cache_.erase(it);
+  }
+  if (u.shared_tokens > 0) {
+    SharedPrompt& sp = prompts_.at(r.prompt_id);
+    if (sp.refs++ == 0) lru_.erase(sp.lru);
+  }
+  cached_blocks_ -= u.leaves_cache;
+  r.computed = u.computed;
+  r.blocks = u.blocks;
+  r.shared_tokens = u.shared_tokens;
+}
+
+Planned EngineScheduler::plan() {
+  Planned p;
+  int64_t budget = spec_.max_num_batched_tokens;
+  for (size_t i = 0; i < running_.size();) {
+    const int64_t id = running_[i];
+    Request& r = requests_.at(id);
+    int64_t tokens = r.prefilling() ? std::min(r.context - r.computed, budget) : (budget > 0 ? 1 : 0);
+    if (tokens == 0) {
+      ++i;
+      continue;
+    }
+    const int64_t need = blocks_for(r.kv_tokens() + tokens - r.shared_tokens) - r.blocks;
+    bool self_preempted = false;
+    while (!allocate(need)) {
+      const int64_t victim = running_.back();
+      preempt(victim);
+      if (victim == id) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;  // it was the last running request
+    r.blocks += std::max<int64_t>(0, need);
+    budget -= tokens;
+    if (r.prefilling()) {
+      p.chunks.emplace_back(id, tokens);
+      p.batch.prefill.push_back({tokens, r.computed, r.computed + tokens >= r.context});
+    } else {
+      p.decodes.push_back(id);
+      ++p.batch.decode_seqs;
+      p.batch.decode_kv_tokens += r.kv_tokens();
+    }
+    ++i;
+  }
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs && budget > 0) {
+    const int64_t id = waiting_.front();
+    Request& r = requests_.at(id);
+    // A waiting request holds nothing: what the prefix cache offers is claimed only on admission,
+    // and a request that cannot be admitted leaves the cache as it was. Reusing cached blocks pins
+    // them; when that does not fit, the request may still start afresh (the cached blocks stay
+    // evictable), which keeps admission monotone in the free space.
+    const bool alone = running_.empty() && p.decodes.empty() && p.chunks.empty();
+    auto fits = [&](const Reuse& u, int64_t& tokens, int64_t& need) {
+      const int64_t remaining = r.context - u.computed;
+      tokens = spec_.chunked_prefill ? std::min(remaining, budget) : remaining;
+      need = blocks_for(u.computed + tokens - u.shared_tokens) - u.blocks;
+      // Without chunked prefill a prompt must fit the budget whole (or run alone).
+      if (!spec_.chunked_prefill && remaining > budget && !alone) return false;
+      return need <= 0 || free_blocks_ + cached_blocks_ - u.leaves_cache >= need;
+    };
+    Reuse u = probe_cache(r);
+    int64_t tokens = 0, need = 0;
+    if (!fits(u, tokens, need)) {
+      u = Reuse{};
+      if (!fits(u, tokens, need)) break;
+    }
+    commit_reuse(r, u);
+    allocate(need);
+    stats_.cached_tokens += r.computed;
+    r.blocks += std::max<int64_t>(0, need);
+    budget -= tokens;
+    waiting_.pop_front();
+    running_.push_back(id);
+    p.chunks.emplace_back(id, tokens);
+    p.batch.prefill.push_back({tokens, r.computed, r.computed + tokens >= r.context});
+  }
+  if (p.chunks.empty() && !p.decodes.empty()) p.skippable = window_iterations(p.decodes);
+  return p;
+}
+
+int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes) const {
+  // Until the first request ends its turn...
+  int64_t k = INT64_MAX;
+  for (int64_t id : decodes) {
+    const Request& r = requests_.at(id);
+    k = std::min(k, r.gen_target - r.generated);
+  }
+  // ...and while the cache can grow every decoding request without preempting anyone.
+  const int64_t available = free_blocks_ + cached_blocks_;
+  auto extra_blocks = [&](int64_t iterations) {
+    int64_t extra = 0;
+    for (int64_t id : decodes) {
+      const Request& r = requests_.at(id);
+      extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks;
+    }
+    return extra;
+  };
+  if (extra_blocks(k) <= available) return k;
+  int64_t lo = 1, hi = k;  // extra_blocks(1) == 0 <= available: the plan allocated it
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (extra_blocks(mid) <= available) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector<int64_t>& finished,
+                               std::vector<int64_t>& first_tokens) {
+  ARLSIM_ASSERT(iterations == 1 || p.chunks.empty());
+  for (const auto& [id, tokens] : p.chunks) {
+    Request& r = requests_.at(id);
+    r.computed += tokens;
+    stats_.prefill_tokens += tokens;
+    if (r.computed >= r.context) {
+      // The iteration that completes a prompt samples its first token.
+      r.generated += 1;
+      r.produced += 1;
+      if (!r.first_token_seen) {
+        r.first_token_seen = true;
+        first_tokens.push_back(id);
+      }
+      if (r.shared_tokens == 0 && spec_.prefix_caching && r.prompt_tokens >= block_size_ && !prompts_.count(r.prompt_id)) {
+        // Its prompt's full blocks become the group's shared prefix.
+        const int64_t shared = shareable_prompt(r);
+        if (shared > 0) {
+          SharedPrompt sp;
+          sp.tokens = shared;
+          sp.blocks = shared / block_size_;
+          sp.refs = 1;
+          prompts_[r.prompt_id] = sp;
+          r.blocks -= sp.blocks;
+          r.shared_tokens = shared;
+        }
+      }
+      if (r.generated >= r.gen_target) finished.push_back(id);
+    }
+  }
+  for (int64_t id : p.decodes) {
+    Request& r = requests_.at(id);
+    if (iterations > 1) {
+      const int64_t need = blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks;
+      const bool ok = allocate(need);
+      ARLSIM_ASSERT(ok);
+      r.blocks += std::max<int64_t>(0, need);
+    }
+    r.generated += iterations;
+    r.produced += iterations;
+    ARLSIM_ASSERT(r.generated <= r.gen_target);
+    if (r.generated >= r.gen_target) finished.push_back(id);
+  }
+  stats_.iterations += iterations;
+}
+
+Request EngineScheduler::release(int64_t id) {
+  Request r = requests_.at(id);
+  requests_.erase(id);
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  if (spec_.prefix_caching) {
+    // An older entry of this trajectory (one its turn could not use) gives way to the new one.
+    if (auto old = context_cache_.find(r.trajectory); old != context_cache_.end()) {
+      cached_blocks_ -= old->second->blocks;
+      free_blocks_ += old->second->blocks;
+      lru_.erase(old->second);
+      context_cache_.erase(old);
+    }
+    context_cache_[r.trajectory] =
+        lru_.insert(lru_.end(), {false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+    cached_blocks_ += r.blocks;
+  } else {
+    free_blocks_ += r.blocks;
+  }
+  if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
+  return r;
+}
+
+}  // namespace arlsim::rl

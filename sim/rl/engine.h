@@ -1,0 +1,135 @@
+// One inference engine (a vLLM/SGLang-style server on tp x pp GPUs) as the rollout sees it:
+// continuous batching over waiting and running queues, a KV cache in blocks, chunked prefill,
+// prefix caching, and preemption by recomputation when the cache is full.
+//
+// Each iteration the scheduler (vLLM V1's policy) first serves the running requests in order —
+// one token for a decoding request, the next prefill chunk for one still prefilling — then admits
+// waiting requests first come, first served, within max_num_seqs and a budget of
+// max_num_batched_tokens. When a running request needs a block and none is free, cached
+// prefixes are evicted (least recently used first), and then the most recently admitted request
+// is preempted: it loses its private KV and waits at the front of the queue to be recomputed.
+//
+// Prefix caching keeps the blocks of a request whose turn ended (awaiting its tool) evictable
+// rather than free; when the trajectory's next turn arrives on the same engine its cached
+// context is reused. The full blocks of a prompt are shared by the requests of its group.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/model/inference.h"
+#include "sim/spec/workload.h"
+
+namespace arlsim::rl {
+
+// A request of one turn of a trajectory, as the engine tracks it.
+struct Request {
+  int64_t trajectory = 0;
+  int64_t prompt_id = 0;
+  int64_t prompt_tokens = 0;  // the group's shared prompt (turn 0 only)
+  int64_t context = 0;        // tokens the turn's generation starts from
+  int64_t computed = 0;       // tokens of that context whose KV is resident
+  int64_t gen_target = 0;     // tokens to generate in this turn
+  int64_t generated = 0;      // since the request was last (re)started
+  int64_t produced = 0;       // tokens sampled in this turn, across preemptions
+  int64_t shared_tokens = 0;  // prompt tokens served by the group's shared blocks
+  int64_t blocks = 0;         // private blocks held
+  bool first_token_seen = false;
+
+  int64_t kv_tokens() const { return computed + generated; }
+  bool prefilling() const { return computed < context; }
+};
+
+// What the scheduler put into one iteration.
+struct Planned {
+  model::IterationBatch batch;
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // (request id, tokens) of prefill chunks
+  std::vector<int64_t> decodes;                      // request ids decoding one token
+  // A decode-only batch whose composition cannot change before a request ends its turn or the
+  // cache runs out: it may run this many iterations as one window (0 = no window).
+  int64_t skippable = 0;
+};
+
+struct EngineStats {
+  int64_t preemptions = 0;
+  int64_t iterations = 0;
+  int64_t prefill_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt and context tokens served from the prefix cache
+  int64_t peak_blocks_used = 0;
+};
+
+class EngineScheduler {
+ public:
+  EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks);
+
+  // A request arrives; `cached_hint` is ignored unless prefix caching holds the trajectory's
+  // context on this engine.
+  void arrive(int64_t id, Request r);
+  // Plans the next iteration (allocating blocks, preempting when needed).
+  Planned plan();
+  // Applies `iterations` iterations of the last plan; returns the ids of requests whose turn
+  // ended (their generation is complete) and those that produced their first token.
+  void complete(const Planned& p, int64_t iterations, std::vector<int64_t>& finished,
+                std::vector<int64_t>& first_tokens);
+  // Finished requests leave; with prefix caching their blocks stay as an evictable cache entry.
+  Request release(int64_t id);
+
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+  size_t running() const { return running_.size(); }
+  size_t waiting() const { return waiting_.size(); }
+  int64_t outstanding_tokens() const;
+  int64_t total_blocks() const { return total_blocks_; }
+  int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
+  const EngineStats& stats() const { return stats_; }
+  const Request& request(int64_t id) const { return requests_.at(id); }
+
+ private:
+  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+  bool allocate(int64_t blocks);
+  bool evict_one();
+  void preempt(int64_t id);
+  // What the prefix cache can give a request being admitted, and the blocks that leave the
+  // evictable cache if it takes them.
+  struct Reuse {
+    enum class Kind { none, context, prompt } kind = Kind::none;
+    int64_t computed = 0, blocks = 0, shared_tokens = 0, leaves_cache = 0;
+  };
+  Reuse probe_cache(const Request& r) const;
+  void commit_reuse(Request& r, const Reuse& u);
+  int64_t window_iterations(const std::vector<int64_t>& decodes) const;
+
+  spec::EngineSpec spec_;
+  int64_t block_size_;
+  int64_t total_blocks_;
+  int64_t free_blocks_;
+  int64_t cached_blocks_ = 0;
+  std::unordered_map<int64_t, Request> requests_;
+  std::vector<int64_t> running_;
+  std::deque<int64_t> waiting_;
+  // Evictable cache entries in LRU order: a trajectory's context, or a prompt's shared blocks.
+  struct CacheEntry {
+    bool prompt = false;
+    int64_t key = 0;
+    int64_t tokens = 0;
+    int64_t blocks = 0;
+    int64_t shared_tokens = 0;  // a context entry that starts with its group's prompt blocks
+    int64_t prompt_id = 0;
+  };
+  void unref_prompt(int64_t prompt_id);
+  int64_t shareable_prompt(const Request& r) const;
+  std::list<CacheEntry> lru_;
+  std::unordered_map<int64_t, std::list<CacheEntry>::iterator> context_cache_;  // by trajectory
+  struct SharedPrompt {
+    int64_t blocks = 0;
+    int64_t tokens = 0;
+    int64_t refs = 0;
+    std::list<CacheEntry>::iterator lru;  // valid when refs == 0
+  };
+  std::unordered_map<int64_t, SharedPrompt> prompts_;
+  EngineStats stats_;
+};
+
+}  // namespace arlsim::rl

@@ -1,0 +1,369 @@
+#include "sim/rl/rollout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "sim/core/assert.h"
+#include "sim/core/resource.h"
+#include "sim/model/memory.h"
+#include "sim/rl/routing.h"
+
+namespace arlsim::rl {
+
+int64_t RolloutResult::preemptions() const {
+  int64_t n = 0;
+  for (const auto& e : engines) n += e.stats.preemptions;
+  return n;
+}
+
+model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o) {
+  return {o.layout.tp, o.layout.pp, o.layout.ep, o.engine.gpu_memory_utilization, o.engine.max_num_batched_tokens,
+          o.engine.max_num_seqs};
+}
+
+std::string check_rollout(const RolloutOptions& o) {
+  const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
+  if (mem.kv_capacity_tokens < o.engine.block_size)
+    return "the engine's KV cache does not fit: weights and workspace take " +
+           std::to_string(static_cast<int64_t>((mem.breakdown.total() - mem.breakdown.get("kv_cache")) / (1 << 30))) +
+           " GiB of the " + std::to_string(static_cast<int64_t>(mem.breakdown.capacity_bytes / (1 << 30))) +
+           " GiB gpu_memory_utilization allows per GPU";
+  return {};
+}
+
+namespace {
+
+constexpr int32_t kWorkPhase = 0;     // engine iterations end before anything arrives at that time
+constexpr int32_t kArrivalPhase = 1;
+constexpr int32_t kStartPhase = 2;    // an idle engine starts after every same-time arrival is queued
+enum Kind : uint64_t { kEngineDone = 0, kTurnArrives = 1, kToolGranted = 2, kToolDone = 3, kEngineStart = 4 };
+
+uint64_t encode(Kind k, uint64_t index, uint64_t epoch = 0) { return (uint64_t{k} << 60) | (epoch << 32) | index; }
+
+class Rollout final : public core::EventHandler {
+ public:
+  Rollout(const RolloutOptions& o, const RolloutInput& in);
+  RolloutResult run();
+  void on_event(uint64_t payload) override;
+
+ private:
+  struct Engine {
+    std::unique_ptr<EngineScheduler> sched;
+    bool busy = false;
+    bool starting = false;  // a start is scheduled for requests that arrived while idle
+    uint64_t epoch = 0;
+    double start_s = 0;  // when the work in flight started
+    double end_s = 0;    // and when it ends
+    Planned plan;
+    int64_t iterations = 1;   // of the plan in flight
+    model::DecodeWindow window;
+    bool windowed = false;
+    double busy_s = 0;
+  };
+  struct Trajectory {
+    int turn = 0;
+    int64_t context = 0;   // tokens in the context so far
+    int64_t engine = -1;
+    int64_t record = -1;   // index of the current TurnRecord
+    int64_t tool_record = -1;
+    core::Lease sandbox;   // static binding: held from the first tool call to the end
+    bool truncated = false;
+  };
+
+  void start_turn(int64_t t);
+  void plan(int64_t e);
+  void work_done(int64_t e, uint64_t epoch);
+  void turn_finished(int64_t t);
+  void tool_granted(int64_t t);
+  void tool_done(int64_t t);
+  void finish_trajectory(int64_t t);
+  void add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations);
+  int pool_for(int16_t tool) const;
+
+  const RolloutOptions& o_;
+  const RolloutInput& in_;
+  core::Simulation sim_;
+  model::InferenceModel im_;
+  std::vector<Engine> engines_;
+  std::vector<Trajectory> traj_;
+  std::vector<std::unique_ptr<core::CountedPool>> pools_;
+  std::vector<int> tool_pool_;  // trace tool index -> pool index
+  std::unique_ptr<RoutingPolicy> router_;
+  RolloutResult result_;
+  std::vector<int64_t> scratch_finished_, scratch_first_;
+};
+
+Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
+    : o_(o), in_(in), im_(*o.model, *o.cluster, o.layout), router_(make_routing_policy(o.routing)) {
+  ARLSIM_ASSERT(router_ != nullptr);
+  const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
+  const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
+  engines_.resize(static_cast<size_t>(o.engines));
+  result_.engines.resize(engines_.size());
+  for (auto& e : engines_) e.sched = std::make_unique<EngineScheduler>(o.engine, blocks);
+  for (auto& r : result_.engines) r.kv_blocks = blocks;
+  for (const auto& p : o.cluster->pools) {
+    if (p.kind == spec::PoolKind::reward_server) continue;
+    core::CountedPool::Options po;
+    po.name = p.name;
+    po.cold_start = p.cold_start;
+    const bool pooled = o.tool_policy == spec::ToolPolicy::pooled;
+    po.min_units = p.count;
+    po.max_units = pooled ? std::max(p.count, p.max_count) : p.count;
+    po.elastic = pooled;
+    pools_.push_back(std::make_unique<core::CountedPool>(sim_, po));
+    result_.pools.push_back({p.name, {}});
+  }
+  // A tool runs on the pool of its name, else on the first sandbox pool, else on no pool.
+  for (const auto& name : in.tool_names) {
+    int found = -1;
+    for (size_t i = 0; i < result_.pools.size(); ++i)
+      if (result_.pools[i].name == name) found = static_cast<int>(i);
+    if (found < 0 && !pools_.empty()) found = 0;
+    tool_pool_.push_back(found);
+  }
+  traj_.resize(in.trajectories.size());
+  result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
+  result_.truncated.assign(in.trajectories.size(), false);
+}
+
+int Rollout::pool_for(int16_t tool) const {
+  if (tool < 0 || static_cast<size_t>(tool) >= tool_pool_.size()) return -1;
+  return tool_pool_[static_cast<size_t>(tool)];
+}
+
+RolloutResult Rollout::run() {
+  // Length-aware routing sends the longest predicted trajectories first.
+  std::vector<int64_t> order(traj_.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (o_.routing == "length-aware" && in_.predicted_tokens.size() == traj_.size())
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return in_.predicted_tokens[a] > in_.predicted_tokens[b]; });
+  for (int64_t t : order) {
+    const SimTime at = in_.arrivals.empty() ? SimTime::zero() : in_.arrivals[static_cast<size_t>(t)];
+    sim_.at(at, kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
+  }
+  sim_.run();
+  result_.events = sim_.events_run();
+  for (size_t e = 0; e < engines_.size(); ++e) {
+    result_.engines[e].busy_s = engines_[e].busy_s;
+    result_.engines[e].stats = engines_[e].sched->stats();
+  }
+  for (size_t p = 0; p < pools_.size(); ++p) result_.pools[p].stats = pools_[p]->stats();
+  std::vector<SimTime> ends = result_.trajectory_end;
+  std::sort(ends.begin(), ends.end());
+  if (!ends.empty()) {
+    result_.makespan = ends.back();
+    result_.p90_done = ends[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(ends.size()))) - 1];
+  }
+  return std::move(result_);
+}
+
+void Rollout::on_event(uint64_t payload) {
+  const auto kind = static_cast<Kind>(payload >> 60);
+  const auto index = static_cast<int64_t>(payload & 0xffffffffu);
+  switch (kind) {
+    case kEngineDone: work_done(index, (payload >> 32) & 0xfffffffu); break;
+    case kTurnArrives: start_turn(index); break;
+    case kToolGranted: tool_granted(index); break;
+    case kToolDone: tool_done(index); break;
+    case kEngineStart: {
+      Engine& eng = engines_[static_cast<size_t>(index)];
+      eng.starting = false;
+      eng.start_s = sim_.now().seconds();
+      plan(index);
+      break;
+    }
+  }
+}
+
+void Rollout::start_turn(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  const auto& view = in_.trajectories[static_cast<size_t>(t)];
+  const trace::Turn& turn = view.turns[static_cast<size_t>(tr.turn)];
+  tr.context += turn.prefill_tokens;
+  int64_t gen = turn.gen_tokens;
+  if (o_.max_context > 0 && tr.context + gen > o_.max_context) {
+    // The context limit cuts the response, as frameworks truncate at max_model_len.
+    gen = std::max<int64_t>(0, o_.max_context - tr.context);
+    tr.truncated = true;
+  }
+  if (gen == 0 && tr.truncated) {
+    finish_trajectory(t);
+    return;
+  }
+  std::vector<EngineLoad> loads(engines_.size());
+  for (size_t e = 0; e < engines_.size(); ++e) {
+    const Engine& eng = engines_[e];
+    int64_t outstanding = eng.sched->outstanding_tokens();
+    if (eng.busy && eng.windowed) {
+      // A window's iterations are applied when it ends; count those already done by now, as
+      // iterating one by one would have.
+      const int64_t done = eng.window.iterations_within(sim_.now().seconds() - eng.start_s, eng.plan.batch.decode_kv_tokens);
+      outstanding -= std::min(done, eng.iterations) * eng.plan.batch.decode_seqs;
+    }
+    loads[e] = {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), outstanding};
+  }
+  RouteRequest rr{t, tr.turn, tr.engine,
+                  in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
+  tr.engine = router_->route(rr, loads);
+  Request r;
+  r.trajectory = t;
+  r.prompt_id = view.info.prompt_id;
+  r.prompt_tokens = tr.turn == 0 ? turn.prefill_tokens : 0;
+  r.context = tr.context;
+  r.gen_target = gen;
+  tr.record = static_cast<int64_t>(result_.turns.size());
+  result_.turns.push_back({t, tr.engine, sim_.now(), sim_.now(), sim_.now(), tr.context, 0});
+  Engine& eng = engines_[static_cast<size_t>(tr.engine)];
+  eng.sched->arrive(t, r);
+  if (!eng.busy) {
+    if (!eng.starting) {
+      eng.starting = true;
+      sim_.at(sim_.now(), kStartPhase, this, encode(kEngineStart, static_cast<uint64_t>(tr.engine)));
+    }
+  } else if (eng.windowed) {
+    // Cut the window short: the iteration in progress completes, then the engine re-plans.
+    const double elapsed = sim_.now().seconds() - eng.start_s;
+    const int64_t done = eng.window.iterations_within(elapsed, eng.plan.batch.decode_kv_tokens);
+    const int64_t keep = std::min(eng.iterations, done + 1);
+    if (keep < eng.iterations) {
+      eng.iterations = keep;
+      ++eng.epoch;
+      eng.end_s = eng.start_s + eng.window.sum(keep, eng.plan.batch.decode_kv_tokens);
+      sim_.at(SimTime::from_seconds(eng.end_s), kWorkPhase, this,
+              encode(kEngineDone, static_cast<uint64_t>(tr.engine), eng.epoch & 0xfffffffu));
+    }
+  }
+}
+
+void Rollout::plan(int64_t e) {
+  Engine& eng = engines_[static_cast<size_t>(e)];
+  if (eng.sched->idle()) {
+    eng.busy = false;
+    return;
+  }
+  eng.plan = eng.sched->plan();
+  if (eng.plan.chunks.empty() && eng.plan.decodes.empty()) {
+    eng.busy = false;  // nothing can run (cannot happen with a non-empty engine, but stay safe)
+    return;
+  }
+  eng.busy = true;
+  double seconds = 0;
+  eng.windowed = !o_.per_iteration && eng.plan.skippable >= 2;
+  if (eng.windowed) {
+    eng.window = im_.decode_window(eng.plan.batch.decode_seqs);
+    eng.iterations = eng.plan.skippable;
+    seconds = eng.window.sum(eng.iterations, eng.plan.batch.decode_kv_tokens);
+  } else {
+    eng.iterations = 1;
+    // A decode-only iteration is priced by the same closed form a window uses, so that both
+    // granularities add the same terms.
+    seconds = eng.plan.chunks.empty() ? im_.decode_window(eng.plan.batch.decode_seqs).sum(1, eng.plan.batch.decode_kv_tokens)
+                                      : im_.iteration(eng.plan.batch).seconds;
+  }
+  ++eng.epoch;
+  eng.end_s = eng.start_s + seconds;
+  sim_.at(SimTime::from_seconds(eng.end_s), kWorkPhase, this,
+          encode(kEngineDone, static_cast<uint64_t>(e), eng.epoch & 0xfffffffu));
+}
+
+void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations) {
+  auto& spans = result_.spans;
+  const SimTime start = SimTime::from_seconds(start_s), end = SimTime::from_seconds(end_s);
+  for (auto it = spans.rbegin(); it != spans.rend() && it - spans.rbegin() < 64; ++it) {
+    if (it->engine != e) continue;
+    if (it->prefill == prefill && it->end == start) {  // contiguous: merge
+      it->end = end;
+      it->iterations += iterations;
+      return;
+    }
+    break;
+  }
+  spans.push_back({e, prefill, start, end, iterations});
+}
+
+void Rollout::work_done(int64_t e, uint64_t epoch) {
+  Engine& eng = engines_[static_cast<size_t>(e)];
+  if ((eng.epoch & 0xfffffffu) != epoch) return;  // a window that was cut short
+  const double end_s = eng.end_s;
+  eng.busy_s += end_s - eng.start_s;
+  add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
+  scratch_finished_.clear();
+  scratch_first_.clear();
+  eng.sched->complete(eng.plan, eng.iterations, scratch_finished_, scratch_first_);
+  for (int64_t t : scratch_first_) result_.turns[static_cast<size_t>(traj_[static_cast<size_t>(t)].record)].first_token = sim_.now();
+  eng.start_s = end_s;
+  for (int64_t t : scratch_finished_) turn_finished(t);
+  plan(e);
+}
+
+void Rollout::turn_finished(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  const Request r = engines_[static_cast<size_t>(tr.engine)].sched->release(t);
+  TurnRecord& rec = result_.turns[static_cast<size_t>(tr.record)];
+  rec.end = sim_.now();
+  rec.generated = r.produced;
+  result_.generated_tokens += r.produced;
+  tr.context += r.produced;
+  const auto& view = in_.trajectories[static_cast<size_t>(t)];
+  const trace::Turn& turn = view.turns[static_cast<size_t>(tr.turn)];
+  const bool more = static_cast<size_t>(tr.turn) + 1 < view.turns.size() && (o_.max_turns == 0 || tr.turn + 1 < o_.max_turns);
+  if (tr.truncated || !more) {
+    if (more) tr.truncated = true;
+    finish_trajectory(t);
+    return;
+  }
+  if (turn.tool == trace::kNoTool) {
+    ++tr.turn;
+    sim_.at(sim_.now(), kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
+    return;
+  }
+  tr.tool_record = static_cast<int64_t>(result_.tool_calls.size());
+  const int pool = pool_for(turn.tool);
+  result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
+  if (pool < 0 || tr.sandbox.held()) {
+    tool_granted(t);
+  } else {
+    pools_[static_cast<size_t>(pool)]->request(this, encode(kToolGranted, static_cast<uint64_t>(t)));
+  }
+}
+
+void Rollout::tool_granted(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
+  if (call.pool >= 0 && !tr.sandbox.held()) tr.sandbox = pools_[static_cast<size_t>(call.pool)]->take_lease();
+  call.started = sim_.now();
+  const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
+  sim_.after(turn.tool_latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)));
+}
+
+void Rollout::tool_done(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  result_.tool_calls[static_cast<size_t>(tr.tool_record)].ended = sim_.now();
+  if (o_.tool_policy == spec::ToolPolicy::pooled) tr.sandbox.release();
+  const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
+  tr.context += turn.obs_tokens;
+  ++tr.turn;
+  start_turn(t);
+}
+
+void Rollout::finish_trajectory(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  tr.sandbox.release();
+  result_.trajectory_end[static_cast<size_t>(t)] = sim_.now();
+  result_.truncated[static_cast<size_t>(t)] = tr.truncated;
+}
+
+}  // namespace
+
+RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input) {
+  ARLSIM_ASSERT(options.model && options.cluster && options.engines >= 1);
+  ARLSIM_ASSERT(check_rollout(options).empty());
+  Rollout r(options, input);
+  return r.run();
+}
+
+}  // namespace arlsim::rl

@@ -1,0 +1,105 @@
+// The rollout stage: agentic trajectories served by a fleet of inference engines, turn by turn.
+// A trajectory's turn prefills its new context on the engine the routing policy picks, decodes
+// its response, then (if the turn calls a tool) runs the tool action on an external pool, waits,
+// appends the observation and continues. Tools follow the tool policy: `static` binds one
+// sandbox to a trajectory from its first tool call to its end; `pooled` (ARL-Tangram) acquires a
+// unit per action from an elastic pool.
+//
+// Engines jump over decode iterations whose batch composition cannot change (event skipping,
+// using the closed form of model::DecodeWindow); `per_iteration` simulates each iteration as its
+// own event instead, and both give the same times (a test checks it). Each engine keeps its
+// iteration clock in double seconds — iteration boundaries are sums of many sub-microsecond
+// terms, and the two modes must agree to 1e-9 — and schedules events at the nanosecond nearest
+// to them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/resource.h"
+#include "sim/model/inference.h"
+#include "sim/model/memory.h"
+#include "sim/rl/engine.h"
+#include "sim/spec/cluster.h"
+#include "sim/spec/policy.h"
+#include "sim/trace/trace.h"
+
+namespace arlsim::rl {
+
+struct RolloutOptions {
+  const spec::ModelSpec* model = nullptr;
+  const spec::ClusterSpec* cluster = nullptr;  // its GPU profile and tool pools
+  model::EngineLayout layout;
+  int64_t engines = 1;
+  spec::EngineSpec engine;
+  std::string routing = "sticky";
+  spec::ToolPolicy tool_policy = spec::ToolPolicy::static_binding;
+  bool per_iteration = false;
+  int64_t max_turns = 0;    // 0: no limit
+  int64_t max_context = 0;  // 0: no limit
+};
+
+struct RolloutInput {
+  std::vector<trace::TrajectoryView> trajectories;
+  std::vector<std::string> tool_names;    // the trace's tool-kind table
+  std::vector<SimTime> arrivals;          // per trajectory; empty: all at time zero
+  std::vector<int64_t> predicted_tokens;  // per trajectory, for length-aware routing; may be empty
+};
+
+// One turn of one trajectory on an engine.
+struct TurnRecord {
+  int64_t trajectory = 0;
+  int64_t engine = 0;
+  SimTime arrival, first_token, end;
+  int64_t prefill_tokens = 0;  // context to compute (before prefix-cache hits)
+  int64_t generated = 0;
+};
+
+struct ToolCallRecord {
+  int64_t trajectory = 0;
+  int pool = -1;  // index into RolloutResult::pools, -1 when the tool has no pool
+  SimTime requested, started, ended;
+};
+
+struct EngineRecord {
+  double busy_s = 0;
+  EngineStats stats;
+  int64_t kv_blocks = 0;
+};
+
+struct PoolRecord {
+  std::string name;
+  core::PoolStats stats;
+};
+
+// A contiguous run of one kind of iterations on an engine, for timelines.
+struct EngineSpan {
+  int64_t engine = 0;
+  bool prefill = false;  // iterations with prefill work (else decode only)
+  SimTime start, end;
+  int64_t iterations = 0;
+};
+
+struct RolloutResult {
+  SimTime makespan;
+  SimTime p90_done;  // when 90% of trajectories were done
+  std::vector<SimTime> trajectory_end;
+  std::vector<bool> truncated;
+  std::vector<TurnRecord> turns;
+  std::vector<ToolCallRecord> tool_calls;
+  std::vector<EngineRecord> engines;
+  std::vector<PoolRecord> pools;
+  std::vector<EngineSpan> spans;
+  int64_t generated_tokens = 0;
+  uint64_t events = 0;
+  int64_t preemptions() const;
+};
+
+model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o);
+// Checks that the engine fits in memory; returns "" or the reason.
+std::string check_rollout(const RolloutOptions& o);
+
+RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input);
+
+}  // namespace arlsim::rl

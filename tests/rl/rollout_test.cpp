@@ -1,0 +1,184 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "sim/rl/rollout.h"
+#include "sim/rl/routing.h"
+#include "tests/model/model_fixtures.h"
+
+using namespace arlsim;
+
+namespace {
+
+// Trajectories built in the test: turns stored here, views point into them.
+struct Workload {
+  std::vector<std::vector<trace::Turn>> turns;
+  std::vector<trace::TrajectoryInfo> info;
+  rl::RolloutInput input() const {
+    rl::RolloutInput in;
+    for (size_t i = 0; i < turns.size(); ++i) in.trajectories.push_back({info[i], turns[i]});
+    in.tool_names = {"sandbox"};
+    return in;
+  }
+  void add(int64_t prompt_id, std::vector<trace::Turn> t) {
+    info.push_back({0, static_cast<int32_t>(info.size()), prompt_id, false});
+    turns.push_back(std::move(t));
+  }
+};
+
+trace::Turn turn(int32_t prefill, int32_t gen, double tool_s = -1, int32_t obs = 0) {
+  trace::Turn t;
+  t.prefill_tokens = prefill;
+  t.gen_tokens = gen;
+  t.obs_tokens = obs;
+  if (tool_s >= 0) {
+    t.tool = 0;
+    t.tool_latency = SimTime::from_seconds(tool_s);
+  }
+  return t;
+}
+
+struct Setup {
+  spec::ModelSpec model = test::preset_model("qwen3-8b");
+  spec::ClusterSpec cluster = test::preset_cluster("dgx-h100", 1);
+  rl::RolloutOptions options() {
+    rl::RolloutOptions o;
+    o.model = &model;
+    o.cluster = &cluster;
+    o.engine.gpu_memory_utilization = 0.9;
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("rollout: one engine, two requests, timed by hand") {
+  Setup s;
+  Workload w;
+  w.add(1, {turn(1000, 3)});
+  w.add(2, {turn(500, 5)});
+  auto o = s.options();
+  const auto r = rl::simulate_rollout(o, w.input());
+  const model::InferenceModel im(s.model, s.cluster, {1, 1, 1});
+  // Iteration 1 prefills both prompts and samples a token each; then both decode together for
+  // two iterations (request 1 reaches 3 tokens), then request 2 decodes two more alone.
+  model::IterationBatch first;
+  first.prefill = {{1000, 0, true}, {500, 0, true}};
+  double t = im.iteration(first).seconds;
+  for (int i = 0; i < 2; ++i) t += im.decode_window(2).sum(1, 1001 + 501 + 2 * i);
+  const double end1 = t;
+  for (int i = 0; i < 2; ++i) t += im.decode_window(1).sum(1, 503 + i);
+  CHECK(r.trajectory_end[0].seconds() == doctest::Approx(end1).epsilon(1e-9));
+  CHECK(r.trajectory_end[1].seconds() == doctest::Approx(t).epsilon(1e-9));
+  CHECK(r.generated_tokens == 8);
+  CHECK(r.preemptions() == 0);
+  CHECK(r.turns[0].first_token == r.turns[1].first_token);  // both sampled by the first iteration
+}
+
+TEST_CASE("rollout: a KV budget too small for the batch forces preemptions, and everyone finishes") {
+  Setup s;
+  Workload w;
+  for (int i = 0; i < 8; ++i) w.add(i, {turn(2000, 4000)});
+  auto o = s.options();
+  // Qwen3-8B: 16.4 GB of weights; at 25% of 80 GiB about 2 GiB is left for KV, 144 KiB per
+  // token: ~15K tokens, far below 8 x 6K.
+  o.engine.gpu_memory_utilization = 0.25;
+  REQUIRE(rl::check_rollout(o).empty());
+  const auto r = rl::simulate_rollout(o, w.input());
+  CHECK(r.preemptions() > 0);
+  for (const auto& end : r.trajectory_end) CHECK(end > SimTime::zero());
+  CHECK(r.generated_tokens == 8 * 4000);
+}
+
+TEST_CASE("rollout: static sandboxes make the second caller wait for the first trajectory's end") {
+  Setup s;
+  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0, 0}};
+  Workload w;
+  // Two identical trajectories: a short turn, a 10 s tool call, a second turn.
+  for (int i = 0; i < 2; ++i) w.add(i, {turn(100, 10, 10.0, 50), turn(20, 200)});
+  auto o = s.options();
+  o.tool_policy = spec::ToolPolicy::static_binding;
+  const auto stat = rl::simulate_rollout(o, w.input());
+  o.tool_policy = spec::ToolPolicy::pooled;
+  const auto pooled = rl::simulate_rollout(o, w.input());
+  auto act = [](const rl::RolloutResult& r, size_t i) { return (r.tool_calls[i].ended - r.tool_calls[i].requested).seconds(); };
+  // Pooled: the second action waits for the first action only: ACT = 10 + 10.
+  CHECK(act(pooled, 0) == doctest::Approx(10.0));
+  CHECK(act(pooled, 1) == doctest::Approx(20.0));
+  // Static: it waits until the first trajectory has also run its second turn.
+  const double first_last_turn = (stat.turns[2].end - stat.turns[2].arrival).seconds();
+  CHECK(stat.turns[2].trajectory == 0);
+  CHECK(act(stat, 1) == doctest::Approx(20.0 + first_last_turn).epsilon(1e-6));
+}
+
+TEST_CASE("rollout: event skipping gives the same times as iterating, on random agentic cases") {
+  Setup s;
+  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 4, 16, SimTime::from_seconds(0.5), {}, 0, 0}};
+  std::mt19937_64 rng(1234);
+  for (int trial = 0; trial < 6; ++trial) {
+    Workload w;
+    const int n = 8 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      std::vector<trace::Turn> turns;
+      const int k = 1 + static_cast<int>(rng() % 4);
+      for (int j = 0; j < k; ++j) {
+        const bool tool = j + 1 < k;
+        turns.push_back(turn(j == 0 ? 200 + static_cast<int32_t>(rng() % 3000) : static_cast<int32_t>(rng() % 300),
+                             1 + static_cast<int32_t>(rng() % 1500), tool ? 0.1 + static_cast<double>(rng() % 3000) / 1000 : -1,
+                             tool ? static_cast<int32_t>(rng() % 500) : 0));
+      }
+      w.add(i / 4, turns);
+    }
+    auto o = s.options();
+    o.engines = 1 + static_cast<int64_t>(rng() % 3);
+    o.engine.gpu_memory_utilization = trial % 2 == 0 ? 0.9 : 0.25;  // some cases preempt
+    o.engine.max_num_seqs = 1 + static_cast<int64_t>(rng() % 64);
+    o.tool_policy = trial % 3 == 0 ? spec::ToolPolicy::static_binding : spec::ToolPolicy::pooled;
+    o.routing = rl::routing_policies()[static_cast<size_t>(trial) % rl::routing_policies().size()].name;
+    auto in = w.input();
+    in.arrivals.clear();
+    for (int i = 0; i < n; ++i) in.arrivals.push_back(SimTime::from_seconds(static_cast<double>(rng() % 2000) / 1000));
+    const auto skip = rl::simulate_rollout(o, in);
+    o.per_iteration = true;
+    const auto iterate = rl::simulate_rollout(o, in);
+    INFO("trial ", trial, " n ", n, " engines ", o.engines);
+    CHECK(skip.events < iterate.events);
+    CHECK(skip.preemptions() == iterate.preemptions());
+    CHECK(skip.generated_tokens == iterate.generated_tokens);
+    for (int i = 0; i < n; ++i) {
+      const double a = skip.trajectory_end[static_cast<size_t>(i)].seconds();
+      const double b = iterate.trajectory_end[static_cast<size_t>(i)].seconds();
+      CHECK(std::abs(a - b) <= 1e-9 * b);
+    }
+  }
+}
+
+TEST_CASE("rollout: deterministic") {
+  Setup s;
+  Workload w;
+  for (int i = 0; i < 32; ++i) w.add(i / 8, {turn(1000 + 37 * i, 100 + 13 * i)});
+  auto o = s.options();
+  o.engines = 2;
+  const auto a = rl::simulate_rollout(o, w.input());
+  const auto b = rl::simulate_rollout(o, w.input());
+  CHECK(a.trajectory_end == b.trajectory_end);
+  CHECK(a.events == b.events);
+}
+
+TEST_CASE("rollout: group prompts are prefilled once per engine with prefix caching") {
+  Setup s;
+  Workload w;
+  for (int i = 0; i < 16; ++i) w.add(7, {turn(4096, 64)});  // one prompt, 16 samples
+  auto o = s.options();
+  o.engine.max_num_batched_tokens = 4096;  // one prompt per iteration: later samples hit the cache
+  const auto cached = rl::simulate_rollout(o, w.input());
+  o.engine.prefix_caching = false;
+  const auto uncached = rl::simulate_rollout(o, w.input());
+  // The first sample computes the prompt; the other 15 reuse its 255 full blocks (4080 tokens)
+  // and compute the last 16 tokens themselves.
+  CHECK(cached.engines[0].stats.cached_tokens == 15 * 4080);
+  CHECK(cached.engines[0].stats.prefill_tokens == 4096 + 15 * 16);
+  CHECK(uncached.engines[0].stats.prefill_tokens == 16 * 4096);
+  CHECK(cached.makespan < uncached.makespan);
+}
