@@ -51,11 +51,11 @@ int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const
 }
 
 InferenceModel::InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout)
-    : m_(m), c_(c), layout_(layout) {}
+    : m_(m), c_(c), layout_(layout), cm_(c.gpu, spec::Dtype::bf16), coll_(c) {}
 
 double InferenceModel::gemm_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
-  const ComputeModel cm(c_.gpu, spec::Dtype::bf16);
+  const ComputeModel& cm = cm_;
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp, h = m_.hidden_size;
   const bool gated = m_.mlp == spec::MlpKind::gated;
@@ -88,15 +88,15 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
 
 double InferenceModel::sampled_rows_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
-  const ComputeModel cm(c_.gpu, spec::Dtype::bf16);
+  const ComputeModel& cm = cm_;
   // LM head, then softmax and sampling over fp32 logits.
   return cm.gemm(rows, m_.vocab_size / layout_.tp, m_.hidden_size).seconds +
          cm.memory_bound(3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2).seconds;
 }
 
 IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
-  const ComputeModel cm(c_.gpu, spec::Dtype::bf16);
-  const CollectiveModel coll(c_);
+  const ComputeModel& cm = cm_;
+  const CollectiveModel& coll = coll_;
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp;
   IterationCost cost;
@@ -137,6 +137,8 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
 }
 
 DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
+  if (seqs < static_cast<int64_t>(windows_.size()) && windows_[static_cast<size_t>(seqs)].seqs == seqs && seqs > 0)
+    return windows_[static_cast<size_t>(seqs)];
   DecodeWindow w;
   w.seqs = seqs;
   IterationBatch at_zero;
@@ -144,7 +146,11 @@ DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
   at_zero.decode_kv_tokens = 0;
   w.a = iteration(at_zero).seconds;
   // The only context-dependent term: streaming each cached token's keys and values once.
-  w.b = kv_bytes_per_token_per_gpu(m_, layout_.tp, 1) / ComputeModel(c_.gpu, spec::Dtype::bf16).memory_rate();
+  w.b = kv_bytes_per_token_per_gpu(m_, layout_.tp, 1) / cm_.memory_rate();
+  if (seqs > 0 && seqs < (int64_t{1} << 20)) {
+    if (windows_.size() <= static_cast<size_t>(seqs)) windows_.resize(static_cast<size_t>(seqs) + 1);
+    windows_[static_cast<size_t>(seqs)] = w;
+  }
   return w;
 }
 

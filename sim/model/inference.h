@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/model/collective.h"
+#include "sim/model/compute.h"
 #include "sim/model/memory.h"
 #include "sim/spec/cluster.h"
 #include "sim/spec/model.h"
@@ -50,6 +52,7 @@ struct DecodeWindow {
   int64_t iterations_within(double seconds, int64_t kv_tokens) const;
 };
 
+// Not thread-safe: decode windows are memoised per batch size.
 class InferenceModel {
  public:
   InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout);
@@ -64,6 +67,9 @@ class InferenceModel {
   const spec::ModelSpec& m_;
   const spec::ClusterSpec& c_;
   EngineLayout layout_;
+  ComputeModel cm_;
+  CollectiveModel coll_;
+  mutable std::vector<DecodeWindow> windows_;  // by batch size; seqs == 0 marks "not yet computed"
 };
 
 }  // namespace arlsim::model

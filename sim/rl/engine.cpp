@@ -9,17 +9,25 @@ namespace arlsim::rl {
 EngineScheduler::EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks)
     : spec_(spec), block_size_(spec.block_size), total_blocks_(total_blocks), free_blocks_(total_blocks) {}
 
-void EngineScheduler::arrive(int64_t id, Request r) {
+void EngineScheduler::arrive(Request r) {
   r.gen_target = std::max<int64_t>(1, r.gen_target);
   r.context = std::max<int64_t>(1, r.context);
-  requests_[id] = r;
-  waiting_.push_back(id);
+  outstanding_ += r.remaining();
+  int64_t slot = 0;
+  if (free_slots_.empty()) {
+    slot = static_cast<int64_t>(slots_.size());
+    slots_.push_back(r);
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[static_cast<size_t>(slot)] = r;
+  }
+  slot_of_[r.trajectory] = slot;
+  waiting_.push_back(slot);
 }
 
-int64_t EngineScheduler::outstanding_tokens() const {
-  int64_t t = 0;
-  for (const auto& [id, r] : requests_) t += (r.context - r.computed) + (r.gen_target - r.generated);
-  return t;
+const Request& EngineScheduler::request(int64_t trajectory) const {
+  return slots_[static_cast<size_t>(slot_of_.at(trajectory))];
 }
 
 int64_t EngineScheduler::shareable_prompt(const Request& r) const {
@@ -56,16 +64,18 @@ bool EngineScheduler::allocate(int64_t blocks) {
 }
 
 void EngineScheduler::preempt(int64_t id) {
-  Request& r = requests_.at(id);
+  Request& r = slots_[static_cast<size_t>(id)];
   free_blocks_ += r.blocks;
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
   // Recomputation: everything generated so far joins the context to prefill again.
+  outstanding_ -= r.remaining();
   r.context = r.kv_tokens();
   r.gen_target -= r.generated;
   r.generated = 0;
   r.computed = 0;
   r.blocks = 0;
   r.shared_tokens = 0;
+  outstanding_ += r.remaining();
   running_.erase(std::find(running_.begin(), running_.end(), id));
   waiting_.push_front(id);
   ++stats_.preemptions;
@@ -110,6 +120,7 @@ void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
     if (sp.refs++ == 0) lru_.erase(sp.lru);
   }
   cached_blocks_ -= u.leaves_cache;
+  outstanding_ -= u.computed - r.computed;
   r.computed = u.computed;
   r.blocks = u.blocks;
   r.shared_tokens = u.shared_tokens;
@@ -120,7 +131,7 @@ Planned EngineScheduler::plan() {
   int64_t budget = spec_.max_num_batched_tokens;
   for (size_t i = 0; i < running_.size();) {
     const int64_t id = running_[i];
-    Request& r = requests_.at(id);
+    Request& r = slots_[static_cast<size_t>(id)];
     int64_t tokens = r.prefilling() ? std::min(r.context - r.computed, budget) : (budget > 0 ? 1 : 0);
     if (tokens == 0) {
       ++i;
@@ -151,7 +162,7 @@ Planned EngineScheduler::plan() {
   }
   while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs && budget > 0) {
     const int64_t id = waiting_.front();
-    Request& r = requests_.at(id);
+    Request& r = slots_[static_cast<size_t>(id)];
     // A waiting request holds nothing: what the prefix cache offers is claimed only on admission,
     // and a request that cannot be admitted leaves the cache as it was. Reusing cached blocks pins
     // them; when that does not fit, the request may still start afresh (the cached blocks stay
@@ -189,7 +200,7 @@ int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes) 
   // Until the first request ends its turn...
   int64_t k = INT64_MAX;
   for (int64_t id : decodes) {
-    const Request& r = requests_.at(id);
+    const Request& r = slots_[static_cast<size_t>(id)];
     k = std::min(k, r.gen_target - r.generated);
   }
   // ...and while the cache can grow every decoding request without preempting anyone.
@@ -197,7 +208,7 @@ int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes) 
   auto extra_blocks = [&](int64_t iterations) {
     int64_t extra = 0;
     for (int64_t id : decodes) {
-      const Request& r = requests_.at(id);
+      const Request& r = slots_[static_cast<size_t>(id)];
       extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks;
     }
     return extra;
@@ -216,16 +227,18 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
                                std::vector<int64_t>& first_tokens) {
   ARLSIM_ASSERT(iterations == 1 || p.chunks.empty());
   for (const auto& [id, tokens] : p.chunks) {
-    Request& r = requests_.at(id);
+    Request& r = slots_[static_cast<size_t>(id)];
     r.computed += tokens;
+    outstanding_ -= tokens;
     stats_.prefill_tokens += tokens;
     if (r.computed >= r.context) {
       // The iteration that completes a prompt samples its first token.
       r.generated += 1;
       r.produced += 1;
+      --outstanding_;
       if (!r.first_token_seen) {
         r.first_token_seen = true;
-        first_tokens.push_back(id);
+        first_tokens.push_back(r.trajectory);
       }
       if (r.shared_tokens == 0 && spec_.prefix_caching && r.prompt_tokens >= block_size_ && !prompts_.count(r.prompt_id)) {
         // Its prompt's full blocks become the group's shared prefix.
@@ -240,11 +253,11 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
           r.shared_tokens = shared;
         }
       }
-      if (r.generated >= r.gen_target) finished.push_back(id);
+      if (r.generated >= r.gen_target) finished.push_back(r.trajectory);
     }
   }
   for (int64_t id : p.decodes) {
-    Request& r = requests_.at(id);
+    Request& r = slots_[static_cast<size_t>(id)];
     if (iterations > 1) {
       const int64_t need = blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks;
       const bool ok = allocate(need);
@@ -253,15 +266,20 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
     }
     r.generated += iterations;
     r.produced += iterations;
+    outstanding_ -= iterations;
     ARLSIM_ASSERT(r.generated <= r.gen_target);
-    if (r.generated >= r.gen_target) finished.push_back(id);
+    if (r.generated >= r.gen_target) finished.push_back(r.trajectory);
   }
   stats_.iterations += iterations;
 }
 
-Request EngineScheduler::release(int64_t id) {
-  Request r = requests_.at(id);
-  requests_.erase(id);
+Request EngineScheduler::release(int64_t trajectory) {
+  const auto where = slot_of_.find(trajectory);
+  const int64_t id = where->second;
+  slot_of_.erase(where);
+  free_slots_.push_back(id);
+  Request r = slots_[static_cast<size_t>(id)];
+  outstanding_ -= r.remaining();
   running_.erase(std::find(running_.begin(), running_.end(), id));
   if (spec_.prefix_caching) {
     // An older entry of this trajectory (one its turn could not use) gives way to the new one.

@@ -40,14 +40,15 @@ struct Request {
   bool first_token_seen = false;
 
   int64_t kv_tokens() const { return computed + generated; }
+  int64_t remaining() const { return (context - computed) + (gen_target - generated); }
   bool prefilling() const { return computed < context; }
 };
 
 // What the scheduler put into one iteration.
 struct Planned {
   model::IterationBatch batch;
-  std::vector<std::pair<int64_t, int64_t>> chunks;  // (request id, tokens) of prefill chunks
-  std::vector<int64_t> decodes;                      // request ids decoding one token
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // (slot, tokens) of prefill chunks
+  std::vector<int64_t> decodes;                      // slots decoding one token
   // A decode-only batch whose composition cannot change before a request ends its turn or the
   // cache runs out: it may run this many iterations as one window (0 = no window).
   int64_t skippable = 0;
@@ -65,26 +66,25 @@ class EngineScheduler {
  public:
   EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks);
 
-  // A request arrives; `cached_hint` is ignored unless prefix caching holds the trajectory's
-  // context on this engine.
-  void arrive(int64_t id, Request r);
+  // A request arrives (a trajectory has at most one request on an engine at a time).
+  void arrive(Request r);
   // Plans the next iteration (allocating blocks, preempting when needed).
   Planned plan();
-  // Applies `iterations` iterations of the last plan; returns the ids of requests whose turn
-  // ended (their generation is complete) and those that produced their first token.
+  // Applies `iterations` iterations of the last plan; returns the trajectories whose turn ended
+  // (their generation is complete) and those whose request produced its first token.
   void complete(const Planned& p, int64_t iterations, std::vector<int64_t>& finished,
                 std::vector<int64_t>& first_tokens);
   // Finished requests leave; with prefix caching their blocks stay as an evictable cache entry.
-  Request release(int64_t id);
+  Request release(int64_t trajectory);
 
   bool idle() const { return running_.empty() && waiting_.empty(); }
   size_t running() const { return running_.size(); }
   size_t waiting() const { return waiting_.size(); }
-  int64_t outstanding_tokens() const;
+  int64_t outstanding_tokens() const { return outstanding_; }  // to prefill or generate
   int64_t total_blocks() const { return total_blocks_; }
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
-  const Request& request(int64_t id) const { return requests_.at(id); }
+  const Request& request(int64_t trajectory) const;
 
  private:
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
@@ -106,7 +106,10 @@ class EngineScheduler {
   int64_t total_blocks_;
   int64_t free_blocks_;
   int64_t cached_blocks_ = 0;
-  std::unordered_map<int64_t, Request> requests_;
+  // Requests live in slots; the queues and plans hold slot numbers.
+  std::vector<Request> slots_;
+  std::vector<int64_t> free_slots_;
+  std::unordered_map<int64_t, int64_t> slot_of_;  // trajectory -> slot
   std::vector<int64_t> running_;
   std::deque<int64_t> waiting_;
   // Evictable cache entries in LRU order: a trajectory's context, or a prompt's shared blocks.
@@ -130,6 +133,7 @@ class EngineScheduler {
   };
   std::unordered_map<int64_t, SharedPrompt> prompts_;
   EngineStats stats_;
+  int64_t outstanding_ = 0;
 };
 
 }  // namespace arlsim::rl

@@ -93,6 +93,8 @@ class Rollout final : public core::EventHandler {
   std::unique_ptr<RoutingPolicy> router_;
   RolloutResult result_;
   std::vector<int64_t> scratch_finished_, scratch_first_;
+  std::vector<EngineLoad> loads_;
+  std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
 };
 
 Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
@@ -101,6 +103,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
   const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
   engines_.resize(static_cast<size_t>(o.engines));
+  last_span_.assign(engines_.size(), -1);
   result_.engines.resize(engines_.size());
   for (auto& e : engines_) e.sched = std::make_unique<EngineScheduler>(o.engine, blocks);
   for (auto& r : result_.engines) r.kv_blocks = blocks;
@@ -194,21 +197,24 @@ void Rollout::start_turn(int64_t t) {
     finish_trajectory(t);
     return;
   }
-  std::vector<EngineLoad> loads(engines_.size());
-  for (size_t e = 0; e < engines_.size(); ++e) {
-    const Engine& eng = engines_[e];
-    int64_t outstanding = eng.sched->outstanding_tokens();
-    if (eng.busy && eng.windowed) {
-      // A window's iterations are applied when it ends; count those already done by now, as
-      // iterating one by one would have.
-      const int64_t done = eng.window.iterations_within(sim_.now().seconds() - eng.start_s, eng.plan.batch.decode_kv_tokens);
-      outstanding -= std::min(done, eng.iterations) * eng.plan.batch.decode_seqs;
-    }
-    loads[e] = {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), outstanding};
-  }
   RouteRequest rr{t, tr.turn, tr.engine,
                   in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
-  tr.engine = router_->route(rr, loads);
+  loads_.resize(engines_.size());  // policies that do not read the loads still see the engine count
+  if (router_->uses_load(rr)) {
+    for (size_t e = 0; e < engines_.size(); ++e) {
+      const Engine& eng = engines_[e];
+      int64_t outstanding = eng.sched->outstanding_tokens();
+      if (eng.busy && eng.windowed) {
+        // A window's iterations are applied when it ends; count those already done by now, as
+        // iterating one by one would have.
+        const int64_t done =
+            eng.window.iterations_within(sim_.now().seconds() - eng.start_s, eng.plan.batch.decode_kv_tokens);
+        outstanding -= std::min(done, eng.iterations) * eng.plan.batch.decode_seqs;
+      }
+      loads_[e] = {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), outstanding};
+    }
+  }
+  tr.engine = router_->route(rr, loads_);
   Request r;
   r.trajectory = t;
   r.prompt_id = view.info.prompt_id;
@@ -218,7 +224,7 @@ void Rollout::start_turn(int64_t t) {
   tr.record = static_cast<int64_t>(result_.turns.size());
   result_.turns.push_back({t, tr.engine, sim_.now(), sim_.now(), sim_.now(), tr.context, 0});
   Engine& eng = engines_[static_cast<size_t>(tr.engine)];
-  eng.sched->arrive(t, r);
+  eng.sched->arrive(r);
   if (!eng.busy) {
     if (!eng.starting) {
       eng.starting = true;
@@ -273,15 +279,16 @@ void Rollout::plan(int64_t e) {
 void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations) {
   auto& spans = result_.spans;
   const SimTime start = SimTime::from_seconds(start_s), end = SimTime::from_seconds(end_s);
-  for (auto it = spans.rbegin(); it != spans.rend() && it - spans.rbegin() < 64; ++it) {
-    if (it->engine != e) continue;
-    if (it->prefill == prefill && it->end == start) {  // contiguous: merge
-      it->end = end;
-      it->iterations += iterations;
+  int64_t& last = last_span_[static_cast<size_t>(e)];
+  if (last >= 0) {
+    EngineSpan& s = spans[static_cast<size_t>(last)];
+    if (s.prefill == prefill && s.end == start) {  // contiguous with the engine's last span: merge
+      s.end = end;
+      s.iterations += iterations;
       return;
     }
-    break;
   }
+  last = static_cast<int64_t>(spans.size());
   spans.push_back({e, prefill, start, end, iterations});
 }
 

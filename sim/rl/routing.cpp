@@ -24,6 +24,7 @@ class RoundRobin final : public RoutingPolicy {
   int64_t route(const RouteRequest&, const std::vector<EngineLoad>& engines) override {
     return next_++ % static_cast<int64_t>(engines.size());
   }
+  bool uses_load(const RouteRequest&) const override { return false; }
 
  private:
   int64_t next_ = 0;
@@ -39,6 +40,7 @@ class Sticky final : public RoutingPolicy {
   int64_t route(const RouteRequest& r, const std::vector<EngineLoad>& engines) override {
     return r.previous_engine >= 0 ? r.previous_engine : least_loaded(engines);
   }
+  bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0; }
 };
 
 // HistoPipe-like: a trajectory's first turn goes where the predicted work (its predicted length
@@ -54,6 +56,7 @@ class LengthAware final : public RoutingPolicy {
     predicted_[static_cast<size_t>(best)] += r.predicted_tokens;
     return best;
   }
+  bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0 && r.predicted_tokens <= 0; }
 
  private:
   std::vector<int64_t> predicted_;

@@ -28,6 +28,8 @@ class RoutingPolicy {
  public:
   virtual ~RoutingPolicy() = default;
   virtual int64_t route(const RouteRequest& r, const std::vector<EngineLoad>& engines) = 0;
+  // Whether route() reads the loads for this request (they cost a pass over the engines).
+  virtual bool uses_load(const RouteRequest&) const { return true; }
 };
 
 struct RoutingInfo {
