@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/estimate_rollout.h"
 #include "app/options.h"
 #include "sim/model/collective.h"
 #include "sim/model/compute.h"
@@ -177,9 +178,13 @@ int run_estimate(const Args& args) {
   std::vector<std::string> overrides;
   po::options_description opts("arlsim estimate STAGE.json [options]\n\n"
                                "Estimates one stage in isolation: \"kind\": \"train\" (an iteration), \"inference\"\n"
-                               "(one forward pass over a batch) or \"collective\". See docs/formats.md.\n\nOptions");
+                               "(one forward pass over a batch), \"collective\" or \"rollout\" (requests served by\n"
+                               "inference engines). See docs/formats.md.\n\nOptions");
+  std::string granularity = "skip";
   opts.add_options()("help,h", "this text")("json", "print the results as JSON")(
-      "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)");
+      "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)")(
+      "rollout-granularity", po::value(&granularity)->default_value("skip"),
+      "rollout: \"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&file));
   po::positional_options_description pos;
@@ -208,11 +213,16 @@ int run_estimate(const Args& args) {
               << " needed for this estimate; calibrate it or add the figures\n";
     return kExitBadInput;
   }
+  if (granularity != "skip" && granularity != "iteration") {
+    std::cerr << "arlsim estimate: --rollout-granularity must be \"skip\" or \"iteration\", not \"" << granularity << "\"\n";
+    return kExitBadInput;
+  }
   const bool json = vm.count("json") > 0;
   switch (s.kind) {
     case spec::StageKind::train: return estimate_train(s, file, json);
     case spec::StageKind::inference: return estimate_inference(s, file, json);
     case spec::StageKind::collective: return estimate_collective(s, file, json);
+    case spec::StageKind::rollout: return estimate_rollout(s, file, json, granularity == "iteration");
   }
   return kExitInternal;
 }

@@ -3,6 +3,7 @@
 
 #include "app/commands.h"
 #include "app/summaries.h"
+#include "sim/rl/routing.h"
 #include "sim/spec/presets.h"
 
 namespace arlsim::app {
@@ -15,6 +16,19 @@ int run_list(const Args& args) {
     std::ostream& out = args.size() == 1 ? std::cout : std::cerr;
     out << "usage: arlsim list TOPIC\n\nTopics: models, gpus, clusters, scenarios, workloads, policies\n";
     return args.size() == 1 ? kExitOk : kExitBadInput;
+  }
+  if (args[0] == "policies") {
+    // Registered policies, then any preset policy files.
+    auto section = [](const char* title, const std::vector<rl::RoutingInfo>& infos) {
+      std::cout << title << "\n";
+      for (const auto& i : infos) {
+        std::string name(i.name);
+        name.resize(16, ' ');
+        std::cout << "  " << name << i.description << "\n";
+      }
+    };
+    section("routing (policy/routing)", rl::routing_policies());
+    section("tool scheduling (policy/tool_policy)", rl::tool_policies());
   }
   for (const auto& [topic, kind] : kTopics) {
     if (args[0] != topic) continue;

@@ -84,7 +84,7 @@ std::string describe(const spec::CheckedDocument& doc) {
     }
     case SpecKind::stage: {
       const auto& st = std::get<StageSpec>(doc.spec);
-      static const char* kinds[] = {"train", "inference", "collective"};
+      static const char* kinds[] = {"train", "inference", "collective", "rollout"};
       return std::string("stage, ") + kinds[static_cast<int>(st.kind)] + " on " + std::to_string(st.cluster.total_gpus()) +
              " " + st.cluster.gpu.name + " GPUs";
     }

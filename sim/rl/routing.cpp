@@ -74,6 +74,24 @@ const std::vector<RoutingInfo>& routing_policies() {
   return all;
 }
 
+const std::vector<RoutingInfo>& tool_policies() {
+  static const std::vector<RoutingInfo> all{
+      {"static", "a trajectory binds one sandbox from its first tool call to its end"},
+      {"pooled", "each action takes a unit from an elastic pool only for its own duration (ARL-Tangram)"},
+  };
+  return all;
+}
+
+std::string_view routing_name(spec::Routing r) {
+  switch (r) {
+    case spec::Routing::round_robin: return "round-robin";
+    case spec::Routing::least_loaded: return "least-loaded";
+    case spec::Routing::sticky: return "sticky";
+    case spec::Routing::length_aware: return "length-aware";
+  }
+  return "least-loaded";
+}
+
 std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name) {
   if (name == "round-robin") return std::make_unique<RoundRobin>();
   if (name == "least-loaded") return std::make_unique<LeastLoaded>();

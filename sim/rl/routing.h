@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/spec/policy.h"
+
 namespace arlsim::rl {
 
 // What a policy may look at: read-only load of each engine and the request's facts.
@@ -38,6 +40,9 @@ struct RoutingInfo {
 };
 
 const std::vector<RoutingInfo>& routing_policies();
+// The tool-scheduling policies (RoutingInfo's shape: a name and what it does).
+const std::vector<RoutingInfo>& tool_policies();
+std::string_view routing_name(spec::Routing r);
 // nullptr for an unknown name.
 std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name);
 

@@ -1,6 +1,10 @@
 #include "sim/spec/stage.h"
 
+#include <filesystem>
+
 #include "sim/spec/reader.h"
+
+#include <limits>
 
 namespace arlsim::spec {
 namespace {
@@ -62,6 +66,76 @@ void parse_collective_stage(ObjectReader& r, StageSpec& s) {
   r.read("ranks", c.ranks, Presence::required, 1, 1 << 20);
 }
 
+void parse_lengths(ObjectReader& parent, std::string_view key, RequestLengths& l) {
+  const Value* v = parent.usable(key, Presence::required);
+  if (!v) return;
+  if (v->is_number()) {
+    parent.read(key, l.mean, Presence::required, 1, 1e8);
+    return;
+  }
+  ObjectReader r(*v, parent.pointer_of(key), parent.diag());
+  r.read("mean", l.mean, Presence::required, 1, 1e8);
+  r.read("sigma", l.sigma, Presence::optional, 0, 5);
+  r.finish();
+}
+
+void parse_requests(ObjectReader& r, RolloutStage& ro) {
+  const Value* v = r.usable("requests", Presence::required);
+  if (!v) return;
+  if (v->is_array()) {
+    r.for_each_object("requests", [&](ObjectReader& q, size_t) {
+      int64_t in = 0, out = 0;
+      q.read("input_tokens", in, Presence::required, 1, kMaxTokens);
+      q.read("output_tokens", out, Presence::required, 1, kMaxTokens);
+      q.finish();
+      ro.requests.emplace_back(in, out);
+    });
+    if (v->items().empty()) r.error("requests", "the request list is empty");
+    return;
+  }
+  ObjectReader q(*v, r.pointer_of("requests"), r.diag());
+  if (q.has("trace")) {
+    if (q.read("trace", ro.trace_path, Presence::required)) {
+      const Value* t = v->find("trace");
+      std::filesystem::path path(ro.trace_path);
+      if (t->file() && path.is_relative()) path = std::filesystem::path(t->file()->directory) / path;
+      ro.trace_path = path.lexically_normal().string();
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(path, ec)) q.error("trace", "no such trace file " + quote(ro.trace_path));
+    }
+    q.read("step", ro.trace_step, Presence::optional, 0, int64_t{1} << 31);
+  } else {
+    q.read("count", ro.count, Presence::required, 1, 1 << 24);
+    parse_lengths(q, "input_tokens", ro.input);
+    parse_lengths(q, "output_tokens", ro.output);
+  }
+  q.finish();
+}
+
+void parse_rollout_stage(ObjectReader& r, StageSpec& s) {
+  RolloutStage& ro = s.rollout;
+  if (const Value* e = r.field("engine")) {
+    ObjectReader er(*e, r.pointer_of("engine"), r.diag());
+    er.read("tp", ro.tp, Presence::optional, 1, kMaxDegree);
+    er.read("pp", ro.pp, Presence::optional, 1, kMaxDegree);
+    er.read("ep", ro.ep, Presence::optional, 1, kMaxDegree);
+    read_engine_settings(er, ro.engine);
+    er.finish();
+  }
+  r.read("engines", ro.engines, Presence::optional, 1, 1 << 16);
+  static const EnumName<Routing> routing[] = {{"round-robin", Routing::round_robin},
+                                              {"least-loaded", Routing::least_loaded},
+                                              {"sticky", Routing::sticky},
+                                              {"length-aware", Routing::length_aware}};
+  r.read_enum("routing", ro.routing, Presence::optional, routing);
+  static const EnumName<ToolPolicy> tools[] = {{"static", ToolPolicy::static_binding}, {"pooled", ToolPolicy::pooled}};
+  r.read_enum("tool_policy", ro.tool_policy, Presence::optional, tools);
+  parse_requests(r, ro);
+  r.read("arrival_rate_per_s", ro.arrival_rate_per_s, Presence::optional, 0, 1e9);
+  int64_t seed = 1;
+  if (r.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) ro.seed = static_cast<uint64_t>(seed);
+}
+
 // Nodes of gpus_per_node GPUs, as many as `gpus` needs, from the profile's figures.
 void build_cluster(const GpuProfile& gpu, int64_t gpus_per_node, int64_t gpus, ClusterSpec& c) {
   c.name = gpu.name + " nodes";
@@ -83,8 +157,10 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
   r.accept({"format"});
   r.read("name", s.name, Presence::optional);
   r.read("description", s.description, Presence::optional);
-  static const EnumName<StageKind> kinds[] = {
-      {"train", StageKind::train}, {"inference", StageKind::inference}, {"collective", StageKind::collective}};
+  static const EnumName<StageKind> kinds[] = {{"train", StageKind::train},
+                                              {"inference", StageKind::inference},
+                                              {"collective", StageKind::collective},
+                                              {"rollout", StageKind::rollout}};
   if (!r.read_enum("kind", s.kind, Presence::required, kinds)) {
     r.finish_ignoring_unknown();
     return false;
@@ -101,10 +177,12 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
     case StageKind::train: parse_train_stage(r, s); break;
     case StageKind::inference: parse_inference_stage(r, s); break;
     case StageKind::collective: parse_collective_stage(r, s); break;
+    case StageKind::rollout: parse_rollout_stage(r, s); break;
   }
-  const int64_t gpus = s.kind == StageKind::train       ? s.train.layout.gpus()
-                       : s.kind == StageKind::inference ? s.inference.tp * s.inference.pp
-                                                        : s.collective.ranks;
+  int64_t gpus = s.collective.ranks;
+  if (s.kind == StageKind::train) gpus = s.train.layout.gpus();
+  if (s.kind == StageKind::inference) gpus = s.inference.tp * s.inference.pp;
+  if (s.kind == StageKind::rollout) gpus = s.rollout.tp * s.rollout.pp * s.rollout.engines;
   const Value* cluster = r.field("cluster");
   const Value* gpu = r.field("gpu", cluster ? Presence::optional : Presence::required);
   if (cluster && gpu) r.error("gpu", "give either \"gpu\" or \"cluster\" (whose \"gpu\" it names), not both");

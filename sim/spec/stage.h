@@ -10,13 +10,14 @@
 #include "sim/spec/cluster.h"
 #include "sim/spec/model.h"
 #include "sim/spec/policy.h"
+#include "sim/spec/workload.h"
 
 namespace arlsim::spec {
 
 class Value;
 class Diagnostics;
 
-enum class StageKind { train, inference, collective };
+enum class StageKind { train, inference, collective, rollout };
 
 struct TrainStage {
   TrainLayout layout;
@@ -42,6 +43,28 @@ struct CollectiveStage {
   int64_t ranks = 2;
 };
 
+// Requests of a rollout stage: an explicit list, a distribution to draw from, or one step of a
+// trace (whose trajectories may have several turns and tool calls).
+struct RequestLengths {
+  double mean = 0;
+  double sigma = 0;  // of the log-normal; 0: every request has the mean
+};
+
+struct RolloutStage {
+  int64_t tp = 1, pp = 1, ep = 1;
+  EngineSpec engine;
+  int64_t engines = 1;
+  Routing routing = Routing::least_loaded;
+  ToolPolicy tool_policy = ToolPolicy::static_binding;
+  std::vector<std::pair<int64_t, int64_t>> requests;  // (input tokens, output tokens)
+  int64_t count = 0;                                  // drawn requests
+  RequestLengths input, output;
+  std::string trace_path;  // resolved against the stage file's directory
+  int64_t trace_step = -1;  // -1: the trace's first step
+  double arrival_rate_per_s = 0;  // Poisson arrivals; 0: all at once
+  uint64_t seed = 1;
+};
+
 struct StageSpec {
   std::string name;
   std::string description;
@@ -54,6 +77,7 @@ struct StageSpec {
   TrainStage train;
   InferenceStage inference;
   CollectiveStage collective;
+  RolloutStage rollout;
 };
 
 // Expects "model", "gpu" and "cluster" already resolved (see loader.h).

@@ -24,24 +24,7 @@ void parse_engine(ObjectReader& parent, EngineSpec& e) {
   const Value* v = parent.field("engine");
   if (!v) return;
   ObjectReader r(*v, parent.pointer_of("engine"), parent.diag());
-  static const EnumName<int> names[] = {{"vllm", 0}, {"sglang", 1}};
-  int name = 0;
-  if (r.read_enum("name", name, Presence::optional, names)) e.name = std::string(names[name].name);
-  r.read("gpu_memory_utilization", e.gpu_memory_utilization, Presence::optional, 0.05, 1.0);
-  r.read("max_num_seqs", e.max_num_seqs, Presence::optional, 1, 1 << 20);
-  r.read("max_num_batched_tokens", e.max_num_batched_tokens, Presence::optional, 1, kMaxTokens);
-  r.read("chunked_prefill", e.chunked_prefill, Presence::optional);
-  r.read("prefix_caching", e.prefix_caching, Presence::optional);
-  r.read("block_size", e.block_size, Presence::optional, 1, 1024);
-  if (const Value* s = r.field("speculative"); s && !s->is_null()) {
-    ObjectReader sr(*s, r.pointer_of("speculative"), r.diag());
-    sr.read("mean_accepted_tokens", e.speculative_mean_accepted, Presence::required, 1.0, 64.0);
-    sr.read("draft_tokens", e.speculative_draft_tokens, Presence::required, 1, 64);
-    sr.finish();
-    if (e.speculative_draft_tokens > 0 && e.speculative_mean_accepted > static_cast<double>(e.speculative_draft_tokens) + 1)
-      sr.error("mean_accepted_tokens", "the mean accepted length cannot exceed draft_tokens + 1 (" +
-                                           std::to_string(e.speculative_draft_tokens + 1) + ")");
-  }
+  read_engine_settings(r, e);
   r.finish();
 }
 
@@ -60,6 +43,27 @@ void parse_reward(ObjectReader& parent, WorkloadSpec& w) {
 }
 
 }  // namespace
+
+void read_engine_settings(ObjectReader& r, EngineSpec& e) {
+  static const EnumName<int> names[] = {{"vllm", 0}, {"sglang", 1}};
+  int name = 0;
+  if (r.read_enum("name", name, Presence::optional, names)) e.name = std::string(names[name].name);
+  r.read("gpu_memory_utilization", e.gpu_memory_utilization, Presence::optional, 0.05, 1.0);
+  r.read("max_num_seqs", e.max_num_seqs, Presence::optional, 1, 1 << 20);
+  r.read("max_num_batched_tokens", e.max_num_batched_tokens, Presence::optional, 1, kMaxTokens);
+  r.read("chunked_prefill", e.chunked_prefill, Presence::optional);
+  r.read("prefix_caching", e.prefix_caching, Presence::optional);
+  r.read("block_size", e.block_size, Presence::optional, 1, 1024);
+  if (const Value* s = r.field("speculative"); s && !s->is_null()) {
+    ObjectReader sr(*s, r.pointer_of("speculative"), r.diag());
+    sr.read("mean_accepted_tokens", e.speculative_mean_accepted, Presence::required, 1.0, 64.0);
+    sr.read("draft_tokens", e.speculative_draft_tokens, Presence::required, 1, 64);
+    sr.finish();
+    if (e.speculative_draft_tokens > 0 && e.speculative_mean_accepted > static_cast<double>(e.speculative_draft_tokens) + 1)
+      sr.error("mean_accepted_tokens", "the mean accepted length cannot exceed draft_tokens + 1 (" +
+                                           std::to_string(e.speculative_draft_tokens + 1) + ")");
+  }
+}
 
 bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& diag, WorkloadSpec& out) {
   const size_t errors_before = diag.error_count();

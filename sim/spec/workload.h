@@ -56,6 +56,11 @@ struct WorkloadSpec {
   int64_t trajectories_per_step() const { return prompts_per_step * samples_per_prompt; }
 };
 
+class ObjectReader;
+// The vLLM-named engine keys (name, gpu_memory_utilization, max_num_seqs, ...), shared by a
+// workload's "engine" and a rollout stage's.
+void read_engine_settings(ObjectReader& r, EngineSpec& e);
+
 // Expects "critic" and "reward/model" already resolved to model objects (see loader.h).
 bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& diag, WorkloadSpec& out);
 

@@ -95,6 +95,20 @@ expect estimate-collective-json 0 "$arlsim" estimate --json scenarios/stages/all
 for key in '"time_s"' '"algbw_gbps"' '"busbw_gbps"' '"algorithm"'; do
   contains "collective-json-$key" "$tmp/out" "$key"
 done
+expect estimate-rollout-json 0 "$arlsim" estimate --json scenarios/stages/rollout-qwen3-8b-h100.json
+for key in '"requests_per_s"' '"output_tokens_per_s"' '"ttft_s"' '"tpot_s"' '"p99"' '"preemptions"' '"makespan_s"'; do
+  contains "rollout-json-$key" "$tmp/out" "$key"
+done
+# Event skipping and per-iteration simulation print the same figures.
+"$arlsim" estimate --json scenarios/stages/rollout-qwen3-8b-h100.json | grep -v '"events"' >"$tmp/skip.json"
+"$arlsim" estimate --json --rollout-granularity iteration scenarios/stages/rollout-qwen3-8b-h100.json | grep -v '"events"' >"$tmp/iter.json"
+if cmp -s "$tmp/skip.json" "$tmp/iter.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL skip != iteration"; diff "$tmp/skip.json" "$tmp/iter.json" | head; fi
+expect estimate-bad-granularity 2 "$arlsim" estimate --rollout-granularity sometimes scenarios/stages/rollout-qwen3-8b-h100.json
+expect estimate-rollout-oom 2 "$arlsim" estimate scenarios/stages/rollout-qwen3-8b-h100.json --set /engine/gpu_memory_utilization=0.1
+contains estimate-rollout-oom "$tmp/err" "/engine: the engine's KV cache does not fit"
+expect list-policies 0 "$arlsim" list policies
+contains list-policies "$tmp/out" "length-aware"
+
 # A layout that does not fit the model, and an over-large one: clear messages, status 2.
 expect estimate-bad-tp 2 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /layout/tp=3
 contains estimate-bad-tp "$tmp/err" "tp = 3 does not divide the model's 32 heads"
