@@ -50,8 +50,8 @@ int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const
   return n;
 }
 
-InferenceModel::InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout)
-    : m_(m), c_(c), layout_(layout), cm_(c.gpu, spec::Dtype::bf16), coll_(c) {}
+InferenceModel::InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout, Speculation spec)
+    : m_(m), c_(c), layout_(layout), spec_(spec), cm_(c.gpu, spec::Dtype::bf16), coll_(c) {}
 
 double InferenceModel::gemm_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
@@ -100,7 +100,8 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp;
   IterationCost cost;
-  int64_t prefill_tokens = 0, sampled = batch.decode_seqs;
+  const int64_t decode_rows = batch.decode_seqs * batch.decode_rows_per_seq;
+  int64_t prefill_tokens = 0, sampled = decode_rows;
   for (const auto& ch : batch.prefill) {
     prefill_tokens += ch.tokens;
     sampled += ch.completes ? 1 : 0;
@@ -110,7 +111,7 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
     cost.attention_prefill_s +=
         d(m_.num_layers) * cm.attention(layer_flops, ch.context + ch.tokens, AttentionPass::forward).seconds;
   }
-  const int64_t rows = prefill_tokens + batch.decode_seqs;
+  const int64_t rows = prefill_tokens + decode_rows;
   cost.gemm_s = gemm_seconds(rows) + sampled_rows_seconds(sampled);
   const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
   if (batch.decode_seqs > 0)
@@ -144,9 +145,15 @@ DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
   IterationBatch at_zero;
   at_zero.decode_seqs = seqs;
   at_zero.decode_kv_tokens = 0;
+  // The only context-dependent term: streaming each cached token's keys and values once (a
+  // verification step's k + 1 queries read them once too).
   w.a = iteration(at_zero).seconds;
-  // The only context-dependent term: streaming each cached token's keys and values once.
   w.b = kv_bytes_per_token_per_gpu(m_, layout_.tp, 1) / cm_.memory_rate();
+  if (spec_.on()) {
+    at_zero.decode_rows_per_seq = spec_.draft_tokens + 1;
+    w.a = (iteration(at_zero).seconds + spec_.draft_s) / spec_.mean_accepted;
+    w.b /= spec_.mean_accepted;
+  }
   if (seqs > 0 && seqs < (int64_t{1} << 20)) {
     if (windows_.size() <= static_cast<size_t>(seqs)) windows_.resize(static_cast<size_t>(seqs) + 1);
     windows_[static_cast<size_t>(seqs)] = w;

@@ -34,6 +34,17 @@ struct IterationBatch {
   std::vector<PrefillChunk> prefill;
   int64_t decode_seqs = 0;
   int64_t decode_kv_tokens = 0;  // sum of the decoding sequences' KV lengths
+  int64_t decode_rows_per_seq = 1;  // k + 1 when verifying k speculative draft tokens
+};
+
+// Speculative decoding (RhymeRL's HistoSpec, suffix or n-gram drafts): each decode step verifies
+// k draft tokens per sequence in one pass of k + 1 rows and accepts `mean_accepted` tokens on
+// average (tau, counting the bonus token); drafting costs `draft_s` of host time per step.
+struct Speculation {
+  double mean_accepted = 0;  // 0: off
+  int64_t draft_tokens = 0;
+  double draft_s = 0;
+  bool on() const { return mean_accepted > 0 && draft_tokens > 0; }
 };
 
 struct IterationCost {
@@ -55,9 +66,11 @@ struct DecodeWindow {
 // Not thread-safe: decode windows are memoised per batch size.
 class InferenceModel {
  public:
-  InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout);
+  InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout, Speculation spec = {});
 
   IterationCost iteration(const IterationBatch& batch) const;
+  // Decode-only iterations of `seqs` sequences, one token each. With speculation one token costs
+  // a verification step divided by the mean accepted length: the expected time per token.
   DecodeWindow decode_window(int64_t seqs) const;
 
  private:
@@ -67,6 +80,7 @@ class InferenceModel {
   const spec::ModelSpec& m_;
   const spec::ClusterSpec& c_;
   EngineLayout layout_;
+  Speculation spec_;
   ComputeModel cm_;
   CollectiveModel coll_;
   mutable std::vector<DecodeWindow> windows_;  // by batch size; seqs == 0 marks "not yet computed"

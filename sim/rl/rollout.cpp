@@ -38,7 +38,15 @@ namespace {
 constexpr int32_t kWorkPhase = 0;     // engine iterations end before anything arrives at that time
 constexpr int32_t kArrivalPhase = 1;
 constexpr int32_t kStartPhase = 2;    // an idle engine starts after every same-time arrival is queued
-enum Kind : uint64_t { kEngineDone = 0, kTurnArrives = 1, kToolGranted = 2, kToolDone = 3, kEngineStart = 4 };
+enum Kind : uint64_t {
+  kEngineDone = 0,
+  kTurnArrives = 1,
+  kToolGranted = 2,
+  kToolDone = 3,
+  kEngineStart = 4,
+  kRewardGranted = 5,
+  kRewardDone = 6
+};
 
 uint64_t encode(Kind k, uint64_t index, uint64_t epoch = 0) { return (uint64_t{k} << 60) | (epoch << 32) | index; }
 
@@ -51,6 +59,7 @@ class Rollout final : public core::EventHandler {
  private:
   struct Engine {
     std::unique_ptr<EngineScheduler> sched;
+    const model::InferenceModel* im = nullptr;
     bool busy = false;
     bool starting = false;  // a start is scheduled for requests that arrived while idle
     uint64_t epoch = 0;
@@ -69,7 +78,9 @@ class Rollout final : public core::EventHandler {
     int64_t record = -1;   // index of the current TurnRecord
     int64_t tool_record = -1;
     core::Lease sandbox;   // static binding: held from the first tool call to the end
+    core::Lease reward_unit;
     bool truncated = false;
+    bool scoring = false;  // its request on an engine is the reward model's
   };
 
   void start_turn(int64_t t);
@@ -79,6 +90,10 @@ class Rollout final : public core::EventHandler {
   void tool_granted(int64_t t);
   void tool_done(int64_t t);
   void finish_trajectory(int64_t t);
+  void start_reward(int64_t t);
+  void reward_granted(int64_t t);
+  void reward_done(int64_t t);
+  void submit(int64_t engine, const Request& r);
   void add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations);
   int pool_for(int16_t tool) const;
 
@@ -86,6 +101,9 @@ class Rollout final : public core::EventHandler {
   const RolloutInput& in_;
   core::Simulation sim_;
   model::InferenceModel im_;
+  std::unique_ptr<model::InferenceModel> reward_im_;
+  int64_t policy_engines_ = 0;
+  int reward_pool_ = -1;
   std::vector<Engine> engines_;
   std::vector<Trajectory> traj_;
   std::vector<std::unique_ptr<core::CountedPool>> pools_;
@@ -98,15 +116,39 @@ class Rollout final : public core::EventHandler {
 };
 
 Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
-    : o_(o), in_(in), im_(*o.model, *o.cluster, o.layout), router_(make_routing_policy(o.routing)) {
+    : o_(o),
+      in_(in),
+      im_(*o.model, *o.cluster, o.layout,
+          {o.engine.speculative_mean_accepted, o.engine.speculative_draft_tokens, o.engine.speculative_draft_time.seconds()}),
+      router_(make_routing_policy(o.routing)) {
   ARLSIM_ASSERT(router_ != nullptr);
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
   const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
-  engines_.resize(static_cast<size_t>(o.engines));
+  policy_engines_ = o.engines;
+  const bool reward_model = o.reward.kind == spec::RewardKind::model && o.reward.model && o.reward.engines > 0;
+  engines_.resize(static_cast<size_t>(o.engines + (reward_model ? o.reward.engines : 0)));
   last_span_.assign(engines_.size(), -1);
   result_.engines.resize(engines_.size());
-  for (auto& e : engines_) e.sched = std::make_unique<EngineScheduler>(o.engine, blocks);
-  for (auto& r : result_.engines) r.kv_blocks = blocks;
+  for (int64_t e = 0; e < o.engines; ++e) {
+    engines_[static_cast<size_t>(e)].sched = std::make_unique<EngineScheduler>(o.engine, blocks);
+    engines_[static_cast<size_t>(e)].im = &im_;
+    result_.engines[static_cast<size_t>(e)].kv_blocks = blocks;
+  }
+  if (reward_model) {
+    reward_im_ = std::make_unique<model::InferenceModel>(*o.reward.model, *o.cluster, o.reward.layout);
+    RolloutOptions ro = o;
+    ro.model = o.reward.model;
+    ro.layout = o.reward.layout;
+    ro.engine = o.reward.engine;
+    const int64_t reward_blocks =
+        model::inference_memory(*o.reward.model, o.cluster->gpu, engine_memory_options(ro)).kv_capacity_tokens /
+        o.reward.engine.block_size;
+    for (size_t e = static_cast<size_t>(o.engines); e < engines_.size(); ++e) {
+      engines_[e].sched = std::make_unique<EngineScheduler>(o.reward.engine, reward_blocks);
+      engines_[e].im = reward_im_.get();
+      result_.engines[e].kv_blocks = reward_blocks;
+    }
+  }
   for (const auto& p : o.cluster->pools) {
     if (p.kind == spec::PoolKind::reward_server) continue;
     core::CountedPool::Options po;
@@ -119,6 +161,8 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     pools_.push_back(std::make_unique<core::CountedPool>(sim_, po));
     result_.pools.push_back({p.name, {}});
   }
+  for (size_t i = 0; i < result_.pools.size(); ++i)
+    if (!o.reward.pool.empty() && result_.pools[i].name == o.reward.pool) reward_pool_ = static_cast<int>(i);
   // A tool runs on the pool of its name, else on the first sandbox pool, else on no pool.
   for (const auto& name : in.tool_names) {
     int found = -1;
@@ -129,6 +173,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   }
   traj_.resize(in.trajectories.size());
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
+  result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
   result_.truncated.assign(in.trajectories.size(), false);
 }
 
@@ -172,6 +217,8 @@ void Rollout::on_event(uint64_t payload) {
     case kTurnArrives: start_turn(index); break;
     case kToolGranted: tool_granted(index); break;
     case kToolDone: tool_done(index); break;
+    case kRewardGranted: reward_granted(index); break;
+    case kRewardDone: reward_done(index); break;
     case kEngineStart: {
       Engine& eng = engines_[static_cast<size_t>(index)];
       eng.starting = false;
@@ -199,9 +246,9 @@ void Rollout::start_turn(int64_t t) {
   }
   RouteRequest rr{t, tr.turn, tr.engine,
                   in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
-  loads_.resize(engines_.size());  // policies that do not read the loads still see the engine count
+  loads_.resize(static_cast<size_t>(policy_engines_));  // policies that ignore loads still see the count
   if (router_->uses_load(rr)) {
-    for (size_t e = 0; e < engines_.size(); ++e) {
+    for (size_t e = 0; e < loads_.size(); ++e) {
       const Engine& eng = engines_[e];
       int64_t outstanding = eng.sched->outstanding_tokens();
       if (eng.busy && eng.windowed) {
@@ -223,12 +270,16 @@ void Rollout::start_turn(int64_t t) {
   r.gen_target = gen;
   tr.record = static_cast<int64_t>(result_.turns.size());
   result_.turns.push_back({t, tr.engine, sim_.now(), sim_.now(), sim_.now(), tr.context, 0});
-  Engine& eng = engines_[static_cast<size_t>(tr.engine)];
+  submit(tr.engine, r);
+}
+
+void Rollout::submit(int64_t e, const Request& r) {
+  Engine& eng = engines_[static_cast<size_t>(e)];
   eng.sched->arrive(r);
   if (!eng.busy) {
     if (!eng.starting) {
       eng.starting = true;
-      sim_.at(sim_.now(), kStartPhase, this, encode(kEngineStart, static_cast<uint64_t>(tr.engine)));
+      sim_.at(sim_.now(), kStartPhase, this, encode(kEngineStart, static_cast<uint64_t>(e)));
     }
   } else if (eng.windowed) {
     // Cut the window short: the iteration in progress completes, then the engine re-plans.
@@ -240,7 +291,7 @@ void Rollout::start_turn(int64_t t) {
       ++eng.epoch;
       eng.end_s = eng.start_s + eng.window.sum(keep, eng.plan.batch.decode_kv_tokens);
       sim_.at(SimTime::from_seconds(eng.end_s), kWorkPhase, this,
-              encode(kEngineDone, static_cast<uint64_t>(tr.engine), eng.epoch & 0xfffffffu));
+              encode(kEngineDone, static_cast<uint64_t>(e), eng.epoch & 0xfffffffu));
     }
   }
 }
@@ -260,15 +311,15 @@ void Rollout::plan(int64_t e) {
   double seconds = 0;
   eng.windowed = !o_.per_iteration && eng.plan.skippable >= 2;
   if (eng.windowed) {
-    eng.window = im_.decode_window(eng.plan.batch.decode_seqs);
+    eng.window = eng.im->decode_window(eng.plan.batch.decode_seqs);
     eng.iterations = eng.plan.skippable;
     seconds = eng.window.sum(eng.iterations, eng.plan.batch.decode_kv_tokens);
   } else {
     eng.iterations = 1;
     // A decode-only iteration is priced by the same closed form a window uses, so that both
     // granularities add the same terms.
-    seconds = eng.plan.chunks.empty() ? im_.decode_window(eng.plan.batch.decode_seqs).sum(1, eng.plan.batch.decode_kv_tokens)
-                                      : im_.iteration(eng.plan.batch).seconds;
+    seconds = eng.plan.chunks.empty() ? eng.im->decode_window(eng.plan.batch.decode_seqs).sum(1, eng.plan.batch.decode_kv_tokens)
+                                      : eng.im->iteration(eng.plan.batch).seconds;
   }
   ++eng.epoch;
   eng.end_s = eng.start_s + seconds;
@@ -301,7 +352,10 @@ void Rollout::work_done(int64_t e, uint64_t epoch) {
   scratch_finished_.clear();
   scratch_first_.clear();
   eng.sched->complete(eng.plan, eng.iterations, scratch_finished_, scratch_first_);
-  for (int64_t t : scratch_first_) result_.turns[static_cast<size_t>(traj_[static_cast<size_t>(t)].record)].first_token = sim_.now();
+  for (int64_t t : scratch_first_) {
+    const Trajectory& tr = traj_[static_cast<size_t>(t)];
+    if (!tr.scoring) result_.turns[static_cast<size_t>(tr.record)].first_token = sim_.now();
+  }
   eng.start_s = end_s;
   for (int64_t t : scratch_finished_) turn_finished(t);
   plan(e);
@@ -309,6 +363,11 @@ void Rollout::work_done(int64_t e, uint64_t epoch) {
 
 void Rollout::turn_finished(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
+  if (tr.scoring) {
+    engines_[static_cast<size_t>(tr.engine)].sched->release(t);
+    reward_done(t);
+    return;
+  }
   const Request r = engines_[static_cast<size_t>(tr.engine)].sched->release(t);
   TurnRecord& rec = result_.turns[static_cast<size_t>(tr.record)];
   rec.end = sim_.now();
@@ -360,8 +419,48 @@ void Rollout::tool_done(int64_t t) {
 void Rollout::finish_trajectory(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   tr.sandbox.release();
-  result_.trajectory_end[static_cast<size_t>(t)] = sim_.now();
+  result_.generation_end[static_cast<size_t>(t)] = sim_.now();
   result_.truncated[static_cast<size_t>(t)] = tr.truncated;
+  start_reward(t);
+}
+
+void Rollout::start_reward(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  if (reward_im_) {
+    // A prefill of the whole context on the least-loaded reward engine; its one sampled token is
+    // the score.
+    int64_t best = policy_engines_;
+    for (int64_t e = policy_engines_; e < static_cast<int64_t>(engines_.size()); ++e)
+      if (engines_[static_cast<size_t>(e)].sched->outstanding_tokens() < engines_[static_cast<size_t>(best)].sched->outstanding_tokens())
+        best = e;
+    Request r;
+    r.trajectory = t;
+    r.prompt_id = -1 - t;  // no prompt sharing between scored trajectories
+    r.context = tr.context;
+    r.gen_target = 1;
+    tr.scoring = true;
+    tr.engine = best;
+    submit(best, r);
+    return;
+  }
+  if (o_.reward.cpu_time_per_sample <= SimTime::zero()) {
+    reward_done(t);
+  } else if (reward_pool_ >= 0) {
+    pools_[static_cast<size_t>(reward_pool_)]->request(this, encode(kRewardGranted, static_cast<uint64_t>(t)));
+  } else {
+    sim_.after(o_.reward.cpu_time_per_sample, kArrivalPhase, this, encode(kRewardDone, static_cast<uint64_t>(t)));
+  }
+}
+
+void Rollout::reward_granted(int64_t t) {
+  traj_[static_cast<size_t>(t)].reward_unit = pools_[static_cast<size_t>(reward_pool_)]->take_lease();
+  sim_.after(o_.reward.cpu_time_per_sample, kArrivalPhase, this, encode(kRewardDone, static_cast<uint64_t>(t)));
+}
+
+void Rollout::reward_done(int64_t t) {
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  tr.reward_unit.release();
+  result_.trajectory_end[static_cast<size_t>(t)] = sim_.now();
 }
 
 }  // namespace

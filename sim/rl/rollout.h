@@ -27,6 +27,18 @@
 
 namespace arlsim::rl {
 
+// Scoring a finished trajectory: rule-based (CPU time per sample, on a pool when one is named) or
+// by a reward model on its own inference engines (a prefill of the whole context).
+struct RewardOptions {
+  spec::RewardKind kind = spec::RewardKind::rule;
+  SimTime cpu_time_per_sample;
+  std::string pool;  // rule: the pool it runs on ("" = no pool: every sample at once)
+  const spec::ModelSpec* model = nullptr;  // model: the reward model...
+  model::EngineLayout layout;             // ...its engines' layout...
+  int64_t engines = 0;                    // ...and how many
+  spec::EngineSpec engine;
+};
+
 struct RolloutOptions {
   const spec::ModelSpec* model = nullptr;
   const spec::ClusterSpec* cluster = nullptr;  // its GPU profile and tool pools
@@ -38,6 +50,7 @@ struct RolloutOptions {
   bool per_iteration = false;
   int64_t max_turns = 0;    // 0: no limit
   int64_t max_context = 0;  // 0: no limit
+  RewardOptions reward;
 };
 
 struct RolloutInput {
@@ -84,11 +97,12 @@ struct EngineSpan {
 struct RolloutResult {
   SimTime makespan;
   SimTime p90_done;  // when 90% of trajectories were done
-  std::vector<SimTime> trajectory_end;
+  std::vector<SimTime> generation_end;  // per trajectory: its last turn ended
+  std::vector<SimTime> trajectory_end;  // and it was scored
   std::vector<bool> truncated;
   std::vector<TurnRecord> turns;
   std::vector<ToolCallRecord> tool_calls;
-  std::vector<EngineRecord> engines;
+  std::vector<EngineRecord> engines;  // the policy's engines, then the reward model's
   std::vector<PoolRecord> pools;
   std::vector<EngineSpan> spans;
   int64_t generated_tokens = 0;

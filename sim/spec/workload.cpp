@@ -58,6 +58,7 @@ void read_engine_settings(ObjectReader& r, EngineSpec& e) {
     ObjectReader sr(*s, r.pointer_of("speculative"), r.diag());
     sr.read("mean_accepted_tokens", e.speculative_mean_accepted, Presence::required, 1.0, 64.0);
     sr.read("draft_tokens", e.speculative_draft_tokens, Presence::required, 1, 64);
+    sr.read_duration("draft_time", e.speculative_draft_time, Presence::optional, 0, 1);
     sr.finish();
     if (e.speculative_draft_tokens > 0 && e.speculative_mean_accepted > static_cast<double>(e.speculative_draft_tokens) + 1)
       sr.error("mean_accepted_tokens", "the mean accepted length cannot exceed draft_tokens + 1 (" +

@@ -29,6 +29,7 @@ struct EngineSpec {
   int64_t block_size = 16;
   double speculative_mean_accepted = 0;  // tau; 0 = no speculative decoding
   int64_t speculative_draft_tokens = 0;
+  SimTime speculative_draft_time;  // host time to draft per step (suffix or history lookup)
 };
 
 enum class RewardKind { rule, model };

@@ -52,3 +52,19 @@ TEST_CASE("inference: decode is memory-bound and grows with context; prefill is 
   CHECK(p.gemm_s > p.attention_prefill_s);
   CHECK(8192 / p.seconds > 20000);  // tens of thousands of prefill tokens per second
 }
+
+TEST_CASE("inference: speculative decoding prices a token as a verification step over the accepted length") {
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const auto m = test::preset_model("qwen3-8b");
+  const model::InferenceModel plain(m, c, {1, 1, 1});
+  const model::InferenceModel spec(m, c, {1, 1, 1}, {2.5, 4, 1e-4});
+  model::IterationBatch verify;
+  verify.decode_seqs = 32;
+  verify.decode_rows_per_seq = 5;  // 4 drafts + 1
+  const auto w = spec.decode_window(32);
+  CHECK(w.a == doctest::Approx((plain.iteration(verify).seconds + 1e-4) / 2.5));
+  CHECK(w.b == doctest::Approx(plain.decode_window(32).b / 2.5));
+  // Small batches are memory-bound: verifying 5 rows costs about as much as decoding one, so
+  // tokens come ~2.5x faster.
+  CHECK(w.sum(100, 32 * 2048) < plain.decode_window(32).sum(100, 32 * 2048) / 2);
+}

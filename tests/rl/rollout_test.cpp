@@ -182,3 +182,32 @@ TEST_CASE("rollout: group prompts are prefilled once per engine with prefix cach
   CHECK(uncached.engines[0].stats.prefill_tokens == 16 * 4096);
   CHECK(cached.makespan < uncached.makespan);
 }
+
+TEST_CASE("rollout: rule rewards queue on their pool; a reward model prefills the whole context") {
+  Setup s;
+  s.cluster.pools = {spec::PoolSpec{"reward", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0, 0}};
+  Workload w;
+  for (int i = 0; i < 3; ++i) w.add(i, {turn(500, 100)});  // identical: they finish together
+  auto o = s.options();
+  o.reward.cpu_time_per_sample = SimTime::from_seconds(2);
+  o.reward.pool = "reward";
+  const auto rule = rl::simulate_rollout(o, w.input());
+  // One CPU unit: the three scores run one after another.
+  const SimTime done = rule.generation_end[0];
+  CHECK(rule.generation_end[2] == done);
+  std::vector<double> after;
+  for (int i = 0; i < 3; ++i) after.push_back((rule.trajectory_end[static_cast<size_t>(i)] - done).seconds());
+  std::sort(after.begin(), after.end());
+  CHECK(after == std::vector<double>{2, 4, 6});
+
+  auto reward_model = test::preset_model("qwen3-4b");
+  o.reward = {};
+  o.reward.kind = spec::RewardKind::model;
+  o.reward.model = &reward_model;
+  o.reward.engines = 1;
+  const auto scored = rl::simulate_rollout(o, w.input());
+  CHECK(scored.engines.size() == 2);
+  CHECK(scored.engines[1].stats.prefill_tokens == 3 * 600);  // prompt + response of each
+  for (int i = 0; i < 3; ++i) CHECK(scored.trajectory_end[static_cast<size_t>(i)] > scored.generation_end[static_cast<size_t>(i)]);
+  CHECK(scored.turns.size() == 3);  // scoring is not a turn
+}
