@@ -7,7 +7,10 @@
 namespace arlsim::rl {
 
 EngineScheduler::EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks)
-    : spec_(spec), block_size_(spec.block_size), total_blocks_(total_blocks), free_blocks_(total_blocks) {}
+    : spec_(spec), block_size_(spec.block_size), total_blocks_(total_blocks), free_blocks_(total_blocks) {
+  for (int shift = 0; shift < 31; ++shift)
+    if ((int64_t{1} << shift) == block_size_) block_shift_ = shift;
+}
 
 void EngineScheduler::arrive(Request r) {
   r.gen_target = std::max<int64_t>(1, r.gen_target);
@@ -36,7 +39,7 @@ int64_t EngineScheduler::shareable_prompt(const Request& r) const {
 }
 
 void EngineScheduler::unref_prompt(int64_t prompt_id) {
-  SharedPrompt& sp = prompts_.at(prompt_id);
+  SharedPrompt& sp = *prompt(prompt_id);
   if (--sp.refs == 0) {
     sp.lru = lru_.insert(lru_.end(), {true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
     cached_blocks_ += sp.blocks;
@@ -47,7 +50,7 @@ bool EngineScheduler::evict_one() {
   if (lru_.empty()) return false;
   const CacheEntry e = lru_.front();
   lru_.pop_front();
-  if (e.prompt) prompts_.erase(e.key);
+  if (e.prompt) prompt(e.key)->present = false;
   else context_cache_.erase(e.key);
   cached_blocks_ -= e.blocks;
   free_blocks_ += e.blocks;
@@ -88,24 +91,24 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
   // shared its group's, must still be cached: a prefix with a hole is no hit)...
   if (auto it = context_cache_.find(r.trajectory); it != context_cache_.end()) {
     const CacheEntry& e = *it->second;
-    const auto sp = prompts_.find(e.prompt_id);
-    const bool whole = e.shared_tokens == 0 || (sp != prompts_.end() && sp->second.tokens == e.shared_tokens);
+    const SharedPrompt* sp = prompt(e.prompt_id);
+    const bool whole = e.shared_tokens == 0 || (sp && sp->tokens == e.shared_tokens);
     if (whole) {
       u.kind = Reuse::Kind::context;
       u.computed = std::min(e.tokens, r.context - 1);  // the last token is always computed
       u.blocks = e.blocks;
       u.shared_tokens = e.shared_tokens;
-      u.leaves_cache = e.blocks + (e.shared_tokens > 0 && sp->second.refs == 0 ? sp->second.blocks : 0);
+      u.leaves_cache = e.blocks + (e.shared_tokens > 0 && sp->refs == 0 ? sp->blocks : 0);
       return u;
     }
   }
   // ...or, for a first turn, the full blocks of its group's prompt.
   const int64_t shared = shareable_prompt(r);
-  auto sp = prompts_.find(r.prompt_id);
-  if (shared == 0 || sp == prompts_.end() || sp->second.tokens > shared) return u;
+  const SharedPrompt* sp = prompt(r.prompt_id);
+  if (shared == 0 || !sp || sp->tokens > shared) return u;
   u.kind = Reuse::Kind::prompt;
-  u.computed = u.shared_tokens = sp->second.tokens;
-  u.leaves_cache = sp->second.refs == 0 ? sp->second.blocks : 0;
+  u.computed = u.shared_tokens = sp->tokens;
+  u.leaves_cache = sp->refs == 0 ? sp->blocks : 0;
   return u;
 }
 
@@ -116,7 +119,7 @@ void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
     context_cache_.erase(it);
   }
   if (u.shared_tokens > 0) {
-    SharedPrompt& sp = prompts_.at(r.prompt_id);
+    SharedPrompt& sp = *prompt(r.prompt_id);
     if (sp.refs++ == 0) lru_.erase(sp.lru);
   }
   cached_blocks_ -= u.leaves_cache;
@@ -240,15 +243,18 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
         r.first_token_seen = true;
         first_tokens.push_back(r.trajectory);
       }
-      if (r.shared_tokens == 0 && spec_.prefix_caching && r.prompt_tokens >= block_size_ && !prompts_.count(r.prompt_id)) {
+      if (r.shared_tokens == 0 && spec_.prefix_caching && r.prompt_tokens >= block_size_ && r.prompt_id >= 0 &&
+          !prompt(r.prompt_id)) {
         // Its prompt's full blocks become the group's shared prefix.
         const int64_t shared = shareable_prompt(r);
         if (shared > 0) {
           SharedPrompt sp;
+          sp.present = true;
           sp.tokens = shared;
           sp.blocks = shared / block_size_;
           sp.refs = 1;
-          prompts_[r.prompt_id] = sp;
+          if (prompts_.size() <= static_cast<size_t>(r.prompt_id)) prompts_.resize(static_cast<size_t>(r.prompt_id) + 1);
+          prompts_[static_cast<size_t>(r.prompt_id)] = sp;
           r.blocks -= sp.blocks;
           r.shared_tokens = shared;
         }

@@ -28,7 +28,7 @@ namespace arlsim::rl {
 // A request of one turn of a trajectory, as the engine tracks it.
 struct Request {
   int64_t trajectory = 0;
-  int64_t prompt_id = 0;
+  int64_t prompt_id = -1;  // the group, as a small dense index (negative: shares no prompt)
   int64_t prompt_tokens = 0;  // the group's shared prompt (turn 0 only)
   int64_t context = 0;        // tokens the turn's generation starts from
   int64_t computed = 0;       // tokens of that context whose KV is resident
@@ -87,7 +87,9 @@ class EngineScheduler {
   const Request& request(int64_t trajectory) const;
 
  private:
-  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+  int64_t blocks_for(int64_t tokens) const {
+    return block_shift_ >= 0 ? (tokens + block_size_ - 1) >> block_shift_ : (tokens + block_size_ - 1) / block_size_;
+  }
   bool allocate(int64_t blocks);
   bool evict_one();
   void preempt(int64_t id);
@@ -103,6 +105,7 @@ class EngineScheduler {
 
   spec::EngineSpec spec_;
   int64_t block_size_;
+  int block_shift_ = -1;  // log2 of the block size when it is a power of two
   int64_t total_blocks_;
   int64_t free_blocks_;
   int64_t cached_blocks_ = 0;
@@ -126,12 +129,19 @@ class EngineScheduler {
   std::list<CacheEntry> lru_;
   std::unordered_map<int64_t, std::list<CacheEntry>::iterator> context_cache_;  // by trajectory
   struct SharedPrompt {
+    bool present = false;
     int64_t blocks = 0;
     int64_t tokens = 0;
     int64_t refs = 0;
     std::list<CacheEntry>::iterator lru;  // valid when refs == 0
   };
-  std::unordered_map<int64_t, SharedPrompt> prompts_;
+  std::vector<SharedPrompt> prompts_;  // by prompt id: small dense integers (negative: no prompt)
+  SharedPrompt* prompt(int64_t id) {
+    return id >= 0 && id < static_cast<int64_t>(prompts_.size()) && prompts_[static_cast<size_t>(id)].present
+               ? &prompts_[static_cast<size_t>(id)]
+               : nullptr;
+  }
+  const SharedPrompt* prompt(int64_t id) const { return const_cast<EngineScheduler*>(this)->prompt(id); }
   EngineStats stats_;
   int64_t outstanding_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <unordered_map>
 
 #include "sim/core/assert.h"
 #include "sim/core/resource.h"
@@ -113,6 +114,7 @@ class Rollout final : public core::EventHandler {
   std::vector<int64_t> scratch_finished_, scratch_first_;
   std::vector<EngineLoad> loads_;
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
+  std::vector<int64_t> prompt_index_;  // per trajectory, its group as a dense index
 };
 
 Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
@@ -172,6 +174,11 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     tool_pool_.push_back(found);
   }
   traj_.resize(in.trajectories.size());
+  std::unordered_map<int64_t, int64_t> dense;  // (step, prompt) groups in order of appearance
+  for (const auto& t : in.trajectories) {
+    const int64_t key = (static_cast<int64_t>(t.info.step) << 40) ^ t.info.prompt_id;
+    prompt_index_.push_back(dense.emplace(key, static_cast<int64_t>(dense.size())).first->second);
+  }
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
   result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
   result_.truncated.assign(in.trajectories.size(), false);
@@ -264,7 +271,7 @@ void Rollout::start_turn(int64_t t) {
   tr.engine = router_->route(rr, loads_);
   Request r;
   r.trajectory = t;
-  r.prompt_id = view.info.prompt_id;
+  r.prompt_id = prompt_index_[static_cast<size_t>(t)];
   r.prompt_tokens = tr.turn == 0 ? turn.prefill_tokens : 0;
   r.context = tr.context;
   r.gen_target = gen;
