@@ -1,26 +1,15 @@
-// `arlsim` with no arguments: the main job on the embedded presets. It checks every shipped
-// scenario (printing what each one sets up) and prints the derived figures of every preset model.
+// `arlsim` with no arguments: the main job on the embedded default scenario — an agentic GRPO run
+// of Qwen3-8B on two H100 nodes over a generated context-growth trace — printed as a table.
 #include <iostream>
 
 #include "app/commands.h"
-#include "app/summaries.h"
-#include "sim/spec/presets.h"
 
 namespace arlsim::app {
 
 int run_default(const Args&) {
-  constexpr int64_t kContext = 4096;
-  bool all_ok = true;
-  std::cout << "Shipped scenarios\n";
-  for (auto name : spec::preset_names("scenario")) {
-    auto doc = check_preset("scenario", name);
-    all_ok &= doc.has_value();
-    std::cout << "  " << (doc ? "ok       " : "INVALID  ") << (doc ? describe(*doc) : std::string(name)) << "\n";
-  }
-  std::cout << "\nPreset models (derived figures; GFLOP/token is the forward pass of one token at a "
-            << kContext << "-token context)\n";
-  std::cout << model_table(kContext);
-  return all_ok ? kExitOk : kExitBadInput;
+  std::cout << "arlsim: simulating the embedded default scenario (`arlsim check default` shows it; "
+               "`arlsim simulate default --out DIR` writes the timeline)\n\n";
+  return simulate_scenario("default", SimulateArgs{});
 }
 
 }  // namespace arlsim::app

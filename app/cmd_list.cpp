@@ -49,6 +49,8 @@ int run_list(const Args& args) {
       padded.resize(width + 2, ' ');
       std::cout << padded << text << "\n";
     }
+    if (topic == "models") std::cout << "\nDerived figures (GFLOP/token: forward pass of one token at a 4096-token context)\n"
+                                     << model_table(4096);
     return kExitOk;
   }
   std::cerr << "arlsim list: unknown topic '" << args[0]

@@ -2,6 +2,7 @@
 // and returns the process exit status: 0 success, 1 internal failure, 2 bad input or usage.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,21 @@ constexpr int kExitBadInput = 2;
 
 using Args = std::vector<std::string>;
 
+struct SimulateArgs {
+  std::string trace;
+  std::string out;
+  std::vector<std::string> overrides;
+  int64_t first_step = -1, last_step = -1;
+  int64_t seed = -1;
+  bool stop_on_oom = true;
+  bool per_iteration = false;
+  bool json = false;
+};
+// Runs `arlsim simulate` on a scenario (file or preset name).
+int simulate_scenario(const std::string& scenario, const SimulateArgs& a);
+
 int run_check(const Args& args);
+int run_simulate(const Args& args);
 int run_list(const Args& args);
 int run_estimate(const Args& args);
 int run_default(const Args& args);

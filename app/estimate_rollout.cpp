@@ -96,10 +96,6 @@ int estimate_rollout(const spec::StageSpec& s, const std::string& file, bool jso
   o.routing = std::string(rl::routing_name(ro.routing));
   o.tool_policy = ro.tool_policy;
   o.per_iteration = per_iteration;
-  if (const std::string problem = rl::check_rollout(o); !problem.empty()) {
-    std::cerr << file << ": /engine: " << problem << "\n";
-    return kExitBadInput;
-  }
   spec::Diagnostics diag;
   Requests req;
   if (!build_requests(ro, req, diag)) {
@@ -110,6 +106,10 @@ int estimate_rollout(const spec::StageSpec& s, const std::string& file, bool jso
   for (size_t i = 0; i < req.trace.size(); ++i) in.trajectories.push_back(req.trace.trajectory(i));
   in.tool_names = req.trace.tool_names();
   in.arrivals = req.arrivals;
+  if (const std::string problem = rl::check_rollout(o, &in); !problem.empty()) {
+    std::cerr << file << ": /engine: " << problem << "\n";
+    return kExitBadInput;
+  }
   const auto r = rl::simulate_rollout(o, in);
   const auto m = rl::rollout_metrics(r, req.arrivals);
   const auto mem = model::inference_memory(s.model, s.cluster.gpu, rl::engine_memory_options(o));

@@ -17,6 +17,8 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"simulate", "simulate RL steps of a scenario over its trace: stage times, memory, OOMs, timeline",
+     arlsim::app::run_simulate},
     {"check", "validate input files (any kind) and print every diagnostic; --json prints derived figures",
      arlsim::app::run_check},
     {"estimate", "one stage in isolation (train iteration, inference pass, collective): time, throughput, memory",
@@ -28,7 +30,7 @@ constexpr Command kCommands[] = {
 
 void print_usage(std::ostream& out) {
   out << "usage: arlsim [COMMAND] [ARGS...]\n\n"
-         "With no command, checks every shipped scenario and prints the preset models' derived figures.\n\n"
+         "With no command, simulates the embedded default scenario and prints its summary.\n\n"
          "Commands:\n";
   for (const auto& c : kCommands) {
     std::string name(c.name);

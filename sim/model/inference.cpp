@@ -74,9 +74,11 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
     const int64_t active = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(local * active_fraction)));
     const int64_t per_expert =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(routed / d(layout_.ep) / d(active))));
+    // Without enough expert parallelism each expert's matrices split over the remaining tp ranks.
+    const int64_t expert_tp = std::max<int64_t>(1, layout_.tp / layout_.ep);
     moe_layer += cm.gemm(rows, e.num_experts, h).seconds;
-    moe_layer += cm.grouped_gemm(active, per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h).seconds +
-                 cm.grouped_gemm(active, per_expert, h, e.expert_ffn_hidden_size).seconds;
+    moe_layer += cm.grouped_gemm(active, per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size / expert_tp, h).seconds +
+                 cm.grouped_gemm(active, per_expert, h, e.expert_ffn_hidden_size / expert_tp).seconds;
     const int64_t shared = e.shared_experts * e.expert_ffn_hidden_size + e.shared_expert_ffn_hidden_size;
     if (shared > 0)
       moe_layer += cm.gemm(rows, (gated ? 2 : 1) * shared / tp, h).seconds + cm.gemm(rows, h, shared / tp).seconds;
@@ -126,9 +128,10 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
     cost.comm_s = 2.0 * d(m_.num_layers) * coll.cost(CollectiveOp::all_reduce, d(rows) * d(m_.hidden_size) * 2, g).seconds;
   }
   if (layout_.pp > 1) {
+    // Stages are tp GPUs apart: neighbours share a node only when two stages fit in one.
     CollectiveGroup g;
     g.ranks = 2;
-    g.ranks_per_node = 2;
+    g.ranks_per_node = std::clamp<int64_t>(c_.gpus_per_node / tp, 1, 2);
     cost.comm_s += d(layout_.pp - 1) * coll.cost(CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g).seconds;
   }
   cost.overhead_s = c_.gpu.inference_step_overhead.seconds();

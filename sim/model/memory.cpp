@@ -48,7 +48,9 @@ StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l
     double shared = d(e.shared_experts) * expert;
     if (e.shared_expert_ffn_hidden_size > 0) shared += dense_mlp_params(m, e.shared_expert_ffn_hidden_size);
     p.dense += d(moe_layers) * (d(m.hidden_size) * d(e.num_experts) + shared / tp);
-    p.experts = d(moe_layers) * d(e.num_experts) / d(l.ep) * expert;
+    // Experts split over ep ranks, and each expert over tp / ep ranks when tp is the larger
+    // (expert tensor parallelism, vLLM's default without expert parallelism).
+    p.experts = d(moe_layers) * d(e.num_experts) * expert / d(std::max(l.ep, l.tp));
   }
   const double embedding = d(m.vocab_size) * d(m.hidden_size) / tp;
   if (first_stage) p.dense += embedding;

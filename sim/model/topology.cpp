@@ -4,6 +4,9 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/breadth_first_search.hpp>
 #include <limits>
+#include <map>
+#include <queue>
+#include <utility>
 
 #include "sim/core/assert.h"
 
@@ -17,7 +20,12 @@ struct Topology::Graph {
   std::vector<size_t> gpu_vertex;
 };
 
-Topology::Topology(const spec::ClusterSpec& c) : graph_(std::make_unique<Graph>()), gpus_(c.total_gpus()) {
+Topology::Topology(const spec::ClusterSpec& c, std::optional<ControllerLink> controller)
+    : graph_(std::make_unique<Graph>()),
+      gpus_(c.total_gpus()),
+      gpus_per_node_(c.gpus_per_node),
+      nics_per_node_(c.nics_per_node),
+      controller_(controller) {
   auto& g = graph_->g;
   auto add_vertex = [&] { return boost::add_vertex(g); };
   const double nvlink = c.gpu_link.achieved();
@@ -55,15 +63,43 @@ Topology::Topology(const spec::ClusterSpec& c) : graph_(std::make_unique<Graph>(
               node + ".nic" + std::to_string(i % c.nics_per_node), nic);
     }
   }
+  add_host_links(c);
+  if (controller_) {
+    ARLSIM_ASSERT(controller_->node >= 0 && controller_->node < c.nodes);
+    const int64_t leaf = controller_->node / nodes_per_leaf;
+    controller_vertex_ = add_vertex();
+    connect(controller_vertex_, leaf_vertex[leaf], "controller", "leaf" + std::to_string(leaf),
+            controller_->capacity_bytes_per_s);
+  }
+}
+
+void Topology::add_host_links(const spec::ClusterSpec& c) {
+  // Host links stay out of the routing graph: a GPU-to-GPU path through host memory would tie
+  // with the one through the NVSwitch, and host routes are composed explicitly in route().
+  const double host = c.gpu.host_link.achieved();
+  for (int64_t g = 0; g < gpus_; ++g) {
+    const std::string node = "node" + std::to_string(g / c.gpus_per_node);
+    gpu_to_host_.push_back(add_link_pair("gpu" + std::to_string(g), node + ".host", host));
+  }
+  for (int64_t n = 0; n < c.nodes; ++n)
+    for (int64_t i = 0; i < c.nics_per_node; ++i) {
+      const std::string node = "node" + std::to_string(n);
+      host_to_nic_.push_back(add_link_pair(node + ".host", node + ".nic" + std::to_string(i), host));
+    }
 }
 
 Topology::~Topology() = default;
 
-void Topology::connect(size_t a, size_t b, const std::string& an, const std::string& bn, double capacity) {
-  boost::add_edge(a, b, links_.size(), graph_->g);
+size_t Topology::add_link_pair(const std::string& an, const std::string& bn, double capacity) {
   links_.push_back({an + "->" + bn, capacity});
-  boost::add_edge(b, a, links_.size(), graph_->g);
   links_.push_back({bn + "->" + an, capacity});
+  return links_.size() - 2;
+}
+
+void Topology::connect(size_t a, size_t b, const std::string& an, const std::string& bn, double capacity) {
+  const size_t id = add_link_pair(an, bn, capacity);
+  boost::add_edge(a, b, id, graph_->g);
+  boost::add_edge(b, a, id + 1, graph_->g);
 }
 
 namespace {
@@ -85,15 +121,17 @@ class PredecessorRecorder : public boost::default_bfs_visitor {
 
 std::vector<size_t> Topology::path(int64_t src, int64_t dst) const {
   ARLSIM_ASSERT(src >= 0 && src < gpus_ && dst >= 0 && dst < gpus_);
+  if (src == dst) return {};
+  // A shortest path never relays through a third GPU: such a route is always longer than the
+  // direct one through the NVSwitch or the two GPUs' NICs.
+  return vertex_path(graph_->gpu_vertex[static_cast<size_t>(src)], graph_->gpu_vertex[static_cast<size_t>(dst)]);
+}
+
+std::vector<size_t> Topology::vertex_path(size_t s, size_t d) const {
   std::vector<size_t> out;
-  if (src == dst) return out;
   const auto& g = graph_->g;
   const size_t none = std::numeric_limits<size_t>::max();
   std::vector<std::pair<size_t, size_t>> pred(boost::num_vertices(g), {none, none});
-  const size_t s = graph_->gpu_vertex[static_cast<size_t>(src)];
-  const size_t d = graph_->gpu_vertex[static_cast<size_t>(dst)];
-  // A shortest path never relays through a third GPU: such a route is always longer than the
-  // direct one through the NVSwitch or the two GPUs' NICs.
   boost::breadth_first_search(g, s, boost::visitor(PredecessorRecorder(pred)));
   for (size_t v = d; v != s; v = pred[v].first) {
     ARLSIM_ASSERT(pred[v].first != none);
@@ -103,55 +141,183 @@ std::vector<size_t> Topology::path(int64_t src, int64_t dst) const {
   return out;
 }
 
+std::vector<size_t> Topology::route(Endpoint src, Endpoint dst) const {
+  if (src == dst) return {};
+  const auto is = [](Endpoint e, EndpointKind k) { return e.kind == k; };
+  if (is(src, EndpointKind::gpu) && is(dst, EndpointKind::gpu)) return path(src.index, dst.index);
+  if (is(src, EndpointKind::host) || is(dst, EndpointKind::host)) {
+    const bool to_host = is(dst, EndpointKind::host);
+    const Endpoint host = to_host ? dst : src;
+    const Endpoint gpu = to_host ? src : dst;
+    ARLSIM_ASSERT(is(gpu, EndpointKind::gpu) && gpu.index >= 0 && gpu.index < gpus_);
+    ARLSIM_ASSERT(host.index >= 0 && host.index < gpus_ / gpus_per_node_);
+    if (gpu.index / gpus_per_node_ == host.index) return {gpu_to_host_[static_cast<size_t>(gpu.index)] + (to_host ? 0 : 1)};
+    // Through the rail: the host's side of the path is the one the node's GPU of the same local
+    // index would take, with its GPU-NIC link replaced by the host-NIC link.
+    const int64_t local = gpu.index % gpus_per_node_;
+    const int64_t rail_gpu = host.index * gpus_per_node_ + local;
+    const size_t host_nic = host_to_nic_[static_cast<size_t>(host.index * nics_per_node_ + local % nics_per_node_)];
+    auto p = to_host ? path(gpu.index, rail_gpu) : path(rail_gpu, gpu.index);
+    if (to_host) p.back() = host_nic + 1;
+    else p.front() = host_nic;
+    return p;
+  }
+  ARLSIM_ASSERT(controller_.has_value());
+  const auto vertex = [&](Endpoint e) {
+    if (is(e, EndpointKind::controller)) return controller_vertex_;
+    ARLSIM_ASSERT(e.index >= 0 && e.index < gpus_);
+    return graph_->gpu_vertex[static_cast<size_t>(e.index)];
+  };
+  return vertex_path(vertex(src), vertex(dst));
+}
+
+int64_t Topology::node_of(Endpoint e) const {
+  switch (e.kind) {
+    case EndpointKind::gpu: return e.index / gpus_per_node_;
+    case EndpointKind::host: return e.index;
+    case EndpointKind::controller: ARLSIM_ASSERT(controller_.has_value()); return controller_->node;
+  }
+  return 0;
+}
+
+std::vector<double> Topology::capacities() const {
+  std::vector<double> out;
+  out.reserve(links_.size());
+  for (const auto& l : links_) out.push_back(l.capacity_bytes_per_s);
+  return out;
+}
+
 double Topology::bottleneck(int64_t src, int64_t dst) const {
   double b = std::numeric_limits<double>::infinity();
   for (size_t id : path(src, dst)) b = std::min(b, links_[id].capacity_bytes_per_s);
   return b;
 }
 
-std::vector<double> max_min_fair_rates(const std::vector<Flow>& flows, const std::vector<double>& capacities) {
-  std::vector<double> rate(flows.size(), 0.0);
-  std::vector<double> remaining = capacities;
-  std::vector<bool> frozen(flows.size(), false);
-  size_t active = flows.size();
-  // Flows without links are limited only by their demand.
-  for (size_t f = 0; f < flows.size(); ++f) {
-    if (flows[f].links.empty()) {
-      rate[f] = flows[f].demand_bytes_per_s;
-      frozen[f] = true;
-      --active;
+namespace {
+
+// Flows over the links they use, renumbered densely; a flow's demand becomes a link of its own
+// with that capacity, so that one algorithm handles both limits.
+class FairShare {
+ public:
+  FairShare(const std::vector<Flow>& flows, const std::vector<double>& capacities) : flow_links_(flows.size()) {
+    std::map<size_t, uint32_t> index;
+    for (size_t f = 0; f < flows.size(); ++f) {
+      for (size_t l : flows[f].links) {
+        ARLSIM_ASSERT(l < capacities.size());
+        const auto [it, added] = index.emplace(l, static_cast<uint32_t>(capacity_.size()));
+        if (added) capacity_.push_back(capacities[l]);
+        flow_links_[f].push_back(it->second);
+      }
+      if (flows[f].demand_bytes_per_s > 0 && !flows[f].links.empty()) {
+        flow_links_[f].push_back(static_cast<uint32_t>(capacity_.size()));
+        capacity_.push_back(flows[f].demand_bytes_per_s);
+      }
     }
+    link_flows_.resize(capacity_.size());
+    for (size_t f = 0; f < flow_links_.size(); ++f)
+      for (uint32_t l : flow_links_[f]) link_flows_[l].push_back(static_cast<uint32_t>(f));
   }
-  while (active > 0) {
-    // The next increment every active flow can take: the tightest link's equal share, or the
-    // smallest unmet demand.
-    std::vector<int> users(capacities.size(), 0);
-    for (size_t f = 0; f < flows.size(); ++f)
-      if (!frozen[f])
-        for (size_t l : flows[f].links) ++users[l];
-    double step = std::numeric_limits<double>::infinity();
-    for (size_t l = 0; l < capacities.size(); ++l)
-      if (users[l] > 0) step = std::min(step, remaining[l] / users[l]);
-    for (size_t f = 0; f < flows.size(); ++f)
-      if (!frozen[f] && flows[f].demand_bytes_per_s > 0) step = std::min(step, flows[f].demand_bytes_per_s - rate[f]);
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (frozen[f]) continue;
-      rate[f] += step;
-      for (size_t l : flows[f].links) remaining[l] -= step;
-    }
-    // Freeze flows on saturated links and flows whose demand is met.
-    const double eps = 1e-9;
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (frozen[f]) continue;
-      bool stop = flows[f].demand_bytes_per_s > 0 && rate[f] >= flows[f].demand_bytes_per_s * (1 - eps);
-      for (size_t l : flows[f].links) stop = stop || remaining[l] <= capacities[l] * eps;
-      if (stop) {
-        frozen[f] = true;
-        --active;
+
+  // Max-min fair rates of the flows marked active (the others get 0), by the bottleneck
+  // algorithm: the link with the smallest equal share fixes the rate of every flow on it; those
+  // flows leave, and no other link's share can drop below the one just fixed, so links are
+  // settled in increasing order of share. A link's share only grows, so a heap entry that is out
+  // of date is put back with its current share when it comes up, rather than on every change.
+  void rates(const std::vector<char>& active, std::vector<double>& rate) const {
+    rate.assign(flow_links_.size(), 0.0);
+    left_ = capacity_;
+    users_.assign(capacity_.size(), 0);
+    fixed_.assign(flow_links_.size(), 0);
+    for (size_t f = 0; f < flow_links_.size(); ++f)
+      if (active[f])
+        for (uint32_t l : flow_links_[f]) ++users_[l];
+    using Entry = std::pair<double, uint32_t>;  // (share, link)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    for (uint32_t l = 0; l < capacity_.size(); ++l)
+      if (users_[l] > 0) heap.emplace(share(l), l);
+    while (!heap.empty()) {
+      const auto [s, l] = heap.top();
+      heap.pop();
+      if (users_[l] == 0) continue;
+      if (s != share(l)) {
+        heap.emplace(share(l), l);
+        continue;
+      }
+      for (uint32_t f : link_flows_[l]) {
+        if (!active[f] || fixed_[f]) continue;
+        fixed_[f] = 1;
+        rate[f] = s;
+        for (uint32_t other : flow_links_[f]) {
+          left_[other] -= s;
+          --users_[other];
+        }
       }
     }
   }
+
+ private:
+  double share(uint32_t l) const { return std::max(0.0, left_[l] / static_cast<double>(users_[l])); }
+
+  std::vector<double> capacity_;
+  std::vector<std::vector<uint32_t>> flow_links_;
+  std::vector<std::vector<uint32_t>> link_flows_;
+  // Scratch space reused by every call (the fluid model calls once per completion).
+  mutable std::vector<double> left_;
+  mutable std::vector<int64_t> users_;
+  mutable std::vector<char> fixed_;
+};
+
+}  // namespace
+
+std::vector<double> max_min_fair_rates(const std::vector<Flow>& flows, const std::vector<double>& capacities) {
+  std::vector<double> rate;
+  FairShare(flows, capacities).rates(std::vector<char>(flows.size(), 1), rate);
+  // Flows without links are limited only by their demand.
+  for (size_t f = 0; f < flows.size(); ++f)
+    if (flows[f].links.empty()) rate[f] = flows[f].demand_bytes_per_s;
   return rate;
+}
+
+std::vector<double> flow_completion_seconds(const std::vector<Flow>& flows, const std::vector<double>& bytes,
+                                            const std::vector<double>& capacities) {
+  ARLSIM_ASSERT(flows.size() == bytes.size());
+  const double inf = std::numeric_limits<double>::infinity();
+  // Remaining bytes below this fraction of a flow's size are rounding, not data.
+  const double eps = 1e-9;
+  std::vector<double> done(flows.size(), 0.0);
+  std::vector<double> left = bytes;
+  std::vector<char> active(flows.size(), 0);
+  size_t running = 0;
+  for (size_t f = 0; f < flows.size(); ++f) {
+    if (bytes[f] <= 0) continue;
+    if (!flows[f].links.empty()) active[f] = 1, ++running;
+    else if (flows[f].demand_bytes_per_s > 0) done[f] = bytes[f] / flows[f].demand_bytes_per_s;
+  }
+  const FairShare share(flows, capacities);
+  std::vector<double> rate;
+  double now = 0;
+  while (running > 0) {
+    share.rates(active, rate);
+    double step = inf;
+    for (size_t f = 0; f < flows.size(); ++f)
+      if (active[f] && rate[f] > 0) step = std::min(step, left[f] / rate[f]);
+    if (step == inf) {
+      for (size_t f = 0; f < flows.size(); ++f)
+        if (active[f]) done[f] = inf;
+      break;
+    }
+    now += step;
+    for (size_t f = 0; f < flows.size(); ++f) {
+      if (!active[f]) continue;
+      left[f] -= rate[f] * step;
+      if (left[f] <= bytes[f] * eps) {
+        done[f] = now;
+        active[f] = 0;
+        --running;
+      }
+    }
+  }
+  return done;
 }
 
 }  // namespace arlsim::model

@@ -2,11 +2,15 @@
 // spine switches, with the achieved bandwidth of every directed link. Flows between GPUs take a
 // fixed shortest path; concurrent flows share links max-min fairly (progressive filling,
 // Bertsekas & Gallager, "Data Networks", sec. 6.5.2), which the simulator uses for dispatch and
-// weight sync so that hot spots show.
+// weight sync so that hot spots show. Besides GPUs, traffic can start or end at a node's host
+// memory (over each GPU's host link, and to the network through the node's NICs) and at a
+// single controller process whose link hangs off the leaf switch of its node.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +23,29 @@ struct LinkInfo {
   double capacity_bytes_per_s = 0;
 };
 
+enum class EndpointKind { gpu, host, controller };
+
+// Where a flow starts or ends: a GPU (by global id), the host memory of a node (by node), or the
+// controller.
+struct Endpoint {
+  EndpointKind kind = EndpointKind::gpu;
+  int64_t index = 0;
+  static Endpoint gpu(int64_t id) { return {EndpointKind::gpu, id}; }
+  static Endpoint host(int64_t node) { return {EndpointKind::host, node}; }
+  static Endpoint controller() { return {EndpointKind::controller, 0}; }
+  auto operator<=>(const Endpoint&) const = default;
+};
+
+// A single controller process (a Ray driver) on the host of `node`, reached over one link of the
+// given achieved bandwidth in each direction (EARL's baseline: TCP at 25 Gbps).
+struct ControllerLink {
+  int64_t node = 0;
+  double capacity_bytes_per_s = 0;
+};
+
 class Topology {
  public:
-  explicit Topology(const spec::ClusterSpec& cluster);
+  explicit Topology(const spec::ClusterSpec& cluster, std::optional<ControllerLink> controller = std::nullopt);
   ~Topology();
   Topology(const Topology&) = delete;
   Topology& operator=(const Topology&) = delete;
@@ -35,14 +59,37 @@ class Topology {
   // The smallest capacity on the path.
   double bottleneck(int64_t src, int64_t dst) const;
 
+  // Link ids from `src` to `dst` for any pair but host to host or host to controller, which
+  // nothing sends. A host reaches a GPU of its own node over that GPU's host link and a GPU of
+  // another node through the NIC of that GPU's rail (the same local index), so that warehouse
+  // reads spread over the node's NICs as GPU traffic does.
+  std::vector<size_t> route(Endpoint src, Endpoint dst) const;
+  // The node an endpoint sits on (the controller's node for the controller).
+  int64_t node_of(Endpoint e) const;
+  bool has_controller() const { return controller_.has_value(); }
+  // Every link's capacity, indexed by link id (what max_min_fair_rates takes).
+  std::vector<double> capacities() const;
+
  private:
   struct Graph;
-  // Adds both directions of a link of the given capacity.
+  // Adds both directions of a link of the given capacity to the routing graph.
   void connect(size_t a, size_t b, const std::string& a_name, const std::string& b_name, double capacity);
+  // Adds both directions of a link that routes never search through; returns the id of a -> b
+  // (b -> a is the next id).
+  size_t add_link_pair(const std::string& a_name, const std::string& b_name, double capacity);
+  void add_host_links(const spec::ClusterSpec& c);
+  // Breadth-first shortest path between two vertices of the routing graph.
+  std::vector<size_t> vertex_path(size_t src, size_t dst) const;
 
   std::unique_ptr<Graph> graph_;
   std::vector<LinkInfo> links_;
   int64_t gpus_ = 0;
+  int64_t gpus_per_node_ = 1;
+  int64_t nics_per_node_ = 1;
+  std::optional<ControllerLink> controller_;
+  size_t controller_vertex_ = 0;
+  std::vector<size_t> gpu_to_host_;  // per GPU: the link id of gpu -> host (host -> gpu is next)
+  std::vector<size_t> host_to_nic_;  // per node x NIC: the link id of host -> nic (nic -> host is next)
 };
 
 // A flow over links with an optional rate cap (0 = none).
@@ -54,5 +101,13 @@ struct Flow {
 // Max-min fair rates of concurrent flows over links of the given capacities: no flow can get
 // more without taking from one that has less or equal.
 std::vector<double> max_min_fair_rates(const std::vector<Flow>& flows, const std::vector<double>& capacities);
+
+// When each of a set of concurrent transfers finishes, all starting at time 0 (a fluid model):
+// the rates are max-min fair; at the first completion the finished flows leave and the rest are
+// re-shared, until all are done. bytes[i] belongs to flows[i]. A flow without links takes
+// bytes / demand, or no time without a demand (a copy within one device is not modelled); a flow
+// that cannot progress (a zero-capacity link) never finishes: +infinity.
+std::vector<double> flow_completion_seconds(const std::vector<Flow>& flows, const std::vector<double>& bytes,
+                                            const std::vector<double>& capacities);
 
 }  // namespace arlsim::model

@@ -76,7 +76,7 @@ LayerCost layer_cost(const spec::ModelSpec& m, const spec::ClusterSpec& c, const
   }
   // Causal attention over the sequence, split over cp ranks (load-balanced chunks) and tp heads.
   const double seq = d(r.seq_len);
-  const double attention_flops = d(tokens) / seq * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (seq + 1) / 2 / d(l.cp);
+  const double attention_flops = d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (seq + 1) / 2 / d(l.cp);
   lc.attention = cm.attention(attention_flops, r.seq_len, AttentionPass::forward);
   lc.attention_fwd_bwd = cm.attention(attention_flops, r.seq_len, AttentionPass::forward_backward);
   // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
@@ -157,6 +157,23 @@ std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpe
     return "global_batch " + std::to_string(r.global_batch) + " is not a multiple of dp x micro_batch = " +
            std::to_string(l.dp * l.micro_batch);
   return {};
+}
+
+double estimate_forward_seconds(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
+  ARLSIM_ASSERT(check_train_request(m, c, r).empty());
+  const auto& l = r.layout;
+  const ComputeModel cm(c.gpu, r.dtype);
+  const CollectiveModel coll(c);
+  const int64_t micro_batches = r.global_batch / (l.dp * l.micro_batch);
+  const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
+  double forward = stage_times(m, c, cm, coll, r, tokens, true, l.pp == 1).forward;
+  if (l.pp > 1) {
+    forward = std::max(forward, stage_times(m, c, cm, coll, r, tokens, false, true).forward);
+    const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
+    forward += coll.cost(CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)).seconds;
+  }
+  // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots.
+  return (d(micro_batches) + d(l.pp - 1)) * forward;
 }
 
 TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {

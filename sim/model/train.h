@@ -61,4 +61,8 @@ std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpe
 
 TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
 
+// Forward passes only (old and reference log-probs, critic values) over the request's batch: the
+// pipeline filled once, no backward, gradient reduction or optimizer step.
+double estimate_forward_seconds(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
+
 }  // namespace arlsim::model

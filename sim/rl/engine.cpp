@@ -72,7 +72,7 @@ void EngineScheduler::preempt(int64_t id) {
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
   // Recomputation: everything generated so far joins the context to prefill again.
   outstanding_ -= r.remaining();
-  r.context = r.kv_tokens();
+  r.context += r.generated;
   r.gen_target -= r.generated;
   r.generated = 0;
   r.computed = 0;
@@ -132,6 +132,7 @@ void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
 Planned EngineScheduler::plan() {
   Planned p;
   int64_t budget = spec_.max_num_batched_tokens;
+  const int64_t preemptions_before = stats_.preemptions;
   for (size_t i = 0; i < running_.size();) {
     const int64_t id = running_[i];
     Request& r = slots_[static_cast<size_t>(id)];
@@ -163,7 +164,9 @@ Planned EngineScheduler::plan() {
     }
     ++i;
   }
-  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs && budget > 0) {
+  // As vLLM V1, an iteration that had to preempt admits nobody.
+  while (stats_.preemptions == preemptions_before && !waiting_.empty() &&
+         static_cast<int64_t>(running_.size()) < spec_.max_num_seqs && budget > 0) {
     const int64_t id = waiting_.front();
     Request& r = slots_[static_cast<size_t>(id)];
     // A waiting request holds nothing: what the prefix cache offers is claimed only on admission,
@@ -195,7 +198,10 @@ Planned EngineScheduler::plan() {
     p.chunks.emplace_back(id, tokens);
     p.batch.prefill.push_back({tokens, r.computed, r.computed + tokens >= r.context});
   }
-  if (p.chunks.empty() && !p.decodes.empty()) p.skippable = window_iterations(p.decodes);
+  // A window needs a composition that cannot change: not after a preemption, which skipped
+  // admission this time only.
+  if (p.chunks.empty() && !p.decodes.empty() && (stats_.preemptions == preemptions_before || waiting_.empty()))
+    p.skippable = window_iterations(p.decodes);
   return p;
 }
 

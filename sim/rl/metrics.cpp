@@ -18,6 +18,7 @@ Distribution summarize(std::vector<double> values) {
     return values[std::min(values.size() - 1, i == 0 ? 0 : i - 1)];
   };
   d.p50 = rank(0.50);
+  d.p90 = rank(0.90);
   d.p99 = rank(0.99);
   d.max = values.back();
   return d;

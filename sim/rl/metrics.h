@@ -14,7 +14,7 @@ namespace arlsim::rl {
 
 struct Distribution {
   int64_t count = 0;
-  double mean = 0, p50 = 0, p99 = 0, max = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
 };
 // Percentiles by the nearest-rank method.
 Distribution summarize(std::vector<double> values);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
-#include <unordered_map>
+#include <map>
 
 #include "sim/core/assert.h"
 #include "sim/core/resource.h"
@@ -24,13 +24,30 @@ model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o) {
           o.engine.max_num_seqs};
 }
 
-std::string check_rollout(const RolloutOptions& o) {
+std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
+  if (o.model->num_layers % o.layout.pp != 0 || o.model->num_heads % o.layout.tp != 0)
+    return "tp " + std::to_string(o.layout.tp) + " x pp " + std::to_string(o.layout.pp) +
+           " does not split the model's heads and layers";
   if (mem.kv_capacity_tokens < o.engine.block_size)
     return "the engine's KV cache does not fit: weights and workspace take " +
            std::to_string(static_cast<int64_t>((mem.breakdown.total() - mem.breakdown.get("kv_cache")) / (1 << 30))) +
            " GiB of the " + std::to_string(static_cast<int64_t>(mem.breakdown.capacity_bytes / (1 << 30))) +
            " GiB gpu_memory_utilization allows per GPU";
+  for (const auto& p : o.cluster->pools)
+    if (p.kind != spec::PoolKind::reward_server && std::max(p.count, p.max_count) == 0)
+      return "the pool " + p.name + " has no units (count and max_count are 0): its actions could never run";
+  // A request must fit the cache alone (vLLM refuses a max_model_len beyond it).
+  const int64_t capacity = mem.kv_capacity_tokens / o.engine.block_size * o.engine.block_size;
+  int64_t longest = o.max_context;
+  if (in) {
+    longest = 0;
+    for (const auto& t : in->trajectories) longest = std::max(longest, t.context_tokens());
+    if (o.max_context > 0) longest = std::min(longest, o.max_context);
+  }
+  if (longest > capacity)
+    return "a context of " + std::to_string(longest) + " tokens does not fit the engine's KV cache of " +
+           std::to_string(capacity) + " tokens";
   return {};
 }
 
@@ -78,7 +95,7 @@ class Rollout final : public core::EventHandler {
     int64_t engine = -1;
     int64_t record = -1;   // index of the current TurnRecord
     int64_t tool_record = -1;
-    core::Lease sandbox;   // static binding: held from the first tool call to the end
+    std::vector<core::Lease> sandboxes;  // per pool; static binding holds them to the end
     core::Lease reward_unit;
     bool truncated = false;
     bool scoring = false;  // its request on an engine is the reward model's
@@ -145,8 +162,11 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     const int64_t reward_blocks =
         model::inference_memory(*o.reward.model, o.cluster->gpu, engine_memory_options(ro)).kv_capacity_tokens /
         o.reward.engine.block_size;
+    // Each trajectory is scored once: nothing to gain from keeping its context cached.
+    spec::EngineSpec reward_engine = o.reward.engine;
+    reward_engine.prefix_caching = false;
     for (size_t e = static_cast<size_t>(o.engines); e < engines_.size(); ++e) {
-      engines_[e].sched = std::make_unique<EngineScheduler>(o.reward.engine, reward_blocks);
+      engines_[e].sched = std::make_unique<EngineScheduler>(reward_engine, reward_blocks);
       engines_[e].im = reward_im_.get();
       result_.engines[e].kv_blocks = reward_blocks;
     }
@@ -174,9 +194,9 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     tool_pool_.push_back(found);
   }
   traj_.resize(in.trajectories.size());
-  std::unordered_map<int64_t, int64_t> dense;  // (step, prompt) groups in order of appearance
+  std::map<std::pair<int64_t, int64_t>, int64_t> dense;  // (step, prompt) groups in order of appearance
   for (const auto& t : in.trajectories) {
-    const int64_t key = (static_cast<int64_t>(t.info.step) << 40) ^ t.info.prompt_id;
+    const std::pair<int64_t, int64_t> key{t.info.step, t.info.prompt_id};
     prompt_index_.push_back(dense.emplace(key, static_cast<int64_t>(dense.size())).first->second);
   }
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
@@ -383,9 +403,10 @@ void Rollout::turn_finished(int64_t t) {
   tr.context += r.produced;
   const auto& view = in_.trajectories[static_cast<size_t>(t)];
   const trace::Turn& turn = view.turns[static_cast<size_t>(tr.turn)];
-  const bool more = static_cast<size_t>(tr.turn) + 1 < view.turns.size() && (o_.max_turns == 0 || tr.turn + 1 < o_.max_turns);
-  if (tr.truncated || !more) {
-    if (more) tr.truncated = true;
+  const bool has_next = static_cast<size_t>(tr.turn) + 1 < view.turns.size();
+  const bool allowed = o_.max_turns == 0 || tr.turn + 1 < o_.max_turns;
+  if (has_next && !allowed) tr.truncated = true;  // cut by max_turns
+  if (tr.truncated || !has_next) {
     finish_trajectory(t);
     return;
   }
@@ -397,7 +418,8 @@ void Rollout::turn_finished(int64_t t) {
   tr.tool_record = static_cast<int64_t>(result_.tool_calls.size());
   const int pool = pool_for(turn.tool);
   result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
-  if (pool < 0 || tr.sandbox.held()) {
+  if (tr.sandboxes.size() < pools_.size()) tr.sandboxes.resize(pools_.size());
+  if (pool < 0 || tr.sandboxes[static_cast<size_t>(pool)].held()) {
     tool_granted(t);
   } else {
     pools_[static_cast<size_t>(pool)]->request(this, encode(kToolGranted, static_cast<uint64_t>(t)));
@@ -407,7 +429,8 @@ void Rollout::turn_finished(int64_t t) {
 void Rollout::tool_granted(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
-  if (call.pool >= 0 && !tr.sandbox.held()) tr.sandbox = pools_[static_cast<size_t>(call.pool)]->take_lease();
+  if (call.pool >= 0 && !tr.sandboxes[static_cast<size_t>(call.pool)].held())
+    tr.sandboxes[static_cast<size_t>(call.pool)] = pools_[static_cast<size_t>(call.pool)]->take_lease();
   call.started = sim_.now();
   const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
   sim_.after(turn.tool_latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)));
@@ -415,8 +438,9 @@ void Rollout::tool_granted(int64_t t) {
 
 void Rollout::tool_done(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
+  const ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
   result_.tool_calls[static_cast<size_t>(tr.tool_record)].ended = sim_.now();
-  if (o_.tool_policy == spec::ToolPolicy::pooled) tr.sandbox.release();
+  if (o_.tool_policy == spec::ToolPolicy::pooled && call.pool >= 0) tr.sandboxes[static_cast<size_t>(call.pool)].release();
   const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
   tr.context += turn.obs_tokens;
   ++tr.turn;
@@ -425,7 +449,7 @@ void Rollout::tool_done(int64_t t) {
 
 void Rollout::finish_trajectory(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
-  tr.sandbox.release();
+  for (auto& lease : tr.sandboxes) lease.release();
   result_.generation_end[static_cast<size_t>(t)] = sim_.now();
   result_.truncated[static_cast<size_t>(t)] = tr.truncated;
   start_reward(t);
@@ -474,7 +498,7 @@ void Rollout::reward_done(int64_t t) {
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input) {
   ARLSIM_ASSERT(options.model && options.cluster && options.engines >= 1);
-  ARLSIM_ASSERT(check_rollout(options).empty());
+  ARLSIM_ASSERT(check_rollout(options, &input).empty());
   Rollout r(options, input);
   return r.run();
 }

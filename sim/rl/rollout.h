@@ -112,7 +112,8 @@ struct RolloutResult {
 
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o);
 // Checks that the engine fits in memory; returns "" or the reason.
-std::string check_rollout(const RolloutOptions& o);
+// With `in`, also that its longest trajectory fits an engine's KV cache.
+std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = nullptr);
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input);
 

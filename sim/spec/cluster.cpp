@@ -18,6 +18,8 @@ void parse_network(ObjectReader& parent, ClusterSpec& c) {
   r.read_enum("topology", c.topology, Presence::optional, topologies);
   r.read("oversubscription", c.oversubscription, Presence::optional, 1.0, 64.0);
   r.read("nodes_per_leaf", c.nodes_per_leaf, Presence::optional, 1, 1 << 16);
+  r.read_quantity("controller_bandwidth", Dimension::bytes_per_s, c.controller_bandwidth_bytes_per_s, Presence::optional,
+                  1e6, kMaxBandwidth);
   r.read_quantity("nic_bandwidth", Dimension::bytes_per_s, c.nic_bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
   r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 64);
@@ -112,6 +114,7 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   r.read("price_usd_per_gpu_hour", c.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
   r.finish();
   if (c.nics_per_node == 0) c.nics_per_node = c.gpus_per_node;
+  if (c.controller_bandwidth_bytes_per_s <= 0) c.controller_bandwidth_bytes_per_s = c.nic_bandwidth_bytes_per_s;
   if (gpu_ok && c.nodes > 1 && c.nic_bandwidth_bytes_per_s <= 0)
     r.error_here("a cluster of " + std::to_string(c.nodes) +
                      " nodes needs a NIC bandwidth: set /network/nic_bandwidth here or \"nic\" in the GPU profile");

@@ -52,6 +52,7 @@ struct ClusterSpec {
   NetworkTopology topology = NetworkTopology::single_switch;
   double oversubscription = 1.0;  // leaf uplink oversubscription (fat tree)
   int64_t nodes_per_leaf = 0;     // fat tree: nodes under one leaf switch; 0 = all
+  double controller_bandwidth_bytes_per_s = 0;  // the single controller's link; 0 = one GPU's NIC
   std::vector<PoolSpec> pools;
   double price_usd_per_gpu_hour = 0;  // defaults to the profile's; 0 = unknown
 

@@ -107,15 +107,15 @@ std::optional<SpecKind> detect_kind(const Value& doc, Diagnostics& diag) {
   return std::nullopt;
 }
 
-std::optional<Value> Loader::read_file(const std::string& path, const std::string& display) {
+std::optional<Value> Loader::read_file(const std::string& path, const std::string& display, Diagnostics& diag) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) {
-    diag_.error_global(display + ": no such file");
+    diag.error_global(display + ": no such file");
     return std::nullopt;
   }
   if (fs::is_directory(status)) {
-    diag_.error_global(display + ": is a directory, not a JSON file");
+    diag.error_global(display + ": is a directory, not a JSON file");
     return std::nullopt;
   }
   auto file = std::make_shared<SourceFile>();
@@ -124,21 +124,21 @@ std::optional<Value> Loader::read_file(const std::string& path, const std::strin
   const ParseLimits limits;
   const auto size = fs::file_size(path, ec);
   if (!ec && size > limits.max_bytes) {
-    diag_.error_in_file(file, {},
+    diag.error_in_file(file, {},
                         "the file is " + std::to_string(size >> 20) + " MiB; input files of this kind are limited to " +
                             std::to_string(limits.max_bytes >> 20) + " MiB");
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    diag_.error_global(display + ": cannot be read");
+    diag.error_global(display + ": cannot be read");
     return std::nullopt;
   }
   std::ostringstream text;
   text << in.rdbuf();
-  const size_t errors_before = diag_.error_count();
-  Value v = parse_json(text.str(), file, diag_, limits);
-  if (diag_.error_count() != errors_before && v.is_null()) return std::nullopt;
+  const size_t errors_before = diag.error_count();
+  Value v = parse_json(text.str(), file, diag, limits);
+  if (diag.error_count() != errors_before && v.is_null()) return std::nullopt;
   return v;
 }
 
@@ -149,7 +149,7 @@ std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<S
   std::string identity;
   if (fs::exists(arg, ec) || looks_like_path(arg)) {
     identity = fs::weakly_canonical(arg, ec).string();
-    doc = read_file(arg, arg);
+    doc = read_file(arg, arg, diag_);
   } else {
     const Preset* found = nullptr;
     for (const auto& p : presets()) {
@@ -199,7 +199,7 @@ std::optional<SpecKind> Loader::detect_following_extends(const Value& doc) {
     std::error_code ec;
     Diagnostics ignored;
     if (!ext->file()->is_preset && fs::is_regular_file(candidate, ec)) {
-      base = read_file(candidate.string(), candidate.string());
+      base = read_file(candidate.string(), candidate.string(), ignored);
     } else {
       base.reset();
       for (const auto& p : presets()) {
@@ -264,7 +264,7 @@ std::optional<Value> Loader::load_reference(const Value& ref, SpecKind kind, con
     file->is_preset = true;
     doc = parse_json(preset->text, file, diag_);
   } else {
-    doc = read_file(candidate.string(), display);
+    doc = read_file(candidate.string(), display, diag_);
   }
   if (!doc || (doc->is_null() && diag_.has_errors())) return std::nullopt;
   if (const Value* f = doc->find("format"); f && f->is_string()) {
@@ -301,6 +301,7 @@ void Loader::resolve_extends(Value& doc, SpecKind kind, const std::string& point
 }
 
 void Loader::resolve(Value& doc, SpecKind kind, const std::string& pointer) {
+  if (doc.unresolved()) return;  // already reported
   if (doc.is_string()) {
     if (auto loaded = load_reference(doc, kind, pointer)) doc = std::move(*loaded);
     else doc.mark_unresolved();
@@ -338,7 +339,15 @@ void merge_patch(Value& target, const Value& patch) {
       target.erase(m.key);
       continue;
     }
-    if (Value* existing = target.find(m.key); existing && m.value->is_object()) {
+    if (m.value->is_object()) {
+      // RFC 7386: an object patch merges into the target's value, or into an empty object.
+      Value* existing = target.find(m.key);
+      if (!existing || !existing->is_object()) {
+        Value fresh = Value::make_object();
+        fresh.set_origin(m.value->file(), m.value->pos());
+        target.set(m.key, std::move(fresh));
+        existing = target.find(m.key);
+      }
       merge_patch(*existing, *m.value);
     } else {
       target.set(m.key, *m.value);

@@ -40,7 +40,7 @@ class Loader {
 
  private:
   std::optional<Value> load_reference(const Value& ref, SpecKind kind, const std::string& pointer);
-  std::optional<Value> read_file(const std::string& path, const std::string& display);
+  std::optional<Value> read_file(const std::string& path, const std::string& display, Diagnostics& diag);
   void resolve_extends(Value& doc, SpecKind kind, const std::string& pointer);
   // detect_kind(), but a document that only extends another takes the other's kind.
   std::optional<SpecKind> detect_following_extends(const Value& doc);

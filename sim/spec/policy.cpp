@@ -186,6 +186,7 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
                                                     {"decentralized", DispatchMode::decentralized},
                                                     {"transfer-dock", DispatchMode::transfer_dock}};
   r.read_enum("dispatch", p.dispatch, Presence::optional, dispatch);
+  r.read("balance_batch", p.balance_batch, Presence::optional);
   parse_sync(r, p);
   static const EnumName<ToolPolicy> tools[] = {{"static", ToolPolicy::static_binding}, {"pooled", ToolPolicy::pooled}};
   r.read_enum("tool_policy", p.tool_policy, Presence::optional, tools);

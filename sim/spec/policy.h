@@ -64,6 +64,7 @@ struct PolicySpec {
   TrainLayout train;
   std::optional<InferenceLayout> old_logprob, ref_logprob, critic;  // default: the train layout
   DispatchMode dispatch = DispatchMode::centralized;
+  bool balance_batch = true;  // balance sequences over data-parallel ranks by tokens (verl's balance_batch)
   SyncMode sync = SyncMode::sync;
   int64_t staleness = 0;
   bool partial_rollout = false;

@@ -1,8 +1,10 @@
 #include "sim/spec/scenario.h"
 
 #include <filesystem>
+#include <limits>
 
 #include "sim/spec/reader.h"
+#include "sim/trace/gen_options.h"
 
 namespace arlsim::spec {
 
@@ -135,6 +137,9 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                                  n(total) + " GPUs (" + n(s.cluster.nodes) + " nodes x " + n(s.cluster.gpus_per_node) + ")");
     return;
   }
+  if (s.policy.sync == SyncMode::async && s.policy.placement == Placement::colocated)
+    at.error("sync", "asynchronous training overlaps rollout with training, which needs their own GPUs",
+             "set \"placement\": \"disaggregated\" and \"rollout_gpus\"");
   check_train(at, s, s.policy.train, "train");
   check_rollout(at, s, s.policy.rollout, "rollout");
   for (size_t i = 0; i < s.policy.schedule.size(); ++i) {
@@ -182,10 +187,32 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
   else parts_ok = false;
   if (const Value* p = r.field("policy", Presence::required)) parts_ok &= parse_policy(*p, "/policy", diag, s.policy);
   else parts_ok = false;
-  if (r.read("trace", s.trace_path, Presence::optional)) {
-    const Value* t = v.find("trace");
+  if (const Value* t = r.usable("trace"); t && t->is_object()) {
+    // {"generate": {"preset": ..., "steps": ..., "prompts_per_step": ..., "group_size": ..., "seed": ...}}
+    ObjectReader tr(*t, "/trace", diag);
+    if (const Value* g = tr.field("generate", Presence::required)) {
+      ObjectReader gr(*g, "/trace/generate", diag);
+      ScenarioSpec::GeneratedTrace gen;
+      if (gr.read("preset", gen.preset, Presence::required) && !trace::find_gen_preset(gen.preset)) {
+        const auto names = trace::gen_preset_names();
+        const std::string guess = closest_match(gen.preset, names);
+        gr.error("preset", "unknown trace generator preset " + quote(gen.preset) + "; expected one of " + join_quoted(names),
+                 guess.empty() ? std::string() : "did you mean " + quote(guess) + "?");
+      }
+      gr.read("steps", gen.steps, Presence::optional, 1, 100000);
+      gr.read("prompts_per_step", gen.prompts_per_step, Presence::optional, 1, 1 << 20);
+      gr.read("group_size", gen.group_size, Presence::optional, 1, 1 << 16);
+      gr.read("every", gen.every, Presence::optional, 1, 100000);
+      int64_t seed = 1;
+      if (gr.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) gen.seed = static_cast<uint64_t>(seed);
+      gr.finish();
+      s.generated_trace = gen;
+    }
+    tr.finish();
+  } else if (r.read("trace", s.trace_path, Presence::optional)) {
+    const Value* tv = v.find("trace");
     std::filesystem::path path(s.trace_path);
-    if (t->file() && path.is_relative()) path = std::filesystem::path(t->file()->directory) / path;
+    if (tv->file() && path.is_relative()) path = std::filesystem::path(tv->file()->directory) / path;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
       r.error("trace", "no such trace file " + quote(path.lexically_normal().string()));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,16 @@ struct ScenarioSpec {
   WorkloadSpec workload;
   PolicySpec policy;
   std::string trace_path;  // resolved against the scenario's directory; empty = none
+  // ...or a trace generated at run time from a generator preset (`arlsim trace gen --preset`).
+  struct GeneratedTrace {
+    std::string preset;
+    int64_t steps = 0;             // 0: the preset's
+    int64_t prompts_per_step = 0;  // 0: the workload's
+    int64_t group_size = 0;        // 0: the workload's samples_per_prompt
+    int64_t every = 1;             // keep every k-th step (the growth still spans all steps)
+    uint64_t seed = 1;
+  };
+  std::optional<GeneratedTrace> generated_trace;
   int64_t steps = 1;
   uint64_t seed = 1;
 

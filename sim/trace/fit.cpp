@@ -94,7 +94,8 @@ FittedBatch draw_fitted(const Moments& m, const LognormalFit& fit, const std::ve
   out.at_max.assign(n, 0);
   if (n == 0) return out;
   const double lo = std::max(static_cast<double>(floor_value), m.min.value_or(static_cast<double>(floor_value)));
-  const double hi = m.max.value_or(1e12);
+  // A maximum below the floor (a dashboard's max of 0) leaves room for the floor only.
+  const double hi = std::max(lo, m.max.value_or(1e12));
   std::vector<double> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = std::clamp(std::exp(fit.mu + fit.sigma * latents[i]), lo, hi);
   std::vector<size_t> order(n);
@@ -120,8 +121,9 @@ FittedBatch draw_fitted(const Moments& m, const LognormalFit& fit, const std::ve
   for (size_t i = 0; i < n; ++i) pinned_sum += pinned[i] ? v[i] : 0.0;
   const double total = m.mean * static_cast<double>(n);
   out.mean_reached = rescale(v, pinned, total - pinned_sum, lo, hi);
-  round_to_total(v, pinned, std::llround(total), static_cast<int64_t>(std::ceil(lo)),
-                 static_cast<int64_t>(std::floor(hi)), out.values);
+  const auto lo_int = static_cast<int64_t>(std::ceil(lo));
+  round_to_total(v, pinned, std::llround(total), lo_int, std::max(lo_int, static_cast<int64_t>(std::floor(hi))),
+                 out.values);
   int64_t sum = 0;
   for (int64_t x : out.values) sum += x;
   out.mean_reached = out.mean_reached && sum == std::llround(total);

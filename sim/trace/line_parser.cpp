@@ -18,7 +18,7 @@ constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxStep = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxPromptId = std::numeric_limits<int64_t>::max();
 // A tool call longer than about 115 days is a unit mistake, not a measurement.
-constexpr int64_t kMaxLatencySeconds = 10'000'000;
+constexpr int64_t kMaxLatencySeconds = kMaxToolLatencySeconds;
 
 // Bits for "seen" masks; the order is the order of the key lists below.
 enum TrajectoryKey : uint32_t { kStep = 1, kPromptId = 2, kSample = 4, kTurns = 8, kTruncated = 16 };

@@ -26,7 +26,8 @@ struct GroupKey {
 };
 struct GroupKeyHash {
   size_t operator()(const GroupKey& k) const {
-    return std::hash<int64_t>()(k.prompt_id * 1'000'003 + k.sample);
+    // Unsigned: any prompt id may be multiplied without overflow.
+    return std::hash<uint64_t>()(static_cast<uint64_t>(k.prompt_id) * 1'000'003u + static_cast<uint32_t>(k.sample));
   }
 };
 

@@ -57,20 +57,20 @@ void StatsCollector::trajectory(const TrajectoryView& t) {
   turns_.push_back(static_cast<int64_t>(t.turns.size()));
   prompt_ids_.push_back(t.info.prompt_id);
   truncated_ += t.info.truncated ? 1 : 0;
-  int64_t tool_ns = 0;
+  double tool_s = 0;  // in seconds: nanoseconds of many long calls would overflow
   for (const Turn& turn : t.turns) {
     generated_ += turn.gen_tokens;
     if (turn.tool == kNoTool) continue;
     ++tool_calls_;
-    tool_ns += turn.tool_latency.ns();
+    tool_s += turn.tool_latency.seconds();
     ARLSIM_ASSERT(turn.tool >= 0 && static_cast<size_t>(turn.tool) < stats_.tools.size());  // announced first
     ToolStats& tool = stats_.tools[static_cast<size_t>(turn.tool)];
     ++tool.calls;
     tool.seconds += turn.tool_latency.seconds();
     tool.max_seconds = std::max(tool.max_seconds, turn.tool_latency.seconds());
   }
-  tool_ms_.push_back((tool_ns + 500'000) / 1'000'000);
-  tool_seconds_ += static_cast<double>(tool_ns) * 1e-9;
+  tool_ms_.push_back(std::llround(tool_s * 1e3));
+  tool_seconds_ += tool_s;
   ++stats_.trajectories;
   stats_.turns += t.turns.size();
 }

@@ -21,6 +21,8 @@ namespace arlsim::trace {
 
 constexpr std::string_view kTraceFormat = "arlsim-trace/1";
 constexpr int16_t kNoTool = -1;
+// The longest tool call a trace may hold (about 116 days): readers refuse more, generators cap at it.
+constexpr int64_t kMaxToolLatencySeconds = 10'000'000;
 // Tool kinds are stored as int16 indices into the trace's table of names.
 constexpr size_t kMaxToolKinds = 32767;
 

@@ -8,9 +8,11 @@
 namespace arlsim::trace {
 namespace {
 
-// Rounds to the millisecond: generated latencies need no more precision and write shorter.
+// Rounds to the millisecond (generated latencies need no more precision and write shorter),
+// within what a trace may hold.
 SimTime to_millis(double seconds) {
-  return SimTime::from_ns(std::llround(std::max(0.0, seconds) * 1e3) * 1'000'000);
+  const double capped = std::clamp(seconds, 0.0, static_cast<double>(kMaxToolLatencySeconds));
+  return SimTime::from_ns(std::llround(capped * 1e3) * 1'000'000);
 }
 
 int32_t clamp_tokens(double v) {

@@ -33,10 +33,33 @@ contains() {  # contains NAME FILE TEXT
   fi
 }
 
-# The default run checks the shipped scenarios and prints the model table.
+# The default run simulates the embedded default scenario and prints its table.
 expect default 0 "$arlsim"
-contains default-scenario "$tmp/out" "ok       scenario default"
-contains default-table "$tmp/out" "qwen3-30b-a3b"
+contains default-steps "$tmp/out" "default: 16 GPUs, 10 steps"
+contains default-table "$tmp/out" "step time (s)"
+contains default-throughput "$tmp/out" "throughput"
+
+# simulate: the three output files, JSON keys, step ranges, granularities that agree, determinism.
+expect simulate-out 0 "$arlsim" simulate default --out "$tmp/run" --steps 15:60
+for f in summary.json steps.csv timeline.json; do
+  if [ -s "$tmp/run/$f" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL simulate-out: no $f"; fi
+done
+contains simulate-steps-csv "$tmp/run/steps.csv" "step,start_s,time_s,rollout_s"
+for key in '"steps"' '"total_time_s"' '"gpu_hours"' '"cost_usd"' '"oom_events"' '"weight_sync"' '"tokens_per_s"'; do
+  contains "simulate-summary-$key" "$tmp/run/summary.json" "$key"
+done
+contains simulate-timeline "$tmp/run/timeline.json" '"traceEvents"'
+"$arlsim" simulate default --json --steps 15:30 >"$tmp/a.json"
+"$arlsim" simulate default --json --steps 15:30 --rollout-granularity iteration >"$tmp/b.json"
+if cmp -s "$tmp/a.json" "$tmp/b.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL simulate: skip != iteration"; fi
+"$arlsim" simulate default --json --steps 15:30 >"$tmp/c.json"
+if cmp -s "$tmp/a.json" "$tmp/c.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL simulate: not deterministic"; fi
+expect simulate-bad-steps 2 "$arlsim" simulate default --steps 9:3
+expect simulate-bad-oom 2 "$arlsim" simulate default --on-oom ignore
+expect simulate-no-scenario 2 "$arlsim" simulate
+expect simulate-empty-range 2 "$arlsim" simulate default --steps 100000:
+expect simulate-oom 0 "$arlsim" simulate default --steps 1:1 --set '/policy/train={"tp": 1, "dp": 16, "zero": 0}'
+contains simulate-oom "$tmp/out" "OOM"
 
 expect version 0 "$arlsim" --version
 contains version "$tmp/out" "arlsim 0.1.0"
@@ -122,6 +145,8 @@ for topic in models gpus clusters scenarios; do
   expect "list-$topic" 0 "$arlsim" list "$topic"
 done
 contains list-scenarios "$tmp/out" "default"
+expect list-models 0 "$arlsim" list models
+contains list-models-table "$tmp/out" "qwen3-30b-a3b"
 expect list-bad 2 "$arlsim" list gadgets
 
 echo "$passed passed, $failed failed"

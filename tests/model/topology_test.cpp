@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "sim/model/topology.h"
 #include "tests/model/model_fixtures.h"
 
@@ -51,4 +55,63 @@ TEST_CASE("topology: concurrent flows into one NIC share it") {
   const auto rates = model::max_min_fair_rates(flows, capacity);
   CHECK(rates[0] == doctest::Approx(50e9 * 0.94 / 2));
   CHECK(rates[1] == doctest::Approx(50e9 * 0.94 / 2));
+}
+
+TEST_CASE("topology: two flows on one link; the shorter ends at 2 b1 / C, then the longer speeds up") {
+  // Both get C / 2 until the first has sent b1: t1 = b1 / (C / 2). The second has b2 - b1 left
+  // and the whole link: t2 = t1 + (b2 - b1) / C = (b1 + b2) / C.
+  const double c = 10, b1 = 20, b2 = 50;
+  const std::vector<model::Flow> flows{{{0}, 0}, {{0}, 0}};
+  const auto done = model::flow_completion_seconds(flows, {b1, b2}, {c});
+  CHECK(done[0] == doctest::Approx(2 * b1 / c));
+  CHECK(done[1] == doctest::Approx((b1 + b2) / c));
+}
+
+TEST_CASE("topology: flows without links, without bytes, or over a dead link") {
+  const std::vector<model::Flow> flows{{{}, 4}, {{}, 0}, {{0}, 0}, {{1}, 0}};
+  const auto done = model::flow_completion_seconds(flows, {8, 8, 0, 8}, {10, 0});
+  CHECK(done[0] == doctest::Approx(2));  // bytes / demand
+  CHECK(done[1] == 0);                   // within one device: not modelled
+  CHECK(done[2] == 0);                   // nothing to send
+  CHECK(done[3] == std::numeric_limits<double>::infinity());
+}
+
+TEST_CASE("topology: a flow freed by another's completion takes the rest of the shared link") {
+  // Link 0 (capacity 4) carries a and b; link 1 (capacity 10) carries b and c. Rates 2, 2, 8
+  // until a (4 bytes) ends at 2 s; then b gets 4 on link 0 and c 6 on link 1.
+  const std::vector<model::Flow> flows{{{0}, 0}, {{0, 1}, 0}, {{1}, 0}};
+  const auto done = model::flow_completion_seconds(flows, {4, 12, 40}, {4, 10});
+  CHECK(done[0] == doctest::Approx(2));
+  CHECK(done[1] == doctest::Approx(2 + (12 - 4) / 4.0));  // 4 s
+  // c: 16 bytes by 2 s, 12 more at 6/s until 4 s, then 12 left at 10/s.
+  CHECK(done[2] == doctest::Approx(4 + (40 - 16 - 12) / 10.0));
+}
+
+TEST_CASE("topology: host memory and controller endpoints") {
+  const auto c = test::preset_cluster("dgx-h100", 2);
+  const model::Topology t(c, model::ControllerLink{0, 3.125e9});
+  const auto names = [&](const std::vector<size_t>& p) {
+    std::vector<std::string> out;
+    for (size_t id : p) out.push_back(t.link(id).name);
+    return out;
+  };
+  using model::Endpoint;
+  CHECK(names(t.route(Endpoint::gpu(1), Endpoint::host(0))) == std::vector<std::string>{"gpu1->node0.host"});
+  CHECK(names(t.route(Endpoint::host(0), Endpoint::gpu(1))) == std::vector<std::string>{"node0.host->gpu1"});
+  // Another node's GPU is read through the NIC of its rail.
+  CHECK(names(t.route(Endpoint::host(0), Endpoint::gpu(9))) ==
+        std::vector<std::string>{"node0.host->node0.nic1", "node0.nic1->leaf0", "leaf0->node1.nic1", "node1.nic1->gpu9"});
+  CHECK(names(t.route(Endpoint::gpu(10), Endpoint::host(0))) ==
+        std::vector<std::string>{"gpu10->node1.nic2", "node1.nic2->leaf0", "leaf0->node0.nic2", "node0.nic2->node0.host"});
+  CHECK(names(t.route(Endpoint::gpu(9), Endpoint::controller())) ==
+        std::vector<std::string>{"gpu9->node1.nic1", "node1.nic1->leaf0", "leaf0->controller"});
+  CHECK(names(t.route(Endpoint::controller(), Endpoint::gpu(2))) ==
+        std::vector<std::string>{"controller->leaf0", "leaf0->node0.nic2", "node0.nic2->gpu2"});
+  CHECK(t.node_of(Endpoint::gpu(9)) == 1);
+  CHECK(t.node_of(Endpoint::controller()) == 0);
+  const auto host = t.route(Endpoint::gpu(1), Endpoint::host(0));
+  CHECK(t.link(host[0]).capacity_bytes_per_s == doctest::Approx(63e9 * 0.7));
+  // GPU paths are the same as without the extra endpoints.
+  CHECK(names(t.path(0, 3)) == std::vector<std::string>{"gpu0->node0.nvswitch", "node0.nvswitch->gpu3"});
+  CHECK(t.capacities().size() == t.link_count());
 }

@@ -60,7 +60,7 @@ TEST_CASE("scenario: the workload's context must fit the model's") {
         "exceeds the model's 40960 (max_position_embeddings)\n");
   CHECK(errors_of({"/workload/max_response_tokens=20000"}) ==
         "preset:scenario/default:27:27: /workload/max_context_tokens: max_prompt_tokens (2048) + "
-        "max_response_tokens (20000) = 22048 exceeds max_context_tokens (16384)\n");
+        "max_response_tokens (20000) = 22048 exceeds max_context_tokens (20480)\n");
 }
 
 TEST_CASE("scenario: mini-batches must split over data parallelism") {

@@ -1,0 +1,131 @@
+// `arlsim simulate SCENARIO`: a run of RL steps over the scenario's trace, with a per-step account
+// of stage times, memory and OOMs (summary.json, steps.csv, timeline.json) and a table on stdout.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "sim/out/outputs.h"
+#include "sim/out/summary.h"
+#include "sim/out/table.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+namespace {
+
+// "A:B", "A:" or "A" -> inclusive range; false when malformed.
+bool parse_steps(const std::string& text, int64_t& first, int64_t& last) {
+  auto number = [](const std::string& t, int64_t& out) {
+    if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    out = std::stoll(t);
+    return true;
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return number(text, first) && number(text, last);
+  if (!number(text.substr(0, colon), first)) return false;
+  const std::string rest = text.substr(colon + 1);
+  last = -1;
+  return rest.empty() || (number(rest, last) && last >= first);
+}
+
+// A progress bar on a terminal; nothing when stderr is not one.
+void progress_bar(int64_t done, int64_t total) {
+  const int width = 40;
+  const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\r  [%.*s%*s] step %lld/%lld", filled, "########################################", width - filled,
+               "", static_cast<long long>(done), static_cast<long long>(total));
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
+  spec::Diagnostics diag;
+  std::vector<std::string> overrides = a.overrides;
+  auto s = spec::load_scenario(scenario, overrides, diag);
+  std::cerr << spec::format_all(diag);
+  if (!s) return kExitBadInput;
+  if (a.seed >= 0 && s->generated_trace) s->generated_trace->seed = static_cast<uint64_t>(a.seed);
+  spec::Diagnostics trace_diag;
+  auto t = rl::load_scenario_trace(*s, a.trace, trace_diag);
+  std::cerr << spec::format_all(trace_diag);
+  if (!t) return kExitBadInput;
+  rl::RunOptions o;
+  o.first_step = a.first_step;
+  o.last_step = a.last_step;
+  o.per_iteration = a.per_iteration;
+  o.stop_on_oom = a.stop_on_oom;
+  o.timeline = !a.out.empty();
+  const bool tty = isatty(STDERR_FILENO) != 0 && !a.json;
+  const auto r = rl::simulate_run(*s, *t, o, tty ? rl::Progress(progress_bar) : rl::Progress());
+  if (r.steps.empty()) {
+    std::cerr << scenario << ": the trace has no step in the requested range\n";
+    return kExitBadInput;
+  }
+  if (a.json) std::cout << out::summary_json(r);
+  else std::cout << out::run_table(r);
+  if (!a.out.empty()) {
+    std::string error;
+    if (!out::write_outputs(r, a.out, error)) {
+      std::cerr << "arlsim simulate: " << error << "\n";
+      return kExitInternal;
+    }
+    if (!a.json) std::cout << "wrote " << a.out << "/summary.json, steps.csv, timeline.json\n";
+  }
+  return kExitOk;
+}
+
+int run_simulate(const Args& args) {
+  std::string scenario, steps, on_oom = "stop", granularity = "skip";
+  SimulateArgs a;
+  po::options_description opts("arlsim simulate SCENARIO [options]\n\n"
+                               "Simulates RL steps of a scenario (a file or a preset name) over its trace and prints\n"
+                               "step-time percentiles, stage shares, throughput and OOMs.\n\nOptions");
+  opts.add_options()("help,h", "this text")("trace", po::value(&a.trace), "trace file to use instead of the scenario's")(
+      "steps", po::value(&steps), "trace steps to run: A:B (inclusive), A: or A")(
+      "out", po::value(&a.out), "write summary.json, steps.csv and timeline.json to this folder")(
+      "seed", po::value(&a.seed), "seed of a generated trace")(
+      "set", po::value(&a.overrides)->composing(), "override a field: /json/pointer=value (repeatable)")(
+      "on-oom", po::value(&on_oom)->default_value("stop"), "stop at the first OOM, or skip the step and go on")(
+      "rollout-granularity", po::value(&granularity)->default_value("skip"),
+      "\"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each")(
+      "json", "print summary.json on stdout instead of the table");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value(&scenario));
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
+  if (vm.count("help")) {
+    std::cout << opts;
+    return kExitOk;
+  }
+  if (scenario.empty()) {
+    std::cerr << "arlsim simulate: no scenario\n" << opts;
+    return kExitBadInput;
+  }
+  if (!steps.empty() && !parse_steps(steps, a.first_step, a.last_step)) {
+    std::cerr << "arlsim simulate: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
+    return kExitBadInput;
+  }
+  if (on_oom != "stop" && on_oom != "skip") {
+    std::cerr << "arlsim simulate: --on-oom must be \"stop\" or \"skip\", not \"" << on_oom << "\"\n";
+    return kExitBadInput;
+  }
+  if (granularity != "skip" && granularity != "iteration") {
+    std::cerr << "arlsim simulate: --rollout-granularity must be \"skip\" or \"iteration\", not \"" << granularity << "\"\n";
+    return kExitBadInput;
+  }
+  a.stop_on_oom = on_oom == "stop";
+  a.per_iteration = granularity == "iteration";
+  a.json = vm.count("json") > 0;
+  return simulate_scenario(scenario, a);
+}
+
+}  // namespace arlsim::app

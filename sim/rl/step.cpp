@@ -1,0 +1,486 @@
+#include "sim/rl/step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "sim/core/assert.h"
+#include "sim/model/collective.h"
+#include "sim/model/memory.h"
+#include "sim/model/train.h"
+#include "sim/model/transformer.h"
+#include "sim/rl/dispatch.h"
+#include "sim/rl/rollout.h"
+#include "sim/rl/routing.h"
+#include "sim/trace/gen_options.h"
+#include "sim/trace/generator.h"
+#include "sim/trace/reader.h"
+
+namespace arlsim::rl {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+double real(int64_t v) { return static_cast<double>(v); }
+
+// The layouts in force at a step: the policy's, or a schedule entry's.
+struct Layouts {
+  spec::RolloutLayout rollout;
+  spec::TrainLayout train;
+};
+
+Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
+  Layouts l{p.rollout, p.train};
+  for (const auto& e : p.schedule) {
+    if (step < e.first_step || (e.last_step >= 0 && step > e.last_step)) continue;
+    if (e.rollout) l.rollout = *e.rollout;
+    if (e.train) l.train = *e.train;
+  }
+  return l;
+}
+
+int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+  return r.replicas > 0 ? r.replicas : s.rollout_gpus() / r.gpus_per_engine();
+}
+
+// The first GPU of rollout engine e and of training data-parallel rank i (rollout engines take
+// the first GPUs of a disaggregated cluster; colocated stages share all of them).
+int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e) { return e * r.gpus_per_engine(); }
+int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t rank) {
+  const int64_t offset = s.policy.placement == spec::Placement::colocated ? 0 : s.policy.rollout_gpus;
+  return offset + rank * l.tp * l.cp;
+}
+
+// Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
+// as verl's balance_batch does), or in order in equal-count chunks without balancing.
+std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance) {
+  std::vector<int64_t> rank(tokens.size(), 0);
+  if (!balance) {
+    const int64_t per = (static_cast<int64_t>(tokens.size()) + ranks - 1) / ranks;
+    for (size_t i = 0; i < tokens.size(); ++i) rank[i] = static_cast<int64_t>(i) / std::max<int64_t>(per, 1);
+    return rank;
+  }
+  std::vector<size_t> order(tokens.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
+  std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
+  for (size_t i : order) {
+    const auto best = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    rank[i] = static_cast<int64_t>(best);
+    load[best] += tokens[i];
+  }
+  return rank;
+}
+
+// Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
+double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  double total = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    load[static_cast<size_t>(rank[i])] += real(tokens[i]);
+    total += real(tokens[i]);
+  }
+  if (total <= 0) return 1.0;
+  return *std::max_element(load.begin(), load.end()) / (total / real(ranks));
+}
+
+// A training request over `sequences` of mean length `seq_len`, rounded to what the layout takes.
+model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
+  model::TrainRequest r;
+  r.layout = l;
+  r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
+  if (l.max_tokens_per_gpu > 0)  // dynamic batching: as many sequences per micro-batch as fit the budget
+    r.layout.micro_batch = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
+  const int64_t unit = l.dp * r.layout.micro_batch;
+  r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
+  r.dtype = dtype;
+  return r;
+}
+
+std::vector<std::pair<std::string, double>> largest_first(const model::MemoryBreakdown& m) {
+  std::vector<std::pair<std::string, double>> items;
+  for (const auto& [name, bytes] : m.items) items.emplace_back(name, bytes / kGiB);
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return items;
+}
+
+}  // namespace
+
+std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
+                                                spec::Diagnostics& diag) {
+  const std::string path = override_path.empty() ? s.trace_path : override_path;
+  if (!path.empty()) return trace::load_trace(path, diag);
+  if (!s.generated_trace) {
+    diag.error_global("the scenario names no trace: set \"trace\" (a file, or {\"generate\": {\"preset\": ...}}) or pass --trace");
+    return std::nullopt;
+  }
+  const auto& g = *s.generated_trace;
+  trace::GenParams p = trace::preset_params(*trace::find_gen_preset(g.preset));
+  p.seed = g.seed;
+  if (g.steps > 0) p.steps = static_cast<int>(g.steps);
+  p.prompts_per_step = static_cast<int>(g.prompts_per_step > 0 ? g.prompts_per_step : s.workload.prompts_per_step);
+  p.group_size = static_cast<int>(g.group_size > 0 ? g.group_size : s.workload.samples_per_prompt);
+  p.every = static_cast<int>(g.every);
+  if (const auto problems = trace::check_gen_params(p); !problems.empty()) {
+    for (const auto& problem : problems) diag.error_global("trace generator: " + problem);
+    return std::nullopt;
+  }
+  trace::Trace t;
+  trace::TraceBuilder builder(t);
+  trace::generate(p, builder);
+  return t;
+}
+
+
+namespace {
+
+// Simulates one scenario step by step; see step.h.
+class RunSimulator {
+ public:
+  RunSimulator(const spec::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o) {
+    result_.scenario = s.name;
+    result_.gpus = s.cluster.total_gpus();
+    result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
+  }
+
+  RunResult run(const trace::Trace& t, const Progress& progress);
+
+ private:
+  struct StepData {
+    int64_t step = 0;
+    std::vector<trace::TrajectoryView> trajectories;
+  };
+  // What a step's stages took, before the mode places them in time.
+  struct StagePlan {
+    StageTimes times;
+    double rollout_s = 0;   // generation and exposed reward tail
+    double training_s = 0;  // preparation, dispatch, training, weight sync
+    RolloutResult rollout;
+    std::optional<OomEvent> oom;
+    double rollout_memory_gib = 0;
+    double train_memory_gib = 0;
+  };
+
+  StagePlan plan_step(const StepData& d, const Layouts& l, bool relaunch);
+  void run_rollout(const StepData& d, const Layouts& l, StagePlan& p);
+  void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
+  void run_training(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
+  void run_dispatch(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
+  double weight_sync_seconds(const Layouts& l) const;
+  void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
+  void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
+
+  const spec::ScenarioSpec& s_;
+  const RunOptions& o_;
+  RunResult result_;
+  std::unordered_map<int64_t, int64_t> previous_tokens_;  // prompt -> tokens of its last step's samples
+  std::vector<std::string> tool_names_;
+  std::optional<spec::RolloutLayout> previous_rollout_;
+};
+
+void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
+  RolloutOptions ro;
+  ro.model = &s_.model;
+  ro.cluster = &s_.cluster;
+  ro.layout = {l.rollout.tp, l.rollout.pp, l.rollout.ep};
+  ro.engines = rollout_engines(s_, l.rollout);
+  ro.engine = s_.workload.engine;
+  ro.routing = std::string(routing_name(s_.policy.routing));
+  ro.tool_policy = s_.policy.tool_policy;
+  ro.per_iteration = o_.per_iteration;
+  ro.max_turns = s_.workload.max_turns;
+  ro.max_context = s_.workload.max_context_tokens;
+  ro.reward.cpu_time_per_sample = s_.workload.reward_cpu_time_per_sample;
+  for (const auto& pool : s_.cluster.pools)
+    if (pool.name == "reward") ro.reward.pool = pool.name;
+  if (s_.workload.reward == spec::RewardKind::model && s_.workload.reward_model) {
+    ro.reward.kind = spec::RewardKind::model;
+    ro.reward.model = &*s_.workload.reward_model;
+    ro.reward.engine = s_.workload.engine;
+    for (const auto& pool : s_.cluster.pools)
+      if (pool.kind == spec::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
+    if (ro.reward.engines == 0) ro.reward.engines = 1;
+  }
+  RolloutInput in;
+  in.trajectories = d.trajectories;
+  in.tool_names = tool_names_;
+  for (const auto& t : d.trajectories) {
+    const auto it = previous_tokens_.find(t.info.prompt_id);
+    in.predicted_tokens.push_back(it == previous_tokens_.end() ? 0 : it->second);
+  }
+  const auto mem = model::inference_memory(s_.model, s_.cluster.gpu, engine_memory_options(ro));
+  p.rollout_memory_gib = mem.breakdown.total() / kGiB;
+  if (const std::string problem = check_rollout(ro, &in); !problem.empty()) {
+    OomEvent oom;
+    oom.step = d.step;
+    oom.stage = "rollout";
+    oom.needed_gib = (mem.breakdown.total() - mem.breakdown.get("kv_cache")) / kGiB;
+    oom.available_gib = mem.breakdown.capacity_bytes / kGiB;
+    oom.contributors_gib = largest_first(mem.breakdown);
+    p.oom = oom;
+    return;
+  }
+  p.rollout = simulate_rollout(ro, in);
+  SimTime generation;
+  for (SimTime e : p.rollout.generation_end) generation = std::max(generation, e);
+  p.times.rollout = generation.seconds();
+  p.times.reward = (p.rollout.makespan - generation).seconds();
+}
+
+void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  int64_t total = 0;
+  for (int64_t t : tokens) total += t;
+  const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
+  auto pass = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
+    spec::TrainLayout tl = l.train;
+    if (layout) {
+      tl.tp = layout->tp;
+      tl.pp = layout->pp;
+      tl.dp = layout->dp;
+      tl.cp = layout->cp;
+      tl.vpp = 1;
+    }
+    const auto r = train_request(tl, n, mean_len, s_.workload.dtype);
+    if (!model::check_train_request(m, s_.cluster, r).empty()) return 0.0;
+    const auto ranks = assign_ranks(tokens, tl.dp, s_.policy.balance_batch);
+    return model::estimate_forward_seconds(m, s_.cluster, r) * imbalance(tokens, ranks, tl.dp);
+  };
+  p.times.old_logprob = pass(s_.model, s_.policy.old_logprob);
+  if (s_.workload.use_reference) p.times.ref_logprob = pass(s_.model, s_.policy.ref_logprob);
+  if (s_.workload.critic) p.times.critic = pass(*s_.workload.critic, s_.policy.critic);
+  (void)d;
+}
+
+void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  int64_t total = 0, longest = 0;
+  for (int64_t t : tokens) {
+    total += t;
+    longest = std::max(longest, t);
+  }
+  const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
+  const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
+  // Memory is decided by the longest sequence; time by the mean one and the ranks' imbalance.
+  auto worst = train_request(l.train, per_mini_batch, longest, s_.workload.dtype);
+  worst.layout.micro_batch = l.train.max_tokens_per_gpu > 0 ? 1 : l.train.micro_batch;
+  const auto memory = model::estimate_train(s_.model, s_.cluster, worst).memory;
+  p.train_memory_gib = memory.total() / kGiB;
+  if (!memory.fits()) {
+    OomEvent oom;
+    oom.step = d.step;
+    oom.stage = "train";
+    oom.needed_gib = memory.total() / kGiB;
+    oom.available_gib = memory.capacity_bytes / kGiB;
+    oom.contributors_gib = largest_first(memory);
+    p.oom = oom;
+    return;
+  }
+  const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
+  const double skew = imbalance(tokens, ranks, l.train.dp);
+  auto optimizer_steps = [&](const spec::ModelSpec& m) {
+    const auto r = train_request(l.train, per_mini_batch, mean_len, s_.workload.dtype);
+    const auto e = model::estimate_train(m, s_.cluster, r);
+    // The pipeline waits for the busiest rank; reduction and optimizer do not depend on it.
+    const double iteration = e.breakdown.pipeline_s * skew + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
+    return iteration * real(s_.workload.ppo_epochs * s_.workload.mini_batches);
+  };
+  p.times.train = optimizer_steps(s_.model);
+  if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic);
+}
+
+double RunSimulator::weight_sync_seconds(const Layouts& l) const {
+  const double params = model::count_params(s_.model).total;
+  const model::CollectiveModel coll(s_.cluster);
+  const auto& r = l.rollout;
+  const bool colocated = s_.policy.placement == spec::Placement::colocated;
+  spec::WeightSync method = s_.policy.weight_sync;
+  if (method == spec::WeightSync::automatic)
+    method = colocated ? (l.train.dp * l.train.tp >= r.tp ? spec::WeightSync::allgather_swap : spec::WeightSync::offload)
+                       : spec::WeightSync::broadcast;
+  const double rollout_shard = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
+  switch (method) {
+    case spec::WeightSync::allgather_swap: {
+      // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
+      // stage, and swap the training state to host memory and back around the rollout.
+      model::CollectiveGroup g;
+      g.ranks = std::max<int64_t>(2, r.tp * l.train.pp);
+      g.ranks_per_node = std::min(g.ranks, s_.cluster.gpus_per_node);
+      const double gather = coll.cost(model::CollectiveOp::all_gather, rollout_shard, g).seconds;
+      const double state = 16.0 * params / real(l.train.gpus());  // fp32 master, moments and gradients
+      return gather + 2 * state / s_.cluster.gpu.host_link.achieved();
+    }
+    case spec::WeightSync::offload: {
+      // Training state out to host memory and back, rollout weights loaded over the host link.
+      const double state = 18.0 * params / real(l.train.gpus());
+      return (2 * state + rollout_shard) / s_.cluster.gpu.host_link.achieved();
+    }
+    case spec::WeightSync::broadcast:
+    case spec::WeightSync::automatic: {
+      // Buckets broadcast from the training ranks to every rollout GPU across the network.
+      const double nic = s_.cluster.nic_bandwidth_bytes_per_s * s_.cluster.gpu.nic_efficiency;
+      const double buckets = std::ceil(rollout_shard / s_.policy.weight_sync_bucket_bytes);
+      return rollout_shard / nic + buckets * s_.cluster.gpu.collective_latency.ring_base.seconds();
+    }
+  }
+  return 0;
+}
+
+void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
+  // Each trajectory's tensors go from the rollout engine that generated it to the training rank
+  // that will consume it.
+  const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
+  std::vector<DispatchSample> samples;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    int64_t engine = 0;
+    for (const auto& turn : p.rollout.turns)
+      if (turn.trajectory == static_cast<int64_t>(i)) engine = turn.engine;
+    samples.push_back({tokens[i], engine_gpu(l.rollout, engine), train_rank_gpu(s_, l.train, ranks[i])});
+  }
+  DispatchOptions opt;
+  opt.mode = s_.policy.dispatch;
+  opt.controller_bandwidth_bytes_per_s = s_.cluster.controller_bandwidth_bytes_per_s;
+  opt.advantage_seconds_per_token = 0;
+  const auto r = simulate_dispatch(s_.cluster, samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value()), opt);
+  p.times.dispatch = r.seconds;
+  (void)d;
+}
+
+RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts& l, bool relaunch) {
+  StagePlan p;
+  run_rollout(d, l, p);
+  if (p.oom) return p;
+  std::vector<int64_t> tokens;
+  for (const auto& t : d.trajectories) tokens.push_back(std::max<int64_t>(1, t.context_tokens()));
+  run_preparation(d, l, p, tokens);
+  run_dispatch(d, l, p, tokens);
+  run_training(d, l, p, tokens);
+  if (p.oom) return p;
+  p.times.weight_sync = weight_sync_seconds(l);
+  if (relaunch) {
+    // A new rollout layout: engines restart and load their weights over the host link.
+    const double shard = 2.0 * model::count_params(s_.model).total / real(l.rollout.gpus_per_engine());
+    p.times.weight_sync += shard / s_.cluster.gpu.host_link.achieved();
+  }
+  const auto& t = p.times;
+  p.rollout_s = t.rollout + t.reward;
+  p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train + t.weight_sync;
+  return p;
+}
+
+void RunSimulator::add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s) {
+  if (!o_.timeline || end_s <= start_s) return;
+  const bool rollout = stage == "rollout" || stage == "reward";
+  result_.events.push_back({rollout ? "rollout" : "training", "stages", stage, SimTime::from_seconds(start_s),
+                            SimTime::from_seconds(end_s), step, stage});
+}
+
+void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s) {
+  if (!o_.timeline) return;
+  const SimTime base = SimTime::from_seconds(start_s);
+  const int64_t per_engine = l.rollout.gpus_per_engine();
+  for (const auto& span : r.spans) {
+    const int64_t gpu = engine_gpu(l.rollout, span.engine);
+    const std::string node = "node " + std::to_string(gpu / s_.cluster.gpus_per_node);
+    const std::string thread = "engine " + std::to_string(span.engine) + " (GPU " + std::to_string(gpu) +
+                               (per_engine > 1 ? "-" + std::to_string(gpu + per_engine - 1) : "") + ")";
+    result_.events.push_back({node, thread, span.prefill ? "prefill+decode" : "decode", base + span.start, base + span.end,
+                              d.step, "rollout"});
+  }
+  // Tool calls on their pools, each on the first free slot so that a slot's events never overlap.
+  std::map<int, std::vector<SimTime>> slots;
+  for (const auto& c : r.tool_calls) {
+    const std::string pool = c.pool >= 0 ? "pool " + r.pools[static_cast<size_t>(c.pool)].name : "tools";
+    auto& free_at = slots[c.pool];
+    size_t slot = 0;
+    while (slot < free_at.size() && free_at[slot] > c.started) ++slot;
+    if (slot == free_at.size()) free_at.push_back(c.ended);
+    else free_at[slot] = c.ended;
+    result_.events.push_back({pool, "slot " + std::to_string(slot), "tool call", base + c.started, base + c.ended, d.step,
+                              "rollout"});
+  }
+}
+
+RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
+  tool_names_ = t.tool_names();
+  std::vector<StepData> steps;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const auto v = t.trajectory(i);
+    if (o_.first_step >= 0 && v.info.step < o_.first_step) continue;
+    if (o_.last_step >= 0 && v.info.step > o_.last_step) continue;
+    if (steps.empty() || steps.back().step != v.info.step) steps.push_back({v.info.step, {}});
+    steps.back().trajectories.push_back(v);
+  }
+  const int64_t limit = o_.max_steps > 0 ? o_.max_steps : s_.steps;
+  if (static_cast<int64_t>(steps.size()) > limit) steps.resize(static_cast<size_t>(limit));
+  const bool async = s_.policy.sync == spec::SyncMode::async;
+  const int64_t staleness = std::max<int64_t>(1, s_.policy.staleness);
+  std::vector<double> rollout_end, train_end;
+  double previous_end = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& d = steps[i];
+    const Layouts l = layouts_at(s_.policy, d.step);
+    const bool relaunch = previous_rollout_ && (previous_rollout_->tp != l.rollout.tp || previous_rollout_->pp != l.rollout.pp);
+    previous_rollout_ = l.rollout;
+    StagePlan p = plan_step(d, l, relaunch);
+    StepRecord rec;
+    rec.step = d.step;
+    for (const auto& v : d.trajectories) rec.tokens += v.context_tokens();
+    // Asynchronous: the rollout of step t waits for the weights of step t - k; training waits
+    // for its rollout and for the previous training. Synchronous: one stage after another.
+    double rollout_start = previous_end;
+    if (async) {
+      rollout_start = rollout_end.empty() ? 0 : rollout_end.back();
+      const size_t k = static_cast<size_t>(staleness);
+      if (i >= k + 1) rollout_start = std::max(rollout_start, train_end[i - k - 1]);
+    }
+    const double r_end = rollout_start + p.rollout_s;
+    const double t_start = async ? std::max(r_end, train_end.empty() ? 0.0 : train_end.back()) : r_end;
+    const double t_end = t_start + p.training_s;
+    rollout_end.push_back(r_end);
+    train_end.push_back(t_end);
+    rec.start_s = rollout_start;
+    rec.time_s = t_end - previous_end;
+    rec.stages = p.times;
+    rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
+    rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
+    add_rollout_events(d, l, p.rollout, rollout_start);
+    double at = rollout_start;
+    for (const auto& [stage, seconds] : {std::pair<std::string, double>{"rollout", p.times.rollout}, {"reward", p.times.reward}}) {
+      add_stage_event(stage, d.step, at, at + seconds);
+      at += seconds;
+    }
+    at = t_start;
+    const std::pair<std::string, double> training[] = {{"old_logprob", p.times.old_logprob}, {"ref_logprob", p.times.ref_logprob},
+                                                       {"critic", p.times.critic},           {"dispatch", p.times.dispatch},
+                                                       {"train", p.times.train},             {"weight_sync", p.times.weight_sync}};
+    for (const auto& [stage, seconds] : training) {
+      add_stage_event(stage, d.step, at, at + seconds);
+      at += seconds;
+    }
+    previous_end = t_end;
+    for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
+    if (p.oom) {
+      rec.oom = p.oom;
+      result_.oom_events.push_back(*p.oom);
+    }
+    result_.steps.push_back(rec);
+    if (progress) progress(static_cast<int64_t>(i) + 1, static_cast<int64_t>(steps.size()));
+    if (p.oom && o_.stop_on_oom) break;
+  }
+  result_.total_time_s = previous_end;
+  result_.gpu_hours = real(result_.gpus) * result_.total_time_s / 3600.0;
+  result_.cost_usd = result_.gpu_hours * result_.price_usd_per_gpu_hour;
+  return std::move(result_);
+}
+
+}  // namespace
+
+RunResult simulate_run(const spec::ScenarioSpec& s, const trace::Trace& t, const RunOptions& o, const Progress& progress) {
+  RunSimulator sim(s, o);
+  return sim.run(t, progress);
+}
+
+}  // namespace arlsim::rl
