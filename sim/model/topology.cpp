@@ -119,20 +119,39 @@ class PredecessorRecorder : public boost::default_bfs_visitor {
 
 }  // namespace
 
+// Breadth-first trees by source vertex, kept for a batch of routes: routes come grouped by
+// source, and a host's routes start from the node's GPUs of each rail, so a few trees serve a
+// whole batch. Dropped all at once when full, to bound memory on large clusters.
+struct Topology::Trees {
+  using Tree = std::vector<std::pair<size_t, size_t>>;  // per vertex: (parent, link id)
+  size_t limit = 1;
+  std::map<size_t, Tree> by_source;
+};
+
 std::vector<size_t> Topology::path(int64_t src, int64_t dst) const {
+  Trees trees;
+  return gpu_path(src, dst, trees);
+}
+
+std::vector<size_t> Topology::gpu_path(int64_t src, int64_t dst, Trees& trees) const {
   ARLSIM_ASSERT(src >= 0 && src < gpus_ && dst >= 0 && dst < gpus_);
   if (src == dst) return {};
   // A shortest path never relays through a third GPU: such a route is always longer than the
   // direct one through the NVSwitch or the two GPUs' NICs.
-  return vertex_path(graph_->gpu_vertex[static_cast<size_t>(src)], graph_->gpu_vertex[static_cast<size_t>(dst)]);
+  return vertex_path(graph_->gpu_vertex[static_cast<size_t>(src)], graph_->gpu_vertex[static_cast<size_t>(dst)], trees);
 }
 
-std::vector<size_t> Topology::vertex_path(size_t s, size_t d) const {
-  std::vector<size_t> out;
+std::vector<size_t> Topology::vertex_path(size_t s, size_t d, Trees& trees) const {
   const auto& g = graph_->g;
   const size_t none = std::numeric_limits<size_t>::max();
-  std::vector<std::pair<size_t, size_t>> pred(boost::num_vertices(g), {none, none});
-  boost::breadth_first_search(g, s, boost::visitor(PredecessorRecorder(pred)));
+  auto it = trees.by_source.find(s);
+  if (it == trees.by_source.end()) {
+    if (trees.by_source.size() >= trees.limit) trees.by_source.clear();
+    it = trees.by_source.emplace(s, Trees::Tree(boost::num_vertices(g), {none, none})).first;
+    boost::breadth_first_search(g, s, boost::visitor(PredecessorRecorder(it->second)));
+  }
+  const auto& pred = it->second;
+  std::vector<size_t> out;
   for (size_t v = d; v != s; v = pred[v].first) {
     ARLSIM_ASSERT(pred[v].first != none);
     out.push_back(pred[v].second);
@@ -142,33 +161,50 @@ std::vector<size_t> Topology::vertex_path(size_t s, size_t d) const {
 }
 
 std::vector<size_t> Topology::route(Endpoint src, Endpoint dst) const {
+  Trees trees;
+  return route(src, dst, trees);
+}
+
+std::vector<std::vector<size_t>> Topology::routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs) const {
+  Trees trees;
+  trees.limit = static_cast<size_t>(gpus_per_node_) + 2;
+  std::vector<std::vector<size_t>> out;
+  out.reserve(pairs.size());
+  for (const auto& [src, dst] : pairs) out.push_back(route(src, dst, trees));
+  return out;
+}
+
+std::vector<size_t> Topology::route(Endpoint src, Endpoint dst, Trees& trees) const {
+  using enum EndpointKind;
   if (src == dst) return {};
-  const auto is = [](Endpoint e, EndpointKind k) { return e.kind == k; };
-  if (is(src, EndpointKind::gpu) && is(dst, EndpointKind::gpu)) return path(src.index, dst.index);
-  if (is(src, EndpointKind::host) || is(dst, EndpointKind::host)) {
-    const bool to_host = is(dst, EndpointKind::host);
-    const Endpoint host = to_host ? dst : src;
-    const Endpoint gpu = to_host ? src : dst;
-    ARLSIM_ASSERT(is(gpu, EndpointKind::gpu) && gpu.index >= 0 && gpu.index < gpus_);
-    ARLSIM_ASSERT(host.index >= 0 && host.index < gpus_ / gpus_per_node_);
-    if (gpu.index / gpus_per_node_ == host.index) return {gpu_to_host_[static_cast<size_t>(gpu.index)] + (to_host ? 0 : 1)};
-    // Through the rail: the host's side of the path is the one the node's GPU of the same local
-    // index would take, with its GPU-NIC link replaced by the host-NIC link.
-    const int64_t local = gpu.index % gpus_per_node_;
-    const int64_t rail_gpu = host.index * gpus_per_node_ + local;
-    const size_t host_nic = host_to_nic_[static_cast<size_t>(host.index * nics_per_node_ + local % nics_per_node_)];
-    auto p = to_host ? path(gpu.index, rail_gpu) : path(rail_gpu, gpu.index);
-    if (to_host) p.back() = host_nic + 1;
-    else p.front() = host_nic;
-    return p;
-  }
+  if (src.kind == gpu && dst.kind == gpu) return gpu_path(src.index, dst.index, trees);
+  if (src.kind == host || dst.kind == host) return host_route(src, dst, trees);
   ARLSIM_ASSERT(controller_.has_value());
   const auto vertex = [&](Endpoint e) {
-    if (is(e, EndpointKind::controller)) return controller_vertex_;
+    if (e.kind == controller) return controller_vertex_;
     ARLSIM_ASSERT(e.index >= 0 && e.index < gpus_);
     return graph_->gpu_vertex[static_cast<size_t>(e.index)];
   };
-  return vertex_path(vertex(src), vertex(dst));
+  return vertex_path(vertex(src), vertex(dst), trees);
+}
+
+std::vector<size_t> Topology::host_route(Endpoint src, Endpoint dst, Trees& trees) const {
+  const bool to_host = dst.kind == EndpointKind::host;
+  const Endpoint host = to_host ? dst : src;
+  const Endpoint gpu = to_host ? src : dst;
+  ARLSIM_ASSERT(gpu.kind == EndpointKind::gpu && gpu.index >= 0 && gpu.index < gpus_);
+  ARLSIM_ASSERT(host.index >= 0 && host.index < gpus_ / gpus_per_node_);
+  const auto host_link = gpu_to_host_[static_cast<size_t>(gpu.index)];
+  if (gpu.index / gpus_per_node_ == host.index) return {to_host ? host_link : host_link + 1};
+  // Through the rail: the host's side of the path is the one the node's GPU of the same local
+  // index would take, with its GPU-NIC link replaced by the host-NIC link.
+  const int64_t local = gpu.index % gpus_per_node_;
+  const int64_t rail_gpu = host.index * gpus_per_node_ + local;
+  const size_t host_nic = host_to_nic_[static_cast<size_t>(host.index * nics_per_node_ + local % nics_per_node_)];
+  auto p = to_host ? gpu_path(gpu.index, rail_gpu, trees) : gpu_path(rail_gpu, gpu.index, trees);
+  if (to_host) p.back() = host_nic + 1;
+  else p.front() = host_nic;
+  return p;
 }
 
 int64_t Topology::node_of(Endpoint e) const {
@@ -218,19 +254,21 @@ class FairShare {
       for (uint32_t l : flow_links_[f]) link_flows_[l].push_back(static_cast<uint32_t>(f));
   }
 
-  // Max-min fair rates of the flows marked active (the others get 0), by the bottleneck
+  // Max-min fair rates of the `live` flows (the others' rates are left as they are), by the bottleneck
   // algorithm: the link with the smallest equal share fixes the rate of every flow on it; those
   // flows leave, and no other link's share can drop below the one just fixed, so links are
   // settled in increasing order of share. A link's share only grows, so a heap entry that is out
   // of date is put back with its current share when it comes up, rather than on every change.
-  void rates(const std::vector<char>& active, std::vector<double>& rate) const {
-    rate.assign(flow_links_.size(), 0.0);
+  void rates(const std::vector<uint32_t>& live, std::vector<double>& rate) const {
+    rate.resize(flow_links_.size());
     left_ = capacity_;
     users_.assign(capacity_.size(), 0);
-    fixed_.assign(flow_links_.size(), 0);
-    for (size_t f = 0; f < flow_links_.size(); ++f)
-      if (active[f])
-        for (uint32_t l : flow_links_[f]) ++users_[l];
+    fixed_.assign(flow_links_.size(), 1);
+    for (uint32_t f : live) {
+      rate[f] = 0;
+      fixed_[f] = 0;
+      for (uint32_t l : flow_links_[f]) ++users_[l];
+    }
     using Entry = std::pair<double, uint32_t>;  // (share, link)
     std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
     for (uint32_t l = 0; l < capacity_.size(); ++l)
@@ -244,7 +282,7 @@ class FairShare {
         continue;
       }
       for (uint32_t f : link_flows_[l]) {
-        if (!active[f] || fixed_[f]) continue;
+        if (fixed_[f]) continue;
         fixed_[f] = 1;
         rate[f] = s;
         for (uint32_t other : flow_links_[f]) {
@@ -270,8 +308,10 @@ class FairShare {
 }  // namespace
 
 std::vector<double> max_min_fair_rates(const std::vector<Flow>& flows, const std::vector<double>& capacities) {
+  std::vector<uint32_t> all(flows.size());
+  for (size_t f = 0; f < flows.size(); ++f) all[f] = static_cast<uint32_t>(f);
   std::vector<double> rate;
-  FairShare(flows, capacities).rates(std::vector<char>(flows.size(), 1), rate);
+  FairShare(flows, capacities).rates(all, rate);
   // Flows without links are limited only by their demand.
   for (size_t f = 0; f < flows.size(); ++f)
     if (flows[f].links.empty()) rate[f] = flows[f].demand_bytes_per_s;
@@ -279,43 +319,48 @@ std::vector<double> max_min_fair_rates(const std::vector<Flow>& flows, const std
 }
 
 std::vector<double> flow_completion_seconds(const std::vector<Flow>& flows, const std::vector<double>& bytes,
-                                            const std::vector<double>& capacities) {
+                                            const std::vector<double>& capacities, double reshare_fraction) {
   ARLSIM_ASSERT(flows.size() == bytes.size());
+  ARLSIM_ASSERT(reshare_fraction >= 0 && reshare_fraction < 1);
   const double inf = std::numeric_limits<double>::infinity();
   // Remaining bytes below this fraction of a flow's size are rounding, not data.
   const double eps = 1e-9;
   std::vector<double> done(flows.size(), 0.0);
   std::vector<double> left = bytes;
-  std::vector<char> active(flows.size(), 0);
-  size_t running = 0;
+  std::vector<uint32_t> live;
   for (size_t f = 0; f < flows.size(); ++f) {
     if (bytes[f] <= 0) continue;
-    if (!flows[f].links.empty()) active[f] = 1, ++running;
+    if (!flows[f].links.empty()) live.push_back(static_cast<uint32_t>(f));
     else if (flows[f].demand_bytes_per_s > 0) done[f] = bytes[f] / flows[f].demand_bytes_per_s;
   }
   const FairShare share(flows, capacities);
-  std::vector<double> rate;
+  std::vector<double> rate, finish;
   double now = 0;
-  while (running > 0) {
-    share.rates(active, rate);
-    double step = inf;
-    for (size_t f = 0; f < flows.size(); ++f)
-      if (active[f] && rate[f] > 0) step = std::min(step, left[f] / rate[f]);
+  while (!live.empty()) {
+    share.rates(live, rate);
+    finish.clear();
+    for (uint32_t f : live) finish.push_back(rate[f] > 0 ? left[f] / rate[f] : inf);
+    // Hold the rates until the k-th completion (k = 1: exact).
+    const auto k = std::max<size_t>(1, static_cast<size_t>(reshare_fraction * static_cast<double>(live.size())));
+    std::vector<double> order = finish;
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k - 1), order.end());
+    const double step = order[k - 1];
     if (step == inf) {
-      for (size_t f = 0; f < flows.size(); ++f)
-        if (active[f]) done[f] = inf;
+      for (uint32_t f : live) done[f] = inf;
       break;
     }
-    now += step;
-    for (size_t f = 0; f < flows.size(); ++f) {
-      if (!active[f]) continue;
-      left[f] -= rate[f] * step;
-      if (left[f] <= bytes[f] * eps) {
-        done[f] = now;
-        active[f] = 0;
-        --running;
+    std::vector<uint32_t> still;
+    for (size_t i = 0; i < live.size(); ++i) {
+      const uint32_t f = live[i];
+      if (finish[i] <= step || left[f] - rate[f] * step <= bytes[f] * eps) {
+        done[f] = now + std::min(finish[i], step);
+      } else {
+        left[f] -= rate[f] * step;
+        still.push_back(f);
       }
     }
+    now += step;
+    live = std::move(still);
   }
   return done;
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/spec/cluster.h"
@@ -64,14 +65,17 @@ class Topology {
   // another node through the NIC of that GPU's rail (the same local index), so that warehouse
   // reads spread over the node's NICs as GPU traffic does.
   std::vector<size_t> route(Endpoint src, Endpoint dst) const;
+  // The routes of many pairs at once, sharing breadth-first searches between pairs that start
+  // from the same place (list pairs grouped by source for the full benefit).
+  std::vector<std::vector<size_t>> routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs) const;
   // The node an endpoint sits on (the controller's node for the controller).
   int64_t node_of(Endpoint e) const;
-  bool has_controller() const { return controller_.has_value(); }
   // Every link's capacity, indexed by link id (what max_min_fair_rates takes).
   std::vector<double> capacities() const;
 
  private:
   struct Graph;
+  struct Trees;
   // Adds both directions of a link of the given capacity to the routing graph.
   void connect(size_t a, size_t b, const std::string& a_name, const std::string& b_name, double capacity);
   // Adds both directions of a link that routes never search through; returns the id of a -> b
@@ -79,7 +83,10 @@ class Topology {
   size_t add_link_pair(const std::string& a_name, const std::string& b_name, double capacity);
   void add_host_links(const spec::ClusterSpec& c);
   // Breadth-first shortest path between two vertices of the routing graph.
-  std::vector<size_t> vertex_path(size_t src, size_t dst) const;
+  std::vector<size_t> vertex_path(size_t src, size_t dst, Trees& trees) const;
+  std::vector<size_t> gpu_path(int64_t src, int64_t dst, Trees& trees) const;
+  std::vector<size_t> route(Endpoint src, Endpoint dst, Trees& trees) const;
+  std::vector<size_t> host_route(Endpoint src, Endpoint dst, Trees& trees) const;
 
   std::unique_ptr<Graph> graph_;
   std::vector<LinkInfo> links_;
@@ -107,7 +114,11 @@ std::vector<double> max_min_fair_rates(const std::vector<Flow>& flows, const std
 // re-shared, until all are done. bytes[i] belongs to flows[i]. A flow without links takes
 // bytes / demand, or no time without a demand (a copy within one device is not modelled); a flow
 // that cannot progress (a zero-capacity link) never finishes: +infinity.
+// Re-sharing after every completion costs one fair-share computation per flow, quadratic in the
+// flows; with reshare_fraction f > 0 the rates are held until max(1, f x flows left) flows have
+// finished, so capacity a finished flow frees waits for the next re-share: completion times can
+// only come out later, and the count of re-shares grows as log(flows) / f.
 std::vector<double> flow_completion_seconds(const std::vector<Flow>& flows, const std::vector<double>& bytes,
-                                            const std::vector<double>& capacities);
+                                            const std::vector<double>& capacities, double reshare_fraction = 0);
 
 }  // namespace arlsim::model

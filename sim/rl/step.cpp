@@ -332,13 +332,11 @@ void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& 
   // Each trajectory's tensors go from the rollout engine that generated it to the training rank
   // that will consume it.
   const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
+  std::vector<int64_t> engine(tokens.size(), 0);  // the engine of each trajectory's last turn
+  for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
   std::vector<DispatchSample> samples;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    int64_t engine = 0;
-    for (const auto& turn : p.rollout.turns)
-      if (turn.trajectory == static_cast<int64_t>(i)) engine = turn.engine;
-    samples.push_back({tokens[i], engine_gpu(l.rollout, engine), train_rank_gpu(s_, l.train, ranks[i])});
-  }
+  for (size_t i = 0; i < tokens.size(); ++i)
+    samples.push_back({tokens[i], engine_gpu(l.rollout, engine[i]), train_rank_gpu(s_, l.train, ranks[i])});
   DispatchOptions opt;
   opt.mode = s_.policy.dispatch;
   opt.controller_bandwidth_bytes_per_s = s_.cluster.controller_bandwidth_bytes_per_s;
@@ -351,12 +349,17 @@ void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& 
 RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts& l, bool relaunch) {
   StagePlan p;
   run_rollout(d, l, p);
+  p.rollout_s = p.times.rollout + p.times.reward;
   if (p.oom) return p;
+  // Training sees each trajectory as the rollout left it: cut at the context limit.
   std::vector<int64_t> tokens;
-  for (const auto& t : d.trajectories) tokens.push_back(std::max<int64_t>(1, t.context_tokens()));
+  for (const auto& t : d.trajectories)
+    tokens.push_back(std::clamp<int64_t>(t.context_tokens(), 1, s_.workload.max_context_tokens));
   run_preparation(d, l, p, tokens);
   run_dispatch(d, l, p, tokens);
   run_training(d, l, p, tokens);
+  const auto& t = p.times;
+  p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train;
   if (p.oom) return p;
   p.times.weight_sync = weight_sync_seconds(l);
   if (relaunch) {
@@ -364,9 +367,7 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
     const double shard = 2.0 * model::count_params(s_.model).total / real(l.rollout.gpus_per_engine());
     p.times.weight_sync += shard / s_.cluster.gpu.host_link.achieved();
   }
-  const auto& t = p.times;
-  p.rollout_s = t.rollout + t.reward;
-  p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train + t.weight_sync;
+  p.training_s += p.times.weight_sync;
   return p;
 }
 

@@ -87,6 +87,21 @@ TEST_CASE("topology: a flow freed by another's completion takes the rest of the 
   CHECK(done[2] == doctest::Approx(4 + (40 - 16 - 12) / 10.0));
 }
 
+TEST_CASE("topology: holding the rates for a fraction of the flows can only make them later") {
+  // Four flows of 1, 2, 3 and 4 bytes on one link of 1 byte/s. Exact: each gets 1/4 until the
+  // first ends at 4, then 1/3 (the second ends at 7), 1/2 (9), 1 (10).
+  const std::vector<model::Flow> flows(4, model::Flow{{0}, 0});
+  const std::vector<double> bytes{1, 2, 3, 4};
+  const auto exact = model::flow_completion_seconds(flows, bytes, {1});
+  const std::vector<double> exact_expected{4, 7, 9, 10};
+  for (size_t i = 0; i < 4; ++i) CHECK(exact[i] == doctest::Approx(exact_expected[i]));
+  // Re-sharing after half the flows: the rates stay at 1/4 until the second ends at 8; then
+  // 1/2 each for the 1 and 2 bytes left (10), and 1 for the last byte (11).
+  const auto held = model::flow_completion_seconds(flows, bytes, {1}, 0.5);
+  const std::vector<double> held_expected{4, 8, 10, 11};
+  for (size_t i = 0; i < 4; ++i) CHECK(held[i] == doctest::Approx(held_expected[i]));
+}
+
 TEST_CASE("topology: host memory and controller endpoints") {
   const auto c = test::preset_cluster("dgx-h100", 2);
   const model::Topology t(c, model::ControllerLink{0, 3.125e9});
