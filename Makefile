@@ -31,7 +31,10 @@ test-asan: deps
 bench: build
 	$(BUILD)/tests/event_bench
 	$(BUILD)/tests/estimate_bench
+	$(BUILD)/tests/rollout_bench
+	$(BUILD)/tests/dispatch_validation
 	tests/bench/trace_load_bench.sh $(BUILD)
+	tests/bench/simulate_bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
