@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "sim/spec/diagnostics.h"
+#include "sim/spec/utf8.h"
 
 namespace arlsim::spec {
 
@@ -419,24 +420,6 @@ class Parser {
     return arr;
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   bool parse_hex4(uint32_t& out) {
     out = 0;
     for (int k = 0; k < 4; ++k) {
@@ -454,23 +437,7 @@ class Parser {
 
   // Length of a valid UTF-8 sequence starting at i_, or 0.
   size_t utf8_length() const {
-    const auto* s = reinterpret_cast<const unsigned char*>(text_.data()) + i_;
-    const size_t left = text_.size() - i_;
-    const unsigned char c = s[0];
-    size_t n = 0;
-    uint32_t min = 0;
-    if (c >= 0xC2 && c <= 0xDF) { n = 2; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { n = 3; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { n = 4; min = 0x10000; }
-    else return 0;
-    if (left < n) return 0;
-    uint32_t cp = c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      if ((s[k] & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return n;
+    return spec::utf8_length(reinterpret_cast<const unsigned char*>(text_.data()) + i_, text_.size() - i_);
   }
 
   std::string parse_string() {

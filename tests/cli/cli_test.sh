@@ -5,33 +5,7 @@ set -u
 arlsim="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-expect() {  # expect NAME EXPECTED_STATUS COMMAND...
-  local name="$1" want="$2"
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -eq "$want" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $got, expected $want"
-    sed 's/^/  out: /' "$tmp/out" | head -5
-    sed 's/^/  err: /' "$tmp/err" | head -5
-  fi
-}
-
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $1: '$3' not in $2:"
-    head -5 "$2" | sed 's/^/  /'
-  fi
-}
+source "$(dirname "$0")/../lib/checks.sh"
 
 # The default run simulates the embedded default scenario and prints its table.
 expect default 0 "$arlsim"
@@ -51,9 +25,9 @@ done
 contains simulate-timeline "$tmp/run/timeline.json" '"traceEvents"'
 "$arlsim" simulate default --json --steps 15:30 >"$tmp/a.json"
 "$arlsim" simulate default --json --steps 15:30 --rollout-granularity iteration >"$tmp/b.json"
-if cmp -s "$tmp/a.json" "$tmp/b.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL simulate: skip != iteration"; fi
+same simulate-skip-vs-iteration "$tmp/a.json" "$tmp/b.json"
 "$arlsim" simulate default --json --steps 15:30 >"$tmp/c.json"
-if cmp -s "$tmp/a.json" "$tmp/c.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL simulate: not deterministic"; fi
+same simulate-deterministic "$tmp/a.json" "$tmp/c.json"
 expect simulate-bad-steps 2 "$arlsim" simulate default --steps 9:3
 expect simulate-bad-oom 2 "$arlsim" simulate default --on-oom ignore
 expect simulate-no-scenario 2 "$arlsim" simulate
@@ -125,7 +99,7 @@ done
 # Event skipping and per-iteration simulation print the same figures.
 "$arlsim" estimate --json scenarios/stages/rollout-qwen3-8b-h100.json | grep -v '"events"' >"$tmp/skip.json"
 "$arlsim" estimate --json --rollout-granularity iteration scenarios/stages/rollout-qwen3-8b-h100.json | grep -v '"events"' >"$tmp/iter.json"
-if cmp -s "$tmp/skip.json" "$tmp/iter.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL skip != iteration"; diff "$tmp/skip.json" "$tmp/iter.json" | head; fi
+same estimate-skip-vs-iteration "$tmp/skip.json" "$tmp/iter.json"
 expect estimate-bad-granularity 2 "$arlsim" estimate --rollout-granularity sometimes scenarios/stages/rollout-qwen3-8b-h100.json
 expect estimate-rollout-oom 2 "$arlsim" estimate scenarios/stages/rollout-qwen3-8b-h100.json --set /engine/gpu_memory_utilization=0.1
 contains estimate-rollout-oom "$tmp/err" "/engine: the engine's KV cache does not fit"
@@ -149,5 +123,4 @@ expect list-models 0 "$arlsim" list models
 contains list-models-table "$tmp/out" "qwen3-30b-a3b"
 expect list-bad 2 "$arlsim" list gadgets
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+report

@@ -6,42 +6,7 @@ set -u
 arlsim="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-expect() {  # expect NAME EXPECTED_STATUS COMMAND...
-  local name="$1" want="$2"
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -eq "$want" ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $name: exit $got, expected $want"
-    sed 's/^/  out: /' "$tmp/out" | head -5
-    sed 's/^/  err: /' "$tmp/err" | head -5
-  fi
-}
-
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $1: '$3' not in $2:"
-    head -5 "$2" | sed 's/^/  /'
-  fi
-}
-
-same() {  # same NAME FILE1 FILE2
-  if cmp -s "$2" "$3"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL $1: $2 and $3 differ"
-  fi
-}
+source "$(dirname "$0")/../lib/checks.sh"
 
 # Usage and help.
 expect trace-no-args 2 "$arlsim" trace
@@ -118,5 +83,4 @@ expect import-dump-stats 0 "$arlsim" trace stats --json "$tmp/dump.jsonl"
 contains import-dump-step "$tmp/out" '"step":5,"trajectories":2,'
 expect import-missing 2 "$arlsim" trace import "$tmp/none.csv" --prompts-per-step 1 --group-size 1 --out "$tmp/x.jsonl"
 
-echo "trace_cli_test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+report
