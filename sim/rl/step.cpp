@@ -171,6 +171,7 @@ class RunSimulator {
   double weight_sync_seconds(const Layouts& l) const;
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
   void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
+  void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
 
   const spec::ScenarioSpec& s_;
   const RunOptions& o_;
@@ -371,6 +372,20 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   return p;
 }
 
+void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s) {
+  if (!o_.timeline) return;
+  // Per node, the GPU memory of the stage holding its GPUs: rollout engines, then training.
+  const bool colocated = s_.policy.placement == spec::Placement::colocated;
+  const int64_t rollout_nodes = colocated ? s_.cluster.nodes : (s_.policy.rollout_gpus + s_.cluster.gpus_per_node - 1) / s_.cluster.gpus_per_node;
+  for (int64_t n = 0; n < s_.cluster.nodes; ++n) {
+    const std::string node = "node " + std::to_string(n);
+    if (n < rollout_nodes)
+      result_.counters.push_back({node, "GPU memory (GiB)", SimTime::from_seconds(rollout_start_s), p.rollout_memory_gib});
+    if (colocated || n >= s_.policy.rollout_gpus / s_.cluster.gpus_per_node)
+      result_.counters.push_back({node, "GPU memory (GiB)", SimTime::from_seconds(train_start_s), p.train_memory_gib});
+  }
+}
+
 void RunSimulator::add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s) {
   if (!o_.timeline || end_s <= start_s) return;
   const bool rollout = stage == "rollout" || stage == "reward";
@@ -448,6 +463,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
     add_rollout_events(d, l, p.rollout, rollout_start);
+    add_memory_counters(p, rollout_start, t_start);
     double at = rollout_start;
     for (const auto& [stage, seconds] : {std::pair<std::string, double>{"rollout", p.times.rollout}, {"reward", p.times.reward}}) {
       add_stage_event(stage, d.step, at, at + seconds);
