@@ -129,8 +129,14 @@ void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
   r.shared_tokens = u.shared_tokens;
 }
 
-Planned EngineScheduler::plan() {
-  Planned p;
+void EngineScheduler::plan(Planned& p) {
+  p.chunks.clear();
+  p.decodes.clear();
+  p.batch.prefill.clear();
+  p.batch.decode_seqs = 0;
+  p.batch.decode_kv_tokens = 0;
+  p.batch.decode_rows_per_seq = 1;
+  p.skippable = 0;
   int64_t budget = spec_.max_num_batched_tokens;
   const int64_t preemptions_before = stats_.preemptions;
   for (size_t i = 0; i < running_.size();) {
@@ -202,7 +208,6 @@ Planned EngineScheduler::plan() {
   // admission this time only.
   if (p.chunks.empty() && !p.decodes.empty() && (stats_.preemptions == preemptions_before || waiting_.empty()))
     p.skippable = window_iterations(p.decodes);
-  return p;
 }
 
 int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes) const {

@@ -68,8 +68,9 @@ class EngineScheduler {
 
   // A request arrives (a trajectory has at most one request on an engine at a time).
   void arrive(Request r);
-  // Plans the next iteration (allocating blocks, preempting when needed).
-  Planned plan();
+  // Plans the next iteration into `p` (allocating blocks, preempting when needed); `p`'s buffers
+  // are reused, so that planning allocates nothing in the steady state.
+  void plan(Planned& p);
   // Applies `iterations` iterations of the last plan; returns the trajectories whose turn ended
   // (their generation is complete) and those whose request produced its first token.
   void complete(const Planned& p, int64_t iterations, std::vector<int64_t>& finished,

@@ -329,7 +329,7 @@ void Rollout::plan(int64_t e) {
     eng.busy = false;
     return;
   }
-  eng.plan = eng.sched->plan();
+  eng.sched->plan(eng.plan);
   if (eng.plan.chunks.empty() && eng.plan.decodes.empty()) {
     eng.busy = false;  // nothing can run (cannot happen with a non-empty engine, but stay safe)
     return;
