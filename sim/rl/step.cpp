@@ -172,6 +172,7 @@ class RunSimulator {
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
   void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
+  void add_mini_batch_events(int64_t step, double start_s, double seconds);
 
   const spec::ScenarioSpec& s_;
   const RunOptions& o_;
@@ -372,6 +373,19 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   return p;
 }
 
+void RunSimulator::add_mini_batch_events(int64_t step, double start_s, double seconds) {
+  if (!o_.timeline || seconds <= 0) return;
+  // Every optimizer step of the stage (PPO epochs x mini-batches) takes the same time.
+  const int64_t n = s_.workload.ppo_epochs * s_.workload.mini_batches;
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = start_s + seconds * real(i) / real(n), b = start_s + seconds * real(i + 1) / real(n);
+    result_.events.push_back({"training", "mini-batches",
+                              "epoch " + std::to_string(i / s_.workload.mini_batches) + " mini-batch " +
+                                  std::to_string(i % s_.workload.mini_batches),
+                              SimTime::from_seconds(a), SimTime::from_seconds(b), step, "train"});
+  }
+}
+
 void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s) {
   if (!o_.timeline) return;
   // Per node, the GPU memory of the stage holding its GPUs: rollout engines, then training.
@@ -475,6 +489,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
                                                        {"train", p.times.train},             {"weight_sync", p.times.weight_sync}};
     for (const auto& [stage, seconds] : training) {
       add_stage_event(stage, d.step, at, at + seconds);
+      if (stage == "train") add_mini_batch_events(d.step, at, seconds);
       at += seconds;
     }
     previous_end = t_end;
