@@ -62,6 +62,7 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   o.per_iteration = a.per_iteration;
   o.stop_on_oom = a.stop_on_oom;
   o.timeline = !a.out.empty();
+  o.detail_pipeline = a.detail_pipeline;
   const bool tty = isatty(STDERR_FILENO) != 0 && !a.json;
   const auto r = rl::simulate_run(*s, *t, o, tty ? rl::Progress(progress_bar) : rl::Progress());
   if (r.steps.empty()) {
@@ -82,7 +83,7 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
 }
 
 int run_simulate(const Args& args) {
-  std::string scenario, steps, on_oom = "stop", granularity = "skip";
+  std::string scenario, steps, on_oom = "stop", granularity = "skip", detail;
   SimulateArgs a;
   po::options_description opts("arlsim simulate SCENARIO [options]\n\n"
                                "Simulates RL steps of a scenario (a file or a preset name) over its trace and prints\n"
@@ -95,7 +96,8 @@ int run_simulate(const Args& args) {
       "on-oom", po::value(&on_oom)->default_value("stop"), "stop at the first OOM, or skip the step and go on")(
       "rollout-granularity", po::value(&granularity)->default_value("skip"),
       "\"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each")(
-      "json", "print summary.json on stdout instead of the table");
+      "json", "print summary.json on stdout instead of the table")(
+      "detail", po::value(&detail), "\"pipeline\": the timeline shows each micro-batch on each pipeline stage");
   po::options_description hidden;
   hidden.add_options()("scenario", po::value(&scenario));
   po::positional_options_description pos;
@@ -122,6 +124,11 @@ int run_simulate(const Args& args) {
     std::cerr << "arlsim simulate: --rollout-granularity must be \"skip\" or \"iteration\", not \"" << granularity << "\"\n";
     return kExitBadInput;
   }
+  if (!detail.empty() && detail != "pipeline") {
+    std::cerr << "arlsim simulate: --detail takes \"pipeline\", not \"" << detail << "\"\n";
+    return kExitBadInput;
+  }
+  a.detail_pipeline = detail == "pipeline";
   a.stop_on_oom = on_oom == "stop";
   a.per_iteration = granularity == "iteration";
   a.json = vm.count("json") > 0;

@@ -22,6 +22,7 @@ struct SimulateArgs {
   int64_t seed = -1;
   bool stop_on_oom = true;
   bool per_iteration = false;
+  bool detail_pipeline = false;
   bool json = false;
 };
 // Runs `arlsim simulate` on a scenario (file or preset name).

@@ -161,6 +161,12 @@ class RunSimulator {
     std::optional<OomEvent> oom;
     double rollout_memory_gib = 0;
     double train_memory_gib = 0;
+    // The actor's pipeline, per optimizer step: its slot, and each micro-batch's times on the
+    // slowest stage (for the pipeline detail of the timeline).
+    double optimizer_step_s = 0;
+    double micro_forward_s = 0, micro_backward_s = 0;
+    int64_t micro_batches = 0;
+    int64_t stages = 1;
   };
 
   StagePlan plan_step(const StepData& d, const Layouts& l, bool relaunch);
@@ -172,7 +178,8 @@ class RunSimulator {
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
   void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
-  void add_mini_batch_events(int64_t step, double start_s, double seconds);
+  void add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds);
+  void add_pipeline_events(const StagePlan& p, int64_t step, double start_s);
 
   const spec::ScenarioSpec& s_;
   const RunOptions& o_;
@@ -282,15 +289,22 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   }
   const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
   const double skew = imbalance(tokens, ranks, l.train.dp);
-  auto optimizer_steps = [&](const spec::ModelSpec& m) {
+  auto optimizer_steps = [&](const spec::ModelSpec& m, bool actor) {
     const auto r = train_request(l.train, per_mini_batch, mean_len, s_.workload.dtype);
     const auto e = model::estimate_train(m, s_.cluster, r);
     // The pipeline waits for the busiest rank; reduction and optimizer do not depend on it.
     const double iteration = e.breakdown.pipeline_s * skew + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
+    if (actor) {
+      p.optimizer_step_s = iteration;
+      p.micro_forward_s = e.breakdown.forward_s * skew;
+      p.micro_backward_s = e.breakdown.backward_s * skew;
+      p.micro_batches = e.micro_batches;
+      p.stages = r.layout.pp;
+    }
     return iteration * real(s_.workload.ppo_epochs * s_.workload.mini_batches);
   };
-  p.times.train = optimizer_steps(s_.model);
-  if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic);
+  p.times.train = optimizer_steps(s_.model, true);
+  if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic, false);
 }
 
 double RunSimulator::weight_sync_seconds(const Layouts& l) const {
@@ -373,7 +387,61 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   return p;
 }
 
-void RunSimulator::add_mini_batch_events(int64_t step, double start_s, double seconds) {
+// The 1F1B schedule of one optimizer step (Narayanan et al. 2021, sec. 2.2): stage s runs
+// min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward, then drains
+// its backwards; a forward waits for the previous stage's, a backward for the next stage's.
+void RunSimulator::add_pipeline_events(const StagePlan& p, int64_t step, double start_s) {
+  const int64_t stages = p.stages, m = p.micro_batches;
+  struct Op {
+    bool forward;
+    int64_t micro;
+  };
+  std::vector<std::vector<Op>> order(static_cast<size_t>(stages));
+  for (int64_t s = 0; s < stages; ++s) {
+    const int64_t warm = std::min(stages - s - 1, m);
+    auto& ops = order[static_cast<size_t>(s)];
+    for (int64_t i = 0; i < warm; ++i) ops.push_back({true, i});
+    for (int64_t i = 0; i < m - warm; ++i) {
+      ops.push_back({true, warm + i});
+      ops.push_back({false, i});
+    }
+    for (int64_t i = m - warm; i < m; ++i) ops.push_back({false, i});
+  }
+  // End times of each (stage, micro-batch) forward and backward; ops are settled in rounds until
+  // every dependency is known (the schedule is deadlock-free, so each round settles one or more).
+  const double unset = -1;
+  std::vector<std::vector<double>> fwd(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(m), unset));
+  auto bwd = fwd;
+  std::vector<size_t> next(static_cast<size_t>(stages), 0);
+  std::vector<double> free_at(static_cast<size_t>(stages), start_s);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < stages; ++s) {
+      auto& ops = order[static_cast<size_t>(s)];
+      while (next[static_cast<size_t>(s)] < ops.size()) {
+        const Op op = ops[next[static_cast<size_t>(s)]];
+        const auto si = static_cast<size_t>(s), mi = static_cast<size_t>(op.micro);
+        double ready = free_at[si];
+        if (op.forward && s > 0) ready = fwd[si - 1][mi] == unset ? unset : std::max(ready, fwd[si - 1][mi]);
+        if (!op.forward) {
+          const double dep = s + 1 < stages ? bwd[si + 1][mi] : fwd[si][mi];
+          ready = dep == unset ? unset : std::max(ready, dep);
+        }
+        if (ready == unset) break;
+        const double end = ready + (op.forward ? p.micro_forward_s : p.micro_backward_s);
+        (op.forward ? fwd : bwd)[si][mi] = end;
+        free_at[si] = end;
+        result_.events.push_back({"training", "pipeline stage " + std::to_string(s),
+                                  (op.forward ? "F " : "B ") + std::to_string(op.micro), SimTime::from_seconds(ready),
+                                  SimTime::from_seconds(end), step, "train"});
+        ++next[si];
+        progress = true;
+      }
+    }
+  }
+}
+
+void RunSimulator::add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds) {
   if (!o_.timeline || seconds <= 0) return;
   // Every optimizer step of the stage (PPO epochs x mini-batches) takes the same time.
   const int64_t n = s_.workload.ppo_epochs * s_.workload.mini_batches;
@@ -383,6 +451,7 @@ void RunSimulator::add_mini_batch_events(int64_t step, double start_s, double se
                               "epoch " + std::to_string(i / s_.workload.mini_batches) + " mini-batch " +
                                   std::to_string(i % s_.workload.mini_batches),
                               SimTime::from_seconds(a), SimTime::from_seconds(b), step, "train"});
+    if (o_.detail_pipeline && p.micro_batches > 0) add_pipeline_events(p, step, a);
   }
 }
 
@@ -489,7 +558,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
                                                        {"train", p.times.train},             {"weight_sync", p.times.weight_sync}};
     for (const auto& [stage, seconds] : training) {
       add_stage_event(stage, d.step, at, at + seconds);
-      if (stage == "train") add_mini_batch_events(d.step, at, seconds);
+      if (stage == "train") add_mini_batch_events(p, d.step, at, seconds);
       at += seconds;
     }
     previous_end = t_end;

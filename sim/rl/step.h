@@ -26,6 +26,7 @@ struct RunOptions {
   bool per_iteration = false;
   bool stop_on_oom = true;  // else record the OOM and go on with the next step
   bool timeline = true;     // collect timeline events
+  bool detail_pipeline = false;  // timeline: each micro-batch's forward and backward on each stage
 };
 
 // The scenario's trace: its file (or `override_path`), or the one it asks to generate.

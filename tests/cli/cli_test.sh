@@ -28,6 +28,9 @@ contains simulate-timeline "$tmp/run/timeline.json" '"traceEvents"'
 same simulate-skip-vs-iteration "$tmp/a.json" "$tmp/b.json"
 "$arlsim" simulate default --json --steps 15:30 >"$tmp/c.json"
 same simulate-deterministic "$tmp/a.json" "$tmp/c.json"
+expect simulate-pipeline 0 "$arlsim" simulate earl-testbed --steps 1:1 --detail pipeline --out "$tmp/pipe"
+contains simulate-pipeline "$tmp/pipe/timeline.json" '"pipeline stage 3"'
+expect simulate-bad-detail 2 "$arlsim" simulate default --detail everything
 expect simulate-bad-steps 2 "$arlsim" simulate default --steps 9:3
 expect simulate-bad-oom 2 "$arlsim" simulate default --on-oom ignore
 expect simulate-no-scenario 2 "$arlsim" simulate
