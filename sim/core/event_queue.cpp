@@ -26,7 +26,7 @@ void Simulation::at(SimTime time, int32_t phase, EventHandler* handler, uint64_t
 
 uint64_t Simulation::run(SimTime until) {
   uint64_t ran = 0;
-  while (!queue_.empty() && queue_.top().time <= until) {
+  while (!stopped_ && !queue_.empty() && queue_.top().time <= until) {
     const Event e = queue_.pop();
     ARLSIM_ASSERT(e.time >= now_);  // time never goes backwards
     now_ = e.time;

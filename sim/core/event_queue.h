@@ -60,12 +60,16 @@ class Simulation {
   // Runs events until the queue is empty or the next one is after `until`; returns how many ran.
   uint64_t run(SimTime until = SimTime::max());
   uint64_t events_run() const { return events_run_; }
+  // Ends run() after the event being handled; the events still queued stay unrun.
+  void stop() { stopped_ = true; }
+  bool stopped() const { return stopped_; }
   size_t pending() const { return queue_.size(); }
 
  private:
   EventQueue queue_;
   SimTime now_;
   uint64_t events_run_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace arlsim::core

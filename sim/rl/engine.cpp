@@ -29,6 +29,11 @@ void EngineScheduler::arrive(Request r) {
   waiting_.push_back(slot);
 }
 
+const Request* EngineScheduler::find(int64_t trajectory) const {
+  const auto it = slot_of_.find(trajectory);
+  return it == slot_of_.end() ? nullptr : &slots_[static_cast<size_t>(it->second)];
+}
+
 const Request& EngineScheduler::request(int64_t trajectory) const {
   return slots_[static_cast<size_t>(slot_of_.at(trajectory))];
 }

@@ -86,6 +86,8 @@ class EngineScheduler {
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
   const Request& request(int64_t trajectory) const;
+  // The trajectory's request on this engine, or nullptr.
+  const Request* find(int64_t trajectory) const;
 
  private:
   int64_t blocks_for(int64_t tokens) const {

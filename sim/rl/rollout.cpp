@@ -99,6 +99,7 @@ class Rollout final : public core::EventHandler {
     core::Lease reward_unit;
     bool truncated = false;
     bool scoring = false;  // its request on an engine is the reward model's
+    bool in_tool = false;  // between a tool call and its result
   };
 
   void start_turn(int64_t t);
@@ -108,6 +109,7 @@ class Rollout final : public core::EventHandler {
   void tool_granted(int64_t t);
   void tool_done(int64_t t);
   void finish_trajectory(int64_t t);
+  void record_paused();
   void start_reward(int64_t t);
   void reward_granted(int64_t t);
   void reward_done(int64_t t);
@@ -123,8 +125,8 @@ class Rollout final : public core::EventHandler {
   int64_t policy_engines_ = 0;
   int reward_pool_ = -1;
   std::vector<Engine> engines_;
-  std::vector<Trajectory> traj_;
   std::vector<std::unique_ptr<core::CountedPool>> pools_;
+  std::vector<Trajectory> traj_;  // after pools_: its leases go back to the pools before they go
   std::vector<int> tool_pool_;  // trace tool index -> pool index
   std::unique_ptr<RoutingPolicy> router_;
   RolloutResult result_;
@@ -132,6 +134,8 @@ class Rollout final : public core::EventHandler {
   std::vector<EngineLoad> loads_;
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
   std::vector<int64_t> prompt_index_;  // per trajectory, its group as a dense index
+  int64_t finished_ = 0;                 // trajectories whose generation ended
+  int64_t stop_after_ = 0;               // partial rollout: stop at this many
 };
 
 Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
@@ -201,6 +205,8 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   }
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
   result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
+  result_.done.assign(in.trajectories.size(), false);
+  stop_after_ = static_cast<int64_t>(std::ceil(o.stop_fraction * static_cast<double>(in.trajectories.size())));
   result_.truncated.assign(in.trajectories.size(), false);
 }
 
@@ -221,13 +227,16 @@ RolloutResult Rollout::run() {
     sim_.at(at, kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
   }
   sim_.run();
+  if (sim_.stopped()) record_paused();
   result_.events = sim_.events_run();
   for (size_t e = 0; e < engines_.size(); ++e) {
     result_.engines[e].busy_s = engines_[e].busy_s;
     result_.engines[e].stats = engines_[e].sched->stats();
   }
   for (size_t p = 0; p < pools_.size(); ++p) result_.pools[p].stats = pools_[p]->stats();
-  std::vector<SimTime> ends = result_.trajectory_end;
+  std::vector<SimTime> ends;
+  for (size_t t = 0; t < traj_.size(); ++t)
+    if (result_.done[t]) ends.push_back(result_.trajectory_end[t]);
   std::sort(ends.begin(), ends.end());
   if (!ends.empty()) {
     result_.makespan = ends.back();
@@ -416,6 +425,7 @@ void Rollout::turn_finished(int64_t t) {
     return;
   }
   tr.tool_record = static_cast<int64_t>(result_.tool_calls.size());
+  tr.in_tool = true;
   const int pool = pool_for(turn.tool);
   result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
   if (tr.sandboxes.size() < pools_.size()) tr.sandboxes.resize(pools_.size());
@@ -440,6 +450,7 @@ void Rollout::tool_done(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   const ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
   result_.tool_calls[static_cast<size_t>(tr.tool_record)].ended = sim_.now();
+  tr.in_tool = false;
   if (o_.tool_policy == spec::ToolPolicy::pooled && call.pool >= 0) tr.sandboxes[static_cast<size_t>(call.pool)].release();
   const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
   tr.context += turn.obs_tokens;
@@ -452,7 +463,32 @@ void Rollout::finish_trajectory(int64_t t) {
   for (auto& lease : tr.sandboxes) lease.release();
   result_.generation_end[static_cast<size_t>(t)] = sim_.now();
   result_.truncated[static_cast<size_t>(t)] = tr.truncated;
+  result_.done[static_cast<size_t>(t)] = true;
   start_reward(t);
+  if (o_.stop_fraction < 1.0 && ++finished_ >= stop_after_) sim_.stop();  // a partial rollout ends here
+}
+
+void Rollout::record_paused() {
+  // Rewards still running when a partial rollout stops finish right after, in parallel.
+  for (size_t t = 0; t < traj_.size(); ++t) {
+    if (result_.done[t] && result_.trajectory_end[t] == SimTime::zero())
+      result_.trajectory_end[t] = sim_.now() + o_.reward.cpu_time_per_sample;
+    if (result_.done[t]) continue;
+    const Trajectory& tr = traj_[t];
+    PausedTrajectory p;
+    p.trajectory = static_cast<int64_t>(t);
+    p.turn = tr.turn;
+    p.context = tr.context;
+    // Mid-generation it keeps what it produced; waiting for a tool it resumes after the tool.
+    const Request* r = tr.engine >= 0 ? engines_[static_cast<size_t>(tr.engine)].sched->find(static_cast<int64_t>(t)) : nullptr;
+    if (r) {
+      p.generated = r->produced;
+      p.context += r->produced;
+    } else if (tr.in_tool) {
+      p.generated = -1;  // the turn's generation is complete; its tool call is under way
+    }
+    result_.paused.push_back(p);
+  }
 }
 
 void Rollout::start_reward(int64_t t) {

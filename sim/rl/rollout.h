@@ -51,6 +51,9 @@ struct RolloutOptions {
   int64_t max_turns = 0;    // 0: no limit
   int64_t max_context = 0;  // 0: no limit
   RewardOptions reward;
+  // Partial rollout: stop once this fraction of trajectories ended its generation (1 = wait for
+  // all). The others are reported in RolloutResult::paused.
+  double stop_fraction = 1.0;
 };
 
 struct RolloutInput {
@@ -94,6 +97,15 @@ struct EngineSpan {
   int64_t iterations = 0;
 };
 
+// Where a trajectory paused by a partial rollout stands: in turn `turn`, with `generated` of the
+// turn's tokens produced and `context` tokens in its context.
+struct PausedTrajectory {
+  int64_t trajectory = 0;
+  int turn = 0;
+  int64_t generated = 0;
+  int64_t context = 0;
+};
+
 struct RolloutResult {
   SimTime makespan;
   SimTime p90_done;  // when 90% of trajectories were done
@@ -107,6 +119,8 @@ struct RolloutResult {
   std::vector<EngineSpan> spans;
   int64_t generated_tokens = 0;
   uint64_t events = 0;
+  std::vector<PausedTrajectory> paused;  // partial rollout: in trajectory order
+  std::vector<bool> done;                // per trajectory: its generation ended
   int64_t preemptions() const;
 };
 

@@ -177,6 +177,7 @@ class RunSimulator {
   double weight_sync_seconds(const Layouts& l) const;
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
   void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
+  trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
   void add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds);
   void add_pipeline_events(const StagePlan& p, int64_t step, double start_s);
@@ -187,6 +188,7 @@ class RunSimulator {
   std::unordered_map<int64_t, int64_t> previous_tokens_;  // prompt -> tokens of its last step's samples
   std::vector<std::string> tool_names_;
   std::optional<spec::RolloutLayout> previous_rollout_;
+  trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
 };
 
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
@@ -201,6 +203,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   ro.per_iteration = o_.per_iteration;
   ro.max_turns = s_.workload.max_turns;
   ro.max_context = s_.workload.max_context_tokens;
+  ro.stop_fraction = s_.policy.partial_rollout > 0 ? s_.policy.partial_rollout : 1.0;
   ro.reward.cpu_time_per_sample = s_.workload.reward_cpu_time_per_sample;
   for (const auto& pool : s_.cluster.pools)
     if (pool.name == "reward") ro.reward.pool = pool.name;
@@ -348,18 +351,50 @@ void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& 
   // Each trajectory's tensors go from the rollout engine that generated it to the training rank
   // that will consume it.
   const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
-  std::vector<int64_t> engine(tokens.size(), 0);  // the engine of each trajectory's last turn
+  // The engine of each trajectory's last turn, for the finished trajectories (`tokens` order).
+  std::vector<int64_t> engine(d.trajectories.size(), 0);
   for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
   std::vector<DispatchSample> samples;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    samples.push_back({tokens[i], engine_gpu(l.rollout, engine[i]), train_rank_gpu(s_, l.train, ranks[i])});
+  for (size_t i = 0, k = 0; i < d.trajectories.size(); ++i) {
+    if (!p.rollout.done.empty() && !p.rollout.done[i]) continue;
+    samples.push_back({tokens[k], engine_gpu(l.rollout, engine[i]), train_rank_gpu(s_, l.train, ranks[k])});
+    ++k;
+  }
   DispatchOptions opt;
   opt.mode = s_.policy.dispatch;
   opt.controller_bandwidth_bytes_per_s = s_.cluster.controller_bandwidth_bytes_per_s;
   opt.advantage_seconds_per_token = 0;
   const auto r = simulate_dispatch(s_.cluster, samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value()), opt);
   p.times.dispatch = r.seconds;
-  (void)d;
+}
+
+// Trajectories paused by a partial rollout continue in the next step from where they stood,
+// their context prefilled again (the weights changed, so no cached KV is valid).
+trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r) const {
+  trace::Trace next;
+  std::vector<trace::Turn> turns;
+  for (const auto& p : r.paused) {
+    const auto& view = d.trajectories[static_cast<size_t>(p.trajectory)];
+    auto k = static_cast<size_t>(p.turn);
+    turns.clear();
+    if (p.generated >= 0) {
+      trace::Turn now = view.turns[k];
+      now.prefill_tokens = static_cast<int32_t>(std::min<int64_t>(p.context, INT32_MAX));
+      now.gen_tokens = static_cast<int32_t>(std::max<int64_t>(1, now.gen_tokens - p.generated));
+      turns.push_back(now);
+    } else if (k + 1 < view.turns.size()) {  // its tool call finishes, then the next turn
+      trace::Turn next_turn = view.turns[k + 1];
+      next_turn.prefill_tokens = static_cast<int32_t>(
+          std::min<int64_t>(p.context + view.turns[k].obs_tokens + next_turn.prefill_tokens, INT32_MAX));
+      turns.push_back(next_turn);
+      ++k;
+    } else {
+      continue;  // its last tool call finishes the trajectory: nothing left to generate
+    }
+    turns.insert(turns.end(), view.turns.begin() + static_cast<std::ptrdiff_t>(k) + 1, view.turns.end());
+    next.add(view.info, turns);
+  }
+  return next;
 }
 
 RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts& l, bool relaunch) {
@@ -367,10 +402,11 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   run_rollout(d, l, p);
   p.rollout_s = p.times.rollout + p.times.reward;
   if (p.oom) return p;
-  // Training sees each trajectory as the rollout left it: cut at the context limit.
+  // Training sees the finished trajectories as the rollout left them: cut at the context limit.
   std::vector<int64_t> tokens;
-  for (const auto& t : d.trajectories)
-    tokens.push_back(std::clamp<int64_t>(t.context_tokens(), 1, s_.workload.max_context_tokens));
+  for (size_t i = 0; i < d.trajectories.size(); ++i)
+    if (p.rollout.done.empty() || p.rollout.done[i])
+      tokens.push_back(std::clamp<int64_t>(d.trajectories[i].context_tokens(), 1, s_.workload.max_context_tokens));
   run_preparation(d, l, p, tokens);
   run_dispatch(d, l, p, tokens);
   run_training(d, l, p, tokens);
@@ -519,14 +555,22 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   std::vector<double> rollout_end, train_end;
   double previous_end = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const auto& d = steps[i];
+    StepData d = steps[i];
+    if (!carry_.empty()) {
+      // Paused trajectories first: they were admitted earlier.
+      std::vector<trace::TrajectoryView> merged;
+      for (size_t c = 0; c < carry_.size(); ++c) merged.push_back(carry_.trajectory(c));
+      merged.insert(merged.end(), d.trajectories.begin(), d.trajectories.end());
+      d.trajectories = std::move(merged);
+    }
     const Layouts l = layouts_at(s_.policy, d.step);
     const bool relaunch = previous_rollout_ && (previous_rollout_->tp != l.rollout.tp || previous_rollout_->pp != l.rollout.pp);
     previous_rollout_ = l.rollout;
     StagePlan p = plan_step(d, l, relaunch);
     StepRecord rec;
     rec.step = d.step;
-    for (const auto& v : d.trajectories) rec.tokens += v.context_tokens();
+    for (size_t j = 0; j < d.trajectories.size(); ++j)
+      if (p.rollout.done.empty() || p.rollout.done[j]) rec.tokens += d.trajectories[j].context_tokens();
     // Asynchronous: the rollout of step t waits for the weights of step t - k; training waits
     // for its rollout and for the previous training. Synchronous: one stage after another.
     double rollout_start = previous_end;
@@ -563,6 +607,8 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     }
     previous_end = t_end;
     for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
+    trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
+    carry_ = std::move(next);
     if (p.oom) {
       rec.oom = p.oom;
       result_.oom_events.push_back(*p.oom);

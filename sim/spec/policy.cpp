@@ -121,7 +121,12 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
   static const EnumName<SyncMode> modes[] = {{"sync", SyncMode::sync}, {"async", SyncMode::async}};
   r.read_enum("mode", p.sync, Presence::required, modes);
   r.read("staleness", p.staleness, Presence::optional, 0, 64);
-  r.read("partial_rollout", p.partial_rollout, Presence::optional);
+  if (const Value* pr = r.usable("partial_rollout"); pr && pr->is_bool()) {
+    if (pr->as_bool()) r.error("partial_rollout", "partial rollout needs the fraction of trajectories that ends a step's rollout",
+                               "write a number, e.g. 0.9");
+  } else {
+    r.read("partial_rollout", p.partial_rollout, Presence::optional, 0.01, 1.0);
+  }
   r.finish();
   if (p.sync == SyncMode::async && p.staleness == 0 && r.has("staleness"))
     r.error("staleness", "asynchronous mode needs a staleness of at least 1 step");

@@ -67,7 +67,9 @@ struct PolicySpec {
   bool balance_batch = true;  // balance sequences over data-parallel ranks by tokens (verl's balance_batch)
   SyncMode sync = SyncMode::sync;
   int64_t staleness = 0;
-  bool partial_rollout = false;
+  // Partial rollout: a step's rollout ends once this fraction of its trajectories is done; the
+  // others pause and go on in the next step. 0 = off.
+  double partial_rollout = 0;
   ToolPolicy tool_policy = ToolPolicy::static_binding;
   Routing routing = Routing::least_loaded;
   WeightSync weight_sync = WeightSync::automatic;

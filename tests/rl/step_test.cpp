@@ -107,3 +107,23 @@ TEST_CASE("step: same inputs, same results") {
   for (size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].time_s == b.steps[i].time_s);
   CHECK(a.events.size() == b.events.size());
 }
+
+TEST_CASE("step: partial rollout ends a step's rollout early and carries the rest over") {
+  const std::vector<std::string> base{"/steps=3", "/trace/generate/prompts_per_step=16", "/trace/generate/group_size=4"};
+  const auto full_s = scenario(base);
+  auto partial_overrides = base;
+  partial_overrides.push_back("/policy/sync={\"mode\": \"sync\", \"partial_rollout\": 0.5}");
+  const auto partial_s = scenario(partial_overrides);
+  const auto t = small_trace(full_s);
+  const auto full = rl::simulate_run(full_s, t, {});
+  const auto partial = rl::simulate_run(partial_s, t, {});
+  REQUIRE(partial.steps.size() == 3);
+  // The first step stops when half of its 64 trajectories are done: sooner, with fewer tokens.
+  CHECK(partial.steps[0].stages.rollout < full.steps[0].stages.rollout);
+  CHECK(partial.steps[0].tokens < full.steps[0].tokens);
+  // Later steps also finish trajectories carried over from earlier ones.
+  int64_t carried = 0;
+  for (const auto& s : partial.steps) carried += s.tokens;
+  CHECK(carried > 0);
+  CHECK_FALSE(partial.steps[1].oom);
+}
