@@ -144,6 +144,7 @@ void EngineScheduler::plan(Planned& p) {
   p.skippable = 0;
   int64_t budget = spec_.max_num_batched_tokens;
   const int64_t preemptions_before = stats_.preemptions;
+  int64_t min_remaining = INT64_MAX;  // iterations until the first decoding request ends its turn
   for (size_t i = 0; i < running_.size();) {
     const int64_t id = running_[i];
     Request& r = slots_[static_cast<size_t>(id)];
@@ -170,6 +171,7 @@ void EngineScheduler::plan(Planned& p) {
       p.batch.prefill.push_back({tokens, r.computed, r.computed + tokens >= r.context});
     } else {
       p.decodes.push_back(id);
+      min_remaining = std::min(min_remaining, r.gen_target - r.generated);
       ++p.batch.decode_seqs;
       p.batch.decode_kv_tokens += r.kv_tokens();
     }
@@ -212,18 +214,16 @@ void EngineScheduler::plan(Planned& p) {
   // A window needs a composition that cannot change: not after a preemption, which skipped
   // admission this time only.
   if (p.chunks.empty() && !p.decodes.empty() && (stats_.preemptions == preemptions_before || waiting_.empty()))
-    p.skippable = window_iterations(p.decodes);
+    p.skippable = window_iterations(p.decodes, min_remaining);
 }
 
-int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes) const {
-  // Until the first request ends its turn...
-  int64_t k = INT64_MAX;
-  for (int64_t id : decodes) {
-    const Request& r = slots_[static_cast<size_t>(id)];
-    k = std::min(k, r.gen_target - r.generated);
-  }
-  // ...and while the cache can grow every decoding request without preempting anyone.
+int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes, int64_t k) const {
+  // Until the first request ends its turn (k), and while the cache can grow every decoding
+  // request without preempting anyone. Over k iterations a request needs at most
+  // ceil(k / block_size) + 1 more blocks: when even that fits, no request needs a look.
   const int64_t available = free_blocks_ + cached_blocks_;
+  const int64_t d = static_cast<int64_t>(decodes.size());
+  if (k <= available && d * ((k + block_size_ - 1) / block_size_ + 1) <= available) return k;
   auto extra_blocks = [&](int64_t iterations) {
     int64_t extra = 0;
     for (int64_t id : decodes) {

@@ -104,7 +104,7 @@ class EngineScheduler {
   };
   Reuse probe_cache(const Request& r) const;
   void commit_reuse(Request& r, const Reuse& u);
-  int64_t window_iterations(const std::vector<int64_t>& decodes) const;
+  int64_t window_iterations(const std::vector<int64_t>& decodes, int64_t first_turn_end) const;
 
   spec::EngineSpec spec_;
   int64_t block_size_;
