@@ -27,9 +27,7 @@ namespace arlsim::rl {
 
 // A request of one turn of a trajectory, as the engine tracks it.
 struct Request {
-  int64_t trajectory = 0;
-  int64_t prompt_id = -1;  // the group, as a small dense index (negative: shares no prompt)
-  int64_t prompt_tokens = 0;  // the group's shared prompt (turn 0 only)
+  // The fields every iteration touches come first, in one cache line.
   int64_t context = 0;        // tokens the turn's generation starts from
   int64_t computed = 0;       // tokens of that context whose KV is resident
   int64_t gen_target = 0;     // tokens to generate in this turn
@@ -37,6 +35,9 @@ struct Request {
   int64_t produced = 0;       // tokens sampled in this turn, across preemptions
   int64_t shared_tokens = 0;  // prompt tokens served by the group's shared blocks
   int64_t blocks = 0;         // private blocks held
+  int64_t trajectory = 0;
+  int64_t prompt_id = -1;     // the group, as a small dense index (negative: shares no prompt)
+  int64_t prompt_tokens = 0;  // the group's shared prompt (turn 0 only)
   bool first_token_seen = false;
 
   int64_t kv_tokens() const { return computed + generated; }
