@@ -7,7 +7,10 @@
 namespace arlsim::core {
 
 void EventQueue::push(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload) {
-  heap_.push_back({time, phase, next_sequence_++, handler, payload});
+  // Phases are small non-negative integers; 2^48 events would take years to schedule.
+  ARLSIM_ASSERT(phase >= 0 && phase < (1 << 15) && next_sequence_ < (uint64_t{1} << Event::kSequenceBits));
+  const uint64_t order = (static_cast<uint64_t>(phase) << Event::kSequenceBits) | next_sequence_++;
+  heap_.push_back({time, order, handler, payload});
   std::push_heap(heap_.begin(), heap_.end(), [](const Event& a, const Event& b) { return before(b, a); });
 }
 

@@ -23,10 +23,13 @@ class EventHandler {
 
 struct Event {
   SimTime time;
-  int32_t phase = 0;
-  uint64_t sequence = 0;
+  uint64_t order = 0;  // phase in the top 16 bits, the scheduling sequence below: one comparison
   EventHandler* handler = nullptr;
   uint64_t payload = 0;
+
+  int32_t phase() const { return static_cast<int32_t>(order >> kSequenceBits); }
+  uint64_t sequence() const { return order & ((uint64_t{1} << kSequenceBits) - 1); }
+  static constexpr int kSequenceBits = 48;
 };
 
 // Min-heap on (time, phase, sequence).
@@ -41,9 +44,7 @@ class EventQueue {
 
  private:
   static bool before(const Event& a, const Event& b) {
-    if (a.time != b.time) return a.time < b.time;
-    if (a.phase != b.phase) return a.phase < b.phase;
-    return a.sequence < b.sequence;
+    return a.time != b.time ? a.time < b.time : a.order < b.order;
   }
   std::vector<Event> heap_;
   uint64_t next_sequence_ = 0;
