@@ -28,8 +28,9 @@ double sum(const rl::StageTimes& t) {
 
 }  // namespace
 
-TEST_CASE("step: a synchronous colocated step is its stages one after another") {
-  const auto s = scenario({"/steps=2", "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});
+TEST_CASE("step: a synchronous colocated step on one node is its stages one after another") {
+  const auto s = scenario({"/steps=2", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                           "/trace/generate/group_size=4"});
   const auto r = rl::simulate_run(s, small_trace(s), {});
   REQUIRE(r.steps.size() == 2);
   for (const auto& step : r.steps) {
@@ -44,7 +45,9 @@ TEST_CASE("step: a synchronous colocated step is its stages one after another") 
   }
   CHECK(r.steps[1].start_s == doctest::Approx(r.steps[0].time_s));
   CHECK(r.total_time_s == doctest::Approx(r.steps[0].time_s + r.steps[1].time_s));
-  CHECK(r.gpu_hours == doctest::Approx(16 * r.total_time_s / 3600));
+  CHECK(r.gpu_hours == doctest::Approx(8 * r.total_time_s / 3600));
+  // Dispatch stays inside the node: NVLink, no controller bottleneck worth minutes.
+  CHECK(r.steps[0].stages.dispatch < 1.0);
 }
 
 TEST_CASE("step: asynchronous training overlaps the next rollout") {
