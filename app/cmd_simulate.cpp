@@ -18,8 +18,20 @@ namespace po = boost::program_options;
 
 namespace {
 
+// A progress bar on a terminal; nothing when stderr is not one.
+void progress_bar(int64_t done, int64_t total) {
+  const int width = 40;
+  const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+  std::fprintf(stderr, "\r  [%.*s%*s] step %lld/%lld", filled, "########################################", width - filled,
+               "", static_cast<long long>(done), static_cast<long long>(total));
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
 // "A:B", "A:" or "A" -> inclusive range; false when malformed.
-bool parse_steps(const std::string& text, int64_t& first, int64_t& last) {
+bool parse_step_range(const std::string& text, int64_t& first, int64_t& last) {
   auto number = [](const std::string& t, int64_t& out) {
     if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos) return false;
     out = std::stoll(t);
@@ -32,18 +44,6 @@ bool parse_steps(const std::string& text, int64_t& first, int64_t& last) {
   last = -1;
   return rest.empty() || (number(rest, last) && last >= first);
 }
-
-// A progress bar on a terminal; nothing when stderr is not one.
-void progress_bar(int64_t done, int64_t total) {
-  const int width = 40;
-  const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
-  std::fprintf(stderr, "\r  [%.*s%*s] step %lld/%lld", filled, "########################################", width - filled,
-               "", static_cast<long long>(done), static_cast<long long>(total));
-  if (done == total) std::fprintf(stderr, "\n");
-  std::fflush(stderr);
-}
-
-}  // namespace
 
 int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   spec::Diagnostics diag;
@@ -112,7 +112,7 @@ int run_simulate(const Args& args) {
     std::cerr << "arlsim simulate: no scenario\n" << opts;
     return kExitBadInput;
   }
-  if (!steps.empty() && !parse_steps(steps, a.first_step, a.last_step)) {
+  if (!steps.empty() && !parse_step_range(steps, a.first_step, a.last_step)) {
     std::cerr << "arlsim simulate: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
     return kExitBadInput;
   }

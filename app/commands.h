@@ -28,8 +28,12 @@ struct SimulateArgs {
 // Runs `arlsim simulate` on a scenario (file or preset name).
 int simulate_scenario(const std::string& scenario, const SimulateArgs& a);
 
+// "A:B", "A:" or "A" (inclusive step numbers; B = -1 for "to the end"); false when malformed.
+bool parse_step_range(const std::string& text, int64_t& first, int64_t& last);
+
 int run_check(const Args& args);
 int run_simulate(const Args& args);
+int run_whatif(const Args& args);
 int run_list(const Args& args);
 int run_estimate(const Args& args);
 int run_default(const Args& args);

@@ -31,6 +31,17 @@ same simulate-deterministic "$tmp/a.json" "$tmp/c.json"
 expect simulate-pipeline 0 "$arlsim" simulate earl-testbed --steps 1:1 --detail pipeline --out "$tmp/pipe"
 contains simulate-pipeline "$tmp/pipe/timeline.json" '"pipeline stage 3"'
 expect simulate-bad-detail 2 "$arlsim" simulate default --detail everything
+expect whatif 0 "$arlsim" whatif default --steps 1:16 --vary /policy/dispatch=centralized,decentralized --vary /policy/routing=sticky,round-robin
+contains whatif-columns "$tmp/out" "#4"
+contains whatif-ratio "$tmp/out" "step time / #1"
+expect whatif-zip 0 "$arlsim" whatif default --steps 1:1 --zip --vary /policy/rollout/tp=1,2 --vary /workload/engine/max_num_seqs=64,128
+contains whatif-zip "$tmp/out" "#2"
+expect whatif-zip-mismatch 2 "$arlsim" whatif default --zip --vary /policy/rollout/tp=1,2 --vary /workload/engine/max_num_seqs=64
+expect whatif-bad-vary 2 "$arlsim" whatif default --vary nothing
+expect whatif-bad-value 2 "$arlsim" whatif default --steps 1:1 --vary /policy/rollout/tp=3
+contains whatif-bad-value "$tmp/err" "do not split over tp = 3"
+expect whatif-json 0 "$arlsim" whatif default --steps 1:1 --json --vary /policy/dispatch=centralized,decentralized
+contains whatif-json "$tmp/out" '"total_time_s"'
 expect simulate-bad-steps 2 "$arlsim" simulate default --steps 9:3
 expect simulate-bad-oom 2 "$arlsim" simulate default --on-oom ignore
 expect simulate-no-scenario 2 "$arlsim" simulate

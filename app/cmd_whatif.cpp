@@ -1,0 +1,217 @@
+// `arlsim whatif SCENARIO --vary /ptr=v1,v2 ...`: the scenario simulated under each combination of
+// variations (or, with --zip, the i-th values together), side by side.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "sim/out/summary.h"
+#include "sim/out/text.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+namespace {
+
+struct Variation {
+  std::string pointer;
+  std::vector<std::string> values;
+};
+
+// "/ptr=a,b,{"x": 1, "y": 2}": values split at commas outside brackets, braces and quotes.
+bool parse_variation(const std::string& text, Variation& v, std::string& error) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    error = "--vary expects /json/pointer=value1,value2,..., got \"" + text + "\"";
+    return false;
+  }
+  v.pointer = text.substr(0, eq);
+  std::string current;
+  int depth = 0;
+  bool quoted = false;
+  for (size_t i = eq + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' && (i == 0 || text[i - 1] != '\\')) quoted = !quoted;
+    if (!quoted && (c == '{' || c == '[')) ++depth;
+    if (!quoted && (c == '}' || c == ']')) --depth;
+    if (c == ',' && depth == 0 && !quoted) {
+      v.values.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  v.values.push_back(current);
+  for (const auto& value : v.values) {
+    if (value.empty()) {
+      error = "--vary " + v.pointer + ": an empty value";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The variants: each a list of "/ptr=value" overrides.
+std::vector<std::vector<std::string>> variants(const std::vector<Variation>& vary, bool zip) {
+  std::vector<std::vector<std::string>> out{{}};
+  if (zip) {
+    out.assign(vary.front().values.size(), {});
+    for (const auto& v : vary)
+      for (size_t i = 0; i < v.values.size(); ++i) out[i].push_back(v.pointer + "=" + v.values[i]);
+    return out;
+  }
+  for (const auto& v : vary) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& partial : out)
+      for (const auto& value : v.values) {
+        auto extended = partial;
+        extended.push_back(v.pointer + "=" + value);
+        next.push_back(std::move(extended));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+struct Column {
+  std::vector<std::string> overrides;
+  rl::RunResult result;
+  out::RunStats stats;
+};
+
+std::string cell(double v, int decimals) { return out::format_fixed(v, decimals); }
+
+void print_table(const std::vector<Column>& cols) {
+  const int width = 16;
+  auto row = [&](const std::string& name, const std::vector<std::string>& values) {
+    std::printf("%-22s", name.c_str());
+    for (const auto& v : values) std::printf("%*s", width, v.c_str());
+    std::printf("\n");
+  };
+  std::vector<std::string> header;
+  for (size_t i = 0; i < cols.size(); ++i) header.push_back("#" + std::to_string(i + 1));
+  row("variant", header);
+  for (size_t i = 0; i < cols.size(); ++i) {
+    std::string label;
+    for (const auto& o : cols[i].overrides) label += (label.empty() ? "" : "  ") + o;
+    std::printf("  #%zu %s\n", i + 1, label.c_str());
+  }
+  auto numbers = [&](auto f, int decimals) {
+    std::vector<std::string> v;
+    for (const auto& c : cols) v.push_back(cell(f(c), decimals));
+    return v;
+  };
+  row("step time mean (s)", numbers([](const Column& c) { return c.stats.step_time_s.mean; }, 3));
+  row("step time p90 (s)", numbers([](const Column& c) { return c.stats.step_time_s.p90; }, 3));
+  for (size_t s = 0; s < out::kStageCount; ++s) {
+    bool any = false;
+    for (const auto& c : cols) any = any || c.stats.stage_total_s[s] > 0;
+    if (!any) continue;
+    row(std::string("  ") + rl::kStageNames[s] + " (s/step)", numbers([&](const Column& c) {
+          return c.result.steps.empty() ? 0.0 : c.stats.stage_total_s[s] / static_cast<double>(c.result.steps.size());
+        }, 3));
+  }
+  row("tokens/s", numbers([](const Column& c) { return c.stats.tokens_per_s; }, 1));
+  row("total time (s)", numbers([](const Column& c) { return c.result.total_time_s; }, 1));
+  row("GPU-hours", numbers([](const Column& c) { return c.result.gpu_hours; }, 3));
+  std::vector<std::string> cost, ooms, ratio;
+  for (const auto& c : cols) {
+    cost.push_back(c.result.price_usd_per_gpu_hour > 0 ? cell(c.result.cost_usd, 2) : "unknown");
+    ooms.push_back(std::to_string(c.result.oom_events.size()));
+    const double base = cols.front().stats.step_time_s.mean;
+    ratio.push_back(base > 0 ? cell(c.stats.step_time_s.mean / base, 3) : "-");
+  }
+  row("cost (USD)", cost);
+  row("OOM events", ooms);
+  row("step time / #1", ratio);
+}
+
+}  // namespace
+
+int run_whatif(const Args& args) {
+  std::string scenario, steps;
+  std::vector<std::string> vary_text, overrides;
+  std::string trace_path;
+  po::options_description opts("arlsim whatif SCENARIO --vary /json/pointer=v1,v2 [--vary ...] [options]\n\n"
+                               "Simulates the scenario under every combination of the variations (or, with --zip,\n"
+                               "the i-th values of every variation together) and prints them side by side, with\n"
+                               "each variant's mean step time relative to the first.\n\nOptions");
+  opts.add_options()("help,h", "this text")("vary", po::value(&vary_text)->composing(),
+                                            "a field and its values: /json/pointer=v1,v2,... (repeatable)")(
+      "zip", "pair the variations' values instead of crossing them")(
+      "set", po::value(&overrides)->composing(), "override a field in every variant: /json/pointer=value")(
+      "steps", po::value(&steps), "trace steps to run: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
+      "json", "print each variant's summary.json as a JSON array");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value(&scenario));
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
+  if (vm.count("help")) {
+    std::cout << opts;
+    return kExitOk;
+  }
+  if (scenario.empty() || vary_text.empty()) {
+    std::cerr << "arlsim whatif: give a scenario and at least one --vary\n" << opts;
+    return kExitBadInput;
+  }
+  std::vector<Variation> vary;
+  for (const auto& t : vary_text) {
+    Variation v;
+    std::string error;
+    if (!parse_variation(t, v, error)) {
+      std::cerr << "arlsim whatif: " << error << "\n";
+      return kExitBadInput;
+    }
+    vary.push_back(v);
+  }
+  const bool zip = vm.count("zip") > 0;
+  if (zip)
+    for (const auto& v : vary)
+      if (v.values.size() != vary.front().values.size()) {
+        std::cerr << "arlsim whatif: --zip needs as many values in every --vary (" << vary.front().pointer << " has "
+                  << vary.front().values.size() << ", " << v.pointer << " has " << v.values.size() << ")\n";
+        return kExitBadInput;
+      }
+  rl::RunOptions o;
+  o.timeline = false;
+  if (!steps.empty() && !parse_step_range(steps, o.first_step, o.last_step)) {
+    std::cerr << "arlsim whatif: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
+    return kExitBadInput;
+  }
+  std::vector<Column> cols;
+  for (const auto& variant : variants(vary, zip)) {
+    auto all = overrides;
+    all.insert(all.end(), variant.begin(), variant.end());
+    spec::Diagnostics diag;
+    auto s = spec::load_scenario(scenario, all, diag);
+    if (s) {
+      auto t = rl::load_scenario_trace(*s, trace_path, diag);
+      if (t) {
+        Column c{variant, rl::simulate_run(*s, *t, o), {}};
+        c.stats = out::run_stats(c.result);
+        cols.push_back(std::move(c));
+        continue;
+      }
+    }
+    std::string label;
+    for (const auto& v : variant) label += " " + v;
+    std::cerr << "arlsim whatif: variant" << label << ":\n" << spec::format_all(diag);
+    return kExitBadInput;
+  }
+  if (vm.count("json")) {
+    std::cout << "[\n";
+    for (size_t i = 0; i < cols.size(); ++i) std::cout << out::summary_json(cols[i].result) << (i + 1 < cols.size() ? ",\n" : "");
+    std::cout << "]\n";
+    return kExitOk;
+  }
+  print_table(cols);
+  return kExitOk;
+}
+
+}  // namespace arlsim::app
