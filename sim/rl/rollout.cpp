@@ -110,6 +110,7 @@ class Rollout final : public core::EventHandler {
   void tool_done(int64_t t);
   void finish_trajectory(int64_t t);
   void record_paused();
+  void sample_kv(int64_t e);
   void start_reward(int64_t t);
   void reward_granted(int64_t t);
   void reward_done(int64_t t);
@@ -133,6 +134,7 @@ class Rollout final : public core::EventHandler {
   std::vector<int64_t> scratch_finished_, scratch_first_;
   std::vector<EngineLoad> loads_;
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
+  std::vector<SimTime> last_kv_sample_;  // per engine
   std::vector<int64_t> prompt_index_;  // per trajectory, its group as a dense index
   int64_t finished_ = 0;                 // trajectories whose generation ended
   int64_t stop_after_ = 0;               // partial rollout: stop at this many
@@ -151,6 +153,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   const bool reward_model = o.reward.kind == spec::RewardKind::model && o.reward.model && o.reward.engines > 0;
   engines_.resize(static_cast<size_t>(o.engines + (reward_model ? o.reward.engines : 0)));
   last_span_.assign(engines_.size(), -1);
+  last_kv_sample_.assign(engines_.size(), SimTime::from_ns(-1));
   result_.engines.resize(engines_.size());
   for (int64_t e = 0; e < o.engines; ++e) {
     engines_[static_cast<size_t>(e)].sched = std::make_unique<EngineScheduler>(o.engine, blocks);
@@ -388,6 +391,7 @@ void Rollout::work_done(int64_t e, uint64_t epoch) {
   scratch_finished_.clear();
   scratch_first_.clear();
   eng.sched->complete(eng.plan, eng.iterations, scratch_finished_, scratch_first_);
+  sample_kv(e);
   for (int64_t t : scratch_first_) {
     const Trajectory& tr = traj_[static_cast<size_t>(t)];
     if (!tr.scoring) result_.turns[static_cast<size_t>(tr.record)].first_token = sim_.now();
@@ -466,6 +470,17 @@ void Rollout::finish_trajectory(int64_t t) {
   result_.done[static_cast<size_t>(t)] = true;
   start_reward(t);
   if (o_.stop_fraction < 1.0 && ++finished_ >= stop_after_) sim_.stop();  // a partial rollout ends here
+}
+
+void Rollout::sample_kv(int64_t e) {
+  if (o_.kv_sample_interval <= SimTime::zero()) return;
+  SimTime& last = last_kv_sample_[static_cast<size_t>(e)];
+  if (last.ns() >= 0 && sim_.now() - last < o_.kv_sample_interval) return;
+  last = sim_.now();
+  const auto& s = *engines_[static_cast<size_t>(e)].sched;
+  const double fraction =
+      s.total_blocks() > 0 ? static_cast<double>(s.used_blocks()) / static_cast<double>(s.total_blocks()) : 0.0;
+  result_.kv.push_back({e, sim_.now(), fraction});
 }
 
 void Rollout::record_paused() {

@@ -48,6 +48,7 @@ struct RolloutOptions {
   std::string routing = "sticky";
   spec::ToolPolicy tool_policy = spec::ToolPolicy::static_binding;
   bool per_iteration = false;
+  SimTime kv_sample_interval;  // record each engine's KV use at most this often (0: never)
   int64_t max_turns = 0;    // 0: no limit
   int64_t max_context = 0;  // 0: no limit
   RewardOptions reward;
@@ -89,6 +90,13 @@ struct PoolRecord {
   core::PoolStats stats;
 };
 
+// An engine's KV-cache use at a moment (fraction of its blocks held by requests).
+struct KvSample {
+  int64_t engine = 0;
+  SimTime time;
+  double used_fraction = 0;
+};
+
 // A contiguous run of one kind of iterations on an engine, for timelines.
 struct EngineSpan {
   int64_t engine = 0;
@@ -117,6 +125,7 @@ struct RolloutResult {
   std::vector<EngineRecord> engines;  // the policy's engines, then the reward model's
   std::vector<PoolRecord> pools;
   std::vector<EngineSpan> spans;
+  std::vector<KvSample> kv;  // KV use over time, every kv_sample_interval per engine
   int64_t generated_tokens = 0;
   uint64_t events = 0;
   std::vector<PausedTrajectory> paused;  // partial rollout: in trajectory order

@@ -201,6 +201,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   ro.routing = std::string(routing_name(s_.policy.routing));
   ro.tool_policy = s_.policy.tool_policy;
   ro.per_iteration = o_.per_iteration;
+  if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
   ro.max_turns = s_.workload.max_turns;
   ro.max_context = s_.workload.max_context_tokens;
   ro.stop_fraction = s_.policy.partial_rollout > 0 ? s_.policy.partial_rollout : 1.0;
@@ -523,6 +524,11 @@ void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const
                                (per_engine > 1 ? "-" + std::to_string(gpu + per_engine - 1) : "") + ")";
     result_.events.push_back({node, thread, span.prefill ? "prefill+decode" : "decode", base + span.start, base + span.end,
                               d.step, "rollout"});
+  }
+  for (const auto& k : r.kv) {
+    const std::string node = "node " + std::to_string(engine_gpu(l.rollout, k.engine) / s_.cluster.gpus_per_node);
+    result_.counters.push_back({node, "KV cache used (%), engine " + std::to_string(k.engine), base + k.time,
+                                100.0 * k.used_fraction});
   }
   // Tool calls on their pools, each on the first free slot so that a slot's events never overlap.
   std::map<int, std::vector<SimTime>> slots;

@@ -211,3 +211,22 @@ TEST_CASE("rollout: rule rewards queue on their pool; a reward model prefills th
   for (int i = 0; i < 3; ++i) CHECK(scored.trajectory_end[static_cast<size_t>(i)] > scored.generation_end[static_cast<size_t>(i)]);
   CHECK(scored.turns.size() == 3);  // scoring is not a turn
 }
+
+TEST_CASE("rollout: KV-cache use is sampled over time, at most once per interval per engine") {
+  Setup s;
+  Workload w;
+  for (int i = 0; i < 8; ++i) w.add(i, {turn(2000, 4000)});
+  auto o = s.options();
+  o.engine.gpu_memory_utilization = 0.25;
+  o.kv_sample_interval = SimTime::from_seconds(0.5);
+  const auto r = rl::simulate_rollout(o, w.input());
+  REQUIRE(r.kv.size() > 2);
+  double peak = 0;
+  for (size_t i = 0; i < r.kv.size(); ++i) {
+    CHECK(r.kv[i].used_fraction >= 0);
+    CHECK(r.kv[i].used_fraction <= 1);
+    peak = std::max(peak, r.kv[i].used_fraction);
+    if (i > 0) CHECK((r.kv[i].time - r.kv[i - 1].time) >= o.kv_sample_interval);
+  }
+  CHECK(peak > 0.5);  // this batch fills the small cache
+}
