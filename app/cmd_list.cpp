@@ -29,6 +29,7 @@ int run_list(const Args& args) {
     };
     section("routing (policy/routing)", rl::routing_policies());
     section("tool scheduling (policy/tool_policy)", rl::tool_policies());
+    section("dispatch (policy/dispatch)", rl::dispatch_modes());
   }
   for (const auto& [topic, kind] : kTopics) {
     if (args[0] != topic) continue;

@@ -82,6 +82,15 @@ const std::vector<RoutingInfo>& tool_policies() {
   return all;
 }
 
+const std::vector<RoutingInfo>& dispatch_modes() {
+  static const std::vector<RoutingInfo> all{
+      {"centralized", "a single controller gathers every tensor, computes advantages, scatters them"},
+      {"decentralized", "each tensor goes straight from its producer to its consumer (EARL)"},
+      {"transfer-dock", "per-node warehouses and a metadata controller (MindSpeed RL)"},
+  };
+  return all;
+}
+
 std::string_view routing_name(spec::Routing r) {
   switch (r) {
     case spec::Routing::round_robin: return "round-robin";

@@ -40,8 +40,9 @@ struct RoutingInfo {
 };
 
 const std::vector<RoutingInfo>& routing_policies();
-// The tool-scheduling policies (RoutingInfo's shape: a name and what it does).
+// The tool-scheduling policies and dispatch modes (RoutingInfo's shape: a name and what it does).
 const std::vector<RoutingInfo>& tool_policies();
+const std::vector<RoutingInfo>& dispatch_modes();
 std::string_view routing_name(spec::Routing r);
 // nullptr for an unknown name.
 std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name);
