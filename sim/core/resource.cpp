@@ -70,6 +70,16 @@ void CountedPool::request(EventHandler* grantee, uint64_t payload) {
   }
 }
 
+bool CountedPool::try_acquire(Lease& out) {
+  if (in_use_ >= provisioned_ || !waiters_.empty()) return false;
+  account();
+  ++in_use_;
+  ++stats_.grants;
+  stats_.peak_in_use = std::max(stats_.peak_in_use, in_use_);
+  out = Lease(this);
+  return true;
+}
+
 Lease CountedPool::take_lease() {
   ARLSIM_ASSERT(ready_leases_ > 0);
   --ready_leases_;

@@ -57,6 +57,8 @@ class CountedPool : public EventHandler {
   // Asks for one unit; `grantee` gets on_event(payload) when it is granted, and then takes the
   // Lease with take_lease().
   void request(EventHandler* grantee, uint64_t payload);
+  // Takes a free unit at once when one is free and nobody waits (no event needed); else false.
+  bool try_acquire(Lease& out);
   Lease take_lease();
   int64_t in_use() const { return in_use_; }
   int64_t provisioned() const { return provisioned_; }

@@ -433,8 +433,9 @@ void Rollout::turn_finished(int64_t t) {
   const int pool = pool_for(turn.tool);
   result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
   if (tr.sandboxes.size() < pools_.size()) tr.sandboxes.resize(pools_.size());
-  if (pool < 0 || tr.sandboxes[static_cast<size_t>(pool)].held()) {
-    tool_granted(t);
+  if (pool < 0 || tr.sandboxes[static_cast<size_t>(pool)].held() ||
+      pools_[static_cast<size_t>(pool)]->try_acquire(tr.sandboxes[static_cast<size_t>(pool)])) {
+    tool_granted(t);  // a free unit is taken without waiting for an event
   } else {
     pools_[static_cast<size_t>(pool)]->request(this, encode(kToolGranted, static_cast<uint64_t>(t)));
   }
