@@ -72,16 +72,9 @@ int run_check(const Args& args) {
       "json", "print a JSON object per file (an array for several files) with derived figures")(
       "context", po::value(&context)->default_value(4096), "context length for flops_per_token")(
       "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&files)->composing());
-  po::positional_options_description pos;
-  pos.add("file", -1);
   po::variables_map vm;
-  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
+  if (int status = parse_options(args, opts, Positional{"file", -1, po::value(&files)->composing()}, vm); status >= 0)
+    return status;
   if (files.empty()) {
     std::cerr << "arlsim check: no input files\n" << opts;
     return kExitBadInput;

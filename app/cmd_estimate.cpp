@@ -185,16 +185,9 @@ int run_estimate(const Args& args) {
       "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)")(
       "rollout-granularity", po::value(&granularity)->default_value("skip"),
       "rollout: \"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each");
-  po::options_description hidden;
-  hidden.add_options()("file", po::value(&file));
-  po::positional_options_description pos;
-  pos.add("file", 1);
   po::variables_map vm;
-  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
+  if (int status = parse_options(args, opts, Positional{"file", 1, po::value(&file)}, vm); status >= 0)
+    return status;
   if (file.empty()) {
     std::cerr << "arlsim estimate: no stage file\n" << opts;
     return kExitBadInput;

@@ -98,16 +98,9 @@ int run_simulate(const Args& args) {
       "\"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each")(
       "json", "print summary.json on stdout instead of the table")(
       "detail", po::value(&detail), "\"pipeline\": the timeline shows each micro-batch on each pipeline stage");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value(&scenario));
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
+  if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
+    return status;
   if (scenario.empty()) {
     std::cerr << "arlsim simulate: no scenario\n" << opts;
     return kExitBadInput;

@@ -163,15 +163,10 @@ int run_gen(const Args& args) {
   }
   po::options_description visible;
   visible.add(opts).add(params);
-  const po::options_description no_hidden;
-  const po::positional_options_description no_positional;
+  const std::string help = "\nParameters [default]:\n" + gen_help_defaults() + "\n" + std::string(kGrowthHelp) +
+                           "\nPresets: " + spec::join_quoted(trace::gen_preset_names(), ", ") + "\n";
   po::variables_map vm;
-  if (int status = parse_options(args, visible, no_hidden, no_positional, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts << "\nParameters [default]:\n" << gen_help_defaults() << "\n" << kGrowthHelp
-              << "\nPresets: " << spec::join_quoted(trace::gen_preset_names(), ", ") << "\n";
-    return kExitOk;
-  }
+  if (int status = parse_options(args, visible, std::nullopt, vm, help, &opts); status >= 0) return status;
   if (vm.count("list-presets")) return list_presets();
   spec::Diagnostics diag;
   if (out.empty()) diag.error_global("--out: required (the trace file to write, or - for standard output)");
@@ -294,16 +289,11 @@ int run_import(const Args& args) {
       "obs-tokens", po::value(&f.obs_tokens), "mean observation tokens per tool call [256]")(
       "obs-sigma", po::value(&f.obs_sigma), "log-normal spread of observations [0.8]")(
       "turn-prefill-tokens", po::value(&f.turn_prefill), "tokens added before each later turn [0]");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value(&f.inputs)->composing());
-  po::positional_options_description pos;
-  pos.add("input", -1);
   po::variables_map vm;
-  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts << "\n" << role_help();
-    return kExitOk;
-  }
+  if (int status = parse_options(args, opts, Positional{"input", -1, po::value(&f.inputs)->composing()}, vm,
+                                 "\n" + role_help());
+      status >= 0)
+    return status;
   spec::Diagnostics diag;
   if (f.inputs.empty()) diag.error_global("no input file");
   if (f.out.empty()) diag.error_global("--out: required (the trace file to write, or - for standard output)");
@@ -336,16 +326,9 @@ int run_stats(const Args& args) {
       "allow-truncated", "ignore a last line cut off in the middle (a trace still being written)")(
       "decode-rate", po::value(&decode_rate)->default_value(40),
       "tokens/s per sequence assumed for the tool time share (a yardstick; the simulator computes times)");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value(&input));
-  po::positional_options_description pos;
-  pos.add("input", 1);
   po::variables_map vm;
-  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
+  if (int status = parse_options(args, opts, Positional{"input", 1, po::value(&input)}, vm); status >= 0)
+    return status;
   spec::Diagnostics diag;
   if (input.empty()) diag.error_global("no trace file");
   if (!(decode_rate > 0)) diag.error_global("--decode-rate: must be positive");

@@ -146,16 +146,9 @@ int run_whatif(const Args& args) {
       "set", po::value(&overrides)->composing(), "override a field in every variant: /json/pointer=value")(
       "steps", po::value(&steps), "trace steps to run: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
       "json", "print each variant's summary.json as a JSON array");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value(&scenario));
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  if (int status = parse_options(args, opts, hidden, pos, vm); status >= 0) return status;
-  if (vm.count("help")) {
-    std::cout << opts;
-    return kExitOk;
-  }
+  if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
+    return status;
   if (scenario.empty() || vary_text.empty()) {
     std::cerr << "arlsim whatif: give a scenario and at least one --vary\n" << opts;
     return kExitBadInput;

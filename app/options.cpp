@@ -1,21 +1,31 @@
 #include "app/options.h"
 
 #include <boost/program_options/parsers.hpp>
+#include <boost/program_options/positional_options.hpp>
 #include <iostream>
 
 namespace arlsim::app {
 namespace po = boost::program_options;
 
-int parse_options(const Args& args, const po::options_description& visible, const po::options_description& hidden,
-                  const po::positional_options_description& positional, po::variables_map& vm) {
+int parse_options(const Args& args, const po::options_description& visible, std::optional<Positional> positional,
+                  po::variables_map& vm, std::string_view help_extra, const po::options_description* help_options) {
   po::options_description all;
-  all.add(visible).add(hidden);
+  all.add(visible);
+  po::positional_options_description pos;
+  if (positional) {
+    all.add_options()(positional->name, positional->value);
+    pos.add(positional->name, positional->max_count);
+  }
   try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << "arlsim: " << e.what() << "\n\n" << visible;
     return kExitBadInput;
+  }
+  if (vm.count("help")) {
+    std::cout << (help_options ? *help_options : visible) << help_extra;
+    return kExitOk;
   }
   return -1;
 }
