@@ -4,32 +4,20 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <string_view>
 
 #include "sim/spec/check.h"
 #include "sim/spec/presets.h"
+#include "tests/lib/mutate.h"
 #include "tests/spec/test_util.h"
 
 using namespace arlsim::spec;
+using namespace std::string_view_literals;
 
 namespace {
 
-std::string mutate(std::string text, std::mt19937_64& rng) {
-  static const std::string kSpecial = "{}[]\",:\\/*0123456789-.eE \n\x00\xff\xc3nulltrue";
-  std::uniform_int_distribution<int> op(0, 5);
-  const int edits = 1 + static_cast<int>(rng() % 4);
-  for (int e = 0; e < edits && !text.empty(); ++e) {
-    const size_t at = rng() % text.size();
-    switch (op(rng)) {
-      case 0: text[at] = kSpecial[rng() % kSpecial.size()]; break;
-      case 1: text.erase(at, 1 + rng() % 16); break;
-      case 2: text.insert(at, 1, kSpecial[rng() % kSpecial.size()]); break;
-      case 3: text.resize(at); break;  // truncation
-      case 4: text.insert(at, text.substr(rng() % text.size(), rng() % 64)); break;  // duplication
-      default: text[at] = static_cast<char>(rng() & 0xff); break;
-    }
-  }
-  return text;
-}
+// Bytes that matter to the parser (NUL included), drawn more often than the rest.
+constexpr std::string_view kSpecial = "{}[]\",:\\/*0123456789-.eE \n\x00\xff\xc3nulltrue"sv;
 
 }  // namespace
 
@@ -38,7 +26,7 @@ TEST_CASE("fuzz: damaged presets give a spec or a diagnostic, never a crash") {
   int parsed = 0, rejected = 0;
   for (const auto& preset : presets()) {
     for (int i = 0; i < 300; ++i) {
-      const std::string text = mutate(std::string(preset.text), rng);
+      const std::string text = arlsim::test::mutate(std::string(preset.text), kSpecial, rng);
       Diagnostics diag;
       Value doc = parse_json(text, arlsim::test::memory_file(std::string(preset.name) + ".json"), diag);
       std::optional<AnySpec> spec;

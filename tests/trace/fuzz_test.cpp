@@ -5,33 +5,22 @@
 
 #include <fstream>
 #include <random>
+#include <string_view>
 #include <sstream>
 
 #include "sim/trace/import_rollout.h"
 #include "sim/trace/import_summary.h"
 #include "sim/trace/reader.h"
+#include "tests/lib/mutate.h"
 
 using namespace arlsim;
 using namespace arlsim::trace;
+using namespace std::string_view_literals;
 
 namespace {
 
-std::string mutate(std::string text, std::mt19937_64& rng) {
-  static const std::string kSpecial = "{}[]\",:\\0123456789-.eE \n\r\x00\xff\xc3nulltrue\t@K";
-  const int edits = 1 + static_cast<int>(rng() % 4);
-  for (int e = 0; e < edits && !text.empty(); ++e) {
-    const size_t at = rng() % text.size();
-    switch (rng() % 6) {
-      case 0: text[at] = kSpecial[rng() % kSpecial.size()]; break;
-      case 1: text.erase(at, 1 + rng() % 16); break;
-      case 2: text.insert(at, 1, kSpecial[rng() % kSpecial.size()]); break;
-      case 3: text.resize(at); break;  // truncation
-      case 4: text.insert(at, text.substr(rng() % text.size(), rng() % 64)); break;  // duplication
-      default: text[at] = static_cast<char>(rng() & 0xff); break;
-    }
-  }
-  return text;
-}
+// Bytes that matter to the parser (NUL included), drawn more often than the rest.
+constexpr std::string_view kSpecial = "{}[]\",:\\0123456789-.eE \n\r\x00\xff\xc3nulltrue\t@K"sv;
 
 std::string shipped(const std::string& name) {
   std::ifstream in("traces/" + name, std::ios::binary);
@@ -54,7 +43,7 @@ TEST_CASE("fuzz: damaged traces give a trace or a diagnostic, never a crash") {
     spec::Diagnostics diag;
     ReadOptions options;
     options.allow_truncated_last_line = i % 2 == 0;
-    const bool ok = read_trace_text(mutate(text, rng), "f.jsonl", builder, diag, options);
+    const bool ok = read_trace_text(arlsim::test::mutate(text, kSpecial, rng), "f.jsonl", builder, diag, options);
     (ok ? valid : rejected) += 1;
     if (!ok) CHECK(diag.has_errors());
   }
@@ -75,10 +64,10 @@ TEST_CASE("fuzz: damaged summaries and dumps give a trace or a diagnostic, never
     so.prompts_per_step = 2;
     so.group_size = 3;
     spec::Diagnostics d1;
-    if (!import_summary_csv(mutate(csv, rng), "f.csv", so, d1)) CHECK(d1.has_errors());
+    if (!import_summary_csv(arlsim::test::mutate(csv, kSpecial, rng), "f.csv", so, d1)) CHECK(d1.has_errors());
     RolloutImportOptions ro;
     ro.chars_per_token = i % 2 ? 3.5 : 0;
     spec::Diagnostics d2;
-    if (!import_rollout_jsonl({{"9.jsonl", mutate(dump, rng)}}, ro, d2)) CHECK(d2.has_errors());
+    if (!import_rollout_jsonl({{"9.jsonl", arlsim::test::mutate(dump, kSpecial, rng)}}, ro, d2)) CHECK(d2.has_errors());
   }
 }
