@@ -33,8 +33,8 @@ bench: build
 	$(BUILD)/tests/estimate_bench
 	$(BUILD)/tests/rollout_bench
 	$(BUILD)/tests/dispatch_validation
-	tests/bench/trace_load_bench.sh $(BUILD)
-	tests/bench/simulate_bench.sh $(BUILD)
+	d=$$(mktemp -d); tests/bench/trace_load_bench.sh $(BUILD) $$d && tests/bench/simulate_bench.sh $(BUILD) $$d; \
+	  s=$$?; rm -rf $$d; exit $$s
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
