@@ -1,7 +1,8 @@
 #include "sim/rl/metrics.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "sim/core/percentile.h"
 
 namespace arlsim::rl {
 
@@ -13,13 +14,9 @@ Distribution summarize(std::vector<double> values) {
   double sum = 0;
   for (double v : values) sum += v;
   d.mean = sum / static_cast<double>(values.size());
-  auto rank = [&](double q) {
-    const auto i = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
-    return values[std::min(values.size() - 1, i == 0 ? 0 : i - 1)];
-  };
-  d.p50 = rank(0.50);
-  d.p90 = rank(0.90);
-  d.p99 = rank(0.99);
+  d.p50 = nearest_rank(values, 50);
+  d.p90 = nearest_rank(values, 90);
+  d.p99 = nearest_rank(values, 99);
   d.max = values.back();
   return d;
 }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sim/core/assert.h"
+#include "sim/core/percentile.h"
 #include "sim/core/resource.h"
 #include "sim/model/memory.h"
 #include "sim/rl/routing.h"
@@ -243,7 +244,7 @@ RolloutResult Rollout::run() {
   std::sort(ends.begin(), ends.end());
   if (!ends.empty()) {
     result_.makespan = ends.back();
-    result_.p90_done = ends[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(ends.size()))) - 1];
+    result_.p90_done = nearest_rank(ends, 90);
   }
   return std::move(result_);
 }

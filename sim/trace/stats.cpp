@@ -1,9 +1,9 @@
 #include "sim/trace/stats.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "sim/core/assert.h"
+#include "sim/core/percentile.h"
 
 namespace arlsim::trace {
 namespace {
@@ -16,13 +16,6 @@ double share(double tool_s, int64_t generated, double rate) {
 }
 
 }  // namespace
-
-int64_t nearest_rank(const std::vector<int64_t>& sorted, double percent) {
-  if (sorted.empty()) return 0;
-  const auto n = static_cast<double>(sorted.size());
-  const auto rank = static_cast<size_t>(std::ceil(percent / 100.0 * n - 1e-9));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
 
 Distribution summarize(std::vector<int64_t>& values) {
   Distribution d;

@@ -25,7 +25,6 @@ struct Distribution {
 
 // Sorts `values` and summarises them (all zero when empty).
 Distribution summarize(std::vector<int64_t>& values);
-int64_t nearest_rank(const std::vector<int64_t>& sorted, double percent);
 
 struct StepStats {
   int32_t step = 0;
