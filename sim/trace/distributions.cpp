@@ -1,22 +1,16 @@
 #include "sim/trace/distributions.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <vector>
 
 #include "sim/core/assert.h"
 #include "sim/spec/diagnostics.h"
 #include "sim/spec/units.h"
+#include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
 namespace {
-
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
 
 bool parse_number(std::string_view text, double& out) {
   const std::string s(text);
@@ -178,17 +172,17 @@ std::optional<ToolSpec> parse_tool_spec(std::string_view text, std::string& erro
 std::string tool_spec_text(const ToolSpec& t) {
   std::string s = t.name + ": dist=" + latency_kinds()[static_cast<size_t>(t.latency.kind)];
   if (t.latency.kind == LatencyKind::uniform) {
-    s += " min=" + number_text(t.latency.min_s) + "s max=" + number_text(t.latency.max_s) + "s";
+    s += " min=" + format_number(t.latency.min_s) + "s max=" + format_number(t.latency.max_s) + "s";
   } else {
-    s += " mean=" + number_text(t.latency.mean_s) + "s";
-    if (t.latency.kind == LatencyKind::lognormal) s += " sigma=" + number_text(t.latency.sigma);
+    s += " mean=" + format_number(t.latency.mean_s) + "s";
+    if (t.latency.kind == LatencyKind::lognormal) s += " sigma=" + format_number(t.latency.sigma);
   }
   if (t.cold_start_s > 0)
-    s += " cold_start=" + number_text(t.cold_start_s) + "s cold_start_prob=" + number_text(t.cold_start_prob);
-  if (t.timeout_s > 0) s += " timeout=" + number_text(t.timeout_s) + "s";
-  s += " share=" + number_text(t.share);
-  if (t.obs_tokens >= 0) s += " obs_tokens=" + number_text(t.obs_tokens);
-  if (t.obs_sigma >= 0) s += " obs_sigma=" + number_text(t.obs_sigma);
+    s += " cold_start=" + format_number(t.cold_start_s) + "s cold_start_prob=" + format_number(t.cold_start_prob);
+  if (t.timeout_s > 0) s += " timeout=" + format_number(t.timeout_s) + "s";
+  s += " share=" + format_number(t.share);
+  if (t.obs_tokens >= 0) s += " obs_tokens=" + format_number(t.obs_tokens);
+  if (t.obs_sigma >= 0) s += " obs_sigma=" + format_number(t.obs_sigma);
   return s;
 }
 

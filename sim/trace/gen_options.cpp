@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
 #include "sim/spec/diagnostics.h"
@@ -11,12 +10,6 @@
 
 namespace arlsim::trace {
 namespace {
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
 
 std::string parse_int(std::string_view text, int& out, int lo, int hi) {
   int v = 0;
@@ -34,7 +27,7 @@ std::string parse_real(std::string_view text, double& out, double lo, double hi)
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) return "expected a number, got \"" + s + "\"";
-  if (v < lo || v > hi) return "expected a number between " + num(lo) + " and " + num(hi) + ", got " + s;
+  if (v < lo || v > hi) return "expected a number between " + format_number(lo) + " and " + format_number(hi) + ", got " + s;
   out = v;
   return {};
 }
@@ -43,7 +36,7 @@ std::string parse_real(std::string_view text, double& out, double lo, double hi)
 std::string parse_tokens(std::string_view text, double& out, double lo, double hi) {
   const spec::ParsedQuantity q = spec::parse_quantity(text, spec::Dimension::tokens);
   if (!q.error.empty()) return q.error;
-  if (q.value < lo || q.value > hi) return "expected a token count between " + num(lo) + " and " + num(hi) + ", got " +
+  if (q.value < lo || q.value > hi) return "expected a token count between " + format_number(lo) + " and " + format_number(hi) + ", got " +
                                            std::string(text);
   out = q.value;
   return {};
@@ -117,10 +110,10 @@ const GenOption kOptions[] = {
      [](const GenParams& p) { return std::to_string(p.group_size); }},
     {"prompt-tokens", "mean prompt length in tokens (one length per group)",
      [](GenParams& p, std::string_view v) { return parse_tokens(v, p.prompt_tokens, 1, 1 << 24); },
-     [](const GenParams& p) { return num(p.prompt_tokens); }},
+     [](const GenParams& p) { return format_number(p.prompt_tokens); }},
     {"prompt-sigma", "log-normal spread of prompt lengths",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.prompt_sigma, 0, 3); },
-     [](const GenParams& p) { return num(p.prompt_sigma); }},
+     [](const GenParams& p) { return format_number(p.prompt_sigma); }},
     {"prompt-limit", "longest prompt in tokens",
      [](GenParams& p, std::string_view v) {
        double t = 0;
@@ -140,16 +133,16 @@ const GenOption kOptions[] = {
      [](const GenParams& p) { return p.context_limit.to_string(); }},
     {"length-sigma", "log-normal spread of response lengths within a step (the body)",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.shape.sigma, 0, 3); },
-     [](const GenParams& p) { return num(p.shape.sigma); }},
+     [](const GenParams& p) { return format_number(p.shape.sigma); }},
     {"tail-weight", "share of responses in the Pareto tail within a step",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.shape.tail_weight, 0, 0.5); },
-     [](const GenParams& p) { return num(p.shape.tail_weight); }},
+     [](const GenParams& p) { return format_number(p.shape.tail_weight); }},
     {"tail-alpha", "Pareto index of the tail (> 1; smaller is heavier)",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.shape.tail_alpha, 1.05, 100); },
-     [](const GenParams& p) { return num(p.shape.tail_alpha); }},
+     [](const GenParams& p) { return format_number(p.shape.tail_alpha); }},
     {"group-correlation", "correlation of the lengths of two samples of one prompt (0..1)",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.group_correlation, 0, 1); },
-     [](const GenParams& p) { return num(p.group_correlation); }},
+     [](const GenParams& p) { return format_number(p.group_correlation); }},
     {"turns-mean", "mean turns per trajectory over the steps (a growth curve)",
      [](GenParams& p, std::string_view v) { return parse_growth(v, p.turns_mean); },
      [](const GenParams& p) { return p.turns_mean.to_string(); }},
@@ -158,7 +151,7 @@ const GenOption kOptions[] = {
      [](const GenParams& p) { return turns_distribution_name(p.turns_distribution); }},
     {"turns-sigma", "log-normal spread of turn counts",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.turns_sigma, 0, 3); },
-     [](const GenParams& p) { return num(p.turns_sigma); }},
+     [](const GenParams& p) { return format_number(p.turns_sigma); }},
     {"turns-min", "fewest turns per trajectory",
      [](GenParams& p, std::string_view v) { return parse_int(v, p.turns_min, 1, 100'000); },
      [](const GenParams& p) { return std::to_string(p.turns_min); }},
@@ -167,16 +160,16 @@ const GenOption kOptions[] = {
      [](const GenParams& p) { return std::to_string(p.turns_max); }},
     {"turns-length-correlation", "correlation of a trajectory's turn count with its length (0..1)",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.turns_length_correlation, 0, 1); },
-     [](const GenParams& p) { return num(p.turns_length_correlation); }},
+     [](const GenParams& p) { return format_number(p.turns_length_correlation); }},
     {"tool", "a tool kind, repeatable: \"NAME: dist=lognormal mean=0.8s sigma=0.6 cold_start=5s cold_start_prob=0.5 "
              "timeout=120s share=1 obs_tokens=300\"; \"none\" clears the list",
      add_tool, [](const GenParams&) { return std::string(); }},
     {"obs-tokens", "mean observation tokens per tool call (a tool's obs_tokens overrides it)",
      [](GenParams& p, std::string_view v) { return parse_tokens(v, p.obs_tokens, 0, 1 << 24); },
-     [](const GenParams& p) { return num(p.obs_tokens); }},
+     [](const GenParams& p) { return format_number(p.obs_tokens); }},
     {"obs-sigma", "log-normal spread of observation sizes",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.obs_sigma, 0, 3); },
-     [](const GenParams& p) { return num(p.obs_sigma); }},
+     [](const GenParams& p) { return format_number(p.obs_sigma); }},
     {"turn-prefill-tokens", "tokens added before each turn after the first (chat template, user text)",
      [](GenParams& p, std::string_view v) {
        double t = 0;

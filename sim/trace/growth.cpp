@@ -4,9 +4,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 
 #include "sim/spec/units.h"
+#include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
 namespace {
@@ -15,13 +15,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-std::string number_text(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
 }
 
 bool parse_value(std::string_view text, double& out, std::string& error) {
@@ -224,22 +217,22 @@ double Growth::max_over(int first, int last) const {
 }
 
 std::string Growth::to_string() const {
-  const std::string range = number_text(start_) + ".." + number_text(end_);
+  const std::string range = format_number(start_) + ".." + format_number(end_);
   switch (kind_) {
-    case GrowthKind::constant: return number_text(start_);
+    case GrowthKind::constant: return format_number(start_);
     case GrowthKind::linear: return "linear " + range;
     case GrowthKind::logistic: {
       std::string s = "logistic " + range;
-      if (midpoint_ > 0) s += " mid=" + number_text(midpoint_);
-      if (width_ > 0) s += " width=" + number_text(width_);
+      if (midpoint_ > 0) s += " mid=" + format_number(midpoint_);
+      if (width_ > 0) s += " width=" + format_number(width_);
       return s;
     }
-    case GrowthKind::saturating: return "saturating " + range + (tau_ > 0 ? " tau=" + number_text(tau_) : "");
+    case GrowthKind::saturating: return "saturating " + range + (tau_ > 0 ? " tau=" + format_number(tau_) : "");
     case GrowthKind::steps: {
       std::string s;
       for (size_t i = 0; i < points_.size(); ++i) {
         if (i > 0) s += ",";
-        s += number_text(points_[i].second);
+        s += format_number(points_[i].second);
         if (i > 0) s += "@" + std::to_string(points_[i].first);
       }
       return s;

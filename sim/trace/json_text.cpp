@@ -1,6 +1,7 @@
 #include "sim/trace/json_text.h"
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 
 namespace arlsim::trace {
@@ -83,6 +84,13 @@ std::string format_seconds(SimTime t) {
   std::string s(buf);
   while (s.back() == '0') s.pop_back();
   return s;
+}
+
+std::string format_number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
 }
 
 }  // namespace arlsim::trace

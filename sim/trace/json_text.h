@@ -19,5 +19,8 @@ std::string to_json(const spec::Value& v);
 // Seconds with up to nine decimals and no trailing zeros ("0", "1.5", "0.000000001"): exact for
 // every nanosecond count, so a trace written and read back holds the same latencies.
 std::string format_seconds(SimTime t);
+// A number as a person writes it in an option or a description: integers in full ("16384"),
+// others with up to ten significant digits ("0.8", "1e-12").
+std::string format_number(double v);
 
 }  // namespace arlsim::trace
