@@ -3,7 +3,8 @@
 # trajectories x 8 turns and contexts up to 32K (tests/bench/step-1024.json). Generates the trace
 # with `arlsim trace gen` first (kept in DIR for later runs), then prints wall time and peak
 # memory of `arlsim simulate` (trace loading included: 3-6 s of the 200-step run). Targets:
-# one step under 0.5 s, 200 steps under a minute, memory under 2 GB. Numbers to read, not a pass/fail test.
+# one step under 0.5 s, 200 steps under a minute, memory under 2 GB. Numbers to read, not a
+# pass/fail test.
 # Usage: tests/bench/simulate_bench.sh [BUILD_DIR] [DIR]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
