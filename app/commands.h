@@ -34,6 +34,7 @@ bool parse_step_range(const std::string& text, int64_t& first, int64_t& last);
 int run_check(const Args& args);
 int run_simulate(const Args& args);
 int run_whatif(const Args& args);
+int run_plan(const Args& args);
 int run_list(const Args& args);
 int run_estimate(const Args& args);
 int run_default(const Args& args);

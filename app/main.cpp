@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"check", "validate input files (any kind) and print every diagnostic; --json prints derived figures",
      arlsim::app::run_check},
     {"whatif", "a scenario under variations of its fields, simulated side by side", arlsim::app::run_whatif},
+    {"plan", "choose per-stage layouts and a switch schedule over the trace; write plan.json", arlsim::app::run_plan},
     {"estimate", "one stage in isolation (train iteration, inference pass, collective): time, throughput, memory",
      arlsim::app::run_estimate},
     {"list", "list presets: models, gpus, clusters, scenarios", arlsim::app::run_list},

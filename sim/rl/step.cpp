@@ -41,20 +41,123 @@ Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
   return l;
 }
 
+// Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
+double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  double total = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    load[static_cast<size_t>(rank[i])] += real(tokens[i]);
+    total += real(tokens[i]);
+  }
+  if (total <= 0) return 1.0;
+  return *std::max_element(load.begin(), load.end()) / (total / real(ranks));
+}
+
+std::vector<std::pair<std::string, double>> largest_first(const model::MemoryBreakdown& m) {
+  std::vector<std::pair<std::string, double>> items;
+  for (const auto& [name, bytes] : m.items) items.emplace_back(name, bytes / kGiB);
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return items;
+}
+
+}  // namespace
+
 int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
   return r.replicas > 0 ? r.replicas : s.rollout_gpus() / r.gpus_per_engine();
 }
 
-// The first GPU of rollout engine e and of training data-parallel rank i (rollout engines take
-// the first GPUs of a disaggregated cluster; colocated stages share all of them).
+RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout) {
+  RolloutOptions ro;
+  ro.model = &s.model;
+  ro.cluster = &s.cluster;
+  ro.layout = {layout.tp, layout.pp, layout.ep};
+  ro.engines = rollout_engines(s, layout);
+  ro.engine = s.workload.engine;
+  ro.routing = std::string(routing_name(s.policy.routing));
+  ro.tool_policy = s.policy.tool_policy;
+  ro.max_turns = s.workload.max_turns;
+  ro.max_context = s.workload.max_context_tokens;
+  ro.stop_fraction = s.policy.partial_rollout > 0 ? s.policy.partial_rollout : 1.0;
+  ro.reward.cpu_time_per_sample = s.workload.reward_cpu_time_per_sample;
+  for (const auto& pool : s.cluster.pools)
+    if (pool.name == "reward") ro.reward.pool = pool.name;
+  if (s.workload.reward == spec::RewardKind::model && s.workload.reward_model) {
+    ro.reward.kind = spec::RewardKind::model;
+    ro.reward.model = &*s.workload.reward_model;
+    ro.reward.engine = s.workload.engine;
+    for (const auto& pool : s.cluster.pools)
+      if (pool.kind == spec::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
+    if (ro.reward.engines == 0) ro.reward.engines = 1;
+  }
+  return ro;
+}
+
+double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+  const double shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
+  return shard / s.cluster.gpu.host_link.achieved();
+}
+
+model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
+  model::TrainRequest r;
+  r.layout = l;
+  r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
+  if (l.max_tokens_per_gpu > 0)  // dynamic batching: as many sequences per micro-batch as fit the budget
+    r.layout.micro_batch = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
+  const int64_t unit = l.dp * r.layout.micro_batch;
+  r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
+  r.dtype = dtype;
+  return r;
+}
+
+model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
+                                       int64_t longest) {
+  auto worst = train_request(l, per_mini_batch, longest, s.workload.dtype);
+  worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
+  return model::estimate_train(s.model, s.cluster, worst).memory;
+}
+
+double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train) {
+  const double params = model::count_params(s.model).total;
+  const model::CollectiveModel coll(s.cluster);
+  const bool colocated = s.policy.placement == spec::Placement::colocated;
+  spec::WeightSync method = s.policy.weight_sync;
+  if (method == spec::WeightSync::automatic)
+    method = colocated ? (train.dp * train.tp >= r.tp ? spec::WeightSync::allgather_swap : spec::WeightSync::offload)
+                       : spec::WeightSync::broadcast;
+  const double rollout_shard = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
+  switch (method) {
+    case spec::WeightSync::allgather_swap: {
+      // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
+      // stage, and swap the training state to host memory and back around the rollout.
+      model::CollectiveGroup g;
+      g.ranks = std::max<int64_t>(2, r.tp * train.pp);
+      g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
+      const double gather = coll.cost(model::CollectiveOp::all_gather, rollout_shard, g).seconds;
+      const double state = 16.0 * params / real(train.gpus());  // fp32 master, moments and gradients
+      return gather + 2 * state / s.cluster.gpu.host_link.achieved();
+    }
+    case spec::WeightSync::offload: {
+      // Training state out to host memory and back, rollout weights loaded over the host link.
+      const double state = 18.0 * params / real(train.gpus());
+      return (2 * state + rollout_shard) / s.cluster.gpu.host_link.achieved();
+    }
+    case spec::WeightSync::broadcast:
+    case spec::WeightSync::automatic: {
+      // Buckets broadcast from the training ranks to every rollout GPU across the network.
+      const double nic = s.cluster.nic_bandwidth_bytes_per_s * s.cluster.gpu.nic_efficiency;
+      const double buckets = std::ceil(rollout_shard / s.policy.weight_sync_bucket_bytes);
+      return rollout_shard / nic + buckets * s.cluster.gpu.collective_latency.ring_base.seconds();
+    }
+  }
+  return 0;
+}
+
 int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e) { return e * r.gpus_per_engine(); }
 int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t rank) {
   const int64_t offset = s.policy.placement == spec::Placement::colocated ? 0 : s.policy.rollout_gpus;
   return offset + rank * l.tp * l.cp;
 }
 
-// Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
-// as verl's balance_batch does), or in order in equal-count chunks without balancing.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance) {
   std::vector<int64_t> rank(tokens.size(), 0);
   if (!balance) {
@@ -73,40 +176,6 @@ std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ra
   }
   return rank;
 }
-
-// Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
-double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
-  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
-  double total = 0;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    load[static_cast<size_t>(rank[i])] += real(tokens[i]);
-    total += real(tokens[i]);
-  }
-  if (total <= 0) return 1.0;
-  return *std::max_element(load.begin(), load.end()) / (total / real(ranks));
-}
-
-// A training request over `sequences` of mean length `seq_len`, rounded to what the layout takes.
-model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
-  model::TrainRequest r;
-  r.layout = l;
-  r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
-  if (l.max_tokens_per_gpu > 0)  // dynamic batching: as many sequences per micro-batch as fit the budget
-    r.layout.micro_batch = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
-  const int64_t unit = l.dp * r.layout.micro_batch;
-  r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
-  r.dtype = dtype;
-  return r;
-}
-
-std::vector<std::pair<std::string, double>> largest_first(const model::MemoryBreakdown& m) {
-  std::vector<std::pair<std::string, double>> items;
-  for (const auto& [name, bytes] : m.items) items.emplace_back(name, bytes / kGiB);
-  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  return items;
-}
-
-}  // namespace
 
 std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
                                                 spec::Diagnostics& diag) {
@@ -174,7 +243,6 @@ class RunSimulator {
   void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
   void run_dispatch(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
-  double weight_sync_seconds(const Layouts& l) const;
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
   void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
   trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
@@ -192,30 +260,9 @@ class RunSimulator {
 };
 
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
-  RolloutOptions ro;
-  ro.model = &s_.model;
-  ro.cluster = &s_.cluster;
-  ro.layout = {l.rollout.tp, l.rollout.pp, l.rollout.ep};
-  ro.engines = rollout_engines(s_, l.rollout);
-  ro.engine = s_.workload.engine;
-  ro.routing = std::string(routing_name(s_.policy.routing));
-  ro.tool_policy = s_.policy.tool_policy;
+  RolloutOptions ro = rollout_options(s_, l.rollout);
   ro.per_iteration = o_.per_iteration;
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
-  ro.max_turns = s_.workload.max_turns;
-  ro.max_context = s_.workload.max_context_tokens;
-  ro.stop_fraction = s_.policy.partial_rollout > 0 ? s_.policy.partial_rollout : 1.0;
-  ro.reward.cpu_time_per_sample = s_.workload.reward_cpu_time_per_sample;
-  for (const auto& pool : s_.cluster.pools)
-    if (pool.name == "reward") ro.reward.pool = pool.name;
-  if (s_.workload.reward == spec::RewardKind::model && s_.workload.reward_model) {
-    ro.reward.kind = spec::RewardKind::model;
-    ro.reward.model = &*s_.workload.reward_model;
-    ro.reward.engine = s_.workload.engine;
-    for (const auto& pool : s_.cluster.pools)
-      if (pool.kind == spec::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
-    if (ro.reward.engines == 0) ro.reward.engines = 1;
-  }
   RolloutInput in;
   in.trajectories = d.trajectories;
   in.tool_names = tool_names_;
@@ -277,9 +324,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
   // Memory is decided by the longest sequence; time by the mean one and the ranks' imbalance.
-  auto worst = train_request(l.train, per_mini_batch, longest, s_.workload.dtype);
-  worst.layout.micro_batch = l.train.max_tokens_per_gpu > 0 ? 1 : l.train.micro_batch;
-  const auto memory = model::estimate_train(s_.model, s_.cluster, worst).memory;
+  const auto memory = train_memory_at(s_, l.train, per_mini_batch, longest);
   p.train_memory_gib = memory.total() / kGiB;
   if (!memory.fits()) {
     OomEvent oom;
@@ -309,43 +354,6 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   };
   p.times.train = optimizer_steps(s_.model, true);
   if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic, false);
-}
-
-double RunSimulator::weight_sync_seconds(const Layouts& l) const {
-  const double params = model::count_params(s_.model).total;
-  const model::CollectiveModel coll(s_.cluster);
-  const auto& r = l.rollout;
-  const bool colocated = s_.policy.placement == spec::Placement::colocated;
-  spec::WeightSync method = s_.policy.weight_sync;
-  if (method == spec::WeightSync::automatic)
-    method = colocated ? (l.train.dp * l.train.tp >= r.tp ? spec::WeightSync::allgather_swap : spec::WeightSync::offload)
-                       : spec::WeightSync::broadcast;
-  const double rollout_shard = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
-  switch (method) {
-    case spec::WeightSync::allgather_swap: {
-      // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
-      // stage, and swap the training state to host memory and back around the rollout.
-      model::CollectiveGroup g;
-      g.ranks = std::max<int64_t>(2, r.tp * l.train.pp);
-      g.ranks_per_node = std::min(g.ranks, s_.cluster.gpus_per_node);
-      const double gather = coll.cost(model::CollectiveOp::all_gather, rollout_shard, g).seconds;
-      const double state = 16.0 * params / real(l.train.gpus());  // fp32 master, moments and gradients
-      return gather + 2 * state / s_.cluster.gpu.host_link.achieved();
-    }
-    case spec::WeightSync::offload: {
-      // Training state out to host memory and back, rollout weights loaded over the host link.
-      const double state = 18.0 * params / real(l.train.gpus());
-      return (2 * state + rollout_shard) / s_.cluster.gpu.host_link.achieved();
-    }
-    case spec::WeightSync::broadcast:
-    case spec::WeightSync::automatic: {
-      // Buckets broadcast from the training ranks to every rollout GPU across the network.
-      const double nic = s_.cluster.nic_bandwidth_bytes_per_s * s_.cluster.gpu.nic_efficiency;
-      const double buckets = std::ceil(rollout_shard / s_.policy.weight_sync_bucket_bytes);
-      return rollout_shard / nic + buckets * s_.cluster.gpu.collective_latency.ring_base.seconds();
-    }
-  }
-  return 0;
 }
 
 void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
@@ -414,11 +422,9 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   const auto& t = p.times;
   p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train;
   if (p.oom) return p;
-  p.times.weight_sync = weight_sync_seconds(l);
+  p.times.weight_sync = weight_sync_seconds(s_, l.rollout, l.train);
   if (relaunch) {
-    // A new rollout layout: engines restart and load their weights over the host link.
-    const double shard = 2.0 * model::count_params(s_.model).total / real(l.rollout.gpus_per_engine());
-    p.times.weight_sync += shard / s_.cluster.gpu.host_link.achieved();
+    p.times.weight_sync += rollout_relaunch_seconds(s_, l.rollout);
   }
   p.training_s += p.times.weight_sync;
   return p;

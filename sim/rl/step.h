@@ -11,7 +11,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "sim/model/train.h"
+#include "sim/rl/rollout.h"
 #include "sim/rl/step_result.h"
 #include "sim/spec/diagnostics.h"
 #include "sim/spec/scenario.h"
@@ -32,6 +35,32 @@ struct RunOptions {
 // The scenario's trace: its file (or `override_path`), or the one it asks to generate.
 std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
                                                 spec::Diagnostics& diag);
+
+// The scenario's rollout engines in `layout`: how many, and the options (engine settings,
+// routing, tools, rewards, limits) they run with.
+int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+
+// What a change of rollout layout costs: the engines restart and load their weights (bf16 shards)
+// over the host link.
+double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+
+// The first GPU of rollout engine e and of training data-parallel rank i (rollout engines take
+// the first GPUs of a disaggregated cluster; colocated stages share all of them).
+int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e);
+int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t rank);
+// Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
+// as verl's balance_batch does), or in order in equal-count chunks without balancing.
+std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);
+
+// A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
+// whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
+model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype);
+// A training rank's memory at a mini-batch's longest sequence: what decides an OOM.
+model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
+                                       int64_t longest);
+// Weight sync after training (the policy's method, or the one `automatic` picks for the placement).
+double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train);
 
 // Called after each step with (steps done, steps to run).
 using Progress = std::function<void(int64_t, int64_t)>;

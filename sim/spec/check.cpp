@@ -49,13 +49,14 @@ std::optional<CheckedDocument> check_document(std::string_view path_or_name, std
   }
   std::optional<AnySpec> spec = parse_document(*doc, detected, diag);
   if (!spec || diag.error_count() != errors_before) return std::nullopt;
-  return CheckedDocument{detected, std::move(*spec)};
+  return CheckedDocument{detected, std::move(*spec), std::move(*doc)};
 }
 
 std::optional<ScenarioSpec> load_scenario(std::string_view path_or_name, const std::vector<std::string>& overrides,
-                                          Diagnostics& diag) {
+                                          Diagnostics& diag, Value* document) {
   auto checked = check_document(path_or_name, SpecKind::scenario, overrides, diag);
   if (!checked) return std::nullopt;
+  if (document) *document = std::move(checked->document);
   return std::get<ScenarioSpec>(std::move(checked->spec));
 }
 

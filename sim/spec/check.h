@@ -20,6 +20,7 @@ using AnySpec = std::variant<ModelSpec, GpuProfile, ClusterSpec, WorkloadSpec, P
 struct CheckedDocument {
   SpecKind kind = SpecKind::scenario;
   AnySpec spec;
+  Value document;  // as parsed: references resolved, overrides applied
 };
 
 // Parses an already loaded and resolved document as `kind`.
@@ -32,7 +33,9 @@ std::optional<CheckedDocument> check_document(std::string_view path_or_name, std
                                               const std::vector<std::string>& overrides, Diagnostics& diag);
 
 // The same for a scenario, the common case.
+// A plan file (`arlsim plan`) loads as the scenario it carries. With `document`, also returns the
+// resolved document (for writing it into a plan).
 std::optional<ScenarioSpec> load_scenario(std::string_view path_or_name, const std::vector<std::string>& overrides,
-                                          Diagnostics& diag);
+                                          Diagnostics& diag, Value* document = nullptr);
 
 }  // namespace arlsim::spec

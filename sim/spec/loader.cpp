@@ -142,6 +142,25 @@ std::optional<Value> Loader::read_file(const std::string& path, const std::strin
   return v;
 }
 
+// A plan written by `arlsim plan` carries the scenario it was made for, with the planned policy:
+// loading it as a scenario takes that. Anything else is left as it is.
+bool unwrap_plan(Value& doc, Diagnostics& diag) {
+  const Value* f = doc.is_object() ? doc.find("format") : nullptr;
+  if (!f || !f->is_string() || !f->as_string().starts_with("arlsim-plan")) return true;
+  if (f->as_string() != "arlsim-plan/1") {
+    diag.error(*f, "/format", "unsupported format version " + quote(f->as_string()), "this arlsim reads \"arlsim-plan/1\"");
+    return false;
+  }
+  const Value* scenario = doc.find("scenario");
+  if (!scenario || !scenario->is_object()) {
+    diag.error(doc, "/scenario", "a plan must carry its scenario as an object", "write plans with `arlsim plan`");
+    return false;
+  }
+  Value inner = *scenario;
+  doc = std::move(inner);
+  return true;
+}
+
 std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<SpecKind> kind, SpecKind* detected) {
   const std::string arg(path_or_name);
   std::error_code ec;
@@ -174,6 +193,8 @@ std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<S
     doc = parse_json(found->text, file, diag_);
   }
   if (!doc) return std::nullopt;
+  if (!kind || *kind == SpecKind::scenario)
+    if (!unwrap_plan(*doc, diag_)) return std::nullopt;
   const std::optional<SpecKind> k = kind ? kind : detect_following_extends(*doc);
   if (!k) return std::nullopt;
   if (detected) *detected = *k;

@@ -50,6 +50,10 @@ class Loader {
   std::vector<std::string> chain_;  // their display names
 };
 
+// A plan ("format": "arlsim-plan/1") becomes the scenario it carries; other documents are left
+// as they are. False (with a diagnostic) for a plan of another version or without a scenario.
+bool unwrap_plan(Value& doc, Diagnostics& diag);
+
 // RFC 7386 JSON merge patch: `patch` applied onto `target`.
 void merge_patch(Value& target, const Value& patch);
 

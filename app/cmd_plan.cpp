@@ -1,0 +1,187 @@
+// `arlsim plan SCENARIO [--out plan.json]`: rollout and training layouts chosen over the
+// scenario's trace by each selector (as configured, static, online, offline), side by side; the
+// adopted schedule simulated; a dispatch plan for one step; plan.json for exporters and replays.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "planner/dispatch_plan.h"
+#include "planner/plan.h"
+#include "planner/plan_json.h"
+#include "sim/out/text.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+namespace {
+
+std::string fixed(double v, int decimals) { return out::format_fixed(v, decimals); }
+
+template <typename Candidate>
+void print_stage(const char* title, const std::vector<Candidate>& candidates, const planner::StageSchedules& st,
+                 const std::vector<int64_t>& steps) {
+  const auto& base = st.schedules.front();
+  std::printf("\n%-28s", title);
+  for (const auto& s : st.schedules) std::printf("%14s", s.selector.c_str());
+  std::printf("\n");
+  auto row = [&](const char* name, auto value) {
+    std::printf("  %-26s", name);
+    for (const auto& s : st.schedules) std::printf("%14s", value(s).c_str());
+    std::printf("\n");
+  };
+  row("time over the trace (s)", [](const planner::Schedule& s) { return fixed(s.total_seconds(), 1); });
+  row("  of which switching (s)", [](const planner::Schedule& s) { return fixed(s.switch_seconds, 1); });
+  row("switches", [](const planner::Schedule& s) { return std::to_string(s.switches); });
+  row("OOM steps", [](const planner::Schedule& s) { return std::to_string(s.misfits); });
+  row("OOMs avoided", [&](const planner::Schedule& s) { return std::to_string(std::max<int64_t>(0, base.misfits - s.misfits)); });
+  row("vs configured", [&](const planner::Schedule& s) {
+    return base.total_seconds() > 0 && s.misfits == base.misfits ? fixed(s.total_seconds() / base.total_seconds(), 3) : std::string("-");
+  });
+  for (const auto& s : st.schedules) {
+    std::printf("  %-12s", s.selector.c_str());
+    for (size_t i = 0; i < s.choice.size(); ++i)
+      if (i == 0 || s.choice[i] != s.choice[i - 1])
+        std::printf("%s step %lld: %s", i == 0 ? "" : ",", static_cast<long long>(steps[i]),
+                    planner::layout_name(candidates[s.choice[i]].layout).c_str());
+    std::printf("\n");
+  }
+}
+
+template <typename Candidate>
+void print_candidates(const char* title, const std::vector<Candidate>& candidates) {
+  int64_t pruned = 0, misfit = 0;
+  for (const auto& c : candidates) {
+    pruned += c.pruned.empty() ? 0 : 1;
+    misfit += c.pruned.empty() && !c.misfit.empty() ? 1 : 0;
+  }
+  std::printf("%s: %zu candidates, %lld pruned, %lld out of memory at some step (reasons in plan.json)\n", title,
+              candidates.size(), static_cast<long long>(pruned), static_cast<long long>(misfit));
+}
+
+}  // namespace
+
+int run_plan(const Args& args) {
+  std::string scenario, out_path, steps, trace_path, selector = "offline";
+  std::vector<std::string> overrides;
+  int64_t confirm = 3, window = 1, dispatch_step = -1;
+  po::options_description opts("arlsim plan SCENARIO [options]\n\n"
+                               "Chooses the rollout and training layouts over the scenario's trace: every candidate\n"
+                               "layout costed per step by the analytic model, the best few rollout layouts confirmed\n"
+                               "by the event simulator, then the static, online (EARL) and offline (optimal)\n"
+                               "selectors side by side with the layouts as configured. The adopted schedule is\n"
+                               "simulated, and plan.json carries it (`arlsim simulate plan.json` replays it).\n\nOptions");
+  opts.add_options()("help,h", "this text")("out,o", po::value(&out_path), "write plan.json here")(
+      "selector", po::value(&selector)->default_value("offline"), "the schedule to adopt: static, online or offline")(
+      "confirm", po::value(&confirm)->default_value(3), "rollout layouts simulated per context range (0: analytic only)")(
+      "online-window", po::value(&window)->default_value(1), "steps in the online selector's running average")(
+      "dispatch-step", po::value(&dispatch_step), "the step to make a dispatch plan for (default: the last)")(
+      "steps", po::value(&steps), "trace steps to plan: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
+      "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value")(
+      "json", "print plan.json on stdout instead of the tables");
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0) return status;
+  if (scenario.empty()) {
+    std::cerr << "arlsim plan: give a scenario (a file or a preset name)\n" << opts;
+    return kExitBadInput;
+  }
+  bool known = false;
+  for (const auto& s : planner::selectors()) known = known || s.name == selector;
+  if (!known) {
+    std::cerr << "arlsim plan: unknown selector \"" << selector << "\"; expected static, online or offline\n";
+    return kExitBadInput;
+  }
+  if (confirm < 0 || window < 1) {
+    std::cerr << "arlsim plan: --confirm must be 0 or more and --online-window 1 or more\n";
+    return kExitBadInput;
+  }
+  planner::FeatureOptions fo;
+  if (!steps.empty() && !parse_step_range(steps, fo.first_step, fo.last_step)) {
+    std::cerr << "arlsim plan: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
+    return kExitBadInput;
+  }
+  spec::Diagnostics diag;
+  spec::Value document;
+  auto s = spec::load_scenario(scenario, overrides, diag, &document);
+  if (s) {
+    if (auto t = rl::load_scenario_trace(*s, trace_path, diag)) {
+      fo.max_context = s->workload.max_context_tokens;
+      fo.max_steps = s->steps;
+      const auto features = planner::step_features(*t, fo);
+      if (features.empty()) {
+        std::cerr << scenario << ": the trace has no step in the requested range\n";
+        return kExitBadInput;
+      }
+      planner::PlanOptions po_;
+      po_.selector = selector;
+      po_.confirm = confirm;
+      po_.online_window = window;
+      const auto plan = planner::make_plan(*s, features, &*t, po_);
+
+      spec::ScenarioSpec planned = *s;
+      planned.policy = plan.policy;
+      rl::RunOptions ro;
+      ro.timeline = false;
+      ro.stop_on_oom = false;
+      ro.first_step = fo.first_step;
+      ro.last_step = fo.last_step;
+      const auto predicted = rl::simulate_run(planned, *t, ro);
+
+      size_t di = features.size() - 1;
+      if (dispatch_step >= 0) {
+        di = features.size();
+        for (size_t i = 0; i < features.size(); ++i)
+          if (features[i].step == dispatch_step) di = i;
+        if (di == features.size()) {
+          std::cerr << "arlsim plan: --dispatch-step " << dispatch_step << " is not a step of the plan\n";
+          return kExitBadInput;
+        }
+      }
+      const auto at = rl::rollout_engines(planned, plan.policy.rollout) > 0 ? plan.policy : s->policy;
+      auto tokens = features[di].contexts;
+      const auto dispatch = planner::compare_dispatch(
+          planned, at.rollout, at.train, planner::samples_round_robin(planned, at.rollout, tokens), features[di].step);
+
+      const std::string json = planner::plan_json({&*s, &document, &plan, &predicted, &dispatch});
+      if (!out_path.empty()) {
+        std::ofstream f(out_path, std::ios::binary);
+        f << json;
+        if (!f) {
+          std::cerr << "arlsim plan: cannot write " << out_path << "\n";
+          return kExitInternal;
+        }
+      }
+      if (vm.count("json")) {
+        std::cout << json;
+        return kExitOk;
+      }
+      std::printf("plan for %s: %zu steps (%lld..%lld), %lld analytic evaluations, %zu rollout runs to confirm\n",
+                  s->name.c_str(), features.size(), static_cast<long long>(features.front().step),
+                  static_cast<long long>(features.back().step), static_cast<long long>(plan.evaluations),
+                  plan.confirmations.size());
+      print_candidates("rollout", plan.rollout);
+      print_candidates("training", plan.train);
+      print_stage("rollout layouts", plan.rollout, plan.rollout_schedules, plan.steps);
+      print_stage("training layouts", plan.train, plan.train_schedules, plan.steps);
+      std::printf("\nadopted: %s; simulated with it: %.1f s over %zu steps, %zu OOM events\n", selector.c_str(),
+                  predicted.total_time_s, predicted.steps.size(), predicted.oom_events.size());
+      std::printf("\ndispatch plans for step %lld (%lld samples)\n  %-14s%-15s%12s%16s%18s%12s\n",
+                  static_cast<long long>(dispatch.step), static_cast<long long>(dispatch.samples), "plan", "mode",
+                  "time (s)", "bytes (MiB)", "cross-node (MiB)", "imbalance");
+      for (const auto& p : dispatch.plans)
+        std::printf("  %-14s%-15s%12s%16s%18s%12s\n", p.name.c_str(), p.mode.c_str(), fixed(p.seconds, 4).c_str(),
+                    fixed(p.bytes / 1048576.0, 1).c_str(), fixed(p.cross_node_bytes / 1048576.0, 1).c_str(),
+                    fixed(p.imbalance, 3).c_str());
+      if (!out_path.empty()) std::printf("\nwrote %s\n", out_path.c_str());
+      return kExitOk;
+    }
+  }
+  std::cerr << spec::format_all(diag);
+  return kExitBadInput;
+}
+
+}  // namespace arlsim::app

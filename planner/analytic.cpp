@@ -1,0 +1,133 @@
+#include "planner/analytic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/model/memory.h"
+#include "sim/model/train.h"
+#include "sim/rl/step.h"
+
+namespace arlsim::planner {
+
+namespace {
+
+constexpr int64_t kLengthQuantum = 256;
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+int64_t quantise(double tokens) {
+  const auto t = static_cast<int64_t>(std::ceil(std::max(1.0, tokens)));
+  return (t + kLengthQuantum - 1) / kLengthQuantum * kLengthQuantum;
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / kGiB);
+  return buf;
+}
+
+}  // namespace
+
+RolloutEstimator::RolloutEstimator(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout)
+    : s_(s), layout_(layout) {
+  const auto o = rl::rollout_options(s, layout);
+  engines_ = o.engines;
+  if (engines_ < 1) {
+    problem_ = "no engine of " + std::to_string(layout.gpus_per_engine()) + " GPUs fits the " +
+               std::to_string(s.rollout_gpus()) + " rollout GPUs";
+    return;
+  }
+  problem_ = rl::check_rollout(o);
+  if (!problem_.empty()) return;
+  kv_capacity_ = model::inference_memory(s.model, s.cluster.gpu, rl::engine_memory_options(o)).kv_capacity_tokens /
+                 o.engine.block_size * o.engine.block_size;
+  const auto& e = s.workload.engine;
+  im_ = std::make_unique<model::InferenceModel>(
+      s.model, s.cluster, o.layout,
+      model::Speculation{e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()});
+}
+
+StageCost RolloutEstimator::cost(const StepFeatures& f) const {
+  if (!problem_.empty()) return {0, problem_};
+  if (f.max_context > kv_capacity_)
+    return {0, "a context of " + std::to_string(f.max_context) + " tokens does not fit an engine's KV cache of " +
+                   std::to_string(kv_capacity_) + " tokens"};
+  if (f.trajectories == 0) return {};
+  const double engines = static_cast<double>(engines_);
+  const double per_engine = static_cast<double>(f.trajectories) / engines;
+  const double kv = std::max(1.0, f.decode_kv_tokens);
+  const auto& e = s_.workload.engine;
+  const double by_cache = std::floor(static_cast<double>(kv_capacity_) / kv);
+  const auto batch = static_cast<int64_t>(std::max(1.0, std::min({static_cast<double>(e.max_num_seqs), std::ceil(per_engine), by_cache})));
+  const model::DecodeWindow w = im_->decode_window(batch);
+  // Every generated token reads kv cached tokens: b x kv per token, however the batch is made up.
+  // The per-iteration part a is paid once per iteration: gen / batch iterations when the engine
+  // stays full, but at least one per token of the longest trajectory, which decodes one token an
+  // iteration while its engine's batch drains around it.
+  const double per_engine_tokens = f.gen_tokens / engines;
+  const double kv_read_s = w.b * per_engine_tokens * kv;
+  model::IterationBatch chunk;
+  chunk.prefill.push_back({e.max_num_batched_tokens, static_cast<int64_t>(kv), true});
+  const double prefill_s = f.prefill_tokens / engines / static_cast<double>(e.max_num_batched_tokens) *
+                           im_->iteration(chunk).seconds;
+  const double throughput_s = per_engine_tokens / static_cast<double>(batch) * w.a + kv_read_s + prefill_s;
+  double critical_s = 0;
+  for (const auto& t : f.tail) critical_s = std::max(critical_s, t.gen_tokens * w.a + t.tool_s + kv_read_s + prefill_s);
+  return {std::max(throughput_s, critical_s), {}};
+}
+
+TrainEstimator::TrainEstimator(const spec::ScenarioSpec& s, const spec::TrainLayout& layout) : s_(s), layout_(layout) {
+  if (layout.gpus() != s.train_gpus()) {
+    problem_ = "tp x pp x dp x cp = " + std::to_string(layout.gpus()) + " GPUs, the training stage has " +
+               std::to_string(s.train_gpus());
+    return;
+  }
+  problem_ = model::check_train_request(s.model, s.cluster, rl::train_request(layout, layout.dp, 1024, s.workload.dtype));
+}
+
+TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t sequences) const {
+  const auto key = std::make_pair(mean_len, sequences);
+  if (const auto it = times_.find(key); it != times_.end()) return it->second;
+  const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
+  AtLength a;
+  const auto passes = [&](const spec::ModelSpec& m) {
+    const auto e = model::estimate_train(m, s_.cluster, rl::train_request(layout_, per_mini_batch, mean_len, s_.workload.dtype));
+    return (e.breakdown.pipeline_s + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s) *
+           static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
+  };
+  a.train_s = passes(s_.model);
+  const auto forward = rl::train_request(layout_, sequences, mean_len, s_.workload.dtype);
+  double prepare = model::estimate_forward_seconds(s_.model, s_.cluster, forward);
+  if (s_.workload.use_reference) prepare *= 2;
+  if (s_.workload.critic) {
+    a.train_s += passes(*s_.workload.critic);
+    prepare += model::estimate_forward_seconds(*s_.workload.critic, s_.cluster, forward);
+  }
+  a.prepare_s = prepare;
+  times_.emplace(key, a);
+  return a;
+}
+
+std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) const {
+  const auto key = std::make_pair(longest, sequences);
+  if (const auto it = memory_.find(key); it != memory_.end()) return it->second;
+  const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
+  const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, longest);
+  std::string problem;
+  if (!m.fits())
+    problem = "training needs " + gib(m.total()) + " GiB per GPU at " + std::to_string(longest) + " tokens, " +
+              gib(m.capacity_bytes) + " GiB available";
+  memory_.emplace(key, problem);
+  return problem;
+}
+
+StageCost TrainEstimator::cost(const StepFeatures& f) const {
+  if (!problem_.empty()) return {0, problem_};
+  if (f.trajectories == 0) return {};
+  if (auto problem = memory_problem(quantise(static_cast<double>(f.max_context)), f.trajectories); !problem.empty())
+    return {0, problem};
+  const auto a = at_length(quantise(f.mean_context), f.trajectories);
+  return {a.prepare_s + a.train_s, {}};
+}
+
+}  // namespace arlsim::planner

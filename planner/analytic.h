@@ -1,0 +1,77 @@
+// Closed-form stage costs of one candidate layout on one trace step: what the planner evaluates
+// for every candidate before it confirms the best few with the event simulator.
+//
+// Rollout (per engine, the step's load spread evenly over the engines): decoding runs in batches
+// of B sequences, B limited by max_num_seqs, the engine's share of trajectories and how many mean
+// contexts its KV cache holds; each iteration costs a + b x (KV tokens of the batch)
+// (model::DecodeWindow). Prefill runs in chunks of max_num_batched_tokens. The step takes the
+// longer of that throughput-bound time and its critical path: the trajectory whose generated
+// tokens (one per iteration at batch B) and tool calls take longest. A step whose longest context
+// does not fit one engine's KV cache cannot run on the layout (vLLM refuses it).
+//
+// Training: the cost model's iteration at the step's mean length, PPO epochs x mini-batches of it,
+// forward passes for old and reference log-probs (and critic values), memory at the longest
+// sequence. Ranks are taken as balanced (the simulator adds the LPT remainder).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "planner/features.h"
+#include "sim/model/inference.h"
+#include "sim/spec/scenario.h"
+
+namespace arlsim::planner {
+
+// "" when the step can run, else why not.
+struct StageCost {
+  double seconds = 0;
+  std::string infeasible;
+  bool feasible() const { return infeasible.empty(); }
+};
+
+class RolloutEstimator {
+ public:
+  RolloutEstimator(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+
+  // Why no engine of this layout can run at all (weights do not fit, heads do not split), or "".
+  const std::string& problem() const { return problem_; }
+  int64_t engines() const { return engines_; }
+  int64_t kv_capacity_tokens() const { return kv_capacity_; }
+  StageCost cost(const StepFeatures& f) const;
+
+ private:
+  const spec::ScenarioSpec& s_;
+  spec::RolloutLayout layout_;
+  std::unique_ptr<model::InferenceModel> im_;
+  std::string problem_;
+  int64_t engines_ = 0;
+  int64_t kv_capacity_ = 0;
+};
+
+class TrainEstimator {
+ public:
+  TrainEstimator(const spec::ScenarioSpec& s, const spec::TrainLayout& layout);
+
+  const std::string& problem() const { return problem_; }
+  // Experience preparation (forward passes) and training (PPO epochs x mini-batches).
+  StageCost cost(const StepFeatures& f) const;
+
+ private:
+  // Costs at a length rounded up to kLengthQuantum tokens are memoised: steps repeat lengths.
+  struct AtLength {
+    double prepare_s = 0, train_s = 0;
+  };
+  AtLength at_length(int64_t mean_len, int64_t sequences) const;
+  std::string memory_problem(int64_t longest, int64_t sequences) const;
+
+  const spec::ScenarioSpec& s_;
+  spec::TrainLayout layout_;
+  std::string problem_;
+  mutable std::map<std::pair<int64_t, int64_t>, AtLength> times_;
+  mutable std::map<std::pair<int64_t, int64_t>, std::string> memory_;
+};
+
+}  // namespace arlsim::planner

@@ -1,0 +1,147 @@
+#include "planner/dispatch_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "sim/rl/dispatch.h"
+#include "sim/rl/step.h"
+
+namespace arlsim::planner {
+
+namespace {
+
+double imbalance(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank, int64_t ranks) {
+  std::vector<double> load(static_cast<size_t>(ranks), 0);
+  double total = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    load[static_cast<size_t>(rank[i])] += static_cast<double>(samples[i].tokens);
+    total += static_cast<double>(samples[i].tokens);
+  }
+  return total > 0 ? *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(ranks)) : 1.0;
+}
+
+}  // namespace
+
+std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank_node,
+                                        const std::vector<int64_t>& sample_node, double slack) {
+  const size_t ranks = rank_node.size();
+  std::vector<int64_t> rank(samples.size(), 0);
+  if (ranks == 0) return rank;
+  double total = 0;
+  for (const auto& s : samples) total += static_cast<double>(s.tokens);
+  const double cap = total / static_cast<double>(ranks) * (1 + slack);
+  std::vector<size_t> order(samples.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return samples[a].tokens > samples[b].tokens; });
+  std::vector<double> load(ranks, 0);
+  for (size_t i : order) {
+    const double t = static_cast<double>(samples[i].tokens);
+    size_t least = 0, local = ranks;
+    for (size_t r = 0; r < ranks; ++r) {
+      if (load[r] < load[least]) least = r;
+      if (rank_node[r] == sample_node[i] && (local == ranks || load[r] < load[local])) local = r;
+    }
+    const size_t pick = local < ranks && load[local] + t <= std::max(cap, load[least] + t) ? local : least;
+    rank[i] = static_cast<int64_t>(pick);
+    load[pick] += t;
+  }
+  return rank;
+}
+
+std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
+                                                    const std::vector<int64_t>& tokens) {
+  const int64_t engines = std::max<int64_t>(1, rl::rollout_engines(s, rollout));
+  std::vector<DispatchPlanSample> out;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    out.push_back({tokens[i], rl::engine_gpu(rollout, static_cast<int64_t>(i) % engines)});
+  return out;
+}
+
+DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
+                                    const spec::TrainLayout& train, const std::vector<DispatchPlanSample>& samples, int64_t step) {
+  (void)rollout;
+  DispatchComparison out;
+  out.step = step;
+  out.samples = static_cast<int64_t>(samples.size());
+  const int64_t per_node = s.cluster.gpus_per_node;
+  std::vector<int64_t> rank_node, sample_node, tokens;
+  for (int64_t r = 0; r < train.dp; ++r) rank_node.push_back(rl::train_rank_gpu(s, train, r) / per_node);
+  for (const auto& x : samples) {
+    sample_node.push_back(x.producer_gpu / per_node);
+    tokens.push_back(x.tokens);
+  }
+  std::vector<int64_t> round_robin(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) round_robin[i] = static_cast<int64_t>(i) % train.dp;
+  const auto balanced = rl::assign_ranks(tokens, train.dp, true);
+  struct Variant {
+    const char* name;
+    spec::DispatchMode mode;
+    std::vector<int64_t> rank;
+  };
+  const Variant variants[] = {
+      {"layout-aware", spec::DispatchMode::decentralized, layout_aware_ranks(samples, rank_node, sample_node, 0.02)},
+      {"balanced", spec::DispatchMode::decentralized, balanced},
+      {"round-robin", spec::DispatchMode::decentralized, round_robin},
+      {"centralized", spec::DispatchMode::centralized, balanced},
+  };
+  const auto tensors = rl::dispatch_tensors(s.workload.use_reference, s.workload.critic.has_value());
+  double data_bytes_per_token = 0, data_bytes_per_sample = 0;
+  for (const auto& t : tensors)
+    if (t.role == rl::TensorRole::data) {
+      data_bytes_per_token += t.bytes_per_token;
+      data_bytes_per_sample += t.bytes_per_sample;
+    }
+  for (const auto& v : variants) {
+    DispatchPlanResult p;
+    p.name = v.name;
+    p.mode = spec::dispatch_name(v.mode);
+    p.rank = v.rank;
+    p.imbalance = imbalance(samples, v.rank, train.dp);
+    std::vector<rl::DispatchSample> ds;
+    std::map<std::pair<int64_t, int64_t>, Transfer> pairs;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const int64_t to = rl::train_rank_gpu(s, train, v.rank[i]);
+      ds.push_back({samples[i].tokens, samples[i].producer_gpu, to});
+      auto& t = pairs[{samples[i].producer_gpu, to}];
+      t.from_gpu = samples[i].producer_gpu;
+      t.to_gpu = to;
+      ++t.samples;
+      t.bytes += data_bytes_per_token * static_cast<double>(samples[i].tokens) + data_bytes_per_sample;
+    }
+    for (auto& [key, t] : pairs)
+      if (t.from_gpu != t.to_gpu) p.transfers.push_back(t);
+    rl::DispatchOptions opt;
+    opt.mode = v.mode;
+    opt.controller_bandwidth_bytes_per_s = s.cluster.controller_bandwidth_bytes_per_s;
+    const auto r = rl::simulate_dispatch(s.cluster, ds, tensors, opt);
+    p.seconds = r.seconds;
+    p.bytes = r.bytes_moved;
+    p.cross_node_bytes = r.cross_node_bytes;
+    out.plans.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string dispatch_json(const DispatchComparison& d) {
+  nlohmann::ordered_json j;
+  j["step"] = d.step;
+  j["samples"] = d.samples;
+  j["plans"] = nlohmann::ordered_json::array();
+  for (const auto& p : d.plans) {
+    nlohmann::ordered_json transfers = nlohmann::ordered_json::array();
+    for (const auto& t : p.transfers)
+      transfers.push_back({{"from_gpu", t.from_gpu}, {"to_gpu", t.to_gpu}, {"samples", t.samples}, {"bytes", t.bytes}});
+    j["plans"].push_back({{"name", p.name},
+                          {"mode", p.mode},
+                          {"seconds", p.seconds},
+                          {"bytes", p.bytes},
+                          {"cross_node_bytes", p.cross_node_bytes},
+                          {"token_imbalance", p.imbalance},
+                          {"rank_of_sample", p.rank},
+                          {"transfers", transfers}});
+  }
+  return j.dump();
+}
+
+}  // namespace arlsim::planner

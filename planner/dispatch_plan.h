@@ -1,0 +1,63 @@
+// Dispatch plans: which training data-parallel rank consumes each sample of a step, and the
+// transfers that follow. Given where the samples are (the rollout engine that produced each) and
+// the consumer layout, the layout-aware plan balances tokens over the ranks (longest first, as
+// LPT) but puts a sample on a rank of its producer's node whenever that keeps the rank within a
+// small slack of the balanced load, so that fewer bytes cross nodes (EARL's layout-aware
+// dispatch, arXiv 2510.05943). It is compared with the plans frameworks use: token-balanced ranks
+// regardless of locality (verl's balance_batch) sent directly or through a single controller, and
+// naive round-robin.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/spec/scenario.h"
+
+namespace arlsim::planner {
+
+struct DispatchPlanSample {
+  int64_t tokens = 0;
+  int64_t producer_gpu = 0;
+};
+
+// Aggregated point-to-point traffic of a plan (controller traffic is not listed).
+struct Transfer {
+  int64_t from_gpu = 0, to_gpu = 0;
+  int64_t samples = 0;
+  double bytes = 0;
+};
+
+struct DispatchPlanResult {
+  std::string name;
+  std::string mode;             // the dispatch mode it runs with
+  std::vector<int64_t> rank;    // consumer rank per sample
+  double imbalance = 1;         // the busiest rank's tokens over the mean rank's
+  double bytes = 0;             // every byte moved, controller traffic included
+  double cross_node_bytes = 0;
+  double seconds = 0;           // the dispatch simulated over the topology
+  std::vector<Transfer> transfers;
+};
+
+struct DispatchComparison {
+  int64_t step = 0;
+  int64_t samples = 0;
+  std::vector<DispatchPlanResult> plans;  // layout-aware first
+};
+
+// Consumer ranks for the samples: tokens balanced within `slack` of the mean rank's load, each
+// sample kept on its producer's node when that allows.
+std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank_node,
+                                        const std::vector<int64_t>& sample_node, double slack);
+
+// The plans for one step's samples, with the scenario's rollout and training layouts.
+DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
+                                    const spec::TrainLayout& train, const std::vector<DispatchPlanSample>& samples, int64_t step);
+
+// Samples of a step as the rollout leaves them: sample i on engine i mod engines.
+std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
+                                                    const std::vector<int64_t>& tokens);
+
+std::string dispatch_json(const DispatchComparison& d);
+
+}  // namespace arlsim::planner

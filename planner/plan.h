@@ -1,0 +1,67 @@
+// A plan: the layouts of rollout and training chosen over a trace, step by step, by each
+// selector (see selector.h), with what every candidate cost. The analytic costs of analytic.h
+// rank the candidates; the event simulator then runs the best few rollout layouts on one
+// representative step of each context range and rescales that range's costs by what it found.
+// The chosen schedule becomes the policy's layout schedule, which `arlsim simulate` replays.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/features.h"
+#include "planner/selector.h"
+#include "planner/space.h"
+#include "sim/spec/scenario.h"
+#include "sim/trace/trace.h"
+
+namespace arlsim::planner {
+
+struct PlanOptions {
+  std::string selector = "offline";  // the schedule the plan adopts
+  int64_t confirm = 3;               // rollout candidates simulated per context range (0: none)
+  int64_t online_window = 1;         // steps in the online selector's running average
+  std::vector<double> bucket_edges = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+};
+
+// The event simulator's time for a rollout layout on a representative step, against the
+// analytic estimate it corrects.
+struct Confirmation {
+  int64_t step = 0;
+  size_t bucket = 0;
+  size_t candidate = 0;
+  double analytic_s = 0;
+  double simulated_s = 0;
+};
+
+struct StageSchedules {
+  CostTable costs;
+  std::vector<Schedule> schedules;  // as configured, static, online, offline
+  const Schedule& find(const std::string& selector) const;
+};
+
+struct Plan {
+  std::vector<int64_t> steps;  // trace step numbers, in order
+  std::vector<RolloutCandidate> rollout;
+  std::vector<TrainCandidate> train;
+  StageSchedules rollout_schedules, train_schedules;
+  std::vector<Confirmation> confirmations;
+  int64_t evaluations = 0;  // analytic stage evaluations
+  std::string selector;
+  spec::PolicySpec policy;  // the scenario's policy with the adopted layouts and schedule
+};
+
+// `trace` is the trace the features were read from (for confirmation runs); it may be null.
+Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& features, const trace::Trace* trace,
+               const PlanOptions& o);
+
+// The policy schedule of a choice of layouts per step (entries for each run of equal layouts).
+std::vector<spec::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<spec::RolloutLayout>& rollout,
+                                             const std::vector<spec::TrainLayout>& train);
+
+// Restarting training in another layout: the training state (bf16 weights, fp32 master weights
+// and Adam moments: 14 bytes per parameter, sharded over the training GPUs) out to host memory
+// and back in the new sharding.
+double train_reshard_seconds(const spec::ScenarioSpec& s);
+
+}  // namespace arlsim::planner

@@ -1,0 +1,175 @@
+#include "planner/plan_json.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "planner/dispatch_plan.h"
+#include "sim/model/transformer.h"
+#include "sim/out/summary.h"
+
+namespace arlsim::planner {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json to_json(const spec::Value& v) {
+  switch (v.kind()) {
+    case spec::Value::Kind::null: return nullptr;
+    case spec::Value::Kind::boolean: return v.as_bool();
+    case spec::Value::Kind::number:
+      if (v.is_int64()) return v.as_int64();
+      return v.as_double();
+    case spec::Value::Kind::string: return v.as_string();
+    case spec::Value::Kind::array: {
+      ordered_json a = ordered_json::array();
+      for (const auto& item : v.items()) a.push_back(to_json(item));
+      return a;
+    }
+    case spec::Value::Kind::object: {
+      ordered_json o = ordered_json::object();
+      for (const auto& m : v.members()) o[m.key] = to_json(*m.value);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+ordered_json layout_json(const spec::RolloutLayout& l) {
+  ordered_json j{{"tp", l.tp}, {"pp", l.pp}, {"ep", l.ep}};
+  if (l.replicas > 0) j["replicas"] = l.replicas;
+  return j;
+}
+
+ordered_json layout_json(const spec::TrainLayout& l) {
+  ordered_json j{{"tp", l.tp},
+                 {"pp", l.pp},
+                 {"dp", l.dp},
+                 {"cp", l.cp},
+                 {"ep", l.ep},
+                 {"vpp", l.vpp},
+                 {"zero", l.zero},
+                 {"sequence_parallel", l.sequence_parallel},
+                 {"recompute", spec::recompute_name(l.recompute)}};
+  if (l.max_tokens_per_gpu > 0) j["max_tokens_per_gpu"] = l.max_tokens_per_gpu;
+  else j["micro_batch"] = l.micro_batch;
+  if (l.offload_optimizer) j["offload_optimizer"] = true;
+  if (l.offload_params) j["offload_params"] = true;
+  return j;
+}
+
+ordered_json schedule_json(const std::vector<spec::ScheduleEntry>& schedule) {
+  ordered_json a = ordered_json::array();
+  for (const auto& e : schedule) {
+    ordered_json j;
+    j["steps"] = std::to_string(e.first_step) + ":" + (e.last_step >= 0 ? std::to_string(e.last_step) : "");
+    if (e.rollout) j["rollout"] = layout_json(*e.rollout);
+    if (e.train) j["train"] = layout_json(*e.train);
+    a.push_back(j);
+  }
+  return a;
+}
+
+template <typename Candidate>
+ordered_json candidates_json(const std::vector<Candidate>& candidates, const StageSchedules& st) {
+  ordered_json a = ordered_json::array();
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    ordered_json j{{"layout", layout_json(candidates[c].layout)}, {"name", layout_name(candidates[c].layout)}};
+    if (!candidates[c].pruned.empty()) {
+      j["feasible"] = false;
+      j["reason"] = candidates[c].pruned;
+    } else {
+      double total = 0;
+      int64_t misfits = 0;
+      for (size_t i = 0; i < st.costs.steps(); ++i) {
+        if (st.costs.fits(i, c)) total += st.costs.cost[i][c];
+        else ++misfits;
+      }
+      j["feasible"] = misfits == 0;
+      j["reason"] = candidates[c].misfit.empty() ? ordered_json(nullptr) : ordered_json(candidates[c].misfit);
+      j["steps_that_fit"] = static_cast<int64_t>(st.costs.steps()) - misfits;
+      j["time_s"] = total;  // over the steps that fit
+    }
+    a.push_back(j);
+  }
+  return a;
+}
+
+template <typename Candidate>
+ordered_json selectors_json(const std::vector<Candidate>& candidates, const StageSchedules& st, const std::vector<int64_t>& steps) {
+  ordered_json a = ordered_json::array();
+  for (const auto& s : st.schedules) {
+    ordered_json layouts = ordered_json::array();
+    for (size_t i = 0; i < s.choice.size(); ++i)
+      if (i == 0 || s.choice[i] != s.choice[i - 1])
+        layouts.push_back({{"from_step", steps[i]}, {"layout", layout_name(candidates[s.choice[i]].layout)}});
+    a.push_back({{"selector", s.selector},
+                 {"total_time_s", s.total_seconds()},
+                 {"step_time_s", s.step_seconds},
+                 {"switch_time_s", s.switch_seconds},
+                 {"switches", s.switches},
+                 {"oom_steps", s.misfits},
+                 {"layouts", layouts}});
+  }
+  return a;
+}
+
+}  // namespace
+
+std::string plan_json(const PlanDocument& d) {
+  const auto& s = *d.scenario;
+  const auto& p = *d.plan;
+  ordered_json j;
+  j["format"] = "arlsim-plan/1";
+  j["name"] = s.name;
+  j["selector"] = p.selector;
+  const auto params = model::count_params(s.model);
+  j["cluster"] = {{"name", s.cluster.name},
+                  {"gpu", s.cluster.gpu.name},
+                  {"nodes", s.cluster.nodes},
+                  {"gpus_per_node", s.cluster.gpus_per_node},
+                  {"gpus", s.cluster.total_gpus()},
+                  {"price_usd_per_gpu_hour", s.cluster.price_usd_per_gpu_hour > 0 ? ordered_json(s.cluster.price_usd_per_gpu_hour) : ordered_json(nullptr)}};
+  j["model"] = {{"name", s.model.name}, {"parameters", params.total}, {"active_parameters", params.active}};
+  j["workload"] = {{"name", s.workload.name},
+                   {"prompts_per_step", s.workload.prompts_per_step},
+                   {"samples_per_prompt", s.workload.samples_per_prompt},
+                   {"max_context_tokens", s.workload.max_context_tokens},
+                   {"ppo_epochs", s.workload.ppo_epochs},
+                   {"mini_batches", s.workload.mini_batches}};
+  const auto& pol = p.policy;
+  j["placement"] = {{"mode", pol.placement == spec::Placement::colocated ? "colocated" : "disaggregated"},
+                    {"rollout_gpus", s.rollout_gpus()},
+                    {"train_gpus", s.train_gpus()}};
+  j["layouts"] = {{"rollout", layout_json(pol.rollout)}, {"train", layout_json(pol.train)}};
+  j["schedule"] = schedule_json(pol.schedule);
+  j["sync"] = {{"mode", pol.sync == spec::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
+  j["dispatch"] = {{"mode", spec::dispatch_name(pol.dispatch)}};
+  if (d.dispatch) j["dispatch"]["plan"] = nlohmann::ordered_json::parse(dispatch_json(*d.dispatch));
+  j["selectors"] = {{"rollout", selectors_json(p.rollout, p.rollout_schedules, p.steps)},
+                    {"train", selectors_json(p.train, p.train_schedules, p.steps)}};
+  ordered_json confirmations = ordered_json::array();
+  for (const auto& c : p.confirmations)
+    confirmations.push_back({{"step", c.step},
+                             {"layout", layout_name(p.rollout[c.candidate].layout)},
+                             {"analytic_s", c.analytic_s},
+                             {"simulated_s", c.simulated_s}});
+  j["confirmations"] = confirmations;
+  j["candidates"] = {{"rollout", candidates_json(p.rollout, p.rollout_schedules)},
+                     {"train", candidates_json(p.train, p.train_schedules)}};
+  if (d.predicted) j["predicted"] = ordered_json::parse(out::summary_json(*d.predicted));
+  // The scenario as loaded, with the planned policy, so that the plan replays on its own.
+  ordered_json scenario = to_json(*d.scenario_document);
+  if (scenario.contains("policy") && scenario["policy"].is_object()) {
+    auto& policy = scenario["policy"];
+    policy["rollout"] = layout_json(pol.rollout);
+    policy["train"] = layout_json(pol.train);
+    if (pol.schedule.empty()) policy.erase("schedule");
+    else policy["schedule"] = schedule_json(pol.schedule);
+  }
+  if (!s.trace_path.empty()) scenario["trace"] = std::filesystem::absolute(s.trace_path).lexically_normal().string();
+  j["scenario"] = scenario;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace arlsim::planner

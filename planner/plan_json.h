@@ -1,0 +1,30 @@
+// plan.json ("format": "arlsim-plan/1"), the planner's output and the input of exporters and the
+// runtime; docs/formats.md documents every key. It is self-contained: it carries the resolved
+// scenario with the planned policy (so `arlsim simulate plan.json` replays it), a summary of the
+// cluster, model and workload, the per-stage layouts and their schedule over steps, how each
+// selector and candidate fared, the dispatch mode and plan, and the simulator's per-step
+// prediction.
+#pragma once
+
+#include <string>
+
+#include "planner/plan.h"
+#include "sim/rl/step_result.h"
+#include "sim/spec/json.h"
+#include "sim/spec/scenario.h"
+
+namespace arlsim::planner {
+
+struct DispatchComparison;
+
+struct PlanDocument {
+  const spec::ScenarioSpec* scenario = nullptr;
+  const spec::Value* scenario_document = nullptr;  // resolved, as loaded
+  const Plan* plan = nullptr;
+  const rl::RunResult* predicted = nullptr;  // the scenario simulated with the planned policy
+  const DispatchComparison* dispatch = nullptr;  // may be null
+};
+
+std::string plan_json(const PlanDocument& d);
+
+}  // namespace arlsim::planner

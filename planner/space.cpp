@@ -1,0 +1,114 @@
+#include "planner/space.h"
+
+#include "sim/model/train.h"
+#include "sim/rl/step.h"
+
+namespace arlsim::planner {
+
+namespace {
+
+std::vector<int64_t> powers_of_two(int64_t max) {
+  std::vector<int64_t> v;
+  for (int64_t x = 1; x <= max; x *= 2) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+bool same_layout(const spec::RolloutLayout& a, const spec::RolloutLayout& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.replicas == b.replicas;
+}
+
+bool same_layout(const spec::TrainLayout& a, const spec::TrainLayout& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.ep == b.ep && a.vpp == b.vpp &&
+         a.zero == b.zero && a.sequence_parallel == b.sequence_parallel && a.recompute == b.recompute &&
+         a.micro_batch == b.micro_batch && a.max_tokens_per_gpu == b.max_tokens_per_gpu &&
+         a.offload_optimizer == b.offload_optimizer && a.offload_params == b.offload_params;
+}
+
+std::string layout_name(const spec::RolloutLayout& l) {
+  std::string n = "tp" + std::to_string(l.tp);
+  if (l.pp > 1) n += " pp" + std::to_string(l.pp);
+  if (l.ep > 1) n += " ep" + std::to_string(l.ep);
+  if (l.replicas > 0) n += " x" + std::to_string(l.replicas);
+  return n;
+}
+
+std::string layout_name(const spec::TrainLayout& l) {
+  std::string n = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp);
+  if (l.vpp > 1) n += " vpp" + std::to_string(l.vpp);
+  if (l.cp > 1) n += " cp" + std::to_string(l.cp);
+  if (l.ep > 1) n += " ep" + std::to_string(l.ep);
+  n += " dp" + std::to_string(l.dp) + " z" + std::to_string(l.zero) + " " + spec::recompute_name(l.recompute);
+  return n;
+}
+
+std::vector<RolloutCandidate> rollout_space(const spec::ScenarioSpec& s) {
+  const auto& m = s.model;
+  const int64_t gpus = s.rollout_gpus(), per_node = s.cluster.gpus_per_node;
+  std::vector<RolloutCandidate> out;
+  auto add = [&](spec::RolloutLayout l) {
+    for (const auto& c : out)
+      if (same_layout(c.layout, l)) return;
+    RolloutCandidate c{l, {}, {}};
+    if (m.num_heads % l.tp != 0 || m.num_layers % l.pp != 0)
+      c.pruned = "tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) + " does not split the model's heads and layers";
+    else if (l.replicas == 0 && gpus % l.gpus_per_engine() != 0)
+      c.pruned = std::to_string(l.gpus_per_engine()) + "-GPU engines do not divide the " + std::to_string(gpus) + " rollout GPUs";
+    else if (l.replicas == 0 && l.gpus_per_engine() > gpus)
+      c.pruned = "an engine needs more than the " + std::to_string(gpus) + " rollout GPUs";
+    else
+      c.pruned = rl::check_rollout(rl::rollout_options(s, l));
+    out.push_back(c);
+  };
+  add(s.policy.rollout);
+  for (int64_t tp : powers_of_two(per_node))
+    for (int64_t pp : powers_of_two(tp == per_node ? 8 : 1))
+      for (int64_t ep : m.has_moe && tp > 1 ? std::vector<int64_t>{1, tp} : std::vector<int64_t>{1})
+        add({tp, pp, ep, 0});
+  return out;
+}
+
+std::vector<TrainCandidate> train_space(const spec::ScenarioSpec& s) {
+  const auto& m = s.model;
+  const int64_t gpus = s.train_gpus(), per_node = s.cluster.gpus_per_node;
+  const auto& base = s.policy.train;
+  std::vector<TrainCandidate> out;
+  auto add = [&](const spec::TrainLayout& l) {
+    for (const auto& c : out)
+      if (same_layout(c.layout, l)) return;
+    TrainCandidate c{l, {}, {}};
+    if (l.gpus() != gpus)
+      c.pruned = "tp x pp x dp x cp = " + std::to_string(l.gpus()) + ", the training stage has " + std::to_string(gpus) + " GPUs";
+    else
+      c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload.dtype));
+    out.push_back(c);
+  };
+  add(base);
+  const std::vector<spec::Recompute> recomputes{spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full};
+  for (int64_t tp : powers_of_two(per_node)) {
+    if (m.num_heads % tp != 0) continue;
+    for (int64_t cp : powers_of_two(8))
+      for (int64_t pp : powers_of_two(16)) {
+        if (gpus % (tp * cp * pp) != 0 || m.num_layers % pp != 0) continue;
+        for (int64_t vpp : pp > 1 && m.num_layers % (2 * pp) == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1})
+          for (int64_t zero : {1, 3})
+            for (auto recompute : recomputes) {
+              spec::TrainLayout l = base;
+              l.tp = tp;
+              l.cp = cp;
+              l.pp = pp;
+              l.vpp = vpp;
+              l.dp = gpus / (tp * cp * pp);
+              l.ep = 1;
+              l.zero = zero;
+              l.sequence_parallel = tp > 1;
+              l.recompute = recompute;
+              add(l);
+            }
+      }
+  }
+  return out;
+}
+
+}  // namespace arlsim::planner
