@@ -1,0 +1,190 @@
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "planner/dispatch_plan.h"
+#include "planner/features.h"
+#include "planner/plan.h"
+#include "planner/selector.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+using namespace arlsim;
+using planner::CostTable;
+
+namespace {
+
+// Every choice of candidates per step, the best by (steps that do not fit, total time).
+std::pair<int64_t, double> brute_force(const CostTable& t) {
+  const size_t n = t.steps(), k = t.candidates();
+  std::vector<size_t> choice(n, 0);
+  std::pair<int64_t, double> best{INT64_MAX, 0};
+  while (true) {
+    const auto s = planner::evaluate(t, choice, "brute force");
+    const std::pair<int64_t, double> v{s.misfits, s.total_seconds()};
+    if (v.first < best.first || (v.first == best.first && v.second < best.second - 1e-9)) best = v;
+    size_t i = 0;
+    while (i < n && ++choice[i] == k) choice[i++] = 0;
+    if (i == n) break;
+  }
+  return best;
+}
+
+CostTable random_table(std::mt19937& rng, size_t steps, size_t candidates) {
+  std::uniform_real_distribution<double> cost(1, 10), coin(0, 1);
+  CostTable t;
+  t.cost.assign(steps, std::vector<double>(candidates));
+  for (auto& row : t.cost)
+    for (auto& c : row) c = coin(rng) < 0.2 ? -1 : cost(rng);
+  std::vector<std::vector<double>> sw(candidates, std::vector<double>(candidates));
+  for (size_t a = 0; a < candidates; ++a)
+    for (size_t b = 0; b < candidates; ++b) sw[a][b] = a == b ? 0 : cost(rng) / 2;
+  t.switch_cost = [sw](size_t a, size_t b) { return sw[a][b]; };
+  return t;
+}
+
+spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) {
+  spec::Diagnostics diag;
+  auto s = spec::load_scenario("default", overrides, diag);
+  INFO(spec::format_all(diag));
+  REQUIRE(s);
+  return *s;
+}
+
+// One single-turn trajectory per sample: a 512-token prompt, the rest of `context` generated.
+trace::Trace growing_trace(const std::vector<int32_t>& contexts, int32_t samples) {
+  trace::Trace t;
+  for (size_t step = 0; step < contexts.size(); ++step)
+    for (int32_t i = 0; i < samples; ++i) {
+      trace::Turn turn;
+      turn.prefill_tokens = 512;
+      turn.gen_tokens = contexts[step] - 512;
+      t.add({static_cast<int32_t>(step), i, static_cast<int64_t>(step) * 1000 + i / 8, false}, std::span<const trace::Turn>(&turn, 1));
+    }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("selector: the offline schedule equals brute force on small instances") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    const auto t = random_table(rng, 1 + round % 6, 1 + round % 4);
+    const auto offline = planner::select_offline(t);
+    const auto best = brute_force(t);
+    CHECK(offline.misfits == best.first);
+    CHECK(offline.total_seconds() == doctest::Approx(best.second));
+    // No other selector beats it.
+    const auto stat = planner::select_static(t);
+    CHECK((stat.misfits > offline.misfits ||
+           (stat.misfits == offline.misfits && stat.total_seconds() >= offline.total_seconds() - 1e-9)));
+  }
+}
+
+TEST_CASE("selector: static picks the one best layout, online follows the past with a lag") {
+  CostTable t;
+  // Candidate 0 is best for short contexts (steps 0-2), candidate 1 for long ones (3-5).
+  t.cost = {{1, 2}, {1, 2}, {1, 2}, {5, 2}, {5, 2}, {5, 2}};
+  t.switch_cost = [](size_t a, size_t b) { return a == b ? 0.0 : 0.5; };
+  const auto stat = planner::select_static(t);
+  CHECK(stat.choice == std::vector<size_t>(6, 1));  // 12 s against 18 s for candidate 0
+  CHECK(stat.total_seconds() == doctest::Approx(12));
+  const auto offline = planner::select_offline(t);
+  CHECK(offline.choice == std::vector<size_t>{0, 0, 0, 1, 1, 1});
+  CHECK(offline.total_seconds() == doctest::Approx(3 + 6 + 0.5));
+  CHECK(offline.switches == 1);
+  planner::OnlineOptions o;
+  o.step_context = {1000, 1500, 1800, 5000, 6000, 7000};
+  o.bucket_edges = {4096};
+  o.best_per_bucket = {0, 1};
+  const auto online = planner::select_online(t, o);
+  // Step 3 still runs on candidate 0: only after it does the average show the longer contexts.
+  CHECK(online.choice == std::vector<size_t>{0, 0, 0, 0, 1, 1});
+  CHECK(online.total_seconds() == doctest::Approx(3 + 5 + 4 + 0.5));
+  CHECK(planner::bucket_of(4096, o.bucket_edges) == 1);
+  CHECK(planner::bucket_of(4095, o.bucket_edges) == 0);
+}
+
+TEST_CASE("plan: a layout that wins at short contexts and loses at long ones makes online and offline switch, and static lose") {
+  // Qwen3-8B on one node. Many short trajectories keep every engine's batch full: eight TP1
+  // engines decode more sequences at once than four TP2 engines and pay no all-reduce. A few long
+  // trajectories make the step a critical path of one token per iteration: TP2 iterations are
+  // shorter (half the weights to read per GPU).
+  const auto s = scenario({"/cluster/nodes=1", "/policy/rollout={\"tp\": 1}", "/policy/train/dp=4",
+                           "/workload/max_context_tokens=32768", "/workload/max_response_tokens=32256",
+                           "/workload/max_prompt_tokens=512"});
+  trace::Trace t;
+  auto add_step = [&](int32_t step, int32_t samples, int32_t context) {
+    const auto part = growing_trace({context}, samples);
+    for (size_t i = 0; i < part.size(); ++i) {
+      auto v = part.trajectory(i);
+      v.info.step = step;
+      t.add(v.info, v.turns);
+    }
+  };
+  for (int32_t step = 0; step < 4; ++step) add_step(step, 4096, 1024);
+  for (int32_t step = 4; step < 8; ++step) add_step(step, 64, 32768);
+  planner::FeatureOptions fo;
+  fo.max_context = s.workload.max_context_tokens;
+  const auto features = planner::step_features(t, fo);
+  REQUIRE(features.size() == 8);
+  CHECK(features[0].max_context == 1024);
+  CHECK(features[0].gen_tokens == doctest::Approx(4096 * 512));
+  // Each generated token attends to the prompt and the tokens before it: 512 + (0 + ... + 511) / 512.
+  CHECK(features[0].decode_kv_tokens == doctest::Approx(512 + 255.5));
+  planner::PlanOptions o;
+  o.confirm = 0;
+  const auto p = planner::make_plan(s, features, nullptr, o);
+  const auto& configured = p.rollout_schedules.find("configured");
+  const auto& stat = p.rollout_schedules.find("static");
+  const auto& online = p.rollout_schedules.find("online");
+  const auto& offline = p.rollout_schedules.find("offline");
+  CHECK(configured.misfits == 0);
+  CHECK(offline.misfits == 0);
+  CHECK(online.misfits == 0);
+  CHECK(offline.switches >= 1);
+  CHECK(online.switches >= 1);
+  CHECK(stat.total_seconds() > offline.total_seconds());
+  CHECK(online.total_seconds() >= offline.total_seconds() - 1e-9);
+  // The adopted (offline) schedule is the policy's, and the simulator replays it without OOM.
+  REQUIRE_FALSE(p.policy.schedule.empty());
+  spec::ScenarioSpec planned = s;
+  planned.policy = p.policy;
+  rl::RunOptions ro;
+  ro.timeline = false;
+  ro.max_steps = 8;
+  const auto run = rl::simulate_run(planned, t, ro);
+  CHECK(run.steps.size() == 8);
+  CHECK(run.oom_events.empty());
+}
+
+TEST_CASE("plan: to_schedule writes one entry per run of equal layouts") {
+  spec::RolloutLayout a{4, 1, 1, 0}, b{8, 1, 1, 0};
+  spec::TrainLayout tr;
+  const auto e = planner::to_schedule({0, 4, 8, 12}, {a, a, b, b}, {tr, tr, tr, tr});
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].first_step == 0);
+  CHECK(e[0].last_step == 7);
+  CHECK(e[1].first_step == 8);
+  CHECK(e[1].last_step == -1);
+  CHECK(planner::to_schedule({0, 4}, {a, a}, {tr, tr}).empty());
+}
+
+TEST_CASE("dispatch plan: layout-aware keeps samples on their node and stays balanced") {
+  const auto s = scenario({"/cluster/nodes=2", "/policy/rollout={\"tp\": 2}", "/policy/train/dp=8", "/policy/train/tp=2"});
+  std::vector<int64_t> tokens;
+  for (int i = 0; i < 256; ++i) tokens.push_back(1000 + (i * 37) % 3000);
+  const auto samples = planner::samples_round_robin(s, s.policy.rollout, tokens);
+  const auto d = planner::compare_dispatch(s, s.policy.rollout, s.policy.train, samples, 0);
+  REQUIRE(d.plans.size() == 4);
+  const auto& aware = d.plans[0];
+  const auto& balanced = d.plans[1];
+  CHECK(aware.name == "layout-aware");
+  CHECK(aware.imbalance <= 1.02 + 1e-9);
+  CHECK(aware.cross_node_bytes < 0.1 * balanced.cross_node_bytes);
+  CHECK(aware.seconds <= balanced.seconds);
+  CHECK(d.plans[3].mode == "centralized");
+  CHECK(d.plans[3].seconds > aware.seconds);
+  // Every sample has a rank, and the transfers carry every byte that changes GPU.
+  for (int64_t r : aware.rank) CHECK((r >= 0 && r < 8));
+}
