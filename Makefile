@@ -32,6 +32,8 @@ bench: build
 	$(BUILD)/tests/event_bench
 	$(BUILD)/tests/estimate_bench
 	$(BUILD)/tests/rollout_bench
+	$(BUILD)/tests/planner_bench
+	tests/bench/capacity_bench.sh $(BUILD)
 	$(BUILD)/tests/dispatch_validation
 	d=$$(mktemp -d); tests/bench/trace_load_bench.sh $(BUILD) $$d && tests/bench/simulate_bench.sh $(BUILD) $$d; \
 	  s=$$?; rm -rf $$d; exit $$s

@@ -69,6 +69,7 @@ int run_plan(const Args& args) {
   std::string scenario, out_path, steps, trace_path, selector = "offline";
   std::vector<std::string> overrides;
   int64_t confirm = 3, window = 1, dispatch_step = -1;
+  double overhead = planner::PlanOptions{}.switch_overhead_s;
   po::options_description opts("arlsim plan SCENARIO [options]\n\n"
                                "Chooses the rollout and training layouts over the scenario's trace: every candidate\n"
                                "layout costed per step by the analytic model, the best few rollout layouts confirmed\n"
@@ -79,6 +80,8 @@ int run_plan(const Args& args) {
       "selector", po::value(&selector)->default_value("offline"), "the schedule to adopt: static, online or offline")(
       "confirm", po::value(&confirm)->default_value(3), "rollout layouts simulated per context range (0: analytic only)")(
       "online-window", po::value(&window)->default_value(1), "steps in the online selector's running average")(
+      "switch-overhead", po::value(&overhead)->default_value(overhead),
+      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves")(
       "dispatch-step", po::value(&dispatch_step), "the step to make a dispatch plan for (default: the last)")(
       "steps", po::value(&steps), "trace steps to plan: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value")(
@@ -95,8 +98,8 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: unknown selector \"" << selector << "\"; expected static, online or offline\n";
     return kExitBadInput;
   }
-  if (confirm < 0 || window < 1) {
-    std::cerr << "arlsim plan: --confirm must be 0 or more and --online-window 1 or more\n";
+  if (confirm < 0 || window < 1 || !(overhead >= 0)) {
+    std::cerr << "arlsim plan: --confirm and --switch-overhead must be 0 or more, --online-window 1 or more\n";
     return kExitBadInput;
   }
   planner::FeatureOptions fo;
@@ -120,6 +123,7 @@ int run_plan(const Args& args) {
       po_.selector = selector;
       po_.confirm = confirm;
       po_.online_window = window;
+      po_.switch_overhead_s = overhead;
       const auto plan = planner::make_plan(*s, features, &*t, po_);
 
       spec::ScenarioSpec planned = *s;

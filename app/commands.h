@@ -35,6 +35,7 @@ int run_check(const Args& args);
 int run_simulate(const Args& args);
 int run_whatif(const Args& args);
 int run_plan(const Args& args);
+int run_capacity(const Args& args);
 int run_list(const Args& args);
 int run_estimate(const Args& args);
 int run_default(const Args& args);

@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
      arlsim::app::run_check},
     {"whatif", "a scenario under variations of its fields, simulated side by side", arlsim::app::run_whatif},
     {"plan", "choose per-stage layouts and a switch schedule over the trace; write plan.json", arlsim::app::run_plan},
+    {"capacity", "GPU types x node counts x placements: time, cost, the Pareto frontier", arlsim::app::run_capacity},
     {"estimate", "one stage in isolation (train iteration, inference pass, collective): time, throughput, memory",
      arlsim::app::run_estimate},
     {"list", "list presets: models, gpus, clusters, scenarios", arlsim::app::run_list},

@@ -12,12 +12,16 @@ namespace arlsim::planner {
 
 namespace {
 
-constexpr int64_t kLengthQuantum = 256;
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kStepsPerOctave = 8;
 
-int64_t quantise(double tokens) {
-  const auto t = static_cast<int64_t>(std::ceil(std::max(1.0, tokens)));
-  return (t + kLengthQuantum - 1) / kLengthQuantum * kLengthQuantum;
+// Lengths on a grid of 8 points per doubling (steps of 9%): training costs are memoised per grid
+// point, so a trace of hundreds of steps costs a candidate a few dozen evaluations. Times take the
+// nearest point (within 4.5%), memory the next one up (never optimistic).
+int64_t grid_length(double tokens, bool up) {
+  const double x = std::log2(std::max(1.0, tokens)) * kStepsPerOctave;
+  const double k = up ? std::ceil(x - 1e-9) : std::round(x);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::exp2(k / kStepsPerOctave))));
 }
 
 std::string gib(double bytes) {
@@ -124,9 +128,9 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
 StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (!problem_.empty()) return {0, problem_};
   if (f.trajectories == 0) return {};
-  if (auto problem = memory_problem(quantise(static_cast<double>(f.max_context)), f.trajectories); !problem.empty())
+  if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories); !problem.empty())
     return {0, problem};
-  const auto a = at_length(quantise(f.mean_context), f.trajectories);
+  const auto a = at_length(grid_length(f.mean_context, false), f.trajectories);
   return {a.prepare_s + a.train_s, {}};
 }
 

@@ -60,7 +60,7 @@ class TrainEstimator {
   StageCost cost(const StepFeatures& f) const;
 
  private:
-  // Costs at a length rounded up to kLengthQuantum tokens are memoised: steps repeat lengths.
+  // Costs are memoised per length on a geometric grid (see analytic.cpp).
   struct AtLength {
     double prepare_s = 0, train_s = 0;
   };

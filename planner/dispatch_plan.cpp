@@ -23,6 +23,44 @@ double imbalance(const std::vector<DispatchPlanSample>& samples, const std::vect
 
 }  // namespace
 
+DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                 const std::vector<DispatchPlanSample>& samples, const std::string& name,
+                                 spec::DispatchMode mode, const std::vector<int64_t>& rank) {
+  const auto tensors = rl::dispatch_tensors(s.workload.use_reference, s.workload.critic.has_value());
+  double data_bytes_per_token = 0, data_bytes_per_sample = 0;
+  for (const auto& t : tensors)
+    if (t.role == rl::TensorRole::data) {
+      data_bytes_per_token += t.bytes_per_token;
+      data_bytes_per_sample += t.bytes_per_sample;
+    }
+  DispatchPlanResult p;
+  p.name = name;
+  p.mode = spec::dispatch_name(mode);
+  p.rank = rank;
+  p.imbalance = imbalance(samples, rank, train.dp);
+  std::vector<rl::DispatchSample> ds;
+  std::map<std::pair<int64_t, int64_t>, Transfer> pairs;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const int64_t to = rl::train_rank_gpu(s, train, rank[i]);
+    ds.push_back({samples[i].tokens, samples[i].producer_gpu, to});
+    auto& t = pairs[{samples[i].producer_gpu, to}];
+    t.from_gpu = samples[i].producer_gpu;
+    t.to_gpu = to;
+    ++t.samples;
+    t.bytes += data_bytes_per_token * static_cast<double>(samples[i].tokens) + data_bytes_per_sample;
+  }
+  for (auto& [key, t] : pairs)
+    if (t.from_gpu != t.to_gpu) p.transfers.push_back(t);
+  rl::DispatchOptions opt;
+  opt.mode = mode;
+  opt.controller_bandwidth_bytes_per_s = s.cluster.controller_bandwidth_bytes_per_s;
+  const auto r = rl::simulate_dispatch(s.cluster, ds, tensors, opt);
+  p.seconds = r.seconds;
+  p.bytes = r.bytes_moved;
+  p.cross_node_bytes = r.cross_node_bytes;
+  return p;
+}
+
 std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank_node,
                                         const std::vector<int64_t>& sample_node, double slack) {
   const size_t ranks = rank_node.size();
@@ -85,41 +123,7 @@ DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::Rol
       {"round-robin", spec::DispatchMode::decentralized, round_robin},
       {"centralized", spec::DispatchMode::centralized, balanced},
   };
-  const auto tensors = rl::dispatch_tensors(s.workload.use_reference, s.workload.critic.has_value());
-  double data_bytes_per_token = 0, data_bytes_per_sample = 0;
-  for (const auto& t : tensors)
-    if (t.role == rl::TensorRole::data) {
-      data_bytes_per_token += t.bytes_per_token;
-      data_bytes_per_sample += t.bytes_per_sample;
-    }
-  for (const auto& v : variants) {
-    DispatchPlanResult p;
-    p.name = v.name;
-    p.mode = spec::dispatch_name(v.mode);
-    p.rank = v.rank;
-    p.imbalance = imbalance(samples, v.rank, train.dp);
-    std::vector<rl::DispatchSample> ds;
-    std::map<std::pair<int64_t, int64_t>, Transfer> pairs;
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const int64_t to = rl::train_rank_gpu(s, train, v.rank[i]);
-      ds.push_back({samples[i].tokens, samples[i].producer_gpu, to});
-      auto& t = pairs[{samples[i].producer_gpu, to}];
-      t.from_gpu = samples[i].producer_gpu;
-      t.to_gpu = to;
-      ++t.samples;
-      t.bytes += data_bytes_per_token * static_cast<double>(samples[i].tokens) + data_bytes_per_sample;
-    }
-    for (auto& [key, t] : pairs)
-      if (t.from_gpu != t.to_gpu) p.transfers.push_back(t);
-    rl::DispatchOptions opt;
-    opt.mode = v.mode;
-    opt.controller_bandwidth_bytes_per_s = s.cluster.controller_bandwidth_bytes_per_s;
-    const auto r = rl::simulate_dispatch(s.cluster, ds, tensors, opt);
-    p.seconds = r.seconds;
-    p.bytes = r.bytes_moved;
-    p.cross_node_bytes = r.cross_node_bytes;
-    out.plans.push_back(std::move(p));
-  }
+  for (const auto& v : variants) out.plans.push_back(evaluate_plan(s, train, samples, v.name, v.mode, v.rank));
   return out;
 }
 

@@ -54,6 +54,11 @@ std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& s
 DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
                                     const spec::TrainLayout& train, const std::vector<DispatchPlanSample>& samples, int64_t step);
 
+// One plan: the given consumer ranks, dispatched in `mode` over the topology.
+DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                 const std::vector<DispatchPlanSample>& samples, const std::string& name,
+                                 spec::DispatchMode mode, const std::vector<int64_t>& rank);
+
 // Samples of a step as the rollout leaves them: sample i on engine i mod engines.
 std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
                                                     const std::vector<int64_t>& tokens);

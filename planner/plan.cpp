@@ -221,16 +221,16 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
   CostTable rollout_costs = cost_table(s, p.rollout, features, rollout_estimators, p.evaluations);
   if (trace && o.confirm > 0)
     p.confirmations = confirm(s, *trace, features, p.rollout, o.bucket_edges, o.confirm, rollout_costs);
-  rollout_costs.switch_cost = [&s, candidates = p.rollout](size_t from, size_t to) {
+  rollout_costs.switch_cost = [&s, candidates = p.rollout, overhead = o.switch_overhead_s](size_t from, size_t to) {
     return from == to || same_layout(candidates[from].layout, candidates[to].layout)
                ? 0.0
-               : rl::rollout_relaunch_seconds(s, candidates[to].layout);
+               : overhead + rl::rollout_relaunch_seconds(s, candidates[to].layout);
   };
   p.rollout_schedules = schedules(std::move(rollout_costs), configured_rollout, rollout_estimators, features, o);
 
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
   CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
-  const double reshard = train_reshard_seconds(s);
+  const double reshard = o.switch_overhead_s + train_reshard_seconds(s);
   train_costs.switch_cost = [reshard](size_t from, size_t to) { return from == to ? 0.0 : reshard; };
   p.train_schedules = schedules(std::move(train_costs), configured_train, train_estimators, features, o);
 

@@ -21,6 +21,10 @@ struct PlanOptions {
   std::string selector = "offline";  // the schedule the plan adopts
   int64_t confirm = 3;               // rollout candidates simulated per context range (0: none)
   int64_t online_window = 1;         // steps in the online selector's running average
+  // Added to every layout switch on top of the data it moves: process restarts, communicator
+  // setup, CUDA graph capture. Nothing public measures it for a given stack; set it from your
+  // cluster's logs. It keeps schedules from switching for gains smaller than a restart.
+  double switch_overhead_s = 30;
   std::vector<double> bucket_edges = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
 };
 

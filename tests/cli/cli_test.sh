@@ -38,6 +38,55 @@ expect whatif-zip 0 "$arlsim" whatif default --steps 1:1 --zip --vary /policy/ro
 contains whatif-zip "$tmp/out" "#2"
 expect whatif-zip-mismatch 2 "$arlsim" whatif default --zip --vary /policy/rollout/tp=1,2 --vary /workload/engine/max_num_seqs=64
 expect whatif-bad-vary 2 "$arlsim" whatif default --vary nothing
+
+# plan: the selectors side by side, plan.json, and its replay by simulate.
+expect plan 0 "$arlsim" plan default --steps 1:46 --out "$tmp/plan.json"
+contains plan-selectors "$tmp/out" "configured        static        online       offline"
+contains plan-dispatch "$tmp/out" "layout-aware"
+contains plan-format "$tmp/plan.json" '"format": "arlsim-plan/1"'
+for key in '"layouts"' '"schedule"' '"selectors"' '"candidates"' '"predicted"' '"scenario"' '"dispatch"' '"sync"'; do
+  contains "plan-json-$key" "$tmp/plan.json" "$key"
+done
+python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['predicted']['total_time_s'])" "$tmp/plan.json" >"$tmp/planned"
+"$arlsim" simulate "$tmp/plan.json" --steps 1:46 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['total_time_s'])" >"$tmp/replayed"
+same plan-replays "$tmp/planned" "$tmp/replayed"
+expect plan-check 0 "$arlsim" check "$tmp/plan.json"
+expect plan-bad-selector 2 "$arlsim" plan default --selector greedy
+contains plan-bad-selector "$tmp/err" 'unknown selector "greedy"'
+printf '{"format": "arlsim-plan/2", "scenario": {}}' >"$tmp/plan2.json"
+expect plan-bad-version 2 "$arlsim" simulate "$tmp/plan2.json"
+contains plan-bad-version "$tmp/err" 'unsupported format version "arlsim-plan/2"'
+printf '{"format": "arlsim-plan/1"}' >"$tmp/plan3.json"
+expect plan-no-scenario 2 "$arlsim" simulate "$tmp/plan3.json"
+contains plan-no-scenario "$tmp/err" "a plan must carry its scenario"
+
+# capacity: candidates with the stable keys; more nodes never turn a feasible GPU type infeasible.
+expect capacity 0 "$arlsim" capacity earl-testbed --gpus h100-sxm,a100-sxm-80g --nodes 1..16 --placements colocated --json
+for key in '"gpu"' '"nodes"' '"feasible"' '"reason"' '"step_time_s"' '"total_time_s"' '"cost_usd"' '"pareto"'; do
+  contains "capacity-json-$key" "$tmp/out" "$key"
+done
+if python3 - "$tmp/out" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+for gpu in {r["gpu"] for r in rows}:
+    seen = False
+    for r in sorted((r for r in rows if r["gpu"] == gpu), key=lambda r: r["nodes"]):
+        if seen and not r["feasible"]:
+            sys.exit(f"{gpu}: {r['nodes']} nodes infeasible after a smaller feasible size")
+        seen = seen or r["feasible"]
+    assert any(not r["feasible"] and r["reason"].startswith("OOM at step") for r in rows)
+PY
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-monotone"; fi
+expect capacity-table 0 "$arlsim" capacity default --nodes 1,2 --deadline 1h --budget 100
+contains capacity-deadline "$tmp/out" "cheapest within the deadline: "
+contains capacity-budget "$tmp/out" "fastest within the budget: "
+expect capacity-csv 0 "$arlsim" capacity default --nodes 2 --csv
+contains capacity-csv "$tmp/out" "gpu,nodes,gpus,placement,rollout_share,feasible,reason,step_time_s"
+expect capacity-bad-nodes 2 "$arlsim" capacity default --nodes 0..4x
+contains capacity-bad-nodes "$tmp/err" "--nodes expects"
+expect capacity-bad-gpu 2 "$arlsim" capacity default --gpus h100-sxn
+contains capacity-bad-gpu "$tmp/err" "did you mean"
+expect capacity-bad-deadline 2 "$arlsim" capacity default --deadline soon
 expect whatif-bad-value 2 "$arlsim" whatif default --steps 1:1 --vary /policy/rollout/tp=3
 contains whatif-bad-value "$tmp/err" "do not split over tp = 3"
 expect whatif-json 0 "$arlsim" whatif default --steps 1:1 --json --vary /policy/dispatch=centralized,decentralized

@@ -1,0 +1,252 @@
+// `arlsim capacity SCENARIO --gpus a,b --nodes 2..64`: the scenario's run on every combination of
+// GPU type, node count and placement, each with its best layouts over the trace; the Pareto
+// frontier of time against cost, the cheapest configuration within a deadline and the fastest
+// within a budget. A table, --json or --csv.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "planner/capacity.h"
+#include "sim/out/text.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+#include "sim/spec/units.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+bool parse_count(const std::string& t, int64_t& out) {
+  if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+  out = std::stoll(t);
+  return out > 0;
+}
+
+// "2,4,8" or "2..64" (the powers of two in between).
+bool parse_nodes(const std::string& text, std::vector<int64_t>& out) {
+  if (const size_t dots = text.find(".."); dots != std::string::npos) {
+    int64_t lo = 0, hi = 0;
+    if (!parse_count(text.substr(0, dots), lo) || !parse_count(text.substr(dots + 2), hi) || hi < lo) return false;
+    for (int64_t n = 1; n <= hi; n *= 2)
+      if (n >= lo) out.push_back(n);
+    return !out.empty();
+  }
+  for (const auto& item : split(text, ',')) {
+    int64_t n = 0;
+    if (!parse_count(item, n)) return false;
+    out.push_back(n);
+  }
+  return !out.empty();
+}
+
+// "colocated", "disaggregated" (half the GPUs roll out) or "disaggregated:0.75".
+bool parse_placements(const std::string& text, std::vector<planner::CapacityConfig>& out) {
+  for (const auto& item : split(text, ',')) {
+    planner::CapacityConfig c;
+    if (item == "colocated") {
+      out.push_back(c);
+      continue;
+    }
+    if (!item.starts_with("disaggregated")) return false;
+    c.placement = "disaggregated";
+    c.rollout_share = 0.5;
+    if (item.size() > 13) {
+      if (item[13] != ':') return false;
+      try {
+        c.rollout_share = std::stod(item.substr(14));
+      } catch (const std::exception&) {
+        return false;
+      }
+      if (!(c.rollout_share > 0 && c.rollout_share < 1)) return false;
+    }
+    out.push_back(c);
+  }
+  return !out.empty();
+}
+
+std::string placement_name(const planner::CapacityConfig& c) {
+  if (c.placement == "colocated") return "colocated";
+  return "disagg " + std::to_string(static_cast<int>(c.rollout_share * 100 + 0.5)) + "%";
+}
+
+std::string money(const std::optional<double>& v) { return v ? out::format_fixed(*v, 0) : "unknown"; }
+
+void print_table(const std::vector<planner::CapacityResult>& results, int64_t steps, const planner::CapacityResult* cheapest,
+                 const planner::CapacityResult* fastest, bool deadline, bool budget) {
+  std::printf("%-12s%6s%7s%-12s%12s%14s%12s%12s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
+              "GPU-hours", "cost (USD)", "pareto / layouts or reason");
+  for (const auto& r : results) {
+    std::printf("%-12s%6lld%7lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.config.nodes),
+                static_cast<long long>(r.gpus), placement_name(r.config).c_str());
+    if (!r.feasible) {
+      std::printf("%12s%14s%12s%12s  %s\n", "-", "-", "-", "-", r.reason.c_str());
+      continue;
+    }
+    std::printf("%12s%14s%12s%12s  %s rollout %s; train %s\n", out::format_fixed(r.step_time_s, 1).c_str(),
+                out::format_fixed(r.total_time_s / 3600, 2).c_str(), out::format_fixed(r.gpu_hours, 1).c_str(),
+                money(r.cost_usd).c_str(), r.pareto ? "*" : " ", r.rollout_layouts.c_str(), r.train_layouts.c_str());
+  }
+  std::printf("\n%lld steps; * = on the Pareto frontier of total time and cost\n", static_cast<long long>(steps));
+  auto describe = [](const planner::CapacityResult& r) {
+    return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.config.nodes) + " nodes, " +
+           placement_name(r.config) + "): " + out::format_fixed(r.total_time_s / 3600, 2) + " h, " + money(r.cost_usd) + " USD";
+  };
+  if (deadline) std::printf("cheapest within the deadline: %s\n", cheapest ? describe(*cheapest).c_str() : "none");
+  if (budget) std::printf("fastest within the budget: %s\n", fastest ? describe(*fastest).c_str() : "none");
+}
+
+}  // namespace
+
+int run_capacity(const Args& args) {
+  std::string scenario, gpus_text, nodes_text, placements_text, deadline_text, trace_path;
+  std::vector<std::string> overrides, price_text;
+  int64_t steps = 0;
+  double budget = 0;
+  double o_overhead = planner::CapacityOptions{}.switch_overhead_s;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  po::options_description opts("arlsim capacity SCENARIO [--gpus a,b] [--nodes 2..64] [options]\n\n"
+                               "Evaluates the scenario's run on every GPU type x node count x placement, each with\n"
+                               "its best rollout and training layouts over the trace (analytic stage costs and the\n"
+                               "offline selector): step time, time for N steps, GPU-hours, cost, the Pareto frontier\n"
+                               "of time and cost, and configurations that cannot run with the reason.\n\nOptions");
+  opts.add_options()("help,h", "this text")("gpus", po::value(&gpus_text), "GPU profiles, comma-separated (default: the scenario's)")(
+      "nodes", po::value(&nodes_text), "node counts: 2,4,8 or 2..64 (powers of two; default: the scenario's)")(
+      "placements", po::value(&placements_text)->default_value("colocated,disaggregated"),
+      "colocated, disaggregated (half the GPUs roll out) or disaggregated:SHARE")(
+      "steps", po::value(&steps), "N, the steps to finish (default: the trace's)")(
+      "deadline", po::value(&deadline_text), "e.g. 72h: report the cheapest configuration that finishes in time")(
+      "budget", po::value(&budget), "USD: report the fastest configuration within it")(
+      "price", po::value(&price_text)->composing(), "GPU=USD per GPU-hour, over the profile's price (repeatable)")(
+      "switch-overhead", po::value(&o_overhead)->default_value(o_overhead),
+      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves")(
+      "threads", po::value(&threads), "worker threads (default: the cores)")("trace", po::value(&trace_path), "trace file")(
+      "set", po::value(&overrides)->composing(), "override a field of the scenario: /json/pointer=value")(
+      "json", "print the candidates as JSON")("csv", "print the candidates as CSV");
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0) return status;
+  auto usage = [&](const std::string& message) {
+    std::cerr << "arlsim capacity: " << message << "\n";
+    return kExitBadInput;
+  };
+  if (scenario.empty()) return usage("give a scenario (a file or a preset name)");
+  planner::CapacityOptions o;
+  o.threads = std::max(1, threads);
+  o.steps = steps;
+  o.switch_overhead_s = o_overhead;
+  if (!(o_overhead >= 0)) return usage("--switch-overhead must be 0 or more seconds");
+  if (steps < 0) return usage("--steps must be positive");
+  if (!parse_placements(placements_text, o.placements))
+    return usage("--placements expects colocated, disaggregated or disaggregated:SHARE (0 < SHARE < 1), comma-separated; got \"" +
+                 placements_text + "\"");
+  if (!nodes_text.empty() && !parse_nodes(nodes_text, o.nodes))
+    return usage("--nodes expects counts like 2,4,8 or a range 2..64, got \"" + nodes_text + "\"");
+  double deadline_s = 0;
+  if (!deadline_text.empty()) {
+    const auto q = spec::parse_quantity(deadline_text, spec::Dimension::seconds);
+    if (!q.error.empty() || q.value <= 0) return usage("--deadline expects a duration like 72h or \"3 d\", got \"" + deadline_text + "\"");
+    deadline_s = q.value;
+  }
+  if (vm.count("budget") && !(budget > 0)) return usage("--budget must be a positive amount of USD");
+  for (const auto& p : price_text) {
+    const size_t eq = p.find('=');
+    double usd = 0;
+    try {
+      usd = eq == std::string::npos ? 0 : std::stod(p.substr(eq + 1));
+    } catch (const std::exception&) {
+    }
+    if (eq == std::string::npos || eq == 0 || !(usd > 0)) return usage("--price expects GPU=USD (e.g. h100-sxm=2.5), got \"" + p + "\"");
+    o.prices.emplace_back(p.substr(0, eq), usd);
+  }
+
+  spec::Diagnostics diag;
+  spec::Value document;
+  auto s = spec::load_scenario(scenario, overrides, diag, &document);
+  std::optional<trace::Trace> t;
+  if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
+  if (!s || !t) {
+    std::cerr << spec::format_all(diag);
+    return kExitBadInput;
+  }
+  o.gpus = gpus_text.empty() ? std::vector<std::string>{s->cluster.gpu.name} : split(gpus_text, ',');
+  for (const auto& g : o.gpus) {
+    spec::Diagnostics gd;
+    if (!spec::check_document(g, spec::SpecKind::gpu, {}, gd)) {
+      std::cerr << "arlsim capacity: --gpus: " << spec::format_all(gd);
+      return kExitBadInput;
+    }
+  }
+  if (o.nodes.empty()) o.nodes = {s->cluster.nodes};
+  planner::FeatureOptions fo;
+  fo.max_context = s->workload.max_context_tokens;
+  fo.max_steps = s->steps;
+  const auto features = planner::step_features(*t, fo);
+  if (features.empty()) return usage(scenario + ": the trace has no steps");
+  const int64_t n = steps > 0 ? steps : static_cast<int64_t>(features.size());
+  const auto results = planner::plan_capacity(*s, document, features, o);
+
+  const planner::CapacityResult *cheapest = nullptr, *fastest = nullptr;
+  for (const auto& r : results) {
+    if (!r.feasible) continue;
+    if (deadline_s > 0 && r.total_time_s <= deadline_s && r.cost_usd && (!cheapest || *r.cost_usd < *cheapest->cost_usd))
+      cheapest = &r;
+    if (budget > 0 && r.cost_usd && *r.cost_usd <= budget && (!fastest || r.total_time_s < fastest->total_time_s)) fastest = &r;
+  }
+  if (vm.count("json")) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : results)
+      j.push_back({{"gpu", r.config.gpu},
+                   {"nodes", r.config.nodes},
+                   {"gpus", r.gpus},
+                   {"placement", r.config.placement},
+                   {"rollout_share", r.config.placement == "colocated" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.config.rollout_share)},
+                   {"feasible", r.feasible},
+                   {"reason", r.feasible ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.reason)},
+                   {"step_time_s", r.feasible ? nlohmann::ordered_json(r.step_time_s) : nlohmann::ordered_json(nullptr)},
+                   {"total_time_s", r.feasible ? nlohmann::ordered_json(r.total_time_s) : nlohmann::ordered_json(nullptr)},
+                   {"gpu_hours", r.feasible ? nlohmann::ordered_json(r.gpu_hours) : nlohmann::ordered_json(nullptr)},
+                   {"price_usd_per_gpu_hour", r.price_usd_per_gpu_hour > 0 ? nlohmann::ordered_json(r.price_usd_per_gpu_hour) : nlohmann::ordered_json(nullptr)},
+                   {"cost_usd", r.feasible && r.cost_usd ? nlohmann::ordered_json(*r.cost_usd) : nlohmann::ordered_json(nullptr)},
+                   {"pareto", r.pareto},
+                   {"rollout_layouts", r.rollout_layouts},
+                   {"train_layouts", r.train_layouts},
+                   {"cheapest_within_deadline", &r == cheapest},
+                   {"fastest_within_budget", &r == fastest}});
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (vm.count("csv")) {
+    std::cout << "gpu,nodes,gpus,placement,rollout_share,feasible,reason,step_time_s,total_time_s,gpu_hours,cost_usd,pareto\n";
+    for (const auto& r : results) {
+      std::string reason = r.reason;
+      for (auto& c : reason)
+        if (c == '"') c = '\'';
+      std::cout << r.config.gpu << ',' << r.config.nodes << ',' << r.gpus << ',' << r.config.placement << ','
+                << (r.config.placement == "colocated" ? "" : out::format_json_number(r.config.rollout_share)) << ','
+                << (r.feasible ? "true" : "false") << ",\"" << reason << "\","
+                << (r.feasible ? out::format_json_number(r.step_time_s) : "") << ','
+                << (r.feasible ? out::format_json_number(r.total_time_s) : "") << ','
+                << (r.feasible ? out::format_json_number(r.gpu_hours) : "") << ','
+                << (r.feasible && r.cost_usd ? out::format_json_number(*r.cost_usd) : "") << ','
+                << (r.pareto ? "true" : "false") << "\n";
+    }
+    return kExitOk;
+  }
+  print_table(results, n, cheapest, fastest, deadline_s > 0, budget > 0);
+  return kExitOk;
+}
+
+}  // namespace arlsim::app

@@ -1,0 +1,213 @@
+#include "planner/capacity.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "planner/dispatch_plan.h"
+#include "planner/plan.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+namespace arlsim::planner {
+
+namespace {
+
+spec::Value integer(int64_t v) { return spec::Value::make_number(static_cast<double>(v)); }
+
+// The largest power-of-two divisor of `gpus` that is at most `want`.
+int64_t fitting(int64_t want, int64_t gpus) {
+  int64_t d = 1;
+  while (d * 2 <= want && gpus % (d * 2) == 0) d *= 2;
+  return d;
+}
+
+std::string join_layouts(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (i == 0 || names[i] != names[i - 1]) out += (out.empty() ? "" : " -> ") + names[i];
+  return out;
+}
+
+template <typename Candidate>
+std::string first_misfit(const Schedule& sch, const std::vector<Candidate>& candidates, const std::vector<int64_t>& steps,
+                         const CostTable& t, const char* stage) {
+  for (size_t i = 0; i < sch.choice.size(); ++i)
+    if (!t.fits(i, sch.choice[i])) {
+      // The reason of the candidate that failed there, or of the first candidate that did.
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        const auto& why = candidates[c].pruned.empty() ? candidates[c].misfit : candidates[c].pruned;
+        if (!t.fits(i, c) && !why.empty())
+          return "OOM at step " + std::to_string(steps[i]) + " (" + stage + "): no layout fits; e.g. " + layout_name(candidates[c].layout) +
+                 ": " + why;
+      }
+      return "OOM at step " + std::to_string(steps[i]) + " (" + stage + "): no layout fits";
+    }
+  return {};
+}
+
+CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value& document, const std::vector<StepFeatures>& f,
+                               const CapacityConfig& config, const CapacityOptions& o) {
+  CapacityResult r;
+  r.config = config;
+  r.gpus = config.nodes * base.cluster.gpus_per_node;
+  spec::ScenarioSpec s;
+  if (std::string problem = scenario_on(base, document, config, s); !problem.empty()) {
+    r.reason = problem;
+    return r;
+  }
+  r.gpus = s.cluster.total_gpus();
+  r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
+  for (const auto& [gpu, price] : o.prices)
+    if (gpu == config.gpu) r.price_usd_per_gpu_hour = price;
+  PlanOptions po;
+  po.confirm = 0;
+  po.switch_overhead_s = o.switch_overhead_s;
+  const Plan p = make_plan(s, f, nullptr, po);
+  const auto& rs = p.rollout_schedules.find("offline");
+  const auto& ts = p.train_schedules.find("offline");
+  r.reason = first_misfit(rs, p.rollout, p.steps, p.rollout_schedules.costs, "rollout");
+  if (r.reason.empty()) r.reason = first_misfit(ts, p.train, p.steps, p.train_schedules.costs, "train");
+  if (!r.reason.empty()) return r;
+  r.feasible = true;
+  // Dispatch measured on the largest step and scaled by tokens to the others.
+  size_t largest = 0;
+  for (size_t i = 0; i < f.size(); ++i)
+    if (f[i].total_tokens > f[largest].total_tokens) largest = i;
+  const auto& rl_at = p.rollout[rs.choice[largest]].layout;
+  const auto& tr_at = p.train[ts.choice[largest]].layout;
+  const auto samples = samples_round_robin(s, rl_at, f[largest].contexts);
+  std::vector<int64_t> tokens(f[largest].contexts.begin(), f[largest].contexts.end());
+  const double dispatch_largest =
+      evaluate_plan(s, tr_at, samples, "", s.policy.dispatch, rl::assign_ranks(tokens, tr_at.dp, s.policy.balance_batch)).seconds;
+  const bool async = s.policy.sync == spec::SyncMode::async;
+  double total = rs.switch_seconds + ts.switch_seconds;
+  std::vector<std::string> rollout_names, train_names;
+  for (size_t i = 0; i < f.size(); ++i) {
+    const auto& rl_layout = p.rollout[rs.choice[i]].layout;
+    const auto& tr_layout = p.train[ts.choice[i]].layout;
+    rollout_names.push_back(layout_name(rl_layout));
+    train_names.push_back(layout_name(tr_layout));
+    const double rollout_s = p.rollout_schedules.costs.cost[i][rs.choice[i]];
+    const double dispatch_s = f[largest].total_tokens > 0 ? dispatch_largest * static_cast<double>(f[i].total_tokens) /
+                                                                 static_cast<double>(f[largest].total_tokens)
+                                                           : 0;
+    const double training_s = p.train_schedules.costs.cost[i][ts.choice[i]] + dispatch_s +
+                              rl::weight_sync_seconds(s, rl_layout, tr_layout);
+    total += async ? std::max(rollout_s, training_s) : rollout_s + training_s;
+  }
+  r.rollout_layouts = join_layouts(rollout_names);
+  r.train_layouts = join_layouts(train_names);
+  r.step_time_s = f.empty() ? 0 : total / static_cast<double>(f.size());
+  const int64_t n = o.steps > 0 ? o.steps : static_cast<int64_t>(f.size());
+  r.total_time_s = r.step_time_s * static_cast<double>(n);
+  r.gpu_hours = static_cast<double>(r.gpus) * r.total_time_s / 3600.0;
+  if (r.price_usd_per_gpu_hour > 0) r.cost_usd = r.gpu_hours * r.price_usd_per_gpu_hour;
+  return r;
+}
+
+}  // namespace
+
+std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& document, const CapacityConfig& c,
+                        spec::ScenarioSpec& out) {
+  spec::Value doc = document;
+  spec::Value* cluster = doc.find("cluster");
+  spec::Value* policy = doc.find("policy");
+  if (!cluster || !cluster->is_object() || !policy || !policy->is_object()) return "the scenario's cluster or policy is not an object";
+  const bool same_gpu = c.gpu == base.cluster.gpu.name;
+  if (!same_gpu) {
+    cluster->set("gpu", spec::Value::make_string(c.gpu));
+    cluster->erase("price_usd_per_gpu_hour");  // the price of the scenario's GPU, not of this one
+  }
+  cluster->set("nodes", integer(c.nodes));
+  const int64_t gpus = c.nodes * base.cluster.gpus_per_node;
+  int64_t rollout_gpus = gpus;
+  policy->erase("schedule");
+  policy->erase("old_logprob");
+  policy->erase("ref_logprob");
+  policy->erase("critic");
+  policy->erase("rollout_gpus");
+  if (c.placement == "disaggregated") {
+    rollout_gpus = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(gpus) * c.rollout_share));
+    rollout_gpus = rollout_gpus / base.cluster.gpus_per_node * base.cluster.gpus_per_node;
+    if (rollout_gpus <= 0 || rollout_gpus >= gpus)
+      return "a " + std::to_string(static_cast<int>(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
+             " GPUs leaves no whole node to one side";
+    policy->set("placement", spec::Value::make_string("disaggregated"));
+    policy->set("rollout_gpus", integer(rollout_gpus));
+  } else {
+    policy->set("placement", spec::Value::make_string("colocated"));
+  }
+  const int64_t train_gpus = c.placement == "disaggregated" ? gpus - rollout_gpus : gpus;
+  // Layouts that divide the new GPU counts (the planner searches them anyway).
+  const auto& t = base.policy.train;
+  const int64_t tp = fitting(t.tp, std::min(train_gpus, base.cluster.gpus_per_node));
+  const int64_t cp = fitting(t.cp, train_gpus / tp);
+  const int64_t pp = fitting(t.pp, train_gpus / (tp * cp));
+  spec::Value* train = policy->find("train");
+  if (!train || !train->is_object()) return "the scenario's policy has no train layout";
+  train->set("tp", integer(tp));
+  train->set("cp", integer(cp));
+  train->set("pp", integer(pp));
+  train->set("dp", integer(train_gpus / (tp * cp * pp)));
+  if (pp == 1) train->erase("vpp");
+  if (tp == 1) train->erase("sequence_parallel");
+  spec::Value* rollout = policy->find("rollout");
+  if (!rollout || !rollout->is_object()) return "the scenario's policy has no rollout layout";
+  const auto& r = base.policy.rollout;
+  rollout->erase("replicas");
+  rollout->set("tp", integer(fitting(r.tp, std::min(rollout_gpus, base.cluster.gpus_per_node))));
+  rollout->set("pp", integer(1));
+  spec::Diagnostics diag;
+  spec::Loader loader(diag);
+  loader.resolve(doc, spec::SpecKind::scenario, "");
+  auto parsed = spec::parse_document(doc, spec::SpecKind::scenario, diag);
+  if (!parsed || diag.error_count() > 0) {
+    std::string text = spec::format_all(diag);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return "cannot build the scenario: " + text;
+  }
+  out = std::get<spec::ScenarioSpec>(std::move(*parsed));
+  return {};
+}
+
+void mark_pareto(std::vector<CapacityResult>& results) {
+  for (auto& a : results) {
+    a.pareto = a.feasible && a.cost_usd.has_value();
+    if (!a.pareto) continue;
+    for (const auto& b : results) {
+      if (&a == &b || !b.feasible || !b.cost_usd) continue;
+      const bool no_worse = b.total_time_s <= a.total_time_s && *b.cost_usd <= *a.cost_usd;
+      const bool better = b.total_time_s < a.total_time_s || *b.cost_usd < *a.cost_usd;
+      if (no_worse && better) {
+        a.pareto = false;
+        break;
+      }
+    }
+  }
+}
+
+std::vector<CapacityResult> plan_capacity(const spec::ScenarioSpec& base, const spec::Value& document,
+                                          const std::vector<StepFeatures>& features, const CapacityOptions& o) {
+  std::vector<CapacityConfig> configs;
+  for (const auto& gpu : o.gpus)
+    for (int64_t n : o.nodes)
+      for (auto c : o.placements) {
+        c.gpu = gpu;
+        c.nodes = n;
+        configs.push_back(c);
+      }
+  std::vector<CapacityResult> results(configs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < configs.size(); i = next++) results[i] = evaluate_config(base, document, features, configs[i], o);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  mark_pareto(results);
+  return results;
+}
+
+}  // namespace arlsim::planner

@@ -1,0 +1,60 @@
+// Capacity planning: the scenario's run on other clusters — GPU types x node counts x placements,
+// each with the best layouts over the trace (the offline selector on analytic stage costs) — with
+// step time, time to finish N steps, GPU-hours and cost; the Pareto frontier of time against
+// cost; the cheapest configuration that meets a deadline and the fastest within a budget.
+// Configurations that cannot run say why: the first step and stage that no layout fits.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/features.h"
+#include "sim/spec/scenario.h"
+
+namespace arlsim::planner {
+
+struct CapacityConfig {
+  std::string gpu;  // profile name
+  int64_t nodes = 1;
+  std::string placement = "colocated";  // or "disaggregated"
+  double rollout_share = 0;             // disaggregated: the rollout pool's share of the GPUs
+};
+
+struct CapacityResult {
+  CapacityConfig config;
+  int64_t gpus = 0;
+  bool feasible = false;
+  std::string reason;        // why not, when infeasible
+  double step_time_s = 0;    // mean over the trace's steps
+  double total_time_s = 0;   // N steps
+  double gpu_hours = 0;
+  std::optional<double> cost_usd;  // unknown without a price
+  double price_usd_per_gpu_hour = 0;
+  bool pareto = false;
+  std::string rollout_layouts, train_layouts;  // the schedule's layouts, e.g. "tp2 -> tp4"
+};
+
+struct CapacityOptions {
+  std::vector<std::string> gpus;
+  std::vector<int64_t> nodes;
+  std::vector<CapacityConfig> placements;  // gpu and nodes unset: the placements to try
+  int64_t steps = 0;                       // N; 0: the trace's steps
+  std::vector<std::pair<std::string, double>> prices;  // per GPU profile, over the profile's own
+  int threads = 1;
+  double switch_overhead_s = 30;  // see PlanOptions
+};
+
+// The scenario rebuilt on a configuration: its cluster with another GPU profile and node count, its
+// layouts made to fit (the planner chooses them anyway). Returns "" or why it cannot be built.
+std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& document, const CapacityConfig& c,
+                        spec::ScenarioSpec& out);
+
+std::vector<CapacityResult> plan_capacity(const spec::ScenarioSpec& base, const spec::Value& document,
+                                          const std::vector<StepFeatures>& features, const CapacityOptions& o);
+
+// Marks the Pareto frontier of (total time, cost) among the feasible results with a known cost.
+void mark_pareto(std::vector<CapacityResult>& results);
+
+}  // namespace arlsim::planner

@@ -1,0 +1,73 @@
+// The planner's analytic stage evaluations per second (target: over 100,000 per core), measured
+// three ways: one rollout layout costed on a step, one training layout costed on steps of new
+// lengths (no memoised result to reuse), and a whole plan of EARL's testbed over 200 steps (every
+// candidate layout of both stages on every step, as `arlsim plan --confirm 0` does).
+// Run: build/tests/planner_bench
+#include <benchmark/benchmark.h>
+
+#include "planner/analytic.h"
+#include "planner/plan.h"
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+namespace {
+
+using namespace arlsim;
+
+spec::ScenarioSpec earl(const std::vector<std::string>& extra = {}) {
+  spec::Diagnostics diag;
+  std::vector<std::string> o{"/trace/generate/steps=200", "/trace/generate/every=1", "/steps=200"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return *spec::load_scenario("earl-testbed", o, diag);
+}
+
+const std::vector<planner::StepFeatures>& features(const spec::ScenarioSpec& s) {
+  static const auto f = [&] {
+    spec::Diagnostics diag;
+    const auto t = rl::load_scenario_trace(s, "", diag);
+    planner::FeatureOptions fo;
+    fo.max_context = s.workload.max_context_tokens;
+    return planner::step_features(*t, fo);
+  }();
+  return f;
+}
+
+void rollout_cost(benchmark::State& state) {
+  const auto s = earl();
+  const auto& f = features(s);
+  const planner::RolloutEstimator e(s, {8, 1, 1, 0});
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(e.cost(f[i++ % f.size()]).seconds);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void train_cost_uncached(benchmark::State& state) {
+  const auto s = earl();
+  const auto base = features(s).back();
+  spec::TrainLayout l = s.policy.train;
+  int64_t n = 0;
+  for (auto _ : state) {
+    // A fresh estimator each time: nothing memoised.
+    const planner::TrainEstimator e(s, l);
+    benchmark::DoNotOptimize(e.cost(base.scaled(1.0 + static_cast<double>(n++ % 97) / 100)).seconds);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void whole_plan(benchmark::State& state) {
+  const auto s = earl();
+  const auto& f = features(s);
+  planner::PlanOptions o;
+  o.confirm = 0;
+  int64_t evaluations = 0;
+  for (auto _ : state) evaluations += planner::make_plan(s, f, nullptr, o).evaluations;
+  state.SetItemsProcessed(evaluations);
+  state.counters["evaluations_per_plan"] = static_cast<double>(evaluations) / static_cast<double>(state.iterations());
+}
+
+}  // namespace
+
+BENCHMARK(rollout_cost);
+BENCHMARK(train_cost_uncached);
+BENCHMARK(whole_plan)->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
