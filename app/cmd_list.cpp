@@ -3,6 +3,7 @@
 
 #include "app/commands.h"
 #include "app/summaries.h"
+#include "planner/selector.h"
 #include "sim/rl/routing.h"
 #include "sim/spec/presets.h"
 
@@ -30,6 +31,14 @@ int run_list(const Args& args) {
     section("routing (policy/routing)", rl::routing_policies());
     section("tool scheduling (policy/tool_policy)", rl::tool_policies());
     section("dispatch (policy/dispatch)", rl::dispatch_modes());
+    std::vector<rl::RoutingInfo> selectors;
+    for (const auto& sel : planner::selectors()) selectors.push_back({sel.name, sel.description});
+    section("parallelism selectors (arlsim plan --selector)", selectors);
+    section("dispatch plans (arlsim plan)",
+            {{"layout-aware", "tokens balanced over ranks within 2%, each sample kept on its producer's node when that allows"},
+             {"balanced", "tokens balanced over ranks longest first (LPT), wherever the sample is"},
+             {"round-robin", "sample i to rank i mod dp"},
+             {"centralized", "balanced ranks, every tensor through the single controller"}});
   }
   for (const auto& [topic, kind] : kTopics) {
     if (args[0] != topic) continue;
