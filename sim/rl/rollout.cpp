@@ -343,7 +343,7 @@ void Rollout::plan(int64_t e) {
     return;
   }
   eng.sched->plan(eng.plan);
-  if (eng.plan.chunks.empty() && eng.plan.decodes.empty()) {
+  if (eng.plan.chunks.empty() && eng.plan.batch.decode_seqs == 0) {
     eng.busy = false;  // nothing can run (cannot happen with a non-empty engine, but stay safe)
     return;
   }
@@ -497,7 +497,8 @@ void Rollout::record_paused() {
     p.turn = tr.turn;
     p.context = tr.context;
     // Mid-generation it keeps what it produced; waiting for a tool it resumes after the tool.
-    const Request* r = tr.engine >= 0 ? engines_[static_cast<size_t>(tr.engine)].sched->find(static_cast<int64_t>(t)) : nullptr;
+    const std::optional<Request> r =
+        tr.engine >= 0 ? engines_[static_cast<size_t>(tr.engine)].sched->find(static_cast<int64_t>(t)) : std::nullopt;
     if (r) {
       p.generated = r->produced;
       p.context += r->produced;
