@@ -405,7 +405,12 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
     // The plan gave the group its blocks for the first iteration; the others need theirs now.
     if (iterations > 1) {
       int64_t need = (iterations - 1) / block_size_ * grouped_;  // each needs one per block_size steps
-      for (int64_t j = 1; j <= (iterations - 1) % block_size_; ++j) need += blocks_due(steps_ + j);
+      // The rest, step by step: the key due at step t is -t modulo the block size.
+      size_t key = static_cast<size_t>((block_size_ - steps_ % block_size_) % block_size_);
+      for (int64_t j = 1; j <= (iterations - 1) % block_size_; ++j) {
+        key = key == 0 ? static_cast<size_t>(block_size_) - 1 : key - 1;
+        need += due_[key];
+      }
       const bool ok = allocate(need);
       ARLSIM_ASSERT(ok);
     }
