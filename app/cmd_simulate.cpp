@@ -52,10 +52,6 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   std::cerr << spec::format_all(diag);
   if (!s) return kExitBadInput;
   if (a.seed >= 0 && s->generated_trace) s->generated_trace->seed = static_cast<uint64_t>(a.seed);
-  spec::Diagnostics trace_diag;
-  auto t = rl::load_scenario_trace(*s, a.trace, trace_diag);
-  std::cerr << spec::format_all(trace_diag);
-  if (!t) return kExitBadInput;
   rl::RunOptions o;
   o.first_step = a.first_step;
   o.last_step = a.last_step;
@@ -63,6 +59,10 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   o.stop_on_oom = a.stop_on_oom;
   o.timeline = !a.out.empty();
   o.detail_pipeline = a.detail_pipeline;
+  spec::Diagnostics trace_diag;
+  auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
+  std::cerr << spec::format_all(trace_diag);
+  if (!t) return kExitBadInput;
   const bool tty = isatty(STDERR_FILENO) != 0 && !a.json;
   const auto r = rl::simulate_run(*s, *t, o, tty ? rl::Progress(progress_bar) : rl::Progress());
   if (r.steps.empty()) {

@@ -46,6 +46,17 @@ ComputeModel::ComputeModel(const spec::GpuProfile& gpu, Dtype dtype) : gpu_(gpu)
   // e_max: the best measured point with its own quantisation losses taken out.
   for (const auto& p : gpu.gemm_efficiency) e_max_ = std::max(e_max_, p.efficiency / quantisation(p.m, p.n, p.k));
   e_max_ = std::min(e_max_, 1.0);
+  // Attention points by pass, in order of length, chosen once: an engine prices attention at
+  // every prefill iteration. The other pass's points stand in when a profile lacks a pass's.
+  const char* passes[] = {"fwd", "fwd_bwd"};
+  for (int i = 0; i < 2; ++i) {
+    auto& pts = attention_points_[i];
+    for (const auto& p : gpu.attention_efficiency)
+      if (p.pass == passes[i]) pts.push_back(&p);
+    if (pts.empty())
+      for (const auto& p : gpu.attention_efficiency) pts.push_back(&p);
+    std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->seq_len < b->seq_len; });
+  }
 }
 
 double ComputeModel::quantisation(int64_t m, int64_t n, int64_t k, int64_t groups) const {
@@ -82,14 +93,7 @@ OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k
 }
 
 double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass) const {
-  const std::string want = pass == AttentionPass::forward ? "fwd" : "fwd_bwd";
-  // Points of the wanted pass; the other pass's points stand in when a profile lacks them.
-  std::vector<const spec::AttentionPoint*> pts;
-  for (const auto& p : gpu_.attention_efficiency)
-    if (p.pass == want) pts.push_back(&p);
-  if (pts.empty())
-    for (const auto& p : gpu_.attention_efficiency) pts.push_back(&p);
-  std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->seq_len < b->seq_len; });
+  const auto& pts = attention_points_[pass == AttentionPass::forward ? 0 : 1];
   const double x = std::log(static_cast<double>(std::max<int64_t>(seq_len, 1)));
   if (x <= std::log(static_cast<double>(pts.front()->seq_len))) {
     // Below the shortest measured length the kernel is launch- and occupancy-bound: efficiency

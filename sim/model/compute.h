@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/spec/hardware.h"
 
@@ -69,6 +70,7 @@ class ComputeModel {
   double e_max_ = 0;
   double memory_rate_ = 0;  // achieved bytes/s
   double launch_s_ = 0;
+  std::vector<const spec::AttentionPoint*> attention_points_[2];  // forward, forward_backward; by seq_len
 };
 
 }  // namespace arlsim::model

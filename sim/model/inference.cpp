@@ -96,9 +96,44 @@ double InferenceModel::sampled_rows_seconds(int64_t rows) const {
          cm.memory_bound(3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2).seconds;
 }
 
+InferenceModel::RowTerms InferenceModel::compute_row_terms(int64_t rows) const {
+  const int64_t tp = layout_.tp;
+  RowTerms t;
+  t.gemm_s = gemm_seconds(rows);
+  const double elementwise_bytes = 2.0 * d(rows) * (10.0 * d(m_.hidden_size) + 3.0 * d(m_.ffn_hidden_size) / d(tp));
+  t.elementwise_s = cm_.memory_bound(elementwise_bytes * d(m_.num_layers), 0).seconds;
+  if (tp > 1) {
+    CollectiveGroup g;
+    g.ranks = tp;
+    g.ranks_per_node = std::min(tp, c_.gpus_per_node);
+    t.comm_s = 2.0 * d(m_.num_layers) * coll_.cost(CollectiveOp::all_reduce, d(rows) * d(m_.hidden_size) * 2, g).seconds;
+  }
+  if (layout_.pp > 1) {
+    // Stages are tp GPUs apart: neighbours share a node only when two stages fit in one.
+    CollectiveGroup g;
+    g.ranks = 2;
+    g.ranks_per_node = std::clamp<int64_t>(c_.gpus_per_node / tp, 1, 2);
+    t.comm_s += d(layout_.pp - 1) * coll_.cost(CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g).seconds;
+  }
+  return t;
+}
+
+InferenceModel::RowTerms InferenceModel::row_terms(int64_t rows) const {
+  // An engine's batches stay within max_num_batched_tokens rows (plus its decodes), so a table
+  // indexed by rows covers them; a larger batch (an estimate, a prompt run alone) is priced afresh.
+  constexpr int64_t kMaxMemoisedRows = int64_t{1} << 16;
+  if (rows < 0 || rows >= kMaxMemoisedRows) return compute_row_terms(rows);
+  if (row_terms_.size() <= static_cast<size_t>(rows)) row_terms_.resize(static_cast<size_t>(rows) + 1);
+  RowTerms& t = row_terms_[static_cast<size_t>(rows)];
+  if (!t.known) {
+    t = compute_row_terms(rows);
+    t.known = true;
+  }
+  return t;
+}
+
 IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   const ComputeModel& cm = cm_;
-  const CollectiveModel& coll = coll_;
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp;
   IterationCost cost;
@@ -114,26 +149,14 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
         d(m_.num_layers) * cm.attention(layer_flops, ch.context + ch.tokens, AttentionPass::forward).seconds;
   }
   const int64_t rows = prefill_tokens + decode_rows;
-  cost.gemm_s = gemm_seconds(rows) + sampled_rows_seconds(sampled);
+  const RowTerms terms = row_terms(rows);
+  cost.gemm_s = terms.gemm_s + sampled_rows_seconds(sampled);
   const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
   if (batch.decode_seqs > 0)
     cost.attention_decode_s = kv_per_token * d(batch.decode_kv_tokens) / cm.memory_rate() +
                               cm.launch_overhead_s() * d(m_.num_layers);
-  const double elementwise_bytes = 2.0 * d(rows) * (10.0 * d(m_.hidden_size) + 3.0 * d(m_.ffn_hidden_size) / d(tp));
-  cost.elementwise_s = cm.memory_bound(elementwise_bytes * d(m_.num_layers), 0).seconds;
-  if (tp > 1) {
-    CollectiveGroup g;
-    g.ranks = tp;
-    g.ranks_per_node = std::min(tp, c_.gpus_per_node);
-    cost.comm_s = 2.0 * d(m_.num_layers) * coll.cost(CollectiveOp::all_reduce, d(rows) * d(m_.hidden_size) * 2, g).seconds;
-  }
-  if (layout_.pp > 1) {
-    // Stages are tp GPUs apart: neighbours share a node only when two stages fit in one.
-    CollectiveGroup g;
-    g.ranks = 2;
-    g.ranks_per_node = std::clamp<int64_t>(c_.gpus_per_node / tp, 1, 2);
-    cost.comm_s += d(layout_.pp - 1) * coll.cost(CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g).seconds;
-  }
+  cost.elementwise_s = terms.elementwise_s;
+  cost.comm_s = terms.comm_s;
   cost.overhead_s = c_.gpu.inference_step_overhead.seconds();
   cost.seconds = cost.gemm_s + cost.attention_prefill_s + cost.attention_decode_s + cost.elementwise_s + cost.comm_s +
                  cost.overhead_s;

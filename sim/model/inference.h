@@ -63,7 +63,8 @@ struct DecodeWindow {
   int64_t iterations_within(double seconds, int64_t kv_tokens) const;
 };
 
-// Not thread-safe: decode windows are memoised per batch size.
+// Not thread-safe: decode windows are memoised per batch size, and the terms that depend only on
+// the rows of a batch per row count.
 class InferenceModel {
  public:
   InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout, Speculation spec = {});
@@ -74,6 +75,14 @@ class InferenceModel {
   DecodeWindow decode_window(int64_t seqs) const;
 
  private:
+  // The terms of an iteration that depend only on its rows (prefill tokens plus decode rows):
+  // memoised, as engines price a prefill iteration at nearly every turn.
+  struct RowTerms {
+    bool known = false;
+    double gemm_s = 0, elementwise_s = 0, comm_s = 0;
+  };
+  RowTerms compute_row_terms(int64_t rows) const;
+  RowTerms row_terms(int64_t rows) const;
   double gemm_seconds(int64_t rows) const;
   double sampled_rows_seconds(int64_t rows) const;
 
@@ -84,6 +93,7 @@ class InferenceModel {
   ComputeModel cm_;
   CollectiveModel coll_;
   mutable std::vector<DecodeWindow> windows_;  // by batch size; seqs == 0 marks "not yet computed"
+  mutable std::vector<RowTerms> row_terms_;  // by rows
 };
 
 }  // namespace arlsim::model

@@ -259,11 +259,14 @@ class FairShare {
   // flows leave, and no other link's share can drop below the one just fixed, so links are
   // settled in increasing order of share. A link's share only grows, so a heap entry that is out
   // of date is put back with its current share when it comes up, rather than on every change.
+  //
+  // The live flows of each call must be among those of the previous call (flows only finish):
+  // a link's list of flows then drops the finished ones as it is walked, keeping its order.
   void rates(const std::vector<uint32_t>& live, std::vector<double>& rate) const {
     rate.resize(flow_links_.size());
     left_ = capacity_;
     users_.assign(capacity_.size(), 0);
-    fixed_.assign(flow_links_.size(), 1);
+    fixed_.assign(flow_links_.size(), kFinished);
     for (uint32_t f : live) {
       rate[f] = 0;
       fixed_[f] = 0;
@@ -281,7 +284,11 @@ class FairShare {
         heap.emplace(share(l), l);
         continue;
       }
-      for (uint32_t f : link_flows_[l]) {
+      auto& flows = link_flows_[l];
+      size_t kept = 0;
+      for (uint32_t f : flows) {
+        if (fixed_[f] == kFinished) continue;
+        flows[kept++] = f;
         if (fixed_[f]) continue;
         fixed_[f] = 1;
         rate[f] = s;
@@ -290,6 +297,7 @@ class FairShare {
           --users_[other];
         }
       }
+      flows.resize(kept);
     }
   }
 
@@ -298,11 +306,12 @@ class FairShare {
 
   std::vector<double> capacity_;
   std::vector<std::vector<uint32_t>> flow_links_;
-  std::vector<std::vector<uint32_t>> link_flows_;
+  mutable std::vector<std::vector<uint32_t>> link_flows_;  // finished flows are dropped as met
   // Scratch space reused by every call (the fluid model calls once per completion).
   mutable std::vector<double> left_;
   mutable std::vector<int64_t> users_;
-  mutable std::vector<char> fixed_;
+  mutable std::vector<char> fixed_;  // per flow: 0 live, 1 rate fixed in this call, kFinished
+  static constexpr char kFinished = 2;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@ EngineScheduler::EngineScheduler(const spec::EngineSpec& spec, int64_t total_blo
     : spec_(spec), block_size_(spec.block_size), total_blocks_(total_blocks), free_blocks_(total_blocks) {
   for (int shift = 0; shift < 31; ++shift)
     if ((int64_t{1} << shift) == block_size_) block_shift_ = shift;
+  due_.assign(static_cast<size_t>(block_size_), 0);
 }
 
 void EngineScheduler::arrive(Request r) {
@@ -25,17 +26,61 @@ void EngineScheduler::arrive(Request r) {
     free_slots_.pop_back();
     slots_[static_cast<size_t>(slot)] = r;
   }
+  slots_[static_cast<size_t>(slot)].state = Request::State::waiting;
   slot_of_[r.trajectory] = slot;
   waiting_.push_back(slot);
 }
 
-const Request* EngineScheduler::find(int64_t trajectory) const {
+std::optional<Request> EngineScheduler::find(int64_t trajectory) const {
   const auto it = slot_of_.find(trajectory);
-  return it == slot_of_.end() ? nullptr : &slots_[static_cast<size_t>(it->second)];
+  if (it == slot_of_.end()) return std::nullopt;
+  return current(it->second);
 }
 
-const Request& EngineScheduler::request(int64_t trajectory) const {
-  return slots_[static_cast<size_t>(slot_of_.at(trajectory))];
+Request EngineScheduler::current(int64_t id) const {
+  Request r = slots_[static_cast<size_t>(id)];
+  if (r.state == Request::State::grouped) {
+    const int64_t steps = steps_ - r.synced;
+    r.generated += steps;
+    r.produced += steps;
+    r.synced = steps_;
+    // A grouped request holds exactly the blocks of its KV, plus its next token's once planned.
+    r.blocks = blocks_for(r.kv_tokens() + (blocks_planned_ ? 1 : 0) - r.shared_tokens);
+  }
+  return r;
+}
+
+void EngineScheduler::join(int64_t id) {
+  Request& r = slots_[static_cast<size_t>(id)];
+  r.state = Request::State::grouped;
+  r.synced = steps_;
+  // It needs a block at the plan of step t when its KV (beyond the shared prompt) fills whole
+  // blocks: kv - shared + (t - steps_) = 0 modulo the block size.
+  const int64_t key = ((r.kv_tokens() - r.shared_tokens - steps_) % block_size_ + block_size_) % block_size_;
+  r.block_key = static_cast<int32_t>(key);
+  ++due_[static_cast<size_t>(key)];
+  ++grouped_;
+  grouped_kv_tokens_ += r.kv_tokens();
+  turn_ends_.push({steps_ + r.gen_target - r.generated, r.admitted, id});
+}
+
+void EngineScheduler::leave(int64_t id) {
+  Request& r = slots_[static_cast<size_t>(id)];
+  r = current(id);
+  r.state = Request::State::decoding;
+  --due_[static_cast<size_t>(r.block_key)];
+  --grouped_;
+  grouped_kv_tokens_ -= r.kv_tokens();
+}
+
+void EngineScheduler::dissolve() {
+  for (size_t i = 0; i < static_cast<size_t>(decoding()); ++i) {
+    const int64_t id = running_[i];
+    if (slots_[static_cast<size_t>(id)].state != Request::State::grouped) continue;
+    leave(id);
+    ungrouped_.push_back(id);
+  }
+  turn_ends_ = {};
 }
 
 int64_t EngineScheduler::shareable_prompt(const Request& r) const {
@@ -73,6 +118,10 @@ bool EngineScheduler::allocate(int64_t blocks) {
 
 void EngineScheduler::preempt(int64_t id) {
   Request& r = slots_[static_cast<size_t>(id)];
+  ARLSIM_ASSERT(r.state != Request::State::grouped);  // the group is dissolved before anyone can be
+  if (r.state == Request::State::prefilling) --prefilling_;
+  else ungrouped_.erase(std::find(ungrouped_.begin(), ungrouped_.end(), id));
+  r.state = Request::State::waiting;
   free_blocks_ += r.blocks;
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
   // Recomputation: everything generated so far joins the context to prefill again.
@@ -145,7 +194,59 @@ void EngineScheduler::plan(Planned& p) {
   int64_t budget = spec_.max_num_batched_tokens;
   const int64_t preemptions_before = stats_.preemptions;
   int64_t min_remaining = INT64_MAX;  // iterations until the first decoding request ends its turn
-  for (size_t i = 0; i < running_.size();) {
+  if (plan_decode_group(p, budget, min_remaining)) {
+    plan_in_order(p, static_cast<size_t>(decoding()), budget, min_remaining);
+  } else {
+    dissolve();
+    plan_in_order(p, 0, budget, min_remaining);
+  }
+  // As vLLM V1, an iteration that had to preempt admits nobody.
+  if (stats_.preemptions == preemptions_before) admit(p, budget);
+  // A window needs a composition that cannot change: not after a preemption, which skipped
+  // admission this time only.
+  if (p.chunks.empty() && p.batch.decode_seqs > 0 && (stats_.preemptions == preemptions_before || waiting_.empty()))
+    p.skippable = window_iterations(p, min_remaining);
+}
+
+bool EngineScheduler::plan_decode_group(Planned& p, int64_t& budget, int64_t& min_remaining) {
+  const int64_t decoders = decoding();
+  if (decoders == 0) return true;
+  if (decoders > budget) return false;  // the last ones in order would go without a token
+  // Every decoding request gets its token; the blocks they need must fit all together (then the
+  // one-by-one allocations in order would all have succeeded, evicting the same cache entries).
+  int64_t need = grouped_ > 0 ? blocks_due(steps_) : 0;
+  for (int64_t id : ungrouped_) {
+    const Request& r = slots_[static_cast<size_t>(id)];
+    need += std::max<int64_t>(0, blocks_for(r.kv_tokens() + 1 - r.shared_tokens) - r.blocks);
+  }
+  if (need > free_blocks_ + cached_blocks_) return false;
+  allocate(need);
+  blocks_planned_ = true;
+  size_t kept = 0;
+  for (int64_t id : ungrouped_) {
+    Request& r = slots_[static_cast<size_t>(id)];
+    const int64_t blocks = blocks_for(r.kv_tokens() + 1 - r.shared_tokens);
+    r.blocks = std::max(r.blocks, blocks);
+    if (r.blocks == blocks) {
+      join(id);
+      continue;
+    }
+    ungrouped_[kept++] = id;  // holds more blocks than its KV needs: followed on its own
+    p.decodes.push_back(id);
+    min_remaining = std::min(min_remaining, r.gen_target - r.generated);
+    p.batch.decode_kv_tokens += r.kv_tokens();
+  }
+  ungrouped_.resize(kept);
+  while (!turn_ends_.empty() && !live(turn_ends_.top())) turn_ends_.pop();
+  if (!turn_ends_.empty()) min_remaining = std::min(min_remaining, turn_ends_.top().step - steps_);
+  p.batch.decode_seqs = decoders;
+  p.batch.decode_kv_tokens += grouped_kv_tokens_;
+  budget -= decoders;
+  return true;
+}
+
+void EngineScheduler::plan_in_order(Planned& p, size_t first, int64_t& budget, int64_t& min_remaining) {
+  for (size_t i = first; i < running_.size();) {
     const int64_t id = running_[i];
     Request& r = slots_[static_cast<size_t>(id)];
     int64_t tokens = r.prefilling() ? std::min(r.context - r.computed, budget) : (budget > 0 ? 1 : 0);
@@ -177,16 +278,17 @@ void EngineScheduler::plan(Planned& p) {
     }
     ++i;
   }
-  // As vLLM V1, an iteration that had to preempt admits nobody.
-  while (stats_.preemptions == preemptions_before && !waiting_.empty() &&
-         static_cast<int64_t>(running_.size()) < spec_.max_num_seqs && budget > 0) {
+}
+
+void EngineScheduler::admit(Planned& p, int64_t& budget) {
+  while (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs && budget > 0) {
     const int64_t id = waiting_.front();
     Request& r = slots_[static_cast<size_t>(id)];
     // A waiting request holds nothing: what the prefix cache offers is claimed only on admission,
     // and a request that cannot be admitted leaves the cache as it was. Reusing cached blocks pins
     // them; when that does not fit, the request may still start afresh (the cached blocks stay
     // evictable), which keeps admission monotone in the free space.
-    const bool alone = running_.empty() && p.decodes.empty() && p.chunks.empty();
+    const bool alone = running_.empty() && p.batch.decode_seqs == 0 && p.chunks.empty();
     auto fits = [&](const Reuse& u, int64_t& tokens, int64_t& need) {
       const int64_t remaining = r.context - u.computed;
       tokens = spec_.chunked_prefill ? std::min(remaining, budget) : remaining;
@@ -207,29 +309,29 @@ void EngineScheduler::plan(Planned& p) {
     r.blocks += std::max<int64_t>(0, need);
     budget -= tokens;
     waiting_.pop_front();
+    r.state = Request::State::prefilling;
+    r.admitted = admissions_++;
     running_.push_back(id);
+    ++prefilling_;
     p.chunks.emplace_back(id, tokens);
     p.batch.prefill.push_back({tokens, r.computed, r.computed + tokens >= r.context});
   }
-  // A window needs a composition that cannot change: not after a preemption, which skipped
-  // admission this time only.
-  if (p.chunks.empty() && !p.decodes.empty() && (stats_.preemptions == preemptions_before || waiting_.empty()))
-    p.skippable = window_iterations(p.decodes, min_remaining);
 }
 
-int64_t EngineScheduler::window_iterations(const std::vector<int64_t>& decodes, int64_t k) const {
+int64_t EngineScheduler::window_iterations(const Planned& p, int64_t k) const {
   // Until the first request ends its turn (k), and while the cache can grow every decoding
   // request without preempting anyone. Over k iterations a request needs at most
   // ceil(k / block_size) + 1 more blocks: when even that fits, no request needs a look.
   const int64_t available = free_blocks_ + cached_blocks_;
-  const int64_t d = static_cast<int64_t>(decodes.size());
+  const int64_t d = p.batch.decode_seqs;
   if (k <= available && d * ((k + block_size_ - 1) / block_size_ + 1) <= available) return k;
   auto extra_blocks = [&](int64_t iterations) {
     int64_t extra = 0;
-    for (int64_t id : decodes) {
-      const Request& r = slots_[static_cast<size_t>(id)];
-      extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks;
-    }
+    auto add = [&](const Request& r) { extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks; };
+    for (int64_t id : p.decodes) add(slots_[static_cast<size_t>(id)]);
+    if (grouped_ > 0)
+      for (size_t i = 0; i < static_cast<size_t>(decoding()); ++i)
+        if (slots_[static_cast<size_t>(running_[i])].state == Request::State::grouped) add(current(running_[i]));
     return extra;
   };
   if (extra_blocks(k) <= available) return k;
@@ -251,6 +353,11 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
     outstanding_ -= tokens;
     stats_.prefill_tokens += tokens;
     if (r.computed >= r.context) {
+      // The first of those still prefilling starts decoding (see the class comment).
+      ARLSIM_ASSERT(prefilling_ > 0 && running_[running_.size() - static_cast<size_t>(prefilling_)] == id);
+      --prefilling_;
+      r.state = Request::State::decoding;
+      ungrouped_.push_back(id);
       // The iteration that completes a prompt samples its first token.
       r.generated += 1;
       r.produced += 1;
@@ -278,6 +385,8 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
       if (r.generated >= r.gen_target) finished.push_back(r.trajectory);
     }
   }
+  // Decoding requests end their turn in the running order.
+  group_finished_.clear();
   for (int64_t id : p.decodes) {
     Request& r = slots_[static_cast<size_t>(id)];
     if (iterations > 1) {
@@ -290,8 +399,37 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
     r.produced += iterations;
     outstanding_ -= iterations;
     ARLSIM_ASSERT(r.generated <= r.gen_target);
-    if (r.generated >= r.gen_target) finished.push_back(r.trajectory);
+    if (r.generated >= r.gen_target) group_finished_.push_back(id);
   }
+  if (grouped_ > 0) {
+    // The plan gave the group its blocks for the first iteration; the others need theirs now.
+    if (iterations > 1) {
+      int64_t need = (iterations - 1) / block_size_ * grouped_;  // each needs one per block_size steps
+      // The rest, step by step: the key due at step t is -t modulo the block size.
+      size_t key = static_cast<size_t>((block_size_ - steps_ % block_size_) % block_size_);
+      for (int64_t j = 1; j <= (iterations - 1) % block_size_; ++j) {
+        key = key == 0 ? static_cast<size_t>(block_size_) - 1 : key - 1;
+        need += due_[key];
+      }
+      const bool ok = allocate(need);
+      ARLSIM_ASSERT(ok);
+    }
+    grouped_kv_tokens_ += iterations * grouped_;
+    outstanding_ -= iterations * grouped_;
+  }
+  steps_ += iterations;
+  blocks_planned_ = false;
+  while (!turn_ends_.empty() && turn_ends_.top().step <= steps_) {
+    const TurnEnd e = turn_ends_.top();
+    turn_ends_.pop();
+    if (!live(e)) continue;
+    ARLSIM_ASSERT(e.step == steps_);
+    group_finished_.push_back(e.slot);
+  }
+  std::sort(group_finished_.begin(), group_finished_.end(), [&](int64_t a, int64_t b) {
+    return slots_[static_cast<size_t>(a)].admitted < slots_[static_cast<size_t>(b)].admitted;
+  });
+  for (int64_t id : group_finished_) finished.push_back(slots_[static_cast<size_t>(id)].trajectory);
   stats_.iterations += iterations;
 }
 
@@ -300,6 +438,15 @@ Request EngineScheduler::release(int64_t trajectory) {
   const int64_t id = where->second;
   slot_of_.erase(where);
   free_slots_.push_back(id);
+  switch (slots_[static_cast<size_t>(id)].state) {
+    case Request::State::grouped:
+      ARLSIM_ASSERT(!blocks_planned_);  // a request leaves between iterations
+      leave(id);
+      break;
+    case Request::State::decoding: ungrouped_.erase(std::find(ungrouped_.begin(), ungrouped_.end(), id)); break;
+    case Request::State::prefilling: --prefilling_; break;
+    case Request::State::waiting: break;
+  }
   Request r = slots_[static_cast<size_t>(id)];
   outstanding_ -= r.remaining();
   running_.erase(std::find(running_.begin(), running_.end(), id));

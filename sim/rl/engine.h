@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <deque>
 #include <list>
+#include <optional>
+#include <queue>
 #include <unordered_map>
 #include <vector>
 
@@ -40,16 +42,24 @@ struct Request {
   int64_t prompt_tokens = 0;  // the group's shared prompt (turn 0 only)
   bool first_token_seen = false;
 
+  // The scheduler's bookkeeping (see EngineScheduler's decode group).
+  enum class State : uint8_t { waiting, prefilling, decoding, grouped };
+  State state = State::waiting;
+  int32_t block_key = 0;  // grouped: the decode steps, modulo the block size, at which it needs a block
+  int64_t admitted = 0;   // admission number: running requests are served in this order
+  int64_t synced = 0;     // grouped: the decode step at which generated and produced were exact
+
   int64_t kv_tokens() const { return computed + generated; }
   int64_t remaining() const { return (context - computed) + (gen_target - generated); }
   bool prefilling() const { return computed < context; }
 };
 
-// What the scheduler put into one iteration.
+// What the scheduler put into one iteration. Every decoding request in batch.decode_seqs decodes
+// one token; `decodes` names those outside the decode group.
 struct Planned {
   model::IterationBatch batch;
   std::vector<std::pair<int64_t, int64_t>> chunks;  // (slot, tokens) of prefill chunks
-  std::vector<int64_t> decodes;                      // slots decoding one token
+  std::vector<int64_t> decodes;                      // slots decoding one token, outside the group
   // A decode-only batch whose composition cannot change before a request ends its turn or the
   // cache runs out: it may run this many iterations as one window (0 = no window).
   int64_t skippable = 0;
@@ -63,6 +73,18 @@ struct EngineStats {
   int64_t peak_blocks_used = 0;
 };
 
+//
+// Most of an engine's running requests are decoding, and in an iteration where every one of them
+// gets its token and its next block, they only advance together. They form the decode group: the
+// scheduler keeps their sum of KV lengths, how many need a block at each decode step (a request
+// needs one every block_size steps), and when each ends its turn, and brings a request's own
+// fields up to date only when it leaves the group. Planning and completing an iteration then cost
+// the requests that change rather than all running ones. An iteration where a decoding request
+// could go without its token or its block (a full token budget, a full cache) is planned request
+// by request as described above, after the group is dissolved; requests join it again at their
+// next plan. Requests still prefilling always follow the decoding ones in the running order:
+// a request is admitted behind all others, and one whose chunk leaves it short of its context
+// used up the iteration's budget, so no one behind it was served.
 class EngineScheduler {
  public:
   EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks);
@@ -86,9 +108,8 @@ class EngineScheduler {
   int64_t total_blocks() const { return total_blocks_; }
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
-  const Request& request(int64_t trajectory) const;
-  // The trajectory's request on this engine, or nullptr.
-  const Request* find(int64_t trajectory) const;
+  // The trajectory's request on this engine, brought up to date, or nothing.
+  std::optional<Request> find(int64_t trajectory) const;
 
  private:
   int64_t blocks_for(int64_t tokens) const {
@@ -97,6 +118,19 @@ class EngineScheduler {
   bool allocate(int64_t blocks);
   bool evict_one();
   void preempt(int64_t id);
+  // Planning: the decoding requests at once (false when one of them could go without its token
+  // or its block), or the running requests one by one from running_[first].
+  bool plan_decode_group(Planned& p, int64_t& budget, int64_t& min_remaining);
+  void plan_in_order(Planned& p, size_t first, int64_t& budget, int64_t& min_remaining);
+  void admit(Planned& p, int64_t& budget);
+  // The decode group: a request joins it after a plan gave it its block for the next token;
+  // leave() brings its fields up to date and takes it out; dissolve() does so for all.
+  void join(int64_t id);
+  void leave(int64_t id);
+  void dissolve();
+  Request current(int64_t id) const;  // a request with its group progress applied
+  int64_t blocks_due(int64_t step) const { return due_[static_cast<size_t>((block_size_ - step % block_size_) % block_size_)]; }
+  int64_t decoding() const { return static_cast<int64_t>(running_.size()) - prefilling_; }
   // What the prefix cache can give a request being admitted, and the blocks that leave the
   // evictable cache if it takes them.
   struct Reuse {
@@ -105,7 +139,7 @@ class EngineScheduler {
   };
   Reuse probe_cache(const Request& r) const;
   void commit_reuse(Request& r, const Reuse& u);
-  int64_t window_iterations(const std::vector<int64_t>& decodes, int64_t first_turn_end) const;
+  int64_t window_iterations(const Planned& p, int64_t first_turn_end) const;
 
   spec::EngineSpec spec_;
   int64_t block_size_;
@@ -117,8 +151,30 @@ class EngineScheduler {
   std::vector<Request> slots_;
   std::vector<int64_t> free_slots_;
   std::unordered_map<int64_t, int64_t> slot_of_;  // trajectory -> slot
-  std::vector<int64_t> running_;
+  std::vector<int64_t> running_;  // decoding requests, then `prefilling_` still prefilling
+  int64_t prefilling_ = 0;
+  int64_t admissions_ = 0;
   std::deque<int64_t> waiting_;
+  // The decode group. `steps_` counts the engine's decode steps; a grouped request has received a
+  // token at each since it was synced. `blocks_planned_`: the plan of step steps_ gave the group
+  // its blocks (between plan and complete).
+  int64_t steps_ = 0;
+  bool blocks_planned_ = false;
+  int64_t grouped_ = 0;
+  int64_t grouped_kv_tokens_ = 0;
+  std::vector<int64_t> due_;  // by block key: grouped requests needing a block at those steps
+  struct TurnEnd {
+    int64_t step, admitted, slot;
+    bool operator>(const TurnEnd& o) const { return step != o.step ? step > o.step : admitted > o.admitted; }
+  };
+  // When grouped requests end their turn; entries of requests that left are skipped when met.
+  std::priority_queue<TurnEnd, std::vector<TurnEnd>, std::greater<>> turn_ends_;
+  bool live(const TurnEnd& e) const {
+    const Request& r = slots_[static_cast<size_t>(e.slot)];
+    return r.state == Request::State::grouped && r.admitted == e.admitted;
+  }
+  std::vector<int64_t> ungrouped_;  // decoding requests outside the group
+  std::vector<int64_t> group_finished_;  // scratch
   // Evictable cache entries in LRU order: a trajectory's context, or a prompt's shared blocks.
   struct CacheEntry {
     bool prompt = false;

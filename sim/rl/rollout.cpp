@@ -116,6 +116,8 @@ class Rollout final : public core::EventHandler {
   void reward_granted(int64_t t);
   void reward_done(int64_t t);
   void submit(int64_t engine, const Request& r);
+  EngineLoad load(int64_t e) const;
+  void update_loads();
   void add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations);
   int pool_for(int16_t tool) const;
 
@@ -134,6 +136,9 @@ class Rollout final : public core::EventHandler {
   RolloutResult result_;
   std::vector<int64_t> scratch_finished_, scratch_first_;
   std::vector<EngineLoad> loads_;
+  bool loads_valid_ = false;  // loads_ holds every engine's load at loads_time_...
+  SimTime loads_time_;
+  std::vector<int64_t> loads_changed_;  // ...but for these engines, given a request since
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
   std::vector<SimTime> last_kv_sample_;  // per engine
   std::vector<int64_t> prompt_index_;  // per trajectory, its group as a dense index
@@ -287,20 +292,7 @@ void Rollout::start_turn(int64_t t) {
   RouteRequest rr{t, tr.turn, tr.engine,
                   in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
   loads_.resize(static_cast<size_t>(policy_engines_));  // policies that ignore loads still see the count
-  if (router_->uses_load(rr)) {
-    for (size_t e = 0; e < loads_.size(); ++e) {
-      const Engine& eng = engines_[e];
-      int64_t outstanding = eng.sched->outstanding_tokens();
-      if (eng.busy && eng.windowed) {
-        // A window's iterations are applied when it ends; count those already done by now, as
-        // iterating one by one would have.
-        const int64_t done =
-            eng.window.iterations_within(sim_.now().seconds() - eng.start_s, eng.plan.batch.decode_kv_tokens);
-        outstanding -= std::min(done, eng.iterations) * eng.plan.batch.decode_seqs;
-      }
-      loads_[e] = {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), outstanding};
-    }
-  }
+  if (router_->uses_load(rr)) update_loads();
   tr.engine = router_->route(rr, loads_);
   Request r;
   r.trajectory = t;
@@ -313,8 +305,35 @@ void Rollout::start_turn(int64_t t) {
   submit(tr.engine, r);
 }
 
+EngineLoad Rollout::load(int64_t e) const {
+  const Engine& eng = engines_[static_cast<size_t>(e)];
+  int64_t outstanding = eng.sched->outstanding_tokens();
+  if (eng.busy && eng.windowed) {
+    // A window's iterations are applied when it ends; count those already done by now, as
+    // iterating one by one would have.
+    const int64_t done = eng.window.iterations_within(sim_.now().seconds() - eng.start_s, eng.plan.batch.decode_kv_tokens);
+    outstanding -= std::min(done, eng.iterations) * eng.plan.batch.decode_seqs;
+  }
+  return {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), outstanding};
+}
+
+void Rollout::update_loads() {
+  // An engine's load depends on its state and the time: at the time of the last pass only the
+  // engines given a request since then can have changed (every other change runs an engine
+  // event, which invalidates the pass). Thousands of first turns arrive together.
+  if (loads_valid_ && loads_time_ == sim_.now()) {
+    for (int64_t e : loads_changed_) loads_[static_cast<size_t>(e)] = load(e);
+  } else {
+    for (size_t e = 0; e < loads_.size(); ++e) loads_[e] = load(static_cast<int64_t>(e));
+  }
+  loads_changed_.clear();
+  loads_valid_ = true;
+  loads_time_ = sim_.now();
+}
+
 void Rollout::submit(int64_t e, const Request& r) {
   Engine& eng = engines_[static_cast<size_t>(e)];
+  if (loads_valid_ && e < policy_engines_) loads_changed_.push_back(e);
   eng.sched->arrive(r);
   if (!eng.busy) {
     if (!eng.starting) {
@@ -338,12 +357,13 @@ void Rollout::submit(int64_t e, const Request& r) {
 
 void Rollout::plan(int64_t e) {
   Engine& eng = engines_[static_cast<size_t>(e)];
+  loads_valid_ = false;
   if (eng.sched->idle()) {
     eng.busy = false;
     return;
   }
   eng.sched->plan(eng.plan);
-  if (eng.plan.chunks.empty() && eng.plan.decodes.empty()) {
+  if (eng.plan.chunks.empty() && eng.plan.batch.decode_seqs == 0) {
     eng.busy = false;  // nothing can run (cannot happen with a non-empty engine, but stay safe)
     return;
   }
@@ -386,6 +406,7 @@ void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, in
 void Rollout::work_done(int64_t e, uint64_t epoch) {
   Engine& eng = engines_[static_cast<size_t>(e)];
   if ((eng.epoch & 0xfffffffu) != epoch) return;  // a window that was cut short
+  loads_valid_ = false;
   const double end_s = eng.end_s;
   eng.busy_s += end_s - eng.start_s;
   add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
@@ -497,7 +518,8 @@ void Rollout::record_paused() {
     p.turn = tr.turn;
     p.context = tr.context;
     // Mid-generation it keeps what it produced; waiting for a tool it resumes after the tool.
-    const Request* r = tr.engine >= 0 ? engines_[static_cast<size_t>(tr.engine)].sched->find(static_cast<int64_t>(t)) : nullptr;
+    const std::optional<Request> r =
+        tr.engine >= 0 ? engines_[static_cast<size_t>(tr.engine)].sched->find(static_cast<int64_t>(t)) : std::nullopt;
     if (r) {
       p.generated = r->produced;
       p.context += r->produced;

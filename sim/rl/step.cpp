@@ -177,10 +177,41 @@ std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ra
   return rank;
 }
 
+namespace {
+
+// The steps a run simulates: those in its range, up to its limit on the number of steps. Steps
+// are counted as runs of trajectories of one step, as RunSimulator groups them.
+class StepSelection {
+ public:
+  StepSelection(const spec::ScenarioSpec& s, const RunOptions& o)
+      : first_(o.first_step), last_(o.last_step), limit_(o.max_steps > 0 ? o.max_steps : s.steps) {}
+
+  // Called for each trajectory in order.
+  bool keep(int64_t step) {
+    if ((first_ >= 0 && step < first_) || (last_ >= 0 && step > last_)) return false;
+    if (groups_ == 0 || step != current_) {
+      ++groups_;
+      current_ = step;
+    }
+    return groups_ <= limit_;
+  }
+
+ private:
+  int64_t first_, last_, limit_;
+  int64_t groups_ = 0;
+  int64_t current_ = 0;
+};
+
+}  // namespace
+
 std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
-                                                spec::Diagnostics& diag) {
+                                                spec::Diagnostics& diag, const RunOptions* run) {
   const std::string path = override_path.empty() ? s.trace_path : override_path;
-  if (!path.empty()) return trace::load_trace(path, diag);
+  if (!path.empty()) {
+    if (!run) return trace::load_trace(path, diag);
+    StepSelection selection(s, *run);
+    return trace::load_trace(path, diag, {}, [&](const trace::TrajectoryInfo& t) { return selection.keep(t.step); });
+  }
   if (!s.generated_trace) {
     diag.error_global("the scenario names no trace: set \"trace\" (a file, or {\"generate\": {\"preset\": ...}}) or pass --trace");
     return std::nullopt;
@@ -552,13 +583,19 @@ void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const
 
 RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   tool_names_ = t.tool_names();
-  std::vector<StepData> steps;
+  // Each step's trajectories, as a range of the trace: their views are made when the step runs,
+  // so that a long trace is not held twice.
+  struct StepRange {
+    int64_t step = 0;
+    size_t first = 0, end = 0;
+  };
+  std::vector<StepRange> steps;
   for (size_t i = 0; i < t.size(); ++i) {
-    const auto v = t.trajectory(i);
-    if (o_.first_step >= 0 && v.info.step < o_.first_step) continue;
-    if (o_.last_step >= 0 && v.info.step > o_.last_step) continue;
-    if (steps.empty() || steps.back().step != v.info.step) steps.push_back({v.info.step, {}});
-    steps.back().trajectories.push_back(v);
+    const auto info = t.trajectory(i).info;
+    if (o_.first_step >= 0 && info.step < o_.first_step) continue;
+    if (o_.last_step >= 0 && info.step > o_.last_step) continue;
+    if (steps.empty() || steps.back().step != info.step || steps.back().end != i) steps.push_back({info.step, i, i});
+    steps.back().end = i + 1;
   }
   const int64_t limit = o_.max_steps > 0 ? o_.max_steps : s_.steps;
   if (static_cast<int64_t>(steps.size()) > limit) steps.resize(static_cast<size_t>(limit));
@@ -567,7 +604,9 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   std::vector<double> rollout_end, train_end;
   double previous_end = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
-    StepData d = steps[i];
+    StepData d{steps[i].step, {}};
+    d.trajectories.reserve(steps[i].end - steps[i].first);
+    for (size_t j = steps[i].first; j < steps[i].end; ++j) d.trajectories.push_back(t.trajectory(j));
     if (!carry_.empty()) {
       // Paused trajectories first: they were admitted earlier.
       std::vector<trace::TrajectoryView> merged;

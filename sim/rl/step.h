@@ -32,9 +32,11 @@ struct RunOptions {
   bool detail_pipeline = false;  // timeline: each micro-batch's forward and backward on each stage
 };
 
-// The scenario's trace: its file (or `override_path`), or the one it asks to generate.
+// The scenario's trace: its file (or `override_path`), or the one it asks to generate. With `run`,
+// only the trajectories of the steps that simulate_run(s, trace, *run) simulates are kept (the
+// whole file is still read and checked).
 std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
-                                                spec::Diagnostics& diag);
+                                                spec::Diagnostics& diag, const RunOptions* run = nullptr);
 
 // The scenario's rollout engines in `layout`: how many, and the options (engine settings,
 // routing, tools, rewards, limits) they run with.

@@ -304,7 +304,27 @@ bool read_trace_file(const std::string& path, TraceSink& sink, spec::Diagnostics
   return ok;
 }
 
-std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag, const ReadOptions& options) {
+namespace {
+
+// A TraceBuilder for the trajectories a predicate keeps.
+class KeepingBuilder final : public TraceSink {
+ public:
+  KeepingBuilder(Trace& trace, const KeepTrajectory& keep) : builder_(trace), keep_(keep) {}
+  void header(const TraceHeader& h) override { builder_.header(h); }
+  void tool_kind(int16_t index, std::string_view name) override { builder_.tool_kind(index, name); }
+  void trajectory(const TrajectoryView& t) override {
+    if (keep_(t.info)) builder_.trajectory(t);
+  }
+
+ private:
+  TraceBuilder builder_;
+  const KeepTrajectory& keep_;
+};
+
+}  // namespace
+
+std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag, const ReadOptions& options,
+                                const KeepTrajectory& keep) {
   Trace trace;
   // A turn takes at least 35 bytes of JSON and a trajectory line at least 70, so this never
   // reallocates; pages of the reservation that are never written cost no memory.
@@ -312,7 +332,8 @@ std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag
   const auto bytes = std::filesystem::file_size(path, ec);
   if (!ec) trace.reserve(bytes / 70 + 1, bytes / 35 + 1);
   TraceBuilder builder(trace);
-  if (!read_trace_file(path, builder, diag, options)) return std::nullopt;
+  KeepingBuilder keeping(trace, keep);
+  if (!read_trace_file(path, keep ? static_cast<TraceSink&>(keeping) : builder, diag, options)) return std::nullopt;
   return trace;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +37,10 @@ bool read_trace_file(const std::string& path, TraceSink& sink, spec::Diagnostics
 bool read_trace_text(std::string_view text, const std::string& display_name, TraceSink& sink,
                      spec::Diagnostics& diag, const ReadOptions& options = {}, ReadCounts* counts = nullptr);
 
-// Reads a whole trace into memory; nullopt (with diagnostics) when it is not valid.
-std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag, const ReadOptions& options = {});
+// Reads a whole trace into memory, or only the trajectories `keep` accepts (called for each in
+// order; every line is still checked); nullopt (with diagnostics) when it is not valid.
+using KeepTrajectory = std::function<bool(const TrajectoryInfo&)>;
+std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag, const ReadOptions& options = {},
+                                const KeepTrajectory& keep = {});
 
 }  // namespace arlsim::trace
