@@ -231,9 +231,8 @@ int run_capacity(const Args& args) {
   if (vm.count("csv")) {
     std::cout << "gpu,nodes,gpus,placement,rollout_share,feasible,reason,step_time_s,total_time_s,gpu_hours,cost_usd,pareto\n";
     for (const auto& r : results) {
-      std::string reason = r.reason;
-      for (auto& c : reason)
-        if (c == '"') c = '\'';
+      std::string reason;  // CSV: a quote inside a quoted field is doubled
+      for (char c : r.reason) reason += c == '"' ? std::string("\"\"") : std::string(1, c);
       std::cout << r.config.gpu << ',' << r.config.nodes << ',' << r.gpus << ',' << r.config.placement << ','
                 << (r.config.placement == "colocated" ? "" : out::format_json_number(r.config.rollout_share)) << ','
                 << (r.feasible ? "true" : "false") << ",\"" << reason << "\","

@@ -1,6 +1,7 @@
 // `arlsim plan SCENARIO [--out plan.json]`: rollout and training layouts chosen over the
 // scenario's trace by each selector (as configured, static, online, offline), side by side; the
 // adopted schedule simulated; a dispatch plan for one step; plan.json for exporters and replays.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
@@ -110,82 +111,79 @@ int run_plan(const Args& args) {
   spec::Diagnostics diag;
   spec::Value document;
   auto s = spec::load_scenario(scenario, overrides, diag, &document);
-  if (s) {
-    if (auto t = rl::load_scenario_trace(*s, trace_path, diag)) {
-      fo.max_context = s->workload.max_context_tokens;
-      fo.max_steps = s->steps;
-      const auto features = planner::step_features(*t, fo);
-      if (features.empty()) {
-        std::cerr << scenario << ": the trace has no step in the requested range\n";
-        return kExitBadInput;
-      }
-      planner::PlanOptions po_;
-      po_.selector = selector;
-      po_.confirm = confirm;
-      po_.online_window = window;
-      po_.switch_overhead_s = overhead;
-      const auto plan = planner::make_plan(*s, features, &*t, po_);
+  std::optional<trace::Trace> t;
+  if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
+  if (!s || !t) {
+    std::cerr << spec::format_all(diag);
+    return kExitBadInput;
+  }
+  fo.max_context = s->workload.max_context_tokens;
+  fo.max_steps = s->steps;
+  const auto features = planner::step_features(*t, fo);
+  if (features.empty()) {
+    std::cerr << scenario << ": the trace has no step in the requested range\n";
+    return kExitBadInput;
+  }
+  size_t di = features.size() - 1;
+  if (dispatch_step >= 0) {
+    const auto it = std::find_if(features.begin(), features.end(), [&](const auto& f) { return f.step == dispatch_step; });
+    if (it == features.end()) {
+      std::cerr << "arlsim plan: --dispatch-step " << dispatch_step << " is not a step of the plan\n";
+      return kExitBadInput;
+    }
+    di = static_cast<size_t>(it - features.begin());
+  }
+  planner::PlanOptions po_;
+  po_.selector = selector;
+  po_.confirm = confirm;
+  po_.online_window = window;
+  po_.switch_overhead_s = overhead;
+  const auto plan = planner::make_plan(*s, features, &*t, po_);
 
-      spec::ScenarioSpec planned = *s;
-      planned.policy = plan.policy;
-      rl::RunOptions ro;
-      ro.timeline = false;
-      ro.stop_on_oom = false;
-      ro.first_step = fo.first_step;
-      ro.last_step = fo.last_step;
-      const auto predicted = rl::simulate_run(planned, *t, ro);
+  spec::ScenarioSpec planned = *s;
+  planned.policy = plan.policy;
+  rl::RunOptions ro;
+  ro.timeline = false;
+  ro.stop_on_oom = false;
+  ro.first_step = fo.first_step;
+  ro.last_step = fo.last_step;
+  const auto predicted = rl::simulate_run(planned, *t, ro);
+  const auto dispatch = planner::compare_dispatch(
+      planned, plan.policy.train, planner::samples_round_robin(planned, plan.policy.rollout, features[di].contexts),
+      features[di].step);
 
-      size_t di = features.size() - 1;
-      if (dispatch_step >= 0) {
-        di = features.size();
-        for (size_t i = 0; i < features.size(); ++i)
-          if (features[i].step == dispatch_step) di = i;
-        if (di == features.size()) {
-          std::cerr << "arlsim plan: --dispatch-step " << dispatch_step << " is not a step of the plan\n";
-          return kExitBadInput;
-        }
-      }
-      const auto at = rl::rollout_engines(planned, plan.policy.rollout) > 0 ? plan.policy : s->policy;
-      auto tokens = features[di].contexts;
-      const auto dispatch = planner::compare_dispatch(
-          planned, at.rollout, at.train, planner::samples_round_robin(planned, at.rollout, tokens), features[di].step);
-
-      const std::string json = planner::plan_json({&*s, &document, &plan, &predicted, &dispatch});
-      if (!out_path.empty()) {
-        std::ofstream f(out_path, std::ios::binary);
-        f << json;
-        if (!f) {
-          std::cerr << "arlsim plan: cannot write " << out_path << "\n";
-          return kExitInternal;
-        }
-      }
-      if (vm.count("json")) {
-        std::cout << json;
-        return kExitOk;
-      }
-      std::printf("plan for %s: %zu steps (%lld..%lld), %lld analytic evaluations, %zu rollout runs to confirm\n",
-                  s->name.c_str(), features.size(), static_cast<long long>(features.front().step),
-                  static_cast<long long>(features.back().step), static_cast<long long>(plan.evaluations),
-                  plan.confirmations.size());
-      print_candidates("rollout", plan.rollout);
-      print_candidates("training", plan.train);
-      print_stage("rollout layouts", plan.rollout, plan.rollout_schedules, plan.steps);
-      print_stage("training layouts", plan.train, plan.train_schedules, plan.steps);
-      std::printf("\nadopted: %s; simulated with it: %.1f s over %zu steps, %zu OOM events\n", selector.c_str(),
-                  predicted.total_time_s, predicted.steps.size(), predicted.oom_events.size());
-      std::printf("\ndispatch plans for step %lld (%lld samples)\n  %-14s%-15s%12s%16s%18s%12s\n",
-                  static_cast<long long>(dispatch.step), static_cast<long long>(dispatch.samples), "plan", "mode",
-                  "time (s)", "bytes (MiB)", "cross-node (MiB)", "imbalance");
-      for (const auto& p : dispatch.plans)
-        std::printf("  %-14s%-15s%12s%16s%18s%12s\n", p.name.c_str(), p.mode.c_str(), fixed(p.seconds, 4).c_str(),
-                    fixed(p.bytes / 1048576.0, 1).c_str(), fixed(p.cross_node_bytes / 1048576.0, 1).c_str(),
-                    fixed(p.imbalance, 3).c_str());
-      if (!out_path.empty()) std::printf("\nwrote %s\n", out_path.c_str());
-      return kExitOk;
+  const std::string json = planner::plan_json({&*s, &document, &plan, &predicted, &dispatch});
+  if (!out_path.empty()) {
+    std::ofstream f(out_path, std::ios::binary);
+    f << json;
+    if (!f) {
+      std::cerr << "arlsim plan: cannot write " << out_path << "\n";
+      return kExitInternal;
     }
   }
-  std::cerr << spec::format_all(diag);
-  return kExitBadInput;
+  if (vm.count("json")) {
+    std::cout << json;
+    return kExitOk;
+  }
+  std::printf("plan for %s: %zu steps (%lld..%lld), %lld analytic evaluations, %zu rollout runs to confirm\n",
+              s->name.c_str(), features.size(), static_cast<long long>(features.front().step),
+              static_cast<long long>(features.back().step), static_cast<long long>(plan.evaluations),
+              plan.confirmations.size());
+  print_candidates("rollout", plan.rollout);
+  print_candidates("training", plan.train);
+  print_stage("rollout layouts", plan.rollout, plan.rollout_schedules, plan.steps);
+  print_stage("training layouts", plan.train, plan.train_schedules, plan.steps);
+  std::printf("\nadopted: %s; simulated with it: %.1f s over %zu steps, %zu OOM events\n", selector.c_str(),
+              predicted.total_time_s, predicted.steps.size(), predicted.oom_events.size());
+  std::printf("\ndispatch plans for step %lld (%lld samples)\n  %-14s%-15s%12s%16s%18s%12s\n",
+              static_cast<long long>(dispatch.step), static_cast<long long>(dispatch.samples), "plan", "mode", "time (s)",
+              "bytes (MiB)", "cross-node (MiB)", "imbalance");
+  for (const auto& p : dispatch.plans)
+    std::printf("  %-14s%-15s%12s%16s%18s%12s\n", p.name.c_str(), p.mode.c_str(), fixed(p.seconds, 4).c_str(),
+                fixed(p.bytes / 1048576.0, 1).c_str(), fixed(p.cross_node_bytes / 1048576.0, 1).c_str(),
+                fixed(p.imbalance, 3).c_str());
+  if (!out_path.empty()) std::printf("\nwrote %s\n", out_path.c_str());
+  return kExitOk;
 }
 
 }  // namespace arlsim::app

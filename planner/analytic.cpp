@@ -45,10 +45,7 @@ RolloutEstimator::RolloutEstimator(const spec::ScenarioSpec& s, const spec::Roll
   if (!problem_.empty()) return;
   kv_capacity_ = model::inference_memory(s.model, s.cluster.gpu, rl::engine_memory_options(o)).kv_capacity_tokens /
                  o.engine.block_size * o.engine.block_size;
-  const auto& e = s.workload.engine;
-  im_ = std::make_unique<model::InferenceModel>(
-      s.model, s.cluster, o.layout,
-      model::Speculation{e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()});
+  im_ = std::make_unique<model::InferenceModel>(s.model, s.cluster, o.layout, rl::engine_speculation(o.engine));
 }
 
 StageCost RolloutEstimator::cost(const StepFeatures& f) const {

@@ -77,9 +77,9 @@ CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value
   const auto& rl_at = p.rollout[rs.choice[largest]].layout;
   const auto& tr_at = p.train[ts.choice[largest]].layout;
   const auto samples = samples_round_robin(s, rl_at, f[largest].contexts);
-  std::vector<int64_t> tokens(f[largest].contexts.begin(), f[largest].contexts.end());
   const double dispatch_largest =
-      evaluate_plan(s, tr_at, samples, "", s.policy.dispatch, rl::assign_ranks(tokens, tr_at.dp, s.policy.balance_batch)).seconds;
+      evaluate_plan(s, tr_at, samples, "", s.policy.dispatch, rl::assign_ranks(f[largest].contexts, tr_at.dp, s.policy.balance_batch))
+          .seconds;
   const bool async = s.policy.sync == spec::SyncMode::async;
   double total = rs.switch_seconds + ts.switch_seconds;
   std::vector<std::string> rollout_names, train_names;

@@ -9,20 +9,6 @@
 
 namespace arlsim::planner {
 
-namespace {
-
-double imbalance(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank, int64_t ranks) {
-  std::vector<double> load(static_cast<size_t>(ranks), 0);
-  double total = 0;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    load[static_cast<size_t>(rank[i])] += static_cast<double>(samples[i].tokens);
-    total += static_cast<double>(samples[i].tokens);
-  }
-  return total > 0 ? *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(ranks)) : 1.0;
-}
-
-}  // namespace
-
 DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
                                  const std::vector<DispatchPlanSample>& samples, const std::string& name,
                                  spec::DispatchMode mode, const std::vector<int64_t>& rank) {
@@ -37,7 +23,9 @@ DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainL
   p.name = name;
   p.mode = spec::dispatch_name(mode);
   p.rank = rank;
-  p.imbalance = imbalance(samples, rank, train.dp);
+  std::vector<int64_t> tokens;
+  for (const auto& x : samples) tokens.push_back(x.tokens);
+  p.imbalance = rl::imbalance(tokens, rank, train.dp);
   std::vector<rl::DispatchSample> ds;
   std::map<std::pair<int64_t, int64_t>, Transfer> pairs;
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -96,9 +84,8 @@ std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s,
   return out;
 }
 
-DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
-                                    const spec::TrainLayout& train, const std::vector<DispatchPlanSample>& samples, int64_t step) {
-  (void)rollout;
+DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                    const std::vector<DispatchPlanSample>& samples, int64_t step) {
   DispatchComparison out;
   out.step = step;
   out.samples = static_cast<int64_t>(samples.size());

@@ -50,9 +50,9 @@ struct DispatchComparison {
 std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank_node,
                                         const std::vector<int64_t>& sample_node, double slack);
 
-// The plans for one step's samples, with the scenario's rollout and training layouts.
-DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
-                                    const spec::TrainLayout& train, const std::vector<DispatchPlanSample>& samples, int64_t step);
+// The plans for one step's samples (where the rollout left them) to the ranks of `train`.
+DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                    const std::vector<DispatchPlanSample>& samples, int64_t step);
 
 // One plan: the given consumer ranks, dispatched in `mode` over the topology.
 DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainLayout& train,

@@ -14,17 +14,6 @@ namespace arlsim::planner {
 
 namespace {
 
-// The layouts a policy runs at a step: its own, or a schedule entry's.
-std::pair<spec::RolloutLayout, spec::TrainLayout> configured_at(const spec::PolicySpec& p, int64_t step) {
-  auto l = std::make_pair(p.rollout, p.train);
-  for (const auto& e : p.schedule) {
-    if (step < e.first_step || (e.last_step >= 0 && step > e.last_step)) continue;
-    if (e.rollout) l.first = *e.rollout;
-    if (e.train) l.second = *e.train;
-  }
-  return l;
-}
-
 template <typename Candidate, typename Layout>
 size_t index_of(std::vector<Candidate>& candidates, const Layout& l) {
   for (size_t i = 0; i < candidates.size(); ++i)
@@ -83,15 +72,19 @@ size_t best_on(const std::vector<std::unique_ptr<Estimator>>& estimators, const 
   return best;
 }
 
-// The simulator's generation time of `layout` on the trajectories of trace step `step`.
-double simulated_rollout_seconds(const spec::ScenarioSpec& s, const trace::Trace& t, int64_t step,
-                                 const spec::RolloutLayout& layout) {
+// The trajectories of trace step `step`, as the rollout takes them.
+rl::RolloutInput rollout_input(const trace::Trace& t, int64_t step) {
   rl::RolloutInput in;
   in.tool_names = t.tool_names();
   for (size_t i = 0; i < t.size(); ++i) {
     const auto v = t.trajectory(i);
     if (v.info.step == step) in.trajectories.push_back(v);
   }
+  return in;
+}
+
+// The simulator's generation time of `layout` on a step's trajectories; negative when it cannot run them.
+double simulated_rollout_seconds(const spec::ScenarioSpec& s, const rl::RolloutInput& in, const spec::RolloutLayout& layout) {
   const auto o = rl::rollout_options(s, layout);
   if (!rl::check_rollout(o, &in).empty()) return -1;
   const auto r = rl::simulate_rollout(o, in);
@@ -120,11 +113,12 @@ std::vector<Confirmation> confirm(const spec::ScenarioSpec& s, const trace::Trac
       if (table.fits(rep, c)) order.push_back(c);
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return table.cost[rep][x] < table.cost[rep][y]; });
     if (static_cast<int64_t>(order.size()) > per_bucket) order.resize(static_cast<size_t>(per_bucket));
+    const rl::RolloutInput in = rollout_input(t, f[rep].step);
     std::vector<double> ratio(candidates.size(), 0);
     double sum = 0;
     int64_t confirmed = 0;
     for (size_t c : order) {
-      const double simulated = simulated_rollout_seconds(s, t, f[rep].step, candidates[c].layout);
+      const double simulated = simulated_rollout_seconds(s, in, candidates[c].layout);
       const double analytic = table.cost[rep][c];
       if (simulated <= 0 || analytic <= 0) continue;
       out.push_back({f[rep].step, b, c, analytic, simulated});
@@ -208,7 +202,7 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
   // Layouts the policy's own schedule names are candidates too.
   std::vector<size_t> configured_rollout, configured_train;
   for (int64_t step : p.steps) {
-    const auto [r, t] = configured_at(s.policy, step);
+    const auto [r, t] = rl::layouts_at(s.policy, step);
     if (std::none_of(p.rollout.begin(), p.rollout.end(), [&](const auto& c) { return same_layout(c.layout, r); }))
       p.rollout.push_back({r, rl::check_rollout(rl::rollout_options(s, r)), {}});
     if (std::none_of(p.train.begin(), p.train.end(), [&](const auto& c) { return same_layout(c.layout, t); }))

@@ -51,13 +51,9 @@ std::vector<RolloutCandidate> rollout_space(const spec::ScenarioSpec& s) {
     for (const auto& c : out)
       if (same_layout(c.layout, l)) return;
     RolloutCandidate c{l, {}, {}};
-    if (m.num_heads % l.tp != 0 || m.num_layers % l.pp != 0)
-      c.pruned = "tp " + std::to_string(l.tp) + " x pp " + std::to_string(l.pp) + " does not split the model's heads and layers";
-    else if (l.replicas == 0 && gpus % l.gpus_per_engine() != 0)
+    if (l.replicas == 0 && gpus % l.gpus_per_engine() != 0)
       c.pruned = std::to_string(l.gpus_per_engine()) + "-GPU engines do not divide the " + std::to_string(gpus) + " rollout GPUs";
-    else if (l.replicas == 0 && l.gpus_per_engine() > gpus)
-      c.pruned = "an engine needs more than the " + std::to_string(gpus) + " rollout GPUs";
-    else
+    else  // heads and layers that do not split, weights or KV cache that do not fit
       c.pruned = rl::check_rollout(rl::rollout_options(s, l));
     out.push_back(c);
   };

@@ -20,6 +20,10 @@ int64_t RolloutResult::preemptions() const {
   return n;
 }
 
+model::Speculation engine_speculation(const spec::EngineSpec& e) {
+  return {e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()};
+}
+
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o) {
   return {o.layout.tp, o.layout.pp, o.layout.ep, o.engine.gpu_memory_utilization, o.engine.max_num_batched_tokens,
           o.engine.max_num_seqs};
@@ -149,8 +153,7 @@ class Rollout final : public core::EventHandler {
 Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     : o_(o),
       in_(in),
-      im_(*o.model, *o.cluster, o.layout,
-          {o.engine.speculative_mean_accepted, o.engine.speculative_draft_tokens, o.engine.speculative_draft_time.seconds()}),
+      im_(*o.model, *o.cluster, o.layout, engine_speculation(o.engine)),
       router_(make_routing_policy(o.routing)) {
   ARLSIM_ASSERT(router_ != nullptr);
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));

@@ -25,34 +25,6 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 double real(int64_t v) { return static_cast<double>(v); }
 
-// The layouts in force at a step: the policy's, or a schedule entry's.
-struct Layouts {
-  spec::RolloutLayout rollout;
-  spec::TrainLayout train;
-};
-
-Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
-  Layouts l{p.rollout, p.train};
-  for (const auto& e : p.schedule) {
-    if (step < e.first_step || (e.last_step >= 0 && step > e.last_step)) continue;
-    if (e.rollout) l.rollout = *e.rollout;
-    if (e.train) l.train = *e.train;
-  }
-  return l;
-}
-
-// Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
-double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
-  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
-  double total = 0;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    load[static_cast<size_t>(rank[i])] += real(tokens[i]);
-    total += real(tokens[i]);
-  }
-  if (total <= 0) return 1.0;
-  return *std::max_element(load.begin(), load.end()) / (total / real(ranks));
-}
-
 std::vector<std::pair<std::string, double>> largest_first(const model::MemoryBreakdown& m) {
   std::vector<std::pair<std::string, double>> items;
   for (const auto& [name, bytes] : m.items) items.emplace_back(name, bytes / kGiB);
@@ -203,6 +175,27 @@ class StepSelection {
 };
 
 }  // namespace
+
+Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
+  Layouts l{p.rollout, p.train};
+  for (const auto& e : p.schedule) {
+    if (step < e.first_step || (e.last_step >= 0 && step > e.last_step)) continue;
+    if (e.rollout) l.rollout = *e.rollout;
+    if (e.train) l.train = *e.train;
+  }
+  return l;
+}
+
+double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  double total = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    load[static_cast<size_t>(rank[i])] += real(tokens[i]);
+    total += real(tokens[i]);
+  }
+  if (total <= 0) return 1.0;
+  return *std::max_element(load.begin(), load.end()) / (total / real(ranks));
+}
 
 std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
                                                 spec::Diagnostics& diag, const RunOptions* run) {

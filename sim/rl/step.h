@@ -47,6 +47,13 @@ RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutL
 // over the host link.
 double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
 
+// The layouts in force at a step: the policy's, or a schedule entry's.
+struct Layouts {
+  spec::RolloutLayout rollout;
+  spec::TrainLayout train;
+};
+Layouts layouts_at(const spec::PolicySpec& p, int64_t step);
+
 // The first GPU of rollout engine e and of training data-parallel rank i (rollout engines take
 // the first GPUs of a disaggregated cluster; colocated stages share all of them).
 int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e);
@@ -54,6 +61,8 @@ int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, 
 // Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
 // as verl's balance_batch does), or in order in equal-count chunks without balancing.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);
+// Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
+double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks);
 
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).

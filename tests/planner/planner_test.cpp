@@ -175,7 +175,7 @@ TEST_CASE("dispatch plan: layout-aware keeps samples on their node and stays bal
   std::vector<int64_t> tokens;
   for (int i = 0; i < 256; ++i) tokens.push_back(1000 + (i * 37) % 3000);
   const auto samples = planner::samples_round_robin(s, s.policy.rollout, tokens);
-  const auto d = planner::compare_dispatch(s, s.policy.rollout, s.policy.train, samples, 0);
+  const auto d = planner::compare_dispatch(s, s.policy.train, samples, 0);
   REQUIRE(d.plans.size() == 4);
   const auto& aware = d.plans[0];
   const auto& balanced = d.plans[1];
