@@ -30,6 +30,7 @@ test-asan: deps
 
 bench: build
 	$(BUILD)/tests/event_bench
+	$(BUILD)/tests/dispatch_bench
 	$(BUILD)/tests/estimate_bench
 	$(BUILD)/tests/rollout_bench
 	$(BUILD)/tests/planner_bench

@@ -107,29 +107,21 @@ namespace {
 // Records each vertex's tree edge during a breadth-first search.
 class PredecessorRecorder : public boost::default_bfs_visitor {
  public:
-  explicit PredecessorRecorder(std::vector<std::pair<size_t, size_t>>& pred) : pred_(pred) {}
+  explicit PredecessorRecorder(std::vector<std::pair<uint32_t, uint32_t>>& pred) : pred_(pred) {}
   template <typename Edge, typename G>
   void tree_edge(Edge e, const G& g) const {
-    pred_[boost::target(e, g)] = {boost::source(e, g), boost::get(boost::edge_index, g, e)};
+    pred_[boost::target(e, g)] = {static_cast<uint32_t>(boost::source(e, g)),
+                                  static_cast<uint32_t>(boost::get(boost::edge_index, g, e))};
   }
 
  private:
-  std::vector<std::pair<size_t, size_t>>& pred_;
+  std::vector<std::pair<uint32_t, uint32_t>>& pred_;
 };
 
 }  // namespace
 
-// Breadth-first trees by source vertex, kept for a batch of routes: routes come grouped by
-// source, and a host's routes start from the node's GPUs of each rail, so a few trees serve a
-// whole batch. Dropped all at once when full, to bound memory on large clusters.
-struct Topology::Trees {
-  using Tree = std::vector<std::pair<size_t, size_t>>;  // per vertex: (parent, link id)
-  size_t limit = 1;
-  std::map<size_t, Tree> by_source;
-};
-
 std::vector<size_t> Topology::path(int64_t src, int64_t dst) const {
-  Trees trees;
+  Trees trees(0);
   return gpu_path(src, dst, trees);
 }
 
@@ -143,14 +135,26 @@ std::vector<size_t> Topology::gpu_path(int64_t src, int64_t dst, Trees& trees) c
 
 std::vector<size_t> Topology::vertex_path(size_t s, size_t d, Trees& trees) const {
   const auto& g = graph_->g;
-  const size_t none = std::numeric_limits<size_t>::max();
-  auto it = trees.by_source.find(s);
-  if (it == trees.by_source.end()) {
-    if (trees.by_source.size() >= trees.limit) trees.by_source.clear();
-    it = trees.by_source.emplace(s, Trees::Tree(boost::num_vertices(g), {none, none})).first;
-    boost::breadth_first_search(g, s, boost::visitor(PredecessorRecorder(it->second)));
+  const size_t vertices = boost::num_vertices(g);
+  if (trees.by_source_.size() != vertices) {
+    ARLSIM_ASSERT(trees.held_ == 0);  // a cache serves one topology
+    ARLSIM_ASSERT(vertices < UINT32_MAX && links_.size() < UINT32_MAX);
+    trees.by_source_.resize(vertices);
+    // At least a node's GPUs, the host and the controller: the sources of one batch's group.
+    const size_t per_tree = vertices * sizeof(Trees::Tree::value_type);
+    trees.limit_ = std::max(static_cast<size_t>(gpus_per_node_) + 2, trees.max_bytes_ / per_tree);
   }
-  const auto& pred = it->second;
+  constexpr uint32_t none = std::numeric_limits<uint32_t>::max();
+  if (trees.by_source_[s].empty()) {
+    if (trees.held_ >= trees.limit_) {
+      for (auto& t : trees.by_source_) Trees::Tree().swap(t);
+      trees.held_ = 0;
+    }
+    trees.by_source_[s].assign(vertices, {none, none});
+    ++trees.held_;
+    boost::breadth_first_search(g, s, boost::visitor(PredecessorRecorder(trees.by_source_[s])));
+  }
+  const auto& pred = trees.by_source_[s];
   std::vector<size_t> out;
   for (size_t v = d; v != s; v = pred[v].first) {
     ARLSIM_ASSERT(pred[v].first != none);
@@ -161,13 +165,17 @@ std::vector<size_t> Topology::vertex_path(size_t s, size_t d, Trees& trees) cons
 }
 
 std::vector<size_t> Topology::route(Endpoint src, Endpoint dst) const {
-  Trees trees;
+  Trees trees(0);
   return route(src, dst, trees);
 }
 
 std::vector<std::vector<size_t>> Topology::routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs) const {
-  Trees trees;
-  trees.limit = static_cast<size_t>(gpus_per_node_) + 2;
+  Trees trees(0);  // the smallest: a node's sources at a time
+  return routes(pairs, trees);
+}
+
+std::vector<std::vector<size_t>> Topology::routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs,
+                                                  RouteCache& trees) const {
   std::vector<std::vector<size_t>> out;
   out.reserve(pairs.size());
   for (const auto& [src, dst] : pairs) out.push_back(route(src, dst, trees));
@@ -236,13 +244,16 @@ namespace {
 class FairShare {
  public:
   FairShare(const std::vector<Flow>& flows, const std::vector<double>& capacities) : flow_links_(flows.size()) {
-    std::map<size_t, uint32_t> index;
+    constexpr uint32_t unseen = std::numeric_limits<uint32_t>::max();
+    std::vector<uint32_t> index(capacities.size(), unseen);
     for (size_t f = 0; f < flows.size(); ++f) {
       for (size_t l : flows[f].links) {
         ARLSIM_ASSERT(l < capacities.size());
-        const auto [it, added] = index.emplace(l, static_cast<uint32_t>(capacity_.size()));
-        if (added) capacity_.push_back(capacities[l]);
-        flow_links_[f].push_back(it->second);
+        if (index[l] == unseen) {
+          index[l] = static_cast<uint32_t>(capacity_.size());
+          capacity_.push_back(capacities[l]);
+        }
+        flow_links_[f].push_back(index[l]);
       }
       if (flows[f].demand_bytes_per_s > 0 && !flows[f].links.empty()) {
         flow_links_[f].push_back(static_cast<uint32_t>(capacity_.size()));
@@ -252,6 +263,10 @@ class FairShare {
     link_flows_.resize(capacity_.size());
     for (size_t f = 0; f < flow_links_.size(); ++f)
       for (uint32_t l : flow_links_[f]) link_flows_[l].push_back(static_cast<uint32_t>(f));
+    drop_redundant_links();
+    left_.resize(capacity_.size());
+    users_.assign(capacity_.size(), 0);
+    fixed_.assign(flow_links_.size(), kFinished);
   }
 
   // Max-min fair rates of the `live` flows (the others' rates are left as they are), by the bottleneck
@@ -261,21 +276,28 @@ class FairShare {
   // of date is put back with its current share when it comes up, rather than on every change.
   //
   // The live flows of each call must be among those of the previous call (flows only finish):
-  // a link's list of flows then drops the finished ones as it is walked, keeping its order.
+  // a link's list of flows then drops the finished ones as it is walked, keeping its order, and a
+  // call costs in proportion to the live flows and their links, not to all of them.
   void rates(const std::vector<uint32_t>& live, std::vector<double>& rate) const {
     rate.resize(flow_links_.size());
-    left_ = capacity_;
-    users_.assign(capacity_.size(), 0);
-    fixed_.assign(flow_links_.size(), kFinished);
+    for (uint32_t f : previous_live_) fixed_[f] = kFinished;  // unless live again, below
+    using Entry = std::pair<double, uint32_t>;  // (share, link)
+    std::vector<Entry> entries;
     for (uint32_t f : live) {
       rate[f] = 0;
       fixed_[f] = 0;
-      for (uint32_t l : flow_links_[f]) ++users_[l];
+      for (uint32_t l : flow_links_[f]) {
+        if (users_[l]++ == 0) {
+          left_[l] = capacity_[l];
+          entries.emplace_back(0, l);
+        }
+      }
     }
-    using Entry = std::pair<double, uint32_t>;  // (share, link)
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-    for (uint32_t l = 0; l < capacity_.size(); ++l)
-      if (users_[l] > 0) heap.emplace(share(l), l);
+    previous_live_ = live;
+    for (auto& [s, l] : entries) s = share(l);
+    // Every entry is unique (one per link), so the order they are settled in does not depend on
+    // the order they were listed.
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap(std::greater<>(), std::move(entries));
     while (!heap.empty()) {
       const auto [s, l] = heap.top();
       heap.pop();
@@ -299,18 +321,40 @@ class FairShare {
       }
       flows.resize(kept);
     }
+    // Every live flow has been fixed, so every link's count of users is back to 0.
   }
 
  private:
   double share(uint32_t l) const { return std::max(0.0, left_[l] / static_cast<double>(users_[l])); }
 
+  // Links that carry exactly the same flows (a GPU's link to its NIC and the NIC's to the leaf,
+  // when each GPU has its own NIC) keep the same count of users and lose the same rates, so only
+  // the one of least capacity (the first, on a tie) can ever fix a rate, and it would fix the
+  // same rates: the others are dropped. Rates come out bit for bit the same, with fewer links.
+  void drop_redundant_links() {
+    std::map<std::vector<uint32_t>, uint32_t> kept;  // flows -> the link that stays for them
+    std::vector<char> dropped(capacity_.size(), 0);
+    for (uint32_t l = 0; l < capacity_.size(); ++l) {
+      const auto [it, added] = kept.emplace(link_flows_[l], l);
+      if (added) continue;
+      uint32_t drop = l;
+      if (capacity_[l] < capacity_[it->second]) std::swap(drop, it->second);
+      dropped[drop] = 1;
+    }
+    for (uint32_t l = 0; l < capacity_.size(); ++l)
+      if (dropped[l]) link_flows_[l].clear();
+    for (auto& links : flow_links_)
+      links.erase(std::remove_if(links.begin(), links.end(), [&](uint32_t l) { return dropped[l] != 0; }), links.end());
+  }
+
   std::vector<double> capacity_;
   std::vector<std::vector<uint32_t>> flow_links_;
   mutable std::vector<std::vector<uint32_t>> link_flows_;  // finished flows are dropped as met
-  // Scratch space reused by every call (the fluid model calls once per completion).
+  // State carried from call to call (the fluid model calls once per re-share).
   mutable std::vector<double> left_;
   mutable std::vector<int64_t> users_;
   mutable std::vector<char> fixed_;  // per flow: 0 live, 1 rate fixed in this call, kFinished
+  mutable std::vector<uint32_t> previous_live_;
   static constexpr char kFinished = 2;
 };
 

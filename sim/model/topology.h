@@ -44,6 +44,25 @@ struct ControllerLink {
   double capacity_bytes_per_s = 0;
 };
 
+class Topology;
+
+// Breadth-first trees from the sources routed so far, kept between calls of Topology::routes()
+// on one topology (the dispatch of every step of a run reuses them). Holds at most about
+// `max_bytes` of trees; when full it drops them all, which costs little because routes come
+// grouped by source.
+class RouteCache {
+ public:
+  explicit RouteCache(size_t max_bytes = size_t{64} << 20) : max_bytes_(max_bytes) {}
+
+ private:
+  friend class Topology;
+  using Tree = std::vector<std::pair<uint32_t, uint32_t>>;  // per vertex: (parent, link id)
+  size_t max_bytes_;
+  size_t limit_ = 0;                 // trees held at most; set by the topology on first use
+  size_t held_ = 0;
+  std::vector<Tree> by_source_;      // per vertex; empty: not searched
+};
+
 class Topology {
  public:
   explicit Topology(const spec::ClusterSpec& cluster, std::optional<ControllerLink> controller = std::nullopt);
@@ -66,8 +85,11 @@ class Topology {
   // reads spread over the node's NICs as GPU traffic does.
   std::vector<size_t> route(Endpoint src, Endpoint dst) const;
   // The routes of many pairs at once, sharing breadth-first searches between pairs that start
-  // from the same place (list pairs grouped by source for the full benefit).
+  // from the same place (list pairs grouped by source for the full benefit); with a cache, also
+  // with earlier calls. A cache serves one topology only.
   std::vector<std::vector<size_t>> routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs) const;
+  std::vector<std::vector<size_t>> routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs,
+                                          RouteCache& cache) const;
   // The node an endpoint sits on (the controller's node for the controller).
   int64_t node_of(Endpoint e) const;
   // Every link's capacity, indexed by link id (what max_min_fair_rates takes).
@@ -75,7 +97,7 @@ class Topology {
 
  private:
   struct Graph;
-  struct Trees;
+  using Trees = RouteCache;
   // Adds both directions of a link of the given capacity to the routing graph.
   void connect(size_t a, size_t b, const std::string& a_name, const std::string& b_name, double capacity);
   // Adds both directions of a link that routes never search through; returns the id of a -> b

@@ -96,14 +96,16 @@ class Phase {
   std::map<std::pair<Endpoint, Endpoint>, double> bytes_;
 };
 
+}  // namespace
+
 // Runs phases over one topology and keeps the byte counts.
-class Network {
+class DispatchNetwork::Network {
  public:
   Network(const spec::ClusterSpec& c, const DispatchOptions& o)
       : topology_(c, model::ControllerLink{o.controller_node, o.controller_bandwidth_bytes_per_s}),
         capacities_(topology_.capacities()) {}
 
-  PhaseTimes run(const Phase& phase, DispatchResult& r) const {
+  PhaseTimes run(const Phase& phase, DispatchResult& r) {
     std::vector<std::pair<Endpoint, Endpoint>> pairs;
     std::vector<double> bytes;
     std::vector<bool> to_controller;
@@ -114,7 +116,7 @@ class Network {
       count(ends.first, ends.second, b, r);
     }
     std::vector<model::Flow> flows;
-    for (auto& links : topology_.routes(pairs)) flows.push_back({std::move(links), 0});
+    for (auto& links : topology_.routes(pairs, routes_)) flows.push_back({std::move(links), 0});
     const auto done = model::flow_completion_seconds(flows, bytes, capacities_, kReshareFraction);
     PhaseTimes t;
     for (size_t i = 0; i < done.size(); ++i) {
@@ -138,7 +140,12 @@ class Network {
 
   model::Topology topology_;
   std::vector<double> capacities_;
+  model::RouteCache routes_;
 };
+
+namespace {
+
+using Network = DispatchNetwork::Network;
 
 double total_tokens(const std::vector<DispatchSample>& samples) {
   double n = 0;
@@ -147,7 +154,7 @@ double total_tokens(const std::vector<DispatchSample>& samples) {
 }
 
 // Gather everything to the controller, compute, scatter everything back out.
-double centralized(const Network& net, const std::vector<DispatchSample>& samples,
+double centralized(Network& net, const std::vector<DispatchSample>& samples,
                    const std::vector<DispatchTensor>& tensors, const DispatchOptions& o, DispatchResult& r) {
   Phase gather, scatter;
   for (const auto& s : samples) {
@@ -162,7 +169,7 @@ double centralized(const Network& net, const std::vector<DispatchSample>& sample
 
 // Data straight from producer to consumer; meanwhile scores go to the controller and the
 // per-sample advantages come back.
-double decentralized(const Network& net, const std::vector<DispatchSample>& samples,
+double decentralized(Network& net, const std::vector<DispatchSample>& samples,
                      const std::vector<DispatchTensor>& tensors, const DispatchOptions& o, DispatchResult& r) {
   Phase direct, advantages;
   for (const auto& s : samples) {
@@ -180,7 +187,7 @@ double decentralized(const Network& net, const std::vector<DispatchSample>& samp
 
 // Producers write into their node's warehouse and tell the controller; once a row's columns are
 // all written and its advantages known, the consumer is told where it is and reads it.
-double transfer_dock(const Network& net, const std::vector<DispatchSample>& samples,
+double transfer_dock(Network& net, const std::vector<DispatchSample>& samples,
                      const std::vector<DispatchTensor>& tensors, const DispatchOptions& o, DispatchResult& r) {
   Phase write, read;
   for (const auto& s : samples) {
@@ -198,21 +205,30 @@ double transfer_dock(const Network& net, const std::vector<DispatchSample>& samp
 
 }  // namespace
 
-DispatchResult simulate_dispatch(const spec::ClusterSpec& cluster, const std::vector<DispatchSample>& samples,
-                                 const std::vector<DispatchTensor>& tensors, const DispatchOptions& options) {
+DispatchNetwork::DispatchNetwork(const spec::ClusterSpec& cluster, const DispatchOptions& options)
+    : net_(std::make_unique<Network>(cluster, options)), options_(options), gpus_(cluster.total_gpus()) {}
+
+DispatchNetwork::~DispatchNetwork() = default;
+
+DispatchResult DispatchNetwork::simulate(const std::vector<DispatchSample>& samples,
+                                         const std::vector<DispatchTensor>& tensors) {
   for (const auto& s : samples) {
     ARLSIM_ASSERT(s.tokens >= 0);
-    ARLSIM_ASSERT(s.producer_gpu >= 0 && s.producer_gpu < cluster.total_gpus());
-    ARLSIM_ASSERT(s.consumer_gpu >= 0 && s.consumer_gpu < cluster.total_gpus());
+    ARLSIM_ASSERT(s.producer_gpu >= 0 && s.producer_gpu < gpus_);
+    ARLSIM_ASSERT(s.consumer_gpu >= 0 && s.consumer_gpu < gpus_);
   }
-  const Network net(cluster, options);
   DispatchResult r;
-  switch (options.mode) {
-    case spec::DispatchMode::centralized: r.seconds = centralized(net, samples, tensors, options, r); break;
-    case spec::DispatchMode::decentralized: r.seconds = decentralized(net, samples, tensors, options, r); break;
-    case spec::DispatchMode::transfer_dock: r.seconds = transfer_dock(net, samples, tensors, options, r); break;
+  switch (options_.mode) {
+    case spec::DispatchMode::centralized: r.seconds = centralized(*net_, samples, tensors, options_, r); break;
+    case spec::DispatchMode::decentralized: r.seconds = decentralized(*net_, samples, tensors, options_, r); break;
+    case spec::DispatchMode::transfer_dock: r.seconds = transfer_dock(*net_, samples, tensors, options_, r); break;
   }
   return r;
+}
+
+DispatchResult simulate_dispatch(const spec::ClusterSpec& cluster, const std::vector<DispatchSample>& samples,
+                                 const std::vector<DispatchTensor>& tensors, const DispatchOptions& options) {
+  return DispatchNetwork(cluster, options).simulate(samples, tensors);
 }
 
 }  // namespace arlsim::rl

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,27 @@ struct DispatchResult {
 // without bandwidth, a transfer dock without the profile's host link, a controller node outside
 // the cluster).
 std::string dispatch_problem(const spec::ClusterSpec& cluster, const DispatchOptions& options);
+
+// The cluster's network as dispatch sees it, built once for many dispatches with the same cluster
+// and options (every step of a run): the topology with the controller's link, and the routes
+// found so far. simulate_dispatch() builds one for a single dispatch.
+class DispatchNetwork {
+ public:
+  DispatchNetwork(const spec::ClusterSpec& cluster, const DispatchOptions& options);
+  ~DispatchNetwork();
+  DispatchNetwork(const DispatchNetwork&) = delete;
+  DispatchNetwork& operator=(const DispatchNetwork&) = delete;
+
+  // As simulate_dispatch() with the cluster and options given at construction.
+  DispatchResult simulate(const std::vector<DispatchSample>& samples, const std::vector<DispatchTensor>& tensors);
+
+  class Network;  // defined where dispatch is simulated
+
+ private:
+  std::unique_ptr<Network> net_;
+  DispatchOptions options_;
+  int64_t gpus_ = 0;
+};
 
 // The dispatch of one step. Deterministic: the same inputs give the same result. A link without
 // bandwidth (see dispatch_problem()) makes the flows over it never finish: `seconds` is infinite.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "sim/core/assert.h"
@@ -281,6 +282,7 @@ class RunSimulator {
   std::vector<std::string> tool_names_;
   std::optional<spec::RolloutLayout> previous_rollout_;
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
+  std::unique_ptr<DispatchNetwork> dispatch_;
 };
 
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
@@ -393,12 +395,15 @@ void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& 
     samples.push_back({tokens[k], engine_gpu(l.rollout, engine[i]), train_rank_gpu(s_, l.train, ranks[k])});
     ++k;
   }
-  DispatchOptions opt;
-  opt.mode = s_.policy.dispatch;
-  opt.controller_bandwidth_bytes_per_s = s_.cluster.controller_bandwidth_bytes_per_s;
-  opt.advantage_seconds_per_token = 0;
-  const auto r = simulate_dispatch(s_.cluster, samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value()), opt);
-  p.times.dispatch = r.seconds;
+  if (!dispatch_) {  // one network for every step: its routes are found once
+    DispatchOptions opt;
+    opt.mode = s_.policy.dispatch;
+    opt.controller_bandwidth_bytes_per_s = s_.cluster.controller_bandwidth_bytes_per_s;
+    opt.advantage_seconds_per_token = 0;
+    dispatch_ = std::make_unique<DispatchNetwork>(s_.cluster, opt);
+  }
+  p.times.dispatch =
+      dispatch_->simulate(samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value())).seconds;
 }
 
 // Trajectories paused by a partial rollout continue in the next step from where they stood,
