@@ -27,14 +27,14 @@ void EngineScheduler::arrive(Request r) {
     slots_[static_cast<size_t>(slot)] = r;
   }
   slots_[static_cast<size_t>(slot)].state = Request::State::waiting;
-  slot_of_[r.trajectory] = slot;
+  of(r.trajectory).slot = static_cast<int32_t>(slot);
   waiting_.push_back(slot);
 }
 
 std::optional<Request> EngineScheduler::find(int64_t trajectory) const {
-  const auto it = slot_of_.find(trajectory);
-  if (it == slot_of_.end()) return std::nullopt;
-  return current(it->second);
+  const int32_t slot = of(trajectory).slot;
+  if (slot < 0) return std::nullopt;
+  return current(slot);
 }
 
 Request EngineScheduler::current(int64_t id) const {
@@ -91,17 +91,18 @@ int64_t EngineScheduler::shareable_prompt(const Request& r) const {
 void EngineScheduler::unref_prompt(int64_t prompt_id) {
   SharedPrompt& sp = *prompt(prompt_id);
   if (--sp.refs == 0) {
-    sp.lru = lru_.insert(lru_.end(), {true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
+    sp.lru = lru_.push_back({true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
     cached_blocks_ += sp.blocks;
   }
 }
 
 bool EngineScheduler::evict_one() {
   if (lru_.empty()) return false;
-  const CacheEntry e = lru_.front();
-  lru_.pop_front();
+  const int32_t first = lru_.front();
+  const CacheEntry e = lru_[first];
+  lru_.erase(first);
   if (e.prompt) prompt(e.key)->present = false;
-  else context_cache_.erase(e.key);
+  else of(e.key).cached = -1;
   cached_blocks_ -= e.blocks;
   free_blocks_ += e.blocks;
   return true;
@@ -143,8 +144,8 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
   if (!spec_.prefix_caching) return u;
   // The trajectory's own context from an earlier turn on this engine (whose prompt blocks, if it
   // shared its group's, must still be cached: a prefix with a hole is no hit)...
-  if (auto it = context_cache_.find(r.trajectory); it != context_cache_.end()) {
-    const CacheEntry& e = *it->second;
+  if (const int32_t cached = of(r.trajectory).cached; cached >= 0) {
+    const CacheEntry& e = lru_[cached];
     const SharedPrompt* sp = prompt(e.prompt_id);
     const bool whole = e.shared_tokens == 0 || (sp && sp->tokens == e.shared_tokens);
     if (whole) {
@@ -168,9 +169,9 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
 
 void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
   if (u.kind == Reuse::Kind::context) {
-    auto it = context_cache_.find(r.trajectory);
-    lru_.erase(it->second);
-    context_cache_.erase(it);
+    int32_t& cached = of(r.trajectory).cached;
+    lru_.erase(cached);
+    cached = -1;
   }
   if (u.shared_tokens > 0) {
     SharedPrompt& sp = *prompt(r.prompt_id);
@@ -434,9 +435,10 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
 }
 
 Request EngineScheduler::release(int64_t trajectory) {
-  const auto where = slot_of_.find(trajectory);
-  const int64_t id = where->second;
-  slot_of_.erase(where);
+  ByTrajectory& where = of(trajectory);
+  const int64_t id = where.slot;
+  ARLSIM_ASSERT(id >= 0);
+  where.slot = -1;
   free_slots_.push_back(id);
   switch (slots_[static_cast<size_t>(id)].state) {
     case Request::State::grouped:
@@ -452,14 +454,12 @@ Request EngineScheduler::release(int64_t trajectory) {
   running_.erase(std::find(running_.begin(), running_.end(), id));
   if (spec_.prefix_caching) {
     // An older entry of this trajectory (one its turn could not use) gives way to the new one.
-    if (auto old = context_cache_.find(r.trajectory); old != context_cache_.end()) {
-      cached_blocks_ -= old->second->blocks;
-      free_blocks_ += old->second->blocks;
-      lru_.erase(old->second);
-      context_cache_.erase(old);
+    if (where.cached >= 0) {
+      cached_blocks_ -= lru_[where.cached].blocks;
+      free_blocks_ += lru_[where.cached].blocks;
+      lru_.erase(where.cached);
     }
-    context_cache_[r.trajectory] =
-        lru_.insert(lru_.end(), {false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+    where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
     cached_blocks_ += r.blocks;
   } else {
     free_blocks_ += r.blocks;

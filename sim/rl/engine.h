@@ -16,12 +16,11 @@
 
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <optional>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
+#include "sim/core/assert.h"
 #include "sim/model/inference.h"
 #include "sim/spec/workload.h"
 
@@ -150,7 +149,24 @@ class EngineScheduler {
   // Requests live in slots; the queues and plans hold slot numbers.
   std::vector<Request> slots_;
   std::vector<int64_t> free_slots_;
-  std::unordered_map<int64_t, int64_t> slot_of_;  // trajectory -> slot
+  // Per trajectory (dense indices from 0): its request's slot and its cached context's entry
+  // (-1: none). A vector rather than a hash map: lookups happen on every arrival and turn end.
+  struct ByTrajectory {
+    int32_t slot = -1;
+    int32_t cached = -1;
+  };
+  std::vector<ByTrajectory> by_trajectory_;
+  ByTrajectory& of(int64_t trajectory) {
+    ARLSIM_ASSERT(trajectory >= 0 && trajectory < INT32_MAX);
+    if (static_cast<size_t>(trajectory) >= by_trajectory_.size())
+      by_trajectory_.resize(std::max(static_cast<size_t>(trajectory) + 1, 2 * by_trajectory_.size()));
+    return by_trajectory_[static_cast<size_t>(trajectory)];
+  }
+  ByTrajectory of(int64_t trajectory) const {
+    return trajectory >= 0 && static_cast<size_t>(trajectory) < by_trajectory_.size()
+               ? by_trajectory_[static_cast<size_t>(trajectory)]
+               : ByTrajectory{};
+  }
   std::vector<int64_t> running_;  // decoding requests, then `prefilling_` still prefilling
   int64_t prefilling_ = 0;
   int64_t admissions_ = 0;
@@ -184,16 +200,52 @@ class EngineScheduler {
     int64_t shared_tokens = 0;  // a context entry that starts with its group's prompt blocks
     int64_t prompt_id = 0;
   };
+  // A list in LRU order whose entries live in a pool and are named by index: inserting and
+  // erasing allocate nothing in the steady state.
+  class Lru {
+   public:
+    bool empty() const { return head_ < 0; }
+    int32_t front() const { return head_; }
+    const CacheEntry& operator[](int32_t i) const { return nodes_[static_cast<size_t>(i)].entry; }
+    int32_t push_back(const CacheEntry& e) {
+      int32_t i = 0;
+      if (free_.empty()) {
+        i = static_cast<int32_t>(nodes_.size());
+        nodes_.emplace_back();
+      } else {
+        i = free_.back();
+        free_.pop_back();
+      }
+      nodes_[static_cast<size_t>(i)] = {e, tail_, -1};
+      (tail_ >= 0 ? nodes_[static_cast<size_t>(tail_)].next : head_) = i;
+      tail_ = i;
+      return i;
+    }
+    void erase(int32_t i) {
+      const Node& n = nodes_[static_cast<size_t>(i)];
+      (n.prev >= 0 ? nodes_[static_cast<size_t>(n.prev)].next : head_) = n.next;
+      (n.next >= 0 ? nodes_[static_cast<size_t>(n.next)].prev : tail_) = n.prev;
+      free_.push_back(i);
+    }
+
+   private:
+    struct Node {
+      CacheEntry entry;
+      int32_t prev = -1, next = -1;
+    };
+    std::vector<Node> nodes_;
+    std::vector<int32_t> free_;
+    int32_t head_ = -1, tail_ = -1;
+  };
   void unref_prompt(int64_t prompt_id);
   int64_t shareable_prompt(const Request& r) const;
-  std::list<CacheEntry> lru_;
-  std::unordered_map<int64_t, std::list<CacheEntry>::iterator> context_cache_;  // by trajectory
+  Lru lru_;  // contexts by trajectory (by_trajectory_), prompts by group (prompts_)
   struct SharedPrompt {
     bool present = false;
     int64_t blocks = 0;
     int64_t tokens = 0;
     int64_t refs = 0;
-    std::list<CacheEntry>::iterator lru;  // valid when refs == 0
+    int32_t lru = -1;  // its entry in lru_ when refs == 0
   };
   std::vector<SharedPrompt> prompts_;  // by prompt id: small dense integers (negative: no prompt)
   SharedPrompt* prompt(int64_t id) {
