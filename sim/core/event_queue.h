@@ -32,21 +32,52 @@ struct Event {
   static constexpr int kSequenceBits = 48;
 };
 
-// Min-heap on (time, phase, sequence).
+// Min-heap on (time, phase, sequence), with timers beside it.
+//
+// A timer is an event slot that holds at most one pending event: setting it again replaces the
+// event it held, as an engine whose iteration is cut short moves its completion earlier. Plain
+// events would leave the replaced one behind, to be popped and ignored; a timer moves its entry
+// in a second, indexed heap instead. Both heaps draw on one sequence counter, so events run in
+// the same order whichever way they were scheduled.
 class EventQueue {
  public:
+  using TimerId = int32_t;
+
   void push(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
-  bool empty() const { return heap_.empty(); }
-  size_t size() const { return heap_.size(); }
-  const Event& top() const { return heap_.front(); }
+  bool empty() const { return heap_.empty() && timer_heap_.empty(); }
+  size_t size() const { return heap_.size() + timer_heap_.size(); }
+  const Event& top() const { return timer_first() ? timers_[static_cast<size_t>(timer_heap_.front())].event : heap_.front(); }
   Event pop();
   void reserve(size_t n) { heap_.reserve(n); }
+
+  TimerId add_timer();
+  // Schedules the timer's event, replacing the one it had pending.
+  void set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
+  bool timer_pending(TimerId id) const { return timers_[static_cast<size_t>(id)].position >= 0; }
 
  private:
   static bool before(const Event& a, const Event& b) {
     return a.time != b.time ? a.time < b.time : a.order < b.order;
   }
+  uint64_t next_order(int32_t phase);
+  bool timer_first() const {
+    return !timer_heap_.empty() &&
+           (heap_.empty() || before(timers_[static_cast<size_t>(timer_heap_.front())].event, heap_.front()));
+  }
+  // The indexed heap of pending timers.
+  bool timer_before(size_t i, size_t j) const {
+    return before(timers_[static_cast<size_t>(timer_heap_[i])].event, timers_[static_cast<size_t>(timer_heap_[j])].event);
+  }
+  void timer_place(size_t i);  // restores the heap order around position i
+  void timer_swap(size_t i, size_t j);
+
   std::vector<Event> heap_;
+  struct Timer {
+    Event event;
+    int32_t position = -1;  // in timer_heap_; -1: nothing pending
+  };
+  std::vector<Timer> timers_;
+  std::vector<TimerId> timer_heap_;
   uint64_t next_sequence_ = 0;
 };
 
@@ -58,6 +89,11 @@ class Simulation {
   void after(SimTime delay, int32_t phase, EventHandler* handler, uint64_t payload = 0) {
     at(now_ + delay, phase, handler, payload);
   }
+  // Timers (see EventQueue): an event that setting again moves rather than duplicates.
+  using TimerId = EventQueue::TimerId;
+  TimerId add_timer() { return queue_.add_timer(); }
+  void set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload = 0);
+  bool timer_pending(TimerId id) const { return queue_.timer_pending(id); }
   // Runs events until the queue is empty or the next one is after `until`; returns how many ran.
   uint64_t run(SimTime until = SimTime::max());
   uint64_t events_run() const { return events_run_; }

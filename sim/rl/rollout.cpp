@@ -71,7 +71,7 @@ enum Kind : uint64_t {
   kRewardDone = 6
 };
 
-uint64_t encode(Kind k, uint64_t index, uint64_t epoch = 0) { return (uint64_t{k} << 60) | (epoch << 32) | index; }
+uint64_t encode(Kind k, uint64_t index) { return (uint64_t{k} << 60) | index; }
 
 class Rollout final : public core::EventHandler {
  public:
@@ -85,7 +85,7 @@ class Rollout final : public core::EventHandler {
     const model::InferenceModel* im = nullptr;
     bool busy = false;
     bool starting = false;  // a start is scheduled for requests that arrived while idle
-    uint64_t epoch = 0;
+    core::Simulation::TimerId timer = 0;  // its start, or the end of its work in flight
     double start_s = 0;  // when the work in flight started
     double end_s = 0;    // and when it ends
     Planned plan;
@@ -109,7 +109,7 @@ class Rollout final : public core::EventHandler {
 
   void start_turn(int64_t t);
   void plan(int64_t e);
-  void work_done(int64_t e, uint64_t epoch);
+  void work_done(int64_t e);
   void turn_finished(int64_t t);
   void tool_granted(int64_t t);
   void tool_done(int64_t t);
@@ -164,6 +164,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   last_span_.assign(engines_.size(), -1);
   last_kv_sample_.assign(engines_.size(), SimTime::from_ns(-1));
   result_.engines.resize(engines_.size());
+  for (auto& eng : engines_) eng.timer = sim_.add_timer();
   for (int64_t e = 0; e < o.engines; ++e) {
     engines_[static_cast<size_t>(e)].sched = std::make_unique<EngineScheduler>(o.engine, blocks);
     engines_[static_cast<size_t>(e)].im = &im_;
@@ -261,7 +262,7 @@ void Rollout::on_event(uint64_t payload) {
   const auto kind = static_cast<Kind>(payload >> 60);
   const auto index = static_cast<int64_t>(payload & 0xffffffffu);
   switch (kind) {
-    case kEngineDone: work_done(index, (payload >> 32) & 0xfffffffu); break;
+    case kEngineDone: work_done(index); break;
     case kTurnArrives: start_turn(index); break;
     case kToolGranted: tool_granted(index); break;
     case kToolDone: tool_done(index); break;
@@ -341,7 +342,7 @@ void Rollout::submit(int64_t e, const Request& r) {
   if (!eng.busy) {
     if (!eng.starting) {
       eng.starting = true;
-      sim_.at(sim_.now(), kStartPhase, this, encode(kEngineStart, static_cast<uint64_t>(e)));
+      sim_.set_timer(eng.timer, sim_.now(), kStartPhase, this, encode(kEngineStart, static_cast<uint64_t>(e)));
     }
   } else if (eng.windowed) {
     // Cut the window short: the iteration in progress completes, then the engine re-plans.
@@ -350,10 +351,9 @@ void Rollout::submit(int64_t e, const Request& r) {
     const int64_t keep = std::min(eng.iterations, done + 1);
     if (keep < eng.iterations) {
       eng.iterations = keep;
-      ++eng.epoch;
       eng.end_s = eng.start_s + eng.window.sum(keep, eng.plan.batch.decode_kv_tokens);
-      sim_.at(SimTime::from_seconds(eng.end_s), kWorkPhase, this,
-              encode(kEngineDone, static_cast<uint64_t>(e), eng.epoch & 0xfffffffu));
+      sim_.set_timer(eng.timer, SimTime::from_seconds(eng.end_s), kWorkPhase, this,
+                     encode(kEngineDone, static_cast<uint64_t>(e)));
     }
   }
 }
@@ -384,10 +384,9 @@ void Rollout::plan(int64_t e) {
     seconds = eng.plan.chunks.empty() ? eng.im->decode_window(eng.plan.batch.decode_seqs).sum(1, eng.plan.batch.decode_kv_tokens)
                                       : eng.im->iteration(eng.plan.batch).seconds;
   }
-  ++eng.epoch;
   eng.end_s = eng.start_s + seconds;
-  sim_.at(SimTime::from_seconds(eng.end_s), kWorkPhase, this,
-          encode(kEngineDone, static_cast<uint64_t>(e), eng.epoch & 0xfffffffu));
+  sim_.set_timer(eng.timer, SimTime::from_seconds(eng.end_s), kWorkPhase, this,
+                 encode(kEngineDone, static_cast<uint64_t>(e)));
 }
 
 void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations) {
@@ -406,9 +405,8 @@ void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, in
   spans.push_back({e, prefill, start, end, iterations});
 }
 
-void Rollout::work_done(int64_t e, uint64_t epoch) {
+void Rollout::work_done(int64_t e) {
   Engine& eng = engines_[static_cast<size_t>(e)];
-  if ((eng.epoch & 0xfffffffu) != epoch) return;  // a window that was cut short
   loads_valid_ = false;
   const double end_s = eng.end_s;
   eng.busy_s += end_s - eng.start_s;
