@@ -19,13 +19,12 @@ void EventQueue::push(SimTime time, int32_t phase, EventHandler* handler, uint64
 
 Event EventQueue::pop() {
   if (timer_first()) {
-    Timer& t = timers_[static_cast<size_t>(timer_heap_.front())];
-    const Event e = t.event;
-    t.position = -1;
-    timer_heap_.front() = timer_heap_.back();
+    const Event e = timer_heap_.front().event;
+    position_[static_cast<size_t>(timer_heap_.front().id)] = -1;
+    const PendingTimer last = timer_heap_.back();
     timer_heap_.pop_back();
     if (!timer_heap_.empty()) {
-      timers_[static_cast<size_t>(timer_heap_.front())].position = 0;
+      timer_move(0, last);
       timer_place(0);
     }
     return e;
@@ -37,39 +36,36 @@ Event EventQueue::pop() {
 }
 
 EventQueue::TimerId EventQueue::add_timer() {
-  timers_.emplace_back();
-  return static_cast<TimerId>(timers_.size() - 1);
+  position_.push_back(-1);
+  return static_cast<TimerId>(position_.size() - 1);
 }
 
 void EventQueue::set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload) {
-  Timer& t = timers_[static_cast<size_t>(id)];
-  t.event = {time, next_order(phase), handler, payload};
-  if (t.position < 0) {
-    t.position = static_cast<int32_t>(timer_heap_.size());
-    timer_heap_.push_back(id);
+  int32_t& position = position_[static_cast<size_t>(id)];
+  if (position < 0) {
+    position = static_cast<int32_t>(timer_heap_.size());
+    timer_heap_.emplace_back();
   }
-  timer_place(static_cast<size_t>(t.position));
-}
-
-void EventQueue::timer_swap(size_t i, size_t j) {
-  std::swap(timer_heap_[i], timer_heap_[j]);
-  timers_[static_cast<size_t>(timer_heap_[i])].position = static_cast<int32_t>(i);
-  timers_[static_cast<size_t>(timer_heap_[j])].position = static_cast<int32_t>(j);
+  timer_heap_[static_cast<size_t>(position)] = {{time, next_order(phase), handler, payload}, id};
+  timer_place(static_cast<size_t>(position));
 }
 
 void EventQueue::timer_place(size_t i) {
-  while (i > 0 && timer_before(i, (i - 1) / 2)) {
-    timer_swap(i, (i - 1) / 2);
+  // A hole moves up past later parents, or else down past earlier children; the entry fills it.
+  const PendingTimer t = timer_heap_[i];
+  while (i > 0 && before(t.event, timer_heap_[(i - 1) / 2].event)) {
+    timer_move(i, timer_heap_[(i - 1) / 2]);
     i = (i - 1) / 2;
   }
   for (;;) {
-    size_t least = i;
-    for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < timer_heap_.size(); ++c)
-      if (timer_before(c, least)) least = c;
-    if (least == i) return;
-    timer_swap(i, least);
+    const size_t c = 2 * i + 1;
+    if (c >= timer_heap_.size()) break;
+    const size_t least = c + 1 < timer_heap_.size() && before(timer_heap_[c + 1].event, timer_heap_[c].event) ? c + 1 : c;
+    if (!before(timer_heap_[least].event, t.event)) break;
+    timer_move(i, timer_heap_[least]);
     i = least;
   }
+  timer_move(i, t);
 }
 
 void Simulation::at(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload) {

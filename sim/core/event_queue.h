@@ -46,14 +46,14 @@ class EventQueue {
   void push(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
   bool empty() const { return heap_.empty() && timer_heap_.empty(); }
   size_t size() const { return heap_.size() + timer_heap_.size(); }
-  const Event& top() const { return timer_first() ? timers_[static_cast<size_t>(timer_heap_.front())].event : heap_.front(); }
+  const Event& top() const { return timer_first() ? timer_heap_.front().event : heap_.front(); }
   Event pop();
   void reserve(size_t n) { heap_.reserve(n); }
 
   TimerId add_timer();
   // Schedules the timer's event, replacing the one it had pending.
   void set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
-  bool timer_pending(TimerId id) const { return timers_[static_cast<size_t>(id)].position >= 0; }
+  bool timer_pending(TimerId id) const { return position_[static_cast<size_t>(id)] >= 0; }
 
  private:
   static bool before(const Event& a, const Event& b) {
@@ -61,23 +61,22 @@ class EventQueue {
   }
   uint64_t next_order(int32_t phase);
   bool timer_first() const {
-    return !timer_heap_.empty() &&
-           (heap_.empty() || before(timers_[static_cast<size_t>(timer_heap_.front())].event, heap_.front()));
+    return !timer_heap_.empty() && (heap_.empty() || before(timer_heap_.front().event, heap_.front()));
   }
-  // The indexed heap of pending timers.
-  bool timer_before(size_t i, size_t j) const {
-    return before(timers_[static_cast<size_t>(timer_heap_[i])].event, timers_[static_cast<size_t>(timer_heap_[j])].event);
-  }
+  // The indexed heap of pending timers: each entry knows its timer, each timer its position.
+  struct PendingTimer {
+    Event event;
+    TimerId id = 0;
+  };
   void timer_place(size_t i);  // restores the heap order around position i
-  void timer_swap(size_t i, size_t j);
+  void timer_move(size_t to, PendingTimer t) {
+    position_[static_cast<size_t>(t.id)] = static_cast<int32_t>(to);
+    timer_heap_[to] = t;
+  }
 
   std::vector<Event> heap_;
-  struct Timer {
-    Event event;
-    int32_t position = -1;  // in timer_heap_; -1: nothing pending
-  };
-  std::vector<Timer> timers_;
-  std::vector<TimerId> timer_heap_;
+  std::vector<int32_t> position_;  // per timer: in timer_heap_; -1: nothing pending
+  std::vector<PendingTimer> timer_heap_;
   uint64_t next_sequence_ = 0;
 };
 

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/core/activity.h"
@@ -48,6 +50,72 @@ TEST_CASE("event queue: run stops at the horizon and scheduling in the past is a
   CHECK(sim.run(ns(10)) == 1);
   CHECK(sim.pending() == 1);
   CHECK_THROWS_AS(sim.at(ns(1), 0, &r, 3), InternalError);
+}
+
+TEST_CASE("event queue: a timer set again moves its one event, in scheduling order with the others") {
+  Simulation sim;
+  Recorder r;
+  r.sim = &sim;
+  const auto a = sim.add_timer(), b = sim.add_timer();
+  CHECK_FALSE(sim.timer_pending(a));
+  sim.set_timer(a, ns(30), 0, &r, 1);
+  sim.at(ns(10), 0, &r, 2);
+  sim.set_timer(a, ns(10), 0, &r, 3);   // replaces 1, and is scheduled after 2
+  sim.set_timer(b, ns(5), 0, &r, 4);
+  sim.set_timer(b, ns(20), 0, &r, 5);   // moved later
+  sim.at(ns(20), 1, &r, 6);
+  sim.at(ns(20), 0, &r, 7);             // same time and phase as 5, scheduled after it
+  CHECK(sim.timer_pending(a));
+  CHECK(sim.pending() == 5);
+  CHECK(sim.run() == 5);
+  const std::vector<std::pair<int64_t, uint64_t>> expected{{10, 2}, {10, 3}, {20, 5}, {20, 7}, {20, 6}};
+  CHECK(r.seen == expected);
+  CHECK_FALSE(sim.timer_pending(a));
+  CHECK_FALSE(sim.timer_pending(b));
+  CHECK_THROWS_AS(sim.set_timer(a, ns(1), 0, &r, 8), InternalError);
+}
+
+TEST_CASE("event queue: many timers and events come out in (time, phase, order)") {
+  // Against a plain list sorted by the same key: timers set several times keep only their last.
+  Simulation sim;
+  Recorder r;
+  r.sim = &sim;
+  std::vector<Simulation::TimerId> timers;
+  for (int i = 0; i < 50; ++i) timers.push_back(sim.add_timer());
+  struct Expected {
+    int64_t time, phase, order;
+    uint64_t payload;
+  };
+  std::vector<Expected> last(timers.size(), {-1, 0, 0, 0});
+  std::vector<Expected> plain;
+  uint64_t state = 12345;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int64_t k = 0; k < 2000; ++k) {
+    const auto time = static_cast<int64_t>(next() % 100), phase = static_cast<int64_t>(next() % 3);
+    const auto payload = static_cast<uint64_t>(k);
+    if (next() % 2) {
+      const size_t t = next() % timers.size();
+      sim.set_timer(timers[t], ns(time), static_cast<int32_t>(phase), &r, payload);
+      last[t] = {time, phase, k, payload};
+    } else {
+      sim.at(ns(time), static_cast<int32_t>(phase), &r, payload);
+      plain.push_back({time, phase, k, payload});
+    }
+  }
+  for (const auto& e : last)
+    if (e.time >= 0) plain.push_back(e);
+  std::sort(plain.begin(), plain.end(), [](const Expected& a, const Expected& b) {
+    return std::tie(a.time, a.phase, a.order) < std::tie(b.time, b.phase, b.order);
+  });
+  sim.run();
+  std::vector<std::pair<int64_t, uint64_t>> expected;
+  for (const auto& e : plain) expected.emplace_back(e.time, e.payload);
+  CHECK(r.seen == expected);
 }
 
 namespace {
