@@ -88,6 +88,8 @@ class EngineScheduler {
  public:
   EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks);
 
+  // Trajectory ids will be below n (they are dense indices from 0): room for them up front.
+  void reserve_trajectories(size_t n) { by_trajectory_.reserve(n); }
   // A request arrives (a trajectory has at most one request on an engine at a time).
   void arrive(Request r);
   // Plans the next iteration into `p` (allocating blocks, preempting when needed); `p`'s buffers
@@ -159,7 +161,7 @@ class EngineScheduler {
   ByTrajectory& of(int64_t trajectory) {
     ARLSIM_ASSERT(trajectory >= 0 && trajectory < INT32_MAX);
     if (static_cast<size_t>(trajectory) >= by_trajectory_.size())
-      by_trajectory_.resize(std::max(static_cast<size_t>(trajectory) + 1, 2 * by_trajectory_.size()));
+      by_trajectory_.resize(static_cast<size_t>(trajectory) + 1);
     return by_trajectory_[static_cast<size_t>(trajectory)];
   }
   ByTrajectory of(int64_t trajectory) const {
