@@ -17,7 +17,7 @@ namespace {
 template <typename Candidate, typename Layout>
 size_t index_of(std::vector<Candidate>& candidates, const Layout& l) {
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (same_layout(candidates[i].layout, l)) return i;
+    if (candidates[i].layout == l) return i;
   ARLSIM_ASSERT(false);
   return 0;
 }
@@ -169,17 +169,12 @@ const Schedule& StageSchedules::find(const std::string& selector) const {
   return schedules.front();
 }
 
-double train_reshard_seconds(const spec::ScenarioSpec& s) {
-  const double state = 14.0 * model::count_params(s.model).total / static_cast<double>(std::max<int64_t>(1, s.train_gpus()));
-  return 2 * state / s.cluster.gpu.host_link.achieved();
-}
-
 std::vector<spec::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<spec::RolloutLayout>& rollout,
                                              const std::vector<spec::TrainLayout>& train) {
   ARLSIM_ASSERT(steps.size() == rollout.size() && steps.size() == train.size());
   std::vector<spec::ScheduleEntry> out;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const bool same = i > 0 && same_layout(rollout[i], rollout[i - 1]) && same_layout(train[i], train[i - 1]);
+    const bool same = i > 0 && rollout[i] == rollout[i - 1] && train[i] == train[i - 1];
     if (same) continue;
     if (!out.empty()) out.back().last_step = steps[i] - 1;
     spec::ScheduleEntry e;
@@ -203,9 +198,9 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
   std::vector<size_t> configured_rollout, configured_train;
   for (int64_t step : p.steps) {
     const auto [r, t] = rl::layouts_at(s.policy, step);
-    if (std::none_of(p.rollout.begin(), p.rollout.end(), [&](const auto& c) { return same_layout(c.layout, r); }))
+    if (std::none_of(p.rollout.begin(), p.rollout.end(), [&](const auto& c) { return c.layout == r; }))
       p.rollout.push_back({r, rl::check_rollout(rl::rollout_options(s, r)), {}});
-    if (std::none_of(p.train.begin(), p.train.end(), [&](const auto& c) { return same_layout(c.layout, t); }))
+    if (std::none_of(p.train.begin(), p.train.end(), [&](const auto& c) { return c.layout == t; }))
       p.train.push_back({t, {}, {}});
     configured_rollout.push_back(index_of(p.rollout, r));
     configured_train.push_back(index_of(p.train, t));
@@ -216,16 +211,15 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
   if (trace && o.confirm > 0)
     p.confirmations = confirm(s, *trace, features, p.rollout, o.bucket_edges, o.confirm, rollout_costs);
   rollout_costs.switch_cost = [&s, candidates = p.rollout, overhead = o.switch_overhead_s](size_t from, size_t to) {
-    return from == to || same_layout(candidates[from].layout, candidates[to].layout)
-               ? 0.0
-               : overhead + rl::rollout_relaunch_seconds(s, candidates[to].layout);
+    return rl::rollout_switch_seconds(s, candidates[from].layout, candidates[to].layout, overhead);
   };
   p.rollout_schedules = schedules(std::move(rollout_costs), configured_rollout, rollout_estimators, features, o);
 
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
   CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
-  const double reshard = o.switch_overhead_s + train_reshard_seconds(s);
-  train_costs.switch_cost = [reshard](size_t from, size_t to) { return from == to ? 0.0 : reshard; };
+  train_costs.switch_cost = [&s, candidates = p.train, overhead = o.switch_overhead_s](size_t from, size_t to) {
+    return rl::train_switch_seconds(s, candidates[from].layout, candidates[to].layout, overhead);
+  };
   p.train_schedules = schedules(std::move(train_costs), configured_train, train_estimators, features, o);
 
   const auto& rs = p.rollout_schedules.find(o.selector);
@@ -237,6 +231,7 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
     train.push_back(p.train[ts.choice[i]].layout);
   }
   p.policy = s.policy;
+  p.policy.switch_overhead_s = o.switch_overhead_s;  // the replay charges what the selectors weighed
   if (!p.steps.empty()) {
     p.policy.rollout = rollout.front();
     p.policy.train = train.front();

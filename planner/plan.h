@@ -63,9 +63,4 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
 std::vector<spec::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<spec::RolloutLayout>& rollout,
                                              const std::vector<spec::TrainLayout>& train);
 
-// Restarting training in another layout: the training state (bf16 weights, fp32 master weights
-// and Adam moments: 14 bytes per parameter, sharded over the training GPUs) out to host memory
-// and back in the new sharding.
-double train_reshard_seconds(const spec::ScenarioSpec& s);
-
 }  // namespace arlsim::planner

@@ -166,6 +166,7 @@ std::string plan_json(const PlanDocument& d) {
     policy["train"] = layout_json(pol.train);
     if (pol.schedule.empty()) policy.erase("schedule");
     else policy["schedule"] = schedule_json(pol.schedule);
+    policy["switch_overhead"] = pol.switch_overhead_s;
   }
   if (!s.trace_path.empty()) scenario["trace"] = std::filesystem::absolute(s.trace_path).lexically_normal().string();
   j["scenario"] = scenario;

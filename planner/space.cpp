@@ -15,17 +15,6 @@ std::vector<int64_t> powers_of_two(int64_t max) {
 
 }  // namespace
 
-bool same_layout(const spec::RolloutLayout& a, const spec::RolloutLayout& b) {
-  return a.tp == b.tp && a.pp == b.pp && a.ep == b.ep && a.replicas == b.replicas;
-}
-
-bool same_layout(const spec::TrainLayout& a, const spec::TrainLayout& b) {
-  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.ep == b.ep && a.vpp == b.vpp &&
-         a.zero == b.zero && a.sequence_parallel == b.sequence_parallel && a.recompute == b.recompute &&
-         a.micro_batch == b.micro_batch && a.max_tokens_per_gpu == b.max_tokens_per_gpu &&
-         a.offload_optimizer == b.offload_optimizer && a.offload_params == b.offload_params;
-}
-
 std::string layout_name(const spec::RolloutLayout& l) {
   std::string n = "tp" + std::to_string(l.tp);
   if (l.pp > 1) n += " pp" + std::to_string(l.pp);
@@ -49,7 +38,7 @@ std::vector<RolloutCandidate> rollout_space(const spec::ScenarioSpec& s) {
   std::vector<RolloutCandidate> out;
   auto add = [&](spec::RolloutLayout l) {
     for (const auto& c : out)
-      if (same_layout(c.layout, l)) return;
+      if (c.layout == l) return;
     RolloutCandidate c{l, {}, {}};
     if (l.replicas == 0 && gpus % l.gpus_per_engine() != 0)
       c.pruned = std::to_string(l.gpus_per_engine()) + "-GPU engines do not divide the " + std::to_string(gpus) + " rollout GPUs";
@@ -72,7 +61,7 @@ std::vector<TrainCandidate> train_space(const spec::ScenarioSpec& s) {
   std::vector<TrainCandidate> out;
   auto add = [&](const spec::TrainLayout& l) {
     for (const auto& c : out)
-      if (same_layout(c.layout, l)) return;
+      if (c.layout == l) return;
     TrainCandidate c{l, {}, {}};
     if (l.gpus() != gpus)
       c.pruned = "tp x pp x dp x cp = " + std::to_string(l.gpus()) + ", the training stage has " + std::to_string(gpus) + " GPUs";

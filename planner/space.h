@@ -38,7 +38,4 @@ std::vector<TrainCandidate> train_space(const spec::ScenarioSpec& s);
 std::string layout_name(const spec::RolloutLayout& l);
 std::string layout_name(const spec::TrainLayout& l);
 
-bool same_layout(const spec::RolloutLayout& a, const spec::RolloutLayout& b);
-bool same_layout(const spec::TrainLayout& a, const spec::TrainLayout& b);
-
 }  // namespace arlsim::planner

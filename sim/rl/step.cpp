@@ -70,6 +70,21 @@ double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::Rollout
   return shard / s.cluster.gpu.host_link.achieved();
 }
 
+double train_reshard_seconds(const spec::ScenarioSpec& s) {
+  const double state = 14.0 * model::count_params(s.model).total / real(std::max<int64_t>(1, s.train_gpus()));
+  return 2 * state / s.cluster.gpu.host_link.achieved();
+}
+
+double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+                              double overhead_s) {
+  return from == to ? 0.0 : overhead_s + rollout_relaunch_seconds(s, to);
+}
+
+double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+                            double overhead_s) {
+  return from == to ? 0.0 : overhead_s + train_reshard_seconds(s);
+}
+
 model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
   model::TrainRequest r;
   r.layout = l;
@@ -263,7 +278,8 @@ class RunSimulator {
     int64_t stages = 1;
   };
 
-  StagePlan plan_step(const StepData& d, const Layouts& l, bool relaunch);
+  // switch_s: what changing to these layouts costs before the step (weight sync carries it).
+  StagePlan plan_step(const StepData& d, const Layouts& l, double switch_s);
   void run_rollout(const StepData& d, const Layouts& l, StagePlan& p);
   void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
@@ -280,7 +296,7 @@ class RunSimulator {
   RunResult result_;
   std::unordered_map<int64_t, int64_t> previous_tokens_;  // prompt -> tokens of its last step's samples
   std::vector<std::string> tool_names_;
-  std::optional<spec::RolloutLayout> previous_rollout_;
+  std::optional<Layouts> previous_;  // the layouts of the step before
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
   std::unique_ptr<DispatchNetwork> dispatch_;
 };
@@ -435,7 +451,7 @@ trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r)
   return next;
 }
 
-RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts& l, bool relaunch) {
+RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts& l, double switch_s) {
   StagePlan p;
   run_rollout(d, l, p);
   p.rollout_s = p.times.rollout + p.times.reward;
@@ -451,10 +467,7 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   const auto& t = p.times;
   p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train;
   if (p.oom) return p;
-  p.times.weight_sync = weight_sync_seconds(s_, l.rollout, l.train);
-  if (relaunch) {
-    p.times.weight_sync += rollout_relaunch_seconds(s_, l.rollout);
-  }
+  p.times.weight_sync = weight_sync_seconds(s_, l.rollout, l.train) + switch_s;
   p.training_s += p.times.weight_sync;
   return p;
 }
@@ -613,9 +626,12 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       d.trajectories = std::move(merged);
     }
     const Layouts l = layouts_at(s_.policy, d.step);
-    const bool relaunch = previous_rollout_ && (previous_rollout_->tp != l.rollout.tp || previous_rollout_->pp != l.rollout.pp);
-    previous_rollout_ = l.rollout;
-    StagePlan p = plan_step(d, l, relaunch);
+    const double overhead = s_.policy.switch_overhead_s;
+    const double switch_s = previous_ ? rollout_switch_seconds(s_, previous_->rollout, l.rollout, overhead) +
+                                            train_switch_seconds(s_, previous_->train, l.train, overhead)
+                                      : 0.0;
+    previous_ = l;
+    StagePlan p = plan_step(d, l, switch_s);
     StepRecord rec;
     rec.step = d.step;
     for (size_t j = 0; j < d.trajectories.size(); ++j)

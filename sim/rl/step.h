@@ -46,6 +46,17 @@ RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutL
 // What a change of rollout layout costs: the engines restart and load their weights (bf16 shards)
 // over the host link.
 double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+// Restarting training in another layout: the training state (bf16 weights, fp32 master weights
+// and Adam moments: 14 bytes per parameter, sharded over the training GPUs) out to host memory
+// and back in the new sharding.
+double train_reshard_seconds(const spec::ScenarioSpec& s);
+// A layout switch between two steps: 0 when the layout stays, else `overhead_s` (see
+// PolicySpec::switch_overhead_s) plus the relaunch or the reshard. The simulator charges it with
+// the policy's overhead and the planner weighs it with its own.
+double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+                              double overhead_s);
+double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+                            double overhead_s);
 
 // The layouts in force at a step: the policy's, or a schedule entry's.
 struct Layouts {

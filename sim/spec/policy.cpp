@@ -202,6 +202,7 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
   r.read_enum("routing", p.routing, Presence::optional, routing);
   parse_weight_sync(r, p);
   parse_schedule(r, p);
+  r.read_quantity("switch_overhead", Dimension::seconds, p.switch_overhead_s, Presence::optional, 0, 1e6);
   r.finish();
   if (p.placement == Placement::colocated && p.rollout_gpus > 0)
     r.error("rollout_gpus", "rollout_gpus applies to \"placement\": \"disaggregated\" only; colocated stages share all GPUs");

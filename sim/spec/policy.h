@@ -28,6 +28,7 @@ struct RolloutLayout {
   int64_t tp = 1, pp = 1, ep = 1;
   int64_t replicas = 0;  // engines; 0 = as many as the rollout GPUs hold
   int64_t gpus_per_engine() const { return tp * pp; }
+  bool operator==(const RolloutLayout&) const = default;
 };
 
 // Layout of a forward-only pass (old/reference log-probs, critic values).
@@ -46,6 +47,7 @@ struct TrainLayout {
   bool offload_optimizer = false;
   bool offload_params = false;
   int64_t gpus() const { return tp * pp * dp * cp; }
+  bool operator==(const TrainLayout&) const = default;
 };
 
 struct ScheduleEntry {
@@ -75,6 +77,9 @@ struct PolicySpec {
   WeightSync weight_sync = WeightSync::automatic;
   double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
   std::vector<ScheduleEntry> schedule;
+  // Fixed time of each layout switch, beyond moving weights and state: processes restart,
+  // communicators form again, CUDA graphs are captured again.
+  double switch_overhead_s = 0;
 };
 
 bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag, PolicySpec& out);

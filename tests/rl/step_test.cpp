@@ -130,3 +130,33 @@ TEST_CASE("step: partial rollout ends a step's rollout early and carries the res
   CHECK(carried > 0);
   CHECK_FALSE(partial.steps[1].oom);
 }
+
+TEST_CASE("step: a layout switch of the schedule costs its relaunch or reshard plus the policy's overhead") {
+  // Steps 1-3; training changes layout at step 2 and rollout at step 3.
+  const std::vector<std::string> base{
+      "/steps=3", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+      "/trace/generate/group_size=4", "/trace/generate/every=1",
+      "/policy/schedule=[{\"steps\": \"2:2\", \"train\": {\"tp\": 4, \"dp\": 2}}, "
+      "{\"steps\": \"3:\", \"train\": {\"tp\": 4, \"dp\": 2}, \"rollout\": {\"tp\": 4}}]"};
+  auto with_overhead = base;
+  with_overhead.push_back("/policy/switch_overhead=\"30 s\"");
+  const auto s0 = scenario(base), s30 = scenario(with_overhead);
+  CHECK(s30.policy.switch_overhead_s == 30);
+  const auto free = rl::simulate_run(s0, small_trace(s0), {});
+  const auto charged = rl::simulate_run(s30, small_trace(s30), {});
+  REQUIRE(free.steps.size() == 3);
+  REQUIRE(charged.steps.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    const int64_t step = free.steps[i].step;
+    REQUIRE(step == static_cast<int64_t>(i) + 1);
+    const auto l = rl::layouts_at(s0.policy, step);
+    double expected = rl::weight_sync_seconds(s0, l.rollout, l.train);
+    if (i == 1) expected += rl::train_reshard_seconds(s0);
+    if (i == 2) expected += rl::rollout_relaunch_seconds(s0, l.rollout);
+    INFO("step " << step);
+    CHECK(free.steps[i].stages.weight_sync == doctest::Approx(expected));
+    CHECK(charged.steps[i].stages.weight_sync == doctest::Approx(expected + (i == 0 ? 0.0 : 30.0)));
+  }
+  CHECK(rl::train_switch_seconds(s0, s0.policy.train, s0.policy.train, 30) == 0);
+  CHECK(rl::rollout_switch_seconds(s0, s0.policy.rollout, s0.policy.rollout, 30) == 0);
+}
