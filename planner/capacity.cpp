@@ -77,9 +77,10 @@ CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value
   const auto& rl_at = p.rollout[rs.choice[largest]].layout;
   const auto& tr_at = p.train[ts.choice[largest]].layout;
   const auto samples = samples_round_robin(s, rl_at, f[largest].contexts);
-  const double dispatch_largest =
-      evaluate_plan(s, tr_at, samples, "", s.policy.dispatch, rl::assign_ranks(f[largest].contexts, tr_at.dp, s.policy.balance_batch))
-          .seconds;
+  std::vector<int64_t> producer_gpu;
+  for (const auto& x : samples) producer_gpu.push_back(x.producer_gpu);
+  const auto rank = rl::sample_ranks(s, tr_at, f[largest].contexts, producer_gpu);
+  const double dispatch_largest = evaluate_plan(s, tr_at, samples, "", s.policy.dispatch, rank).seconds;
   const bool async = s.policy.sync == spec::SyncMode::async;
   double total = rs.switch_seconds + ts.switch_seconds;
   std::vector<std::string> rollout_names, train_names;

@@ -49,32 +49,6 @@ DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainL
   return p;
 }
 
-std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank_node,
-                                        const std::vector<int64_t>& sample_node, double slack) {
-  const size_t ranks = rank_node.size();
-  std::vector<int64_t> rank(samples.size(), 0);
-  if (ranks == 0) return rank;
-  double total = 0;
-  for (const auto& s : samples) total += static_cast<double>(s.tokens);
-  const double cap = total / static_cast<double>(ranks) * (1 + slack);
-  std::vector<size_t> order(samples.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return samples[a].tokens > samples[b].tokens; });
-  std::vector<double> load(ranks, 0);
-  for (size_t i : order) {
-    const double t = static_cast<double>(samples[i].tokens);
-    size_t least = 0, local = ranks;
-    for (size_t r = 0; r < ranks; ++r) {
-      if (load[r] < load[least]) least = r;
-      if (rank_node[r] == sample_node[i] && (local == ranks || load[r] < load[local])) local = r;
-    }
-    const size_t pick = local < ranks && load[local] + t <= std::max(cap, load[least] + t) ? local : least;
-    rank[i] = static_cast<int64_t>(pick);
-    load[pick] += t;
-  }
-  return rank;
-}
-
 std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
                                                     const std::vector<int64_t>& tokens) {
   const int64_t engines = std::max<int64_t>(1, rl::rollout_engines(s, rollout));
@@ -105,7 +79,8 @@ DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::Tra
     std::vector<int64_t> rank;
   };
   const Variant variants[] = {
-      {"layout-aware", spec::DispatchMode::decentralized, layout_aware_ranks(samples, rank_node, sample_node, 0.02)},
+      {"layout-aware", spec::DispatchMode::decentralized,
+       rl::layout_aware_ranks(tokens, sample_node, rank_node, rl::kLayoutAwareSlack)},
       {"balanced", spec::DispatchMode::decentralized, balanced},
       {"round-robin", spec::DispatchMode::decentralized, round_robin},
       {"centralized", spec::DispatchMode::centralized, balanced},

@@ -45,11 +45,6 @@ struct DispatchComparison {
   std::vector<DispatchPlanResult> plans;  // layout-aware first
 };
 
-// Consumer ranks for the samples: tokens balanced within `slack` of the mean rank's load, each
-// sample kept on its producer's node when that allows.
-std::vector<int64_t> layout_aware_ranks(const std::vector<DispatchPlanSample>& samples, const std::vector<int64_t>& rank_node,
-                                        const std::vector<int64_t>& sample_node, double slack);
-
 // The plans for one step's samples (where the rollout left them) to the ranks of `train`.
 DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
                                     const std::vector<DispatchPlanSample>& samples, int64_t step);

@@ -165,6 +165,47 @@ std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ra
   return rank;
 }
 
+std::vector<int64_t> layout_aware_ranks(const std::vector<int64_t>& tokens, const std::vector<int64_t>& sample_node,
+                                        const std::vector<int64_t>& rank_node, double slack) {
+  ARLSIM_ASSERT(tokens.size() == sample_node.size());
+  const size_t ranks = rank_node.size();
+  std::vector<int64_t> rank(tokens.size(), 0);
+  if (ranks == 0) return rank;
+  double total = 0;
+  for (int64_t t : tokens) total += real(t);
+  const double cap = total / real(static_cast<int64_t>(ranks)) * (1 + slack);
+  std::vector<size_t> order(tokens.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
+  std::vector<double> load(ranks, 0);
+  for (size_t i : order) {
+    const double t = real(tokens[i]);
+    size_t least = 0, local = ranks;
+    for (size_t r = 0; r < ranks; ++r) {
+      if (load[r] < load[least]) least = r;
+      if (rank_node[r] == sample_node[i] && (local == ranks || load[r] < load[local])) local = r;
+    }
+    const size_t pick = local < ranks && load[local] + t <= std::max(cap, load[least] + t) ? local : least;
+    rank[i] = static_cast<int64_t>(pick);
+    load[pick] += t;
+  }
+  return rank;
+}
+
+std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                  const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
+  switch (s.policy.batch_assignment) {
+    case spec::BatchAssignment::in_order: return assign_ranks(tokens, train.dp, false);
+    case spec::BatchAssignment::balanced: return assign_ranks(tokens, train.dp, true);
+    case spec::BatchAssignment::layout_aware: break;
+  }
+  const int64_t per_node = s.cluster.gpus_per_node;
+  std::vector<int64_t> sample_node, rank_node;
+  for (int64_t g : producer_gpu) sample_node.push_back(g / per_node);
+  for (int64_t r = 0; r < train.dp; ++r) rank_node.push_back(train_rank_gpu(s, train, r) / per_node);
+  return layout_aware_ranks(tokens, sample_node, rank_node, kLayoutAwareSlack);
+}
+
 namespace {
 
 // The steps a run simulates: those in its range, up to its limit on the number of steps. Steps
@@ -281,9 +322,15 @@ class RunSimulator {
   // switch_s: what changing to these layouts costs before the step (weight sync carries it).
   StagePlan plan_step(const StepData& d, const Layouts& l, double switch_s);
   void run_rollout(const StepData& d, const Layouts& l, StagePlan& p);
-  void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
-  void run_training(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
-  void run_dispatch(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens);
+  // The stages after rollout see the finished samples: their tokens, the GPU that holds each
+  // (its last turn's engine) and the training rank that takes each.
+  struct Samples {
+    std::vector<int64_t> tokens, producer_gpu, rank;
+  };
+  Samples finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const;
+  void run_preparation(const Layouts& l, StagePlan& p, const Samples& x);
+  void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
+  void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
   void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
   trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
@@ -331,7 +378,22 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   p.times.reward = (p.rollout.makespan - generation).seconds();
 }
 
-void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
+RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const {
+  Samples x;
+  std::vector<int64_t> engine(d.trajectories.size(), 0);
+  for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
+  for (size_t i = 0; i < d.trajectories.size(); ++i) {
+    if (!p.rollout.done.empty() && !p.rollout.done[i]) continue;
+    // Training sees the trajectories as the rollout left them: cut at the context limit.
+    x.tokens.push_back(std::clamp<int64_t>(d.trajectories[i].context_tokens(), 1, s_.workload.max_context_tokens));
+    x.producer_gpu.push_back(engine_gpu(l.rollout, engine[i]));
+  }
+  x.rank = sample_ranks(s_, l.train, x.tokens, x.producer_gpu);
+  return x;
+}
+
+void RunSimulator::run_preparation(const Layouts& l, StagePlan& p, const Samples& x) {
+  const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
   int64_t total = 0;
   for (int64_t t : tokens) total += t;
@@ -347,16 +409,21 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     }
     const auto r = train_request(tl, n, mean_len, s_.workload.dtype);
     if (!model::check_train_request(m, s_.cluster, r).empty()) return 0.0;
-    const auto ranks = assign_ranks(tokens, tl.dp, s_.policy.balance_batch);
-    return model::estimate_forward_seconds(m, s_.cluster, r) * imbalance(tokens, ranks, tl.dp);
+    // A pass with the training ranks reads the samples where dispatch put them; one with other
+    // ranks balances them as the policy asks.
+    const double skew =
+        tl.dp == l.train.dp
+            ? imbalance(tokens, x.rank, tl.dp)
+            : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != spec::BatchAssignment::in_order), tl.dp);
+    return model::estimate_forward_seconds(m, s_.cluster, r) * skew;
   };
   p.times.old_logprob = pass(s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass(s_.model, s_.policy.ref_logprob);
   if (s_.workload.critic) p.times.critic = pass(*s_.workload.critic, s_.policy.critic);
-  (void)d;
 }
 
-void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
+void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
+  const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
   int64_t total = 0, longest = 0;
   for (int64_t t : tokens) {
@@ -378,8 +445,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     p.oom = oom;
     return;
   }
-  const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
-  const double skew = imbalance(tokens, ranks, l.train.dp);
+  const double skew = imbalance(tokens, x.rank, l.train.dp);
   auto optimizer_steps = [&](const spec::ModelSpec& m, bool actor) {
     const auto r = train_request(l.train, per_mini_batch, mean_len, s_.workload.dtype);
     const auto e = model::estimate_train(m, s_.cluster, r);
@@ -398,19 +464,12 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic, false);
 }
 
-void RunSimulator::run_dispatch(const StepData& d, const Layouts& l, StagePlan& p, const std::vector<int64_t>& tokens) {
+void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x) {
   // Each trajectory's tensors go from the rollout engine that generated it to the training rank
   // that will consume it.
-  const auto ranks = assign_ranks(tokens, l.train.dp, s_.policy.balance_batch);
-  // The engine of each trajectory's last turn, for the finished trajectories (`tokens` order).
-  std::vector<int64_t> engine(d.trajectories.size(), 0);
-  for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
   std::vector<DispatchSample> samples;
-  for (size_t i = 0, k = 0; i < d.trajectories.size(); ++i) {
-    if (!p.rollout.done.empty() && !p.rollout.done[i]) continue;
-    samples.push_back({tokens[k], engine_gpu(l.rollout, engine[i]), train_rank_gpu(s_, l.train, ranks[k])});
-    ++k;
-  }
+  for (size_t i = 0; i < x.tokens.size(); ++i)
+    samples.push_back({x.tokens[i], x.producer_gpu[i], train_rank_gpu(s_, l.train, x.rank[i])});
   if (!dispatch_) {  // one network for every step: its routes are found once
     DispatchOptions opt;
     opt.mode = s_.policy.dispatch;
@@ -456,14 +515,10 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   run_rollout(d, l, p);
   p.rollout_s = p.times.rollout + p.times.reward;
   if (p.oom) return p;
-  // Training sees the finished trajectories as the rollout left them: cut at the context limit.
-  std::vector<int64_t> tokens;
-  for (size_t i = 0; i < d.trajectories.size(); ++i)
-    if (p.rollout.done.empty() || p.rollout.done[i])
-      tokens.push_back(std::clamp<int64_t>(d.trajectories[i].context_tokens(), 1, s_.workload.max_context_tokens));
-  run_preparation(d, l, p, tokens);
-  run_dispatch(d, l, p, tokens);
-  run_training(d, l, p, tokens);
+  const Samples x = finished_samples(d, l, p);
+  run_preparation(l, p, x);
+  run_dispatch(l, p, x);
+  run_training(d, l, p, x);
   const auto& t = p.times;
   p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train;
   if (p.oom) return p;

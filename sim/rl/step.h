@@ -72,6 +72,16 @@ int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, 
 // Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
 // as verl's balance_batch does), or in order in equal-count chunks without balancing.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);
+// EARL's layout-aware assignment: longest first onto the least-loaded rank, except that a sample
+// goes to the least-loaded rank on its producer's node (sample_node) whenever that rank stays
+// within `slack` of the mean load; rank_node gives each rank's node.
+std::vector<int64_t> layout_aware_ranks(const std::vector<int64_t>& tokens, const std::vector<int64_t>& sample_node,
+                                        const std::vector<int64_t>& rank_node, double slack);
+constexpr double kLayoutAwareSlack = 0.02;  // what the policy's "layout-aware" allows
+// The training data-parallel rank of each sample as the policy's balance_batch assigns them;
+// producer_gpu (where each sample is) matters to the layout-aware assignment only.
+std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                  const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu);
 // Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
 double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks);
 

@@ -191,7 +191,14 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
                                                     {"decentralized", DispatchMode::decentralized},
                                                     {"transfer-dock", DispatchMode::transfer_dock}};
   r.read_enum("dispatch", p.dispatch, Presence::optional, dispatch);
-  r.read("balance_batch", p.balance_batch, Presence::optional);
+  if (const Value* b = r.usable("balance_batch"); b && b->is_string()) {
+    if (b->as_string() == "layout-aware") p.batch_assignment = BatchAssignment::layout_aware;
+    else r.error("balance_batch", "expected true, false or \"layout-aware\", got " + b->describe());
+  } else {
+    bool balance = true;
+    r.read("balance_batch", balance, Presence::optional);
+    p.batch_assignment = balance ? BatchAssignment::balanced : BatchAssignment::in_order;
+  }
   parse_sync(r, p);
   static const EnumName<ToolPolicy> tools[] = {{"static", ToolPolicy::static_binding}, {"pooled", ToolPolicy::pooled}};
   r.read_enum("tool_policy", p.tool_policy, Presence::optional, tools);

@@ -16,6 +16,10 @@ class Diagnostics;
 enum class Placement { colocated, disaggregated };
 enum class Recompute { none, selective, full };
 enum class DispatchMode { centralized, decentralized, transfer_dock };
+// Which training data-parallel rank takes each sample: contiguous chunks in order; balanced by
+// tokens (verl's balance_batch); or balanced while keeping samples on their producer's node
+// (EARL's layout-aware dispatch).
+enum class BatchAssignment { in_order, balanced, layout_aware };
 enum class SyncMode { sync, async };
 enum class ToolPolicy { static_binding, pooled };
 enum class Routing { round_robin, least_loaded, sticky, length_aware };
@@ -66,7 +70,7 @@ struct PolicySpec {
   TrainLayout train;
   std::optional<InferenceLayout> old_logprob, ref_logprob, critic;  // default: the train layout
   DispatchMode dispatch = DispatchMode::centralized;
-  bool balance_batch = true;  // balance sequences over data-parallel ranks by tokens (verl's balance_batch)
+  BatchAssignment batch_assignment = BatchAssignment::balanced;  // the key "balance_batch"
   SyncMode sync = SyncMode::sync;
   int64_t staleness = 0;
   // Partial rollout: a step's rollout ends once this fraction of its trajectories is done; the

@@ -160,3 +160,36 @@ TEST_CASE("step: a layout switch of the schedule costs its relaunch or reshard p
   CHECK(rl::train_switch_seconds(s0, s0.policy.train, s0.policy.train, 30) == 0);
   CHECK(rl::rollout_switch_seconds(s0, s0.policy.rollout, s0.policy.rollout, 30) == 0);
 }
+
+TEST_CASE("step: layout-aware assignment keeps samples on their node at almost the balanced load") {
+  const std::vector<std::string> base{"/steps=2", "/trace/generate/prompts_per_step=16", "/trace/generate/group_size=8",
+                                      "/policy/dispatch=\"decentralized\""};
+  auto aware_overrides = base;
+  aware_overrides.push_back("/policy/balance_batch=\"layout-aware\"");
+  const auto balanced_s = scenario(base), aware_s = scenario(aware_overrides);
+  CHECK(aware_s.policy.batch_assignment == spec::BatchAssignment::layout_aware);
+  const auto balanced = rl::simulate_run(balanced_s, small_trace(balanced_s), {});
+  const auto aware = rl::simulate_run(aware_s, small_trace(aware_s), {});
+  REQUIRE(balanced.steps.size() == 2);
+  REQUIRE(aware.steps.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(aware.steps[i].stages.rollout == balanced.steps[i].stages.rollout);
+    CHECK(aware.steps[i].stages.dispatch < balanced.steps[i].stages.dispatch);
+    CHECK(aware.steps[i].stages.train <= balanced.steps[i].stages.train * (1 + rl::kLayoutAwareSlack) + 1e-9);
+  }
+}
+
+TEST_CASE("step: layout-aware ranks stay on the producer's node within the slack") {
+  // Two nodes of two ranks; every sample made on node 0: the first ones stay there until the
+  // node's ranks reach the slack over the mean load, the rest go to node 1.
+  const std::vector<int64_t> tokens{100, 100, 100, 100, 100, 100, 100, 100};
+  const std::vector<int64_t> sample_node(tokens.size(), 0), rank_node{0, 0, 1, 1};
+  const auto rank = rl::layout_aware_ranks(tokens, sample_node, rank_node, 0.5);
+  std::vector<int64_t> load(4, 0);
+  for (size_t i = 0; i < tokens.size(); ++i) load[static_cast<size_t>(rank[i])] += tokens[i];
+  CHECK(load[0] == 300);  // 1.5 x the mean of 200
+  CHECK(load[1] == 300);
+  CHECK(load[2] + load[3] == 200);
+  // With no slack it is the balanced assignment.
+  CHECK(rl::imbalance(tokens, rl::layout_aware_ranks(tokens, sample_node, rank_node, 0), 4) == doctest::Approx(1.0));
+}
