@@ -156,6 +156,9 @@ std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpe
   if (r.global_batch % (l.dp * l.micro_batch) != 0)
     return "global_batch " + std::to_string(r.global_batch) + " is not a multiple of dp x micro_batch = " +
            std::to_string(l.dp * l.micro_batch);
+  if ((l.offload_optimizer || l.offload_params) && c.gpu.host_link.achieved() <= 0)
+    return "offloading moves weights or optimizer states over the host link, and GPU profile " + c.gpu.name +
+           " has no host link bandwidth";
   return {};
 }
 
@@ -220,17 +223,28 @@ TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& 
     return coll.cost(CollectiveOp::all_reduce, bytes, g).seconds;
   };
   b.dp_comm_s = reduce(grad_bytes, dp_group.ranks) + reduce(expert_bytes, static_cast<int64_t>(expert_dp));
-  double zero3_gathers = 0;
-  if (l.zero >= 3 && dp_group.ranks > 1)  // parameters gathered again for forward and backward of each micro-batch
-    zero3_gathers = 2 * d(e.micro_batches) * coll.cost(CollectiveOp::all_gather, grad_bytes, dp_group).seconds;
+  // Parameters fetched for the forward and the backward of each micro-batch, prefetched behind
+  // the compute: ZeRO-3 gathers them from the data-parallel ranks, and with offloaded weights
+  // each rank first uploads its part (its shard under ZeRO-3, else all its weights) from host
+  // memory over the host link.
+  double fetches = 0;
+  if (l.zero >= 3 && dp_group.ranks > 1)
+    fetches += 2 * d(e.micro_batches) * coll.cost(CollectiveOp::all_gather, grad_bytes, dp_group).seconds;
+  const double host_link = c.gpu.host_link.achieved();
+  if (l.offload_params) {
+    const double resident = l.zero >= 3 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
+    fetches += 2 * d(e.micro_batches) * 2.0 * resident / host_link;
+  }
   // Buckets reduce while the last micro-batch's backward runs (Megatron overlap_grad_reduce).
   const double overlappable = r.overlap_grad_reduce ? b.backward_s : 0.0;
-  b.dp_comm_exposed_s = std::max(0.0, b.dp_comm_s - overlappable) + std::max(0.0, zero3_gathers - b.pipeline_s);
+  b.dp_comm_exposed_s = std::max(0.0, b.dp_comm_s - overlappable) + std::max(0.0, fetches - b.pipeline_s);
 
   // Adam over the local shard: read fp32 master, gradient and two moments, write them back and
-  // the bf16 copy: 30 bytes per parameter.
+  // the bf16 copy: 30 bytes per parameter. Offloaded (ZeRO-Offload, Ren et al. 2021), the bf16
+  // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 4 bytes per
+  // parameter over the host link (the CPU's Adam time itself is not modelled).
   const double shard = l.zero >= 1 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
-  b.optimizer_s = l.offload_optimizer ? 0.0 : cm.memory_bound(30.0 * shard, 4).seconds;
+  b.optimizer_s = l.offload_optimizer ? 4.0 * shard / host_link : cm.memory_bound(30.0 * shard, 4).seconds;
 
   e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;
   const double tokens_per_iteration = d(r.global_batch) * d(r.seq_len);

@@ -40,8 +40,9 @@ struct TrainBreakdown {
   double ep_comm_s = 0;
   double pp_comm_s = 0;
   double dp_comm_s = 0;
-  double dp_comm_exposed_s = 0;
-  double optimizer_s = 0;
+  double dp_comm_exposed_s = 0;  // reduction after the last backward, fetches beyond the pipeline
+                                 // (ZeRO-3 gathers, offloaded weights' uploads)
+  double optimizer_s = 0;  // on the GPU, or the host link's transfers when offloaded
 };
 
 struct TrainEstimate {

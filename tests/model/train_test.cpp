@@ -93,3 +93,30 @@ TEST_CASE("train: an MoE model's FLOPs per token count only the active experts")
   // About 3.35B active parameters: 6N ~ 20 GFLOP per token, far below 6 x 30.5B.
   CHECK(e.model_flops_per_token < 6 * 0.2 * p.total);
 }
+
+TEST_CASE("train: offloading saves GPU memory and pays the host link") {
+  const auto m = test::preset_model("qwen2.5-7b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  auto r = request(1, 1, 8, 1, 64);
+  const auto resident = model::estimate_train(m, c, r);
+  r.layout.offload_optimizer = true;
+  const auto optimizer = model::estimate_train(m, c, r);
+  const double host = c.gpu.host_link.achieved();
+  const double shard = model::count_params(m).total / 8;  // ZeRO-1 over dp 8
+  // The bf16 gradients out and the bf16 weights back: 4 bytes per parameter of the shard.
+  CHECK(optimizer.breakdown.optimizer_s == doctest::Approx(4.0 * shard / host).epsilon(0.01));
+  CHECK(optimizer.breakdown.optimizer_s > resident.breakdown.optimizer_s);
+  CHECK(optimizer.memory.total() < resident.memory.total());
+  // Offloaded weights are uploaded for the forward and the backward of each micro-batch: with
+  // short micro-batches the uploads outlast the compute that hides them.
+  r.seq_len = 512;
+  r.layout.offload_params = true;
+  const auto params = model::estimate_train(m, c, r);
+  const double uploads = 2.0 * params.micro_batches * 2.0 * model::count_params(m).total / host;
+  CHECK(params.breakdown.dp_comm_exposed_s >= uploads - params.breakdown.pipeline_s - 1e-9);
+  CHECK(params.breakdown.dp_comm_exposed_s > 0);
+  // No host link, no offload.
+  auto no_link = c;
+  no_link.gpu.host_link.bandwidth_bytes_per_s = 0;
+  CHECK(model::check_train_request(m, no_link, r).find("host link") != std::string::npos);
+}
