@@ -29,6 +29,8 @@ std::string layout_name(const spec::TrainLayout& l) {
   if (l.cp > 1) n += " cp" + std::to_string(l.cp);
   if (l.ep > 1) n += " ep" + std::to_string(l.ep);
   n += " dp" + std::to_string(l.dp) + " z" + std::to_string(l.zero) + " " + spec::recompute_name(l.recompute);
+  if (l.offload_optimizer) n += " offload-optimizer";
+  if (l.offload_params) n += " offload-params";
   return n;
 }
 
