@@ -321,25 +321,31 @@ class FairShare {
       }
       flows.resize(kept);
     }
-    // Every live flow has been fixed, so every link's count of users is back to 0.
+    // Every live flow has been fixed, so every link's count of users is back to 0 (a flow missing
+    // here was live again after it had finished, against the precondition).
+    for (uint32_t f : live) ARLSIM_ASSERT(fixed_[f] == 1);
   }
 
  private:
   double share(uint32_t l) const { return std::max(0.0, left_[l] / static_cast<double>(users_[l])); }
 
   // Links that carry exactly the same flows (a GPU's link to its NIC and the NIC's to the leaf,
-  // when each GPU has its own NIC) keep the same count of users and lose the same rates, so only
-  // the one of least capacity (the first, on a tie) can ever fix a rate, and it would fix the
-  // same rates: the others are dropped. Rates come out bit for bit the same, with fewer links.
+  // when each GPU has its own NIC; a warehouse's link to a NIC and that NIC's to the leaf) keep
+  // the same count of users and lose the same rates. The one of least capacity (the first, on a
+  // tie) therefore always settles their flows before the others come up: those of equal
+  // capacity tie with it and come later in link order, and those clearly larger have a larger
+  // share whatever the rounding. Both kinds are dropped, and the rates come out bit for bit the
+  // same with fewer links. A link only slightly larger (within rounding of a tie) is kept.
   void drop_redundant_links() {
-    std::map<std::vector<uint32_t>, uint32_t> kept;  // flows -> the link that stays for them
+    std::map<std::vector<uint32_t>, std::vector<uint32_t>> same_flows;  // flows -> their links, in order
+    for (uint32_t l = 0; l < capacity_.size(); ++l) same_flows[link_flows_[l]].push_back(l);
     std::vector<char> dropped(capacity_.size(), 0);
-    for (uint32_t l = 0; l < capacity_.size(); ++l) {
-      const auto [it, added] = kept.emplace(link_flows_[l], l);
-      if (added) continue;
-      uint32_t drop = l;
-      if (capacity_[l] < capacity_[it->second]) std::swap(drop, it->second);
-      dropped[drop] = 1;
+    for (const auto& [flows, links] : same_flows) {
+      uint32_t least = links.front();
+      for (uint32_t l : links)
+        if (capacity_[l] < capacity_[least]) least = l;
+      for (uint32_t l : links)
+        if (l != least && (capacity_[l] == capacity_[least] || capacity_[l] > capacity_[least] * (1 + 1e-6))) dropped[l] = 1;
     }
     for (uint32_t l = 0; l < capacity_.size(); ++l)
       if (dropped[l]) link_flows_[l].clear();

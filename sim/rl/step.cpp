@@ -82,7 +82,12 @@ double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLa
 
 double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
                             double overhead_s) {
-  return from == to ? 0.0 : overhead_s + train_reshard_seconds(s);
+  if (from == to) return 0.0;
+  // Micro-batching, recompute and sequence parallelism leave the state where it is: a restart only.
+  const bool same_sharding = from.tp == to.tp && from.pp == to.pp && from.dp == to.dp && from.cp == to.cp &&
+                             from.ep == to.ep && from.vpp == to.vpp && from.zero == to.zero &&
+                             from.offload_optimizer == to.offload_optimizer && from.offload_params == to.offload_params;
+  return overhead_s + (same_sharding ? 0.0 : train_reshard_seconds(s));
 }
 
 model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {

@@ -51,8 +51,10 @@ double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::Rollout
 // and back in the new sharding.
 double train_reshard_seconds(const spec::ScenarioSpec& s);
 // A layout switch between two steps: 0 when the layout stays, else `overhead_s` (see
-// PolicySpec::switch_overhead_s) plus the relaunch or the reshard. The simulator charges it with
-// the policy's overhead and the planner weighs it with its own.
+// PolicySpec::switch_overhead_s) plus the relaunch of the rollout engines, or the reshard of the
+// training state when its sharding changes (not for micro-batching, recompute or sequence
+// parallelism alone). The simulator charges it with the policy's overhead and the planner weighs
+// it with its own.
 double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
                               double overhead_s);
 double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,

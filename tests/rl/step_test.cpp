@@ -158,6 +158,9 @@ TEST_CASE("step: a layout switch of the schedule costs its relaunch or reshard p
     CHECK(charged.steps[i].stages.weight_sync == doctest::Approx(expected + (i == 0 ? 0.0 : 30.0)));
   }
   CHECK(rl::train_switch_seconds(s0, s0.policy.train, s0.policy.train, 30) == 0);
+  auto recompute_only = s0.policy.train;
+  recompute_only.recompute = spec::Recompute::full;
+  CHECK(rl::train_switch_seconds(s0, s0.policy.train, recompute_only, 30) == 30);  // a restart, no reshard
   CHECK(rl::rollout_switch_seconds(s0, s0.policy.rollout, s0.policy.rollout, 30) == 0);
 }
 
