@@ -101,8 +101,12 @@ bool EngineScheduler::evict_one() {
   const int32_t first = lru_.front();
   const CacheEntry e = lru_[first];
   lru_.erase(first);
-  if (e.prompt) prompt(e.key)->present = false;
-  else of(e.key).cached = -1;
+  if (e.prompt) {
+    prompt(e.key)->present = false;
+  } else {
+    of(e.key).cached = -1;
+    forget(e.key);
+  }
   cached_blocks_ -= e.blocks;
   free_blocks_ += e.blocks;
   return true;
@@ -463,6 +467,7 @@ Request EngineScheduler::release(int64_t trajectory) {
     cached_blocks_ += r.blocks;
   } else {
     free_blocks_ += r.blocks;
+    forget(trajectory);
   }
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
   return r;

@@ -14,6 +14,7 @@
 // context is reused. The full blocks of a prompt are shared by the requests of its group.
 #pragma once
 
+#include <boost/container/flat_map.hpp>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -88,8 +89,6 @@ class EngineScheduler {
  public:
   EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks);
 
-  // Trajectory ids will be below n (they are dense indices from 0): room for them up front.
-  void reserve_trajectories(size_t n) { by_trajectory_.reserve(n); }
   // A request arrives (a trajectory has at most one request on an engine at a time).
   void arrive(Request r);
   // Plans the next iteration into `p` (allocating blocks, preempting when needed); `p`'s buffers
@@ -151,23 +150,24 @@ class EngineScheduler {
   // Requests live in slots; the queues and plans hold slot numbers.
   std::vector<Request> slots_;
   std::vector<int64_t> free_slots_;
-  // Per trajectory (dense indices from 0): its request's slot and its cached context's entry
-  // (-1: none). A vector rather than a hash map: lookups happen on every arrival and turn end.
+  // Per trajectory seen here: its request's slot and its cached context's entry (-1: none). A
+  // sorted vector (Boost's flat_map) rather than a hash map, as lookups happen on every arrival
+  // and turn end; it holds only this engine's trajectories (see forget()), so that memory grows
+  // with what engines hold, not with engines x trajectories.
   struct ByTrajectory {
     int32_t slot = -1;
     int32_t cached = -1;
   };
-  std::vector<ByTrajectory> by_trajectory_;
-  ByTrajectory& of(int64_t trajectory) {
-    ARLSIM_ASSERT(trajectory >= 0 && trajectory < INT32_MAX);
-    if (static_cast<size_t>(trajectory) >= by_trajectory_.size())
-      by_trajectory_.resize(static_cast<size_t>(trajectory) + 1);
-    return by_trajectory_[static_cast<size_t>(trajectory)];
-  }
+  boost::container::flat_map<int64_t, ByTrajectory> by_trajectory_;
+  // References stay valid until the next trajectory is added.
+  ByTrajectory& of(int64_t trajectory) { return by_trajectory_[trajectory]; }
   ByTrajectory of(int64_t trajectory) const {
-    return trajectory >= 0 && static_cast<size_t>(trajectory) < by_trajectory_.size()
-               ? by_trajectory_[static_cast<size_t>(trajectory)]
-               : ByTrajectory{};
+    const auto it = by_trajectory_.find(trajectory);
+    return it == by_trajectory_.end() ? ByTrajectory{} : it->second;
+  }
+  void forget(int64_t trajectory) {  // once it has neither a request nor a cached context here
+    const auto it = by_trajectory_.find(trajectory);
+    if (it != by_trajectory_.end() && it->second.slot < 0 && it->second.cached < 0) by_trajectory_.erase(it);
   }
   std::vector<int64_t> running_;  // decoding requests, then `prefilling_` still prefilling
   int64_t prefilling_ = 0;

@@ -210,7 +210,6 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     if (found < 0 && !pools_.empty()) found = 0;
     tool_pool_.push_back(found);
   }
-  for (auto& eng : engines_) eng.sched->reserve_trajectories(in.trajectories.size());
   traj_.resize(in.trajectories.size());
   std::map<std::pair<int64_t, int64_t>, int64_t> dense;  // (step, prompt) groups in order of appearance
   for (const auto& t : in.trajectories) {
