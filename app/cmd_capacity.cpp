@@ -147,7 +147,7 @@ int run_capacity(const Args& args) {
   o.threads = std::max(1, threads);
   o.steps = steps;
   o.switch_overhead_s = o_overhead;
-  if (!(o_overhead >= 0)) return usage("--switch-overhead must be 0 or more seconds");
+  if (!(o_overhead >= 0 && o_overhead <= 1e6)) return usage("--switch-overhead must be 0 to 1000000 seconds");
   if (steps < 0) return usage("--steps must be positive");
   if (!parse_placements(placements_text, o.placements))
     return usage("--placements expects colocated, disaggregated or disaggregated:SHARE (0 < SHARE < 1), comma-separated; got \"" +

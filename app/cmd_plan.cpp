@@ -82,7 +82,8 @@ int run_plan(const Args& args) {
       "confirm", po::value(&confirm)->default_value(3), "rollout layouts simulated per context range (0: analytic only)")(
       "online-window", po::value(&window)->default_value(1), "steps in the online selector's running average")(
       "switch-overhead", po::value(&overhead)->default_value(overhead),
-      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves")(
+      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves; "
+      "written into the plan's policy as switch_overhead")(
       "dispatch-step", po::value(&dispatch_step), "the step to make a dispatch plan for (default: the last)")(
       "steps", po::value(&steps), "trace steps to plan: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value")(
@@ -99,8 +100,8 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: unknown selector \"" << selector << "\"; expected static, online or offline\n";
     return kExitBadInput;
   }
-  if (confirm < 0 || window < 1 || !(overhead >= 0)) {
-    std::cerr << "arlsim plan: --confirm and --switch-overhead must be 0 or more, --online-window 1 or more\n";
+  if (confirm < 0 || window < 1 || !(overhead >= 0 && overhead <= 1e6)) {
+    std::cerr << "arlsim plan: --confirm must be 0 or more, --switch-overhead 0 to 1000000 seconds, --online-window 1 or more\n";
     return kExitBadInput;
   }
   planner::FeatureOptions fo;

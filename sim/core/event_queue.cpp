@@ -41,6 +41,7 @@ EventQueue::TimerId EventQueue::add_timer() {
 }
 
 void EventQueue::set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload) {
+  ARLSIM_ASSERT(id >= 0 && static_cast<size_t>(id) < position_.size());
   int32_t& position = position_[static_cast<size_t>(id)];
   if (position < 0) {
     position = static_cast<int32_t>(timer_heap_.size());

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/core/assert.h"
 #include "sim/core/time.h"
 
 namespace arlsim::core {
@@ -53,7 +54,10 @@ class EventQueue {
   TimerId add_timer();
   // Schedules the timer's event, replacing the one it had pending.
   void set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
-  bool timer_pending(TimerId id) const { return position_[static_cast<size_t>(id)] >= 0; }
+  bool timer_pending(TimerId id) const {
+    ARLSIM_ASSERT(id >= 0 && static_cast<size_t>(id) < position_.size());
+    return position_[static_cast<size_t>(id)] >= 0;
+  }
 
  private:
   static bool before(const Event& a, const Event& b) {

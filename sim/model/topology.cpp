@@ -136,8 +136,9 @@ std::vector<size_t> Topology::gpu_path(int64_t src, int64_t dst, Trees& trees) c
 std::vector<size_t> Topology::vertex_path(size_t s, size_t d, Trees& trees) const {
   const auto& g = graph_->g;
   const size_t vertices = boost::num_vertices(g);
-  if (trees.by_source_.size() != vertices) {
-    ARLSIM_ASSERT(trees.held_ == 0);  // a cache serves one topology
+  ARLSIM_ASSERT(trees.owner_ == nullptr || trees.owner_ == this);  // a cache serves one topology
+  if (trees.owner_ == nullptr) {
+    trees.owner_ = this;
     ARLSIM_ASSERT(vertices < UINT32_MAX && links_.size() < UINT32_MAX);
     trees.by_source_.resize(vertices);
     // At least a node's GPUs, the host and the controller: the sources of one batch's group.

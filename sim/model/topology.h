@@ -58,6 +58,7 @@ class RouteCache {
   friend class Topology;
   using Tree = std::vector<std::pair<uint32_t, uint32_t>>;  // per vertex: (parent, link id)
   size_t max_bytes_;
+  const Topology* owner_ = nullptr;  // the topology it serves, set on first use
   size_t limit_ = 0;                 // trees held at most; set by the topology on first use
   size_t held_ = 0;
   std::vector<Tree> by_source_;      // per vertex; empty: not searched

@@ -224,13 +224,16 @@ class EngineScheduler {
       return i;
     }
     void erase(int32_t i) {
-      const Node& n = nodes_[static_cast<size_t>(i)];
+      Node& n = nodes_[static_cast<size_t>(i)];
+      ARLSIM_ASSERT(n.prev != kFree);  // erased once
       (n.prev >= 0 ? nodes_[static_cast<size_t>(n.prev)].next : head_) = n.next;
       (n.next >= 0 ? nodes_[static_cast<size_t>(n.next)].prev : tail_) = n.prev;
+      n.prev = kFree;
       free_.push_back(i);
     }
 
    private:
+    static constexpr int32_t kFree = -2;  // prev of a node on the free list
     struct Node {
       CacheEntry entry;
       int32_t prev = -1, next = -1;

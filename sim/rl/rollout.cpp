@@ -342,6 +342,7 @@ void Rollout::submit(int64_t e, const Request& r) {
   if (!eng.busy) {
     if (!eng.starting) {
       eng.starting = true;
+      ARLSIM_ASSERT(!sim_.timer_pending(eng.timer));  // one timer serves the start and the work: never both
       sim_.set_timer(eng.timer, sim_.now(), kStartPhase, this, encode(kEngineStart, static_cast<uint64_t>(e)));
     }
   } else if (eng.windowed) {
