@@ -63,11 +63,9 @@ DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::Tra
   DispatchComparison out;
   out.step = step;
   out.samples = static_cast<int64_t>(samples.size());
-  const int64_t per_node = s.cluster.gpus_per_node;
-  std::vector<int64_t> rank_node, sample_node, tokens;
-  for (int64_t r = 0; r < train.dp; ++r) rank_node.push_back(rl::train_rank_gpu(s, train, r) / per_node);
+  std::vector<int64_t> producer_gpu, tokens;
   for (const auto& x : samples) {
-    sample_node.push_back(x.producer_gpu / per_node);
+    producer_gpu.push_back(x.producer_gpu);
     tokens.push_back(x.tokens);
   }
   std::vector<int64_t> round_robin(samples.size());
@@ -79,8 +77,7 @@ DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::Tra
     std::vector<int64_t> rank;
   };
   const Variant variants[] = {
-      {"layout-aware", spec::DispatchMode::decentralized,
-       rl::layout_aware_ranks(tokens, sample_node, rank_node, rl::kLayoutAwareSlack)},
+      {"layout-aware", spec::DispatchMode::decentralized, rl::layout_aware_ranks(s, train, tokens, producer_gpu)},
       {"balanced", spec::DispatchMode::decentralized, balanced},
       {"round-robin", spec::DispatchMode::decentralized, round_robin},
       {"centralized", spec::DispatchMode::centralized, balanced},

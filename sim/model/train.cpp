@@ -142,6 +142,18 @@ StageTimes stage_times(const spec::ModelSpec& m, const spec::ClusterSpec& c, con
   return st;
 }
 
+// Parameters a rank keeps: its ZeRO-3 shard (experts shard over their own data-parallel group),
+// or all of its stage's.
+double resident_params(const StageParams& p, const spec::TrainLayout& l) {
+  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  return l.zero >= 3 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
+}
+
+// Uploading a rank's offloaded bf16 weights from host memory, once per pass of a micro-batch.
+double weight_upload_seconds(const spec::ClusterSpec& c, const StageParams& p, const spec::TrainLayout& l) {
+  return 2.0 * resident_params(p, l) / c.gpu.host_link.achieved();
+}
+
 }  // namespace
 
 std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
@@ -175,8 +187,12 @@ double estimate_forward_seconds(const spec::ModelSpec& m, const spec::ClusterSpe
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
     forward += coll.cost(CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)).seconds;
   }
-  // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots.
-  return (d(micro_batches) + d(l.pp - 1)) * forward;
+  // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
+  // uploaded for each micro-batch, behind the compute as far as it lasts.
+  const double compute = (d(micro_batches) + d(l.pp - 1)) * forward;
+  const double uploads =
+      l.offload_params ? d(micro_batches) * weight_upload_seconds(c, params_per_rank(m, l, true, l.pp == 1), l) : 0.0;
+  return std::max(compute, uploads);
 }
 
 TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
@@ -231,20 +247,17 @@ TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& 
   if (l.zero >= 3 && dp_group.ranks > 1)
     fetches += 2 * d(e.micro_batches) * coll.cost(CollectiveOp::all_gather, grad_bytes, dp_group).seconds;
   const double host_link = c.gpu.host_link.achieved();
-  if (l.offload_params) {
-    const double resident = l.zero >= 3 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
-    fetches += 2 * d(e.micro_batches) * 2.0 * resident / host_link;
-  }
+  if (l.offload_params) fetches += 2 * d(e.micro_batches) * weight_upload_seconds(c, p, l);
   // Buckets reduce while the last micro-batch's backward runs (Megatron overlap_grad_reduce).
   const double overlappable = r.overlap_grad_reduce ? b.backward_s : 0.0;
   b.dp_comm_exposed_s = std::max(0.0, b.dp_comm_s - overlappable) + std::max(0.0, fetches - b.pipeline_s);
 
   // Adam over the local shard: read fp32 master, gradient and two moments, write them back and
-  // the bf16 copy: 30 bytes per parameter. Offloaded (ZeRO-Offload, Ren et al. 2021), the bf16
-  // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 4 bytes per
+  // the bf16 copy: 30 bytes per parameter. Offloaded (ZeRO-Offload, Ren et al. 2021), the fp32
+  // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 6 bytes per
   // parameter over the host link (the CPU's Adam time itself is not modelled).
   const double shard = l.zero >= 1 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
-  b.optimizer_s = l.offload_optimizer ? 4.0 * shard / host_link : cm.memory_bound(30.0 * shard, 4).seconds;
+  b.optimizer_s = l.offload_optimizer ? 6.0 * shard / host_link : cm.memory_bound(30.0 * shard, 4).seconds;
 
   e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;
   const double tokens_per_iteration = d(r.global_batch) * d(r.seq_len);

@@ -204,6 +204,11 @@ std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::Train
     case spec::BatchAssignment::balanced: return assign_ranks(tokens, train.dp, true);
     case spec::BatchAssignment::layout_aware: break;
   }
+  return layout_aware_ranks(s, train, tokens, producer_gpu);
+}
+
+std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                        const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
   const int64_t per_node = s.cluster.gpus_per_node;
   std::vector<int64_t> sample_node, rank_node;
   for (int64_t g : producer_gpu) sample_node.push_back(g / per_node);

@@ -80,6 +80,9 @@ std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ra
 std::vector<int64_t> layout_aware_ranks(const std::vector<int64_t>& tokens, const std::vector<int64_t>& sample_node,
                                         const std::vector<int64_t>& rank_node, double slack);
 constexpr double kLayoutAwareSlack = 0.02;  // what the policy's "layout-aware" allows
+// The same for samples held on producer_gpu and the data-parallel ranks of `train`, with that slack.
+std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                        const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu);
 // The training data-parallel rank of each sample as the policy's balance_batch assigns them;
 // producer_gpu (where each sample is) matters to the layout-aware assignment only.
 std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
