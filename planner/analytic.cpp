@@ -97,12 +97,15 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t seq
            static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
   };
   a.train_s = passes(s_.model);
-  const auto forward = rl::train_request(layout_, sequences, mean_len, s_.workload.dtype);
-  double prepare = model::estimate_forward_seconds(s_.model, s_.cluster, forward);
-  if (s_.workload.use_reference) prepare *= 2;
+  // The forward passes in the policy's layouts for them, as the simulator runs them.
+  const auto forward = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& pass) {
+    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len);
+  };
+  double prepare = forward(s_.model, s_.policy.old_logprob);
+  if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob);
   if (s_.workload.critic) {
     a.train_s += passes(*s_.workload.critic);
-    prepare += model::estimate_forward_seconds(*s_.workload.critic, s_.cluster, forward);
+    prepare += forward(*s_.workload.critic, s_.policy.critic);
   }
   a.prepare_s = prepare;
   times_.emplace(key, a);

@@ -90,6 +90,25 @@ double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout
   return overhead_s + (same_sharding ? 0.0 : train_reshard_seconds(s));
 }
 
+spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass) {
+  spec::TrainLayout tl = train;
+  if (pass) {
+    tl.tp = pass->tp;
+    tl.pp = pass->pp;
+    tl.dp = pass->dp;
+    tl.cp = pass->cp;
+    tl.vpp = 1;
+  }
+  return tl;
+}
+
+double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
+                            int64_t sequences, int64_t mean_len) {
+  const auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
+  if (!model::check_train_request(m, s.cluster, r).empty()) return 0.0;
+  return model::estimate_forward_seconds(m, s.cluster, r);
+}
+
 model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
   model::TrainRequest r;
   r.layout = l;
@@ -409,23 +428,14 @@ void RunSimulator::run_preparation(const Layouts& l, StagePlan& p, const Samples
   for (int64_t t : tokens) total += t;
   const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
   auto pass = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
-    spec::TrainLayout tl = l.train;
-    if (layout) {
-      tl.tp = layout->tp;
-      tl.pp = layout->pp;
-      tl.dp = layout->dp;
-      tl.cp = layout->cp;
-      tl.vpp = 1;
-    }
-    const auto r = train_request(tl, n, mean_len, s_.workload.dtype);
-    if (!model::check_train_request(m, s_.cluster, r).empty()) return 0.0;
+    const spec::TrainLayout tl = pass_layout(l.train, layout);
     // A pass with the training ranks reads the samples where dispatch put them; one with other
     // ranks balances them as the policy asks.
     const double skew =
         tl.dp == l.train.dp
             ? imbalance(tokens, x.rank, tl.dp)
             : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != spec::BatchAssignment::in_order), tl.dp);
-    return model::estimate_forward_seconds(m, s_.cluster, r) * skew;
+    return forward_pass_seconds(s_, m, tl, n, mean_len) * skew;
   };
   p.times.old_logprob = pass(s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass(s_.model, s_.policy.ref_logprob);

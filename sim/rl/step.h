@@ -90,6 +90,13 @@ std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::Train
 // Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
 double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks);
 
+// The layout of a forward-only pass (old or reference log-probs, critic values): the policy's own
+// for it, else the training layout.
+spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass);
+// One such pass over `sequences` of mean length `mean_len`, before any imbalance between ranks
+// (0 when the layout cannot take the request).
+double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
+                            int64_t sequences, int64_t mean_len);
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
 model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype);
