@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "planner/analytic.h"
 #include "planner/dispatch_plan.h"
 #include "planner/features.h"
 #include "planner/plan.h"
@@ -187,4 +188,23 @@ TEST_CASE("dispatch plan: layout-aware keeps samples on their node and stays bal
   CHECK(d.plans[3].seconds > aware.seconds);
   // Every sample has a rank, and the transfers carry every byte that changes GPU.
   for (int64_t r : aware.rank) CHECK((r >= 0 && r < 8));
+}
+
+TEST_CASE("analytic: preparation passes are costed in the policy's layouts for them") {
+  const auto own = scenario({});
+  const auto separate = scenario({"/policy/ref_logprob={\"tp\": 1, \"dp\": 16}"});
+  planner::StepFeatures f;
+  f.trajectories = 512;
+  f.mean_context = 8192;
+  f.max_context = 8192;
+  const planner::TrainEstimator a(own, own.policy.train), b(separate, separate.policy.train);
+  const auto ca = a.cost(f), cb = b.cost(f);
+  REQUIRE(ca.feasible());
+  REQUIRE(cb.feasible());
+  // Only the reference pass differs, by what the simulator's pass functions say.
+  const double own_ref = rl::forward_pass_seconds(own, own.model, rl::pass_layout(own.policy.train, std::nullopt), 512, 8192);
+  const double tp1_ref =
+      rl::forward_pass_seconds(own, own.model, rl::pass_layout(own.policy.train, separate.policy.ref_logprob), 512, 8192);
+  CHECK(own_ref != tp1_ref);
+  CHECK(cb.seconds - ca.seconds == doctest::Approx(tp1_ref - own_ref));
 }
