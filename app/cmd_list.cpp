@@ -34,8 +34,13 @@ int run_list(const Args& args) {
     std::vector<rl::RoutingInfo> selectors;
     for (const auto& sel : planner::selectors()) selectors.push_back({sel.name, sel.description});
     section("parallelism selectors (arlsim plan --selector)", selectors);
+    section("batch assignment (policy/balance_batch)",
+            {{"true", "tokens balanced over the training ranks longest first, as verl's balance_batch"},
+             {"false", "contiguous chunks in order"},
+             {"layout-aware", "longest first to the least-loaded rank of the producer's node while it stays within 2% "
+                              "above the mean, else to the least-loaded rank (EARL)"}});
     section("dispatch plans (arlsim plan)",
-            {{"layout-aware", "tokens balanced over ranks within 2%, each sample kept on its producer's node when that allows"},
+            {{"layout-aware", "the layout-aware assignment above, dispatched directly"},
              {"balanced", "tokens balanced over ranks longest first (LPT), wherever the sample is"},
              {"round-robin", "sample i to rank i mod dp"},
              {"centralized", "balanced ranks, every tensor through the single controller"}});
@@ -44,6 +49,8 @@ int run_list(const Args& args) {
     if (args[0] != topic) continue;
     size_t width = 0;
     for (auto name : spec::preset_names(kind)) width = std::max(width, name.size());
+    if (spec::preset_names(kind).empty() && topic != "policies")
+      std::cout << "no " << kind << " presets are shipped: scenarios define theirs inline (see scenarios/*.json)\n";
     for (auto name : spec::preset_names(kind)) {
       auto doc = check_preset(kind, name);
       std::string text;

@@ -24,9 +24,9 @@ constexpr Command kCommands[] = {
     {"whatif", "a scenario under variations of its fields, simulated side by side", arlsim::app::run_whatif},
     {"plan", "choose per-stage layouts and a switch schedule over the trace; write plan.json", arlsim::app::run_plan},
     {"capacity", "GPU types x node counts x placements: time, cost, the Pareto frontier", arlsim::app::run_capacity},
-    {"estimate", "one stage in isolation (train iteration, inference pass, collective): time, throughput, memory",
+    {"estimate", "one stage in isolation (train iteration, inference pass, collective, rollout): time, throughput, memory",
      arlsim::app::run_estimate},
-    {"list", "list presets: models, gpus, clusters, scenarios", arlsim::app::run_list},
+    {"list", "list presets: models, gpus, clusters, scenarios, workloads; policies and selectors", arlsim::app::run_list},
     {"trace", "context-growth traces: gen (synthetic), import (CSV summary, rollout dump), stats",
      arlsim::app::run_trace},
 };
