@@ -210,17 +210,20 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
   CostTable rollout_costs = cost_table(s, p.rollout, features, rollout_estimators, p.evaluations);
   if (trace && o.confirm > 0)
     p.confirmations = confirm(s, *trace, features, p.rollout, o.bucket_edges, o.confirm, rollout_costs);
-  // The cost tables outlive this call (in the plan): their functions hold what they use.
-  const auto scenario = std::make_shared<const spec::ScenarioSpec>(s);
-  rollout_costs.switch_cost = [scenario, candidates = p.rollout, overhead = o.switch_overhead_s](size_t from, size_t to) {
-    return rl::rollout_switch_seconds(*scenario, candidates[from].layout, candidates[to].layout, overhead);
+  // The cost tables outlive this call (in the plan): their functions hold what they use, priced
+  // once rather than at each of the selectors' many calls.
+  std::vector<double> relaunch;
+  for (const auto& c : p.rollout) relaunch.push_back(rl::rollout_relaunch_seconds(s, c.layout));
+  rollout_costs.switch_cost = [relaunch, candidates = p.rollout, overhead = o.switch_overhead_s](size_t from, size_t to) {
+    return rl::rollout_switch_seconds(candidates[from].layout, candidates[to].layout, relaunch[to], overhead);
   };
   p.rollout_schedules = schedules(std::move(rollout_costs), configured_rollout, rollout_estimators, features, o);
 
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
   CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
-  train_costs.switch_cost = [scenario, candidates = p.train, overhead = o.switch_overhead_s](size_t from, size_t to) {
-    return rl::train_switch_seconds(*scenario, candidates[from].layout, candidates[to].layout, overhead);
+  train_costs.switch_cost = [reshard = rl::train_reshard_seconds(s), candidates = p.train,
+                              overhead = o.switch_overhead_s](size_t from, size_t to) {
+    return rl::train_switch_seconds(candidates[from].layout, candidates[to].layout, reshard, overhead);
   };
   p.train_schedules = schedules(std::move(train_costs), configured_train, train_estimators, features, o);
 

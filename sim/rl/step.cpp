@@ -75,19 +75,29 @@ double train_reshard_seconds(const spec::ScenarioSpec& s) {
   return 2 * state / s.cluster.gpu.host_link.achieved();
 }
 
-double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
                               double overhead_s) {
-  return from == to ? 0.0 : overhead_s + rollout_relaunch_seconds(s, to);
+  return from == to ? 0.0 : overhead_s + relaunch_s;
 }
 
-double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayout& to, double reshard_s,
                             double overhead_s) {
   if (from == to) return 0.0;
   // Micro-batching, recompute and sequence parallelism leave the state where it is: a restart only.
   const bool same_sharding = from.tp == to.tp && from.pp == to.pp && from.dp == to.dp && from.cp == to.cp &&
                              from.ep == to.ep && from.vpp == to.vpp && from.zero == to.zero &&
                              from.offload_optimizer == to.offload_optimizer && from.offload_params == to.offload_params;
-  return overhead_s + (same_sharding ? 0.0 : train_reshard_seconds(s));
+  return overhead_s + (same_sharding ? 0.0 : reshard_s);
+}
+
+double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+                              double overhead_s) {
+  return rollout_switch_seconds(from, to, rollout_relaunch_seconds(s, to), overhead_s);
+}
+
+double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+                            double overhead_s) {
+  return train_switch_seconds(from, to, train_reshard_seconds(s), overhead_s);
 }
 
 spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass) {

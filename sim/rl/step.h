@@ -59,6 +59,11 @@ double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLa
                               double overhead_s);
 double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
                             double overhead_s);
+// The same with the relaunch (of `to`) or the reshard already priced, for callers that weigh
+// many switches.
+double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
+                              double overhead_s);
+double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayout& to, double reshard_s, double overhead_s);
 
 // The layouts in force at a step: the policy's, or a schedule entry's.
 struct Layouts {
