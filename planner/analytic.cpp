@@ -121,6 +121,19 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
   if (!m.fits())
     problem = "training needs " + gib(m.total()) + " GiB per GPU at " + std::to_string(longest) + " tokens, " +
               gib(m.capacity_bytes) + " GiB available";
+  // The forward passes in the policy's layouts for them, as the simulator checks them.
+  const std::pair<const char*, const std::optional<spec::InferenceLayout>*> passes[] = {
+      {"old_logprob", &s_.policy.old_logprob}, {"ref_logprob", &s_.policy.ref_logprob}, {"critic", &s_.policy.critic}};
+  for (const auto& [stage, pass] : passes) {
+    if (!problem.empty()) break;
+    if (std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) continue;
+    if (std::string_view(stage) == "critic" && !s_.workload.critic) continue;
+    const auto& model = std::string_view(stage) == "critic" ? *s_.workload.critic : s_.model;
+    const auto f = rl::forward_memory_at(s_, model, rl::pass_layout(layout_, *pass), longest);
+    if (!f.fits())
+      problem = std::string(stage) + " needs " + gib(f.total()) + " GiB per GPU at " + std::to_string(longest) +
+                " tokens, " + gib(f.capacity_bytes) + " GiB available";
+  }
   memory_.emplace(key, problem);
   return problem;
 }

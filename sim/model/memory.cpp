@@ -127,6 +127,34 @@ MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& g
   return worst;
 }
 
+MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+                               const TrainShape& shape) {
+  const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
+  const double dp = d(l.dp * l.cp);
+  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  spec::TrainLayout kept_all = l;
+  kept_all.recompute = Recompute::none;
+  MemoryBreakdown worst;
+  for (int stage = 0; stage < (l.pp > 1 ? 2 : 1); ++stage) {
+    const bool first = stage == 0, last = stage == 1 || l.pp == 1;
+    const StageParams p = params_per_rank(m, l, first, last);
+    const bool shard = l.zero >= 3;
+    MemoryBreakdown b;
+    b.capacity_bytes = gpu.memory_bytes * shape.usable_fraction;
+    b.items.emplace_back("weights", l.offload_params ? 0.0 : 2 * (p.dense / (shard ? dp : 1.0) + p.experts / (shard ? expert_dp : 1.0)));
+    const int64_t layers = m.num_layers / l.pp;
+    const int64_t first_layer = first ? 0 : m.num_layers - layers;
+    double widest_layer = 0;
+    for (int64_t layer = first_layer; layer < first_layer + layers; ++layer)
+      widest_layer = std::max(widest_layer, layer_activation_bytes(m, kept_all, tokens, m.is_moe_layer(layer)));
+    b.items.emplace_back("activations", widest_layer);
+    b.items.emplace_back("logits", last ? 6.0 * d(tokens) * d(m.vocab_size) / d(l.tp) : 0.0);
+    b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
+    if (worst.items.empty() || b.total() > worst.total()) worst = b;
+  }
+  return worst;
+}
+
 double kv_bytes_per_token_per_gpu(const spec::ModelSpec& m, int64_t tp, int64_t pp) {
   const double layers = d(m.num_layers) / d(pp);
   if (m.attention == spec::AttentionKind::mla) return layers * d(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * 2;

@@ -51,6 +51,13 @@ struct TrainShape {
 MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
                              const TrainShape& shape);
 
+// A forward-only pass (log-probs, values) over micro-batches of `shape`: the weights (sharded
+// under ZeRO-3, none when offloaded), the widest layer's activations (a forward keeps nothing for a
+// backward, so one layer's working set at a time), the last stage's logits and the reserve. The
+// worse of the first and the last pipeline stage.
+MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+                               const TrainShape& shape);
+
 struct InferenceMemory {
   MemoryBreakdown breakdown;       // weights, workspace, reserved, kv_cache
   double kv_bytes_per_token_gpu = 0;

@@ -138,6 +138,15 @@ model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::
   return model::estimate_train(s.model, s.cluster, worst).memory;
 }
 
+model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+                                         int64_t longest) {
+  const auto r = train_request(l, l.dp, longest, s.workload.dtype);
+  model::TrainShape shape;
+  shape.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
+  shape.seq_len = r.seq_len;
+  return model::forward_memory(m, s.cluster.gpu, l, shape);
+}
+
 double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train) {
   const double params = model::count_params(s.model).total;
   const model::CollectiveModel coll(s.cluster);
@@ -367,7 +376,7 @@ class RunSimulator {
     std::vector<int64_t> tokens, producer_gpu, rank;
   };
   Samples finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const;
-  void run_preparation(const Layouts& l, StagePlan& p, const Samples& x);
+  void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
@@ -431,14 +440,28 @@ RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const La
   return x;
 }
 
-void RunSimulator::run_preparation(const Layouts& l, StagePlan& p, const Samples& x) {
+void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
   const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  int64_t total = 0;
-  for (int64_t t : tokens) total += t;
+  int64_t total = 0, longest = 0;
+  for (int64_t t : tokens) {
+    total += t;
+    longest = std::max(longest, t);
+  }
   const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
-  auto pass = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
+  auto pass = [&](const char* stage, const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
     const spec::TrainLayout tl = pass_layout(l.train, layout);
+    if (p.oom) return 0.0;
+    if (const auto memory = forward_memory_at(s_, m, tl, longest); !memory.fits()) {
+      OomEvent oom;
+      oom.step = d.step;
+      oom.stage = stage;
+      oom.needed_gib = memory.total() / kGiB;
+      oom.available_gib = memory.capacity_bytes / kGiB;
+      oom.contributors_gib = largest_first(memory);
+      p.oom = oom;
+      return 0.0;
+    }
     // A pass with the training ranks reads the samples where dispatch put them; one with other
     // ranks balances them as the policy asks.
     const double skew =
@@ -447,9 +470,9 @@ void RunSimulator::run_preparation(const Layouts& l, StagePlan& p, const Samples
             : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != spec::BatchAssignment::in_order), tl.dp);
     return forward_pass_seconds(s_, m, tl, n, mean_len) * skew;
   };
-  p.times.old_logprob = pass(s_.model, s_.policy.old_logprob);
-  if (s_.workload.use_reference) p.times.ref_logprob = pass(s_.model, s_.policy.ref_logprob);
-  if (s_.workload.critic) p.times.critic = pass(*s_.workload.critic, s_.policy.critic);
+  p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
+  if (s_.workload.use_reference) p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
+  if (s_.workload.critic) p.times.critic = pass("critic", *s_.workload.critic, s_.policy.critic);
 }
 
 void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
@@ -546,9 +569,11 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   p.rollout_s = p.times.rollout + p.times.reward;
   if (p.oom) return p;
   const Samples x = finished_samples(d, l, p);
-  run_preparation(l, p, x);
-  run_dispatch(l, p, x);
-  run_training(d, l, p, x);
+  run_preparation(d, l, p, x);
+  if (!p.oom) {  // a pass that does not fit ends the step there, as training that does not fit does
+    run_dispatch(l, p, x);
+    run_training(d, l, p, x);
+  }
   const auto& t = p.times;
   p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train;
   if (p.oom) return p;

@@ -108,6 +108,10 @@ model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences,
 // A training rank's memory at a mini-batch's longest sequence: what decides an OOM.
 model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest);
+// A forward-only pass's rank at the step's longest sequence (one per micro-batch under dynamic
+// batching): what decides an OOM of experience preparation.
+model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+                                         int64_t longest);
 // Weight sync after training (the policy's method, or the one `automatic` picks for the placement).
 double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train);
 

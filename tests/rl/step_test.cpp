@@ -227,3 +227,21 @@ TEST_CASE("step: the layout-aware busiest rank stays within max((1 + slack) x me
     CHECK(*std::max_element(load.begin(), load.end()) <= std::max((1 + rl::kLayoutAwareSlack) * mean, mean + longest) + 1e-6);
   }
 }
+
+TEST_CASE("step: a preparation pass whose layout does not fit is an OOM of its stage") {
+  spec::Diagnostics diag;
+  const auto s = spec::load_scenario("earl-testbed", {"/steps=1", "/policy/ref_logprob={\"tp\": 1, \"dp\": 128}"}, diag);
+  INFO(spec::format_all(diag));
+  REQUIRE(s);
+  const auto r = rl::simulate_run(*s, small_trace(*s), {});
+  REQUIRE(r.oom_events.size() == 1);
+  const auto& oom = r.oom_events.front();
+  CHECK(oom.stage == "ref_logprob");
+  CHECK(oom.needed_gib > oom.available_gib);
+  // 72B parameters in bf16 on one GPU: the weights alone are about 135 GiB.
+  CHECK(oom.contributors_gib.front().first == "weights");
+  CHECK(oom.contributors_gib.front().second == doctest::Approx(2.0 * 72.7e9 / (1 << 30)).epsilon(0.02));
+  // The same pass sharded over the training layout fits.
+  const auto fits = rl::forward_memory_at(*s, s->model, rl::pass_layout(s->policy.train, std::nullopt), 32768);
+  CHECK(fits.fits());
+}
