@@ -91,21 +91,23 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t seq
   if (const auto it = times_.find(key); it != times_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
-  const auto passes = [&](const spec::ModelSpec& m) {
-    const auto e = model::estimate_train(m, s_.cluster, rl::train_request(layout_, per_mini_batch, mean_len, s_.workload.dtype));
+  const auto passes = [&](const spec::ModelSpec& m, bool value_head) {
+    auto r = rl::train_request(layout_, per_mini_batch, mean_len, s_.workload.dtype);
+    r.value_head = value_head;
+    const auto e = model::estimate_train(m, s_.cluster, r);
     return (e.breakdown.pipeline_s + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s) *
            static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
   };
-  a.train_s = passes(s_.model);
+  a.train_s = passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
-  const auto forward = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& pass) {
-    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len);
+  const auto forward = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& pass, bool value_head) {
+    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head);
   };
-  double prepare = forward(s_.model, s_.policy.old_logprob);
-  if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob);
+  double prepare = forward(s_.model, s_.policy.old_logprob, false);
+  if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob, false);
   if (s_.workload.critic) {
-    a.train_s += passes(*s_.workload.critic);
-    prepare += forward(*s_.workload.critic, s_.policy.critic);
+    a.train_s += passes(*s_.workload.critic, true);
+    prepare += forward(*s_.workload.critic, s_.policy.critic, true);
   }
   a.prepare_s = prepare;
   times_.emplace(key, a);
@@ -116,23 +118,30 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
   const auto key = std::make_pair(longest, sequences);
   if (const auto it = memory_.find(key); it != memory_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
-  const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, longest);
+  auto needs = [&](const std::string& stage, const model::MemoryBreakdown& m) {
+    return stage + " needs " + gib(m.total()) + " GiB per GPU at " + std::to_string(longest) + " tokens, " +
+           gib(m.capacity_bytes) + " GiB available";
+  };
+  // In the simulator's order: the forward passes in the policy's layouts for them, then training
+  // (the policy, then the critic with its value head).
   std::string problem;
-  if (!m.fits())
-    problem = "training needs " + gib(m.total()) + " GiB per GPU at " + std::to_string(longest) + " tokens, " +
-              gib(m.capacity_bytes) + " GiB available";
-  // The forward passes in the policy's layouts for them, as the simulator checks them.
   const std::pair<const char*, const std::optional<spec::InferenceLayout>*> passes[] = {
       {"old_logprob", &s_.policy.old_logprob}, {"ref_logprob", &s_.policy.ref_logprob}, {"critic", &s_.policy.critic}};
   for (const auto& [stage, pass] : passes) {
-    if (!problem.empty()) break;
-    if (std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) continue;
-    if (std::string_view(stage) == "critic" && !s_.workload.critic) continue;
-    const auto& model = std::string_view(stage) == "critic" ? *s_.workload.critic : s_.model;
-    const auto f = rl::forward_memory_at(s_, model, rl::pass_layout(layout_, *pass), longest);
-    if (!f.fits())
-      problem = std::string(stage) + " needs " + gib(f.total()) + " GiB per GPU at " + std::to_string(longest) +
-                " tokens, " + gib(f.capacity_bytes) + " GiB available";
+    const bool critic = std::string_view(stage) == "critic";
+    if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic)) continue;
+    const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model, rl::pass_layout(layout_, *pass), longest, critic);
+    if (!f.fits()) {
+      problem = needs(stage, f);
+      break;
+    }
+  }
+  if (problem.empty()) {
+    if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, longest); !m.fits()) problem = needs("training", m);
+    else if (s_.workload.critic) {
+      const auto c = rl::train_memory_at(s_, *s_.workload.critic, layout_, per_mini_batch, longest, true);
+      if (!c.fits()) problem = needs("critic training", c);
+    }
   }
   memory_.emplace(key, problem);
   return problem;

@@ -120,7 +120,7 @@ MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& g
     if (l.recompute == Recompute::full) act += widest_layer;  // the layer being recomputed
     b.items.emplace_back("activations", act);
     // The LM head's logits in fp32 for the loss, and their bf16 copy.
-    b.items.emplace_back("logits", last ? 6.0 * d(tokens) * d(m.vocab_size) / d(l.tp) : 0.0);
+    b.items.emplace_back("logits", last ? 6.0 * d(tokens) * (shape.value_head ? 1.0 : d(m.vocab_size) / d(l.tp)) : 0.0);
     b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
     if (worst.items.empty() || b.total() > worst.total()) worst = b;
   }
@@ -148,7 +148,7 @@ MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile&
     for (int64_t layer = first_layer; layer < first_layer + layers; ++layer)
       widest_layer = std::max(widest_layer, layer_activation_bytes(m, kept_all, tokens, m.is_moe_layer(layer)));
     b.items.emplace_back("activations", widest_layer);
-    b.items.emplace_back("logits", last ? 6.0 * d(tokens) * d(m.vocab_size) / d(l.tp) : 0.0);
+    b.items.emplace_back("logits", last ? 6.0 * d(tokens) * (shape.value_head ? 1.0 : d(m.vocab_size) / d(l.tp)) : 0.0);
     b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
     if (worst.items.empty() || b.total() > worst.total()) worst = b;
   }

@@ -45,6 +45,7 @@ struct TrainShape {
   int64_t seq_len = 0;
   int64_t micro_batches = 1;  // per data-parallel rank per iteration
   double usable_fraction = 1.0;
+  bool value_head = false;  // a critic: one output per token on the last stage instead of logits
 };
 
 // The worse of the first and the last pipeline stage.

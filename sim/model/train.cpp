@@ -133,9 +133,10 @@ StageTimes stage_times(const spec::ModelSpec& m, const spec::ClusterSpec& c, con
   const int64_t h = m.hidden_size;
   if (first) st.forward += cm.memory_bound(2.0 * d(tokens) * d(h), 1).seconds;  // embedding lookup
   if (last) {
-    // LM head and the cross-entropy over fp32 logits.
-    const OpCost head = cm.gemm(tokens, m.vocab_size / l.tp, h);
-    const OpCost loss = cm.memory_bound(3.0 * 4.0 * d(tokens) * d(m.vocab_size) / d(l.tp), 3);
+    // LM head and the cross-entropy over fp32 logits (a critic's value head: one output per token).
+    const OpCost head = cm.gemm(tokens, r.value_head ? 1 : m.vocab_size / l.tp, h);
+    const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(l.tp);
+    const OpCost loss = cm.memory_bound(3.0 * 4.0 * d(tokens) * outputs, 3);
     st.forward += head.seconds + loss.seconds;
     st.backward += 2 * head.seconds + loss.seconds;
   }
@@ -270,6 +271,7 @@ TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& 
   shape.seq_len = r.seq_len;
   shape.micro_batches = e.micro_batches;
   shape.usable_fraction = r.usable_memory_fraction;
+  shape.value_head = r.value_head;
   e.memory = train_memory(m, c.gpu, l, shape);
   return e;
 }

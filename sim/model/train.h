@@ -28,6 +28,8 @@ struct TrainRequest {
   bool overlap_grad_reduce = true;
   double moe_imbalance = 1.0;  // tokens of the busiest expert / the mean
   double usable_memory_fraction = 1.0;
+  // A critic: its last layer maps each token to one value instead of the vocabulary's logits.
+  bool value_head = false;
 };
 
 struct TrainBreakdown {

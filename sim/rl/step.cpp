@@ -113,8 +113,9 @@ spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optiona
 }
 
 double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
-                            int64_t sequences, int64_t mean_len) {
-  const auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
+                            int64_t sequences, int64_t mean_len, bool value_head) {
+  auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
+  r.value_head = value_head;
   if (!model::check_train_request(m, s.cluster, r).empty()) return 0.0;
   return model::estimate_forward_seconds(m, s.cluster, r);
 }
@@ -133,17 +134,24 @@ model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences,
 
 model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest) {
+  return train_memory_at(s, s.model, l, per_mini_batch, longest, false);
+}
+
+model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+                                       int64_t per_mini_batch, int64_t longest, bool value_head) {
   auto worst = train_request(l, per_mini_batch, longest, s.workload.dtype);
   worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
-  return model::estimate_train(s.model, s.cluster, worst).memory;
+  worst.value_head = value_head;
+  return model::estimate_train(m, s.cluster, worst).memory;
 }
 
 model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
-                                         int64_t longest) {
+                                         int64_t longest, bool value_head) {
   const auto r = train_request(l, l.dp, longest, s.workload.dtype);
   model::TrainShape shape;
   shape.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
   shape.seq_len = r.seq_len;
+  shape.value_head = value_head;
   return model::forward_memory(m, s.cluster.gpu, l, shape);
 }
 
@@ -451,8 +459,10 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
   const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
   auto pass = [&](const char* stage, const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
     const spec::TrainLayout tl = pass_layout(l.train, layout);
+    const bool value_head = std::string_view(stage) == "critic";
     if (p.oom) return 0.0;
-    if (const auto memory = forward_memory_at(s_, m, tl, longest); !memory.fits()) {
+    if (const auto memory = forward_memory_at(s_, m, tl, longest, value_head); !memory.fits()) {
+      p.train_memory_gib = memory.total() / kGiB;  // the stage's peak, as training reports its own
       OomEvent oom;
       oom.step = d.step;
       oom.stage = stage;
@@ -468,7 +478,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
         tl.dp == l.train.dp
             ? imbalance(tokens, x.rank, tl.dp)
             : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != spec::BatchAssignment::in_order), tl.dp);
-    return forward_pass_seconds(s_, m, tl, n, mean_len) * skew;
+    return forward_pass_seconds(s_, m, tl, n, mean_len, value_head) * skew;
   };
   p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
@@ -486,7 +496,12 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
   // Memory is decided by the longest sequence; time by the mean one and the ranks' imbalance.
-  const auto memory = train_memory_at(s_, l.train, per_mini_batch, longest);
+  // The critic trains in the same layout after the policy, with its value head.
+  auto memory = train_memory_at(s_, l.train, per_mini_batch, longest);
+  if (s_.workload.critic && memory.fits())
+    if (auto critic = train_memory_at(s_, *s_.workload.critic, l.train, per_mini_batch, longest, true);
+        critic.total() > memory.total())
+      memory = std::move(critic);
   p.train_memory_gib = memory.total() / kGiB;
   if (!memory.fits()) {
     OomEvent oom;
@@ -500,7 +515,8 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   }
   const double skew = imbalance(tokens, x.rank, l.train.dp);
   auto optimizer_steps = [&](const spec::ModelSpec& m, bool actor) {
-    const auto r = train_request(l.train, per_mini_batch, mean_len, s_.workload.dtype);
+    auto r = train_request(l.train, per_mini_batch, mean_len, s_.workload.dtype);
+    r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     // The pipeline waits for the busiest rank; reduction and optimizer do not depend on it.
     const double iteration = e.breakdown.pipeline_s * skew + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;

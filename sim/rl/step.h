@@ -101,17 +101,20 @@ spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optiona
 // One such pass over `sequences` of mean length `mean_len`, before any imbalance between ranks
 // (0 when the layout cannot take the request).
 double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
-                            int64_t sequences, int64_t mean_len);
+                            int64_t sequences, int64_t mean_len, bool value_head = false);
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
 model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype);
 // A training rank's memory at a mini-batch's longest sequence: what decides an OOM.
 model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest);
+// The same for model `m`; value_head: a critic, whose last layer gives one value per token.
+model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+                                       int64_t per_mini_batch, int64_t longest, bool value_head);
 // A forward-only pass's rank at the step's longest sequence (one per micro-batch under dynamic
 // batching): what decides an OOM of experience preparation.
 model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
-                                         int64_t longest);
+                                         int64_t longest, bool value_head = false);
 // Weight sync after training (the policy's method, or the one `automatic` picks for the placement).
 double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train);
 

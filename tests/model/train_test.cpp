@@ -124,3 +124,20 @@ TEST_CASE("train: offloading saves GPU memory and pays the host link") {
   no_link.gpu.host_link.bandwidth_bytes_per_s = 0;
   CHECK(model::check_train_request(m, no_link, r).find("host link") != std::string::npos);
 }
+
+TEST_CASE("train: a critic's value head replaces the vocabulary's logits") {
+  const auto m = test::preset_model("qwen2.5-7b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  auto r = request(1, 1, 8, 1, 64);
+  r.seq_len = 32768;
+  const auto policy = model::estimate_train(m, c, r);
+  r.value_head = true;
+  const auto critic = model::estimate_train(m, c, r);
+  CHECK(critic.iteration_s < policy.iteration_s);  // no hidden x vocabulary head, no vocabulary-wide loss
+  CHECK(critic.memory.get("logits") == doctest::Approx(6.0 * 32768));
+  CHECK(policy.memory.get("logits") == doctest::Approx(6.0 * 32768 * 152064));
+  model::TrainShape shape;
+  shape.seq_len = 32768;
+  shape.value_head = true;
+  CHECK(model::forward_memory(m, c.gpu, r.layout, shape).get("logits") == doctest::Approx(6.0 * 32768));
+}
