@@ -132,7 +132,8 @@ int run_capacity(const Args& args) {
       "budget", po::value(&budget), "USD: report the fastest configuration within it")(
       "price", po::value(&price_text)->composing(), "GPU=USD per GPU-hour, over the profile's price (repeatable)")(
       "switch-overhead", po::value(&o_overhead)->default_value(o_overhead),
-      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves")(
+      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves "
+      "(default: the scenario's policy switch_overhead when it gives one, else 30)")(
       "threads", po::value(&threads), "worker threads (default: the cores)")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field of the scenario: /json/pointer=value")(
       "json", "print the candidates as JSON")("csv", "print the candidates as CSV");
@@ -190,6 +191,8 @@ int run_capacity(const Args& args) {
     }
   }
   if (o.nodes.empty()) o.nodes = {s->cluster.nodes};
+  // As in `arlsim plan`: a scenario that states its switch overhead is believed unless the flag says otherwise.
+  if (vm["switch-overhead"].defaulted() && s->policy.switch_overhead_s > 0) o.switch_overhead_s = s->policy.switch_overhead_s;
   planner::FeatureOptions fo;
   fo.max_context = s->workload.max_context_tokens;
   fo.max_steps = s->steps;

@@ -82,8 +82,8 @@ int run_plan(const Args& args) {
       "confirm", po::value(&confirm)->default_value(3), "rollout layouts simulated per context range (0: analytic only)")(
       "online-window", po::value(&window)->default_value(1), "steps in the online selector's running average")(
       "switch-overhead", po::value(&overhead)->default_value(overhead),
-      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves; "
-      "written into the plan's policy as switch_overhead")(
+      "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves "
+      "(default: the scenario's policy switch_overhead when it gives one, else 30); written into the plan's policy")(
       "dispatch-step", po::value(&dispatch_step), "the step to make a dispatch plan for (default: the last)")(
       "steps", po::value(&steps), "trace steps to plan: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value")(
@@ -138,7 +138,8 @@ int run_plan(const Args& args) {
   po_.selector = selector;
   po_.confirm = confirm;
   po_.online_window = window;
-  po_.switch_overhead_s = overhead;
+  // A scenario that states its switch overhead is believed unless the flag says otherwise.
+  po_.switch_overhead_s = vm["switch-overhead"].defaulted() && s->policy.switch_overhead_s > 0 ? s->policy.switch_overhead_s : overhead;
   const auto plan = planner::make_plan(*s, features, &*t, po_);
 
   spec::ScenarioSpec planned = *s;

@@ -51,6 +51,15 @@ python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['predicted']['to
 "$arlsim" simulate "$tmp/plan.json" --steps 1:46 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['total_time_s'])" >"$tmp/replayed"
 same plan-replays "$tmp/planned" "$tmp/replayed"
 expect plan-check 0 "$arlsim" check "$tmp/plan.json"
+# The switch overhead the plan weighed is the one its replay charges: the flag's default, or the
+# scenario's when it states one, unless the flag is given.
+contains plan-overhead-default "$tmp/plan.json" '"switch_overhead": 30.0'
+"$arlsim" plan default --steps 1:46 --set '/policy/switch_overhead="5 s"' --out "$tmp/plan5.json" >/dev/null
+contains plan-overhead-scenario "$tmp/plan5.json" '"switch_overhead": 5.0'
+"$arlsim" plan default --steps 1:46 --set '/policy/switch_overhead="5 s"' --switch-overhead 12 --out "$tmp/plan12.json" >/dev/null
+contains plan-overhead-flag "$tmp/plan12.json" '"switch_overhead": 12.0'
+expect plan-overhead-too-large 2 "$arlsim" plan default --switch-overhead 2e6
+contains plan-overhead-too-large "$tmp/err" "--switch-overhead 0 to 1000000 seconds"
 expect plan-bad-selector 2 "$arlsim" plan default --selector greedy
 contains plan-bad-selector "$tmp/err" 'unknown selector "greedy"'
 printf '{"format": "arlsim-plan/2", "scenario": {}}' >"$tmp/plan2.json"
