@@ -33,6 +33,17 @@ std::vector<std::pair<std::string, double>> largest_first(const model::MemoryBre
   return items;
 }
 
+// A stage that does not fit: it needs `needed_bytes` of the breakdown's capacity.
+OomEvent oom_event(int64_t step, std::string stage, const model::MemoryBreakdown& m, double needed_bytes) {
+  OomEvent oom;
+  oom.step = step;
+  oom.stage = std::move(stage);
+  oom.needed_gib = needed_bytes / kGiB;
+  oom.available_gib = m.capacity_bytes / kGiB;
+  oom.contributors_gib = largest_first(m);
+  return oom;
+}
+
 }  // namespace
 
 int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
@@ -382,6 +393,8 @@ class RunSimulator {
   // (its last turn's engine) and the training rank that takes each.
   struct Samples {
     std::vector<int64_t> tokens, producer_gpu, rank;
+    int64_t longest = 0;   // tokens of the longest sample: what memory is checked at
+    int64_t mean_len = 1;  // mean tokens per sample: what time is estimated at
   };
   Samples finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const;
   void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
@@ -418,13 +431,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   const auto mem = model::inference_memory(s_.model, s_.cluster.gpu, engine_memory_options(ro));
   p.rollout_memory_gib = mem.breakdown.total() / kGiB;
   if (const std::string problem = check_rollout(ro, &in); !problem.empty()) {
-    OomEvent oom;
-    oom.step = d.step;
-    oom.stage = "rollout";
-    oom.needed_gib = (mem.breakdown.total() - mem.breakdown.get("kv_cache")) / kGiB;
-    oom.available_gib = mem.breakdown.capacity_bytes / kGiB;
-    oom.contributors_gib = largest_first(mem.breakdown);
-    p.oom = oom;
+    p.oom = oom_event(d.step, "rollout", mem.breakdown, mem.breakdown.total() - mem.breakdown.get("kv_cache"));
     return;
   }
   p.rollout = simulate_rollout(ro, in);
@@ -445,31 +452,25 @@ RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const La
     x.producer_gpu.push_back(engine_gpu(l.rollout, engine[i]));
   }
   x.rank = sample_ranks(s_, l.train, x.tokens, x.producer_gpu);
+  int64_t total = 0;
+  for (int64_t t : x.tokens) {
+    total += t;
+    x.longest = std::max(x.longest, t);
+  }
+  x.mean_len = std::max<int64_t>(1, total / std::max<int64_t>(static_cast<int64_t>(x.tokens.size()), 1));
   return x;
 }
 
 void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
   const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  int64_t total = 0, longest = 0;
-  for (int64_t t : tokens) {
-    total += t;
-    longest = std::max(longest, t);
-  }
-  const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
   auto pass = [&](const char* stage, const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
     const spec::TrainLayout tl = pass_layout(l.train, layout);
     const bool value_head = std::string_view(stage) == "critic";
     if (p.oom) return 0.0;
-    if (const auto memory = forward_memory_at(s_, m, tl, longest, value_head); !memory.fits()) {
+    if (const auto memory = forward_memory_at(s_, m, tl, x.longest, value_head); !memory.fits()) {
       p.train_memory_gib = memory.total() / kGiB;  // the stage's peak, as training reports its own
-      OomEvent oom;
-      oom.step = d.step;
-      oom.stage = stage;
-      oom.needed_gib = memory.total() / kGiB;
-      oom.available_gib = memory.capacity_bytes / kGiB;
-      oom.contributors_gib = largest_first(memory);
-      p.oom = oom;
+      p.oom = oom_event(d.step, stage, memory, memory.total());
       return 0.0;
     }
     // A pass with the training ranks reads the samples where dispatch put them; one with other
@@ -478,7 +479,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
         tl.dp == l.train.dp
             ? imbalance(tokens, x.rank, tl.dp)
             : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != spec::BatchAssignment::in_order), tl.dp);
-    return forward_pass_seconds(s_, m, tl, n, mean_len, value_head) * skew;
+    return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head) * skew;
   };
   p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
@@ -486,36 +487,23 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
 }
 
 void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
-  const auto& tokens = x.tokens;
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  int64_t total = 0, longest = 0;
-  for (int64_t t : tokens) {
-    total += t;
-    longest = std::max(longest, t);
-  }
-  const int64_t mean_len = std::max<int64_t>(1, total / std::max<int64_t>(n, 1));
+  const int64_t n = static_cast<int64_t>(x.tokens.size());
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
   // Memory is decided by the longest sequence; time by the mean one and the ranks' imbalance.
   // The critic trains in the same layout after the policy, with its value head.
-  auto memory = train_memory_at(s_, l.train, per_mini_batch, longest);
+  auto memory = train_memory_at(s_, l.train, per_mini_batch, x.longest);
   if (s_.workload.critic && memory.fits())
-    if (auto critic = train_memory_at(s_, *s_.workload.critic, l.train, per_mini_batch, longest, true);
+    if (auto critic = train_memory_at(s_, *s_.workload.critic, l.train, per_mini_batch, x.longest, true);
         critic.total() > memory.total())
       memory = std::move(critic);
   p.train_memory_gib = memory.total() / kGiB;
   if (!memory.fits()) {
-    OomEvent oom;
-    oom.step = d.step;
-    oom.stage = "train";
-    oom.needed_gib = memory.total() / kGiB;
-    oom.available_gib = memory.capacity_bytes / kGiB;
-    oom.contributors_gib = largest_first(memory);
-    p.oom = oom;
+    p.oom = oom_event(d.step, "train", memory, memory.total());
     return;
   }
-  const double skew = imbalance(tokens, x.rank, l.train.dp);
+  const double skew = imbalance(x.tokens, x.rank, l.train.dp);
   auto optimizer_steps = [&](const spec::ModelSpec& m, bool actor) {
-    auto r = train_request(l.train, per_mini_batch, mean_len, s_.workload.dtype);
+    auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload.dtype);
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     // The pipeline waits for the busiest rank; reduction and optimizer do not depend on it.
