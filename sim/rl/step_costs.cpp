@@ -1,0 +1,273 @@
+// The stateless pieces of a step that the simulator and the planner share (step.h): the layouts
+// in force, engines and ranks on GPUs, the assignment of samples to training ranks, and what
+// stages and layout switches cost. RunSimulator (step.cpp) places them in time.
+#include "sim/rl/step.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/assert.h"
+#include "sim/model/collective.h"
+#include "sim/model/memory.h"
+#include "sim/model/train.h"
+#include "sim/model/transformer.h"
+#include "sim/rl/rollout.h"
+#include "sim/rl/routing.h"
+
+namespace arlsim::rl {
+
+namespace {
+
+double real(int64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+  return r.replicas > 0 ? r.replicas : s.rollout_gpus() / r.gpus_per_engine();
+}
+
+RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout) {
+  RolloutOptions ro;
+  ro.model = &s.model;
+  ro.cluster = &s.cluster;
+  ro.layout = {layout.tp, layout.pp, layout.ep};
+  ro.engines = rollout_engines(s, layout);
+  ro.engine = s.workload.engine;
+  ro.routing = std::string(routing_name(s.policy.routing));
+  ro.tool_policy = s.policy.tool_policy;
+  ro.max_turns = s.workload.max_turns;
+  ro.max_context = s.workload.max_context_tokens;
+  ro.stop_fraction = s.policy.partial_rollout > 0 ? s.policy.partial_rollout : 1.0;
+  ro.reward.cpu_time_per_sample = s.workload.reward_cpu_time_per_sample;
+  for (const auto& pool : s.cluster.pools)
+    if (pool.name == "reward") ro.reward.pool = pool.name;
+  if (s.workload.reward == spec::RewardKind::model && s.workload.reward_model) {
+    ro.reward.kind = spec::RewardKind::model;
+    ro.reward.model = &*s.workload.reward_model;
+    ro.reward.engine = s.workload.engine;
+    for (const auto& pool : s.cluster.pools)
+      if (pool.kind == spec::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
+    if (ro.reward.engines == 0) ro.reward.engines = 1;
+  }
+  return ro;
+}
+
+double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+  const double shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
+  return shard / s.cluster.gpu.host_link.achieved();
+}
+
+double train_reshard_seconds(const spec::ScenarioSpec& s) {
+  const double state = 14.0 * model::count_params(s.model).total / real(std::max<int64_t>(1, s.train_gpus()));
+  return 2 * state / s.cluster.gpu.host_link.achieved();
+}
+
+double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
+                              double overhead_s) {
+  return from == to ? 0.0 : overhead_s + relaunch_s;
+}
+
+double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayout& to, double reshard_s,
+                            double overhead_s) {
+  if (from == to) return 0.0;
+  // Micro-batching, recompute and sequence parallelism leave the state where it is: a restart only.
+  const bool same_sharding = from.tp == to.tp && from.pp == to.pp && from.dp == to.dp && from.cp == to.cp &&
+                             from.ep == to.ep && from.vpp == to.vpp && from.zero == to.zero &&
+                             from.offload_optimizer == to.offload_optimizer && from.offload_params == to.offload_params;
+  return overhead_s + (same_sharding ? 0.0 : reshard_s);
+}
+
+double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+                              double overhead_s) {
+  return rollout_switch_seconds(from, to, rollout_relaunch_seconds(s, to), overhead_s);
+}
+
+double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+                            double overhead_s) {
+  return train_switch_seconds(from, to, train_reshard_seconds(s), overhead_s);
+}
+
+spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass) {
+  spec::TrainLayout tl = train;
+  if (pass) {
+    tl.tp = pass->tp;
+    tl.pp = pass->pp;
+    tl.dp = pass->dp;
+    tl.cp = pass->cp;
+    tl.vpp = 1;
+  }
+  return tl;
+}
+
+double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
+                            int64_t sequences, int64_t mean_len, bool value_head) {
+  auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
+  r.value_head = value_head;
+  if (!model::check_train_request(m, s.cluster, r).empty()) return 0.0;
+  return model::estimate_forward_seconds(m, s.cluster, r);
+}
+
+model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
+  model::TrainRequest r;
+  r.layout = l;
+  r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
+  if (l.max_tokens_per_gpu > 0)  // dynamic batching: as many sequences per micro-batch as fit the budget
+    r.layout.micro_batch = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
+  const int64_t unit = l.dp * r.layout.micro_batch;
+  r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
+  r.dtype = dtype;
+  return r;
+}
+
+model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
+                                       int64_t longest) {
+  return train_memory_at(s, s.model, l, per_mini_batch, longest, false);
+}
+
+model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+                                       int64_t per_mini_batch, int64_t longest, bool value_head) {
+  auto worst = train_request(l, per_mini_batch, longest, s.workload.dtype);
+  worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
+  worst.value_head = value_head;
+  return model::estimate_train(m, s.cluster, worst).memory;
+}
+
+model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+                                         int64_t longest, bool value_head) {
+  const auto r = train_request(l, l.dp, longest, s.workload.dtype);
+  model::TrainShape shape;
+  shape.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
+  shape.seq_len = r.seq_len;
+  shape.value_head = value_head;
+  return model::forward_memory(m, s.cluster.gpu, l, shape);
+}
+
+double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train) {
+  const double params = model::count_params(s.model).total;
+  const model::CollectiveModel coll(s.cluster);
+  const bool colocated = s.policy.placement == spec::Placement::colocated;
+  spec::WeightSync method = s.policy.weight_sync;
+  if (method == spec::WeightSync::automatic)
+    method = colocated ? (train.dp * train.tp >= r.tp ? spec::WeightSync::allgather_swap : spec::WeightSync::offload)
+                       : spec::WeightSync::broadcast;
+  const double rollout_shard = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
+  switch (method) {
+    case spec::WeightSync::allgather_swap: {
+      // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
+      // stage, and swap the training state to host memory and back around the rollout.
+      model::CollectiveGroup g;
+      g.ranks = std::max<int64_t>(2, r.tp * train.pp);
+      g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
+      const double gather = coll.cost(model::CollectiveOp::all_gather, rollout_shard, g).seconds;
+      const double state = 16.0 * params / real(train.gpus());  // fp32 master, moments and gradients
+      return gather + 2 * state / s.cluster.gpu.host_link.achieved();
+    }
+    case spec::WeightSync::offload: {
+      // Training state out to host memory and back, rollout weights loaded over the host link.
+      const double state = 18.0 * params / real(train.gpus());
+      return (2 * state + rollout_shard) / s.cluster.gpu.host_link.achieved();
+    }
+    case spec::WeightSync::broadcast:
+    case spec::WeightSync::automatic: {
+      // Buckets broadcast from the training ranks to every rollout GPU across the network.
+      const double nic = s.cluster.nic_bandwidth_bytes_per_s * s.cluster.gpu.nic_efficiency;
+      const double buckets = std::ceil(rollout_shard / s.policy.weight_sync_bucket_bytes);
+      return rollout_shard / nic + buckets * s.cluster.gpu.collective_latency.ring_base.seconds();
+    }
+  }
+  return 0;
+}
+
+int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e) { return e * r.gpus_per_engine(); }
+int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t rank) {
+  const int64_t offset = s.policy.placement == spec::Placement::colocated ? 0 : s.policy.rollout_gpus;
+  return offset + rank * l.tp * l.cp;
+}
+
+std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance) {
+  std::vector<int64_t> rank(tokens.size(), 0);
+  if (!balance) {
+    const int64_t per = (static_cast<int64_t>(tokens.size()) + ranks - 1) / ranks;
+    for (size_t i = 0; i < tokens.size(); ++i) rank[i] = static_cast<int64_t>(i) / std::max<int64_t>(per, 1);
+    return rank;
+  }
+  std::vector<size_t> order(tokens.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
+  std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
+  for (size_t i : order) {
+    const auto best = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    rank[i] = static_cast<int64_t>(best);
+    load[best] += tokens[i];
+  }
+  return rank;
+}
+
+std::vector<int64_t> layout_aware_ranks(const std::vector<int64_t>& tokens, const std::vector<int64_t>& sample_node,
+                                        const std::vector<int64_t>& rank_node, double slack) {
+  ARLSIM_ASSERT(tokens.size() == sample_node.size());
+  const size_t ranks = rank_node.size();
+  std::vector<int64_t> rank(tokens.size(), 0);
+  if (ranks == 0) return rank;
+  double total = 0;
+  for (int64_t t : tokens) total += real(t);
+  const double cap = total / real(static_cast<int64_t>(ranks)) * (1 + slack);
+  std::vector<size_t> order(tokens.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
+  std::vector<double> load(ranks, 0);
+  for (size_t i : order) {
+    const double t = real(tokens[i]);
+    size_t least = 0, local = ranks;
+    for (size_t r = 0; r < ranks; ++r) {
+      if (load[r] < load[least]) least = r;
+      if (rank_node[r] == sample_node[i] && (local == ranks || load[r] < load[local])) local = r;
+    }
+    const size_t pick = local < ranks && load[local] + t <= std::max(cap, load[least] + t) ? local : least;
+    rank[i] = static_cast<int64_t>(pick);
+    load[pick] += t;
+  }
+  return rank;
+}
+
+std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                  const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
+  switch (s.policy.batch_assignment) {
+    case spec::BatchAssignment::in_order: return assign_ranks(tokens, train.dp, false);
+    case spec::BatchAssignment::balanced: return assign_ranks(tokens, train.dp, true);
+    case spec::BatchAssignment::layout_aware: break;
+  }
+  return layout_aware_ranks(s, train, tokens, producer_gpu);
+}
+
+std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+                                        const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
+  const int64_t per_node = s.cluster.gpus_per_node;
+  std::vector<int64_t> sample_node, rank_node;
+  for (int64_t g : producer_gpu) sample_node.push_back(g / per_node);
+  for (int64_t r = 0; r < train.dp; ++r) rank_node.push_back(train_rank_gpu(s, train, r) / per_node);
+  return layout_aware_ranks(tokens, sample_node, rank_node, kLayoutAwareSlack);
+}
+
+Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
+  Layouts l{p.rollout, p.train};
+  for (const auto& e : p.schedule) {
+    if (step < e.first_step || (e.last_step >= 0 && step > e.last_step)) continue;
+    if (e.rollout) l.rollout = *e.rollout;
+    if (e.train) l.train = *e.train;
+  }
+  return l;
+}
+
+double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
+  std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  double total = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    load[static_cast<size_t>(rank[i])] += real(tokens[i]);
+    total += real(tokens[i]);
+  }
+  if (total <= 0) return 1.0;
+  return *std::max_element(load.begin(), load.end()) / (total / real(ranks));
+}
+
+}  // namespace arlsim::rl
