@@ -11,6 +11,7 @@
 
 #include "app/commands.h"
 #include "app/options.h"
+#include "app/planning_input.h"
 #include "planner/capacity.h"
 #include "sim/out/text.h"
 #include "sim/rl/step.h"
@@ -147,7 +148,6 @@ int run_capacity(const Args& args) {
   planner::CapacityOptions o;
   o.threads = std::max(1, threads);
   o.steps = steps;
-  o.switch_overhead_s = o_overhead;
   if (!(o_overhead >= 0 && o_overhead <= 1e6)) return usage("--switch-overhead must be 0 to 1000000 seconds");
   if (steps < 0) return usage("--steps must be positive");
   if (!parse_placements(placements_text, o.placements))
@@ -173,16 +173,10 @@ int run_capacity(const Args& args) {
     o.prices.emplace_back(p.substr(0, eq), usd);
   }
 
-  spec::Diagnostics diag;
-  spec::Value document;
-  auto s = spec::load_scenario(scenario, overrides, diag, &document);
-  std::optional<trace::Trace> t;
-  if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
-  if (!s || !t) {
-    std::cerr << spec::format_all(diag);
-    return kExitBadInput;
-  }
-  o.gpus = gpus_text.empty() ? std::vector<std::string>{s->cluster.gpu.name} : split(gpus_text, ',');
+  const auto in = load_planning_input(scenario, overrides, trace_path, {});
+  if (!in) return kExitBadInput;
+  const auto& [s, document, t, features] = *in;
+  o.gpus = gpus_text.empty() ? std::vector<std::string>{s.cluster.gpu.name} : split(gpus_text, ',');
   for (const auto& g : o.gpus) {
     spec::Diagnostics gd;
     if (!spec::check_document(g, spec::SpecKind::gpu, {}, gd)) {
@@ -190,16 +184,11 @@ int run_capacity(const Args& args) {
       return kExitBadInput;
     }
   }
-  if (o.nodes.empty()) o.nodes = {s->cluster.nodes};
-  // As in `arlsim plan`: a scenario that states its switch overhead is believed unless the flag says otherwise.
-  if (vm["switch-overhead"].defaulted() && s->policy.switch_overhead_s > 0) o.switch_overhead_s = s->policy.switch_overhead_s;
-  planner::FeatureOptions fo;
-  fo.max_context = s->workload.max_context_tokens;
-  fo.max_steps = s->steps;
-  const auto features = planner::step_features(*t, fo);
+  if (o.nodes.empty()) o.nodes = {s.cluster.nodes};
+  o.switch_overhead_s = switch_overhead(s, vm, o_overhead);
   if (features.empty()) return usage(scenario + ": the trace has no steps");
   const int64_t n = steps > 0 ? steps : static_cast<int64_t>(features.size());
-  const auto results = planner::plan_capacity(*s, document, features, o);
+  const auto results = planner::plan_capacity(s, document, features, o);
 
   const planner::CapacityResult *cheapest = nullptr, *fastest = nullptr;
   for (const auto& r : results) {

@@ -9,6 +9,7 @@
 
 #include "app/commands.h"
 #include "app/options.h"
+#include "app/planning_input.h"
 #include "planner/dispatch_plan.h"
 #include "planner/plan.h"
 #include "planner/plan_json.h"
@@ -109,18 +110,9 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
     return kExitBadInput;
   }
-  spec::Diagnostics diag;
-  spec::Value document;
-  auto s = spec::load_scenario(scenario, overrides, diag, &document);
-  std::optional<trace::Trace> t;
-  if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
-  if (!s || !t) {
-    std::cerr << spec::format_all(diag);
-    return kExitBadInput;
-  }
-  fo.max_context = s->workload.max_context_tokens;
-  fo.max_steps = s->steps;
-  const auto features = planner::step_features(*t, fo);
+  const auto in = load_planning_input(scenario, overrides, trace_path, fo);
+  if (!in) return kExitBadInput;
+  const auto& [s, document, t, features] = *in;
   if (features.empty()) {
     std::cerr << scenario << ": the trace has no step in the requested range\n";
     return kExitBadInput;
@@ -138,23 +130,22 @@ int run_plan(const Args& args) {
   po_.selector = selector;
   po_.confirm = confirm;
   po_.online_window = window;
-  // A scenario that states its switch overhead is believed unless the flag says otherwise.
-  po_.switch_overhead_s = vm["switch-overhead"].defaulted() && s->policy.switch_overhead_s > 0 ? s->policy.switch_overhead_s : overhead;
-  const auto plan = planner::make_plan(*s, features, &*t, po_);
+  po_.switch_overhead_s = switch_overhead(s, vm, overhead);
+  const auto plan = planner::make_plan(s, features, &t, po_);
 
-  spec::ScenarioSpec planned = *s;
+  spec::ScenarioSpec planned = s;
   planned.policy = plan.policy;
   rl::RunOptions ro;
   ro.timeline = false;
   ro.stop_on_oom = false;
   ro.first_step = fo.first_step;
   ro.last_step = fo.last_step;
-  const auto predicted = rl::simulate_run(planned, *t, ro);
+  const auto predicted = rl::simulate_run(planned, t, ro);
   const auto dispatch = planner::compare_dispatch(
       planned, plan.policy.train, planner::samples_round_robin(planned, plan.policy.rollout, features[di].contexts),
       features[di].step);
 
-  const std::string json = planner::plan_json({&*s, &document, &plan, &predicted, &dispatch});
+  const std::string json = planner::plan_json({&s, &document, &plan, &predicted, &dispatch});
   if (!out_path.empty()) {
     std::ofstream f(out_path, std::ios::binary);
     f << json;
@@ -168,7 +159,7 @@ int run_plan(const Args& args) {
     return kExitOk;
   }
   std::printf("plan for %s: %zu steps (%lld..%lld), %lld analytic evaluations, %zu rollout runs to confirm\n",
-              s->name.c_str(), features.size(), static_cast<long long>(features.front().step),
+              s.name.c_str(), features.size(), static_cast<long long>(features.front().step),
               static_cast<long long>(features.back().step), static_cast<long long>(plan.evaluations),
               plan.confirmations.size());
   print_candidates("rollout", plan.rollout);

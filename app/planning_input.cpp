@@ -1,0 +1,33 @@
+#include "app/planning_input.h"
+
+#include <iostream>
+
+#include "sim/rl/step.h"
+#include "sim/spec/check.h"
+
+namespace arlsim::app {
+
+std::optional<PlanningInput> load_planning_input(const std::string& scenario, const std::vector<std::string>& overrides,
+                                                 const std::string& trace_path, planner::FeatureOptions fo) {
+  spec::Diagnostics diag;
+  PlanningInput in;
+  auto s = spec::load_scenario(scenario, overrides, diag, &in.document);
+  std::optional<trace::Trace> t;
+  if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
+  if (!s || !t) {
+    std::cerr << spec::format_all(diag);
+    return std::nullopt;
+  }
+  in.scenario = std::move(*s);
+  in.trace = std::move(*t);
+  fo.max_context = in.scenario.workload.max_context_tokens;
+  fo.max_steps = in.scenario.steps;
+  in.features = planner::step_features(in.trace, fo);
+  return in;
+}
+
+double switch_overhead(const spec::ScenarioSpec& s, const boost::program_options::variables_map& vm, double flag) {
+  return vm["switch-overhead"].defaulted() && s.policy.switch_overhead_s > 0 ? s.policy.switch_overhead_s : flag;
+}
+
+}  // namespace arlsim::app
