@@ -1,9 +1,10 @@
-// Presets loaded once for the cost-model tests.
+// Presets for the tests, failing the test with the diagnostics when one does not load.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "sim/spec/check.h"
 
@@ -21,6 +22,13 @@ inline spec::ClusterSpec preset_cluster(const std::string& name, int64_t nodes) 
   auto doc = spec::check_document(name, spec::SpecKind::cluster, {"/nodes=" + std::to_string(nodes)}, diag);
   REQUIRE_MESSAGE(doc, spec::format_all(diag));
   return std::get<spec::ClusterSpec>(doc->spec);
+}
+
+inline spec::ScenarioSpec preset_scenario(const std::string& name, const std::vector<std::string>& overrides) {
+  spec::Diagnostics diag;
+  auto s = spec::load_scenario(name, overrides, diag);
+  REQUIRE_MESSAGE(s, spec::format_all(diag));
+  return *s;
 }
 
 }  // namespace arlsim::test

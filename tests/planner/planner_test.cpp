@@ -9,6 +9,7 @@
 #include "planner/selector.h"
 #include "sim/rl/step.h"
 #include "sim/spec/check.h"
+#include "tests/model/model_fixtures.h"
 
 using namespace arlsim;
 using planner::CostTable;
@@ -44,13 +45,7 @@ CostTable random_table(std::mt19937& rng, size_t steps, size_t candidates) {
   return t;
 }
 
-spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) {
-  spec::Diagnostics diag;
-  auto s = spec::load_scenario("default", overrides, diag);
-  INFO(spec::format_all(diag));
-  REQUIRE(s);
-  return *s;
-}
+spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
 
 // One single-turn trajectory per sample: a 512-token prompt, the rest of `context` generated.
 trace::Trace growing_trace(const std::vector<int32_t>& contexts, int32_t samples) {

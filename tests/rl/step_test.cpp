@@ -4,18 +4,13 @@
 
 #include "sim/rl/step.h"
 #include "sim/spec/check.h"
+#include "tests/model/model_fixtures.h"
 
 using namespace arlsim;
 
 namespace {
 
-spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) {
-  spec::Diagnostics diag;
-  auto s = spec::load_scenario("default", overrides, diag);
-  INFO(spec::format_all(diag));
-  REQUIRE(s);
-  return *s;
-}
+spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
 
 trace::Trace small_trace(const spec::ScenarioSpec& s) {
   spec::Diagnostics diag;
@@ -229,11 +224,8 @@ TEST_CASE("step: the layout-aware busiest rank stays within max((1 + slack) x me
 }
 
 TEST_CASE("step: a preparation pass whose layout does not fit is an OOM of its stage") {
-  spec::Diagnostics diag;
-  const auto s = spec::load_scenario("earl-testbed", {"/steps=1", "/policy/ref_logprob={\"tp\": 1, \"dp\": 128}"}, diag);
-  INFO(spec::format_all(diag));
-  REQUIRE(s);
-  const auto r = rl::simulate_run(*s, small_trace(*s), {});
+  const auto s = test::preset_scenario("earl-testbed", {"/steps=1", "/policy/ref_logprob={\"tp\": 1, \"dp\": 128}"});
+  const auto r = rl::simulate_run(s, small_trace(s), {});
   REQUIRE(r.oom_events.size() == 1);
   const auto& oom = r.oom_events.front();
   CHECK(oom.stage == "ref_logprob");
@@ -242,6 +234,6 @@ TEST_CASE("step: a preparation pass whose layout does not fit is an OOM of its s
   CHECK(oom.contributors_gib.front().first == "weights");
   CHECK(oom.contributors_gib.front().second == doctest::Approx(2.0 * 72.7e9 / (1 << 30)).epsilon(0.02));
   // The same pass sharded over the training layout fits.
-  const auto fits = rl::forward_memory_at(*s, s->model, rl::pass_layout(s->policy.train, std::nullopt), 32768);
+  const auto fits = rl::forward_memory_at(s, s.model, rl::pass_layout(s.policy.train, std::nullopt), 32768);
   CHECK(fits.fits());
 }
