@@ -83,7 +83,7 @@ TrainEstimator::TrainEstimator(const spec::ScenarioSpec& s, const spec::TrainLay
                std::to_string(s.train_gpus());
     return;
   }
-  problem_ = model::check_train_request(s.model, s.cluster, rl::train_request(layout, layout.dp, 1024, s.workload.dtype));
+  problem_ = rl::check_step_layouts(s, layout);
 }
 
 TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t sequences) const {

@@ -221,9 +221,11 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
 
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
   CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
-  train_costs.switch_cost = [reshard = rl::train_reshard_seconds(s), candidates = p.train,
-                              overhead = o.switch_overhead_s](size_t from, size_t to) {
-    return rl::train_switch_seconds(candidates[from].layout, candidates[to].layout, reshard, overhead);
+  std::vector<double> state_move;  // each candidate's training state to or from host memory
+  for (const auto& c : p.train) state_move.push_back(rl::train_state_move_seconds(s, c.layout));
+  train_costs.switch_cost = [state_move, candidates = p.train, overhead = o.switch_overhead_s](size_t from, size_t to) {
+    return rl::train_switch_seconds(candidates[from].layout, candidates[to].layout, state_move[from] + state_move[to],
+                                    overhead);
   };
   p.train_schedules = schedules(std::move(train_costs), configured_train, train_estimators, features, o);
 

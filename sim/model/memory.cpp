@@ -85,24 +85,42 @@ double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout&
   return outside + attention + mlp_bytes;
 }
 
+TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype, bool first_stage,
+                             bool last_stage) {
+  const double dp = d(l.dp * l.cp);  // gradients and optimizer states are sharded over dp x cp
+  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  const StageParams p = params_per_rank(m, l, first_stage, last_stage);
+  auto sharded = [&](double bytes_per_param, int from_stage) {
+    const bool shard = l.zero >= from_stage;
+    return p.dense * bytes_per_param / (shard ? dp : 1.0) + p.experts * bytes_per_param / (shard ? expert_dp : 1.0);
+  };
+  const bool fp32 = dtype == spec::Dtype::fp32 || dtype == spec::Dtype::tf32;
+  TrainingState t;
+  t.weights = sharded(fp32 ? 4 : 2, 3);
+  t.gradients = sharded(4, 2);
+  t.optimizer = sharded(fp32 ? 8 : 12, 1);
+  return t;
+}
+
+TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype) {
+  const TrainingState first = training_state(m, l, dtype, true, l.pp == 1);
+  if (l.pp == 1) return first;
+  const TrainingState last = training_state(m, l, dtype, false, true);
+  return last.total() > first.total() ? last : first;
+}
+
 MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
                              const TrainShape& shape) {
   const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
-  const double dp = d(l.dp * l.cp);  // gradients and optimizer states are sharded over dp x cp
-  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
   MemoryBreakdown worst;
   for (int stage = 0; stage < (l.pp > 1 ? 2 : 1); ++stage) {
     const bool first = stage == 0, last = stage == 1 || l.pp == 1;
-    const StageParams p = params_per_rank(m, l, first, last);
-    auto sharded = [&](double bytes_per_param, int from_stage) {
-      const bool shard = l.zero >= from_stage;
-      return p.dense * bytes_per_param / (shard ? dp : 1.0) + p.experts * bytes_per_param / (shard ? expert_dp : 1.0);
-    };
+    const TrainingState state = training_state(m, l, shape.dtype, first, last);
     MemoryBreakdown b;
     b.capacity_bytes = gpu.memory_bytes * shape.usable_fraction;
-    b.items.emplace_back("weights", l.offload_params ? 0.0 : sharded(2, 3));
-    b.items.emplace_back("gradients", sharded(4, 2));
-    b.items.emplace_back("optimizer", l.offload_optimizer ? 0.0 : sharded(12, 1));
+    b.items.emplace_back("weights", l.offload_params ? 0.0 : state.weights);
+    b.items.emplace_back("gradients", state.gradients);
+    b.items.emplace_back("optimizer", l.offload_optimizer ? 0.0 : state.optimizer);
     // 1F1B keeps up to pp micro-batches in flight on the first stage; interleaving adds
     // (pp - 1) / (pp x vpp) (Korthikanti et al., sec. 4.2.3).
     const int64_t layers = m.num_layers / l.pp;
@@ -130,18 +148,14 @@ MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& g
 MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
                                const TrainShape& shape) {
   const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
-  const double dp = d(l.dp * l.cp);
-  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
   spec::TrainLayout kept_all = l;
   kept_all.recompute = Recompute::none;
   MemoryBreakdown worst;
   for (int stage = 0; stage < (l.pp > 1 ? 2 : 1); ++stage) {
     const bool first = stage == 0, last = stage == 1 || l.pp == 1;
-    const StageParams p = params_per_rank(m, l, first, last);
-    const bool shard = l.zero >= 3;
     MemoryBreakdown b;
     b.capacity_bytes = gpu.memory_bytes * shape.usable_fraction;
-    b.items.emplace_back("weights", l.offload_params ? 0.0 : 2 * (p.dense / (shard ? dp : 1.0) + p.experts / (shard ? expert_dp : 1.0)));
+    b.items.emplace_back("weights", l.offload_params ? 0.0 : training_state(m, l, shape.dtype, first, last).weights);
     const int64_t layers = m.num_layers / l.pp;
     const int64_t first_layer = first ? 0 : m.num_layers - layers;
     double widest_layer = 0;

@@ -37,6 +37,21 @@ struct StageParams {
 };
 StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l, bool first_stage, bool last_stage);
 
+// The training state of one rank: weights, gradients and optimizer states under the layout's ZeRO
+// sharding, wherever they live (offloaded parts count: they still move when the state moves).
+// Adam in mixed precision: weights in the working dtype (2 bytes; fp8 training keeps bf16
+// weights), fp32 gradients (4), fp32 master weights (4, none when the working dtype is already
+// fp32) and two fp32 moments (8) — Megatron-LM's distributed optimizer, ZeRO sec. 5. The only
+// formula of these bytes: memory, reshards and weight sync all call it.
+struct TrainingState {
+  double weights = 0, gradients = 0, optimizer = 0;
+  double total() const { return weights + gradients + optimizer; }
+};
+TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype, bool first_stage,
+                             bool last_stage);
+// The larger of the first and the last pipeline stage's.
+TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype);
+
 // Activation bytes one layer keeps for backward, per micro-batch of `tokens` tokens on a rank.
 double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout& l, int64_t tokens, bool moe_layer);
 
@@ -46,6 +61,7 @@ struct TrainShape {
   int64_t micro_batches = 1;  // per data-parallel rank per iteration
   double usable_fraction = 1.0;
   bool value_head = false;  // a critic: one output per token on the last stage instead of logits
+  spec::Dtype dtype = spec::Dtype::bf16;  // the working dtype (see TrainingState)
 };
 
 // The worse of the first and the last pipeline stage.

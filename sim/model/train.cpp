@@ -272,6 +272,7 @@ TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& 
   shape.micro_batches = e.micro_batches;
   shape.usable_fraction = r.usable_memory_fraction;
   shape.value_head = r.value_head;
+  shape.dtype = r.dtype;
   e.memory = train_memory(m, c.gpu, l, shape);
   return e;
 }

@@ -46,10 +46,11 @@ RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutL
 // What a change of rollout layout costs: the engines restart and load their weights (bf16 shards)
 // over the host link.
 double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
-// Restarting training in another layout: the training state (bf16 weights, fp32 master weights
-// and Adam moments: 14 bytes per parameter, sharded over the training GPUs) out to host memory
-// and back in the new sharding.
-double train_reshard_seconds(const spec::ScenarioSpec& s);
+// Restarting training in another layout: each rank's weights and optimizer states
+// (model::training_state; gradients are rebuilt by the next step) out to host memory in the old
+// sharding and back in the new one.
+double train_state_move_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& l);  // one way
+double train_reshard_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to);
 // A layout switch between two steps: 0 when the layout stays, else `overhead_s` (see
 // PolicySpec::switch_overhead_s) plus the relaunch of the rollout engines, or the reshard of the
 // training state when its sharding changes (not for micro-batching, recompute or sequence
@@ -98,8 +99,12 @@ double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>&
 // The layout of a forward-only pass (old or reference log-probs, critic values): the policy's own
 // for it, else the training layout.
 spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass);
-// One such pass over `sequences` of mean length `mean_len`, before any imbalance between ranks
-// (0 when the layout cannot take the request).
+// Whether the training layout `train`, and the pass layouts the policy derives from it, take
+// their models (the actor's, the critic's): "" or the first stage that does not, and why. A
+// checked scenario's layouts always do; the planner asks this of its candidates.
+std::string check_step_layouts(const spec::ScenarioSpec& s, const spec::TrainLayout& train);
+// One such pass over `sequences` of mean length `mean_len`, before any imbalance between ranks.
+// The layout must take the model (check_step_layouts).
 double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head = false);
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a

@@ -57,9 +57,13 @@ double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::Rollout
   return shard / s.cluster.gpu.host_link.achieved();
 }
 
-double train_reshard_seconds(const spec::ScenarioSpec& s) {
-  const double state = 14.0 * model::count_params(s.model).total / real(std::max<int64_t>(1, s.train_gpus()));
-  return 2 * state / s.cluster.gpu.host_link.achieved();
+double train_state_move_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& l) {
+  const model::TrainingState state = model::training_state(s.model, l, s.workload.dtype);
+  return (state.weights + state.optimizer) / s.cluster.gpu.host_link.achieved();
+}
+
+double train_reshard_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to) {
+  return train_state_move_seconds(s, from) + train_state_move_seconds(s, to);
 }
 
 double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
@@ -84,7 +88,7 @@ double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLa
 
 double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
                             double overhead_s) {
-  return train_switch_seconds(from, to, train_reshard_seconds(s), overhead_s);
+  return train_switch_seconds(from, to, train_reshard_seconds(s, from, to), overhead_s);
 }
 
 spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass) {
@@ -103,8 +107,20 @@ double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& 
                             int64_t sequences, int64_t mean_len, bool value_head) {
   auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
   r.value_head = value_head;
-  if (!model::check_train_request(m, s.cluster, r).empty()) return 0.0;
-  return model::estimate_forward_seconds(m, s.cluster, r);
+  return model::estimate_forward_seconds(m, s.cluster, r);  // asserts that the layout takes the model
+}
+
+std::string check_step_layouts(const spec::ScenarioSpec& s, const spec::TrainLayout& train) {
+  const auto fits = [&](const char* what, const spec::ModelSpec& m, const spec::TrainLayout& l) -> std::string {
+    const std::string problem = model::check_train_request(m, s.cluster, train_request(l, l.dp, 1024, s.workload.dtype));
+    return problem.empty() || !what ? problem : std::string(what) + ": " + problem;
+  };
+  std::string problem = fits(nullptr, s.model, train);  // the training layout's own problem, as is
+  if (problem.empty()) problem = fits("old_logprob", s.model, pass_layout(train, s.policy.old_logprob));
+  if (problem.empty() && s.workload.use_reference) problem = fits("ref_logprob", s.model, pass_layout(train, s.policy.ref_logprob));
+  if (problem.empty() && s.workload.critic) problem = fits("critic training", *s.workload.critic, train);
+  if (problem.empty() && s.workload.critic) problem = fits("critic", *s.workload.critic, pass_layout(train, s.policy.critic));
+  return problem;
 }
 
 model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
@@ -139,6 +155,7 @@ model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec
   shape.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
   shape.seq_len = r.seq_len;
   shape.value_head = value_head;
+  shape.dtype = s.workload.dtype;
   return model::forward_memory(m, s.cluster.gpu, l, shape);
 }
 
@@ -158,13 +175,14 @@ double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayou
       model::CollectiveGroup g;
       g.ranks = std::max<int64_t>(2, r.tp * train.pp);
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
+      // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = coll.cost(model::CollectiveOp::all_gather, rollout_shard, g).seconds;
-      const double state = 16.0 * params / real(train.gpus());  // fp32 master, moments and gradients
-      return gather + 2 * state / s.cluster.gpu.host_link.achieved();
+      const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
+      return gather + 2 * (state.gradients + state.optimizer) / s.cluster.gpu.host_link.achieved();
     }
     case spec::WeightSync::offload: {
       // Training state out to host memory and back, rollout weights loaded over the host link.
-      const double state = 18.0 * params / real(train.gpus());
+      const double state = model::training_state(s.model, train, s.workload.dtype).total();
       return (2 * state + rollout_shard) / s.cluster.gpu.host_link.achieved();
     }
     case spec::WeightSync::broadcast:

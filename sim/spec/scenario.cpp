@@ -103,6 +103,32 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   }
 }
 
+// Model `m` split over tp and into pp pipeline stages (of vpp chunks each), at `where`.
+void check_split(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, int64_t tp, int64_t pp, int64_t vpp,
+                 const std::string& where) {
+  const std::string whose = &m == &s.model ? "the model's " : "the critic's ";
+  if (m.num_heads % tp != 0)
+    at.error(where + "/tp", whose + n(m.num_heads) + " attention heads do not split over tp = " + n(tp),
+             "choose a tp that divides " + n(m.num_heads));
+  if (pp > m.num_layers)
+    at.error(where + "/pp", "pp = " + n(pp) + " exceeds " + whose + n(m.num_layers) + " layers");
+  else if (m.num_layers % (pp * vpp) != 0)
+    at.error(where + (vpp > 1 ? "/vpp" : "/pp"),
+             whose + n(m.num_layers) + " layers do not split into " + (vpp > 1 ? "pp x vpp = " : "pp = ") + n(pp * vpp) +
+                 " equal pipeline " + (vpp > 1 ? "chunks" : "stages"),
+             "choose a pp that divides " + n(m.num_layers));
+}
+
+// A forward-only pass of model `m` in its own layout `l` on the training GPUs.
+void check_pass(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, const InferenceLayout& l, const std::string& where) {
+  if (l.gpus() != s.train_gpus())
+    at.error(where, "tp x pp x dp x cp = " + n(l.gpus()) + " GPUs, but the pass runs on the " + n(s.train_gpus()) +
+                        " training GPUs");
+  if (l.tp > s.cluster.gpus_per_node)
+    at.error(where + "/tp", "tp = " + n(l.tp) + " spans more than the " + n(s.cluster.gpus_per_node) + " GPUs of one node");
+  check_split(at, s, m, l.tp, l.pp, 1, where);
+}
+
 void check_rollout(PolicyAt& at, const ScenarioSpec& s, const RolloutLayout& r, std::string_view where) {
   const ModelSpec& m = s.model;
   check_heads(at, m, where, r.tp, false);
@@ -148,17 +174,16 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     if (e.train) check_train(at, s, *e.train, base + "/train");
     if (e.rollout) check_rollout(at, s, *e.rollout, base + "/rollout");
   }
+  // The forward-only passes run their own model (the critic's for values) in their own layout,
+  // or in the training layout when they name none; the critic also trains in the training layout.
   const std::pair<const char*, const std::optional<InferenceLayout>*> passes[] = {
       {"old_logprob", &s.policy.old_logprob}, {"ref_logprob", &s.policy.ref_logprob}, {"critic", &s.policy.critic}};
   for (const auto& [key, layout] : passes) {
-    if (!*layout) continue;
-    const int64_t gpus = s.train_gpus();
-    if ((*layout)->gpus() != gpus)
-      at.error(key, "tp x pp x dp x cp = " + n((*layout)->gpus()) + " GPUs, but the pass runs on the " + n(gpus) +
-                        " training GPUs");
-    if (s.model.num_heads % (*layout)->tp != 0)
-      at.error(std::string(key) + "/tp", "the model's " + n(s.model.num_heads) + " attention heads do not split over tp = " +
-                                             n((*layout)->tp));
+    const bool critic = std::string_view(key) == "critic";
+    if (critic && !s.workload.critic) continue;
+    const ModelSpec& m = critic ? *s.workload.critic : s.model;
+    if (*layout) check_pass(at, s, m, **layout, key);
+    else if (critic) check_split(at, s, m, s.policy.train.tp, s.policy.train.pp, s.policy.train.vpp, "train");
   }
   if (s.workload.max_context_tokens > s.model.max_context) {
     const Value* w = v.find("workload");

@@ -64,6 +64,40 @@ TEST_CASE("memory: ZeRO stages shard 12, then 4, then 2 of the 18 bytes per para
   }
 }
 
+TEST_CASE("memory: the training state is the one formula behind memory, and follows dtype and ZeRO") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  spec::TrainLayout l;
+  l.dp = 8;
+  l.zero = 2;
+  const double params = model::params_per_rank(m, l, true, true).total();
+  // bf16: 2 + 4 + 12 bytes per parameter, gradients and optimizer sharded over dp = 8.
+  const auto bf16 = model::training_state(m, l, spec::Dtype::bf16);
+  CHECK(bf16.weights == doctest::Approx(2 * params));
+  CHECK(bf16.gradients == doctest::Approx(4 * params / 8));
+  CHECK(bf16.optimizer == doctest::Approx(12 * params / 8));
+  // fp32 training keeps no separate master copy: 4 + 4 + 8.
+  const auto fp32 = model::training_state(m, l, spec::Dtype::fp32);
+  CHECK(fp32.weights == doctest::Approx(4 * params));
+  CHECK(fp32.optimizer == doctest::Approx(8 * params / 8));
+  // train_memory reports exactly these (offload moves them off the GPU, not out of the state).
+  model::TrainShape shape;
+  shape.seq_len = 1024;
+  const auto mem = model::train_memory(m, test::preset_cluster("dgx-h100", 1).gpu, l, shape);
+  CHECK(mem.get("weights") == bf16.weights);
+  CHECK(mem.get("gradients") == bf16.gradients);
+  CHECK(mem.get("optimizer") == bf16.optimizer);
+  l.offload_optimizer = true;
+  CHECK(model::train_memory(m, test::preset_cluster("dgx-h100", 1).gpu, l, shape).get("optimizer") == 0);
+  CHECK(model::training_state(m, l, spec::Dtype::bf16).optimizer == bf16.optimizer);
+  // With pipeline stages, the larger of the first and the last stage's state.
+  l.offload_optimizer = false;
+  l.pp = 4;
+  l.dp = 2;
+  const auto first = model::training_state(m, l, spec::Dtype::bf16, true, false);
+  const auto last = model::training_state(m, l, spec::Dtype::bf16, false, true);
+  CHECK(model::training_state(m, l, spec::Dtype::bf16).total() == std::max(first.total(), last.total()));
+}
+
 TEST_CASE("memory: KV cache per GPU splits key-value heads over tp, replicating them past it") {
   const auto m = test::preset_model("qwen2.5-7b");  // 28 layers, 4 kv heads of 128
   CHECK(model::kv_bytes_per_token_per_gpu(m, 1, 1) == 28 * 2 * 4 * 128 * 2);

@@ -148,7 +148,7 @@ TEST_CASE("step: a layout switch of the schedule costs its relaunch or reshard p
     REQUIRE(step == static_cast<int64_t>(i) + 1);
     const auto l = rl::layouts_at(s0.policy, step);
     double expected = rl::weight_sync_seconds(s0, l.rollout, l.train);
-    if (i == 1) expected += rl::train_reshard_seconds(s0);
+    if (i == 1) expected += rl::train_reshard_seconds(s0, s0.policy.train, l.train);
     if (i == 2) expected += rl::rollout_relaunch_seconds(s0, l.rollout);
     INFO("step " << step);
     CHECK(free.steps[i].stages.weight_sync == doctest::Approx(expected));
