@@ -111,7 +111,7 @@ void print_table(const std::vector<Column>& cols) {
     bool any = false;
     for (const auto& c : cols) any = any || c.stats.stage_total_s[s] > 0;
     if (!any) continue;
-    row(std::string("  ") + rl::kStageNames[s] + " (s/step)", numbers([&](const Column& c) {
+    row("  " + std::string(graph::kStages[s].name) + " (s/step)", numbers([&](const Column& c) {
           return c.result.steps.empty() ? 0.0 : c.stats.stage_total_s[s] / static_cast<double>(c.result.steps.size());
         }, 3));
   }

@@ -12,12 +12,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// The fields of rl::StageTimes in the order of rl::kStageNames.
-constexpr double rl::StageTimes::*kStageFields[] = {
-    &rl::StageTimes::rollout, &rl::StageTimes::reward,   &rl::StageTimes::old_logprob, &rl::StageTimes::ref_logprob,
-    &rl::StageTimes::critic,  &rl::StageTimes::dispatch, &rl::StageTimes::train,       &rl::StageTimes::weight_sync};
-static_assert(std::size(kStageFields) == kStageCount);
-
 ordered_json gib_object(const std::vector<std::pair<std::string, double>>& entries) {
   ordered_json j = ordered_json::object();
   for (const auto& [name, gib] : entries) j[name] = gib;
@@ -35,7 +29,7 @@ ordered_json oom_json(const rl::OomEvent& e) {
 
 ordered_json stages_json(const rl::StageTimes& t) {
   ordered_json j = ordered_json::object();
-  for (size_t s = 0; s < kStageCount; ++s) j[rl::kStageNames[s]] = stage_seconds(t, s);
+  for (size_t s = 0; s < kStageCount; ++s) j[std::string(graph::kStages[s].name)] = stage_seconds(t, s);
   return j;
 }
 
@@ -53,7 +47,7 @@ ordered_json step_json(const rl::StepRecord& st) {
 ordered_json stats_json(const RunStats& s) {
   const auto& t = s.step_time_s;
   ordered_json share = ordered_json::object();
-  for (size_t i = 0; i < kStageCount; ++i) share[rl::kStageNames[i]] = s.stage_share[i];
+  for (size_t i = 0; i < kStageCount; ++i) share[std::string(graph::kStages[i].name)] = s.stage_share[i];
   return ordered_json{
       {"step_time_s", {{"mean", t.mean}, {"p50", t.p50}, {"p90", t.p90}, {"p99", t.p99}, {"max", t.max}}},
       {"stage_share", share},
@@ -80,7 +74,7 @@ void append_csv_field(std::string& out, const std::string& s) {
 
 }  // namespace
 
-double stage_seconds(const rl::StageTimes& t, size_t stage) { return t.*kStageFields[stage]; }
+double stage_seconds(const rl::StageTimes& t, size_t stage) { return t.*graph::kStages[stage].seconds; }
 
 RunStats run_stats(const rl::RunResult& r) {
   RunStats s;
@@ -120,9 +114,9 @@ std::string summary_json(const rl::RunResult& r) {
 }
 
 std::string steps_csv(const rl::RunResult& r) {
-  std::string out =
-      "step,start_s,time_s,rollout_s,reward_s,old_logprob_s,ref_logprob_s,critic_s,dispatch_s,train_s,"
-      "weight_sync_s,tokens,tokens_per_s,oom_stage\n";
+  std::string out = "step,start_s,time_s";
+  for (const auto& stage : graph::kStages) out += ',' + std::string(stage.name) + "_s";
+  out += ",tokens,tokens_per_s,oom_stage\n";
   for (const auto& st : r.steps) {
     out += std::to_string(st.step);
     out += ',' + format_fixed(st.start_s, 6);

@@ -10,9 +10,9 @@
 
 namespace arlsim::out {
 
-inline constexpr size_t kStageCount = std::size(rl::kStageNames);
+inline constexpr size_t kStageCount = graph::kStageCount;
 
-// Seconds of stage `stage` (an index into rl::kStageNames).
+// Seconds of stage `stage` (an index into graph::kStages).
 double stage_seconds(const rl::StageTimes& t, size_t stage);
 
 // Step-time distribution; percentiles by the nearest-rank method (rl::summarize).

@@ -43,7 +43,7 @@ std::string stage_lines(const RunStats& s, size_t steps) {
                     pad_left("share", 10) + "\n";
   for (size_t i = 0; i < kStageCount; ++i) {
     if (s.stage_total_s[i] <= 0) continue;
-    out += pad_right(std::string("  ") + rl::kStageNames[i], 16) + pad_left(format_fixed(s.stage_total_s[i], 3), 14) +
+    out += pad_right("  " + std::string(graph::kStages[i].name), 16) + pad_left(format_fixed(s.stage_total_s[i], 3), 14) +
            pad_left(format_fixed(s.stage_total_s[i] / static_cast<double>(steps), 3), 14) +
            pad_left(format_fixed(100 * s.stage_share[i], 1) + "%", 10) + "\n";
   }

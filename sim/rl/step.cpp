@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "sim/core/assert.h"
+#include "sim/exec/analytic.h"
+#include "sim/graph/step_graph.h"
 #include "sim/model/memory.h"
 #include "sim/model/train.h"
 #include "sim/rl/dispatch.h"
@@ -100,7 +102,7 @@ namespace {
 // Simulates one scenario step by step; see step.h.
 class RunSimulator {
  public:
-  RunSimulator(const spec::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o) {
+  RunSimulator(const spec::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy)) {
     result_.scenario = s.name;
     result_.gpus = s.cluster.total_gpus();
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
@@ -145,7 +147,7 @@ class RunSimulator {
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
-  void add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s);
+  void add_stage_event(const exec::ActivityRecord& a, double start_s, double end_s);
   trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
   void add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds);
@@ -159,6 +161,8 @@ class RunSimulator {
   std::optional<Layouts> previous_;  // the layouts of the step before
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
   std::unique_ptr<DispatchNetwork> dispatch_;
+  graph::StepGraphBuilder graph_;
+  exec::AnalyticExecutor executor_;
 };
 
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
@@ -412,11 +416,11 @@ void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_
   }
 }
 
-void RunSimulator::add_stage_event(const std::string& stage, int64_t step, double start_s, double end_s) {
+void RunSimulator::add_stage_event(const exec::ActivityRecord& a, double start_s, double end_s) {
   if (!o_.timeline || end_s <= start_s) return;
-  const bool rollout = stage == "rollout" || stage == "reward";
-  result_.events.push_back({rollout ? "rollout" : "training", "stages", stage, SimTime::from_seconds(start_s),
-                            SimTime::from_seconds(end_s), step, stage});
+  const std::string stage(graph::stage_name(a.stage));
+  result_.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage,
+                            SimTime::from_seconds(start_s), SimTime::from_seconds(end_s), a.step, stage});
 }
 
 void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s) {
@@ -468,9 +472,6 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   }
   const int64_t limit = o_.max_steps > 0 ? o_.max_steps : s_.steps;
   if (static_cast<int64_t>(steps.size()) > limit) steps.resize(static_cast<size_t>(limit));
-  const bool async = s_.policy.sync == spec::SyncMode::async;
-  const int64_t staleness = std::max<int64_t>(1, s_.policy.staleness);
-  std::vector<double> rollout_end, train_end;
   double previous_end = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     StepData d{steps[i].step, {}};
@@ -494,39 +495,22 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     rec.step = d.step;
     for (size_t j = 0; j < d.trajectories.size(); ++j)
       if (p.rollout.done.empty() || p.rollout.done[j]) rec.tokens += d.trajectories[j].context_tokens();
-    // Asynchronous: the rollout of step t waits for the weights of step t - k; training waits
-    // for its rollout and for the previous training. Synchronous: one stage after another.
-    double rollout_start = previous_end;
-    if (async) {
-      rollout_start = rollout_end.empty() ? 0 : rollout_end.back();
-      const size_t k = static_cast<size_t>(staleness);
-      if (i >= k + 1) rollout_start = std::max(rollout_start, train_end[i - k - 1]);
-    }
-    const double r_end = rollout_start + p.rollout_s;
-    const double t_start = async ? std::max(r_end, train_end.empty() ? 0.0 : train_end.back()) : r_end;
-    const double t_end = t_start + p.training_s;
-    rollout_end.push_back(r_end);
-    train_end.push_back(t_end);
-    rec.start_s = rollout_start;
+    // The step graph places the step in time after the steps before it (see step_graph.h).
+    const graph::StepNodes nodes = graph_.add_step(d.step, p.times);
+    executor_.advance(graph_.graph());
+    const exec::StepSpan span = exec::step_span(executor_, nodes);
+    const double t_end = span.end_s;
+    rec.start_s = span.start_s;
     rec.time_s = t_end - previous_end;
     rec.stages = p.times;
     rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
-    add_rollout_events(d, l, p.rollout, rollout_start);
-    add_memory_counters(p, rollout_start, t_start);
-    double at = rollout_start;
-    for (const auto& [stage, seconds] : {std::pair<std::string, double>{"rollout", p.times.rollout}, {"reward", p.times.reward}}) {
-      add_stage_event(stage, d.step, at, at + seconds);
-      at += seconds;
-    }
-    at = t_start;
-    const std::pair<std::string, double> training[] = {{"old_logprob", p.times.old_logprob}, {"ref_logprob", p.times.ref_logprob},
-                                                       {"critic", p.times.critic},           {"dispatch", p.times.dispatch},
-                                                       {"train", p.times.train},             {"weight_sync", p.times.weight_sync}};
-    for (const auto& [stage, seconds] : training) {
-      add_stage_event(stage, d.step, at, at + seconds);
-      if (stage == "train") add_mini_batch_events(p, d.step, at, seconds);
-      at += seconds;
+    add_rollout_events(d, l, p.rollout, span.start_s);
+    add_memory_counters(p, span.start_s, executor_.record(nodes.training_first).start_s);
+    for (graph::ActivityId id = nodes.first; id <= nodes.last; ++id) {
+      const exec::ActivityRecord& a = executor_.record(id);
+      add_stage_event(a, a.start_s, a.end_s);
+      if (a.stage == graph::Stage::train) add_mini_batch_events(p, d.step, a.start_s, p.times.train);
     }
     previous_end = t_end;
     for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/graph/step_graph.h"
 #include "sim/model/train.h"
 #include "sim/rl/rollout.h"
 #include "sim/rl/step_result.h"
@@ -65,6 +66,9 @@ double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout
 double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
                               double overhead_s);
 double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayout& to, double reshard_s, double overhead_s);
+
+// How the policy's sync mode links steps in the step graph.
+graph::SyncMode sync_mode(const spec::PolicySpec& p);
 
 // The layouts in force at a step: the policy's, or a schedule entry's.
 struct Layouts {

@@ -267,6 +267,10 @@ std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec:
   return layout_aware_ranks(tokens, sample_node, rank_node, kLayoutAwareSlack);
 }
 
+graph::SyncMode sync_mode(const spec::PolicySpec& p) {
+  return {p.sync == spec::SyncMode::async, std::max<int64_t>(1, p.staleness)};
+}
+
 Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
   Layouts l{p.rollout, p.train};
   for (const auto& e : p.schedule) {

@@ -10,24 +10,11 @@
 #include <vector>
 
 #include "sim/core/time.h"
+#include "sim/graph/stage.h"
 
 namespace arlsim::rl {
 
-// Seconds each stage of a step took (0 when the stage does not run, e.g. critic without PPO).
-struct StageTimes {
-  double rollout = 0;
-  double reward = 0;
-  double old_logprob = 0;
-  double ref_logprob = 0;
-  double critic = 0;
-  double dispatch = 0;
-  double train = 0;
-  double weight_sync = 0;
-};
-
-// Stage names in the order they run, as they appear in outputs.
-inline constexpr const char* kStageNames[] = {"rollout",  "reward",   "old_logprob", "ref_logprob",
-                                               "critic",   "dispatch", "train",       "weight_sync"};
+using graph::StageTimes;
 
 // A stage that does not fit in memory: where, by how much, and what takes the space.
 struct OomEvent {

@@ -1,0 +1,36 @@
+#include "sim/exec/analytic.h"
+
+#include <algorithm>
+
+namespace arlsim::exec {
+
+void AnalyticExecutor::advance(const graph::StepGraph& g) {
+  for (size_t i = records_.size(); i < g.activities.size(); ++i) {
+    const auto& a = g.activities[i];
+    ActivityRecord r;
+    r.id = a.id;
+    r.step = a.step;
+    r.stage = a.stage;
+    r.op = a.op;
+    r.side = a.side;
+    for (graph::ActivityId d : a.after) r.start_s = std::max(r.start_s, records_[static_cast<size_t>(d)].end_s);
+    r.end_s = r.start_s + a.seconds;
+    records_.push_back(r);
+  }
+}
+
+StepSpan step_span(const AnalyticExecutor& e, const graph::StepNodes& n) {
+  return {n.step, e.record(n.first).start_s, e.record(n.last).end_s, e.record(n.rollout_end).end_s};
+}
+
+std::vector<StepSpan> compose(graph::SyncMode mode, const std::vector<std::pair<int64_t, graph::StageTimes>>& steps) {
+  graph::StepGraphBuilder b(mode);
+  for (const auto& [step, times] : steps) b.add_step(step, times);
+  AnalyticExecutor e;
+  e.advance(b.graph());
+  std::vector<StepSpan> spans;
+  for (const auto& n : b.steps()) spans.push_back(step_span(e, n));
+  return spans;
+}
+
+}  // namespace arlsim::exec

@@ -1,0 +1,86 @@
+#include "sim/graph/step_graph.h"
+
+#include <algorithm>
+
+#include "sim/core/assert.h"
+
+namespace arlsim::graph {
+
+namespace {
+
+OpKind op_of(Stage s) {
+  switch (s) {
+    case Stage::rollout:
+    case Stage::reward: return OpKind::engine_run;
+    case Stage::old_logprob:
+    case Stage::ref_logprob:
+    case Stage::critic: return OpKind::forward;
+    case Stage::dispatch: return OpKind::transfer;
+    case Stage::train: return OpKind::train;
+    case Stage::weight_sync: return OpKind::sync;
+  }
+  return OpKind::engine_run;
+}
+
+}  // namespace
+
+const char* op_name(OpKind op) {
+  switch (op) {
+    case OpKind::engine_run: return "engine_run";
+    case OpKind::forward: return "forward";
+    case OpKind::train: return "train";
+    case OpKind::transfer: return "transfer";
+    case OpKind::sync: return "sync";
+  }
+  return "?";
+}
+
+ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after) {
+  Activity a;
+  a.id = static_cast<ActivityId>(graph_.activities.size());
+  a.step = step;
+  a.stage = stage;
+  a.op = op_of(stage);
+  a.side = stage_info(stage).side;
+  a.seconds = seconds;
+  after.erase(std::remove(after.begin(), after.end(), ActivityId{-1}), after.end());
+  for (ActivityId d : after) ARLSIM_ASSERT(d >= 0 && d < a.id);
+  a.after = std::move(after);
+  graph_.activities.push_back(std::move(a));
+  return graph_.activities.back().id;
+}
+
+StepNodes StepGraphBuilder::add_step(int64_t step, const StageTimes& times) {
+  ARLSIM_ASSERT(!mode_.async || mode_.staleness >= 1);
+  const size_t i = steps_.size();
+  StepNodes n;
+  n.step = step;
+  std::vector<ActivityId> rollout_after;
+  if (i > 0) {
+    if (!mode_.async) {
+      rollout_after.push_back(steps_[i - 1].last);
+    } else {
+      rollout_after.push_back(steps_[i - 1].rollout_end);
+      const auto k = static_cast<size_t>(mode_.staleness);
+      if (i >= k + 1) rollout_after.push_back(steps_[i - k - 1].last);
+    }
+  }
+  ActivityId prev = -1;
+  for (const auto& info : kStages) {
+    std::vector<ActivityId> after;
+    if (info.id == Stage::rollout) after = rollout_after;
+    else after.push_back(prev);
+    // Asynchronous training also waits for the training of the step before.
+    const bool starts_training = info.side == Side::training && prev == n.rollout_end;
+    if (starts_training && mode_.async && i > 0) after.push_back(steps_[i - 1].last);
+    prev = add(step, info.id, times[info.id], std::move(after));
+    if (n.first < 0) n.first = prev;
+    if (starts_training) n.training_first = prev;
+    if (info.side == Side::rollout) n.rollout_end = prev;
+  }
+  n.last = prev;
+  steps_.push_back(n);
+  return n;
+}
+
+}  // namespace arlsim::graph

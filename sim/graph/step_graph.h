@@ -1,0 +1,81 @@
+// The RL step as a graph of activities: each activity is one stage's work on one side of the
+// cluster (an op kind, how long the cost model says it takes), with edges to the activities it
+// waits for. Built in exactly one place, StepGraphBuilder, from the sync mode and each step's
+// stage times; executors (sim/exec/) place it in time and return activity records.
+//
+// Edges within a step: reward after rollout; the training side's stages one after another in
+// stage-table order, the first after the reward. Across steps:
+// - synchronous (colocated or disaggregated): a step's rollout waits for the weight sync of the
+//   step before;
+// - asynchronous with staleness k (disaggregated): the rollout of step t waits for the rollout of
+//   step t - 1 (the engines are busy) and for the weights of step t - k - 1; training of step t
+//   waits for its rollout and for the training of step t - 1 (AReaL, slime's async mode).
+// Partial rollout changes what a rollout generates (paused trajectories carry over), not the edges.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/graph/stage.h"
+
+namespace arlsim::graph {
+
+// What an activity does, as the cost model priced it.
+enum class OpKind : uint8_t {
+  engine_run,  // rollout engines generating, tools and rewards included
+  forward,     // forward-only passes over the samples
+  train,       // forward, backward and optimizer steps
+  transfer,    // point-to-point transfers over the network (dispatch)
+  sync,        // weight sync (collectives or host transfers), layout switches included
+};
+const char* op_name(OpKind op);
+
+using ActivityId = int32_t;
+
+struct Activity {
+  ActivityId id = 0;
+  int64_t step = 0;
+  Stage stage = Stage::rollout;
+  OpKind op = OpKind::engine_run;
+  Side side = Side::rollout;  // the GPUs it holds
+  double seconds = 0;        // its duration, from the cost model
+  std::vector<ActivityId> after;  // activities it waits for (all have smaller ids)
+};
+
+struct StepGraph {
+  std::vector<Activity> activities;  // in a topological order: ids are indices
+};
+
+struct SyncMode {
+  bool async = false;
+  int64_t staleness = 1;  // async: how many steps the rollout's weights may lag (>= 1)
+};
+
+// The activities of one step in the graph, by stage (-1 for none).
+struct StepNodes {
+  int64_t step = 0;
+  ActivityId first = -1;  // its first activity (the rollout)
+  ActivityId last = -1;   // its last activity (the weight sync)
+  ActivityId rollout_end = -1;  // the last activity of the rollout side (the reward)
+  ActivityId training_first = -1;  // the first activity of the training side
+};
+
+class StepGraphBuilder {
+ public:
+  explicit StepGraphBuilder(SyncMode mode) : mode_(mode) {}
+
+  // Appends a step's activities, with their edges to the steps appended before.
+  StepNodes add_step(int64_t step, const StageTimes& times);
+
+  const StepGraph& graph() const { return graph_; }
+  const std::vector<StepNodes>& steps() const { return steps_; }
+
+ private:
+  ActivityId add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after);
+
+  SyncMode mode_;
+  StepGraph graph_;
+  std::vector<StepNodes> steps_;
+};
+
+}  // namespace arlsim::graph
