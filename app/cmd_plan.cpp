@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "app/options.h"
 #include "app/planning_input.h"
+#include "planner/analytic_run.h"
 #include "planner/dispatch_plan.h"
 #include "planner/plan.h"
 #include "planner/plan_json.h"
@@ -145,7 +146,9 @@ int run_plan(const Args& args) {
       planned, plan.policy.train, planner::samples_round_robin(planned, plan.policy.rollout, features[di].contexts),
       features[di].step);
 
-  const std::string json = planner::plan_json({&s, &document, &plan, &predicted, &dispatch});
+  const auto analytic = planner::analytic_run(planned, plan, features, selector);
+  const double analytic_s = analytic ? analytic->total_s : 0.0;
+  const std::string json = planner::plan_json({&s, &document, &plan, &predicted, &dispatch, analytic ? &analytic_s : nullptr});
   if (!out_path.empty()) {
     std::ofstream f(out_path, std::ios::binary);
     f << json;
@@ -168,6 +171,11 @@ int run_plan(const Args& args) {
   print_stage("training layouts", plan.train, plan.train_schedules, plan.steps);
   std::printf("\nadopted: %s; simulated with it: %.1f s over %zu steps, %zu OOM events\n", selector.c_str(),
               predicted.total_time_s, predicted.steps.size(), predicted.oom_events.size());
+  if (analytic && predicted.total_time_s > 0)
+    std::printf("agreement: the planner's analytic run %.1f s, the simulator's %.1f s (%+.1f%%)\n", analytic_s,
+                predicted.total_time_s, 100.0 * (analytic_s / predicted.total_time_s - 1));
+  else
+    std::printf("agreement: none (a step of the adopted schedule does not fit in memory)\n");
   std::printf("\ndispatch plans for step %lld (%lld samples)\n  %-14s%-15s%12s%16s%18s%12s\n",
               static_cast<long long>(dispatch.step), static_cast<long long>(dispatch.samples), "plan", "mode", "time (s)",
               "bytes (MiB)", "cross-node (MiB)", "imbalance");

@@ -4,8 +4,9 @@
 #include <atomic>
 #include <thread>
 
-#include "planner/dispatch_plan.h"
+#include "planner/analytic_run.h"
 #include "planner/plan.h"
+#include "sim/core/assert.h"
 #include "sim/rl/step.h"
 #include "sim/spec/check.h"
 
@@ -70,33 +71,14 @@ CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value
   if (r.reason.empty()) r.reason = first_misfit(ts, p.train, p.steps, p.train_schedules.costs, "train");
   if (!r.reason.empty()) return r;
   r.feasible = true;
-  // Dispatch measured on the largest step and scaled by tokens to the others.
-  size_t largest = 0;
-  for (size_t i = 0; i < f.size(); ++i)
-    if (f[i].total_tokens > f[largest].total_tokens) largest = i;
-  const auto& rl_at = p.rollout[rs.choice[largest]].layout;
-  const auto& tr_at = p.train[ts.choice[largest]].layout;
-  const auto samples = samples_round_robin(s, rl_at, f[largest].contexts);
-  std::vector<int64_t> producer_gpu;
-  for (const auto& x : samples) producer_gpu.push_back(x.producer_gpu);
-  const auto rank = rl::sample_ranks(s, tr_at, f[largest].contexts, producer_gpu);
-  const double dispatch_largest = evaluate_plan(s, tr_at, samples, "", s.policy.dispatch, rank).seconds;
-  const bool async = s.policy.sync == spec::SyncMode::async;
-  double total = rs.switch_seconds + ts.switch_seconds;
   std::vector<std::string> rollout_names, train_names;
   for (size_t i = 0; i < f.size(); ++i) {
-    const auto& rl_layout = p.rollout[rs.choice[i]].layout;
-    const auto& tr_layout = p.train[ts.choice[i]].layout;
-    rollout_names.push_back(layout_name(rl_layout));
-    train_names.push_back(layout_name(tr_layout));
-    const double rollout_s = p.rollout_schedules.costs.cost[i][rs.choice[i]];
-    const double dispatch_s = f[largest].total_tokens > 0 ? dispatch_largest * static_cast<double>(f[i].total_tokens) /
-                                                                 static_cast<double>(f[largest].total_tokens)
-                                                           : 0;
-    const double training_s = p.train_schedules.costs.cost[i][ts.choice[i]] + dispatch_s +
-                              rl::weight_sync_seconds(s, rl_layout, tr_layout);
-    total += async ? std::max(rollout_s, training_s) : rollout_s + training_s;
+    rollout_names.push_back(layout_name(p.rollout[rs.choice[i]].layout));
+    train_names.push_back(layout_name(p.train[ts.choice[i]].layout));
   }
+  const auto run = analytic_run(s, p, f, "offline");
+  ARLSIM_ASSERT(run);  // first_misfit found none
+  const double total = run->total_s;
   r.rollout_layouts = join_layouts(rollout_names);
   r.train_layouts = join_layouts(train_names);
   r.step_time_s = f.empty() ? 0 : total / static_cast<double>(f.size());

@@ -157,7 +157,12 @@ std::string plan_json(const PlanDocument& d) {
   j["confirmations"] = confirmations;
   j["candidates"] = {{"rollout", candidates_json(p.rollout, p.rollout_schedules)},
                      {"train", candidates_json(p.train, p.train_schedules)}};
-  if (d.predicted) j["predicted"] = ordered_json::parse(out::summary_json(*d.predicted));
+  if (d.predicted) {
+    // What the planner's own composition predicts against the event simulator, on the same steps.
+    j["agreement"] = {{"analytic_s", d.analytic_total_s ? ordered_json(*d.analytic_total_s) : ordered_json(nullptr)},
+                      {"simulated_s", d.predicted->total_time_s}};
+    j["predicted"] = ordered_json::parse(out::summary_json(*d.predicted));
+  }
   // The scenario as loaded, with the planned policy, so that the plan replays on its own.
   ordered_json scenario = to_json(*d.scenario_document);
   if (scenario.contains("policy") && scenario["policy"].is_object()) {

@@ -23,6 +23,9 @@ struct PlanDocument {
   const Plan* plan = nullptr;
   const rl::RunResult* predicted = nullptr;  // the scenario simulated with the planned policy
   const DispatchComparison* dispatch = nullptr;  // may be null
+  // The adopted schedule's analytic run (analytic_run.h), beside `predicted`; null when a step of
+  // it does not fit.
+  const double* analytic_total_s = nullptr;
 };
 
 std::string plan_json(const PlanDocument& d);

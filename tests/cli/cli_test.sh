@@ -43,6 +43,7 @@ expect whatif-bad-vary 2 "$arlsim" whatif default --vary nothing
 expect plan 0 "$arlsim" plan default --steps 1:46 --out "$tmp/plan.json"
 contains plan-selectors "$tmp/out" "configured        static        online       offline"
 contains plan-dispatch "$tmp/out" "layout-aware"
+contains plan-agreement "$tmp/out" "agreement: the planner's analytic run"
 contains plan-format "$tmp/plan.json" '"format": "arlsim-plan/1"'
 for key in '"layouts"' '"schedule"' '"selectors"' '"candidates"' '"predicted"' '"scenario"' '"dispatch"' '"sync"'; do
   contains "plan-json-$key" "$tmp/plan.json" "$key"
@@ -50,6 +51,14 @@ done
 python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['predicted']['total_time_s'])" "$tmp/plan.json" >"$tmp/planned"
 "$arlsim" simulate "$tmp/plan.json" --steps 1:46 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['total_time_s'])" >"$tmp/replayed"
 same plan-replays "$tmp/planned" "$tmp/replayed"
+# The planner's analytic run beside the simulated one, on the same steps (within 10% here).
+python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+a = j['agreement']
+ok = a['simulated_s'] == j['predicted']['total_time_s'] and a['analytic_s'] is not None
+print('agreement ok' if ok and abs(a['analytic_s'] / a['simulated_s'] - 1) < 0.10 else a)" "$tmp/plan.json" >"$tmp/agreement"
+contains plan-agreement-json "$tmp/agreement" "agreement ok"
 expect plan-check 0 "$arlsim" check "$tmp/plan.json"
 # The switch overhead the plan weighed is the one its replay charges: the flag's default, or the
 # scenario's when it states one, unless the flag is given.

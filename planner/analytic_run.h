@@ -1,0 +1,28 @@
+// A plan's run as the planner predicts it without the event simulator: each step's stage costs
+// from the analytic estimators (the schedule's chosen candidates), dispatch measured as fluid flows
+// on the largest step and scaled by tokens to the others, weight sync and the schedule's layout
+// switches, placed in time by the same step graph and executor that the simulator uses
+// (sim/graph/step_graph.h, sim/exec/analytic.h). `arlsim capacity` answers with it, and
+// `arlsim plan` prints it beside the simulated run as their agreement.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+#include "sim/exec/analytic.h"
+
+namespace arlsim::planner {
+
+struct AnalyticRun {
+  std::vector<exec::StepSpan> spans;  // per trace step
+  double total_s = 0;                 // the last step's end
+};
+
+// The run of `p`'s schedules chosen by `selector`; none when a chosen layout does not fit a step
+// (an OOM has no time).
+std::optional<AnalyticRun> analytic_run(const spec::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
+                         const std::string& selector);
+
+}  // namespace arlsim::planner
