@@ -115,7 +115,7 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
 int run_capacity(const Args& args) {
   std::string scenario, gpus_text, nodes_text, placements_text, deadline_text, trace_path;
   std::vector<std::string> overrides, price_text;
-  int64_t steps = 0;
+  int64_t steps = 0, confirm = 1;
   double budget = 0;
   double o_overhead = planner::CapacityOptions{}.switch_overhead_s;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -135,6 +135,8 @@ int run_capacity(const Args& args) {
       "switch-overhead", po::value(&o_overhead)->default_value(o_overhead),
       "seconds added to each layout switch (restarts, communicator setup) on top of the data it moves "
       "(default: the scenario's policy switch_overhead when it gives one, else 30)")(
+      "confirm", po::value(&confirm)->default_value(confirm),
+      "rollout layouts the event simulator confirms per context range of each configuration (0: analytic only)")(
       "threads", po::value(&threads), "worker threads (default: the cores)")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field of the scenario: /json/pointer=value")(
       "json", "print the candidates as JSON")("csv", "print the candidates as CSV");
@@ -150,6 +152,8 @@ int run_capacity(const Args& args) {
   o.steps = steps;
   if (!(o_overhead >= 0 && o_overhead <= 1e6)) return usage("--switch-overhead must be 0 to 1000000 seconds");
   if (steps < 0) return usage("--steps must be positive");
+  if (confirm < 0) return usage("--confirm must be 0 or more");
+  o.confirm = confirm;
   if (!parse_placements(placements_text, o.placements))
     return usage("--placements expects colocated, disaggregated or disaggregated:SHARE (0 < SHARE < 1), comma-separated; got \"" +
                  placements_text + "\"");
@@ -188,6 +192,7 @@ int run_capacity(const Args& args) {
   o.switch_overhead_s = switch_overhead(s, vm, o_overhead);
   if (features.empty()) return usage(scenario + ": the trace has no steps");
   const int64_t n = steps > 0 ? steps : static_cast<int64_t>(features.size());
+  o.trace = &t;
   const auto results = planner::plan_capacity(s, document, features, o);
 
   const planner::CapacityResult *cheapest = nullptr, *fastest = nullptr;
@@ -197,6 +202,31 @@ int run_capacity(const Args& args) {
       cheapest = &r;
     if (budget > 0 && r.cost_usd && *r.cost_usd <= budget && (!fastest || r.total_time_s < fastest->total_time_s)) fastest = &r;
   }
+  // The configurations recommended (or, with neither a deadline nor a budget, the fastest) are
+  // simulated by the event simulator with their planned layouts, to show how far the analytic
+  // answer is from it.
+  std::vector<std::pair<const planner::CapacityResult*, std::optional<double>>> checked;
+  auto check = [&](const planner::CapacityResult* r) {
+    if (!r) return;
+    for (const auto& c : checked)
+      if (c.first == r) return;
+    checked.emplace_back(r, planner::simulated_total_seconds(s, document, t, features, *r, o));
+  };
+  check(cheapest);
+  check(fastest);
+  if (deadline_s <= 0 && budget <= 0) {
+    const planner::CapacityResult* best = nullptr;
+    for (const auto& r : results)
+      if (r.feasible && (!best || r.total_time_s < best->total_time_s)) best = &r;
+    check(best);
+  }
+  auto agreement = [&](const planner::CapacityResult& r) {
+    for (const auto& [c, simulated] : checked)
+      if (c == &r)
+        return nlohmann::ordered_json{{"analytic_s", r.total_time_s},
+                                      {"simulated_s", simulated ? nlohmann::ordered_json(*simulated) : nlohmann::ordered_json(nullptr)}};
+    return nlohmann::ordered_json(nullptr);
+  };
   if (vm.count("json")) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : results)
@@ -216,7 +246,8 @@ int run_capacity(const Args& args) {
                    {"rollout_layouts", r.rollout_layouts},
                    {"train_layouts", r.train_layouts},
                    {"cheapest_within_deadline", &r == cheapest},
-                   {"fastest_within_budget", &r == fastest}});
+                   {"fastest_within_budget", &r == fastest},
+                   {"agreement", agreement(r)}});
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -237,6 +268,15 @@ int run_capacity(const Args& args) {
     return kExitOk;
   }
   print_table(results, n, cheapest, fastest, deadline_s > 0, budget > 0);
+  for (const auto& [r, simulated] : checked) {
+    std::printf("simulated: %s x %lld (%s): ", r->config.gpu.c_str(), static_cast<long long>(r->gpus),
+                placement_name(r->config).c_str());
+    if (simulated)
+      std::printf("%s h by the event simulator against %s h here (%+.1f%%)\n", out::format_fixed(*simulated / 3600, 2).c_str(),
+                  out::format_fixed(r->total_time_s / 3600, 2).c_str(), 100.0 * (r->total_time_s / *simulated - 1));
+    else
+      std::printf("the event simulator's run hits an OOM the analytic plan did not foresee\n");
+  }
   return kExitOk;
 }
 

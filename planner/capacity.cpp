@@ -62,9 +62,9 @@ CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value
   for (const auto& [gpu, price] : o.prices)
     if (gpu == config.gpu) r.price_usd_per_gpu_hour = price;
   PlanOptions po;
-  po.confirm = 0;
+  po.confirm = o.trace ? o.confirm : 0;
   po.switch_overhead_s = o.switch_overhead_s;
-  const Plan p = make_plan(s, f, nullptr, po);
+  const Plan p = make_plan(s, f, o.trace, po);
   const auto& rs = p.rollout_schedules.find("offline");
   const auto& ts = p.train_schedules.find("offline");
   r.reason = first_misfit(rs, p.rollout, p.steps, p.rollout_schedules.costs, "rollout");
@@ -152,6 +152,26 @@ std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& docum
   }
   out = std::get<spec::ScenarioSpec>(std::move(*parsed));
   return {};
+}
+
+std::optional<double> simulated_total_seconds(const spec::ScenarioSpec& base, const spec::Value& document,
+                                              const trace::Trace& trace, const std::vector<StepFeatures>& features,
+                                              const CapacityResult& result, const CapacityOptions& o) {
+  spec::ScenarioSpec s;
+  if (!result.feasible || features.empty() || !scenario_on(base, document, result.config, s).empty()) return std::nullopt;
+  PlanOptions po;
+  po.confirm = o.trace ? o.confirm : 0;
+  po.switch_overhead_s = o.switch_overhead_s;
+  s.policy = make_plan(s, features, o.trace, po).policy;
+  rl::RunOptions ro;
+  ro.timeline = false;
+  ro.first_step = features.front().step;
+  ro.last_step = features.back().step;
+  ro.max_steps = static_cast<int64_t>(features.size());
+  const rl::RunResult run = rl::simulate_run(s, trace, ro);
+  if (!run.oom_events.empty() || run.steps.empty()) return std::nullopt;
+  const int64_t n = o.steps > 0 ? o.steps : static_cast<int64_t>(features.size());
+  return run.total_time_s / static_cast<double>(run.steps.size()) * static_cast<double>(n);
 }
 
 void mark_pareto(std::vector<CapacityResult>& results) {

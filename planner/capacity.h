@@ -12,6 +12,7 @@
 
 #include "planner/features.h"
 #include "sim/spec/scenario.h"
+#include "sim/trace/trace.h"
 
 namespace arlsim::planner {
 
@@ -44,6 +45,10 @@ struct CapacityOptions {
   std::vector<std::pair<std::string, double>> prices;  // per GPU profile, over the profile's own
   int threads = 1;
   double switch_overhead_s = 30;  // see PlanOptions
+  // Rollout layouts the event simulator confirms per context range of each configuration (see
+  // PlanOptions::confirm); 0: analytic costs only. Needs the trace.
+  int64_t confirm = 0;
+  const trace::Trace* trace = nullptr;
 };
 
 // The scenario rebuilt on a configuration: its cluster with another GPU profile and node count, its
@@ -53,6 +58,14 @@ std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& docum
 
 std::vector<CapacityResult> plan_capacity(const spec::ScenarioSpec& base, const spec::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o);
+
+// The event simulator's run of a feasible result's configuration with its planned layouts over the
+// trace steps of `features`, scaled to the result's N steps: the check of its analytic total
+// (`arlsim capacity` prints both for the configurations it recommends). None when the simulated
+// run hits an OOM the analytic one did not foresee, or the trace has none of those steps.
+std::optional<double> simulated_total_seconds(const spec::ScenarioSpec& base, const spec::Value& document,
+                                              const trace::Trace& trace, const std::vector<StepFeatures>& features,
+                                              const CapacityResult& result, const CapacityOptions& o);
 
 // Marks the Pareto frontier of (total time, cost) among the feasible results with a known cost.
 void mark_pareto(std::vector<CapacityResult>& results);

@@ -45,7 +45,7 @@ contains plan-selectors "$tmp/out" "configured        static        online      
 contains plan-dispatch "$tmp/out" "layout-aware"
 contains plan-agreement "$tmp/out" "agreement: the planner's analytic run"
 contains plan-format "$tmp/plan.json" '"format": "arlsim-plan/1"'
-for key in '"layouts"' '"schedule"' '"selectors"' '"candidates"' '"predicted"' '"scenario"' '"dispatch"' '"sync"'; do
+for key in '"layouts"' '"schedule"' '"selectors"' '"candidates"' '"predicted"' '"scenario"' '"dispatch"' '"sync"' '"agreement"'; do
   contains "plan-json-$key" "$tmp/plan.json" "$key"
 done
 python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['predicted']['total_time_s'])" "$tmp/plan.json" >"$tmp/planned"
@@ -80,7 +80,7 @@ contains plan-no-scenario "$tmp/err" "a plan must carry its scenario"
 
 # capacity: candidates with the stable keys; more nodes never turn a feasible GPU type infeasible.
 expect capacity 0 "$arlsim" capacity earl-testbed --gpus h100-sxm,a100-sxm-80g --nodes 1..16 --placements colocated --json
-for key in '"gpu"' '"nodes"' '"feasible"' '"reason"' '"step_time_s"' '"total_time_s"' '"cost_usd"' '"pareto"'; do
+for key in '"gpu"' '"nodes"' '"feasible"' '"reason"' '"step_time_s"' '"total_time_s"' '"cost_usd"' '"pareto"' '"agreement"'; do
   contains "capacity-json-$key" "$tmp/out" "$key"
 done
 if python3 - "$tmp/out" <<'PY'
@@ -98,6 +98,9 @@ then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-mo
 expect capacity-table 0 "$arlsim" capacity default --nodes 1,2 --deadline 1h --budget 100
 contains capacity-deadline "$tmp/out" "cheapest within the deadline: "
 contains capacity-budget "$tmp/out" "fastest within the budget: "
+contains capacity-simulated "$tmp/out" "by the event simulator against"
+expect capacity-bad-confirm 2 "$arlsim" capacity default --confirm -1
+contains capacity-bad-confirm "$tmp/err" "--confirm must be 0 or more"
 expect capacity-csv 0 "$arlsim" capacity default --nodes 2 --csv
 contains capacity-csv "$tmp/out" "gpu,nodes,gpus,placement,rollout_share,feasible,reason,step_time_s"
 expect capacity-bad-nodes 2 "$arlsim" capacity default --nodes 0..4x
