@@ -1,9 +1,11 @@
-// `arlsim list models|gpus|clusters|scenarios|workloads|policies`: presets with one-line descriptions.
+// `arlsim list models|gpus|clusters|scenarios|workloads|policies|stages`: presets, registered
+// policies and the step's stages with one-line descriptions.
 #include <iostream>
 
 #include "app/commands.h"
 #include "app/summaries.h"
 #include "planner/selector.h"
+#include "sim/graph/stage.h"
 #include "sim/rl/routing.h"
 #include "sim/spec/presets.h"
 
@@ -15,8 +17,19 @@ int run_list(const Args& args) {
       {"scenarios", "scenario"}, {"workloads", "workload"}, {"policies", "policy"}};
   if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {
     std::ostream& out = args.size() == 1 ? std::cout : std::cerr;
-    out << "usage: arlsim list TOPIC\n\nTopics: models, gpus, clusters, scenarios, workloads, policies\n";
+    out << "usage: arlsim list TOPIC\n\nTopics: models, gpus, clusters, scenarios, workloads, policies, stages\n";
     return args.size() == 1 ? kExitOk : kExitBadInput;
+  }
+  if (args[0] == "stages") {
+    // The stage table: names as summary.json, steps.csv and the timeline spell them.
+    for (const auto& s : graph::kStages) {
+      std::string name(s.name);
+      name.resize(14, ' ');
+      std::string side(s.side == graph::Side::rollout ? "rollout" : "training");
+      side.resize(10, ' ');
+      std::cout << "  " << name << side << s.description << "\n";
+    }
+    return kExitOk;
   }
   if (args[0] == "policies") {
     // Registered policies, then any preset policy files.
@@ -71,7 +84,7 @@ int run_list(const Args& args) {
     return kExitOk;
   }
   std::cerr << "arlsim list: unknown topic '" << args[0]
-            << "'; expected models, gpus, clusters, scenarios, workloads or policies\n";
+            << "'; expected models, gpus, clusters, scenarios, workloads, policies or stages\n";
   return kExitBadInput;
 }
 

@@ -26,7 +26,7 @@ constexpr Command kCommands[] = {
     {"capacity", "GPU types x node counts x placements: time, cost, the Pareto frontier", arlsim::app::run_capacity},
     {"estimate", "one stage in isolation (train iteration, inference pass, collective, rollout): time, throughput, memory",
      arlsim::app::run_estimate},
-    {"list", "list presets: models, gpus, clusters, scenarios, workloads, policies (with the planner's selectors)", arlsim::app::run_list},
+    {"list", "list presets: models, gpus, clusters, scenarios, workloads, policies (with the planner's selectors), and the step's stages", arlsim::app::run_list},
     {"trace", "context-growth traces: gen (synthetic), import (CSV summary, rollout dump), stats",
      arlsim::app::run_trace},
 };

@@ -8,6 +8,17 @@ static_assert([] {
   return true;
 }(), "kStages is indexed by Stage");
 
+const char* op_name(OpKind op) {
+  switch (op) {
+    case OpKind::engine_run: return "engine_run";
+    case OpKind::forward: return "forward";
+    case OpKind::train: return "train";
+    case OpKind::transfer: return "transfer";
+    case OpKind::sync: return "sync";
+  }
+  return "?";
+}
+
 std::optional<Stage> find_stage(std::string_view name) {
   for (const auto& s : kStages)
     if (s.name == name) return s.id;

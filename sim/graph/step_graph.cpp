@@ -6,41 +6,12 @@
 
 namespace arlsim::graph {
 
-namespace {
-
-OpKind op_of(Stage s) {
-  switch (s) {
-    case Stage::rollout:
-    case Stage::reward: return OpKind::engine_run;
-    case Stage::old_logprob:
-    case Stage::ref_logprob:
-    case Stage::critic: return OpKind::forward;
-    case Stage::dispatch: return OpKind::transfer;
-    case Stage::train: return OpKind::train;
-    case Stage::weight_sync: return OpKind::sync;
-  }
-  return OpKind::engine_run;
-}
-
-}  // namespace
-
-const char* op_name(OpKind op) {
-  switch (op) {
-    case OpKind::engine_run: return "engine_run";
-    case OpKind::forward: return "forward";
-    case OpKind::train: return "train";
-    case OpKind::transfer: return "transfer";
-    case OpKind::sync: return "sync";
-  }
-  return "?";
-}
-
 ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after) {
   Activity a;
   a.id = static_cast<ActivityId>(graph_.activities.size());
   a.step = step;
   a.stage = stage;
-  a.op = op_of(stage);
+  a.op = stage_info(stage).op;
   a.side = stage_info(stage).side;
   a.seconds = seconds;
   after.erase(std::remove(after.begin(), after.end(), ActivityId{-1}), after.end());

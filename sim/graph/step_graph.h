@@ -20,16 +20,6 @@
 
 namespace arlsim::graph {
 
-// What an activity does, as the cost model priced it.
-enum class OpKind : uint8_t {
-  engine_run,  // rollout engines generating, tools and rewards included
-  forward,     // forward-only passes over the samples
-  train,       // forward, backward and optimizer steps
-  transfer,    // point-to-point transfers over the network (dispatch)
-  sync,        // weight sync (collectives or host transfers), layout switches included
-};
-const char* op_name(OpKind op);
-
 using ActivityId = int32_t;
 
 struct Activity {

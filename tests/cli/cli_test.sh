@@ -189,6 +189,8 @@ expect estimate-rollout-oom 2 "$arlsim" estimate scenarios/stages/rollout-qwen3-
 contains estimate-rollout-oom "$tmp/err" "/engine: the engine's KV cache does not fit"
 expect list-policies 0 "$arlsim" list policies
 contains list-policies "$tmp/out" "length-aware"
+expect list-stages 0 "$arlsim" list stages
+contains list-stages "$tmp/out" "weight_sync   training  the new weights"
 
 # A layout that does not fit the model, and an over-large one: clear messages, status 2.
 expect estimate-bad-tp 2 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /layout/tp=3
