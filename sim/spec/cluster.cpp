@@ -23,7 +23,7 @@ void parse_network(ObjectReader& parent, ClusterSpec& c) {
   r.read_quantity("nic_bandwidth", Dimension::bytes_per_s, c.nic_bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
   r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 64);
-  r.read_duration("latency", c.nic_latency, Presence::optional, 0, 1);
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
   r.finish();
 }
 
@@ -35,7 +35,7 @@ void parse_gpu_link(ObjectReader& parent, ClusterSpec& c) {
   r.read("kind", c.gpu_link.kind, Presence::optional);
   r.read_quantity("bandwidth", Dimension::bytes_per_s, c.gpu_link.bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
-  r.read_duration("latency", c.gpu_link.latency, Presence::optional, 0, 1);
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
   r.finish();
 }
 
@@ -49,7 +49,8 @@ void parse_pool(ObjectReader& r, PoolSpec& p) {
   r.read("max_count", p.max_count, Presence::optional, 0, int64_t{1} << 24);
   r.read_duration("cold_start", p.cold_start, Presence::optional, 0, 86400);
   if (const Value* lat = r.field("latency")) parse_latency(*lat, r.pointer_of("latency"), r.diag(), p.latency);
-  r.read("rate_limit_per_s", p.rate_limit_per_s, Presence::optional, 0, 1e9);
+  r.reject("rate_limit_per_s", "a pool serves `count` calls at a time (up to `max_count`), with no rate limit",
+           "bound the pool with count and max_count");
   r.read("gpus", p.gpus, Presence::optional, 0, 1 << 20);
   r.finish();
   if (p.max_count < p.count)

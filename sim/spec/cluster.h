@@ -34,7 +34,6 @@ struct PoolSpec {
   int64_t max_count = 0;  // elastic upper bound (>= count); equal to count when not elastic
   SimTime cold_start;     // time to bring up one more resource
   LatencyDist latency;    // per action, when the trace does not give one
-  double rate_limit_per_s = 0;  // api: calls per second; 0 = unlimited
   int64_t gpus = 0;       // reward_server: GPUs it runs on
 };
 
@@ -48,7 +47,6 @@ struct ClusterSpec {
   std::string intra_node_topology = "nvswitch";
   double nic_bandwidth_bytes_per_s = 0;  // per GPU; defaults to the profile's
   int64_t nics_per_node = 0;             // defaults to gpus_per_node
-  SimTime nic_latency;
   NetworkTopology topology = NetworkTopology::single_switch;
   double oversubscription = 1.0;  // leaf uplink oversubscription (fat tree)
   int64_t nodes_per_leaf = 0;     // fat tree: nodes under one leaf switch; 0 = all

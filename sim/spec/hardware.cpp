@@ -67,7 +67,7 @@ void parse_link(ObjectReader& parent, std::string_view key, Presence p, Link& li
   r.read_quantity("bandwidth", Dimension::bytes_per_s, link.bandwidth_bytes_per_s, Presence::required, 1e6,
                   kMaxBandwidth);
   r.read("efficiency", link.efficiency, Presence::optional, 1e-3, 1.0);
-  r.read_duration("latency", link.latency, Presence::optional, 0, 1);
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
   r.finish();
 }
 
@@ -132,12 +132,16 @@ void parse_collectives(ObjectReader& parent, GpuProfile& g) {
     int op = 0, scope = 0, algorithm = 0;
     if (p.read_enum("op", op, Presence::required, ops)) c.op = std::string(ops[op].name);
     if (p.read_enum("scope", scope, Presence::required, scopes)) c.scope = std::string(scopes[scope].name);
+    if (c.scope == "inter_node")
+      p.error("scope", "measured inter-node points are not used: inter-node bandwidth comes from the cluster's NIC "
+                       "bandwidth and the profile's nic_efficiency",
+              "set nic_efficiency from the measurement and remove the point");
     if (p.read_enum("algorithm", algorithm, Presence::required, algorithms))
       c.algorithm = std::string(algorithms[algorithm].name);
     p.read("ranks", c.ranks, Presence::optional, 2, 1 << 20);
     p.read_quantity("bus_bandwidth", Dimension::bytes_per_s, c.bus_bandwidth_bytes_per_s, Presence::required, 1e6,
                     kMaxBandwidth);
-    p.read_duration("latency", c.latency, Presence::optional, 0, 1);
+    p.reject("latency", "a point's latency is not used; latency comes from the profile's collective_latency", "remove it");
   });
 }
 

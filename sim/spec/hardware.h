@@ -32,7 +32,6 @@ struct Link {
   std::string kind;                // nvlink4, pcie5, ...
   double bandwidth_bytes_per_s = 0;  // one direction, peak
   double efficiency = 0;           // achieved / peak for large transfers; 0 = not given
-  SimTime latency;
   double achieved() const { return bandwidth_bytes_per_s * (efficiency > 0 ? efficiency : 1.0); }
 };
 
@@ -51,11 +50,10 @@ struct AttentionPoint {
 // A collective's achieved bus bandwidth (nccl-tests definition) for a scope and algorithm.
 struct CollectivePoint {
   std::string op;         // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
-  std::string scope;      // intra_node or inter_node
+  std::string scope;      // intra_node (inter_node points are refused: see hardware.cpp)
   std::string algorithm;  // ring, tree, nvls
   int64_t ranks = 0;
   double bus_bandwidth_bytes_per_s = 0;
-  SimTime latency;
 };
 
 // NCCL-style latency model: a collective of n steps costs base + steps x hop latency, with the hop

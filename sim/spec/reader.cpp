@@ -196,6 +196,10 @@ void ObjectReader::error(std::string_view key, std::string message, std::string 
   diag_.error(v ? *v : v_, v ? pointer_of(key) : pointer_, std::move(message), std::move(hint));
 }
 
+void ObjectReader::reject(std::string_view key, const std::string& why, std::string hint) {
+  if (field(key)) error(key, std::string(key) + " is not modelled: " + why, std::move(hint));
+}
+
 void ObjectReader::error_here(std::string message, std::string hint) {
   diag_.error(v_, pointer_, std::move(message), std::move(hint));
 }

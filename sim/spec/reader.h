@@ -99,6 +99,9 @@ class ObjectReader {
   void finish_ignoring_unknown() { finished_ = true; }
 
   void error(std::string_view key, std::string message, std::string hint = {});
+  // A key the format names but the simulator does not model: an error saying why, when present,
+  // rather than a value accepted and then ignored.
+  void reject(std::string_view key, const std::string& why, std::string hint = {});
   void error_here(std::string message, std::string hint = {});
 
  private:

@@ -34,7 +34,7 @@ int main() {
   spec::Diagnostics diag;
   const auto model = std::get<spec::ModelSpec>(spec::check_document("qwen3-32b", spec::SpecKind::model, {}, diag)->spec);
   auto cluster = std::get<spec::ClusterSpec>(spec::check_document("dgx-h100", spec::SpecKind::cluster, {"/nodes=128"}, diag)->spec);
-  cluster.pools = {spec::PoolSpec{"python", spec::PoolKind::sandbox, 2048, 8192, SimTime::from_seconds(3), {}, 0, 0}};
+  cluster.pools = {spec::PoolSpec{"python", spec::PoolKind::sandbox, 2048, 8192, SimTime::from_seconds(3), {}, 0}};
 
   rl::RolloutOptions o;
   o.model = &model;

@@ -93,7 +93,7 @@ TEST_CASE("rollout: a KV budget too small for the batch forces preemptions, and 
 
 TEST_CASE("rollout: static sandboxes make the second caller wait for the first trajectory's end") {
   Setup s;
-  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0, 0}};
+  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
   Workload w;
   // Two identical trajectories: a short turn, a 10 s tool call, a second turn.
   for (int i = 0; i < 2; ++i) w.add(i, {turn(100, 10, 10.0, 50), turn(20, 200)});
@@ -114,7 +114,7 @@ TEST_CASE("rollout: static sandboxes make the second caller wait for the first t
 
 TEST_CASE("rollout: event skipping gives the same times as iterating, on random agentic cases") {
   Setup s;
-  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 4, 16, SimTime::from_seconds(0.5), {}, 0, 0}};
+  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 4, 16, SimTime::from_seconds(0.5), {}, 0}};
   std::mt19937_64 rng(1234);
   for (int trial = 0; trial < 6; ++trial) {
     Workload w;
@@ -185,7 +185,7 @@ TEST_CASE("rollout: group prompts are prefilled once per engine with prefix cach
 
 TEST_CASE("rollout: rule rewards queue on their pool; a reward model prefills the whole context") {
   Setup s;
-  s.cluster.pools = {spec::PoolSpec{"reward", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0, 0}};
+  s.cluster.pools = {spec::PoolSpec{"reward", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
   Workload w;
   for (int i = 0; i < 3; ++i) w.add(i, {turn(500, 100)});  // identical: they finish together
   auto o = s.options();
