@@ -28,8 +28,9 @@ DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainL
   p.imbalance = rl::imbalance(tokens, rank, train.dp);
   std::vector<rl::DispatchSample> ds;
   std::map<std::pair<int64_t, int64_t>, Transfer> pairs;
+  const graph::Placement ranks = rl::train_placement(s, train);
   for (size_t i = 0; i < samples.size(); ++i) {
-    const int64_t to = rl::train_rank_gpu(s, train, rank[i]);
+    const int64_t to = ranks.replica_device(rank[i]);
     ds.push_back({samples[i].tokens, samples[i].producer_gpu, to});
     auto& t = pairs[{samples[i].producer_gpu, to}];
     t.from_gpu = samples[i].producer_gpu;
@@ -51,10 +52,10 @@ DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainL
 
 std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
                                                     const std::vector<int64_t>& tokens) {
-  const int64_t engines = std::max<int64_t>(1, rl::rollout_engines(s, rollout));
+  const graph::Placement engines = rl::rollout_placement(s, rollout);
   std::vector<DispatchPlanSample> out;
   for (size_t i = 0; i < tokens.size(); ++i)
-    out.push_back({tokens[i], rl::engine_gpu(rollout, static_cast<int64_t>(i) % engines)});
+    out.push_back({tokens[i], engines.replica_device(static_cast<int64_t>(i) % engines.shape().dp)});
   return out;
 }
 

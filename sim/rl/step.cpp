@@ -191,13 +191,14 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
 
 RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const {
   Samples x;
+  const graph::Placement engines = rollout_placement(s_, l.rollout);
   std::vector<int64_t> engine(d.trajectories.size(), 0);
   for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
   for (size_t i = 0; i < d.trajectories.size(); ++i) {
     if (!p.rollout.done.empty() && !p.rollout.done[i]) continue;
     // Training sees the trajectories as the rollout left them: cut at the context limit.
     x.tokens.push_back(std::clamp<int64_t>(d.trajectories[i].context_tokens(), 1, s_.workload.max_context_tokens));
-    x.producer_gpu.push_back(engine_gpu(l.rollout, engine[i]));
+    x.producer_gpu.push_back(engines.replica_device(engine[i]));
   }
   x.rank = sample_ranks(s_, l.train, x.tokens, x.producer_gpu);
   int64_t total = 0;
@@ -273,8 +274,8 @@ void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x
   // Each trajectory's tensors go from the rollout engine that generated it to the training rank
   // that will consume it.
   std::vector<DispatchSample> samples;
-  for (size_t i = 0; i < x.tokens.size(); ++i)
-    samples.push_back({x.tokens[i], x.producer_gpu[i], train_rank_gpu(s_, l.train, x.rank[i])});
+  const graph::Placement ranks = train_placement(s_, l.train);
+  for (size_t i = 0; i < x.tokens.size(); ++i) samples.push_back({x.tokens[i], x.producer_gpu[i], ranks.replica_device(x.rank[i])});
   if (!dispatch_) {  // one network for every step: its routes are found once
     DispatchOptions opt;
     opt.mode = s_.policy.dispatch;
@@ -405,13 +406,12 @@ void RunSimulator::add_mini_batch_events(const StagePlan& p, int64_t step, doubl
 void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s) {
   if (!o_.timeline) return;
   // Per node, the GPU memory of the stage holding its GPUs: rollout engines, then training.
-  const bool colocated = s_.policy.placement == spec::Placement::colocated;
-  const int64_t rollout_nodes = colocated ? s_.cluster.nodes : (s_.policy.rollout_gpus + s_.cluster.gpus_per_node - 1) / s_.cluster.gpus_per_node;
+  const graph::Placement rollout = rollout_pool(s_), training = train_pool(s_);
   for (int64_t n = 0; n < s_.cluster.nodes; ++n) {
     const std::string node = "node " + std::to_string(n);
-    if (n < rollout_nodes)
+    if (n >= rollout.first_node() && n <= rollout.last_node())
       result_.counters.push_back({node, "GPU memory (GiB)", SimTime::from_seconds(rollout_start_s), p.rollout_memory_gib});
-    if (colocated || n >= s_.policy.rollout_gpus / s_.cluster.gpus_per_node)
+    if (n >= training.first_node() && n <= training.last_node())
       result_.counters.push_back({node, "GPU memory (GiB)", SimTime::from_seconds(train_start_s), p.train_memory_gib});
   }
 }
@@ -427,16 +427,17 @@ void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const
   if (!o_.timeline) return;
   const SimTime base = SimTime::from_seconds(start_s);
   const int64_t per_engine = l.rollout.gpus_per_engine();
+  const graph::Placement engines = rollout_placement(s_, l.rollout);
   for (const auto& span : r.spans) {
-    const int64_t gpu = engine_gpu(l.rollout, span.engine);
-    const std::string node = "node " + std::to_string(gpu / s_.cluster.gpus_per_node);
+    const int64_t gpu = engines.replica_device(span.engine);
+    const std::string node = "node " + std::to_string(engines.node_of_device(gpu));
     const std::string thread = "engine " + std::to_string(span.engine) + " (GPU " + std::to_string(gpu) +
                                (per_engine > 1 ? "-" + std::to_string(gpu + per_engine - 1) : "") + ")";
     result_.events.push_back({node, thread, span.prefill ? "prefill+decode" : "decode", base + span.start, base + span.end,
                               d.step, "rollout"});
   }
   for (const auto& k : r.kv) {
-    const std::string node = "node " + std::to_string(engine_gpu(l.rollout, k.engine) / s_.cluster.gpus_per_node);
+    const std::string node = "node " + std::to_string(engines.node_of_device(engines.replica_device(k.engine)));
     result_.counters.push_back({node, "KV cache used (%), engine " + std::to_string(k.engine), base + k.time,
                                 100.0 * k.used_fraction});
   }

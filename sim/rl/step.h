@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/graph/placement.h"
 #include "sim/graph/step_graph.h"
 #include "sim/model/train.h"
 #include "sim/rl/rollout.h"
@@ -77,10 +78,15 @@ struct Layouts {
 };
 Layouts layouts_at(const spec::PolicySpec& p, int64_t step);
 
-// The first GPU of rollout engine e and of training data-parallel rank i (rollout engines take
-// the first GPUs of a disaggregated cluster; colocated stages share all of them).
-int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e);
-int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t rank);
+// Where the stages sit on the cluster's GPUs: rollout takes the first GPUs of a disaggregated
+// cluster and training the rest; colocated stages share all of them. The engines of a rollout
+// layout and the ranks of a training layout (the first GPU of engine e is
+// rollout_placement(...).replica_device(e), that of data-parallel rank i
+// train_placement(...).replica_device(i)), and each side's whole pool of GPUs.
+graph::Placement rollout_placement(const spec::ScenarioSpec& s, const spec::RolloutLayout& r);
+graph::Placement train_placement(const spec::ScenarioSpec& s, const spec::TrainLayout& l);
+graph::Placement rollout_pool(const spec::ScenarioSpec& s);
+graph::Placement train_pool(const spec::ScenarioSpec& s);
 // Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
 // as verl's balance_batch does), or in order in equal-count chunks without balancing.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);

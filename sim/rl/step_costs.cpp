@@ -196,10 +196,29 @@ double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayou
   return 0;
 }
 
-int64_t engine_gpu(const spec::RolloutLayout& r, int64_t e) { return e * r.gpus_per_engine(); }
-int64_t train_rank_gpu(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t rank) {
-  const int64_t offset = s.policy.placement == spec::Placement::colocated ? 0 : s.policy.rollout_gpus;
-  return offset + rank * l.tp * l.cp;
+namespace {
+
+int64_t train_first_gpu(const spec::ScenarioSpec& s) {
+  return s.policy.placement == spec::Placement::colocated ? 0 : s.policy.rollout_gpus;
+}
+
+}  // namespace
+
+graph::Placement rollout_placement(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+  return {{r.tp, 1, std::max<int64_t>(1, rollout_engines(s, r)), r.pp, graph::RankOrder::replica_outer}, 0,
+          s.cluster.gpus_per_node};
+}
+
+graph::Placement train_placement(const spec::ScenarioSpec& s, const spec::TrainLayout& l) {
+  return {{l.tp, l.cp, l.dp, l.pp, graph::RankOrder::pipeline_outer}, train_first_gpu(s), s.cluster.gpus_per_node};
+}
+
+graph::Placement rollout_pool(const spec::ScenarioSpec& s) {
+  return {{1, 1, s.rollout_gpus(), 1, graph::RankOrder::replica_outer}, 0, s.cluster.gpus_per_node};
+}
+
+graph::Placement train_pool(const spec::ScenarioSpec& s) {
+  return {{1, 1, s.train_gpus(), 1, graph::RankOrder::replica_outer}, train_first_gpu(s), s.cluster.gpus_per_node};
 }
 
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance) {
@@ -260,10 +279,10 @@ std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::Train
 
 std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
                                         const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
-  const int64_t per_node = s.cluster.gpus_per_node;
+  const graph::Placement ranks = train_placement(s, train);
   std::vector<int64_t> sample_node, rank_node;
-  for (int64_t g : producer_gpu) sample_node.push_back(g / per_node);
-  for (int64_t r = 0; r < train.dp; ++r) rank_node.push_back(train_rank_gpu(s, train, r) / per_node);
+  for (int64_t g : producer_gpu) sample_node.push_back(ranks.node_of_device(g));
+  for (int64_t r = 0; r < train.dp; ++r) rank_node.push_back(ranks.node_of_device(ranks.replica_device(r)));
   return layout_aware_ranks(tokens, sample_node, rank_node, kLayoutAwareSlack);
 }
 
