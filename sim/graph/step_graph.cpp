@@ -17,6 +17,11 @@ ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std:
   after.erase(std::remove(after.begin(), after.end(), ActivityId{-1}), after.end());
   for (ActivityId d : after) ARLSIM_ASSERT(d >= 0 && d < a.id);
   a.after = std::move(after);
+  const auto hold = [&](const DeviceRange& r) {
+    if (r.count > 0 && (a.holds.empty() || !a.holds.front().overlaps(r))) a.holds.push_back(r);
+  };
+  hold(a.side == Side::rollout ? devices_.rollout : devices_.training);
+  if (stage == Stage::weight_sync) hold(devices_.rollout);
   graph_.activities.push_back(std::move(a));
   return graph_.activities.back().id;
 }

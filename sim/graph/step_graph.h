@@ -22,6 +22,18 @@ namespace arlsim::graph {
 
 using ActivityId = int32_t;
 
+// A block of devices (GPUs, or CPU threads) that an activity holds alone while it runs.
+struct DeviceRange {
+  int64_t first = 0, count = 0;
+  bool overlaps(const DeviceRange& o) const { return first < o.first + o.count && o.first < first + count; }
+};
+
+// Bytes that travel over a fixed route of network links (ids into StepGraph::link_capacities).
+struct Transfer {
+  std::vector<size_t> links;
+  double bytes = 0;
+};
+
 struct Activity {
   ActivityId id = 0;
   int64_t step = 0;
@@ -30,10 +42,15 @@ struct Activity {
   Side side = Side::rollout;  // the GPUs it holds
   double seconds = 0;        // its duration, from the cost model
   std::vector<ActivityId> after;  // activities it waits for (all have smaller ids)
+  // What the event executor also makes it wait for: the devices it holds alone, and flows that
+  // share links with other activities' (it then lasts until they are done, plus `seconds`).
+  std::vector<DeviceRange> holds;
+  std::vector<Transfer> transfers;
 };
 
 struct StepGraph {
   std::vector<Activity> activities;  // in a topological order: ids are indices
+  std::vector<double> link_capacities;  // bytes/s of each link that transfers name
 };
 
 struct SyncMode {
@@ -50,9 +67,16 @@ struct StepNodes {
   ActivityId training_first = -1;  // the first activity of the training side
 };
 
+// The devices of each side of the cluster (the same block when colocated). The rollout side's
+// activities hold the rollout devices, the training side's the training devices, and the weight
+// sync both: the engines load the new weights, so no generation runs meanwhile.
+struct SideDevices {
+  DeviceRange rollout, training;
+};
+
 class StepGraphBuilder {
  public:
-  explicit StepGraphBuilder(SyncMode mode) : mode_(mode) {}
+  explicit StepGraphBuilder(SyncMode mode, SideDevices devices = {}) : mode_(mode), devices_(devices) {}
 
   // Appends a step's activities, with their edges to the steps appended before.
   StepNodes add_step(int64_t step, const StageTimes& times);
@@ -64,6 +88,7 @@ class StepGraphBuilder {
   ActivityId add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after);
 
   SyncMode mode_;
+  SideDevices devices_;
   StepGraph graph_;
   std::vector<StepNodes> steps_;
 };

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "sim/core/assert.h"
-#include "sim/exec/analytic.h"
+#include "sim/exec/event.h"
 #include "sim/graph/step_graph.h"
 #include "sim/model/memory.h"
 #include "sim/model/train.h"
@@ -102,7 +102,7 @@ namespace {
 // Simulates one scenario step by step; see step.h.
 class RunSimulator {
  public:
-  RunSimulator(const spec::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy)) {
+  RunSimulator(const spec::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
     result_.scenario = s.name;
     result_.gpus = s.cluster.total_gpus();
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
@@ -162,7 +162,6 @@ class RunSimulator {
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
   std::unique_ptr<DispatchNetwork> dispatch_;
   graph::StepGraphBuilder graph_;
-  exec::AnalyticExecutor executor_;
 };
 
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
@@ -473,7 +472,16 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   }
   const int64_t limit = o_.max_steps > 0 ? o_.max_steps : s_.steps;
   if (static_cast<int64_t>(steps.size()) > limit) steps.resize(static_cast<size_t>(limit));
-  double previous_end = 0;
+  // First every step's costs, in order (a step's rollout depends on what the one before left
+  // paused), each step's activities added to the step graph and its rollout's timeline events kept
+  // relative to its start; then the graph runs on the event executor, where steps contend for
+  // devices; then the records place the steps and their events in time.
+  struct Pending {
+    StagePlan plan;  // without its rollout result
+    graph::StepNodes nodes;
+    size_t events_begin = 0, events_end = 0, counters_begin = 0, counters_end = 0;
+  };
+  std::vector<Pending> pending;
   for (size_t i = 0; i < steps.size(); ++i) {
     StepData d{steps[i].step, {}};
     d.trajectories.reserve(steps[i].end - steps[i].first);
@@ -496,34 +504,55 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     rec.step = d.step;
     for (size_t j = 0; j < d.trajectories.size(); ++j)
       if (p.rollout.done.empty() || p.rollout.done[j]) rec.tokens += d.trajectories[j].context_tokens();
-    // The step graph places the step in time after the steps before it (see step_graph.h).
-    const graph::StepNodes nodes = graph_.add_step(d.step, p.times);
-    executor_.advance(graph_.graph());
-    const exec::StepSpan span = exec::step_span(executor_, nodes);
-    const double t_end = span.end_s;
-    rec.start_s = span.start_s;
-    rec.time_s = t_end - previous_end;
     rec.stages = p.times;
-    rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
-    add_rollout_events(d, l, p.rollout, span.start_s);
-    add_memory_counters(p, span.start_s, executor_.record(nodes.training_first).start_s);
-    for (graph::ActivityId id = nodes.first; id <= nodes.last; ++id) {
-      const exec::ActivityRecord& a = executor_.record(id);
-      add_stage_event(a, a.start_s, a.end_s);
-      if (a.stage == graph::Stage::train) add_mini_batch_events(p, d.step, a.start_s, p.times.train);
-    }
-    previous_end = t_end;
+    Pending step;
+    step.events_begin = result_.events.size();
+    step.counters_begin = result_.counters.size();
+    add_rollout_events(d, l, p.rollout, 0.0);
+    step.events_end = result_.events.size();
+    step.counters_end = result_.counters.size();
+    step.nodes = graph_.add_step(d.step, p.times);
     for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
     trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
     carry_ = std::move(next);
-    if (p.oom) {
-      rec.oom = p.oom;
-      result_.oom_events.push_back(*p.oom);
+    p.rollout = {};
+    step.plan = std::move(p);
+    if (step.plan.oom) {
+      rec.oom = step.plan.oom;
+      result_.oom_events.push_back(*step.plan.oom);
     }
+    const bool stop = step.plan.oom && o_.stop_on_oom;
+    pending.push_back(std::move(step));
     result_.steps.push_back(rec);
     if (progress) progress(static_cast<int64_t>(i) + 1, static_cast<int64_t>(steps.size()));
-    if (p.oom && o_.stop_on_oom) break;
+    if (stop) break;
+  }
+
+  const std::vector<exec::ActivityRecord> records = exec::run_events(graph_.graph());
+  double previous_end = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Pending& step = pending[i];
+    const StagePlan& p = step.plan;
+    StepRecord& rec = result_.steps[i];
+    const auto record = [&](graph::ActivityId id) -> const exec::ActivityRecord& { return records[static_cast<size_t>(id)]; };
+    const double start = record(step.nodes.first).start_s, end = record(step.nodes.last).end_s;
+    rec.start_s = start;
+    rec.time_s = end - previous_end;
+    rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
+    const SimTime base = SimTime::from_seconds(start);
+    for (size_t e = step.events_begin; e < step.events_end; ++e) {
+      result_.events[e].start += base;
+      result_.events[e].end += base;
+    }
+    for (size_t c = step.counters_begin; c < step.counters_end; ++c) result_.counters[c].time += base;
+    add_memory_counters(p, start, record(step.nodes.training_first).start_s);
+    for (graph::ActivityId id = step.nodes.first; id <= step.nodes.last; ++id) {
+      const exec::ActivityRecord& a = record(id);
+      add_stage_event(a, a.start_s, a.end_s);
+      if (a.stage == graph::Stage::train) add_mini_batch_events(p, rec.step, a.start_s, p.times.train);
+    }
+    previous_end = end;
   }
   result_.total_time_s = previous_end;
   result_.gpu_hours = real(result_.gpus) * result_.total_time_s / 3600.0;

@@ -87,6 +87,8 @@ graph::Placement rollout_placement(const spec::ScenarioSpec& s, const spec::Roll
 graph::Placement train_placement(const spec::ScenarioSpec& s, const spec::TrainLayout& l);
 graph::Placement rollout_pool(const spec::ScenarioSpec& s);
 graph::Placement train_pool(const spec::ScenarioSpec& s);
+// The two pools as the step graph's device blocks.
+graph::SideDevices side_devices(const spec::ScenarioSpec& s);
 // Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
 // as verl's balance_batch does), or in order in equal-count chunks without balancing.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);

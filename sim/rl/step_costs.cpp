@@ -217,6 +217,11 @@ graph::Placement rollout_pool(const spec::ScenarioSpec& s) {
   return {{1, 1, s.rollout_gpus(), 1, graph::RankOrder::replica_outer}, 0, s.cluster.gpus_per_node};
 }
 
+graph::SideDevices side_devices(const spec::ScenarioSpec& s) {
+  const graph::Placement r = rollout_pool(s), t = train_pool(s);
+  return {{r.first_device(), r.ranks()}, {t.first_device(), t.ranks()}};
+}
+
 graph::Placement train_pool(const spec::ScenarioSpec& s) {
   return {{1, 1, s.train_gpus(), 1, graph::RankOrder::replica_outer}, train_first_gpu(s), s.cluster.gpus_per_node};
 }
