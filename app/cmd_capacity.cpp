@@ -13,10 +13,10 @@
 #include "app/options.h"
 #include "app/planning_input.h"
 #include "planner/capacity.h"
-#include "sim/out/text.h"
+#include "sim/report/text.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
-#include "sim/spec/units.h"
+#include "sim/input/check.h"
+#include "sim/parse/units.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -84,7 +84,7 @@ std::string placement_name(const planner::CapacityConfig& c) {
   return "disagg " + std::to_string(static_cast<int>(c.rollout_share * 100 + 0.5)) + "%";
 }
 
-std::string money(const std::optional<double>& v) { return v ? out::format_fixed(*v, 0) : "unknown"; }
+std::string money(const std::optional<double>& v) { return v ? report::format_fixed(*v, 0) : "unknown"; }
 
 void print_table(const std::vector<planner::CapacityResult>& results, int64_t steps, const planner::CapacityResult* cheapest,
                  const planner::CapacityResult* fastest, bool deadline, bool budget) {
@@ -97,14 +97,14 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
       std::printf("%12s%14s%12s%12s  %s\n", "-", "-", "-", "-", r.reason.c_str());
       continue;
     }
-    std::printf("%12s%14s%12s%12s  %s rollout %s; train %s\n", out::format_fixed(r.step_time_s, 1).c_str(),
-                out::format_fixed(r.total_time_s / 3600, 2).c_str(), out::format_fixed(r.gpu_hours, 1).c_str(),
+    std::printf("%12s%14s%12s%12s  %s rollout %s; train %s\n", report::format_fixed(r.step_time_s, 1).c_str(),
+                report::format_fixed(r.total_time_s / 3600, 2).c_str(), report::format_fixed(r.gpu_hours, 1).c_str(),
                 money(r.cost_usd).c_str(), r.pareto ? "*" : " ", r.rollout_layouts.c_str(), r.train_layouts.c_str());
   }
   std::printf("\n%lld steps; * = on the Pareto frontier of total time and cost\n", static_cast<long long>(steps));
   auto describe = [](const planner::CapacityResult& r) {
     return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.config.nodes) + " nodes, " +
-           placement_name(r.config) + "): " + out::format_fixed(r.total_time_s / 3600, 2) + " h, " + money(r.cost_usd) + " USD";
+           placement_name(r.config) + "): " + report::format_fixed(r.total_time_s / 3600, 2) + " h, " + money(r.cost_usd) + " USD";
   };
   if (deadline) std::printf("cheapest within the deadline: %s\n", cheapest ? describe(*cheapest).c_str() : "none");
   if (budget) std::printf("fastest within the budget: %s\n", fastest ? describe(*fastest).c_str() : "none");
@@ -161,7 +161,7 @@ int run_capacity(const Args& args) {
     return usage("--nodes expects counts like 2,4,8 or a range 2..64, got \"" + nodes_text + "\"");
   double deadline_s = 0;
   if (!deadline_text.empty()) {
-    const auto q = spec::parse_quantity(deadline_text, spec::Dimension::seconds);
+    const auto q = input::parse_quantity(deadline_text, input::Dimension::seconds);
     if (!q.error.empty() || q.value <= 0) return usage("--deadline expects a duration like 72h or \"3 d\", got \"" + deadline_text + "\"");
     deadline_s = q.value;
   }
@@ -182,9 +182,9 @@ int run_capacity(const Args& args) {
   const auto& [s, document, t, features] = *in;
   o.gpus = gpus_text.empty() ? std::vector<std::string>{s.cluster.gpu.name} : split(gpus_text, ',');
   for (const auto& g : o.gpus) {
-    spec::Diagnostics gd;
-    if (!spec::check_document(g, spec::SpecKind::gpu, {}, gd)) {
-      std::cerr << "arlsim capacity: --gpus: " << spec::format_all(gd);
+    input::Diagnostics gd;
+    if (!input::check_document(g, input::SpecKind::gpu, {}, gd)) {
+      std::cerr << "arlsim capacity: --gpus: " << input::format_all(gd);
       return kExitBadInput;
     }
   }
@@ -257,12 +257,12 @@ int run_capacity(const Args& args) {
       std::string reason;  // CSV: a quote inside a quoted field is doubled
       for (char c : r.reason) reason += c == '"' ? std::string("\"\"") : std::string(1, c);
       std::cout << r.config.gpu << ',' << r.config.nodes << ',' << r.gpus << ',' << r.config.placement << ','
-                << (r.config.placement == "colocated" ? "" : out::format_json_number(r.config.rollout_share)) << ','
+                << (r.config.placement == "colocated" ? "" : report::format_json_number(r.config.rollout_share)) << ','
                 << (r.feasible ? "true" : "false") << ",\"" << reason << "\","
-                << (r.feasible ? out::format_json_number(r.step_time_s) : "") << ','
-                << (r.feasible ? out::format_json_number(r.total_time_s) : "") << ','
-                << (r.feasible ? out::format_json_number(r.gpu_hours) : "") << ','
-                << (r.feasible && r.cost_usd ? out::format_json_number(*r.cost_usd) : "") << ','
+                << (r.feasible ? report::format_json_number(r.step_time_s) : "") << ','
+                << (r.feasible ? report::format_json_number(r.total_time_s) : "") << ','
+                << (r.feasible ? report::format_json_number(r.gpu_hours) : "") << ','
+                << (r.feasible && r.cost_usd ? report::format_json_number(*r.cost_usd) : "") << ','
                 << (r.pareto ? "true" : "false") << "\n";
     }
     return kExitOk;
@@ -272,8 +272,8 @@ int run_capacity(const Args& args) {
     std::printf("simulated: %s x %lld (%s): ", r->config.gpu.c_str(), static_cast<long long>(r->gpus),
                 placement_name(r->config).c_str());
     if (simulated)
-      std::printf("%s h by the event simulator against %s h here (%+.1f%%)\n", out::format_fixed(*simulated / 3600, 2).c_str(),
-                  out::format_fixed(r->total_time_s / 3600, 2).c_str(), 100.0 * (r->total_time_s / *simulated - 1));
+      std::printf("%s h by the event simulator against %s h here (%+.1f%%)\n", report::format_fixed(*simulated / 3600, 2).c_str(),
+                  report::format_fixed(r->total_time_s / 3600, 2).c_str(), 100.0 * (r->total_time_s / *simulated - 1));
     else
       std::printf("the event simulator's run hits an OOM the analytic plan did not foresee\n");
   }

@@ -14,24 +14,24 @@ using nlohmann::ordered_json;
 
 namespace {
 
-ordered_json diagnostics_json(const spec::Diagnostics& diag) {
+ordered_json diagnostics_json(const input::Diagnostics& diag) {
   ordered_json out = ordered_json::array();
   for (const auto& d : diag.items()) {
     ordered_json j;
-    j["severity"] = d.severity == spec::Severity::error ? "error" : "warning";
+    j["severity"] = d.severity == input::Severity::error ? "error" : "warning";
     j["file"] = d.file;
     j["line"] = d.pos.line;
     j["column"] = d.pos.column;
     j["pointer"] = d.pointer;
     j["message"] = d.message;
     j["hint"] = d.hint;
-    j["text"] = spec::format_diagnostic(d);
+    j["text"] = input::format_diagnostic(d);
     out.push_back(j);
   }
   return out;
 }
 
-ordered_json model_json(const spec::ModelSpec& m, int64_t context) {
+ordered_json model_json(const input::ModelSpec& m, int64_t context) {
   const auto c = model::count_params(m);
   ordered_json j;
   j["name"] = m.name;
@@ -83,12 +83,12 @@ int run_check(const Args& args) {
     std::cerr << "arlsim check: --context must be between 1 and " << (int64_t{1} << 26) << "\n";
     return kExitBadInput;
   }
-  std::optional<spec::SpecKind> kind;
+  std::optional<input::SpecKind> kind;
   if (!kind_text.empty()) {
-    kind = spec::kind_from_name(kind_text);
+    kind = input::kind_from_name(kind_text);
     if (!kind) {
       std::cerr << "arlsim check: unknown --kind '" << kind_text << "'; expected one of "
-                << spec::join_quoted(spec::kind_names()) << "\n";
+                << input::join_quoted(input::kind_names()) << "\n";
       return kExitBadInput;
     }
   }
@@ -96,19 +96,19 @@ int run_check(const Args& args) {
   ordered_json results = ordered_json::array();
   bool all_ok = true;
   for (const auto& f : files) {
-    spec::Diagnostics diag;
-    auto doc = spec::check_document(f, kind, overrides, diag);
+    input::Diagnostics diag;
+    auto doc = input::check_document(f, kind, overrides, diag);
     all_ok &= doc.has_value();
     if (!json) {
-      std::cerr << spec::format_all(diag);
+      std::cerr << input::format_all(diag);
       if (doc) std::cout << f << ": ok (" << describe(*doc) << ")\n";
       continue;
     }
     ordered_json j;
     j["file"] = f;
     j["ok"] = doc.has_value();
-    if (doc) j["kind"] = spec::kind_name(doc->kind);
-    if (doc && doc->kind == spec::SpecKind::model) j.update(model_json(std::get<spec::ModelSpec>(doc->spec), context));
+    if (doc) j["kind"] = input::kind_name(doc->kind);
+    if (doc && doc->kind == input::SpecKind::model) j.update(model_json(std::get<input::ModelSpec>(doc->spec), context));
     j["diagnostics"] = diagnostics_json(diag);
     results.push_back(j);
   }

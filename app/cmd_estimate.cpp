@@ -12,7 +12,7 @@
 #include "sim/model/compute.h"
 #include "sim/model/inference.h"
 #include "sim/model/train.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -42,7 +42,7 @@ std::string memory_text(const model::MemoryBreakdown& m) {
   return out + line;
 }
 
-int estimate_train(const spec::StageSpec& s, const std::string& file, bool json) {
+int estimate_train(const input::StageSpec& s, const std::string& file, bool json) {
   model::TrainRequest r;
   r.layout = s.train.layout;
   r.seq_len = s.train.seq_len;
@@ -90,7 +90,7 @@ int estimate_train(const spec::StageSpec& s, const std::string& file, bool json)
   return kExitOk;
 }
 
-int estimate_inference(const spec::StageSpec& s, const std::string& file, bool json) {
+int estimate_inference(const input::StageSpec& s, const std::string& file, bool json) {
   const auto& in = s.inference;
   if (s.model.num_heads % in.tp != 0 || s.model.num_layers % in.pp != 0 ||
       (in.ep > 1 && (!s.model.has_moe || s.model.moe.num_experts % in.ep != 0))) {
@@ -138,7 +138,7 @@ int estimate_inference(const spec::StageSpec& s, const std::string& file, bool j
   return kExitOk;
 }
 
-int estimate_collective(const spec::StageSpec& s, const std::string& file, bool json) {
+int estimate_collective(const input::StageSpec& s, const std::string& file, bool json) {
   model::CollectiveOp op{};
   model::collective_from_name(s.collective.op, op);
   const model::CollectiveModel cm(s.cluster);
@@ -192,14 +192,14 @@ int run_estimate(const Args& args) {
     std::cerr << "arlsim estimate: no stage file\n" << opts;
     return kExitBadInput;
   }
-  spec::Diagnostics diag;
-  auto doc = spec::check_document(file, spec::SpecKind::stage, overrides, diag);
-  std::cerr << spec::format_all(diag);
+  input::Diagnostics diag;
+  auto doc = input::check_document(file, input::SpecKind::stage, overrides, diag);
+  std::cerr << input::format_all(diag);
   if (!doc) return kExitBadInput;
-  const auto& s = std::get<spec::StageSpec>(doc->spec);
-  std::string missing = s.kind == spec::StageKind::collective ? model::missing_collective_data(s.cluster)
+  const auto& s = std::get<input::StageSpec>(doc->spec);
+  std::string missing = s.kind == input::StageKind::collective ? model::missing_collective_data(s.cluster)
                                                               : model::missing_compute_data(s.cluster.gpu, s.dtype);
-  if (missing.empty() && s.kind != spec::StageKind::collective && s.cluster.total_gpus() > 1)
+  if (missing.empty() && s.kind != input::StageKind::collective && s.cluster.total_gpus() > 1)
     missing = model::missing_collective_data(s.cluster);
   if (!missing.empty()) {
     std::cerr << file << ": the GPU profile " << s.cluster.gpu.name << " lacks " << missing
@@ -212,10 +212,10 @@ int run_estimate(const Args& args) {
   }
   const bool json = vm.count("json") > 0;
   switch (s.kind) {
-    case spec::StageKind::train: return estimate_train(s, file, json);
-    case spec::StageKind::inference: return estimate_inference(s, file, json);
-    case spec::StageKind::collective: return estimate_collective(s, file, json);
-    case spec::StageKind::rollout: return estimate_rollout(s, file, json, granularity == "iteration");
+    case input::StageKind::train: return estimate_train(s, file, json);
+    case input::StageKind::inference: return estimate_inference(s, file, json);
+    case input::StageKind::collective: return estimate_collective(s, file, json);
+    case input::StageKind::rollout: return estimate_rollout(s, file, json, granularity == "iteration");
   }
   return kExitInternal;
 }

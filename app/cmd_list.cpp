@@ -7,7 +7,7 @@
 #include "planner/selector.h"
 #include "sim/graph/stage.h"
 #include "sim/rl/routing.h"
-#include "sim/spec/presets.h"
+#include "sim/input/presets.h"
 
 namespace arlsim::app {
 
@@ -61,16 +61,16 @@ int run_list(const Args& args) {
   for (const auto& [topic, kind] : kTopics) {
     if (args[0] != topic) continue;
     size_t width = 0;
-    for (auto name : spec::preset_names(kind)) width = std::max(width, name.size());
-    if (spec::preset_names(kind).empty() && topic != "policies")
+    for (auto name : input::preset_names(kind)) width = std::max(width, name.size());
+    if (input::preset_names(kind).empty() && topic != "policies")
       std::cout << "no " << kind << " presets are shipped: scenarios define theirs inline (see scenarios/*.json)\n";
-    for (auto name : spec::preset_names(kind)) {
+    for (auto name : input::preset_names(kind)) {
       auto doc = check_preset(kind, name);
       std::string text;
       if (!doc) {
         text = "(invalid preset; see the diagnostics above)";
-      } else if (doc->kind == spec::SpecKind::model) {
-        text = describe_model(std::get<spec::ModelSpec>(doc->spec));
+      } else if (doc->kind == input::SpecKind::model) {
+        text = describe_model(std::get<input::ModelSpec>(doc->spec));
       } else {
         std::visit([&](const auto& s) { text = s.description; }, doc->spec);
         if (text.empty()) text = describe(*doc);

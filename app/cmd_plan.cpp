@@ -14,16 +14,16 @@
 #include "planner/dispatch_plan.h"
 #include "planner/plan.h"
 #include "planner/plan_json.h"
-#include "sim/out/text.h"
+#include "sim/report/text.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
 
 namespace {
 
-std::string fixed(double v, int decimals) { return out::format_fixed(v, decimals); }
+std::string fixed(double v, int decimals) { return report::format_fixed(v, decimals); }
 
 template <typename Candidate>
 void print_stage(const char* title, const std::vector<Candidate>& candidates, const planner::StageSchedules& st,
@@ -134,7 +134,7 @@ int run_plan(const Args& args) {
   po_.switch_overhead_s = switch_overhead(s, vm, overhead);
   const auto plan = planner::make_plan(s, features, &t, po_);
 
-  spec::ScenarioSpec planned = s;
+  input::ScenarioSpec planned = s;
   planned.policy = plan.policy;
   rl::RunOptions ro;
   ro.timeline = false;

@@ -7,11 +7,11 @@
 
 #include "app/commands.h"
 #include "app/options.h"
-#include "sim/out/outputs.h"
-#include "sim/out/summary.h"
-#include "sim/out/table.h"
+#include "sim/report/outputs.h"
+#include "sim/report/summary.h"
+#include "sim/report/table.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -46,10 +46,10 @@ bool parse_step_range(const std::string& text, int64_t& first, int64_t& last) {
 }
 
 int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
-  spec::Diagnostics diag;
+  input::Diagnostics diag;
   std::vector<std::string> overrides = a.overrides;
-  auto s = spec::load_scenario(scenario, overrides, diag);
-  std::cerr << spec::format_all(diag);
+  auto s = input::load_scenario(scenario, overrides, diag);
+  std::cerr << input::format_all(diag);
   if (!s) return kExitBadInput;
   if (a.seed >= 0 && s->generated_trace) s->generated_trace->seed = static_cast<uint64_t>(a.seed);
   rl::RunOptions o;
@@ -59,9 +59,9 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   o.stop_on_oom = a.stop_on_oom;
   o.timeline = !a.out.empty();
   o.detail_pipeline = a.detail_pipeline;
-  spec::Diagnostics trace_diag;
+  input::Diagnostics trace_diag;
   auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
-  std::cerr << spec::format_all(trace_diag);
+  std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
   const bool tty = isatty(STDERR_FILENO) != 0 && !a.json;
   const auto r = rl::simulate_run(*s, *t, o, tty ? rl::Progress(progress_bar) : rl::Progress());
@@ -69,11 +69,11 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
     std::cerr << scenario << ": the trace has no step in the requested range\n";
     return kExitBadInput;
   }
-  if (a.json) std::cout << out::summary_json(r);
-  else std::cout << out::run_table(r);
+  if (a.json) std::cout << report::summary_json(r);
+  else std::cout << report::run_table(r);
   if (!a.out.empty()) {
     std::string error;
-    if (!out::write_outputs(r, a.out, error)) {
+    if (!report::write_outputs(r, a.out, error)) {
       std::cerr << "arlsim simulate: " << error << "\n";
       return kExitInternal;
     }

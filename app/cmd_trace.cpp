@@ -28,8 +28,8 @@ constexpr const char* kGrowthHelp =
     "  saturating 1K..12K tau=50          fast early growth that levels off\n"
     "  8K,16K@100,24K@150                 step changes at steps 100 and 150\n";
 
-int report(const spec::Diagnostics& diag, int status_if_errors = kExitBadInput) {
-  std::cerr << spec::format_all(diag);
+int report(const parse::Diagnostics& diag, int status_if_errors = kExitBadInput) {
+  std::cerr << parse::format_all(diag);
   return diag.has_errors() ? status_if_errors : kExitOk;
 }
 
@@ -57,14 +57,14 @@ class CountingSink final : public trace::TraceSink {
   int32_t last_step_ = 0;
 };
 
-bool write_out(const trace::Trace& t, const std::string& out, spec::Diagnostics& diag) {
+bool write_out(const trace::Trace& t, const std::string& out, parse::Diagnostics& diag) {
   if (!trace::write_trace(t, out, diag)) return false;
   (out == "-" ? std::cerr : std::cout) << "wrote " << out << ": " << t.size() << " trajectories, " << t.turn_count()
                                        << " turns\n";
   return true;
 }
 
-bool read_file(const std::string& path, std::string& text, spec::Diagnostics& diag) {
+bool read_file(const std::string& path, std::string& text, parse::Diagnostics& diag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diag.error_global(path + ": no such file");
@@ -78,11 +78,11 @@ bool read_file(const std::string& path, std::string& text, spec::Diagnostics& di
 
 // "A=B" -> {A, B}; reports a value without '='.
 bool split_assignments(const std::vector<std::string>& items, const std::string& flag,
-                       std::vector<std::pair<std::string, std::string>>& out, spec::Diagnostics& diag) {
+                       std::vector<std::pair<std::string, std::string>>& out, parse::Diagnostics& diag) {
   for (const auto& item : items) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
-      diag.error_global(flag + ": expected ROLE=NAME, got " + spec::quote(item));
+      diag.error_global(flag + ": expected ROLE=NAME, got " + parse::quote(item));
       continue;
     }
     out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
@@ -118,14 +118,14 @@ int list_presets() {
 
 // Preset, then the flags in the order of the option list; every bad value is reported.
 bool gen_params_from(const po::variables_map& vm, const std::string& preset, trace::GenParams& p,
-                     spec::Diagnostics& diag) {
+                     parse::Diagnostics& diag) {
   if (!preset.empty()) {
     const trace::GenPreset* found = trace::find_gen_preset(preset);
     if (!found) {
-      const std::string guess = spec::closest_match(preset, trace::gen_preset_names());
-      diag.error_global("--preset: unknown preset " + spec::quote(preset) + "; expected one of " +
-                            spec::join_quoted(trace::gen_preset_names(), ", "),
-                        guess.empty() ? "" : "did you mean " + spec::quote(guess) + "?");
+      const std::string guess = parse::closest_match(preset, trace::gen_preset_names());
+      diag.error_global("--preset: unknown preset " + parse::quote(preset) + "; expected one of " +
+                            parse::join_quoted(trace::gen_preset_names(), ", "),
+                        guess.empty() ? "" : "did you mean " + parse::quote(guess) + "?");
       return false;
     }
     p = trace::preset_params(*found);
@@ -164,11 +164,11 @@ int run_gen(const Args& args) {
   po::options_description visible;
   visible.add(opts).add(params);
   const std::string help = "\nParameters [default]:\n" + gen_help_defaults() + "\n" + std::string(kGrowthHelp) +
-                           "\nPresets: " + spec::join_quoted(trace::gen_preset_names(), ", ") + "\n";
+                           "\nPresets: " + parse::join_quoted(trace::gen_preset_names(), ", ") + "\n";
   po::variables_map vm;
   if (int status = parse_options(args, visible, std::nullopt, vm, help, &opts); status >= 0) return status;
   if (vm.count("list-presets")) return list_presets();
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   if (out.empty()) diag.error_global("--out: required (the trace file to write, or - for standard output)");
   trace::GenParams p;
   if (!gen_params_from(vm, preset, p, diag) || diag.has_errors()) return report(diag);
@@ -192,7 +192,7 @@ struct ImportFlags {
 };
 
 // Tools and observation settings, read through the generator's own option parsers.
-bool turn_shape(const ImportFlags& f, trace::TurnShape& shape, spec::Diagnostics& diag) {
+bool turn_shape(const ImportFlags& f, trace::TurnShape& shape, parse::Diagnostics& diag) {
   trace::GenParams p;
   const std::pair<const char*, const std::string*> settings[] = {
       {"obs-tokens", &f.obs_tokens}, {"obs-sigma", &f.obs_sigma}, {"turn-prefill-tokens", &f.turn_prefill}};
@@ -206,7 +206,7 @@ bool turn_shape(const ImportFlags& f, trace::TurnShape& shape, spec::Diagnostics
 }
 
 std::optional<trace::Trace> import_summary(const ImportFlags& f, const trace::TurnShape& shape,
-                                           spec::Diagnostics& diag) {
+                                           parse::Diagnostics& diag) {
   if (f.inputs.size() != 1) diag.error_global("a summary CSV import takes one file");
   if (f.prompts_per_step < 1) diag.error_global("--prompts-per-step: required for a summary CSV (at least 1)");
   if (f.group_size < 1) diag.error_global("--group-size: required for a summary CSV (at least 1)");
@@ -227,7 +227,7 @@ std::optional<trace::Trace> import_summary(const ImportFlags& f, const trace::Tu
 }
 
 std::optional<trace::Trace> import_rollout(const ImportFlags& f, const trace::TurnShape& shape,
-                                           spec::Diagnostics& diag) {
+                                           parse::Diagnostics& diag) {
   if (f.chars_per_token < 0) diag.error_global("--chars-per-token: must be positive");
   trace::RolloutImportOptions o;
   if (!split_assignments(f.fields, "--field", o.fields, diag) || diag.has_errors()) return std::nullopt;
@@ -294,19 +294,19 @@ int run_import(const Args& args) {
                                  "\n" + role_help());
       status >= 0)
     return status;
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   if (f.inputs.empty()) diag.error_global("no input file");
   if (f.out.empty()) diag.error_global("--out: required (the trace file to write, or - for standard output)");
   std::string format = f.format;
   if (format.empty() && !f.inputs.empty()) format = f.inputs[0].ends_with(".csv") ? "summary-csv" : "rollout-jsonl";
   if (!format.empty() && format != "summary-csv" && format != "rollout-jsonl")
-    diag.error_global("--format: unknown format " + spec::quote(format) + "; expected \"summary-csv\" or \"rollout-jsonl\"");
+    diag.error_global("--format: unknown format " + parse::quote(format) + "; expected \"summary-csv\" or \"rollout-jsonl\"");
   trace::TurnShape shape;
   if (!turn_shape(f, shape, diag) || diag.has_errors()) return report(diag);
   auto t = format == "summary-csv" ? import_summary(f, shape, diag) : import_rollout(f, shape, diag);
   if (!t) return report(diag);
-  std::cerr << spec::format_all(diag);  // warnings
-  spec::Diagnostics out_diag;
+  std::cerr << parse::format_all(diag);  // warnings
+  parse::Diagnostics out_diag;
   if (!write_out(*t, f.out, out_diag)) return report(out_diag, kExitInternal);
   return kExitOk;
 }
@@ -329,7 +329,7 @@ int run_stats(const Args& args) {
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"input", 1, po::value(&input)}, vm); status >= 0)
     return status;
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   if (input.empty()) diag.error_global("no trace file");
   if (!(decode_rate > 0)) diag.error_global("--decode-rate: must be positive");
   if (diag.has_errors()) return report(diag);
@@ -337,7 +337,7 @@ int run_stats(const Args& args) {
   read_options.allow_truncated_last_line = vm.count("allow-truncated") > 0;
   trace::StatsCollector collector(decode_rate);
   const bool ok = trace::read_trace_file(input, collector, diag, read_options);
-  std::cerr << spec::format_all(diag);
+  std::cerr << parse::format_all(diag);
   if (!ok) return kExitBadInput;
   const trace::TraceStats stats = collector.finish();
   std::cout << (vm.count("json") ? trace::stats_json(stats) : trace::stats_table(stats, input));
@@ -364,7 +364,7 @@ int run_trace(const Args& args) {
   const std::string usage =
       "usage: arlsim trace gen|import|stats ...\n\n"
       "  gen     generate a synthetic context-growth trace (presets: " +
-      spec::join_quoted(trace::gen_preset_names(), ", ") +
+      parse::join_quoted(trace::gen_preset_names(), ", ") +
       ")\n"
       "  import  make a trace from a per-step summary CSV or rollout dumps\n"
       "  stats   check a trace and print its per-step statistics (--json, --svg)\n\n"

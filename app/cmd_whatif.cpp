@@ -7,10 +7,10 @@
 
 #include "app/commands.h"
 #include "app/options.h"
-#include "sim/out/summary.h"
-#include "sim/out/text.h"
+#include "sim/report/summary.h"
+#include "sim/report/text.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -80,10 +80,10 @@ std::vector<std::vector<std::string>> variants(const std::vector<Variation>& var
 struct Column {
   std::vector<std::string> overrides;
   rl::RunResult result;
-  out::RunStats stats;
+  report::RunStats stats;
 };
 
-std::string cell(double v, int decimals) { return out::format_fixed(v, decimals); }
+std::string cell(double v, int decimals) { return report::format_fixed(v, decimals); }
 
 void print_table(const std::vector<Column>& cols) {
   const int width = 16;
@@ -107,7 +107,7 @@ void print_table(const std::vector<Column>& cols) {
   };
   row("step time mean (s)", numbers([](const Column& c) { return c.stats.step_time_s.mean; }, 3));
   row("step time p90 (s)", numbers([](const Column& c) { return c.stats.step_time_s.p90; }, 3));
-  for (size_t s = 0; s < out::kStageCount; ++s) {
+  for (size_t s = 0; s < report::kStageCount; ++s) {
     bool any = false;
     for (const auto& c : cols) any = any || c.stats.stage_total_s[s] > 0;
     if (!any) continue;
@@ -181,25 +181,25 @@ int run_whatif(const Args& args) {
   for (const auto& variant : variants(vary, zip)) {
     auto all = overrides;
     all.insert(all.end(), variant.begin(), variant.end());
-    spec::Diagnostics diag;
-    auto s = spec::load_scenario(scenario, all, diag);
+    input::Diagnostics diag;
+    auto s = input::load_scenario(scenario, all, diag);
     if (s) {
       auto t = rl::load_scenario_trace(*s, trace_path, diag);
       if (t) {
         Column c{variant, rl::simulate_run(*s, *t, o), {}};
-        c.stats = out::run_stats(c.result);
+        c.stats = report::run_stats(c.result);
         cols.push_back(std::move(c));
         continue;
       }
     }
     std::string label;
     for (const auto& v : variant) label += " " + v;
-    std::cerr << "arlsim whatif: variant" << label << ":\n" << spec::format_all(diag);
+    std::cerr << "arlsim whatif: variant" << label << ":\n" << input::format_all(diag);
     return kExitBadInput;
   }
   if (vm.count("json")) {
     std::cout << "[\n";
-    for (size_t i = 0; i < cols.size(); ++i) std::cout << out::summary_json(cols[i].result) << (i + 1 < cols.size() ? ",\n" : "");
+    for (size_t i = 0; i < cols.size(); ++i) std::cout << report::summary_json(cols[i].result) << (i + 1 < cols.size() ? ",\n" : "");
     std::cout << "]\n";
     return kExitOk;
   }

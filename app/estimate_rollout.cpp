@@ -23,13 +23,13 @@ struct Requests {
   std::vector<SimTime> arrivals;
 };
 
-int64_t draw(trace::Rng& rng, const spec::RequestLengths& l) {
+int64_t draw(trace::Rng& rng, const input::RequestLengths& l) {
   if (l.sigma <= 0) return std::max<int64_t>(1, std::llround(l.mean));
   // A log-normal with the given mean: exp(sigma z - sigma^2 / 2) has mean 1.
   return std::max<int64_t>(1, std::llround(l.mean * std::exp(l.sigma * rng.normal() - l.sigma * l.sigma / 2)));
 }
 
-bool build_requests(const spec::RolloutStage& ro, Requests& out, spec::Diagnostics& diag) {
+bool build_requests(const input::RolloutStage& ro, Requests& out, input::Diagnostics& diag) {
   auto add = [&](int64_t in, int64_t gen) {
     trace::Turn t;
     t.prefill_tokens = static_cast<int32_t>(std::min<int64_t>(in, INT32_MAX));
@@ -81,7 +81,7 @@ ordered_json dist_json(const rl::Distribution& d) {
 
 }  // namespace
 
-int estimate_rollout(const spec::StageSpec& s, const std::string& file, bool json, bool per_iteration) {
+int estimate_rollout(const input::StageSpec& s, const std::string& file, bool json, bool per_iteration) {
   const auto& ro = s.rollout;
   if (s.model.num_heads % ro.tp != 0 || s.model.num_layers % ro.pp != 0) {
     std::cerr << file << ": /engine: tp " << ro.tp << " pp " << ro.pp << " does not split the model's heads or layers\n";
@@ -96,10 +96,10 @@ int estimate_rollout(const spec::StageSpec& s, const std::string& file, bool jso
   o.routing = std::string(rl::routing_name(ro.routing));
   o.tool_policy = ro.tool_policy;
   o.per_iteration = per_iteration;
-  spec::Diagnostics diag;
+  input::Diagnostics diag;
   Requests req;
   if (!build_requests(ro, req, diag)) {
-    std::cerr << spec::format_all(diag);
+    std::cerr << input::format_all(diag);
     return kExitBadInput;
   }
   rl::RolloutInput in;

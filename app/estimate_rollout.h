@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "sim/spec/stage.h"
+#include "sim/input/stage.h"
 
 namespace arlsim::app {
 
-int estimate_rollout(const spec::StageSpec& s, const std::string& file, bool json, bool per_iteration);
+int estimate_rollout(const input::StageSpec& s, const std::string& file, bool json, bool per_iteration);
 
 }  // namespace arlsim::app

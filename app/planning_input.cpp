@@ -3,19 +3,19 @@
 #include <iostream>
 
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::app {
 
 std::optional<PlanningInput> load_planning_input(const std::string& scenario, const std::vector<std::string>& overrides,
                                                  const std::string& trace_path, planner::FeatureOptions fo) {
-  spec::Diagnostics diag;
+  input::Diagnostics diag;
   PlanningInput in;
-  auto s = spec::load_scenario(scenario, overrides, diag, &in.document);
+  auto s = input::load_scenario(scenario, overrides, diag, &in.document);
   std::optional<trace::Trace> t;
   if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
   if (!s || !t) {
-    std::cerr << spec::format_all(diag);
+    std::cerr << input::format_all(diag);
     return std::nullopt;
   }
   in.scenario = std::move(*s);
@@ -26,7 +26,7 @@ std::optional<PlanningInput> load_planning_input(const std::string& scenario, co
   return in;
 }
 
-double switch_overhead(const spec::ScenarioSpec& s, const boost::program_options::variables_map& vm, double flag) {
+double switch_overhead(const input::ScenarioSpec& s, const boost::program_options::variables_map& vm, double flag) {
   return vm["switch-overhead"].defaulted() && s.policy.switch_overhead_s > 0 ? s.policy.switch_overhead_s : flag;
 }
 

@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "planner/features.h"
-#include "sim/spec/json.h"
-#include "sim/spec/scenario.h"
+#include "sim/parse/json.h"
+#include "sim/input/scenario.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::app {
 
 struct PlanningInput {
-  spec::ScenarioSpec scenario;
-  spec::Value document;  // the scenario as loaded, which plan.json embeds
+  input::ScenarioSpec scenario;
+  input::Value document;  // the scenario as loaded, which plan.json embeds
   trace::Trace trace;
   std::vector<planner::StepFeatures> features;  // per trace step in `fo`'s range
 };
@@ -28,6 +28,6 @@ std::optional<PlanningInput> load_planning_input(const std::string& scenario, co
 
 // The fixed time of a layout switch to weigh: the scenario's when it states one and the
 // --switch-overhead flag was left at its default, else the flag's.
-double switch_overhead(const spec::ScenarioSpec& s, const boost::program_options::variables_map& vm, double flag);
+double switch_overhead(const input::ScenarioSpec& s, const boost::program_options::variables_map& vm, double flag);
 
 }  // namespace arlsim::app

@@ -4,15 +4,15 @@
 #include <iostream>
 
 #include "sim/model/transformer.h"
-#include "sim/spec/presets.h"
-#include "sim/spec/units.h"
+#include "sim/input/presets.h"
+#include "sim/parse/units.h"
 
 namespace arlsim::app {
 
-using spec::format_bytes;
-using spec::format_count;
+using input::format_bytes;
+using input::format_count;
 
-std::string describe_model(const spec::ModelSpec& m) {
+std::string describe_model(const input::ModelSpec& m) {
   const auto p = model::count_params(m);
   std::string s = (m.description.empty() ? m.family : m.description + " (" + m.family + ")") + ": " +
                   format_count(p.total) + " params";
@@ -22,7 +22,7 @@ std::string describe_model(const spec::ModelSpec& m) {
   else
     s += ", dense";
   s += ", " + std::to_string(m.num_layers) + " layers, ";
-  if (m.attention == spec::AttentionKind::mla)
+  if (m.attention == input::AttentionKind::mla)
     s += "MLA " + std::to_string(m.num_heads) + " heads";
   else
     s += "GQA " + std::to_string(m.num_heads) + "/" + std::to_string(m.num_kv_heads) + " heads";
@@ -46,8 +46,8 @@ std::string tflops(double flops_per_s) {
 
 }  // namespace
 
-std::string describe(const spec::CheckedDocument& doc) {
-  using namespace spec;
+std::string describe(const input::CheckedDocument& doc) {
+  using namespace input;
   switch (doc.kind) {
     case SpecKind::model: return "model, " + describe_model(std::get<ModelSpec>(doc.spec));
     case SpecKind::gpu: {
@@ -92,10 +92,10 @@ std::string describe(const spec::CheckedDocument& doc) {
   return "?";
 }
 
-std::optional<spec::CheckedDocument> check_preset(std::string_view kind, std::string_view name) {
-  spec::Diagnostics diag;
-  auto doc = spec::check_document(name, spec::kind_from_name(kind), {}, diag);
-  if (!diag.empty()) std::cerr << spec::format_all(diag);
+std::optional<input::CheckedDocument> check_preset(std::string_view kind, std::string_view name) {
+  input::Diagnostics diag;
+  auto doc = input::check_document(name, input::kind_from_name(kind), {}, diag);
+  if (!diag.empty()) std::cerr << input::format_all(diag);
   return doc;
 }
 
@@ -105,13 +105,13 @@ std::string model_table(int64_t context) {
   std::snprintf(line, sizeof line, "%-14s %-12s %9s %9s %9s %6s %6s %8s %10s %14s\n", "model", "family", "params",
                 "active", "non-emb", "layers", "hidden", "heads", "KV/token", "GFLOP/token");
   out += line;
-  for (const auto& p : spec::presets()) {
+  for (const auto& p : input::presets()) {
     if (p.kind != "model") continue;
     auto doc = check_preset("model", p.name);
     if (!doc) continue;
-    const auto& m = std::get<spec::ModelSpec>(doc->spec);
+    const auto& m = std::get<input::ModelSpec>(doc->spec);
     const auto c = model::count_params(m);
-    const std::string heads = m.attention == spec::AttentionKind::mla
+    const std::string heads = m.attention == input::AttentionKind::mla
                                   ? "MLA " + std::to_string(m.num_heads)
                                   : std::to_string(m.num_heads) + "/" + std::to_string(m.num_kv_heads);
     std::snprintf(line, sizeof line, "%-14s %-12s %8.2fB %8.2fB %8.2fB %6lld %6lld %8s %10s %14.2f\n",

@@ -4,18 +4,18 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::app {
 
 // "Qwen2ForCausalLM (qwen2): 7.62 B params, dense, 28 layers, GQA 28/4 heads, 32768 context"
-std::string describe_model(const spec::ModelSpec& m);
-std::string describe(const spec::CheckedDocument& doc);
+std::string describe_model(const input::ModelSpec& m);
+std::string describe(const input::CheckedDocument& doc);
 
 // A table of every preset model's derived figures at the given context length.
 std::string model_table(int64_t context);
 
 // Loads and checks a preset; prints diagnostics to stderr when it fails.
-std::optional<spec::CheckedDocument> check_preset(std::string_view kind, std::string_view name);
+std::optional<input::CheckedDocument> check_preset(std::string_view kind, std::string_view name);
 
 }  // namespace arlsim::app

@@ -32,7 +32,7 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-RolloutEstimator::RolloutEstimator(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout)
+RolloutEstimator::RolloutEstimator(const input::ScenarioSpec& s, const input::RolloutLayout& layout)
     : s_(s), layout_(layout) {
   const auto o = rl::rollout_options(s, layout);
   engines_ = o.engines;
@@ -77,7 +77,7 @@ StageCost RolloutEstimator::cost(const StepFeatures& f) const {
   return {std::max(throughput_s, critical_s), {}};
 }
 
-TrainEstimator::TrainEstimator(const spec::ScenarioSpec& s, const spec::TrainLayout& layout) : s_(s), layout_(layout) {
+TrainEstimator::TrainEstimator(const input::ScenarioSpec& s, const input::TrainLayout& layout) : s_(s), layout_(layout) {
   if (layout.gpus() != s.train_gpus()) {
     problem_ = "tp x pp x dp x cp = " + std::to_string(layout.gpus()) + " GPUs, the training stage has " +
                std::to_string(s.train_gpus());
@@ -91,7 +91,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t seq
   if (const auto it = times_.find(key); it != times_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
-  const auto passes = [&](const spec::ModelSpec& m, bool value_head) {
+  const auto passes = [&](const input::ModelSpec& m, bool value_head) {
     auto r = rl::train_request(layout_, per_mini_batch, mean_len, s_.workload.dtype);
     r.value_head = value_head;
     const auto e = model::estimate_train(m, s_.cluster, r);
@@ -100,7 +100,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t seq
   };
   a.train_s = passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
-  const auto forward = [&](const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& pass, bool value_head) {
+  const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
     return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head);
   };
   double prepare = forward(s_.model, s_.policy.old_logprob, false);
@@ -125,7 +125,7 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
   // In the simulator's order: the forward passes in the policy's layouts for them, then training
   // (the policy, then the critic with its value head).
   std::string problem;
-  const std::pair<const char*, const std::optional<spec::InferenceLayout>*> passes[] = {
+  const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
       {"old_logprob", &s_.policy.old_logprob}, {"ref_logprob", &s_.policy.ref_logprob}, {"critic", &s_.policy.critic}};
   for (const auto& [stage, pass] : passes) {
     const bool critic = std::string_view(stage) == "critic";

@@ -21,7 +21,7 @@
 
 #include "planner/features.h"
 #include "sim/model/inference.h"
-#include "sim/spec/scenario.h"
+#include "sim/input/scenario.h"
 
 namespace arlsim::planner {
 
@@ -34,7 +34,7 @@ struct StageCost {
 
 class RolloutEstimator {
  public:
-  RolloutEstimator(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+  RolloutEstimator(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
 
   // Why no engine of this layout can run at all (weights do not fit, heads do not split), or "".
   const std::string& problem() const { return problem_; }
@@ -43,8 +43,8 @@ class RolloutEstimator {
   StageCost cost(const StepFeatures& f) const;
 
  private:
-  const spec::ScenarioSpec& s_;
-  spec::RolloutLayout layout_;
+  const input::ScenarioSpec& s_;
+  input::RolloutLayout layout_;
   std::unique_ptr<model::InferenceModel> im_;
   std::string problem_;
   int64_t engines_ = 0;
@@ -53,7 +53,7 @@ class RolloutEstimator {
 
 class TrainEstimator {
  public:
-  TrainEstimator(const spec::ScenarioSpec& s, const spec::TrainLayout& layout);
+  TrainEstimator(const input::ScenarioSpec& s, const input::TrainLayout& layout);
 
   const std::string& problem() const { return problem_; }
   // Experience preparation (forward passes) and training (PPO epochs x mini-batches).
@@ -67,8 +67,8 @@ class TrainEstimator {
   AtLength at_length(int64_t mean_len, int64_t sequences) const;
   std::string memory_problem(int64_t longest, int64_t sequences) const;
 
-  const spec::ScenarioSpec& s_;
-  spec::TrainLayout layout_;
+  const input::ScenarioSpec& s_;
+  input::TrainLayout layout_;
   std::string problem_;
   mutable std::map<std::pair<int64_t, int64_t>, AtLength> times_;
   mutable std::map<std::pair<int64_t, int64_t>, std::string> memory_;

@@ -6,7 +6,7 @@
 
 namespace arlsim::planner {
 
-std::optional<AnalyticRun> analytic_run(const spec::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
+std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
                          const std::string& selector) {
   const auto& rs = p.rollout_schedules.find(selector);
   const auto& ts = p.train_schedules.find(selector);

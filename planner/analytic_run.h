@@ -22,7 +22,7 @@ struct AnalyticRun {
 
 // The run of `p`'s schedules chosen by `selector`; none when a chosen layout does not fit a step
 // (an OOM has no time).
-std::optional<AnalyticRun> analytic_run(const spec::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
+std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
                          const std::string& selector);
 
 }  // namespace arlsim::planner

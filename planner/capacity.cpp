@@ -8,13 +8,13 @@
 #include "planner/plan.h"
 #include "sim/core/assert.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::planner {
 
 namespace {
 
-spec::Value integer(int64_t v) { return spec::Value::make_number(static_cast<double>(v)); }
+input::Value integer(int64_t v) { return input::Value::make_number(static_cast<double>(v)); }
 
 // The largest power-of-two divisor of `gpus` that is at most `want`.
 int64_t fitting(int64_t want, int64_t gpus) {
@@ -47,12 +47,12 @@ std::string first_misfit(const Schedule& sch, const std::vector<Candidate>& cand
   return {};
 }
 
-CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value& document, const std::vector<StepFeatures>& f,
+CapacityResult evaluate_config(const input::ScenarioSpec& base, const input::Value& document, const std::vector<StepFeatures>& f,
                                const CapacityConfig& config, const CapacityOptions& o) {
   CapacityResult r;
   r.config = config;
   r.gpus = config.nodes * base.cluster.gpus_per_node;
-  spec::ScenarioSpec s;
+  input::ScenarioSpec s;
   if (std::string problem = scenario_on(base, document, config, s); !problem.empty()) {
     r.reason = problem;
     return r;
@@ -91,15 +91,15 @@ CapacityResult evaluate_config(const spec::ScenarioSpec& base, const spec::Value
 
 }  // namespace
 
-std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& document, const CapacityConfig& c,
-                        spec::ScenarioSpec& out) {
-  spec::Value doc = document;
-  spec::Value* cluster = doc.find("cluster");
-  spec::Value* policy = doc.find("policy");
+std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
+                        input::ScenarioSpec& out) {
+  input::Value doc = document;
+  input::Value* cluster = doc.find("cluster");
+  input::Value* policy = doc.find("policy");
   if (!cluster || !cluster->is_object() || !policy || !policy->is_object()) return "the scenario's cluster or policy is not an object";
   const bool same_gpu = c.gpu == base.cluster.gpu.name;
   if (!same_gpu) {
-    cluster->set("gpu", spec::Value::make_string(c.gpu));
+    cluster->set("gpu", input::Value::make_string(c.gpu));
     cluster->erase("price_usd_per_gpu_hour");  // the price of the scenario's GPU, not of this one
   }
   cluster->set("nodes", integer(c.nodes));
@@ -116,10 +116,10 @@ std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& docum
     if (rollout_gpus <= 0 || rollout_gpus >= gpus)
       return "a " + std::to_string(static_cast<int>(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
              " GPUs leaves no whole node to one side";
-    policy->set("placement", spec::Value::make_string("disaggregated"));
+    policy->set("placement", input::Value::make_string("disaggregated"));
     policy->set("rollout_gpus", integer(rollout_gpus));
   } else {
-    policy->set("placement", spec::Value::make_string("colocated"));
+    policy->set("placement", input::Value::make_string("colocated"));
   }
   const int64_t train_gpus = c.placement == "disaggregated" ? gpus - rollout_gpus : gpus;
   // Layouts that divide the new GPU counts (the planner searches them anyway).
@@ -127,7 +127,7 @@ std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& docum
   const int64_t tp = fitting(t.tp, std::min(train_gpus, base.cluster.gpus_per_node));
   const int64_t cp = fitting(t.cp, train_gpus / tp);
   const int64_t pp = fitting(t.pp, train_gpus / (tp * cp));
-  spec::Value* train = policy->find("train");
+  input::Value* train = policy->find("train");
   if (!train || !train->is_object()) return "the scenario's policy has no train layout";
   train->set("tp", integer(tp));
   train->set("cp", integer(cp));
@@ -135,29 +135,29 @@ std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& docum
   train->set("dp", integer(train_gpus / (tp * cp * pp)));
   if (pp == 1) train->erase("vpp");
   if (tp == 1) train->erase("sequence_parallel");
-  spec::Value* rollout = policy->find("rollout");
+  input::Value* rollout = policy->find("rollout");
   if (!rollout || !rollout->is_object()) return "the scenario's policy has no rollout layout";
   const auto& r = base.policy.rollout;
   rollout->erase("replicas");
   rollout->set("tp", integer(fitting(r.tp, std::min(rollout_gpus, base.cluster.gpus_per_node))));
   rollout->set("pp", integer(1));
-  spec::Diagnostics diag;
-  spec::Loader loader(diag);
-  loader.resolve(doc, spec::SpecKind::scenario, "");
-  auto parsed = spec::parse_document(doc, spec::SpecKind::scenario, diag);
+  input::Diagnostics diag;
+  input::Loader loader(diag);
+  loader.resolve(doc, input::SpecKind::scenario, "");
+  auto parsed = input::parse_document(doc, input::SpecKind::scenario, diag);
   if (!parsed || diag.error_count() > 0) {
-    std::string text = spec::format_all(diag);
+    std::string text = input::format_all(diag);
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return "cannot build the scenario: " + text;
   }
-  out = std::get<spec::ScenarioSpec>(std::move(*parsed));
+  out = std::get<input::ScenarioSpec>(std::move(*parsed));
   return {};
 }
 
-std::optional<double> simulated_total_seconds(const spec::ScenarioSpec& base, const spec::Value& document,
+std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, const input::Value& document,
                                               const trace::Trace& trace, const std::vector<StepFeatures>& features,
                                               const CapacityResult& result, const CapacityOptions& o) {
-  spec::ScenarioSpec s;
+  input::ScenarioSpec s;
   if (!result.feasible || features.empty() || !scenario_on(base, document, result.config, s).empty()) return std::nullopt;
   PlanOptions po;
   po.confirm = o.trace ? o.confirm : 0;
@@ -190,7 +190,7 @@ void mark_pareto(std::vector<CapacityResult>& results) {
   }
 }
 
-std::vector<CapacityResult> plan_capacity(const spec::ScenarioSpec& base, const spec::Value& document,
+std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o) {
   std::vector<CapacityConfig> configs;
   for (const auto& gpu : o.gpus)

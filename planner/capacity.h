@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "planner/features.h"
-#include "sim/spec/scenario.h"
+#include "sim/input/scenario.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::planner {
@@ -53,17 +53,17 @@ struct CapacityOptions {
 
 // The scenario rebuilt on a configuration: its cluster with another GPU profile and node count, its
 // layouts made to fit (the planner chooses them anyway). Returns "" or why it cannot be built.
-std::string scenario_on(const spec::ScenarioSpec& base, const spec::Value& document, const CapacityConfig& c,
-                        spec::ScenarioSpec& out);
+std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
+                        input::ScenarioSpec& out);
 
-std::vector<CapacityResult> plan_capacity(const spec::ScenarioSpec& base, const spec::Value& document,
+std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o);
 
 // The event simulator's run of a feasible result's configuration with its planned layouts over the
 // trace steps of `features`, scaled to the result's N steps: the check of its analytic total
 // (`arlsim capacity` prints both for the configurations it recommends). None when the simulated
 // run hits an OOM the analytic one did not foresee, or the trace has none of those steps.
-std::optional<double> simulated_total_seconds(const spec::ScenarioSpec& base, const spec::Value& document,
+std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, const input::Value& document,
                                               const trace::Trace& trace, const std::vector<StepFeatures>& features,
                                               const CapacityResult& result, const CapacityOptions& o);
 

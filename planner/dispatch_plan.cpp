@@ -9,9 +9,9 @@
 
 namespace arlsim::planner {
 
-DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+DispatchPlanResult evaluate_plan(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                  const std::vector<DispatchPlanSample>& samples, const std::string& name,
-                                 spec::DispatchMode mode, const std::vector<int64_t>& rank) {
+                                 input::DispatchMode mode, const std::vector<int64_t>& rank) {
   const auto tensors = rl::dispatch_tensors(s.workload.use_reference, s.workload.critic.has_value());
   double data_bytes_per_token = 0, data_bytes_per_sample = 0;
   for (const auto& t : tensors)
@@ -21,7 +21,7 @@ DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainL
     }
   DispatchPlanResult p;
   p.name = name;
-  p.mode = spec::dispatch_name(mode);
+  p.mode = input::dispatch_name(mode);
   p.rank = rank;
   std::vector<int64_t> tokens;
   for (const auto& x : samples) tokens.push_back(x.tokens);
@@ -50,7 +50,7 @@ DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainL
   return p;
 }
 
-std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
+std::vector<DispatchPlanSample> samples_round_robin(const input::ScenarioSpec& s, const input::RolloutLayout& rollout,
                                                     const std::vector<int64_t>& tokens) {
   const graph::Placement engines = rl::rollout_placement(s, rollout);
   std::vector<DispatchPlanSample> out;
@@ -59,7 +59,7 @@ std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s,
   return out;
 }
 
-DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                     const std::vector<DispatchPlanSample>& samples, int64_t step) {
   DispatchComparison out;
   out.step = step;
@@ -74,14 +74,14 @@ DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::Tra
   const auto balanced = rl::assign_ranks(tokens, train.dp, true);
   struct Variant {
     const char* name;
-    spec::DispatchMode mode;
+    input::DispatchMode mode;
     std::vector<int64_t> rank;
   };
   const Variant variants[] = {
-      {"layout-aware", spec::DispatchMode::decentralized, rl::layout_aware_ranks(s, train, tokens, producer_gpu)},
-      {"balanced", spec::DispatchMode::decentralized, balanced},
-      {"round-robin", spec::DispatchMode::decentralized, round_robin},
-      {"centralized", spec::DispatchMode::centralized, balanced},
+      {"layout-aware", input::DispatchMode::decentralized, rl::layout_aware_ranks(s, train, tokens, producer_gpu)},
+      {"balanced", input::DispatchMode::decentralized, balanced},
+      {"round-robin", input::DispatchMode::decentralized, round_robin},
+      {"centralized", input::DispatchMode::centralized, balanced},
   };
   for (const auto& v : variants) out.plans.push_back(evaluate_plan(s, train, samples, v.name, v.mode, v.rank));
   return out;

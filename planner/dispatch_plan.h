@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/scenario.h"
+#include "sim/input/scenario.h"
 
 namespace arlsim::planner {
 
@@ -46,16 +46,16 @@ struct DispatchComparison {
 };
 
 // The plans for one step's samples (where the rollout left them) to the ranks of `train`.
-DispatchComparison compare_dispatch(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                     const std::vector<DispatchPlanSample>& samples, int64_t step);
 
 // One plan: the given consumer ranks, dispatched in `mode` over the topology.
-DispatchPlanResult evaluate_plan(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+DispatchPlanResult evaluate_plan(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                  const std::vector<DispatchPlanSample>& samples, const std::string& name,
-                                 spec::DispatchMode mode, const std::vector<int64_t>& rank);
+                                 input::DispatchMode mode, const std::vector<int64_t>& rank);
 
 // Samples of a step as the rollout leaves them: sample i on engine i mod engines.
-std::vector<DispatchPlanSample> samples_round_robin(const spec::ScenarioSpec& s, const spec::RolloutLayout& rollout,
+std::vector<DispatchPlanSample> samples_round_robin(const input::ScenarioSpec& s, const input::RolloutLayout& rollout,
                                                     const std::vector<int64_t>& tokens);
 
 std::string dispatch_json(const DispatchComparison& d);

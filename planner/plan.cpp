@@ -32,7 +32,7 @@ double bucket_context(size_t b, const std::vector<double>& edges) {
 
 // Fills cost[step][candidate] from per-candidate estimators (negative: cannot run).
 template <typename Estimator, typename Candidate>
-CostTable cost_table(const spec::ScenarioSpec& s, std::vector<Candidate>& candidates,
+CostTable cost_table(const input::ScenarioSpec& s, std::vector<Candidate>& candidates,
                      const std::vector<StepFeatures>& features, std::vector<std::unique_ptr<Estimator>>& estimators,
                      int64_t& evaluations) {
   estimators.clear();
@@ -84,7 +84,7 @@ rl::RolloutInput rollout_input(const trace::Trace& t, int64_t step) {
 }
 
 // The simulator's generation time of `layout` on a step's trajectories; negative when it cannot run them.
-double simulated_rollout_seconds(const spec::ScenarioSpec& s, const rl::RolloutInput& in, const spec::RolloutLayout& layout) {
+double simulated_rollout_seconds(const input::ScenarioSpec& s, const rl::RolloutInput& in, const input::RolloutLayout& layout) {
   const auto o = rl::rollout_options(s, layout);
   if (!rl::check_rollout(o, &in).empty()) return -1;
   const auto r = rl::simulate_rollout(o, in);
@@ -96,7 +96,7 @@ double simulated_rollout_seconds(const spec::ScenarioSpec& s, const rl::RolloutI
 // Runs the best `per_bucket` rollout candidates of each context range on the range's median step
 // with the event simulator, and rescales the range's analytic costs by what it found: confirmed
 // candidates by their own ratio, the others by the mean ratio of the confirmed ones.
-std::vector<Confirmation> confirm(const spec::ScenarioSpec& s, const trace::Trace& t, const std::vector<StepFeatures>& f,
+std::vector<Confirmation> confirm(const input::ScenarioSpec& s, const trace::Trace& t, const std::vector<StepFeatures>& f,
                                   const std::vector<RolloutCandidate>& candidates, const std::vector<double>& edges,
                                   int64_t per_bucket, CostTable& table) {
   std::vector<Confirmation> out;
@@ -169,15 +169,15 @@ const Schedule& StageSchedules::find(const std::string& selector) const {
   return schedules.front();
 }
 
-std::vector<spec::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<spec::RolloutLayout>& rollout,
-                                             const std::vector<spec::TrainLayout>& train) {
+std::vector<input::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<input::RolloutLayout>& rollout,
+                                             const std::vector<input::TrainLayout>& train) {
   ARLSIM_ASSERT(steps.size() == rollout.size() && steps.size() == train.size());
-  std::vector<spec::ScheduleEntry> out;
+  std::vector<input::ScheduleEntry> out;
   for (size_t i = 0; i < steps.size(); ++i) {
     const bool same = i > 0 && rollout[i] == rollout[i - 1] && train[i] == train[i - 1];
     if (same) continue;
     if (!out.empty()) out.back().last_step = steps[i] - 1;
-    spec::ScheduleEntry e;
+    input::ScheduleEntry e;
     e.first_step = out.empty() ? 0 : steps[i];
     e.rollout = rollout[i];
     e.train = train[i];
@@ -187,7 +187,7 @@ std::vector<spec::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, 
   return out;
 }
 
-Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& features, const trace::Trace* trace,
+Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& features, const trace::Trace* trace,
                const PlanOptions& o) {
   Plan p;
   p.selector = o.selector;
@@ -231,8 +231,8 @@ Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& fea
 
   const auto& rs = p.rollout_schedules.find(o.selector);
   const auto& ts = p.train_schedules.find(o.selector);
-  std::vector<spec::RolloutLayout> rollout;
-  std::vector<spec::TrainLayout> train;
+  std::vector<input::RolloutLayout> rollout;
+  std::vector<input::TrainLayout> train;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     rollout.push_back(p.rollout[rs.choice[i]].layout);
     train.push_back(p.train[ts.choice[i]].layout);

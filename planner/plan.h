@@ -12,7 +12,7 @@
 #include "planner/features.h"
 #include "planner/selector.h"
 #include "planner/space.h"
-#include "sim/spec/scenario.h"
+#include "sim/input/scenario.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::planner {
@@ -52,15 +52,15 @@ struct Plan {
   std::vector<Confirmation> confirmations;
   int64_t evaluations = 0;  // analytic stage evaluations
   std::string selector;
-  spec::PolicySpec policy;  // the scenario's policy with the adopted layouts and schedule
+  input::PolicySpec policy;  // the scenario's policy with the adopted layouts and schedule
 };
 
 // `trace` is the trace the features were read from (for confirmation runs); it may be null.
-Plan make_plan(const spec::ScenarioSpec& s, const std::vector<StepFeatures>& features, const trace::Trace* trace,
+Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& features, const trace::Trace* trace,
                const PlanOptions& o);
 
 // The policy schedule of a choice of layouts per step (entries for each run of equal layouts).
-std::vector<spec::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<spec::RolloutLayout>& rollout,
-                                             const std::vector<spec::TrainLayout>& train);
+std::vector<input::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<input::RolloutLayout>& rollout,
+                                             const std::vector<input::TrainLayout>& train);
 
 }  // namespace arlsim::planner

@@ -5,7 +5,7 @@
 
 #include "planner/dispatch_plan.h"
 #include "sim/model/transformer.h"
-#include "sim/out/summary.h"
+#include "sim/report/summary.h"
 
 namespace arlsim::planner {
 
@@ -13,20 +13,20 @@ namespace {
 
 using nlohmann::ordered_json;
 
-ordered_json to_json(const spec::Value& v) {
+ordered_json to_json(const input::Value& v) {
   switch (v.kind()) {
-    case spec::Value::Kind::null: return nullptr;
-    case spec::Value::Kind::boolean: return v.as_bool();
-    case spec::Value::Kind::number:
+    case input::Value::Kind::null: return nullptr;
+    case input::Value::Kind::boolean: return v.as_bool();
+    case input::Value::Kind::number:
       if (v.is_int64()) return v.as_int64();
       return v.as_double();
-    case spec::Value::Kind::string: return v.as_string();
-    case spec::Value::Kind::array: {
+    case input::Value::Kind::string: return v.as_string();
+    case input::Value::Kind::array: {
       ordered_json a = ordered_json::array();
       for (const auto& item : v.items()) a.push_back(to_json(item));
       return a;
     }
-    case spec::Value::Kind::object: {
+    case input::Value::Kind::object: {
       ordered_json o = ordered_json::object();
       for (const auto& m : v.members()) o[m.key] = to_json(*m.value);
       return o;
@@ -35,13 +35,13 @@ ordered_json to_json(const spec::Value& v) {
   return nullptr;
 }
 
-ordered_json layout_json(const spec::RolloutLayout& l) {
+ordered_json layout_json(const input::RolloutLayout& l) {
   ordered_json j{{"tp", l.tp}, {"pp", l.pp}, {"ep", l.ep}};
   if (l.replicas > 0) j["replicas"] = l.replicas;
   return j;
 }
 
-ordered_json layout_json(const spec::TrainLayout& l) {
+ordered_json layout_json(const input::TrainLayout& l) {
   ordered_json j{{"tp", l.tp},
                  {"pp", l.pp},
                  {"dp", l.dp},
@@ -50,7 +50,7 @@ ordered_json layout_json(const spec::TrainLayout& l) {
                  {"vpp", l.vpp},
                  {"zero", l.zero},
                  {"sequence_parallel", l.sequence_parallel},
-                 {"recompute", spec::recompute_name(l.recompute)}};
+                 {"recompute", input::recompute_name(l.recompute)}};
   if (l.max_tokens_per_gpu > 0) j["max_tokens_per_gpu"] = l.max_tokens_per_gpu;
   else j["micro_batch"] = l.micro_batch;
   if (l.offload_optimizer) j["offload_optimizer"] = true;
@@ -58,7 +58,7 @@ ordered_json layout_json(const spec::TrainLayout& l) {
   return j;
 }
 
-ordered_json schedule_json(const std::vector<spec::ScheduleEntry>& schedule) {
+ordered_json schedule_json(const std::vector<input::ScheduleEntry>& schedule) {
   ordered_json a = ordered_json::array();
   for (const auto& e : schedule) {
     ordered_json j;
@@ -138,13 +138,13 @@ std::string plan_json(const PlanDocument& d) {
                    {"ppo_epochs", s.workload.ppo_epochs},
                    {"mini_batches", s.workload.mini_batches}};
   const auto& pol = p.policy;
-  j["placement"] = {{"mode", pol.placement == spec::Placement::colocated ? "colocated" : "disaggregated"},
+  j["placement"] = {{"mode", pol.placement == input::Placement::colocated ? "colocated" : "disaggregated"},
                     {"rollout_gpus", s.rollout_gpus()},
                     {"train_gpus", s.train_gpus()}};
   j["layouts"] = {{"rollout", layout_json(pol.rollout)}, {"train", layout_json(pol.train)}};
   j["schedule"] = schedule_json(pol.schedule);
-  j["sync"] = {{"mode", pol.sync == spec::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
-  j["dispatch"] = {{"mode", spec::dispatch_name(pol.dispatch)}};
+  j["sync"] = {{"mode", pol.sync == input::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
+  j["dispatch"] = {{"mode", input::dispatch_name(pol.dispatch)}};
   if (d.dispatch) j["dispatch"]["plan"] = nlohmann::ordered_json::parse(dispatch_json(*d.dispatch));
   j["selectors"] = {{"rollout", selectors_json(p.rollout, p.rollout_schedules, p.steps)},
                     {"train", selectors_json(p.train, p.train_schedules, p.steps)}};
@@ -161,7 +161,7 @@ std::string plan_json(const PlanDocument& d) {
     // What the planner's own composition predicts against the event simulator, on the same steps.
     j["agreement"] = {{"analytic_s", d.analytic_total_s ? ordered_json(*d.analytic_total_s) : ordered_json(nullptr)},
                       {"simulated_s", d.predicted->total_time_s}};
-    j["predicted"] = ordered_json::parse(out::summary_json(*d.predicted));
+    j["predicted"] = ordered_json::parse(report::summary_json(*d.predicted));
   }
   // The scenario as loaded, with the planned policy, so that the plan replays on its own.
   ordered_json scenario = to_json(*d.scenario_document);

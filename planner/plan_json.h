@@ -10,16 +10,16 @@
 
 #include "planner/plan.h"
 #include "sim/rl/step_result.h"
-#include "sim/spec/json.h"
-#include "sim/spec/scenario.h"
+#include "sim/parse/json.h"
+#include "sim/input/scenario.h"
 
 namespace arlsim::planner {
 
 struct DispatchComparison;
 
 struct PlanDocument {
-  const spec::ScenarioSpec* scenario = nullptr;
-  const spec::Value* scenario_document = nullptr;  // resolved, as loaded
+  const input::ScenarioSpec* scenario = nullptr;
+  const input::Value* scenario_document = nullptr;  // resolved, as loaded
   const Plan* plan = nullptr;
   const rl::RunResult* predicted = nullptr;  // the scenario simulated with the planned policy
   const DispatchComparison* dispatch = nullptr;  // may be null

@@ -15,7 +15,7 @@ std::vector<int64_t> powers_of_two(int64_t max) {
 
 }  // namespace
 
-std::string layout_name(const spec::RolloutLayout& l) {
+std::string layout_name(const input::RolloutLayout& l) {
   std::string n = "tp" + std::to_string(l.tp);
   if (l.pp > 1) n += " pp" + std::to_string(l.pp);
   if (l.ep > 1) n += " ep" + std::to_string(l.ep);
@@ -23,22 +23,22 @@ std::string layout_name(const spec::RolloutLayout& l) {
   return n;
 }
 
-std::string layout_name(const spec::TrainLayout& l) {
+std::string layout_name(const input::TrainLayout& l) {
   std::string n = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp);
   if (l.vpp > 1) n += " vpp" + std::to_string(l.vpp);
   if (l.cp > 1) n += " cp" + std::to_string(l.cp);
   if (l.ep > 1) n += " ep" + std::to_string(l.ep);
-  n += " dp" + std::to_string(l.dp) + " z" + std::to_string(l.zero) + " " + spec::recompute_name(l.recompute);
+  n += " dp" + std::to_string(l.dp) + " z" + std::to_string(l.zero) + " " + input::recompute_name(l.recompute);
   if (l.offload_optimizer) n += " offload-optimizer";
   if (l.offload_params) n += " offload-params";
   return n;
 }
 
-std::vector<RolloutCandidate> rollout_space(const spec::ScenarioSpec& s) {
+std::vector<RolloutCandidate> rollout_space(const input::ScenarioSpec& s) {
   const auto& m = s.model;
   const int64_t gpus = s.rollout_gpus(), per_node = s.cluster.gpus_per_node;
   std::vector<RolloutCandidate> out;
-  auto add = [&](spec::RolloutLayout l) {
+  auto add = [&](input::RolloutLayout l) {
     for (const auto& c : out)
       if (c.layout == l) return;
     RolloutCandidate c{l, {}, {}};
@@ -56,12 +56,12 @@ std::vector<RolloutCandidate> rollout_space(const spec::ScenarioSpec& s) {
   return out;
 }
 
-std::vector<TrainCandidate> train_space(const spec::ScenarioSpec& s) {
+std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
   const auto& m = s.model;
   const int64_t gpus = s.train_gpus(), per_node = s.cluster.gpus_per_node;
   const auto& base = s.policy.train;
   std::vector<TrainCandidate> out;
-  auto add = [&](const spec::TrainLayout& l) {
+  auto add = [&](const input::TrainLayout& l) {
     for (const auto& c : out)
       if (c.layout == l) return;
     TrainCandidate c{l, {}, {}};
@@ -72,7 +72,7 @@ std::vector<TrainCandidate> train_space(const spec::ScenarioSpec& s) {
     out.push_back(c);
   };
   add(base);
-  const std::vector<spec::Recompute> recomputes{spec::Recompute::none, spec::Recompute::selective, spec::Recompute::full};
+  const std::vector<input::Recompute> recomputes{input::Recompute::none, input::Recompute::selective, input::Recompute::full};
   for (int64_t tp : powers_of_two(per_node)) {
     if (m.num_heads % tp != 0) continue;
     for (int64_t cp : powers_of_two(8))
@@ -81,7 +81,7 @@ std::vector<TrainCandidate> train_space(const spec::ScenarioSpec& s) {
         for (int64_t vpp : pp > 1 && m.num_layers % (2 * pp) == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1})
           for (int64_t zero : {1, 3})
             for (auto recompute : recomputes) {
-              spec::TrainLayout l = base;
+              input::TrainLayout l = base;
               l.tp = tp;
               l.cp = cp;
               l.pp = pp;

@@ -55,7 +55,7 @@ double bus_factor(CollectiveOp op, int64_t ranks) {
   return 1;
 }
 
-std::string missing_collective_data(const spec::ClusterSpec& cluster) {
+std::string missing_collective_data(const input::ClusterSpec& cluster) {
   const auto& g = cluster.gpu;
   if (cluster.gpu_link.bandwidth_bytes_per_s <= 0) return "a GPU link (gpu_link)";
   if (cluster.gpu_link.efficiency <= 0 && g.collectives.empty())
@@ -65,7 +65,7 @@ std::string missing_collective_data(const spec::ClusterSpec& cluster) {
   return {};
 }
 
-CollectiveModel::CollectiveModel(const spec::ClusterSpec& cluster) : cluster_(cluster) {
+CollectiveModel::CollectiveModel(const input::ClusterSpec& cluster) : cluster_(cluster) {
   ARLSIM_ASSERT(missing_collective_data(cluster).empty());
 }
 
@@ -73,7 +73,7 @@ double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& alg
   // A measured point for this op and algorithm wins; all-reduce's ring rate stands in for the
   // other ops' rings (they move the same bytes per link per step).
   const std::string name = collective_name(op);
-  const spec::CollectivePoint* ring_all_reduce = nullptr;
+  const input::CollectivePoint* ring_all_reduce = nullptr;
   for (const auto& p : cluster_.gpu.collectives) {
     if (p.scope != "intra_node") continue;
     if (p.op == name && p.algorithm == algorithm) return p.bus_bandwidth_bytes_per_s;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/cluster.h"
+#include "sim/input/cluster.h"
 
 namespace arlsim::model {
 
@@ -40,11 +40,11 @@ struct CollectiveGroup {
 };
 
 // What a cluster's profile lacks for collective costs, or "".
-std::string missing_collective_data(const spec::ClusterSpec& cluster);
+std::string missing_collective_data(const input::ClusterSpec& cluster);
 
 class CollectiveModel {
  public:
-  explicit CollectiveModel(const spec::ClusterSpec& cluster);
+  explicit CollectiveModel(const input::ClusterSpec& cluster);
 
   // `bytes` is the size nccl-tests reports: the buffer of all-reduce and broadcast, the whole
   // output of all-gather, the whole input of reduce-scatter, each rank's buffer of all-to-all.
@@ -58,7 +58,7 @@ class CollectiveModel {
  private:
   double latency_s(const std::string& algorithm, CollectiveOp op, const CollectiveGroup& group) const;
 
-  const spec::ClusterSpec& cluster_;
+  const input::ClusterSpec& cluster_;
 };
 
 }  // namespace arlsim::model

@@ -7,7 +7,7 @@
 
 namespace arlsim::model {
 
-using spec::Dtype;
+using input::Dtype;
 
 namespace {
 
@@ -27,8 +27,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-std::string missing_compute_data(const spec::GpuProfile& gpu, Dtype dtype) {
-  if (gpu.peak(dtype) <= 0) return std::string("a peak rate for ") + spec::dtype_name(dtype);
+std::string missing_compute_data(const input::GpuProfile& gpu, Dtype dtype) {
+  if (gpu.peak(dtype) <= 0) return std::string("a peak rate for ") + input::dtype_name(dtype);
   if (gpu.gemm_efficiency.empty()) return "GEMM efficiency points (efficiency/gemm)";
   if (gpu.gemm_tile_m <= 0) return "the GEMM tile size (efficiency/gemm_tile)";
   if (gpu.sm_count <= 0) return "the SM count (sm_count)";
@@ -37,7 +37,7 @@ std::string missing_compute_data(const spec::GpuProfile& gpu, Dtype dtype) {
   return {};
 }
 
-ComputeModel::ComputeModel(const spec::GpuProfile& gpu, Dtype dtype) : gpu_(gpu) {
+ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu) {
   ARLSIM_ASSERT(missing_compute_data(gpu, dtype).empty());
   peak_ = gpu.peak(dtype);
   bytes_per_element_ = element_bytes(dtype);

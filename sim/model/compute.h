@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/hardware.h"
+#include "sim/input/hardware.h"
 
 namespace arlsim::model {
 
@@ -34,13 +34,13 @@ struct OpCost {
 };
 
 // What a profile lacks for the cost model, or "" when it has everything.
-std::string missing_compute_data(const spec::GpuProfile& gpu, spec::Dtype dtype);
+std::string missing_compute_data(const input::GpuProfile& gpu, input::Dtype dtype);
 
 enum class AttentionPass { forward, forward_backward };
 
 class ComputeModel {
  public:
-  ComputeModel(const spec::GpuProfile& gpu, spec::Dtype dtype);
+  ComputeModel(const input::GpuProfile& gpu, input::Dtype dtype);
 
   double peak_flops() const { return peak_; }
   double bytes_per_element() const { return bytes_per_element_; }
@@ -64,13 +64,13 @@ class ComputeModel {
   double memory_rate() const { return memory_rate_; }  // achieved HBM bytes/s
 
  private:
-  const spec::GpuProfile& gpu_;
+  const input::GpuProfile& gpu_;
   double peak_ = 0;
   double bytes_per_element_ = 2;
   double e_max_ = 0;
   double memory_rate_ = 0;  // achieved bytes/s
   double launch_s_ = 0;
-  std::vector<const spec::AttentionPoint*> attention_points_[2];  // forward, forward_backward; by seq_len
+  std::vector<const input::AttentionPoint*> attention_points_[2];  // forward, forward_backward; by seq_len
 };
 
 }  // namespace arlsim::model

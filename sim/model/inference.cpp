@@ -17,9 +17,9 @@ struct Widths {
   int64_t qkv = 0, out_in = 0, qk = 0, v = 0;
 };
 
-Widths widths(const spec::ModelSpec& m) {
+Widths widths(const input::ModelSpec& m) {
   Widths w;
-  if (m.attention == spec::AttentionKind::mla) {
+  if (m.attention == input::AttentionKind::mla) {
     w.qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
     w.v = m.mla.v_head_dim;
     w.qkv = m.num_heads * (2 * w.qk + w.v);
@@ -50,15 +50,15 @@ int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const
   return n;
 }
 
-InferenceModel::InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout, Speculation spec)
-    : m_(m), c_(c), layout_(layout), spec_(spec), cm_(c.gpu, spec::Dtype::bf16), coll_(c) {}
+InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec)
+    : m_(m), c_(c), layout_(layout), spec_(spec), cm_(c.gpu, input::Dtype::bf16), coll_(c) {}
 
 double InferenceModel::gemm_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
   const ComputeModel& cm = cm_;
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp, h = m_.hidden_size;
-  const bool gated = m_.mlp == spec::MlpKind::gated;
+  const bool gated = m_.mlp == input::MlpKind::gated;
   double dense_layer = cm.gemm(rows, w.qkv / tp, h).seconds + cm.gemm(rows, h, w.out_in / tp).seconds;
   double moe_layer = dense_layer;
   dense_layer += cm.gemm(rows, (gated ? 2 : 1) * m_.ffn_hidden_size / tp, h).seconds +

@@ -15,8 +15,8 @@
 #include "sim/model/collective.h"
 #include "sim/model/compute.h"
 #include "sim/model/memory.h"
-#include "sim/spec/cluster.h"
-#include "sim/spec/model.h"
+#include "sim/input/cluster.h"
+#include "sim/input/model.h"
 
 namespace arlsim::model {
 
@@ -67,7 +67,7 @@ struct DecodeWindow {
 // the rows of a batch per row count.
 class InferenceModel {
  public:
-  InferenceModel(const spec::ModelSpec& m, const spec::ClusterSpec& c, EngineLayout layout, Speculation spec = {});
+  InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec = {});
 
   IterationCost iteration(const IterationBatch& batch) const;
   // Decode-only iterations of `seqs` sequences, one token each. With speculation one token costs
@@ -86,8 +86,8 @@ class InferenceModel {
   double gemm_seconds(int64_t rows) const;
   double sampled_rows_seconds(int64_t rows) const;
 
-  const spec::ModelSpec& m_;
-  const spec::ClusterSpec& c_;
+  const input::ModelSpec& m_;
+  const input::ClusterSpec& c_;
   EngineLayout layout_;
   Speculation spec_;
   ComputeModel cm_;

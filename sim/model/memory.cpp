@@ -7,7 +7,7 @@
 
 namespace arlsim::model {
 
-using spec::Recompute;
+using input::Recompute;
 
 double MemoryBreakdown::total() const {
   double t = 0;
@@ -25,7 +25,7 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-int64_t moe_layers_in_stage(const spec::ModelSpec& m, int64_t first, int64_t count) {
+int64_t moe_layers_in_stage(const input::ModelSpec& m, int64_t first, int64_t count) {
   int64_t n = 0;
   for (int64_t l = first; l < first + count; ++l) n += m.is_moe_layer(l) ? 1 : 0;
   return n;
@@ -33,14 +33,14 @@ int64_t moe_layers_in_stage(const spec::ModelSpec& m, int64_t first, int64_t cou
 
 }  // namespace
 
-StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l, bool first_stage, bool last_stage) {
+StageParams params_per_rank(const input::ModelSpec& m, const input::TrainLayout& l, bool first_stage, bool last_stage) {
   StageParams p;
   const int64_t layers = m.num_layers / l.pp;
   const int64_t first_layer = first_stage ? 0 : (last_stage ? m.num_layers - layers : 0);
   const int64_t moe_layers = moe_layers_in_stage(m, first_layer, layers);
   const int64_t dense_layers = layers - moe_layers;
   const double tp = d(l.tp);
-  const double norms = 2 * d(m.hidden_size) * (m.norm == spec::NormKind::layernorm ? 2 : 1);
+  const double norms = 2 * d(m.hidden_size) * (m.norm == input::NormKind::layernorm ? 2 : 1);
   p.dense = d(layers) * (attention_params(m) / tp + norms) + d(dense_layers) * dense_mlp_params(m, m.ffn_hidden_size) / tp;
   if (moe_layers > 0) {
     const auto& e = m.moe;
@@ -58,13 +58,13 @@ StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l
   return p;
 }
 
-double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout& l, int64_t tokens, bool moe_layer) {
+double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayout& l, int64_t tokens, bool moe_layer) {
   const double t = d(tokens), h = d(m.hidden_size), tp = d(l.tp);
   const double outside_split = l.sequence_parallel ? tp : 1.0;  // SP splits the non-TP regions too
   if (l.recompute == Recompute::full) return 2 * t * h / outside_split;  // only the layer's input
   // Widths of Q + K + V and of the attention output.
   double qkv = d((m.num_heads + 2 * m.num_kv_heads) * m.head_dim), out = d(m.num_heads * m.head_dim);
-  if (m.attention == spec::AttentionKind::mla) {
+  if (m.attention == input::AttentionKind::mla) {
     const double qk = d(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim);
     qkv = d(m.num_heads) * (2 * qk + d(m.mla.v_head_dim));
     out = d(m.num_heads * m.mla.v_head_dim);
@@ -73,7 +73,7 @@ double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout&
   const double outside = 8 * t * h / outside_split;
   // Q, K, V and the attention output, plus fp32 softmax statistics per head (FlashAttention).
   const double attention = (2 * t * qkv + 2 * t * out + 4 * t * d(m.num_heads)) / tp;
-  auto mlp = [&](int64_t ffn) { return (m.mlp == spec::MlpKind::gated ? 6.0 : 4.0) * t * d(ffn); };
+  auto mlp = [&](int64_t ffn) { return (m.mlp == input::MlpKind::gated ? 6.0 : 4.0) * t * d(ffn); };
   double mlp_bytes = mlp(m.ffn_hidden_size) / tp;
   if (moe_layer) {
     // Routed tokens: each token's hidden state is copied to its top-k experts; router logits in fp32.
@@ -85,7 +85,7 @@ double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout&
   return outside + attention + mlp_bytes;
 }
 
-TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype, bool first_stage,
+TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype, bool first_stage,
                              bool last_stage) {
   const double dp = d(l.dp * l.cp);  // gradients and optimizer states are sharded over dp x cp
   const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
@@ -94,7 +94,7 @@ TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& 
     const bool shard = l.zero >= from_stage;
     return p.dense * bytes_per_param / (shard ? dp : 1.0) + p.experts * bytes_per_param / (shard ? expert_dp : 1.0);
   };
-  const bool fp32 = dtype == spec::Dtype::fp32 || dtype == spec::Dtype::tf32;
+  const bool fp32 = dtype == input::Dtype::fp32 || dtype == input::Dtype::tf32;
   TrainingState t;
   t.weights = sharded(fp32 ? 4 : 2, 3);
   t.gradients = sharded(4, 2);
@@ -102,14 +102,14 @@ TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& 
   return t;
 }
 
-TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype) {
+TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype) {
   const TrainingState first = training_state(m, l, dtype, true, l.pp == 1);
   if (l.pp == 1) return first;
   const TrainingState last = training_state(m, l, dtype, false, true);
   return last.total() > first.total() ? last : first;
 }
 
-MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+MemoryBreakdown train_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const input::TrainLayout& l,
                              const TrainShape& shape) {
   const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
   MemoryBreakdown worst;
@@ -128,7 +128,7 @@ MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& g
     if (first && l.vpp > 1) in_flight *= 1.0 + d(l.pp - 1) / d(l.pp * l.vpp);
     const int64_t first_layer = first ? 0 : m.num_layers - layers;
     double act = 0, widest_layer = 0;
-    spec::TrainLayout kept_all = l;
+    input::TrainLayout kept_all = l;
     kept_all.recompute = Recompute::none;
     for (int64_t layer = first_layer; layer < first_layer + layers; ++layer) {
       act += layer_activation_bytes(m, l, tokens, m.is_moe_layer(layer));
@@ -145,10 +145,10 @@ MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& g
   return worst;
 }
 
-MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+MemoryBreakdown forward_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const input::TrainLayout& l,
                                const TrainShape& shape) {
   const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
-  spec::TrainLayout kept_all = l;
+  input::TrainLayout kept_all = l;
   kept_all.recompute = Recompute::none;
   MemoryBreakdown worst;
   for (int stage = 0; stage < (l.pp > 1 ? 2 : 1); ++stage) {
@@ -169,15 +169,15 @@ MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile&
   return worst;
 }
 
-double kv_bytes_per_token_per_gpu(const spec::ModelSpec& m, int64_t tp, int64_t pp) {
+double kv_bytes_per_token_per_gpu(const input::ModelSpec& m, int64_t tp, int64_t pp) {
   const double layers = d(m.num_layers) / d(pp);
-  if (m.attention == spec::AttentionKind::mla) return layers * d(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * 2;
+  if (m.attention == input::AttentionKind::mla) return layers * d(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * 2;
   const double heads = std::max(1.0, d(m.num_kv_heads) / d(tp));
   return layers * 2 * heads * d(m.head_dim) * 2;
 }
 
-InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const EngineMemoryOptions& o) {
-  spec::TrainLayout l;
+InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const EngineMemoryOptions& o) {
+  input::TrainLayout l;
   l.tp = o.tp;
   l.pp = o.pp;
   l.ep = o.ep;

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "sim/spec/hardware.h"
-#include "sim/spec/model.h"
-#include "sim/spec/policy.h"
+#include "sim/input/hardware.h"
+#include "sim/input/model.h"
+#include "sim/input/policy.h"
 
 namespace arlsim::model {
 
@@ -35,7 +35,7 @@ struct StageParams {
   double experts = 0;  // expert weights, sharded over expert parallelism
   double total() const { return dense + experts; }
 };
-StageParams params_per_rank(const spec::ModelSpec& m, const spec::TrainLayout& l, bool first_stage, bool last_stage);
+StageParams params_per_rank(const input::ModelSpec& m, const input::TrainLayout& l, bool first_stage, bool last_stage);
 
 // The training state of one rank: weights, gradients and optimizer states under the layout's ZeRO
 // sharding, wherever they live (offloaded parts count: they still move when the state moves).
@@ -47,13 +47,13 @@ struct TrainingState {
   double weights = 0, gradients = 0, optimizer = 0;
   double total() const { return weights + gradients + optimizer; }
 };
-TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype, bool first_stage,
+TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype, bool first_stage,
                              bool last_stage);
 // The larger of the first and the last pipeline stage's.
-TrainingState training_state(const spec::ModelSpec& m, const spec::TrainLayout& l, spec::Dtype dtype);
+TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype);
 
 // Activation bytes one layer keeps for backward, per micro-batch of `tokens` tokens on a rank.
-double layer_activation_bytes(const spec::ModelSpec& m, const spec::TrainLayout& l, int64_t tokens, bool moe_layer);
+double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayout& l, int64_t tokens, bool moe_layer);
 
 struct TrainShape {
   int64_t micro_batch = 1;  // sequences
@@ -61,18 +61,18 @@ struct TrainShape {
   int64_t micro_batches = 1;  // per data-parallel rank per iteration
   double usable_fraction = 1.0;
   bool value_head = false;  // a critic: one output per token on the last stage instead of logits
-  spec::Dtype dtype = spec::Dtype::bf16;  // the working dtype (see TrainingState)
+  input::Dtype dtype = input::Dtype::bf16;  // the working dtype (see TrainingState)
 };
 
 // The worse of the first and the last pipeline stage.
-MemoryBreakdown train_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+MemoryBreakdown train_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const input::TrainLayout& l,
                              const TrainShape& shape);
 
 // A forward-only pass (log-probs, values) over micro-batches of `shape`: the weights (sharded
 // under ZeRO-3, none when offloaded), the widest layer's activations (a forward keeps nothing for a
 // backward, so one layer's working set at a time), the last stage's logits and the reserve. The
 // worse of the first and the last pipeline stage.
-MemoryBreakdown forward_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const spec::TrainLayout& l,
+MemoryBreakdown forward_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const input::TrainLayout& l,
                                const TrainShape& shape);
 
 struct InferenceMemory {
@@ -91,10 +91,10 @@ struct EngineMemoryOptions {
 // One engine of tp x pp GPUs (ep over its tp ranks for MoE), vLLM-style: the KV cache gets what
 // gpu_memory_utilization leaves after weights, the peak activation workspace of one iteration,
 // and the reserved memory.
-InferenceMemory inference_memory(const spec::ModelSpec& m, const spec::GpuProfile& gpu, const EngineMemoryOptions& o);
+InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const EngineMemoryOptions& o);
 
 // KV-cache bytes per token on one GPU of a tp x pp engine: key-value heads are split over tp
 // (replicated when tp exceeds them); MLA's latent is replicated on every tp rank.
-double kv_bytes_per_token_per_gpu(const spec::ModelSpec& m, int64_t tp, int64_t pp);
+double kv_bytes_per_token_per_gpu(const input::ModelSpec& m, int64_t tp, int64_t pp);
 
 }  // namespace arlsim::model

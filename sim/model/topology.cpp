@@ -20,7 +20,7 @@ struct Topology::Graph {
   std::vector<size_t> gpu_vertex;
 };
 
-Topology::Topology(const spec::ClusterSpec& c, std::optional<ControllerLink> controller)
+Topology::Topology(const input::ClusterSpec& c, std::optional<ControllerLink> controller)
     : graph_(std::make_unique<Graph>()),
       gpus_(c.total_gpus()),
       gpus_per_node_(c.gpus_per_node),
@@ -33,7 +33,7 @@ Topology::Topology(const spec::ClusterSpec& c, std::optional<ControllerLink> con
   // A single switch, or a fat tree of leaves under one (non-blocking or oversubscribed) spine
   // layer; rail-optimized networks are modelled as a fat tree.
   const int64_t nodes_per_leaf =
-      c.topology == spec::NetworkTopology::single_switch || c.nodes_per_leaf == 0 ? c.nodes : c.nodes_per_leaf;
+      c.topology == input::NetworkTopology::single_switch || c.nodes_per_leaf == 0 ? c.nodes : c.nodes_per_leaf;
   const int64_t leaves = (c.nodes + nodes_per_leaf - 1) / nodes_per_leaf;
   std::vector<size_t> leaf_vertex;
   for (int64_t l = 0; l < leaves; ++l) leaf_vertex.push_back(add_vertex());
@@ -73,7 +73,7 @@ Topology::Topology(const spec::ClusterSpec& c, std::optional<ControllerLink> con
   }
 }
 
-void Topology::add_host_links(const spec::ClusterSpec& c) {
+void Topology::add_host_links(const input::ClusterSpec& c) {
   // Host links stay out of the routing graph: a GPU-to-GPU path through host memory would tie
   // with the one through the NVSwitch, and host routes are composed explicitly in route().
   const double host = c.gpu.host_link.achieved();

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/spec/cluster.h"
+#include "sim/input/cluster.h"
 
 namespace arlsim::model {
 
@@ -66,7 +66,7 @@ class RouteCache {
 
 class Topology {
  public:
-  explicit Topology(const spec::ClusterSpec& cluster, std::optional<ControllerLink> controller = std::nullopt);
+  explicit Topology(const input::ClusterSpec& cluster, std::optional<ControllerLink> controller = std::nullopt);
   ~Topology();
   Topology(const Topology&) = delete;
   Topology& operator=(const Topology&) = delete;
@@ -104,7 +104,7 @@ class Topology {
   // Adds both directions of a link that routes never search through; returns the id of a -> b
   // (b -> a is the next id).
   size_t add_link_pair(const std::string& a_name, const std::string& b_name, double capacity);
-  void add_host_links(const spec::ClusterSpec& c);
+  void add_host_links(const input::ClusterSpec& c);
   // Breadth-first shortest path between two vertices of the routing graph.
   std::vector<size_t> vertex_path(size_t src, size_t dst, Trees& trees) const;
   std::vector<size_t> gpu_path(int64_t src, int64_t dst, Trees& trees) const;

@@ -10,7 +10,7 @@
 
 namespace arlsim::model {
 
-using spec::Recompute;
+using input::Recompute;
 
 namespace {
 
@@ -28,20 +28,20 @@ struct LayerCost {
 
 // Where the ranks of each parallel group sit: Megatron orders them tp, cp, ep/dp, pp from the
 // innermost, so tp peers share a node first.
-CollectiveGroup group_of(const spec::ClusterSpec& c, int64_t size, int64_t stride) {
+CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stride) {
   CollectiveGroup g;
   g.ranks = size;
   g.ranks_per_node = std::clamp<int64_t>(c.gpus_per_node / std::max<int64_t>(stride, 1), 1, size);
   return g;
 }
 
-LayerCost layer_cost(const spec::ModelSpec& m, const spec::ClusterSpec& c, const ComputeModel& cm,
+LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, const ComputeModel& cm,
                      const CollectiveModel& coll, const TrainRequest& r, int64_t tokens, bool moe_layer) {
   const auto& l = r.layout;
   const int64_t tp = l.tp, h = m.hidden_size;
   LayerCost lc;
   int64_t q_width = m.num_heads * m.head_dim, kv_width = m.num_kv_heads * m.head_dim, qk = m.head_dim, v = m.head_dim;
-  if (m.attention == spec::AttentionKind::mla) {
+  if (m.attention == input::AttentionKind::mla) {
     qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
     v = m.mla.v_head_dim;
     q_width = m.num_heads * qk;
@@ -49,7 +49,7 @@ LayerCost layer_cost(const spec::ModelSpec& m, const spec::ClusterSpec& c, const
   }
   lc.gemm += cm.gemm(tokens, (q_width + 2 * kv_width) / tp, h);
   lc.gemm += cm.gemm(tokens, h, m.num_heads * v / tp);
-  const bool gated = m.mlp == spec::MlpKind::gated;
+  const bool gated = m.mlp == input::MlpKind::gated;
   auto dense_mlp = [&](int64_t ffn, int64_t split) {
     lc.gemm += cm.gemm(tokens, (gated ? 2 : 1) * ffn / split, h);
     lc.gemm += cm.gemm(tokens, h, ffn / split);
@@ -103,7 +103,7 @@ struct StageTimes {
   double forward = 0, backward = 0, tp = 0, ep = 0, cp_exposed = 0;
 };
 
-StageTimes stage_times(const spec::ModelSpec& m, const spec::ClusterSpec& c, const ComputeModel& cm,
+StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, const ComputeModel& cm,
                        const CollectiveModel& coll, const TrainRequest& r, int64_t tokens, bool first, bool last) {
   const auto& l = r.layout;
   const int64_t layers = m.num_layers / l.pp;
@@ -145,19 +145,19 @@ StageTimes stage_times(const spec::ModelSpec& m, const spec::ClusterSpec& c, con
 
 // Parameters a rank keeps: its ZeRO-3 shard (experts shard over their own data-parallel group),
 // or all of its stage's.
-double resident_params(const StageParams& p, const spec::TrainLayout& l) {
+double resident_params(const StageParams& p, const input::TrainLayout& l) {
   const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
   return l.zero >= 3 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
 }
 
 // Uploading a rank's offloaded bf16 weights from host memory, once per pass of a micro-batch.
-double weight_upload_seconds(const spec::ClusterSpec& c, const StageParams& p, const spec::TrainLayout& l) {
+double weight_upload_seconds(const input::ClusterSpec& c, const StageParams& p, const input::TrainLayout& l) {
   return 2.0 * resident_params(p, l) / c.gpu.host_link.achieved();
 }
 
 }  // namespace
 
-std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
+std::string check_train_request(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
   const auto& l = r.layout;
   if (m.num_heads % l.tp != 0) return "tp = " + std::to_string(l.tp) + " does not divide the model's " + std::to_string(m.num_heads) + " heads";
   if (m.num_layers % (l.pp * l.vpp) != 0)
@@ -175,7 +175,7 @@ std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpe
   return {};
 }
 
-double estimate_forward_seconds(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
+double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
   ARLSIM_ASSERT(check_train_request(m, c, r).empty());
   const auto& l = r.layout;
   const ComputeModel cm(c.gpu, r.dtype);
@@ -196,7 +196,7 @@ double estimate_forward_seconds(const spec::ModelSpec& m, const spec::ClusterSpe
   return std::max(compute, uploads);
 }
 
-TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r) {
+TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
   ARLSIM_ASSERT(check_train_request(m, c, r).empty());
   const auto& l = r.layout;
   const ComputeModel cm(c.gpu, r.dtype);

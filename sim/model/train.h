@@ -14,17 +14,17 @@
 #include <string>
 
 #include "sim/model/memory.h"
-#include "sim/spec/cluster.h"
-#include "sim/spec/model.h"
-#include "sim/spec/policy.h"
+#include "sim/input/cluster.h"
+#include "sim/input/model.h"
+#include "sim/input/policy.h"
 
 namespace arlsim::model {
 
 struct TrainRequest {
-  spec::TrainLayout layout;
+  input::TrainLayout layout;
   int64_t seq_len = 4096;
   int64_t global_batch = 1;  // sequences per iteration (one optimizer step)
-  spec::Dtype dtype = spec::Dtype::bf16;
+  input::Dtype dtype = input::Dtype::bf16;
   bool overlap_grad_reduce = true;
   double moe_imbalance = 1.0;  // tokens of the busiest expert / the mean
   double usable_memory_fraction = 1.0;
@@ -60,12 +60,12 @@ struct TrainEstimate {
 
 // The layout's problems with this model, request and cluster ("" when it can run), for callers
 // that did not validate it already.
-std::string check_train_request(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
+std::string check_train_request(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
 
-TrainEstimate estimate_train(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
+TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
 
 // Forward passes only (old and reference log-probs, critic values) over the request's batch: the
 // pipeline filled once, no backward, gradient reduction or optimizer step.
-double estimate_forward_seconds(const spec::ModelSpec& m, const spec::ClusterSpec& c, const TrainRequest& r);
+double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
 
 }  // namespace arlsim::model

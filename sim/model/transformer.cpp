@@ -2,10 +2,10 @@
 
 namespace arlsim::model {
 
-using spec::AttentionKind;
-using spec::MlpKind;
-using spec::ModelSpec;
-using spec::NormKind;
+using input::AttentionKind;
+using input::MlpKind;
+using input::ModelSpec;
+using input::NormKind;
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "sim/spec/model.h"
+#include "sim/input/model.h"
 
 namespace arlsim::model {
 
@@ -22,20 +22,20 @@ struct ParamCounts {
 };
 
 // Parameters of one layer's attention block (projections, biases, q/k norms).
-double attention_params(const spec::ModelSpec& m);
+double attention_params(const input::ModelSpec& m);
 // Parameters of one dense MLP of `ffn` hidden units.
-double dense_mlp_params(const spec::ModelSpec& m, int64_t ffn);
-ParamCounts count_params(const spec::ModelSpec& m);
+double dense_mlp_params(const input::ModelSpec& m, int64_t ffn);
+ParamCounts count_params(const input::ModelSpec& m);
 
 // KV-cache bytes per token over all layers: 2 x kv_heads x head_dim per layer for GQA; the latent
 // plus the rotary key (kv_lora_rank + qk_rope_head_dim) per layer for MLA (DeepSeek-V2, sec. 2.1.2).
-int64_t kv_bytes_per_token(const spec::ModelSpec& m, int64_t bytes_per_element = 2);
+int64_t kv_bytes_per_token(const input::ModelSpec& m, int64_t bytes_per_element = 2);
 
 // Forward FLOPs to process one token that attends to `context` tokens (itself included):
 // 2 x active matmul weights (LM head included, embedding lookup excluded) plus the attention
 // scores and the weighted sum of values, 2 x heads x (qk_dim + v_dim) x context per layer.
-double forward_flops_per_token(const spec::ModelSpec& m, int64_t context);
+double forward_flops_per_token(const input::ModelSpec& m, int64_t context);
 // Mean over a causally masked sequence of `seq_len` tokens (token i attends to i + 1 tokens).
-double forward_flops_per_token_causal(const spec::ModelSpec& m, int64_t seq_len);
+double forward_flops_per_token_causal(const input::ModelSpec& m, int64_t seq_len);
 
 }  // namespace arlsim::model

@@ -30,12 +30,12 @@ std::vector<DispatchTensor> dispatch_tensors(bool use_reference, bool critic) {
   return t;
 }
 
-std::string dispatch_problem(const spec::ClusterSpec& cluster, const DispatchOptions& o) {
+std::string dispatch_problem(const input::ClusterSpec& cluster, const DispatchOptions& o) {
   if (o.controller_node < 0 || o.controller_node >= cluster.nodes)
     return "the controller's node " + std::to_string(o.controller_node) + " is outside the cluster's " +
            std::to_string(cluster.nodes) + " nodes";
   if (o.controller_bandwidth_bytes_per_s <= 0) return "the controller's link has no bandwidth";
-  if (o.mode == spec::DispatchMode::transfer_dock && cluster.gpu.host_link.achieved() <= 0)
+  if (o.mode == input::DispatchMode::transfer_dock && cluster.gpu.host_link.achieved() <= 0)
     return "a transfer dock keeps its warehouses in host memory, and GPU profile " + cluster.gpu.name +
            " has no host link bandwidth";
   return "";
@@ -101,7 +101,7 @@ class Phase {
 // Runs phases over one topology and keeps the byte counts.
 class DispatchNetwork::Network {
  public:
-  Network(const spec::ClusterSpec& c, const DispatchOptions& o)
+  Network(const input::ClusterSpec& c, const DispatchOptions& o)
       : topology_(c, model::ControllerLink{o.controller_node, o.controller_bandwidth_bytes_per_s}),
         capacities_(topology_.capacities()) {}
 
@@ -205,7 +205,7 @@ double transfer_dock(Network& net, const std::vector<DispatchSample>& samples,
 
 }  // namespace
 
-DispatchNetwork::DispatchNetwork(const spec::ClusterSpec& cluster, const DispatchOptions& options)
+DispatchNetwork::DispatchNetwork(const input::ClusterSpec& cluster, const DispatchOptions& options)
     : net_(std::make_unique<Network>(cluster, options)), options_(options), gpus_(cluster.total_gpus()) {}
 
 DispatchNetwork::~DispatchNetwork() = default;
@@ -219,14 +219,14 @@ DispatchResult DispatchNetwork::simulate(const std::vector<DispatchSample>& samp
   }
   DispatchResult r;
   switch (options_.mode) {
-    case spec::DispatchMode::centralized: r.seconds = centralized(*net_, samples, tensors, options_, r); break;
-    case spec::DispatchMode::decentralized: r.seconds = decentralized(*net_, samples, tensors, options_, r); break;
-    case spec::DispatchMode::transfer_dock: r.seconds = transfer_dock(*net_, samples, tensors, options_, r); break;
+    case input::DispatchMode::centralized: r.seconds = centralized(*net_, samples, tensors, options_, r); break;
+    case input::DispatchMode::decentralized: r.seconds = decentralized(*net_, samples, tensors, options_, r); break;
+    case input::DispatchMode::transfer_dock: r.seconds = transfer_dock(*net_, samples, tensors, options_, r); break;
   }
   return r;
 }
 
-DispatchResult simulate_dispatch(const spec::ClusterSpec& cluster, const std::vector<DispatchSample>& samples,
+DispatchResult simulate_dispatch(const input::ClusterSpec& cluster, const std::vector<DispatchSample>& samples,
                                  const std::vector<DispatchTensor>& tensors, const DispatchOptions& options) {
   return DispatchNetwork(cluster, options).simulate(samples, tensors);
 }

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/cluster.h"
-#include "sim/spec/policy.h"
+#include "sim/input/cluster.h"
+#include "sim/input/policy.h"
 
 namespace arlsim::rl {
 
@@ -59,7 +59,7 @@ struct DispatchSample {
 };
 
 struct DispatchOptions {
-  spec::DispatchMode mode = spec::DispatchMode::centralized;
+  input::DispatchMode mode = input::DispatchMode::centralized;
   double controller_bandwidth_bytes_per_s = 0;  // achieved, each direction
   // CPU time of the controller per element it computes an advantage for: every token when it
   // holds whole tensors (centralized), one element per sample when only scalars reach it.
@@ -82,14 +82,14 @@ struct DispatchResult {
 // What makes a dispatch impossible to simulate with these inputs, or "" (a controller link
 // without bandwidth, a transfer dock without the profile's host link, a controller node outside
 // the cluster).
-std::string dispatch_problem(const spec::ClusterSpec& cluster, const DispatchOptions& options);
+std::string dispatch_problem(const input::ClusterSpec& cluster, const DispatchOptions& options);
 
 // The cluster's network as dispatch sees it, built once for many dispatches with the same cluster
 // and options (every step of a run): the topology with the controller's link, and the routes
 // found so far. simulate_dispatch() builds one for a single dispatch.
 class DispatchNetwork {
  public:
-  DispatchNetwork(const spec::ClusterSpec& cluster, const DispatchOptions& options);
+  DispatchNetwork(const input::ClusterSpec& cluster, const DispatchOptions& options);
   ~DispatchNetwork();
   DispatchNetwork(const DispatchNetwork&) = delete;
   DispatchNetwork& operator=(const DispatchNetwork&) = delete;
@@ -108,7 +108,7 @@ class DispatchNetwork {
 // The dispatch of one step. Deterministic: the same inputs give the same result. A link without
 // bandwidth (see dispatch_problem()) makes the flows over it never finish: `seconds` is infinite.
 // GPUs and the controller node must lie in the cluster (checked as an internal invariant).
-DispatchResult simulate_dispatch(const spec::ClusterSpec& cluster, const std::vector<DispatchSample>& samples,
+DispatchResult simulate_dispatch(const input::ClusterSpec& cluster, const std::vector<DispatchSample>& samples,
                                  const std::vector<DispatchTensor>& tensors, const DispatchOptions& options);
 
 }  // namespace arlsim::rl

@@ -6,7 +6,7 @@
 
 namespace arlsim::rl {
 
-EngineScheduler::EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks)
+EngineScheduler::EngineScheduler(const input::EngineSpec& spec, int64_t total_blocks)
     : spec_(spec), block_size_(spec.block_size), total_blocks_(total_blocks), free_blocks_(total_blocks) {
   for (int shift = 0; shift < 31; ++shift)
     if ((int64_t{1} << shift) == block_size_) block_shift_ = shift;

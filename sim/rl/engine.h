@@ -23,7 +23,7 @@
 
 #include "sim/core/assert.h"
 #include "sim/model/inference.h"
-#include "sim/spec/workload.h"
+#include "sim/input/workload.h"
 
 namespace arlsim::rl {
 
@@ -87,7 +87,7 @@ struct EngineStats {
 // used up the iteration's budget, so no one behind it was served.
 class EngineScheduler {
  public:
-  EngineScheduler(const spec::EngineSpec& spec, int64_t total_blocks);
+  EngineScheduler(const input::EngineSpec& spec, int64_t total_blocks);
 
   // A request arrives (a trajectory has at most one request on an engine at a time).
   void arrive(Request r);
@@ -141,7 +141,7 @@ class EngineScheduler {
   void commit_reuse(Request& r, const Reuse& u);
   int64_t window_iterations(const Planned& p, int64_t first_turn_end) const;
 
-  spec::EngineSpec spec_;
+  input::EngineSpec spec_;
   int64_t block_size_;
   int block_shift_ = -1;  // log2 of the block size when it is a power of two
   int64_t total_blocks_;

@@ -20,7 +20,7 @@ int64_t RolloutResult::preemptions() const {
   return n;
 }
 
-model::Speculation engine_speculation(const spec::EngineSpec& e) {
+model::Speculation engine_speculation(const input::EngineSpec& e) {
   return {e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()};
 }
 
@@ -40,7 +40,7 @@ std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
            " GiB of the " + std::to_string(static_cast<int64_t>(mem.breakdown.capacity_bytes / (1 << 30))) +
            " GiB gpu_memory_utilization allows per GPU";
   for (const auto& p : o.cluster->pools)
-    if (p.kind != spec::PoolKind::reward_server && std::max(p.count, p.max_count) == 0)
+    if (p.kind != input::PoolKind::reward_server && std::max(p.count, p.max_count) == 0)
       return "the pool " + p.name + " has no units (count and max_count are 0): its actions could never run";
   // A request must fit the cache alone (vLLM refuses a max_model_len beyond it).
   const int64_t capacity = mem.kv_capacity_tokens / o.engine.block_size * o.engine.block_size;
@@ -159,7 +159,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
   const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
   policy_engines_ = o.engines;
-  const bool reward_model = o.reward.kind == spec::RewardKind::model && o.reward.model && o.reward.engines > 0;
+  const bool reward_model = o.reward.kind == input::RewardKind::model && o.reward.model && o.reward.engines > 0;
   engines_.resize(static_cast<size_t>(o.engines + (reward_model ? o.reward.engines : 0)));
   last_span_.assign(engines_.size(), -1);
   last_kv_sample_.assign(engines_.size(), SimTime::from_ns(-1));
@@ -180,7 +180,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
         model::inference_memory(*o.reward.model, o.cluster->gpu, engine_memory_options(ro)).kv_capacity_tokens /
         o.reward.engine.block_size;
     // Each trajectory is scored once: nothing to gain from keeping its context cached.
-    spec::EngineSpec reward_engine = o.reward.engine;
+    input::EngineSpec reward_engine = o.reward.engine;
     reward_engine.prefix_caching = false;
     for (size_t e = static_cast<size_t>(o.engines); e < engines_.size(); ++e) {
       engines_[e].sched = std::make_unique<EngineScheduler>(reward_engine, reward_blocks);
@@ -189,11 +189,11 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     }
   }
   for (const auto& p : o.cluster->pools) {
-    if (p.kind == spec::PoolKind::reward_server) continue;
+    if (p.kind == input::PoolKind::reward_server) continue;
     core::CountedPool::Options po;
     po.name = p.name;
     po.cold_start = p.cold_start;
-    const bool pooled = o.tool_policy == spec::ToolPolicy::pooled;
+    const bool pooled = o.tool_policy == input::ToolPolicy::pooled;
     po.min_units = p.count;
     po.max_units = pooled ? std::max(p.count, p.max_count) : p.count;
     po.elastic = pooled;
@@ -480,7 +480,7 @@ void Rollout::tool_done(int64_t t) {
   const ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
   result_.tool_calls[static_cast<size_t>(tr.tool_record)].ended = sim_.now();
   tr.in_tool = false;
-  if (o_.tool_policy == spec::ToolPolicy::pooled && call.pool >= 0) tr.sandboxes[static_cast<size_t>(call.pool)].release();
+  if (o_.tool_policy == input::ToolPolicy::pooled && call.pool >= 0) tr.sandboxes[static_cast<size_t>(call.pool)].release();
   const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
   tr.context += turn.obs_tokens;
   ++tr.turn;

@@ -21,8 +21,8 @@
 #include "sim/model/inference.h"
 #include "sim/model/memory.h"
 #include "sim/rl/engine.h"
-#include "sim/spec/cluster.h"
-#include "sim/spec/policy.h"
+#include "sim/input/cluster.h"
+#include "sim/input/policy.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::rl {
@@ -30,23 +30,23 @@ namespace arlsim::rl {
 // Scoring a finished trajectory: rule-based (CPU time per sample, on a pool when one is named) or
 // by a reward model on its own inference engines (a prefill of the whole context).
 struct RewardOptions {
-  spec::RewardKind kind = spec::RewardKind::rule;
+  input::RewardKind kind = input::RewardKind::rule;
   SimTime cpu_time_per_sample;
   std::string pool;  // rule: the pool it runs on ("" = no pool: every sample at once)
-  const spec::ModelSpec* model = nullptr;  // model: the reward model...
+  const input::ModelSpec* model = nullptr;  // model: the reward model...
   model::EngineLayout layout;             // ...its engines' layout...
   int64_t engines = 0;                    // ...and how many
-  spec::EngineSpec engine;
+  input::EngineSpec engine;
 };
 
 struct RolloutOptions {
-  const spec::ModelSpec* model = nullptr;
-  const spec::ClusterSpec* cluster = nullptr;  // its GPU profile and tool pools
+  const input::ModelSpec* model = nullptr;
+  const input::ClusterSpec* cluster = nullptr;  // its GPU profile and tool pools
   model::EngineLayout layout;
   int64_t engines = 1;
-  spec::EngineSpec engine;
+  input::EngineSpec engine;
   std::string routing = "sticky";
-  spec::ToolPolicy tool_policy = spec::ToolPolicy::static_binding;
+  input::ToolPolicy tool_policy = input::ToolPolicy::static_binding;
   bool per_iteration = false;
   SimTime kv_sample_interval;  // record each engine's KV use at most this often (0: never)
   int64_t max_turns = 0;    // 0: no limit
@@ -135,7 +135,7 @@ struct RolloutResult {
 
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o);
 // The speculative decoding an engine's settings ask for (off when tau or the draft length is 0).
-model::Speculation engine_speculation(const spec::EngineSpec& e);
+model::Speculation engine_speculation(const input::EngineSpec& e);
 // Checks that the engine fits in memory; returns "" or the reason.
 // With `in`, also that its longest trajectory fits an engine's KV cache.
 std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = nullptr);

@@ -91,12 +91,12 @@ const std::vector<RoutingInfo>& dispatch_modes() {
   return all;
 }
 
-std::string_view routing_name(spec::Routing r) {
+std::string_view routing_name(input::Routing r) {
   switch (r) {
-    case spec::Routing::round_robin: return "round-robin";
-    case spec::Routing::least_loaded: return "least-loaded";
-    case spec::Routing::sticky: return "sticky";
-    case spec::Routing::length_aware: return "length-aware";
+    case input::Routing::round_robin: return "round-robin";
+    case input::Routing::least_loaded: return "least-loaded";
+    case input::Routing::sticky: return "sticky";
+    case input::Routing::length_aware: return "length-aware";
   }
   return "least-loaded";
 }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/spec/policy.h"
+#include "sim/input/policy.h"
 
 namespace arlsim::rl {
 
@@ -43,7 +43,7 @@ const std::vector<RoutingInfo>& routing_policies();
 // The tool-scheduling policies and dispatch modes (RoutingInfo's shape: a name and what it does).
 const std::vector<RoutingInfo>& tool_policies();
 const std::vector<RoutingInfo>& dispatch_modes();
-std::string_view routing_name(spec::Routing r);
+std::string_view routing_name(input::Routing r);
 // nullptr for an unknown name.
 std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name);
 

@@ -46,7 +46,7 @@ OomEvent oom_event(int64_t step, std::string stage, const model::MemoryBreakdown
 // are counted as runs of trajectories of one step, as RunSimulator groups them.
 class StepSelection {
  public:
-  StepSelection(const spec::ScenarioSpec& s, const RunOptions& o)
+  StepSelection(const input::ScenarioSpec& s, const RunOptions& o)
       : first_(o.first_step), last_(o.last_step), limit_(o.max_steps > 0 ? o.max_steps : s.steps) {}
 
   // Called for each trajectory in order.
@@ -67,8 +67,8 @@ class StepSelection {
 
 }  // namespace
 
-std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
-                                                spec::Diagnostics& diag, const RunOptions* run) {
+std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
+                                                input::Diagnostics& diag, const RunOptions* run) {
   const std::string path = override_path.empty() ? s.trace_path : override_path;
   if (!path.empty()) {
     if (!run) return trace::load_trace(path, diag);
@@ -102,7 +102,7 @@ namespace {
 // Simulates one scenario step by step; see step.h.
 class RunSimulator {
  public:
-  RunSimulator(const spec::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
+  RunSimulator(const input::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
     result_.scenario = s.name;
     result_.gpus = s.cluster.total_gpus();
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
@@ -153,7 +153,7 @@ class RunSimulator {
   void add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds);
   void add_pipeline_events(const StagePlan& p, int64_t step, double start_s);
 
-  const spec::ScenarioSpec& s_;
+  const input::ScenarioSpec& s_;
   const RunOptions& o_;
   RunResult result_;
   std::unordered_map<int64_t, int64_t> previous_tokens_;  // prompt -> tokens of its last step's samples
@@ -212,8 +212,8 @@ RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const La
 void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
   const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
-  auto pass = [&](const char* stage, const spec::ModelSpec& m, const std::optional<spec::InferenceLayout>& layout) {
-    const spec::TrainLayout tl = pass_layout(l.train, layout);
+  auto pass = [&](const char* stage, const input::ModelSpec& m, const std::optional<input::InferenceLayout>& layout) {
+    const input::TrainLayout tl = pass_layout(l.train, layout);
     const bool value_head = std::string_view(stage) == "critic";
     if (p.oom) return 0.0;
     if (const auto memory = forward_memory_at(s_, m, tl, x.longest, value_head); !memory.fits()) {
@@ -226,7 +226,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     const double skew =
         tl.dp == l.train.dp
             ? imbalance(tokens, x.rank, tl.dp)
-            : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != spec::BatchAssignment::in_order), tl.dp);
+            : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order), tl.dp);
     return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head) * skew;
   };
   p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
@@ -250,7 +250,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     return;
   }
   const double skew = imbalance(x.tokens, x.rank, l.train.dp);
-  auto optimizer_steps = [&](const spec::ModelSpec& m, bool actor) {
+  auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
     auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload.dtype);
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
@@ -562,7 +562,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
 
 }  // namespace
 
-RunResult simulate_run(const spec::ScenarioSpec& s, const trace::Trace& t, const RunOptions& o, const Progress& progress) {
+RunResult simulate_run(const input::ScenarioSpec& s, const trace::Trace& t, const RunOptions& o, const Progress& progress) {
   RunSimulator sim(s, o);
   return sim.run(t, progress);
 }

@@ -18,8 +18,8 @@
 #include "sim/model/train.h"
 #include "sim/rl/rollout.h"
 #include "sim/rl/step_result.h"
-#include "sim/spec/diagnostics.h"
-#include "sim/spec/scenario.h"
+#include "sim/parse/diagnostics.h"
+#include "sim/input/scenario.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::rl {
@@ -37,58 +37,58 @@ struct RunOptions {
 // The scenario's trace: its file (or `override_path`), or the one it asks to generate. With `run`,
 // only the trajectories of the steps that simulate_run(s, trace, *run) simulates are kept (the
 // whole file is still read and checked).
-std::optional<trace::Trace> load_scenario_trace(const spec::ScenarioSpec& s, const std::string& override_path,
-                                                spec::Diagnostics& diag, const RunOptions* run = nullptr);
+std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
+                                                input::Diagnostics& diag, const RunOptions* run = nullptr);
 
 // The scenario's rollout engines in `layout`: how many, and the options (engine settings,
 // routing, tools, rewards, limits) they run with.
-int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
-RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+int64_t rollout_engines(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
+RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
 
 // What a change of rollout layout costs: the engines restart and load their weights (bf16 shards)
 // over the host link.
-double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout);
+double rollout_relaunch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
 // Restarting training in another layout: each rank's weights and optimizer states
 // (model::training_state; gradients are rebuilt by the next step) out to host memory in the old
 // sharding and back in the new one.
-double train_state_move_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& l);  // one way
-double train_reshard_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to);
+double train_state_move_seconds(const input::ScenarioSpec& s, const input::TrainLayout& l);  // one way
+double train_reshard_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to);
 // A layout switch between two steps: 0 when the layout stays, else `overhead_s` (see
 // PolicySpec::switch_overhead_s) plus the relaunch of the rollout engines, or the reshard of the
 // training state when its sharding changes (not for micro-batching, recompute or sequence
 // parallelism alone). The simulator charges it with the policy's overhead and the planner weighs
 // it with its own.
-double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+double rollout_switch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& from, const input::RolloutLayout& to,
                               double overhead_s);
-double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+double train_switch_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to,
                             double overhead_s);
 // The same with the relaunch (of `to`) or the reshard already priced, for callers that weigh
 // many switches.
-double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
+double rollout_switch_seconds(const input::RolloutLayout& from, const input::RolloutLayout& to, double relaunch_s,
                               double overhead_s);
-double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayout& to, double reshard_s, double overhead_s);
+double train_switch_seconds(const input::TrainLayout& from, const input::TrainLayout& to, double reshard_s, double overhead_s);
 
 // How the policy's sync mode links steps in the step graph.
-graph::SyncMode sync_mode(const spec::PolicySpec& p);
+graph::SyncMode sync_mode(const input::PolicySpec& p);
 
 // The layouts in force at a step: the policy's, or a schedule entry's.
 struct Layouts {
-  spec::RolloutLayout rollout;
-  spec::TrainLayout train;
+  input::RolloutLayout rollout;
+  input::TrainLayout train;
 };
-Layouts layouts_at(const spec::PolicySpec& p, int64_t step);
+Layouts layouts_at(const input::PolicySpec& p, int64_t step);
 
 // Where the stages sit on the cluster's GPUs: rollout takes the first GPUs of a disaggregated
 // cluster and training the rest; colocated stages share all of them. The engines of a rollout
 // layout and the ranks of a training layout (the first GPU of engine e is
 // rollout_placement(...).replica_device(e), that of data-parallel rank i
 // train_placement(...).replica_device(i)), and each side's whole pool of GPUs.
-graph::Placement rollout_placement(const spec::ScenarioSpec& s, const spec::RolloutLayout& r);
-graph::Placement train_placement(const spec::ScenarioSpec& s, const spec::TrainLayout& l);
-graph::Placement rollout_pool(const spec::ScenarioSpec& s);
-graph::Placement train_pool(const spec::ScenarioSpec& s);
+graph::Placement rollout_placement(const input::ScenarioSpec& s, const input::RolloutLayout& r);
+graph::Placement train_placement(const input::ScenarioSpec& s, const input::TrainLayout& l);
+graph::Placement rollout_pool(const input::ScenarioSpec& s);
+graph::Placement train_pool(const input::ScenarioSpec& s);
 // The two pools as the step graph's device blocks.
-graph::SideDevices side_devices(const spec::ScenarioSpec& s);
+graph::SideDevices side_devices(const input::ScenarioSpec& s);
 // Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
 // as verl's balance_batch does), or in order in equal-count chunks without balancing.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);
@@ -99,46 +99,46 @@ std::vector<int64_t> layout_aware_ranks(const std::vector<int64_t>& tokens, cons
                                         const std::vector<int64_t>& rank_node, double slack);
 constexpr double kLayoutAwareSlack = 0.02;  // what the policy's "layout-aware" allows
 // The same for samples held on producer_gpu and the data-parallel ranks of `train`, with that slack.
-std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+std::vector<int64_t> layout_aware_ranks(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                         const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu);
 // The training data-parallel rank of each sample as the policy's balance_batch assigns them;
 // producer_gpu (where each sample is) matters to the layout-aware assignment only.
-std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+std::vector<int64_t> sample_ranks(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                   const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu);
 // Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
 double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks);
 
 // The layout of a forward-only pass (old or reference log-probs, critic values): the policy's own
 // for it, else the training layout.
-spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass);
+input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optional<input::InferenceLayout>& pass);
 // Whether the training layout `train`, and the pass layouts the policy derives from it, take
 // their models (the actor's, the critic's): "" or the first stage that does not, and why. A
 // checked scenario's layouts always do; the planner asks this of its candidates.
-std::string check_step_layouts(const spec::ScenarioSpec& s, const spec::TrainLayout& train);
+std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainLayout& train);
 // One such pass over `sequences` of mean length `mean_len`, before any imbalance between ranks.
 // The layout must take the model (check_step_layouts).
-double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
+double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head = false);
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
-model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype);
+model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, input::Dtype dtype);
 // A training rank's memory at a mini-batch's longest sequence: what decides an OOM.
-model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
+model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest);
 // The same for model `m`; value_head: a critic, whose last layer gives one value per token.
-model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                        int64_t per_mini_batch, int64_t longest, bool value_head);
 // A forward-only pass's rank at the step's longest sequence (one per micro-batch under dynamic
 // batching): what decides an OOM of experience preparation.
-model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                          int64_t longest, bool value_head = false);
 // Weight sync after training (the policy's method, or the one `automatic` picks for the placement).
-double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train);
+double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 
 // Called after each step with (steps done, steps to run).
 using Progress = std::function<void(int64_t, int64_t)>;
 
-RunResult simulate_run(const spec::ScenarioSpec& s, const trace::Trace& t, const RunOptions& o,
+RunResult simulate_run(const input::ScenarioSpec& s, const trace::Trace& t, const RunOptions& o,
                        const Progress& progress = {});
 
 }  // namespace arlsim::rl

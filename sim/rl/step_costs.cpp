@@ -22,11 +22,11 @@ double real(int64_t v) { return static_cast<double>(v); }
 
 }  // namespace
 
-int64_t rollout_engines(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+int64_t rollout_engines(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
   return r.replicas > 0 ? r.replicas : s.rollout_gpus() / r.gpus_per_engine();
 }
 
-RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutLayout& layout) {
+RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::RolloutLayout& layout) {
   RolloutOptions ro;
   ro.model = &s.model;
   ro.cluster = &s.cluster;
@@ -41,37 +41,37 @@ RolloutOptions rollout_options(const spec::ScenarioSpec& s, const spec::RolloutL
   ro.reward.cpu_time_per_sample = s.workload.reward_cpu_time_per_sample;
   for (const auto& pool : s.cluster.pools)
     if (pool.name == "reward") ro.reward.pool = pool.name;
-  if (s.workload.reward == spec::RewardKind::model && s.workload.reward_model) {
-    ro.reward.kind = spec::RewardKind::model;
+  if (s.workload.reward == input::RewardKind::model && s.workload.reward_model) {
+    ro.reward.kind = input::RewardKind::model;
     ro.reward.model = &*s.workload.reward_model;
     ro.reward.engine = s.workload.engine;
     for (const auto& pool : s.cluster.pools)
-      if (pool.kind == spec::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
+      if (pool.kind == input::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
     if (ro.reward.engines == 0) ro.reward.engines = 1;
   }
   return ro;
 }
 
-double rollout_relaunch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+double rollout_relaunch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
   const double shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
   return shard / s.cluster.gpu.host_link.achieved();
 }
 
-double train_state_move_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& l) {
+double train_state_move_seconds(const input::ScenarioSpec& s, const input::TrainLayout& l) {
   const model::TrainingState state = model::training_state(s.model, l, s.workload.dtype);
   return (state.weights + state.optimizer) / s.cluster.gpu.host_link.achieved();
 }
 
-double train_reshard_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to) {
+double train_reshard_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to) {
   return train_state_move_seconds(s, from) + train_state_move_seconds(s, to);
 }
 
-double rollout_switch_seconds(const spec::RolloutLayout& from, const spec::RolloutLayout& to, double relaunch_s,
+double rollout_switch_seconds(const input::RolloutLayout& from, const input::RolloutLayout& to, double relaunch_s,
                               double overhead_s) {
   return from == to ? 0.0 : overhead_s + relaunch_s;
 }
 
-double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayout& to, double reshard_s,
+double train_switch_seconds(const input::TrainLayout& from, const input::TrainLayout& to, double reshard_s,
                             double overhead_s) {
   if (from == to) return 0.0;
   // Micro-batching, recompute and sequence parallelism leave the state where it is: a restart only.
@@ -81,18 +81,18 @@ double train_switch_seconds(const spec::TrainLayout& from, const spec::TrainLayo
   return overhead_s + (same_sharding ? 0.0 : reshard_s);
 }
 
-double rollout_switch_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& from, const spec::RolloutLayout& to,
+double rollout_switch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& from, const input::RolloutLayout& to,
                               double overhead_s) {
   return rollout_switch_seconds(from, to, rollout_relaunch_seconds(s, to), overhead_s);
 }
 
-double train_switch_seconds(const spec::ScenarioSpec& s, const spec::TrainLayout& from, const spec::TrainLayout& to,
+double train_switch_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to,
                             double overhead_s) {
   return train_switch_seconds(from, to, train_reshard_seconds(s, from, to), overhead_s);
 }
 
-spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optional<spec::InferenceLayout>& pass) {
-  spec::TrainLayout tl = train;
+input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optional<input::InferenceLayout>& pass) {
+  input::TrainLayout tl = train;
   if (pass) {
     tl.tp = pass->tp;
     tl.pp = pass->pp;
@@ -103,15 +103,15 @@ spec::TrainLayout pass_layout(const spec::TrainLayout& train, const std::optiona
   return tl;
 }
 
-double forward_pass_seconds(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& layout,
+double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head) {
   auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
   r.value_head = value_head;
   return model::estimate_forward_seconds(m, s.cluster, r);  // asserts that the layout takes the model
 }
 
-std::string check_step_layouts(const spec::ScenarioSpec& s, const spec::TrainLayout& train) {
-  const auto fits = [&](const char* what, const spec::ModelSpec& m, const spec::TrainLayout& l) -> std::string {
+std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainLayout& train) {
+  const auto fits = [&](const char* what, const input::ModelSpec& m, const input::TrainLayout& l) -> std::string {
     const std::string problem = model::check_train_request(m, s.cluster, train_request(l, l.dp, 1024, s.workload.dtype));
     return problem.empty() || !what ? problem : std::string(what) + ": " + problem;
   };
@@ -123,7 +123,7 @@ std::string check_step_layouts(const spec::ScenarioSpec& s, const spec::TrainLay
   return problem;
 }
 
-model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences, int64_t seq_len, spec::Dtype dtype) {
+model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, input::Dtype dtype) {
   model::TrainRequest r;
   r.layout = l;
   r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
@@ -135,12 +135,12 @@ model::TrainRequest train_request(const spec::TrainLayout& l, int64_t sequences,
   return r;
 }
 
-model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::TrainLayout& l, int64_t per_mini_batch,
+model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest) {
   return train_memory_at(s, s.model, l, per_mini_batch, longest, false);
 }
 
-model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                        int64_t per_mini_batch, int64_t longest, bool value_head) {
   auto worst = train_request(l, per_mini_batch, longest, s.workload.dtype);
   worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
@@ -148,7 +148,7 @@ model::MemoryBreakdown train_memory_at(const spec::ScenarioSpec& s, const spec::
   return model::estimate_train(m, s.cluster, worst).memory;
 }
 
-model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec::ModelSpec& m, const spec::TrainLayout& l,
+model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                          int64_t longest, bool value_head) {
   const auto r = train_request(l, l.dp, longest, s.workload.dtype);
   model::TrainShape shape;
@@ -159,17 +159,17 @@ model::MemoryBreakdown forward_memory_at(const spec::ScenarioSpec& s, const spec
   return model::forward_memory(m, s.cluster.gpu, l, shape);
 }
 
-double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayout& r, const spec::TrainLayout& train) {
+double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
   const double params = model::count_params(s.model).total;
   const model::CollectiveModel coll(s.cluster);
-  const bool colocated = s.policy.placement == spec::Placement::colocated;
-  spec::WeightSync method = s.policy.weight_sync;
-  if (method == spec::WeightSync::automatic)
-    method = colocated ? (train.dp * train.tp >= r.tp ? spec::WeightSync::allgather_swap : spec::WeightSync::offload)
-                       : spec::WeightSync::broadcast;
+  const bool colocated = s.policy.placement == input::Placement::colocated;
+  input::WeightSync method = s.policy.weight_sync;
+  if (method == input::WeightSync::automatic)
+    method = colocated ? (train.dp * train.tp >= r.tp ? input::WeightSync::allgather_swap : input::WeightSync::offload)
+                       : input::WeightSync::broadcast;
   const double rollout_shard = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
   switch (method) {
-    case spec::WeightSync::allgather_swap: {
+    case input::WeightSync::allgather_swap: {
       // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
       // stage, and swap the training state to host memory and back around the rollout.
       model::CollectiveGroup g;
@@ -180,13 +180,13 @@ double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayou
       const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
       return gather + 2 * (state.gradients + state.optimizer) / s.cluster.gpu.host_link.achieved();
     }
-    case spec::WeightSync::offload: {
+    case input::WeightSync::offload: {
       // Training state out to host memory and back, rollout weights loaded over the host link.
       const double state = model::training_state(s.model, train, s.workload.dtype).total();
       return (2 * state + rollout_shard) / s.cluster.gpu.host_link.achieved();
     }
-    case spec::WeightSync::broadcast:
-    case spec::WeightSync::automatic: {
+    case input::WeightSync::broadcast:
+    case input::WeightSync::automatic: {
       // Buckets broadcast from the training ranks to every rollout GPU across the network.
       const double nic = s.cluster.nic_bandwidth_bytes_per_s * s.cluster.gpu.nic_efficiency;
       const double buckets = std::ceil(rollout_shard / s.policy.weight_sync_bucket_bytes);
@@ -198,31 +198,31 @@ double weight_sync_seconds(const spec::ScenarioSpec& s, const spec::RolloutLayou
 
 namespace {
 
-int64_t train_first_gpu(const spec::ScenarioSpec& s) {
-  return s.policy.placement == spec::Placement::colocated ? 0 : s.policy.rollout_gpus;
+int64_t train_first_gpu(const input::ScenarioSpec& s) {
+  return s.policy.placement == input::Placement::colocated ? 0 : s.policy.rollout_gpus;
 }
 
 }  // namespace
 
-graph::Placement rollout_placement(const spec::ScenarioSpec& s, const spec::RolloutLayout& r) {
+graph::Placement rollout_placement(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
   return {{r.tp, 1, std::max<int64_t>(1, rollout_engines(s, r)), r.pp, graph::RankOrder::replica_outer}, 0,
           s.cluster.gpus_per_node};
 }
 
-graph::Placement train_placement(const spec::ScenarioSpec& s, const spec::TrainLayout& l) {
+graph::Placement train_placement(const input::ScenarioSpec& s, const input::TrainLayout& l) {
   return {{l.tp, l.cp, l.dp, l.pp, graph::RankOrder::pipeline_outer}, train_first_gpu(s), s.cluster.gpus_per_node};
 }
 
-graph::Placement rollout_pool(const spec::ScenarioSpec& s) {
+graph::Placement rollout_pool(const input::ScenarioSpec& s) {
   return {{1, 1, s.rollout_gpus(), 1, graph::RankOrder::replica_outer}, 0, s.cluster.gpus_per_node};
 }
 
-graph::SideDevices side_devices(const spec::ScenarioSpec& s) {
+graph::SideDevices side_devices(const input::ScenarioSpec& s) {
   const graph::Placement r = rollout_pool(s), t = train_pool(s);
   return {{r.first_device(), r.ranks()}, {t.first_device(), t.ranks()}};
 }
 
-graph::Placement train_pool(const spec::ScenarioSpec& s) {
+graph::Placement train_pool(const input::ScenarioSpec& s) {
   return {{1, 1, s.train_gpus(), 1, graph::RankOrder::replica_outer}, train_first_gpu(s), s.cluster.gpus_per_node};
 }
 
@@ -272,17 +272,17 @@ std::vector<int64_t> layout_aware_ranks(const std::vector<int64_t>& tokens, cons
   return rank;
 }
 
-std::vector<int64_t> sample_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+std::vector<int64_t> sample_ranks(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                   const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
   switch (s.policy.batch_assignment) {
-    case spec::BatchAssignment::in_order: return assign_ranks(tokens, train.dp, false);
-    case spec::BatchAssignment::balanced: return assign_ranks(tokens, train.dp, true);
-    case spec::BatchAssignment::layout_aware: break;
+    case input::BatchAssignment::in_order: return assign_ranks(tokens, train.dp, false);
+    case input::BatchAssignment::balanced: return assign_ranks(tokens, train.dp, true);
+    case input::BatchAssignment::layout_aware: break;
   }
   return layout_aware_ranks(s, train, tokens, producer_gpu);
 }
 
-std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec::TrainLayout& train,
+std::vector<int64_t> layout_aware_ranks(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                         const std::vector<int64_t>& tokens, const std::vector<int64_t>& producer_gpu) {
   const graph::Placement ranks = train_placement(s, train);
   std::vector<int64_t> sample_node, rank_node;
@@ -291,11 +291,11 @@ std::vector<int64_t> layout_aware_ranks(const spec::ScenarioSpec& s, const spec:
   return layout_aware_ranks(tokens, sample_node, rank_node, kLayoutAwareSlack);
 }
 
-graph::SyncMode sync_mode(const spec::PolicySpec& p) {
-  return {p.sync == spec::SyncMode::async, std::max<int64_t>(1, p.staleness)};
+graph::SyncMode sync_mode(const input::PolicySpec& p) {
+  return {p.sync == input::SyncMode::async, std::max<int64_t>(1, p.staleness)};
 }
 
-Layouts layouts_at(const spec::PolicySpec& p, int64_t step) {
+Layouts layouts_at(const input::PolicySpec& p, int64_t step) {
   Layouts l{p.rollout, p.train};
   for (const auto& e : p.schedule) {
     if (step < e.first_step || (e.last_step >= 0 && step > e.last_step)) continue;

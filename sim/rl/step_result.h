@@ -1,5 +1,5 @@
 // What simulating a run of RL steps produces: per-step stage times, tokens, memory peaks and OOM
-// events, run totals, and the timeline (activities and counters) that the writers in sim/out/
+// events, run totals, and the timeline (activities and counters) that the writers in sim/report/
 // turn into summary.json, steps.csv and Chrome-trace timeline.json.
 #pragma once
 

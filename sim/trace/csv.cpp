@@ -46,7 +46,7 @@ bool is_blank(const std::vector<std::string>& cells) { return cells.size() == 1 
 
 }  // namespace
 
-bool parse_csv(std::string_view text, const std::string& display_name, CsvTable& out, spec::Diagnostics& diag) {
+bool parse_csv(std::string_view text, const std::string& display_name, CsvTable& out, parse::Diagnostics& diag) {
   const size_t errors_before = diag.error_count();
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   size_t pos = 0;
@@ -54,7 +54,7 @@ bool parse_csv(std::string_view text, const std::string& display_name, CsvTable&
   std::vector<std::string> cells;
   bool unterminated = false;
   auto error = [&](uint32_t at, std::string message) {
-    diag.add({spec::Severity::error, display_name, {at, 0}, "", std::move(message), ""});
+    diag.add({parse::Severity::error, display_name, {at, 0}, "", std::move(message), ""});
   };
   while (true) {
     const uint32_t start = line;
@@ -76,7 +76,7 @@ bool parse_csv(std::string_view text, const std::string& display_name, CsvTable&
     out.rows.push_back({start, cells});
   }
   if (out.columns.empty())
-    diag.add({spec::Severity::error, display_name, {}, "", "the file is empty; expected a header row", ""});
+    diag.add({parse::Severity::error, display_name, {}, "", "the file is empty; expected a header row", ""});
   return diag.error_count() == errors_before;
 }
 

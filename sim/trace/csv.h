@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/spec/diagnostics.h"
+#include "sim/parse/diagnostics.h"
 
 namespace arlsim::trace {
 
@@ -24,6 +24,6 @@ struct CsvTable {
 
 // Parses `text`; reports rows with the wrong number of cells and unterminated quotes (with the
 // line) and returns false when there was any problem.
-bool parse_csv(std::string_view text, const std::string& display_name, CsvTable& out, spec::Diagnostics& diag);
+bool parse_csv(std::string_view text, const std::string& display_name, CsvTable& out, parse::Diagnostics& diag);
 
 }  // namespace arlsim::trace

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "sim/core/assert.h"
-#include "sim/spec/diagnostics.h"
-#include "sim/spec/units.h"
+#include "sim/parse/diagnostics.h"
+#include "sim/parse/units.h"
 #include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
@@ -22,7 +22,7 @@ bool parse_number(std::string_view text, double& out) {
 // A duration with a unit ("0.8s", "120ms") or a plain number of seconds.
 bool parse_seconds(std::string_view text, double& out, std::string& error) {
   if (parse_number(text, out)) return true;
-  const spec::ParsedQuantity q = spec::parse_quantity(text, spec::Dimension::seconds);
+  const parse::ParsedQuantity q = parse::parse_quantity(text, parse::Dimension::seconds);
   if (!q.error.empty()) {
     error = q.error;
     return false;
@@ -51,7 +51,7 @@ bool set_tool_key(ToolSpec& t, std::string_view key, std::string_view value, std
         t.latency.kind = static_cast<LatencyKind>(i);
         return true;
       }
-    error = "unknown latency distribution \"" + std::string(value) + "\"; expected one of " + spec::join_quoted(kinds);
+    error = "unknown latency distribution \"" + std::string(value) + "\"; expected one of " + parse::join_quoted(kinds);
     return false;
   }
   const bool duration = key == "mean" || key == "min" || key == "max" || key == "cold_start" || key == "timeout";
@@ -149,21 +149,21 @@ std::optional<ToolSpec> parse_tool_spec(std::string_view text, std::string& erro
     bool known = false;
     for (const auto& k : tool_keys()) known |= k == key;
     if (eq == std::string_view::npos || !known) {
-      const std::string guess = spec::closest_match(key, tool_keys());
-      error = "tool " + spec::quote(tool.name) + ": unknown setting \"" + std::string(item) + "\"" +
-              (guess.empty() ? "; expected key=value with keys " + spec::join_quoted(tool_keys(), ", ")
+      const std::string guess = parse::closest_match(key, tool_keys());
+      error = "tool " + parse::quote(tool.name) + ": unknown setting \"" + std::string(item) + "\"" +
+              (guess.empty() ? "; expected key=value with keys " + parse::join_quoted(tool_keys(), ", ")
                              : "; did you mean \"" + guess + "=\"?");
       return std::nullopt;
     }
     std::string why;
     if (!set_tool_key(tool, key, item.substr(eq + 1), why)) {
-      error = "tool " + spec::quote(tool.name) + ": " + why;
+      error = "tool " + parse::quote(tool.name) + ": " + why;
       return std::nullopt;
     }
   }
   std::string why;
   if (!check_tool(tool, why)) {
-    error = "tool " + spec::quote(tool.name) + ": " + why;
+    error = "tool " + parse::quote(tool.name) + ": " + why;
     return std::nullopt;
   }
   return tool;

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "sim/spec/diagnostics.h"
-#include "sim/spec/units.h"
+#include "sim/parse/diagnostics.h"
+#include "sim/parse/units.h"
 #include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
@@ -34,7 +34,7 @@ std::string parse_real(std::string_view text, double& out, double lo, double hi)
 
 // Token counts: "20K", "20480", "1.5K".
 std::string parse_tokens(std::string_view text, double& out, double lo, double hi) {
-  const spec::ParsedQuantity q = spec::parse_quantity(text, spec::Dimension::tokens);
+  const parse::ParsedQuantity q = parse::parse_quantity(text, parse::Dimension::tokens);
   if (!q.error.empty()) return q.error;
   if (q.value < lo || q.value > hi) return "expected a token count between " + format_number(lo) + " and " + format_number(hi) + ", got " +
                                            std::string(text);
@@ -57,7 +57,7 @@ std::string parse_turns_distribution(std::string_view text, TurnsDistribution& o
       out = static_cast<TurnsDistribution>(i);
       return {};
     }
-  return "unknown turns distribution \"" + std::string(text) + "\"; expected one of " + spec::join_quoted(names);
+  return "unknown turns distribution \"" + std::string(text) + "\"; expected one of " + parse::join_quoted(names);
 }
 
 std::string turns_distribution_name(TurnsDistribution d) {
@@ -200,12 +200,12 @@ GenParams preset_params(const GenPreset& preset) {
   return p;
 }
 
-spec::Value gen_parameters_json(const GenParams& p) {
-  spec::Value params = spec::Value::make_object();
+parse::Value gen_parameters_json(const GenParams& p) {
+  parse::Value params = parse::Value::make_object();
   for (const auto& o : kOptions) {
     if (o.name == "tool") {
-      spec::Value tools = spec::Value::make_array();
-      for (const auto& t : p.tools) tools.push_back(spec::Value::make_string(tool_spec_text(t)));
+      parse::Value tools = parse::Value::make_array();
+      for (const auto& t : p.tools) tools.push_back(parse::Value::make_string(tool_spec_text(t)));
       params.set("tool", std::move(tools));
       continue;
     }
@@ -216,15 +216,15 @@ spec::Value gen_parameters_json(const GenParams& p) {
     const double d = std::strtod(text.c_str(), &end);
     const bool plain = !text.empty() && end == text.c_str() + text.size() && std::isfinite(d) &&
                        text.find_first_of("xXnNiI") == std::string::npos;
-    params.set(std::string(o.name), plain && d <= 0x1p53 ? spec::Value::make_number(d) : spec::Value::make_string(text));
+    params.set(std::string(o.name), plain && d <= 0x1p53 ? parse::Value::make_number(d) : parse::Value::make_string(text));
   }
   return params;
 }
 
 TraceHeader gen_header(const GenParams& p) {
-  spec::Value prov = spec::Value::make_object();
-  prov.set("generator", spec::Value::make_string("arlsim trace gen"));
-  if (!p.preset.empty()) prov.set("preset", spec::Value::make_string(p.preset));
+  parse::Value prov = parse::Value::make_object();
+  prov.set("generator", parse::Value::make_string("arlsim trace gen"));
+  if (!p.preset.empty()) prov.set("preset", parse::Value::make_string(p.preset));
   prov.set("parameters", gen_parameters_json(p));
   TraceHeader h;
   h.provenance_json = to_json(prov);

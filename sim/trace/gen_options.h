@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/spec/json.h"
+#include "sim/parse/json.h"
 #include "sim/trace/generator.h"
 
 namespace arlsim::trace {
@@ -44,6 +44,6 @@ GenParams preset_params(const GenPreset& preset);
 // The header of a generated trace: the generator, its preset and every parameter's value.
 TraceHeader gen_header(const GenParams& p);
 // The same parameters as a JSON object (option name -> canonical value).
-spec::Value gen_parameters_json(const GenParams& p);
+parse::Value gen_parameters_json(const GenParams& p);
 
 }  // namespace arlsim::trace

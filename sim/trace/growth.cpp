@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "sim/spec/units.h"
+#include "sim/parse/units.h"
 #include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
@@ -18,7 +18,7 @@ std::string_view trim(std::string_view s) {
 }
 
 bool parse_value(std::string_view text, double& out, std::string& error) {
-  const spec::ParsedQuantity q = spec::parse_quantity(trim(text), spec::Dimension::tokens);
+  const parse::ParsedQuantity q = parse::parse_quantity(trim(text), parse::Dimension::tokens);
   if (!q.error.empty()) {
     error = q.error;
     return false;

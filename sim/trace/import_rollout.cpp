@@ -10,7 +10,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "sim/spec/json.h"
+#include "sim/parse/json.h"
 #include "sim/trace/json_text.h"
 #include "sim/trace/random.h"
 
@@ -51,26 +51,26 @@ size_t utf8_chars(const std::string& s) {
 
 class DumpReader {
  public:
-  DumpReader(const RolloutImportOptions& o, spec::Diagnostics& diag) : o_(o), diag_(diag) {}
+  DumpReader(const RolloutImportOptions& o, parse::Diagnostics& diag) : o_(o), diag_(diag) {}
 
   void read(const NamedText& file);
   std::vector<Sample>& samples() { return samples_; }
-  spec::Value fields_used() const;
+  parse::Value fields_used() const;
 
  private:
   void line(const NamedText& file, std::string_view text, uint32_t line_no);
-  const spec::Value* find(const spec::Value& obj, Role role);
-  const spec::Value* find_text(const spec::Value& obj, Role role);
-  void error(const spec::Value* at, Role role, std::string message, std::string hint = {});
-  bool count_of(const spec::Value& v, Role role, int64_t& out);
+  const parse::Value* find(const parse::Value& obj, Role role);
+  const parse::Value* find_text(const parse::Value& obj, Role role);
+  void error(const parse::Value* at, Role role, std::string message, std::string hint = {});
+  bool count_of(const parse::Value& v, Role role, int64_t& out);
   // A token count; for the prompt, `response` >= 0 allows "all tokens minus the response".
-  bool token_count(const spec::Value& obj, Role role, bool required, int64_t& out, int64_t response = -1);
-  bool prompt_key(const spec::Value& obj, int32_t step, int64_t& out);
-  bool index_field(const spec::Value& obj, Role role, std::optional<int32_t>& out);
-  bool truncated_field(const spec::Value& obj, bool& out);
+  bool token_count(const parse::Value& obj, Role role, bool required, int64_t& out, int64_t response = -1);
+  bool prompt_key(const parse::Value& obj, int32_t step, int64_t& out);
+  bool index_field(const parse::Value& obj, Role role, std::optional<int32_t>& out);
+  bool truncated_field(const parse::Value& obj, bool& out);
 
   const RolloutImportOptions& o_;
-  spec::Diagnostics& diag_;
+  parse::Diagnostics& diag_;
   std::vector<Sample> samples_;
   std::unordered_map<std::string, int64_t> prompt_ids_;
   std::map<int32_t, int64_t> per_step_count_;  // for groups of consecutive samples
@@ -80,15 +80,15 @@ class DumpReader {
   uint32_t line_no_ = 0;
 };
 
-const spec::Value* DumpReader::find(const spec::Value& obj, Role role) {
+const parse::Value* DumpReader::find(const parse::Value& obj, Role role) {
   const auto& r = rollout_roles()[role];
   for (const auto& [name, field] : o_.fields) {
     if (name != r.name) continue;
     last_field_[role] = field;
     if (field.empty() || field[0] != '/') return obj.find(field);
     std::vector<std::string> tokens;
-    const spec::Value* v = &obj;
-    if (!spec::pointer_split(field, tokens)) return nullptr;
+    const parse::Value* v = &obj;
+    if (!parse::pointer_split(field, tokens)) return nullptr;
     for (const auto& t : tokens) {
       v = v->is_object() ? v->find(t) : nullptr;
       if (!v) return nullptr;
@@ -96,7 +96,7 @@ const spec::Value* DumpReader::find(const spec::Value& obj, Role role) {
     return v;
   }
   for (auto alias : r.aliases) {
-    if (const spec::Value* v = obj.find(alias)) {
+    if (const parse::Value* v = obj.find(alias)) {
       last_field_[role] = std::string(alias);
       return v;
     }
@@ -105,11 +105,11 @@ const spec::Value* DumpReader::find(const spec::Value& obj, Role role) {
   return nullptr;
 }
 
-const spec::Value* DumpReader::find_text(const spec::Value& obj, Role role) {
+const parse::Value* DumpReader::find_text(const parse::Value& obj, Role role) {
   for (const auto& [name, field] : o_.fields)
     if (name == rollout_roles()[role].name) return nullptr;  // an explicit choice has no fallback
   for (auto alias : rollout_roles()[role].text_aliases) {
-    if (const spec::Value* v = obj.find(alias)) {
+    if (const parse::Value* v = obj.find(alias)) {
       last_field_[role] = std::string(alias);
       return v;
     }
@@ -117,19 +117,19 @@ const spec::Value* DumpReader::find_text(const spec::Value& obj, Role role) {
   return nullptr;
 }
 
-void DumpReader::error(const spec::Value* at, Role role, std::string message, std::string hint) {
-  spec::Diagnostic d;
+void DumpReader::error(const parse::Value* at, Role role, std::string message, std::string hint) {
+  parse::Diagnostic d;
   d.file = file_;
   d.pos = {line_no_, 0};
   if (at && at->pos().line > 0) d.pos = {line_no_ + at->pos().line - 1, at->pos().column};
   const std::string& field = last_field_[role];
-  if (at) d.pointer = !field.empty() && field[0] == '/' ? field : spec::pointer_append("", field);
+  if (at) d.pointer = !field.empty() && field[0] == '/' ? field : parse::pointer_append("", field);
   d.message = std::move(message);
   d.hint = std::move(hint);
   diag_.add(std::move(d));
 }
 
-bool DumpReader::count_of(const spec::Value& v, Role role, int64_t& out) {
+bool DumpReader::count_of(const parse::Value& v, Role role, int64_t& out) {
   used_[role].insert(last_field_[role]);
   constexpr double kMaxTokens = std::numeric_limits<int32_t>::max();
   double count = -1;
@@ -150,9 +150,9 @@ bool DumpReader::count_of(const spec::Value& v, Role role, int64_t& out) {
   return false;
 }
 
-bool DumpReader::token_count(const spec::Value& obj, Role role, bool required, int64_t& out, int64_t response) {
-  if (const spec::Value* v = find(obj, role)) return count_of(*v, role, out);
-  if (const spec::Value* total = response >= 0 ? find(obj, kTotalTokens) : nullptr) {
+bool DumpReader::token_count(const parse::Value& obj, Role role, bool required, int64_t& out, int64_t response) {
+  if (const parse::Value* v = find(obj, role)) return count_of(*v, role, out);
+  if (const parse::Value* total = response >= 0 ? find(obj, kTotalTokens) : nullptr) {
     int64_t all = 0;
     if (!count_of(*total, kTotalTokens, all)) return false;
     if (all < response) {
@@ -163,7 +163,7 @@ bool DumpReader::token_count(const spec::Value& obj, Role role, bool required, i
     out = all - response;
     return true;
   }
-  if (const spec::Value* text = find_text(obj, role)) return count_of(*text, role, out);
+  if (const parse::Value* text = find_text(obj, role)) return count_of(*text, role, out);
   if (!required) return true;
   const auto& r = rollout_roles()[role];
   std::string aliases;
@@ -174,8 +174,8 @@ bool DumpReader::token_count(const spec::Value& obj, Role role, bool required, i
   return false;
 }
 
-bool DumpReader::prompt_key(const spec::Value& obj, int32_t step, int64_t& out) {
-  const spec::Value* v = find(obj, kPromptId);
+bool DumpReader::prompt_key(const parse::Value& obj, int32_t step, int64_t& out) {
+  const parse::Value* v = find(obj, kPromptId);
   std::string key;
   if (v && v->is_number() && v->is_int64()) {
     key = "n:" + v->literal();
@@ -198,8 +198,8 @@ bool DumpReader::prompt_key(const spec::Value& obj, int32_t step, int64_t& out) 
   return true;
 }
 
-bool DumpReader::index_field(const spec::Value& obj, Role role, std::optional<int32_t>& out) {
-  const spec::Value* v = find(obj, role);
+bool DumpReader::index_field(const parse::Value& obj, Role role, std::optional<int32_t>& out) {
+  const parse::Value* v = find(obj, role);
   if (!v) return true;
   used_[role].insert(last_field_[role]);
   if (v->is_int64() && v->as_int64() >= 0 && v->as_int64() <= std::numeric_limits<int32_t>::max()) {
@@ -210,8 +210,8 @@ bool DumpReader::index_field(const spec::Value& obj, Role role, std::optional<in
   return false;
 }
 
-bool DumpReader::truncated_field(const spec::Value& obj, bool& out) {
-  const spec::Value* v = find(obj, kTruncated);
+bool DumpReader::truncated_field(const parse::Value& obj, bool& out) {
+  const parse::Value* v = find(obj, kTruncated);
   if (!v) return true;
   used_[kTruncated].insert(last_field_[kTruncated]);
   if (v->is_bool()) {
@@ -230,9 +230,9 @@ bool DumpReader::truncated_field(const spec::Value& obj, bool& out) {
 
 void DumpReader::line(const NamedText& file, std::string_view text, uint32_t line_no) {
   line_no_ = line_no;
-  spec::Diagnostics parse_diag;
-  auto source = std::make_shared<spec::SourceFile>(spec::SourceFile{file.name, {}, false});
-  const spec::Value obj = spec::parse_json(text, source, parse_diag);
+  parse::Diagnostics parse_diag;
+  auto source = std::make_shared<parse::SourceFile>(parse::SourceFile{file.name, {}, false});
+  const parse::Value obj = parse::parse_json(text, source, parse_diag);
   for (auto d : parse_diag.items()) {
     if (d.pos.line > 0) d.pos.line += line_no - 1;
     diag_.add(std::move(d));
@@ -278,20 +278,20 @@ void DumpReader::read(const NamedText& file) {
   }
 }
 
-spec::Value DumpReader::fields_used() const {
-  spec::Value fields = spec::Value::make_object();
+parse::Value DumpReader::fields_used() const {
+  parse::Value fields = parse::Value::make_object();
   for (size_t r = 0; r < kRoleCount; ++r) {
     if (used_[r].empty()) continue;
     std::string names;
     for (const auto& n : used_[r]) names += (names.empty() ? "" : ", ") + n;
-    fields.set(std::string(rollout_roles()[r].name), spec::Value::make_string(names));
+    fields.set(std::string(rollout_roles()[r].name), parse::Value::make_string(names));
   }
   return fields;
 }
 
 // Orders samples by step, prompt and sample, numbering samples within a group where the dump did
 // not; reports a sample given twice.
-bool order_samples(std::vector<Sample>& samples, spec::Diagnostics& diag) {
+bool order_samples(std::vector<Sample>& samples, parse::Diagnostics& diag) {
   std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) {
     return a.step != b.step ? a.step < b.step : a.prompt_id < b.prompt_id;
   });
@@ -348,7 +348,7 @@ const std::vector<RolloutRole>& rollout_roles() {
 }
 
 std::optional<Trace> import_rollout_jsonl(const std::vector<NamedText>& files, const RolloutImportOptions& o,
-                                          spec::Diagnostics& diag) {
+                                          parse::Diagnostics& diag) {
   for (const auto& [role, field] : o.fields) {
     bool known = false;
     std::vector<std::string> names;
@@ -357,10 +357,10 @@ std::optional<Trace> import_rollout_jsonl(const std::vector<NamedText>& files, c
       names.emplace_back(r.name);
     }
     if (!known) {
-      const std::string guess = spec::closest_match(role, names);
-      diag.error_global("--field: unknown role " + spec::quote(role) + "; expected one of " +
-                            spec::join_quoted(names, ", "),
-                        guess.empty() ? "" : "did you mean " + spec::quote(guess) + "?");
+      const std::string guess = parse::closest_match(role, names);
+      diag.error_global("--field: unknown role " + parse::quote(role) + "; expected one of " +
+                            parse::join_quoted(names, ", "),
+                        guess.empty() ? "" : "did you mean " + parse::quote(guess) + "?");
     }
   }
   if (diag.has_errors()) return std::nullopt;
@@ -380,15 +380,15 @@ std::optional<Trace> import_rollout_jsonl(const std::vector<NamedText>& files, c
       if (t.tool != kNoTool) t.tool = trace.intern_tool(o.shape.tools[static_cast<size_t>(t.tool)].name);
     trace.add({s.step, *s.sample, s.prompt_id, s.truncated}, turns);
   }
-  spec::Value prov = spec::Value::make_object();
-  prov.set("importer", spec::Value::make_string("arlsim trace import"));
-  prov.set("format", spec::Value::make_string("rollout-jsonl"));
-  spec::Value sources = spec::Value::make_array();
-  for (const auto& f : files) sources.push_back(spec::Value::make_string(f.name));
+  parse::Value prov = parse::Value::make_object();
+  prov.set("importer", parse::Value::make_string("arlsim trace import"));
+  prov.set("format", parse::Value::make_string("rollout-jsonl"));
+  parse::Value sources = parse::Value::make_array();
+  for (const auto& f : files) sources.push_back(parse::Value::make_string(f.name));
   prov.set("sources", std::move(sources));
   prov.set("fields", reader.fields_used());
-  if (o.chars_per_token > 0) prov.set("chars_per_token", spec::Value::make_number(o.chars_per_token));
-  prov.set("seed", spec::Value::make_number(static_cast<double>(o.seed)));
+  if (o.chars_per_token > 0) prov.set("chars_per_token", parse::Value::make_number(o.chars_per_token));
+  prov.set("seed", parse::Value::make_number(static_cast<double>(o.seed)));
   trace.header.provenance_json = to_json(prov);
   trace.header.description = "imported from a rollout dump";
   return trace;

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/spec/diagnostics.h"
+#include "sim/parse/diagnostics.h"
 #include "sim/trace/trace.h"
 #include "sim/trace/turns.h"
 
@@ -44,6 +44,6 @@ struct NamedText {
 };
 
 std::optional<Trace> import_rollout_jsonl(const std::vector<NamedText>& files, const RolloutImportOptions& options,
-                                          spec::Diagnostics& diag);
+                                          parse::Diagnostics& diag);
 
 }  // namespace arlsim::trace

@@ -60,13 +60,13 @@ bool matches_alias(const std::string& normalized, std::string_view alias) {
           normalized[normalized.size() - alias.size() - 1] == '/');
 }
 
-void error(spec::Diagnostics& diag, const std::string& file, uint32_t line, std::string message, std::string hint = {}) {
-  diag.add({spec::Severity::error, file, {line, 0}, "", std::move(message), std::move(hint)});
+void error(parse::Diagnostics& diag, const std::string& file, uint32_t line, std::string message, std::string hint = {}) {
+  diag.add({parse::Severity::error, file, {line, 0}, "", std::move(message), std::move(hint)});
 }
 
 // Role -> column index (-1 when absent): --column choices first, then the aliases.
 bool map_columns(const CsvTable& table, const SummaryImportOptions& options, const std::string& file,
-                 std::array<int, kRoleCount>& index, spec::Diagnostics& diag) {
+                 std::array<int, kRoleCount>& index, parse::Diagnostics& diag) {
   const auto& roles = summary_roles();
   index.fill(-1);
   const size_t errors = diag.error_count();
@@ -77,14 +77,14 @@ bool map_columns(const CsvTable& table, const SummaryImportOptions& options, con
     const auto r = std::find(role_names.begin(), role_names.end(), role);
     const auto c = std::find(column_names.begin(), column_names.end(), column);
     if (r == role_names.end()) {
-      const std::string guess = spec::closest_match(role, role_names);
-      diag.error_global("--column: unknown role " + spec::quote(role) + "; expected one of " +
-                            spec::join_quoted(role_names, ", "),
-                        guess.empty() ? "" : "did you mean " + spec::quote(guess) + "?");
+      const std::string guess = parse::closest_match(role, role_names);
+      diag.error_global("--column: unknown role " + parse::quote(role) + "; expected one of " +
+                            parse::join_quoted(role_names, ", "),
+                        guess.empty() ? "" : "did you mean " + parse::quote(guess) + "?");
     } else if (c == column_names.end()) {
-      const std::string guess = spec::closest_match(column, column_names);
-      diag.error_global("--column: " + file + " has no column " + spec::quote(column),
-                        guess.empty() ? "" : "did you mean " + spec::quote(guess) + "?");
+      const std::string guess = parse::closest_match(column, column_names);
+      diag.error_global("--column: " + file + " has no column " + parse::quote(column),
+                        guess.empty() ? "" : "did you mean " + parse::quote(guess) + "?");
     } else {
       index[static_cast<size_t>(r - role_names.begin())] = static_cast<int>(c - column_names.begin());
     }
@@ -99,8 +99,8 @@ bool map_columns(const CsvTable& table, const SummaryImportOptions& options, con
       if (!hit) continue;
       if (index[r] >= 0) {
         error(diag, file, 1,
-              "columns " + spec::quote(table.columns[static_cast<size_t>(index[r])]) + " and " +
-                  spec::quote(table.columns[c]) + " both look like " + std::string(roles[r].name),
+              "columns " + parse::quote(table.columns[static_cast<size_t>(index[r])]) + " and " +
+                  parse::quote(table.columns[c]) + " both look like " + std::string(roles[r].name),
               "choose one with --column " + std::string(roles[r].name) + "=COLUMN");
         break;
       }
@@ -119,7 +119,7 @@ bool map_columns(const CsvTable& table, const SummaryImportOptions& options, con
 
 // A cell as a number; nullopt for an empty cell (dashboards leave gaps), error on text.
 bool cell_number(const CsvRow& row, int column, const std::string& column_name, const std::string& file,
-                 std::optional<double>& out, spec::Diagnostics& diag) {
+                 std::optional<double>& out, parse::Diagnostics& diag) {
   out.reset();
   if (column < 0) return true;
   std::string text = row.cells[static_cast<size_t>(column)];
@@ -130,8 +130,8 @@ bool cell_number(const CsvRow& row, int column, const std::string& column_name, 
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (end != text.c_str() + text.size() || !std::isfinite(v) || v < 0) {
-    error(diag, file, row.line, "column " + spec::quote(column_name) + ": expected a non-negative number, got " +
-                                    spec::quote(text));
+    error(diag, file, row.line, "column " + parse::quote(column_name) + ": expected a non-negative number, got " +
+                                    parse::quote(text));
     return false;
   }
   out = v;
@@ -148,7 +148,7 @@ std::optional<Moments> moments(const std::array<std::optional<double>, kRoleCoun
 }
 
 bool check_bounds(const Moments& m, const std::string& what, double largest, const std::string& file,
-                  uint32_t line, spec::Diagnostics& diag) {
+                  uint32_t line, parse::Diagnostics& diag) {
   if (std::max(m.mean, m.max.value_or(0)) > largest) {
     error(diag, file, line, what + " above " + std::to_string(static_cast<int64_t>(largest)) + " is not supported");
     return false;
@@ -162,7 +162,7 @@ bool check_bounds(const Moments& m, const std::string& what, double largest, con
 }
 
 bool read_row(const CsvRow& row, const CsvTable& table, const std::array<int, kRoleCount>& index,
-              const std::string& file, StepRow& out, spec::Diagnostics& diag) {
+              const std::string& file, StepRow& out, parse::Diagnostics& diag) {
   std::array<std::optional<double>, kRoleCount> v;
   bool ok = true;
   for (size_t r = 0; r < kRoleCount; ++r) {
@@ -196,15 +196,15 @@ bool read_row(const CsvRow& row, const CsvTable& table, const std::array<int, kR
   return ok;
 }
 
-spec::Value fit_json(const LognormalFit& fit) {
-  spec::Value o = spec::Value::make_object();
-  o.set("sigma", spec::Value::make_number(std::round(fit.sigma * 1e4) / 1e4));
-  o.set("from", spec::Value::make_string(fit.basis));
+parse::Value fit_json(const LognormalFit& fit) {
+  parse::Value o = parse::Value::make_object();
+  o.set("sigma", parse::Value::make_number(std::round(fit.sigma * 1e4) / 1e4));
+  o.set("from", parse::Value::make_string(fit.basis));
   return o;
 }
 
 // Expands one step into P x G trajectories appended to `trace`; returns the step's fit record.
-spec::Value expand_step(const StepRow& row, const SummaryImportOptions& o, Rng& rng, TurnBuilder& builder,
+parse::Value expand_step(const StepRow& row, const SummaryImportOptions& o, Rng& rng, TurnBuilder& builder,
                         Trace& trace, bool& mean_reached) {
   const size_t prompts = static_cast<size_t>(o.prompts_per_step), n = prompts * static_cast<size_t>(o.group_size);
   const Moments pm = row.prompt.value_or(Moments{o.prompt_tokens, {}, {}, {}, 0});
@@ -225,8 +225,8 @@ spec::Value expand_step(const StepRow& row, const SummaryImportOptions& o, Rng& 
   mean_reached = response.mean_reached;
 
   std::vector<int64_t> turns(n, 1);
-  spec::Value record = spec::Value::make_object();
-  record.set("step", spec::Value::make_number(row.step));
+  parse::Value record = parse::Value::make_object();
+  record.set("step", parse::Value::make_number(row.step));
   record.set("response", fit_json(rfit));
   if (row.prompt) record.set("prompt", fit_json(pfit));
   if (row.turns) {
@@ -257,28 +257,28 @@ spec::Value expand_step(const StepRow& row, const SummaryImportOptions& o, Rng& 
   return record;
 }
 
-spec::Value provenance(const std::string& file, const CsvTable& table, const std::array<int, kRoleCount>& index,
+parse::Value provenance(const std::string& file, const CsvTable& table, const std::array<int, kRoleCount>& index,
                        const SummaryImportOptions& o) {
-  spec::Value prov = spec::Value::make_object();
-  prov.set("importer", spec::Value::make_string("arlsim trace import"));
-  prov.set("format", spec::Value::make_string("summary-csv"));
-  prov.set("source", spec::Value::make_string(file));
-  spec::Value columns = spec::Value::make_object();
+  parse::Value prov = parse::Value::make_object();
+  prov.set("importer", parse::Value::make_string("arlsim trace import"));
+  prov.set("format", parse::Value::make_string("summary-csv"));
+  prov.set("source", parse::Value::make_string(file));
+  parse::Value columns = parse::Value::make_object();
   for (size_t r = 0; r < kRoleCount; ++r)
     if (index[r] >= 0)
       columns.set(std::string(summary_roles()[r].name),
-                  spec::Value::make_string(table.columns[static_cast<size_t>(index[r])]));
+                  parse::Value::make_string(table.columns[static_cast<size_t>(index[r])]));
   prov.set("columns", std::move(columns));
-  prov.set("prompts_per_step", spec::Value::make_number(o.prompts_per_step));
-  prov.set("group_size", spec::Value::make_number(o.group_size));
-  prov.set("seed", spec::Value::make_number(static_cast<double>(o.seed)));
-  prov.set("group_correlation", spec::Value::make_number(o.group_correlation));
+  prov.set("prompts_per_step", parse::Value::make_number(o.prompts_per_step));
+  prov.set("group_size", parse::Value::make_number(o.group_size));
+  prov.set("seed", parse::Value::make_number(static_cast<double>(o.seed)));
+  prov.set("group_correlation", parse::Value::make_number(o.group_correlation));
   return prov;
 }
 
 // Reads and checks every row, sorted by step; false when any was wrong (all are reported).
 bool read_rows(const CsvTable& table, const std::array<int, kRoleCount>& index, const std::string& file,
-               const SummaryImportOptions& o, std::vector<StepRow>& rows, spec::Diagnostics& diag) {
+               const SummaryImportOptions& o, std::vector<StepRow>& rows, parse::Diagnostics& diag) {
   bool ok = true;
   std::vector<uint32_t> skipped;
   for (const CsvRow& row : table.rows) {
@@ -294,7 +294,7 @@ bool read_rows(const CsvTable& table, const std::array<int, kRoleCount>& index, 
     }
   }
   if (!skipped.empty())
-    diag.add({spec::Severity::warning, file, {skipped.front(), 0}, "",
+    diag.add({parse::Severity::warning, file, {skipped.front(), 0}, "",
               std::to_string(skipped.size()) + " row(s) without a response length were skipped", ""});
   std::stable_sort(rows.begin(), rows.end(), [](const StepRow& a, const StepRow& b) { return a.step < b.step; });
   for (size_t i = 1; i < rows.size(); ++i) {
@@ -340,7 +340,7 @@ const std::vector<SummaryRole>& summary_roles() {
 }
 
 std::optional<Trace> import_summary_csv(std::string_view text, const std::string& file,
-                                        const SummaryImportOptions& o, spec::Diagnostics& diag) {
+                                        const SummaryImportOptions& o, parse::Diagnostics& diag) {
   CsvTable table;
   std::array<int, kRoleCount> index{};
   // Rows with the wrong number of cells are reported and left out; the others are still checked.
@@ -353,24 +353,24 @@ std::optional<Trace> import_summary_csv(std::string_view text, const std::string
   trace.reserve(rows.size() * static_cast<size_t>(o.prompts_per_step) * static_cast<size_t>(o.group_size), 0);
   Rng rng(o.seed);
   TurnBuilder builder(o.shape);
-  spec::Value fits = spec::Value::make_array();
+  parse::Value fits = parse::Value::make_array();
   for (const StepRow& row : rows) {
     bool reached = true;
     fits.push_back(expand_step(row, o, rng, builder, trace, reached));
     if (!reached)
-      diag.add({spec::Severity::warning, file, {row.line, 0}, "",
+      diag.add({parse::Severity::warning, file, {row.line, 0}, "",
                 "step " + std::to_string(row.step) + ": the min/max bounds do not allow the mean response length " +
                     std::to_string(std::llround(row.response.mean)) + "; the expanded mean differs",
                 ""});
   }
-  spec::Value fit = spec::Value::make_object();
-  fit.set("method", spec::Value::make_string(
+  parse::Value fit = parse::Value::make_object();
+  fit.set("method", parse::Value::make_string(
                         "log-normal per step; sigma from the std, else from the max as the expected largest of "
                         "n draws, else from the min, else the default; batch pinned to min/max (clip ratio at the "
                         "max) and rescaled to the mean"));
-  fit.set("default_sigma", spec::Value::make_number(o.default_sigma));
+  fit.set("default_sigma", parse::Value::make_number(o.default_sigma));
   fit.set("steps", std::move(fits));
-  spec::Value prov = provenance(file, table, index, o);
+  parse::Value prov = provenance(file, table, index, o);
   prov.set("fit", std::move(fit));
   trace.header.provenance_json = to_json(prov);
   trace.header.description = "imported from " + file;

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/spec/diagnostics.h"
+#include "sim/parse/diagnostics.h"
 #include "sim/trace/trace.h"
 #include "sim/trace/turns.h"
 
@@ -40,6 +40,6 @@ const std::vector<SummaryRole>& summary_roles();
 
 // `display_name` names the source in messages and in the header.
 std::optional<Trace> import_summary_csv(std::string_view text, const std::string& display_name,
-                                        const SummaryImportOptions& options, spec::Diagnostics& diag);
+                                        const SummaryImportOptions& options, parse::Diagnostics& diag);
 
 }  // namespace arlsim::trace

@@ -7,13 +7,13 @@
 namespace arlsim::trace {
 namespace {
 
-void append_value(std::string& out, const spec::Value& v) {
+void append_value(std::string& out, const parse::Value& v) {
   switch (v.kind()) {
-    case spec::Value::Kind::null: out += "null"; return;
-    case spec::Value::Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
-    case spec::Value::Kind::number: out += v.literal(); return;
-    case spec::Value::Kind::string: append_json_string(out, v.as_string()); return;
-    case spec::Value::Kind::array: {
+    case parse::Value::Kind::null: out += "null"; return;
+    case parse::Value::Kind::boolean: out += v.as_bool() ? "true" : "false"; return;
+    case parse::Value::Kind::number: out += v.literal(); return;
+    case parse::Value::Kind::string: append_json_string(out, v.as_string()); return;
+    case parse::Value::Kind::array: {
       out += '[';
       for (size_t i = 0; i < v.items().size(); ++i) {
         if (i > 0) out += ',';
@@ -22,7 +22,7 @@ void append_value(std::string& out, const spec::Value& v) {
       out += ']';
       return;
     }
-    case spec::Value::Kind::object: {
+    case parse::Value::Kind::object: {
       out += '{';
       bool first = true;
       for (const auto& m : v.members()) {
@@ -65,7 +65,7 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-std::string to_json(const spec::Value& v) {
+std::string to_json(const parse::Value& v) {
   std::string out;
   append_value(out, v);
   return out;

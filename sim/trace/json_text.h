@@ -1,4 +1,4 @@
-// Small JSON text helpers for traces: compact serialisation of a spec::Value (the header's
+// Small JSON text helpers for traces: compact serialisation of a parse::Value (the header's
 // provenance), string escaping, and exact decimal seconds. Trajectory lines are formatted by hand
 // in writer.cpp for speed; nlohmann::json stays out of the library's headers.
 #pragma once
@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "sim/core/time.h"
-#include "sim/spec/json.h"
+#include "sim/parse/json.h"
 
 namespace arlsim::trace {
 
@@ -15,7 +15,7 @@ namespace arlsim::trace {
 void append_json_string(std::string& out, std::string_view s);
 // Compact JSON (no spaces) of a value; numbers keep their literal text, so a parsed document
 // written back reads the same.
-std::string to_json(const spec::Value& v);
+std::string to_json(const parse::Value& v);
 // Seconds with up to nine decimals and no trailing zeros ("0", "1.5", "0.000000001"): exact for
 // every nanosecond count, so a trace written and read back holds the same latencies.
 std::string format_seconds(SimTime t);

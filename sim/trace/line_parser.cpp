@@ -6,14 +6,14 @@
 #include <cstring>
 #include <limits>
 
-#include "sim/spec/diagnostics.h"
-#include "sim/spec/json.h"
-#include "sim/spec/utf8.h"
+#include "sim/parse/diagnostics.h"
+#include "sim/parse/json.h"
+#include "sim/parse/utf8.h"
 #include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
-using spec::append_utf8;
-using spec::utf8_length;
+using parse::append_utf8;
+using parse::utf8_length;
 
 namespace {
 
@@ -129,7 +129,7 @@ void LineParser::syntax_error_at(size_t at, std::string message, std::string hin
 std::string LineParser::pointer(int turn, std::string_view key) {
   std::string out;
   if (turn >= 0) out = "/turns/" + std::to_string(turn);
-  if (!key.empty()) out = spec::pointer_append(out, key);
+  if (!key.empty()) out = parse::pointer_append(out, key);
   return out;
 }
 
@@ -316,7 +316,7 @@ bool LineParser::next_member(char close, bool& more) {
 bool LineParser::expect_colon(std::string_view key) {
   skip_space();
   if (at_end() || *p_ != ':') {
-    syntax_error("expected ':' after the key " + spec::quote(key) + ", found " + describe_char());
+    syntax_error("expected ':' after the key " + parse::quote(key) + ", found " + describe_char());
     return false;
   }
   ++p_;
@@ -391,7 +391,7 @@ std::string LineParser::describe_and_skip() {
   if (!at_end() && *p_ == '"') {
     std::string_view s;
     if (!read_string(s)) return {};
-    return "the string " + spec::quote(s.size() > 40 ? std::string(s.substr(0, 40)) + "..." : std::string(s));
+    return "the string " + parse::quote(s.size() > 40 ? std::string(s.substr(0, 40)) + "..." : std::string(s));
   }
   if (!skip_value(0)) return {};
   const char c = *start;
@@ -533,10 +533,10 @@ bool LineParser::read_members(const KeySet& keys, F&& member) {
 }
 
 size_t LineParser::report_unknown_key(int turn, std::string_view key, const std::vector<std::string>& valid) {
-  const std::string guess = spec::closest_match(key, valid);
-  value_error(turn, key, "unknown key " + spec::quote(key),
-              guess.empty() ? "valid keys here: " + spec::join_quoted(valid, ", ")
-                            : "did you mean " + spec::quote(guess) + "?");
+  const std::string guess = parse::closest_match(key, valid);
+  value_error(turn, key, "unknown key " + parse::quote(key),
+              guess.empty() ? "valid keys here: " + parse::join_quoted(valid, ", ")
+                            : "did you mean " + parse::quote(guess) + "?");
   return static_cast<size_t>(std::find(valid.begin(), valid.end(), guess) - valid.begin());
 }
 
@@ -549,7 +549,7 @@ bool LineParser::read_turn_member(int index, size_t k, std::string_view key, Tur
     return skip_value(0);
   }
   if (seen.read & bits[k]) {
-    value_error(index, key, "duplicate key " + spec::quote(key));
+    value_error(index, key, "duplicate key " + parse::quote(key));
     return skip_value(0);
   }
   seen.read |= bits[k];
@@ -632,7 +632,7 @@ bool LineParser::read_trajectory_member(size_t k, std::string_view key, Trajecto
     return skip_value(0);
   }
   if (seen.read & bits[k]) {
-    value_error(-1, key, "duplicate key " + spec::quote(key));
+    value_error(-1, key, "duplicate key " + parse::quote(key));
     return skip_value(0);
   }
   seen.read |= bits[k];
@@ -685,7 +685,7 @@ bool LineParser::parse(std::string_view line, TrajectoryInfo& info, std::vector<
   static const uint32_t required[] = {kStep, kPromptId, kSample, kTurns};
   for (size_t k = 0; k < 4; ++k)
     if (!((seen.read | seen.suggested) & required[k]))
-      value_error(-1, "", "missing required key " + spec::quote(keys[k]));
+      value_error(-1, "", "missing required key " + parse::quote(keys[k]));
   return !value_errors_;
 }
 

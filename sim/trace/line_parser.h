@@ -1,5 +1,5 @@
 // A JSON parser specialised for one trajectory line of a trace. The general reader in
-// sim/spec/json.h builds a tree with positions for every value, which is right for hand-written
+// sim/parse/json.h builds a tree with positions for every value, which is right for hand-written
 // specs but allocates per value; traces have millions of lines of one fixed schema, so this parser
 // reads the fields straight into a TrajectoryInfo and a vector of Turns. It accepts exactly
 // RFC 8259 JSON (no comments) and reports every problem of a line with its JSON pointer; after a

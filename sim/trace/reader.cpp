@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/spec/reader.h"
+#include "sim/parse/reader.h"
 #include "sim/trace/json_text.h"
 #include "sim/trace/line_parser.h"
 
@@ -48,8 +48,8 @@ uint32_t column_of(std::string_view line, size_t offset) {
 // Checks lines one after another and hands the valid trajectories to the sink.
 class StreamChecker {
  public:
-  StreamChecker(const std::string& display, TraceSink& sink, spec::Diagnostics& diag, const ReadOptions& options)
-      : file_(std::make_shared<spec::SourceFile>(spec::SourceFile{display, {}, false})),
+  StreamChecker(const std::string& display, TraceSink& sink, parse::Diagnostics& diag, const ReadOptions& options)
+      : file_(std::make_shared<parse::SourceFile>(parse::SourceFile{display, {}, false})),
         sink_(sink),
         diag_(diag),
         options_(options),
@@ -63,17 +63,17 @@ class StreamChecker {
   const ReadCounts& counts() const { return counts_; }
 
  private:
-  void add(spec::Diagnostic d);
+  void add(parse::Diagnostic d);
   void error_at_line(std::string pointer, std::string message, std::string hint = {});
   // `doc` is the first line as parsed, with the parse's diagnostics.
-  void header_line(const spec::Value& doc, spec::Diagnostics& header_diag);
+  void header_line(const parse::Value& doc, parse::Diagnostics& header_diag);
   void trajectory_line(std::string_view text, bool unterminated);
   bool check_order();
   void deliver();
 
-  std::shared_ptr<const spec::SourceFile> file_;
+  std::shared_ptr<const parse::SourceFile> file_;
   TraceSink& sink_;
-  spec::Diagnostics& diag_;
+  parse::Diagnostics& diag_;
   const ReadOptions& options_;
   ToolTable tools_;
   LineParser parser_;
@@ -91,15 +91,15 @@ class StreamChecker {
   ReadCounts counts_;
 };
 
-void StreamChecker::add(spec::Diagnostic d) {
-  if (d.severity == spec::Severity::error) ++errors_;
+void StreamChecker::add(parse::Diagnostic d) {
+  if (d.severity == parse::Severity::error) ++errors_;
   if (reported_ >= options_.max_reported_problems) return;
   ++reported_;
   diag_.add(std::move(d));
 }
 
 void StreamChecker::error_at_line(std::string pointer, std::string message, std::string hint) {
-  add({spec::Severity::error, file_->display_name, {line_no_, 0}, std::move(pointer), std::move(message),
+  add({parse::Severity::error, file_->display_name, {line_no_, 0}, std::move(pointer), std::move(message),
        std::move(hint)});
 }
 
@@ -109,8 +109,8 @@ void StreamChecker::line(std::string_view text, bool unterminated) {
   if (is_blank(text)) return;
   if (!header_done_) {
     header_done_ = true;
-    spec::Diagnostics header_diag;
-    const spec::Value doc = spec::parse_json(text, file_, header_diag);
+    parse::Diagnostics header_diag;
+    const parse::Value doc = parse::parse_json(text, file_, header_diag);
     // A first object with turns but no format is a trajectory: the header is missing.
     if (doc.is_object() && !doc.find("format") && doc.find("turns")) {
       error_at_line("", "the first line must be the trace header " + kHeaderExample);
@@ -131,20 +131,20 @@ void StreamChecker::line_too_long() {
                 "a trace holds one trajectory per line");
 }
 
-void StreamChecker::header_line(const spec::Value& doc, spec::Diagnostics& header_diag) {
+void StreamChecker::header_line(const parse::Value& doc, parse::Diagnostics& header_diag) {
   if (!header_diag.has_errors()) {
-    spec::ObjectReader r(doc, "", header_diag);
+    parse::ObjectReader r(doc, "", header_diag);
     std::string format;
     TraceHeader header;
-    if (r.read("format", format, spec::Presence::required) && format != kTraceFormat) {
-      r.error("format", "unsupported trace format " + spec::quote(format) + "; this arlsim reads " +
-                            spec::quote(kTraceFormat));
+    if (r.read("format", format, parse::Presence::required) && format != kTraceFormat) {
+      r.error("format", "unsupported trace format " + parse::quote(format) + "; this arlsim reads " +
+                            parse::quote(kTraceFormat));
     }
-    if (const spec::Value* prov = r.usable("provenance", spec::Presence::required)) {
+    if (const parse::Value* prov = r.usable("provenance", parse::Presence::required)) {
       if (prov->is_object()) header.provenance_json = to_json(*prov);
       else r.error("provenance", "expected an object, got " + prov->describe());
     }
-    r.read("description", header.description, spec::Presence::optional);
+    r.read("description", header.description, parse::Presence::optional);
     r.finish();
     if (!header_diag.has_errors()) sink_.header(header);
   }
@@ -189,7 +189,7 @@ void StreamChecker::trajectory_line(std::string_view text, bool unterminated) {
   }
   if (unterminated && parser_.ended_early()) {
     if (options_.allow_truncated_last_line) {
-      add({spec::Severity::warning, file_->display_name, {line_no_, 0}, "",
+      add({parse::Severity::warning, file_->display_name, {line_no_, 0}, "",
            "the last line is incomplete (the file ends inside a trajectory); it was ignored", ""});
     } else {
       error_at_line("", "the last line is incomplete: the file ends inside a trajectory",
@@ -199,21 +199,21 @@ void StreamChecker::trajectory_line(std::string_view text, bool unterminated) {
   }
   for (auto& p : problems_) {
     const uint32_t column = p.syntax ? column_of(text, p.offset) : 0;
-    add({spec::Severity::error, file_->display_name, {line_no_, column}, std::move(p.pointer),
+    add({parse::Severity::error, file_->display_name, {line_no_, column}, std::move(p.pointer),
          std::move(p.message), std::move(p.hint)});
   }
 }
 
 bool StreamChecker::finish() {
   if (!header_done_) {
-    add({spec::Severity::error, file_->display_name, {}, "",
+    add({parse::Severity::error, file_->display_name, {}, "",
          "the file is empty; expected the header line " + kHeaderExample, ""});
   } else if (counts_.trajectories == 0 && errors_ == 0) {
-    add({spec::Severity::error, file_->display_name, {}, "", "the trace has no trajectories", ""});
+    add({parse::Severity::error, file_->display_name, {}, "", "the trace has no trajectories", ""});
   }
   if (errors_ > reported_) {
     const size_t hidden = errors_ - reported_;
-    diag_.add({spec::Severity::error, file_->display_name, {}, "",
+    diag_.add({parse::Severity::error, file_->display_name, {}, "",
                std::to_string(hidden) + " more problem" + (hidden == 1 ? "" : "s") + " not shown (" +
                    std::to_string(errors_) + " in all)",
                ""});
@@ -241,7 +241,7 @@ size_t feed_lines(StreamChecker& checker, std::string_view text, bool at_eof) {
 
 }  // namespace
 
-bool read_trace_text(std::string_view text, const std::string& display_name, TraceSink& sink, spec::Diagnostics& diag,
+bool read_trace_text(std::string_view text, const std::string& display_name, TraceSink& sink, parse::Diagnostics& diag,
                      const ReadOptions& options, ReadCounts* counts) {
   StreamChecker checker(display_name, sink, diag, options);
   feed_lines(checker, text, true);
@@ -250,7 +250,7 @@ bool read_trace_text(std::string_view text, const std::string& display_name, Tra
   return ok;
 }
 
-bool read_trace_file(const std::string& path, TraceSink& sink, spec::Diagnostics& diag, const ReadOptions& options,
+bool read_trace_file(const std::string& path, TraceSink& sink, parse::Diagnostics& diag, const ReadOptions& options,
                      ReadCounts* counts) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -323,7 +323,7 @@ class KeepingBuilder final : public TraceSink {
 
 }  // namespace
 
-std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag, const ReadOptions& options,
+std::optional<Trace> load_trace(const std::string& path, parse::Diagnostics& diag, const ReadOptions& options,
                                 const KeepTrajectory& keep) {
   Trace trace;
   // A turn takes at least 35 bytes of JSON and a trajectory line at least 70, so this never

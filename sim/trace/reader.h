@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim/spec/diagnostics.h"
+#include "sim/parse/diagnostics.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::trace {
@@ -31,16 +31,16 @@ struct ReadCounts {
 
 // Streams the trace file at `path` into `sink`. Returns true when the whole file is valid. With
 // errors the sink may have seen part of the trace; callers discard what it built.
-bool read_trace_file(const std::string& path, TraceSink& sink, spec::Diagnostics& diag,
+bool read_trace_file(const std::string& path, TraceSink& sink, parse::Diagnostics& diag,
                      const ReadOptions& options = {}, ReadCounts* counts = nullptr);
 // The same for a trace held in memory; `display_name` names it in messages.
 bool read_trace_text(std::string_view text, const std::string& display_name, TraceSink& sink,
-                     spec::Diagnostics& diag, const ReadOptions& options = {}, ReadCounts* counts = nullptr);
+                     parse::Diagnostics& diag, const ReadOptions& options = {}, ReadCounts* counts = nullptr);
 
 // Reads a whole trace into memory, or only the trajectories `keep` accepts (called for each in
 // order; every line is still checked); nullopt (with diagnostics) when it is not valid.
 using KeepTrajectory = std::function<bool(const TrajectoryInfo&)>;
-std::optional<Trace> load_trace(const std::string& path, spec::Diagnostics& diag, const ReadOptions& options = {},
+std::optional<Trace> load_trace(const std::string& path, parse::Diagnostics& diag, const ReadOptions& options = {},
                                 const KeepTrajectory& keep = {});
 
 }  // namespace arlsim::trace

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/spec/json.h"
+#include "sim/parse/json.h"
 #include "sim/trace/json_text.h"
 
 namespace arlsim::trace {
@@ -90,10 +90,10 @@ std::string summary_lines(const TraceStats& stats) {
   return out;
 }
 
-spec::Value number(double v) { return spec::Value::make_number(std::round(v * 1000) / 1000); }
+parse::Value number(double v) { return parse::Value::make_number(std::round(v * 1000) / 1000); }
 
-spec::Value distribution_json(const Distribution& d, bool with_min) {
-  spec::Value o = spec::Value::make_object();
+parse::Value distribution_json(const Distribution& d, bool with_min) {
+  parse::Value o = parse::Value::make_object();
   o.set("mean", number(d.mean));
   if (with_min) o.set("min", number(static_cast<double>(d.min)));
   o.set("p50", number(static_cast<double>(d.p50)));
@@ -103,8 +103,8 @@ spec::Value distribution_json(const Distribution& d, bool with_min) {
   return o;
 }
 
-spec::Value step_json(const StepStats& s) {
-  spec::Value o = spec::Value::make_object();
+parse::Value step_json(const StepStats& s) {
+  parse::Value o = parse::Value::make_object();
   o.set("step", number(s.step));
   o.set("trajectories", number(static_cast<double>(s.trajectories)));
   o.set("groups", number(static_cast<double>(s.groups)));
@@ -114,9 +114,9 @@ spec::Value step_json(const StepStats& s) {
   o.set("generated_tokens", number(static_cast<double>(s.generated_tokens)));
   o.set("turns", distribution_json(s.turns, true));
   o.set("truncated_fraction", number(s.truncated_fraction));
-  spec::Value tools = spec::Value::make_object();
+  parse::Value tools = parse::Value::make_object();
   tools.set("calls_mean", number(s.tool_calls_mean));
-  spec::Value secs = spec::Value::make_object();
+  parse::Value secs = parse::Value::make_object();
   secs.set("mean", number(s.tool_ms.mean / 1e3));
   secs.set("p50", number(static_cast<double>(s.tool_ms.p50) / 1e3));
   secs.set("p99", number(static_cast<double>(s.tool_ms.p99) / 1e3));
@@ -124,7 +124,7 @@ spec::Value step_json(const StepStats& s) {
   tools.set("seconds_per_trajectory", std::move(secs));
   tools.set("time_share", number(s.tool_time_share));
   o.set("tools", std::move(tools));
-  spec::Value tail = spec::Value::make_object();
+  parse::Value tail = parse::Value::make_object();
   tail.set("p99_over_p50", number(s.tail_p99_over_p50));
   tail.set("max_over_median", number(s.tail_max_over_median));
   o.set("tail", std::move(tail));

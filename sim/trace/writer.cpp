@@ -69,7 +69,7 @@ TraceWriter::~TraceWriter() {
   if (file_ && owns_file_) std::fclose(file_);
 }
 
-bool TraceWriter::open(const std::string& path, spec::Diagnostics& diag) {
+bool TraceWriter::open(const std::string& path, parse::Diagnostics& diag) {
   path_ = path;
   if (path == "-") {
     file_ = stdout;
@@ -93,7 +93,7 @@ void TraceWriter::flush_if_full() {
   buffer_.clear();
 }
 
-bool TraceWriter::close(spec::Diagnostics& diag) {
+bool TraceWriter::close(parse::Diagnostics& diag) {
   if (!file_) return false;
   if (!write_failed_ && !buffer_.empty() && std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
     write_failed_ = true;
@@ -120,7 +120,7 @@ void TraceWriter::trajectory(const TrajectoryView& t) {
   flush_if_full();
 }
 
-bool write_trace(const Trace& trace, const std::string& path, spec::Diagnostics& diag) {
+bool write_trace(const Trace& trace, const std::string& path, parse::Diagnostics& diag) {
   TraceWriter writer;
   if (!writer.open(path, diag)) return false;
   replay(trace, writer);

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sim/spec/diagnostics.h"
+#include "sim/parse/diagnostics.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::trace {
@@ -25,9 +25,9 @@ class TraceWriter final : public TraceSink {
   ~TraceWriter() override;
 
   // Opens `path` for writing; reports and returns false when it cannot.
-  bool open(const std::string& path, spec::Diagnostics& diag);
+  bool open(const std::string& path, parse::Diagnostics& diag);
   // Flushes and closes; reports and returns false on a write error (a full disk).
-  bool close(spec::Diagnostics& diag);
+  bool close(parse::Diagnostics& diag);
 
   void header(const TraceHeader& h) override;
   void tool_kind(int16_t index, std::string_view name) override;
@@ -45,7 +45,7 @@ class TraceWriter final : public TraceSink {
 };
 
 // Writes a whole trace to `path`.
-bool write_trace(const Trace& trace, const std::string& path, spec::Diagnostics& diag);
+bool write_trace(const Trace& trace, const std::string& path, parse::Diagnostics& diag);
 // The whole trace as text (for tests and small outputs).
 std::string trace_to_text(const Trace& trace);
 

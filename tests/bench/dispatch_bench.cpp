@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "sim/rl/dispatch.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace {
 
@@ -19,16 +19,16 @@ constexpr int64_t kEngines = 128;    // TP8
 constexpr int64_t kReplicas = 32;    // TP8 x PP4
 constexpr int64_t kSamples = 8192;
 
-const spec::ClusterSpec& cluster() {
-  static const spec::ClusterSpec c = [] {
-    spec::Diagnostics diag;
+const input::ClusterSpec& cluster() {
+  static const input::ClusterSpec c = [] {
+    input::Diagnostics diag;
     const auto doc =
-        spec::check_document("dgx-h100", spec::SpecKind::cluster, {"/nodes=" + std::to_string(kNodes)}, diag);
+        input::check_document("dgx-h100", input::SpecKind::cluster, {"/nodes=" + std::to_string(kNodes)}, diag);
     if (!doc) {
-      std::fprintf(stderr, "%s", spec::format_all(diag).c_str());
+      std::fprintf(stderr, "%s", input::format_all(diag).c_str());
       std::exit(1);
     }
-    return std::get<spec::ClusterSpec>(doc->spec);
+    return std::get<input::ClusterSpec>(doc->spec);
   }();
   return c;
 }
@@ -48,7 +48,7 @@ std::vector<rl::DispatchSample> samples() {
   return out;
 }
 
-rl::DispatchOptions options(spec::DispatchMode mode) {
+rl::DispatchOptions options(input::DispatchMode mode) {
   rl::DispatchOptions o;
   o.mode = mode;
   o.controller_bandwidth_bytes_per_s = cluster().controller_bandwidth_bytes_per_s;
@@ -56,14 +56,14 @@ rl::DispatchOptions options(spec::DispatchMode mode) {
 }
 
 void one_shot(benchmark::State& st) {
-  const auto mode = static_cast<spec::DispatchMode>(st.range(0));
+  const auto mode = static_cast<input::DispatchMode>(st.range(0));
   const auto s = samples();
   const auto tensors = rl::dispatch_tensors(true, false);
   for (auto _ : st) benchmark::DoNotOptimize(rl::simulate_dispatch(cluster(), s, tensors, options(mode)).seconds);
 }
 
 void kept_network(benchmark::State& st) {
-  const auto mode = static_cast<spec::DispatchMode>(st.range(0));
+  const auto mode = static_cast<input::DispatchMode>(st.range(0));
   const auto s = samples();
   const auto tensors = rl::dispatch_tensors(true, false);
   rl::DispatchNetwork net(cluster(), options(mode));

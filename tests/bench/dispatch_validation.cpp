@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "sim/rl/dispatch.h"
-#include "sim/spec/check.h"
-#include "sim/spec/units.h"
+#include "sim/input/check.h"
+#include "sim/parse/units.h"
 
 using namespace arlsim;
 
@@ -34,22 +34,22 @@ struct PaperPoint {
 };
 constexpr PaperPoint kPaper[] = {{8192, "46 MiB", 9.7}, {16384, "93 MiB", 0}, {32768, "187 MiB", 11.2}};
 
-double quantity(const char* text, spec::Dimension dim) {
-  const auto q = spec::parse_quantity(text, dim);
+double quantity(const char* text, input::Dimension dim) {
+  const auto q = input::parse_quantity(text, dim);
   if (!q.error.empty()) std::fprintf(stderr, "%s: %s\n", text, q.error.c_str());
   return q.value;
 }
 
-std::optional<spec::ClusterSpec> load_cluster(const std::vector<std::string>& extra) {
+std::optional<input::ClusterSpec> load_cluster(const std::vector<std::string>& extra) {
   std::vector<std::string> overrides{"/nodes=" + std::to_string(kNodes), std::string("/network/nic_bandwidth=") + kNicBandwidth};
   overrides.insert(overrides.end(), extra.begin(), extra.end());
-  spec::Diagnostics diag;
-  const auto doc = spec::check_document("dgx-h100", spec::SpecKind::cluster, overrides, diag);
+  input::Diagnostics diag;
+  const auto doc = input::check_document("dgx-h100", input::SpecKind::cluster, overrides, diag);
   if (!doc) {
-    std::fprintf(stderr, "%s", spec::format_all(diag).c_str());
+    std::fprintf(stderr, "%s", input::format_all(diag).c_str());
     return std::nullopt;
   }
-  return std::get<spec::ClusterSpec>(doc->spec);
+  return std::get<input::ClusterSpec>(doc->spec);
 }
 
 // What a worker sends per sample in the gather: its data rows and the score.
@@ -77,11 +77,11 @@ std::vector<rl::DispatchSample> make_samples(int64_t per_worker, int64_t context
   return out;
 }
 
-double dispatch_seconds(const spec::ClusterSpec& c, const std::vector<rl::DispatchSample>& samples,
-                        const std::vector<rl::DispatchTensor>& tensors, spec::DispatchMode mode) {
+double dispatch_seconds(const input::ClusterSpec& c, const std::vector<rl::DispatchSample>& samples,
+                        const std::vector<rl::DispatchTensor>& tensors, input::DispatchMode mode) {
   rl::DispatchOptions o;
   o.mode = mode;
-  o.controller_bandwidth_bytes_per_s = quantity(kControllerBandwidth, spec::Dimension::bytes_per_s);
+  o.controller_bandwidth_bytes_per_s = quantity(kControllerBandwidth, input::Dimension::bytes_per_s);
   return rl::simulate_dispatch(c, samples, tensors, o).seconds;
 }
 
@@ -92,20 +92,20 @@ std::string ratio_text(double r) {
   return buf;
 }
 
-void print_testbed(const spec::ClusterSpec& c, const std::vector<rl::DispatchTensor>& tensors) {
+void print_testbed(const input::ClusterSpec& c, const std::vector<rl::DispatchTensor>& tensors) {
   std::printf("EARL testbed as modelled: %lld nodes x 8 H100 SXM, NIC %s per GPU, controller %s, no CPU time\n\n",
               static_cast<long long>(kNodes), kNicBandwidth, kControllerBandwidth);
   std::printf("%-7s %-9s %-8s %-9s %-12s %-11s %-7s %-11s %-7s %-11s %-6s\n", "context", "payload", "samples",
               "modelled", "centralized", "dec-aligned", "ratio", "dec-spread", "ratio", "dock-spread", "paper");
   for (const auto& p : kPaper) {
     const double per_sample = gathered_bytes_per_sample(tensors, p.context);
-    const auto per_worker = static_cast<int64_t>(std::llround(quantity(p.payload, spec::Dimension::bytes) / per_sample));
+    const auto per_worker = static_cast<int64_t>(std::llround(quantity(p.payload, input::Dimension::bytes) / per_sample));
     const auto aligned = make_samples(per_worker, p.context, Mapping::aligned);
     const auto spread = make_samples(per_worker, p.context, Mapping::spread);
-    const double central = dispatch_seconds(c, spread, tensors, spec::DispatchMode::centralized);
-    const double dec_aligned = dispatch_seconds(c, aligned, tensors, spec::DispatchMode::decentralized);
-    const double dec_spread = dispatch_seconds(c, spread, tensors, spec::DispatchMode::decentralized);
-    const double dock = dispatch_seconds(c, spread, tensors, spec::DispatchMode::transfer_dock);
+    const double central = dispatch_seconds(c, spread, tensors, input::DispatchMode::centralized);
+    const double dec_aligned = dispatch_seconds(c, aligned, tensors, input::DispatchMode::decentralized);
+    const double dec_spread = dispatch_seconds(c, spread, tensors, input::DispatchMode::decentralized);
+    const double dock = dispatch_seconds(c, spread, tensors, input::DispatchMode::transfer_dock);
     std::printf("%-7lld %-9s %-8lld %-9.1f %-12.3f %-11.5f %-7s %-11.5f %-7s %-11.5f %-6s\n",
                 static_cast<long long>(p.context), p.payload, static_cast<long long>(per_worker),
                 per_sample * static_cast<double>(per_worker) / (1 << 20), central, dec_aligned,
@@ -115,15 +115,15 @@ void print_testbed(const spec::ClusterSpec& c, const std::vector<rl::DispatchTen
 }
 
 // What-if: every node reaches the others over one TCP NIC of the controller's speed.
-void print_tcp_what_if(const spec::ClusterSpec& c, const std::vector<rl::DispatchTensor>& tensors) {
+void print_tcp_what_if(const input::ClusterSpec& c, const std::vector<rl::DispatchTensor>& tensors) {
   std::printf("\nWhat-if: one %s NIC per node for all traffic (spread mapping)\n\n", kControllerBandwidth);
   std::printf("%-7s %-12s %-11s %-7s %-6s\n", "context", "centralized", "dec-spread", "ratio", "paper");
   for (const auto& p : kPaper) {
     const double per_sample = gathered_bytes_per_sample(tensors, p.context);
-    const auto per_worker = static_cast<int64_t>(std::llround(quantity(p.payload, spec::Dimension::bytes) / per_sample));
+    const auto per_worker = static_cast<int64_t>(std::llround(quantity(p.payload, input::Dimension::bytes) / per_sample));
     const auto spread = make_samples(per_worker, p.context, Mapping::spread);
-    const double central = dispatch_seconds(c, spread, tensors, spec::DispatchMode::centralized);
-    const double dec = dispatch_seconds(c, spread, tensors, spec::DispatchMode::decentralized);
+    const double central = dispatch_seconds(c, spread, tensors, input::DispatchMode::centralized);
+    const double dec = dispatch_seconds(c, spread, tensors, input::DispatchMode::decentralized);
     std::printf("%-7lld %-12.3f %-11.4f %-7s %-6s\n", static_cast<long long>(p.context), central, dec,
                 ratio_text(central / dec).c_str(), ratio_text(p.ratio).c_str());
   }

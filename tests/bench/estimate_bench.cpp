@@ -5,21 +5,21 @@
 
 #include "sim/model/inference.h"
 #include "sim/model/train.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace {
 
 using namespace arlsim;
 
-spec::ModelSpec model_named(const char* name) {
-  spec::Diagnostics diag;
-  return std::get<spec::ModelSpec>(spec::check_document(name, spec::SpecKind::model, {}, diag)->spec);
+input::ModelSpec model_named(const char* name) {
+  input::Diagnostics diag;
+  return std::get<input::ModelSpec>(input::check_document(name, input::SpecKind::model, {}, diag)->spec);
 }
 
-spec::ClusterSpec cluster_of(int64_t nodes) {
-  spec::Diagnostics diag;
-  return std::get<spec::ClusterSpec>(
-      spec::check_document("dgx-h100", spec::SpecKind::cluster, {"/nodes=" + std::to_string(nodes)}, diag)->spec);
+input::ClusterSpec cluster_of(int64_t nodes) {
+  input::Diagnostics diag;
+  return std::get<input::ClusterSpec>(
+      input::check_document("dgx-h100", input::SpecKind::cluster, {"/nodes=" + std::to_string(nodes)}, diag)->spec);
 }
 
 void train_estimate(benchmark::State& state, const char* model_name, int64_t tp, int64_t pp, int64_t dp) {

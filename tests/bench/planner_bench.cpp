@@ -8,22 +8,22 @@
 #include "planner/analytic.h"
 #include "planner/plan.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace {
 
 using namespace arlsim;
 
-spec::ScenarioSpec earl(const std::vector<std::string>& extra = {}) {
-  spec::Diagnostics diag;
+input::ScenarioSpec earl(const std::vector<std::string>& extra = {}) {
+  input::Diagnostics diag;
   std::vector<std::string> o{"/trace/generate/steps=200", "/trace/generate/every=1", "/steps=200"};
   o.insert(o.end(), extra.begin(), extra.end());
-  return *spec::load_scenario("earl-testbed", o, diag);
+  return *input::load_scenario("earl-testbed", o, diag);
 }
 
-const std::vector<planner::StepFeatures>& features(const spec::ScenarioSpec& s) {
+const std::vector<planner::StepFeatures>& features(const input::ScenarioSpec& s) {
   static const auto f = [&] {
-    spec::Diagnostics diag;
+    input::Diagnostics diag;
     const auto t = rl::load_scenario_trace(s, "", diag);
     planner::FeatureOptions fo;
     fo.max_context = s.workload.max_context_tokens;
@@ -44,7 +44,7 @@ void rollout_cost(benchmark::State& state) {
 void train_cost_uncached(benchmark::State& state) {
   const auto s = earl();
   const auto base = features(s).back();
-  spec::TrainLayout l = s.policy.train;
+  input::TrainLayout l = s.policy.train;
   int64_t n = 0;
   for (auto _ : state) {
     // A fresh estimator each time: nothing memoised.

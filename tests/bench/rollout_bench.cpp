@@ -8,7 +8,7 @@
 #include <string>
 
 #include "sim/rl/rollout.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 #include "sim/trace/generator.h"
 
 using namespace arlsim;
@@ -31,10 +31,10 @@ int main() {
   trace::TraceBuilder builder(t);
   trace::generate(p, builder);
 
-  spec::Diagnostics diag;
-  const auto model = std::get<spec::ModelSpec>(spec::check_document("qwen3-32b", spec::SpecKind::model, {}, diag)->spec);
-  auto cluster = std::get<spec::ClusterSpec>(spec::check_document("dgx-h100", spec::SpecKind::cluster, {"/nodes=128"}, diag)->spec);
-  cluster.pools = {spec::PoolSpec{"python", spec::PoolKind::sandbox, 2048, 8192, SimTime::from_seconds(3), {}, 0}};
+  input::Diagnostics diag;
+  const auto model = std::get<input::ModelSpec>(input::check_document("qwen3-32b", input::SpecKind::model, {}, diag)->spec);
+  auto cluster = std::get<input::ClusterSpec>(input::check_document("dgx-h100", input::SpecKind::cluster, {"/nodes=128"}, diag)->spec);
+  cluster.pools = {input::PoolSpec{"python", input::PoolKind::sandbox, 2048, 8192, SimTime::from_seconds(3), {}, 0}};
 
   rl::RolloutOptions o;
   o.model = &model;
@@ -42,7 +42,7 @@ int main() {
   o.layout = {8, 1, 1};
   o.engines = 128;
   o.engine.gpu_memory_utilization = 0.9;
-  o.tool_policy = spec::ToolPolicy::pooled;
+  o.tool_policy = input::ToolPolicy::pooled;
   rl::RolloutInput in;
   for (size_t i = 0; i < t.size(); ++i) in.trajectories.push_back(t.trajectory(i));
   in.tool_names = t.tool_names();

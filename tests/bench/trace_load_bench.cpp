@@ -15,11 +15,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto start = std::chrono::steady_clock::now();
-  arlsim::spec::Diagnostics diag;
+  arlsim::parse::Diagnostics diag;
   const auto trace = arlsim::trace::load_trace(argv[1], diag);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!trace) {
-    std::fputs(arlsim::spec::format_all(diag).c_str(), stderr);
+    std::fputs(arlsim::parse::format_all(diag).c_str(), stderr);
     return 2;
   }
   rusage usage{};

@@ -129,7 +129,7 @@ expect no-files 2 "$arlsim" check
 
 # Valid inputs of every kind, from files and by preset name.
 expect check-files 0 "$arlsim" check scenarios/default.json calib/profiles/h100-sxm.json \
-  scenarios/clusters/dgx-h100.json scenarios/models/deepseek-v3.json tests/spec/data/hf/pythia-6.9b.json
+  scenarios/clusters/dgx-h100.json scenarios/models/deepseek-v3.json tests/input/data/hf/pythia-6.9b.json
 expect check-preset 0 "$arlsim" check default
 expect check-set 0 "$arlsim" check default --set /cluster/nodes=4 --set /policy/train/dp=16
 

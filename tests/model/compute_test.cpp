@@ -7,7 +7,7 @@ using namespace arlsim;
 
 TEST_CASE("compute: tile and wave quantisation") {
   const auto c = test::preset_cluster("dgx-h100", 1);  // 132 SMs, 128 x 256 tiles
-  const model::ComputeModel cm(c.gpu, spec::Dtype::bf16);
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
   // 4096 x 8192: 32 x 32 = 1024 whole tiles in ceil(1024 / 132) = 8 waves of 132 slots.
   CHECK(cm.quantisation(4096, 8192, 8192) == doctest::Approx(1024.0 / (8 * 132)));
   // 100 rows of a 128-row tile: 100/128 of the work is useful; 4 tiles split K 32 ways (8192 / 256)
@@ -17,7 +17,7 @@ TEST_CASE("compute: tile and wave quantisation") {
 
 TEST_CASE("compute: a large GEMM runs at the profile's measured efficiency") {
   const auto c = test::preset_cluster("dgx-h100", 1);
-  const model::ComputeModel cm(c.gpu, spec::Dtype::bf16);
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
   // The profile's point (2048 x 2048 x 13312 at 80.3%) is reproduced exactly.
   CHECK(cm.gemm_efficiency(2048, 2048, 13312) == doctest::Approx(0.803));
   const auto big = cm.gemm(2048, 2048, 13312);
@@ -27,7 +27,7 @@ TEST_CASE("compute: a large GEMM runs at the profile's measured efficiency") {
 
 TEST_CASE("compute: a GEMV is memory-bound and reads the weights once") {
   const auto c = test::preset_cluster("dgx-h100", 1);
-  const model::ComputeModel cm(c.gpu, spec::Dtype::bf16);
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
   const auto gemv = cm.gemm(1, 8192, 8192);
   CHECK(gemv.memory_bound);
   const double bytes = 2.0 * (8192 + 8192.0 * 8192 + 8192);
@@ -36,7 +36,7 @@ TEST_CASE("compute: a GEMV is memory-bound and reads the weights once") {
 
 TEST_CASE("compute: attention efficiency interpolates the profile's curve in log length") {
   const auto c = test::preset_cluster("dgx-h100", 1);
-  const model::ComputeModel cm(c.gpu, spec::Dtype::bf16);
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
   CHECK(cm.attention_efficiency(4096, model::AttentionPass::forward_backward) == doctest::Approx(294.0 / 989).epsilon(1e-3));
   // Halfway between 4096 and 8192 in log2: halfway between 294 and 308 TFLOP/s.
   CHECK(cm.attention_efficiency(5793, model::AttentionPass::forward_backward) ==

@@ -9,16 +9,16 @@ using namespace arlsim;
 namespace {
 
 // A GPT-style model as in Korthikanti et al. 2022: multi-head attention, a 4h GELU MLP.
-spec::ModelSpec gpt(int64_t h, int64_t heads, int64_t layers) {
-  spec::ModelSpec m;
+input::ModelSpec gpt(int64_t h, int64_t heads, int64_t layers) {
+  input::ModelSpec m;
   m.hidden_size = h;
   m.num_layers = layers;
   m.num_heads = m.num_kv_heads = heads;
   m.head_dim = h / heads;
   m.ffn_hidden_size = 4 * h;
   m.vocab_size = 51200;
-  m.mlp = spec::MlpKind::plain;
-  m.norm = spec::NormKind::layernorm;
+  m.mlp = input::MlpKind::plain;
+  m.norm = input::NormKind::layernorm;
   m.max_context = 2048;
   return m;
 }
@@ -31,7 +31,7 @@ TEST_CASE("memory: activations per layer follow Korthikanti et al. without dropo
   // FlashAttention's fp32 log-sum-exp per head (4 sba).
   const auto m = gpt(4096, 32, 2);
   const int64_t s = 2048, b = 2, t = s * b;
-  spec::TrainLayout l;
+  input::TrainLayout l;
   CHECK(model::layer_activation_bytes(m, l, t, false) == 32.0 * t * 4096 + 4.0 * t * 32);
   // Tensor parallelism with sequence parallelism divides everything by t (their sbh(34/t + ...)).
   l.tp = 8;
@@ -41,14 +41,14 @@ TEST_CASE("memory: activations per layer follow Korthikanti et al. without dropo
   l.sequence_parallel = false;
   CHECK(model::layer_activation_bytes(m, l, t, false) == doctest::Approx(8.0 * t * 4096 + (24.0 * t * 4096 + 4.0 * t * 32) / 8));
   // Full recompute keeps the layer input only: 2 sbh.
-  l.recompute = spec::Recompute::full;
+  l.recompute = input::Recompute::full;
   CHECK(model::layer_activation_bytes(m, l, t, false) == 2.0 * t * 4096);
 }
 
 TEST_CASE("memory: ZeRO stages shard 12, then 4, then 2 of the 18 bytes per parameter") {
   const auto m = test::preset_model("llama-3.1-8b");
   const auto c = test::preset_cluster("dgx-h100", 1);
-  spec::TrainLayout l;
+  input::TrainLayout l;
   l.dp = 8;
   model::TrainShape shape;
   shape.seq_len = 1024;
@@ -66,17 +66,17 @@ TEST_CASE("memory: ZeRO stages shard 12, then 4, then 2 of the 18 bytes per para
 
 TEST_CASE("memory: the training state is the one formula behind memory, and follows dtype and ZeRO") {
   const auto m = test::preset_model("llama-3.1-8b");
-  spec::TrainLayout l;
+  input::TrainLayout l;
   l.dp = 8;
   l.zero = 2;
   const double params = model::params_per_rank(m, l, true, true).total();
   // bf16: 2 + 4 + 12 bytes per parameter, gradients and optimizer sharded over dp = 8.
-  const auto bf16 = model::training_state(m, l, spec::Dtype::bf16);
+  const auto bf16 = model::training_state(m, l, input::Dtype::bf16);
   CHECK(bf16.weights == doctest::Approx(2 * params));
   CHECK(bf16.gradients == doctest::Approx(4 * params / 8));
   CHECK(bf16.optimizer == doctest::Approx(12 * params / 8));
   // fp32 training keeps no separate master copy: 4 + 4 + 8.
-  const auto fp32 = model::training_state(m, l, spec::Dtype::fp32);
+  const auto fp32 = model::training_state(m, l, input::Dtype::fp32);
   CHECK(fp32.weights == doctest::Approx(4 * params));
   CHECK(fp32.optimizer == doctest::Approx(8 * params / 8));
   // train_memory reports exactly these (offload moves them off the GPU, not out of the state).
@@ -88,14 +88,14 @@ TEST_CASE("memory: the training state is the one formula behind memory, and foll
   CHECK(mem.get("optimizer") == bf16.optimizer);
   l.offload_optimizer = true;
   CHECK(model::train_memory(m, test::preset_cluster("dgx-h100", 1).gpu, l, shape).get("optimizer") == 0);
-  CHECK(model::training_state(m, l, spec::Dtype::bf16).optimizer == bf16.optimizer);
+  CHECK(model::training_state(m, l, input::Dtype::bf16).optimizer == bf16.optimizer);
   // With pipeline stages, the larger of the first and the last stage's state.
   l.offload_optimizer = false;
   l.pp = 4;
   l.dp = 2;
-  const auto first = model::training_state(m, l, spec::Dtype::bf16, true, false);
-  const auto last = model::training_state(m, l, spec::Dtype::bf16, false, true);
-  CHECK(model::training_state(m, l, spec::Dtype::bf16).total() == std::max(first.total(), last.total()));
+  const auto first = model::training_state(m, l, input::Dtype::bf16, true, false);
+  const auto last = model::training_state(m, l, input::Dtype::bf16, false, true);
+  CHECK(model::training_state(m, l, input::Dtype::bf16).total() == std::max(first.total(), last.total()));
 }
 
 TEST_CASE("memory: KV cache per GPU splits key-value heads over tp, replicating them past it") {

@@ -6,28 +6,28 @@
 #include <string>
 #include <vector>
 
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 
 namespace arlsim::test {
 
-inline spec::ModelSpec preset_model(const std::string& name) {
-  spec::Diagnostics diag;
-  auto doc = spec::check_document(name, spec::SpecKind::model, {}, diag);
-  REQUIRE_MESSAGE(doc, spec::format_all(diag));
-  return std::get<spec::ModelSpec>(doc->spec);
+inline input::ModelSpec preset_model(const std::string& name) {
+  input::Diagnostics diag;
+  auto doc = input::check_document(name, input::SpecKind::model, {}, diag);
+  REQUIRE_MESSAGE(doc, input::format_all(diag));
+  return std::get<input::ModelSpec>(doc->spec);
 }
 
-inline spec::ClusterSpec preset_cluster(const std::string& name, int64_t nodes) {
-  spec::Diagnostics diag;
-  auto doc = spec::check_document(name, spec::SpecKind::cluster, {"/nodes=" + std::to_string(nodes)}, diag);
-  REQUIRE_MESSAGE(doc, spec::format_all(diag));
-  return std::get<spec::ClusterSpec>(doc->spec);
+inline input::ClusterSpec preset_cluster(const std::string& name, int64_t nodes) {
+  input::Diagnostics diag;
+  auto doc = input::check_document(name, input::SpecKind::cluster, {"/nodes=" + std::to_string(nodes)}, diag);
+  REQUIRE_MESSAGE(doc, input::format_all(diag));
+  return std::get<input::ClusterSpec>(doc->spec);
 }
 
-inline spec::ScenarioSpec preset_scenario(const std::string& name, const std::vector<std::string>& overrides) {
-  spec::Diagnostics diag;
-  auto s = spec::load_scenario(name, overrides, diag);
-  REQUIRE_MESSAGE(s, spec::format_all(diag));
+inline input::ScenarioSpec preset_scenario(const std::string& name, const std::vector<std::string>& overrides) {
+  input::Diagnostics diag;
+  auto s = input::load_scenario(name, overrides, diag);
+  REQUIRE_MESSAGE(s, input::format_all(diag));
   return *s;
 }
 

@@ -74,7 +74,7 @@ TEST_CASE("train: full recompute trades memory for one more forward") {
   const auto c = test::preset_cluster("dgx-h100", 1);
   auto r = request(2, 1, 4, 1, 32);
   const auto none = model::estimate_train(m, c, r);
-  r.layout.recompute = spec::Recompute::full;
+  r.layout.recompute = input::Recompute::full;
   const auto full = model::estimate_train(m, c, r);
   CHECK(full.breakdown.backward_s == doctest::Approx(none.breakdown.backward_s + none.breakdown.forward_s - (0.0)).epsilon(0.02));
   CHECK(full.memory.get("activations") < none.memory.get("activations") / 5);

@@ -8,7 +8,7 @@
 #include "planner/plan.h"
 #include "planner/selector.h"
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 #include "tests/model/model_fixtures.h"
 
 using namespace arlsim;
@@ -45,7 +45,7 @@ CostTable random_table(std::mt19937& rng, size_t steps, size_t candidates) {
   return t;
 }
 
-spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
+input::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
 
 // One single-turn trajectory per sample: a 512-token prompt, the rest of `context` generated.
 trace::Trace growing_trace(const std::vector<int32_t>& contexts, int32_t samples) {
@@ -144,7 +144,7 @@ TEST_CASE("plan: a layout that wins at short contexts and loses at long ones mak
   CHECK(online.total_seconds() >= offline.total_seconds() - 1e-9);
   // The adopted (offline) schedule is the policy's, and the simulator replays it without OOM.
   REQUIRE_FALSE(p.policy.schedule.empty());
-  spec::ScenarioSpec planned = s;
+  input::ScenarioSpec planned = s;
   planned.policy = p.policy;
   rl::RunOptions ro;
   ro.timeline = false;
@@ -155,8 +155,8 @@ TEST_CASE("plan: a layout that wins at short contexts and loses at long ones mak
 }
 
 TEST_CASE("plan: to_schedule writes one entry per run of equal layouts") {
-  spec::RolloutLayout a{4, 1, 1, 0}, b{8, 1, 1, 0};
-  spec::TrainLayout tr;
+  input::RolloutLayout a{4, 1, 1, 0}, b{8, 1, 1, 0};
+  input::TrainLayout tr;
   const auto e = planner::to_schedule({0, 4, 8, 12}, {a, a, b, b}, {tr, tr, tr, tr});
   REQUIRE(e.size() == 2);
   CHECK(e[0].first_step == 0);

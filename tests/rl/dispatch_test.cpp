@@ -18,7 +18,7 @@ constexpr double kNvlink = 450e9 * 0.82;
 constexpr double kNic = 50e9 * 0.94;
 constexpr double kHost = 63e9 * 0.7;
 
-rl::DispatchOptions options(spec::DispatchMode mode, double controller_bytes_per_s) {
+rl::DispatchOptions options(input::DispatchMode mode, double controller_bytes_per_s) {
   rl::DispatchOptions o;
   o.mode = mode;
   o.controller_bandwidth_bytes_per_s = controller_bytes_per_s;
@@ -58,7 +58,7 @@ TEST_CASE("dispatch: centralized is gather / C + CPU + scatter / C when the cont
                                                 {"adv", 4, 4, TensorRole::advantage_output}};
   const std::vector<DispatchSample> samples{{1000, 0, 8}, {2000, 9, 1}, {500, 3, 3}};
   const double c = 1e6;
-  auto o = options(spec::DispatchMode::centralized, c);
+  auto o = options(input::DispatchMode::centralized, c);
   o.advantage_seconds_per_token = 1e-6;
   const auto r = rl::simulate_dispatch(cluster, samples, tensors, o);
   // The three gathers share the controller's link and nothing slower, so it stays busy until the
@@ -81,7 +81,7 @@ TEST_CASE("dispatch: decentralized inside a node uses NVLink only") {
   // GPUs 0 and 1 both send to 4 (they share the NVSwitch's link into 4); 2 sends twice as much
   // to 5 alone; 6 keeps its own sample.
   const std::vector<DispatchSample> samples{{1000, 0, 4}, {1000, 1, 4}, {2000, 2, 5}, {300, 6, 6}};
-  const auto r = rl::simulate_dispatch(cluster, samples, tensors, options(spec::DispatchMode::decentralized, 3.125e9));
+  const auto r = rl::simulate_dispatch(cluster, samples, tensors, options(input::DispatchMode::decentralized, 3.125e9));
   CHECK(r.cross_node_bytes == 0);
   // Both pairs of NVLink flows end together: 2 x 1000 x 52 B at the full link rate.
   CHECK(r.seconds == doctest::Approx(2 * 1000 * per_token / kNvlink));
@@ -95,7 +95,7 @@ TEST_CASE("dispatch: decentralized between nodes goes through the NICs") {
   const auto cluster = test::preset_cluster("dgx-h100", 2);
   const auto tensors = rl::dispatch_tensors(true, false);
   const double per_token = data_bytes_per_token(tensors);
-  const auto r = rl::simulate_dispatch(cluster, {{1000, 0, 8}}, tensors, options(spec::DispatchMode::decentralized, 3.125e9));
+  const auto r = rl::simulate_dispatch(cluster, {{1000, 0, 8}}, tensors, options(input::DispatchMode::decentralized, 3.125e9));
   CHECK(r.seconds == doctest::Approx(1000 * per_token / kNic));
   CHECK(r.cross_node_bytes == doctest::Approx(1000 * per_token));
 }
@@ -106,7 +106,7 @@ TEST_CASE("dispatch: transfer dock writes to the producer's node and reads from 
   const double per_token = data_bytes_per_token(tensors);
   // Node 0 -> node 1, node 1 -> node 0, and one sample that stays on node 0.
   const std::vector<DispatchSample> samples{{1000, 0, 8}, {2000, 9, 1}, {500, 3, 5}};
-  auto o = options(spec::DispatchMode::transfer_dock, 3.125e9);
+  auto o = options(input::DispatchMode::transfer_dock, 3.125e9);
   o.metadata_bytes_per_message = 64;
   const auto r = rl::simulate_dispatch(cluster, samples, tensors, o);
   // Only the bytes whose producer and consumer nodes differ cross between nodes.
@@ -127,8 +127,8 @@ TEST_CASE("dispatch: the same inputs give the same result") {
   const auto tensors = rl::dispatch_tensors(true, true);
   std::vector<DispatchSample> samples;
   for (int64_t i = 0; i < 64; ++i) samples.push_back({1000 + 37 * i, (i * 5) % 16, (i * 3 + 1) % 16});
-  for (const auto mode : {spec::DispatchMode::centralized, spec::DispatchMode::decentralized,
-                          spec::DispatchMode::transfer_dock}) {
+  for (const auto mode : {input::DispatchMode::centralized, input::DispatchMode::decentralized,
+                          input::DispatchMode::transfer_dock}) {
     auto o = options(mode, 3.125e9);
     o.advantage_seconds_per_token = 2e-9;
     o.metadata_bytes_per_message = 128;
@@ -145,17 +145,17 @@ TEST_CASE("dispatch: the same inputs give the same result") {
 
 TEST_CASE("dispatch: inputs it cannot simulate are named") {
   auto cluster = test::preset_cluster("dgx-h100", 2);
-  CHECK(rl::dispatch_problem(cluster, options(spec::DispatchMode::decentralized, 3.125e9)).empty());
-  CHECK(rl::dispatch_problem(cluster, options(spec::DispatchMode::centralized, 0)) ==
+  CHECK(rl::dispatch_problem(cluster, options(input::DispatchMode::decentralized, 3.125e9)).empty());
+  CHECK(rl::dispatch_problem(cluster, options(input::DispatchMode::centralized, 0)) ==
         "the controller's link has no bandwidth");
-  auto far = options(spec::DispatchMode::centralized, 1e9);
+  auto far = options(input::DispatchMode::centralized, 1e9);
   far.controller_node = 2;
   CHECK(rl::dispatch_problem(cluster, far) == "the controller's node 2 is outside the cluster's 2 nodes");
   cluster.gpu.host_link = {};
-  CHECK(rl::dispatch_problem(cluster, options(spec::DispatchMode::transfer_dock, 1e9)) ==
+  CHECK(rl::dispatch_problem(cluster, options(input::DispatchMode::transfer_dock, 1e9)) ==
         "a transfer dock keeps its warehouses in host memory, and GPU profile h100-sxm has no host link bandwidth");
   // Without a controller bandwidth the controller's flows never end.
   const auto r = rl::simulate_dispatch(cluster, {{100, 0, 8}}, rl::dispatch_tensors(true, false),
-                                       options(spec::DispatchMode::centralized, 0));
+                                       options(input::DispatchMode::centralized, 0));
   CHECK(r.seconds == std::numeric_limits<double>::infinity());
 }

@@ -40,8 +40,8 @@ trace::Turn turn(int32_t prefill, int32_t gen, double tool_s = -1, int32_t obs =
 }
 
 struct Setup {
-  spec::ModelSpec model = test::preset_model("qwen3-8b");
-  spec::ClusterSpec cluster = test::preset_cluster("dgx-h100", 1);
+  input::ModelSpec model = test::preset_model("qwen3-8b");
+  input::ClusterSpec cluster = test::preset_cluster("dgx-h100", 1);
   rl::RolloutOptions options() {
     rl::RolloutOptions o;
     o.model = &model;
@@ -93,14 +93,14 @@ TEST_CASE("rollout: a KV budget too small for the batch forces preemptions, and 
 
 TEST_CASE("rollout: static sandboxes make the second caller wait for the first trajectory's end") {
   Setup s;
-  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
+  s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
   Workload w;
   // Two identical trajectories: a short turn, a 10 s tool call, a second turn.
   for (int i = 0; i < 2; ++i) w.add(i, {turn(100, 10, 10.0, 50), turn(20, 200)});
   auto o = s.options();
-  o.tool_policy = spec::ToolPolicy::static_binding;
+  o.tool_policy = input::ToolPolicy::static_binding;
   const auto stat = rl::simulate_rollout(o, w.input());
-  o.tool_policy = spec::ToolPolicy::pooled;
+  o.tool_policy = input::ToolPolicy::pooled;
   const auto pooled = rl::simulate_rollout(o, w.input());
   auto act = [](const rl::RolloutResult& r, size_t i) { return (r.tool_calls[i].ended - r.tool_calls[i].requested).seconds(); };
   // Pooled: the second action waits for the first action only: ACT = 10 + 10.
@@ -114,7 +114,7 @@ TEST_CASE("rollout: static sandboxes make the second caller wait for the first t
 
 TEST_CASE("rollout: event skipping gives the same times as iterating, on random agentic cases") {
   Setup s;
-  s.cluster.pools = {spec::PoolSpec{"sandbox", spec::PoolKind::sandbox, 4, 16, SimTime::from_seconds(0.5), {}, 0}};
+  s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 4, 16, SimTime::from_seconds(0.5), {}, 0}};
   std::mt19937_64 rng(1234);
   for (int trial = 0; trial < 6; ++trial) {
     Workload w;
@@ -134,7 +134,7 @@ TEST_CASE("rollout: event skipping gives the same times as iterating, on random 
     o.engines = 1 + static_cast<int64_t>(rng() % 3);
     o.engine.gpu_memory_utilization = trial % 2 == 0 ? 0.9 : 0.25;  // some cases preempt
     o.engine.max_num_seqs = 1 + static_cast<int64_t>(rng() % 64);
-    o.tool_policy = trial % 3 == 0 ? spec::ToolPolicy::static_binding : spec::ToolPolicy::pooled;
+    o.tool_policy = trial % 3 == 0 ? input::ToolPolicy::static_binding : input::ToolPolicy::pooled;
     o.routing = rl::routing_policies()[static_cast<size_t>(trial) % rl::routing_policies().size()].name;
     auto in = w.input();
     in.arrivals.clear();
@@ -185,7 +185,7 @@ TEST_CASE("rollout: group prompts are prefilled once per engine with prefix cach
 
 TEST_CASE("rollout: rule rewards queue on their pool; a reward model prefills the whole context") {
   Setup s;
-  s.cluster.pools = {spec::PoolSpec{"reward", spec::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
+  s.cluster.pools = {input::PoolSpec{"reward", input::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
   Workload w;
   for (int i = 0; i < 3; ++i) w.add(i, {turn(500, 100)});  // identical: they finish together
   auto o = s.options();
@@ -202,7 +202,7 @@ TEST_CASE("rollout: rule rewards queue on their pool; a reward model prefills th
 
   auto reward_model = test::preset_model("qwen3-4b");
   o.reward = {};
-  o.reward.kind = spec::RewardKind::model;
+  o.reward.kind = input::RewardKind::model;
   o.reward.model = &reward_model;
   o.reward.engines = 1;
   const auto scored = rl::simulate_rollout(o, w.input());

@@ -3,17 +3,17 @@
 #include <algorithm>
 
 #include "sim/rl/step.h"
-#include "sim/spec/check.h"
+#include "sim/input/check.h"
 #include "tests/model/model_fixtures.h"
 
 using namespace arlsim;
 
 namespace {
 
-spec::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
+input::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
 
-trace::Trace small_trace(const spec::ScenarioSpec& s) {
-  spec::Diagnostics diag;
+trace::Trace small_trace(const input::ScenarioSpec& s) {
+  input::Diagnostics diag;
   auto t = rl::load_scenario_trace(s, "", diag);
   REQUIRE(t);
   return *t;
@@ -157,7 +157,7 @@ TEST_CASE("step: a layout switch of the schedule costs its relaunch or reshard p
   }
   CHECK(rl::train_switch_seconds(s0, s0.policy.train, s0.policy.train, 30) == 0);
   auto recompute_only = s0.policy.train;
-  recompute_only.recompute = spec::Recompute::full;
+  recompute_only.recompute = input::Recompute::full;
   CHECK(rl::train_switch_seconds(s0, s0.policy.train, recompute_only, 30) == 30);  // a restart, no reshard
   CHECK(rl::rollout_switch_seconds(s0, s0.policy.rollout, s0.policy.rollout, 30) == 0);
 }
@@ -168,7 +168,7 @@ TEST_CASE("step: layout-aware assignment keeps samples on their node and dispatc
   auto aware_overrides = base;
   aware_overrides.push_back("/policy/balance_batch=\"layout-aware\"");
   const auto balanced_s = scenario(base), aware_s = scenario(aware_overrides);
-  CHECK(aware_s.policy.batch_assignment == spec::BatchAssignment::layout_aware);
+  CHECK(aware_s.policy.batch_assignment == input::BatchAssignment::layout_aware);
   const auto balanced = rl::simulate_run(balanced_s, small_trace(balanced_s), {});
   const auto aware = rl::simulate_run(aware_s, small_trace(aware_s), {});
   REQUIRE(balanced.steps.size() == 2);

@@ -24,12 +24,12 @@ TEST_CASE("bad-input corpus of traces: each file gives exactly its expected diag
   const auto cases = test::corpus("tests/bad_input_trace", ".jsonl");
   CHECK(cases.size() >= 25);
   for (const auto& c : cases) {
-    spec::Diagnostics diag;
+    parse::Diagnostics diag;
     NullSink sink;
     const bool ok = trace::read_trace_file(c.input.string(), sink, diag);
     INFO(c.input.string());
     CHECK_FALSE(ok);
     CHECK(diag.has_errors());
-    CHECK(spec::format_all(diag) == c.expected);
+    CHECK(parse::format_all(diag) == c.expected);
   }
 }

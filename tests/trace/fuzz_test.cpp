@@ -40,7 +40,7 @@ TEST_CASE("fuzz: damaged traces give a trace or a diagnostic, never a crash") {
   for (int i = 0; i < 1500; ++i) {
     Trace t;
     TraceBuilder builder(t);
-    spec::Diagnostics diag;
+    parse::Diagnostics diag;
     ReadOptions options;
     options.allow_truncated_last_line = i % 2 == 0;
     const bool ok = read_trace_text(arlsim::test::mutate(text, kSpecial, rng), "f.jsonl", builder, diag, options);
@@ -63,11 +63,11 @@ TEST_CASE("fuzz: damaged summaries and dumps give a trace or a diagnostic, never
     SummaryImportOptions so;
     so.prompts_per_step = 2;
     so.group_size = 3;
-    spec::Diagnostics d1;
+    parse::Diagnostics d1;
     if (!import_summary_csv(arlsim::test::mutate(csv, kSpecial, rng), "f.csv", so, d1)) CHECK(d1.has_errors());
     RolloutImportOptions ro;
     ro.chars_per_token = i % 2 ? 3.5 : 0;
-    spec::Diagnostics d2;
+    parse::Diagnostics d2;
     if (!import_rollout_jsonl({{"9.jsonl", arlsim::test::mutate(dump, kSpecial, rng)}}, ro, d2)) CHECK(d2.has_errors());
   }
 }

@@ -22,9 +22,9 @@ TraceStats stats_of(const Trace& t) {
 }
 
 std::optional<Trace> import_csv(const std::string& text, SummaryImportOptions o, std::string& messages) {
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   auto t = import_summary_csv(text, "run.csv", o, diag);
-  messages = spec::format_all(diag);
+  messages = parse::format_all(diag);
   return t;
 }
 
@@ -191,9 +191,9 @@ TEST_CASE("import: rollout dumps with counts, token ids and text") {
        "{\"uid\":\"a\",\"prompt_length\":100,\"response_length\":70,\"truncated\":true}\n"},
       {"dump/3.jsonl", "{\"uid\":\"a\",\"input\":\"12345678\",\"output\":\"abcdefghij\",\"num_turns\":2}\n"},
   };
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   auto t = import_rollout_jsonl(files, o, diag);
-  INFO(spec::format_all(diag));
+  INFO(parse::format_all(diag));
   REQUIRE(t.has_value());
   REQUIRE(t->size() == 4);
   const TrajectoryView first = t->trajectory(0);  // step 3 comes first
@@ -218,9 +218,9 @@ TEST_CASE("import: rollout dump problems name the line and the field") {
        "{\"step\":1,\"prompt_tokens\":10,\"response_tokens\":5}\n"
        "not json\n"},
   };
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   CHECK_FALSE(import_rollout_jsonl(files, o, diag).has_value());
-  CHECK(spec::format_all(diag) ==
+  CHECK(parse::format_all(diag) ==
         "d.jsonl:1:62: /response_tokens: expected a token count (a non-negative integer or an array of token ids), "
         "got the number -3\n"
         "d.jsonl:2:53: /output: expected a token count (a non-negative integer or an array of token ids), got the "
@@ -238,9 +238,9 @@ TEST_CASE("import: --field reaches nested fields; --group-size groups consecutiv
                                       "{\"step\":2,\"plen\":5,\"meta\":{\"len\":11}}\n"
                                       "{\"step\":2,\"plen\":5,\"meta\":{\"len\":12}}\n"
                                       "{\"step\":2,\"plen\":6,\"meta\":{\"len\":13}}\n"}};
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   auto t = import_rollout_jsonl(files, o, diag);
-  INFO(spec::format_all(diag));
+  INFO(parse::format_all(diag));
   REQUIRE(t.has_value());
   REQUIRE(t->size() == 3);
   CHECK(t->trajectory(1).info == TrajectoryInfo{2, 1, 0, false});
@@ -256,13 +256,13 @@ TEST_CASE("import: slime-like samples: all tokens minus the response, and a stat
                                       "{\"group_index\":0,\"prompt\":\"solve\",\"tokens\":[1,2,3,4,5,6,7,8],"
                                       "\"response_length\":2,\"status\":\"completed\"}\n"
                                       "{\"group_index\":1,\"tokens\":[1],\"response_length\":2}\n"}};
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   CHECK_FALSE(import_rollout_jsonl(files, o, diag).has_value());
-  CHECK(spec::format_all(diag) == "rollout_4.jsonl:3:27: /tokens: holds 1 tokens, fewer than the response's 2\n");
+  CHECK(parse::format_all(diag) == "rollout_4.jsonl:3:27: /tokens: holds 1 tokens, fewer than the response's 2\n");
   const std::vector<NamedText> good{{files[0].name, files[0].text.substr(0, files[0].text.rfind("{\"group_index\":1"))}};
-  spec::Diagnostics diag2;
+  parse::Diagnostics diag2;
   auto t = import_rollout_jsonl(good, o, diag2);
-  INFO(spec::format_all(diag2));
+  INFO(parse::format_all(diag2));
   REQUIRE(t.has_value());
   REQUIRE(t->size() == 2);
   CHECK(t->trajectory(0).info == TrajectoryInfo{4, 0, 0, true});

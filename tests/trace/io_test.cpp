@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/spec/diagnostics.h"
+#include "sim/parse/diagnostics.h"
 #include "sim/trace/gen_options.h"
 #include "sim/trace/json_text.h"
 #include "sim/trace/reader.h"
@@ -31,9 +31,9 @@ Trace generated(uint64_t seed) {
 Trace read_back(const std::string& text) {
   Trace t;
   TraceBuilder builder(t);
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   const bool ok = read_trace_text(text, "t.jsonl", builder, diag);
-  INFO(spec::format_all(diag));
+  INFO(parse::format_all(diag));
   REQUIRE(ok);
   return t;
 }
@@ -93,11 +93,11 @@ TEST_CASE("io: generate -> write -> read gives the identical trace, and writing 
 TEST_CASE("io: the round trip holds through a file too") {
   const Trace original = generated(11);
   const auto path = std::filesystem::temp_directory_path() / "arlsim_io_test.jsonl";
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   REQUIRE(write_trace(original, path.string(), diag));
   auto back = load_trace(path.string(), diag);
   std::filesystem::remove(path);
-  INFO(spec::format_all(diag));
+  INFO(parse::format_all(diag));
   REQUIRE(back.has_value());
   CHECK(*back == original);
 }
@@ -105,7 +105,7 @@ TEST_CASE("io: the round trip holds through a file too") {
 TEST_CASE("io: the streaming writer and trace_to_text write the same bytes") {
   const Trace original = generated(3);
   const auto path = std::filesystem::temp_directory_path() / "arlsim_io_stream.jsonl";
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   {
     TraceWriter writer;
     REQUIRE(writer.open(path.string(), diag));
@@ -138,16 +138,16 @@ TEST_CASE("io: tool names with escapes and non-ASCII characters survive") {
 }
 
 TEST_CASE("io: a write error is reported") {
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   TraceWriter writer;
   CHECK_FALSE(writer.open("/nonexistent-directory/x.jsonl", diag));
   CHECK(diag.has_errors());
 }
 
 TEST_CASE("diagnostics: a line without a column prints as FILE:LINE:") {
-  spec::Diagnostic d{spec::Severity::error, "t.jsonl", {1834, 0}, "/turns/2/gen_tokens",
+  parse::Diagnostic d{parse::Severity::error, "t.jsonl", {1834, 0}, "/turns/2/gen_tokens",
                      "expected a non-negative integer, got -5", ""};
-  CHECK(spec::format_diagnostic(d) == "t.jsonl:1834: /turns/2/gen_tokens: expected a non-negative integer, got -5");
+  CHECK(parse::format_diagnostic(d) == "t.jsonl:1834: /turns/2/gen_tokens: expected a non-negative integer, got -5");
   d.pos.column = 7;
-  CHECK(spec::format_diagnostic(d) == "t.jsonl:1834:7: /turns/2/gen_tokens: expected a non-negative integer, got -5");
+  CHECK(parse::format_diagnostic(d) == "t.jsonl:1834:7: /turns/2/gen_tokens: expected a non-negative integer, got -5");
 }

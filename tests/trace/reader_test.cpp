@@ -27,9 +27,9 @@ struct Result {
 Result read(const std::string& text, ReadOptions options = {}) {
   Result r;
   TraceBuilder builder(r.trace);
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   r.ok = read_trace_text(text, "t.jsonl", builder, diag, options);
-  r.messages = spec::format_all(diag);
+  r.messages = parse::format_all(diag);
   return r;
 }
 
@@ -166,10 +166,10 @@ TEST_CASE("reader: derived totals of a trajectory") {
 TEST_CASE("reader: a missing file and a directory are reported, not crashed on") {
   Trace t;
   TraceBuilder builder(t);
-  spec::Diagnostics diag;
+  parse::Diagnostics diag;
   CHECK_FALSE(read_trace_file("tests/no-such-trace.jsonl", builder, diag));
   CHECK_FALSE(read_trace_file("tests", builder, diag));
-  CHECK(spec::format_all(diag) ==
+  CHECK(parse::format_all(diag) ==
         "tests/no-such-trace.jsonl: no such file\n"
         "tests: is a directory, not a trace file\n");
 }

@@ -1,0 +1,126 @@
+#include "sim/input/cluster.h"
+
+#include "sim/parse/reader.h"
+
+namespace arlsim::input {
+namespace {
+
+constexpr int64_t kMaxNodes = 1 << 16;
+constexpr double kMaxBandwidth = 1e15;
+
+void parse_network(ObjectReader& parent, ClusterSpec& c) {
+  const Value* v = parent.field("network");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("network"), parent.diag());
+  static const EnumName<NetworkTopology> topologies[] = {{"single-switch", NetworkTopology::single_switch},
+                                                         {"fat-tree", NetworkTopology::fat_tree},
+                                                         {"rail-optimized", NetworkTopology::rail_optimized}};
+  r.read_enum("topology", c.topology, Presence::optional, topologies);
+  r.read("oversubscription", c.oversubscription, Presence::optional, 1.0, 64.0);
+  r.read("nodes_per_leaf", c.nodes_per_leaf, Presence::optional, 1, 1 << 16);
+  r.read_quantity("controller_bandwidth", Dimension::bytes_per_s, c.controller_bandwidth_bytes_per_s, Presence::optional,
+                  1e6, kMaxBandwidth);
+  r.read_quantity("nic_bandwidth", Dimension::bytes_per_s, c.nic_bandwidth_bytes_per_s, Presence::optional, 1e6,
+                  kMaxBandwidth);
+  r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 64);
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
+  r.finish();
+}
+
+void parse_gpu_link(ObjectReader& parent, ClusterSpec& c) {
+  const Value* v = parent.field("gpu_link");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("gpu_link"), parent.diag());
+  r.read("topology", c.intra_node_topology, Presence::optional);
+  r.read("kind", c.gpu_link.kind, Presence::optional);
+  r.read_quantity("bandwidth", Dimension::bytes_per_s, c.gpu_link.bandwidth_bytes_per_s, Presence::optional, 1e6,
+                  kMaxBandwidth);
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
+  r.finish();
+}
+
+void parse_pool(ObjectReader& r, PoolSpec& p) {
+  static const EnumName<PoolKind> kinds[] = {
+      {"sandbox", PoolKind::sandbox}, {"reward_server", PoolKind::reward_server}, {"api", PoolKind::api}};
+  r.read("name", p.name, Presence::required);
+  r.read_enum("kind", p.kind, Presence::required, kinds);
+  r.read("count", p.count, Presence::required, 0, int64_t{1} << 24);
+  p.max_count = p.count;
+  r.read("max_count", p.max_count, Presence::optional, 0, int64_t{1} << 24);
+  r.read_duration("cold_start", p.cold_start, Presence::optional, 0, 86400);
+  if (const Value* lat = r.field("latency")) parse_latency(*lat, r.pointer_of("latency"), r.diag(), p.latency);
+  r.reject("rate_limit_per_s", "a pool serves `count` calls at a time (up to `max_count`), with no rate limit",
+           "bound the pool with count and max_count");
+  r.read("gpus", p.gpus, Presence::optional, 0, 1 << 20);
+  r.finish();
+  if (p.max_count < p.count)
+    r.error("max_count", "max_count (" + std::to_string(p.max_count) + ") is below count (" +
+                             std::to_string(p.count) + ")");
+  if (p.kind == PoolKind::reward_server && p.gpus == 0 && r.is_object())
+    r.error_here("a reward_server pool needs \"gpus\" (the GPUs its inference engines run on)");
+}
+
+void parse_pools(ObjectReader& parent, ClusterSpec& c) {
+  parent.for_each_object("pools", [&](ObjectReader& r, size_t) {
+    PoolSpec p;
+    parse_pool(r, p);
+    for (const auto& other : c.pools)
+      if (!p.name.empty() && other.name == p.name) r.error("name", "duplicate pool name " + quote(p.name));
+    c.pools.push_back(std::move(p));
+  });
+}
+
+}  // namespace
+
+bool parse_latency(const Value& v, const std::string& pointer, Diagnostics& diag, LatencyDist& out) {
+  const size_t errors_before = diag.error_count();
+  ObjectReader r(v, pointer, diag);
+  if (!r.is_object()) return false;
+  static const EnumName<LatencyKind> kinds[] = {{"fixed", LatencyKind::fixed},
+                                                {"exponential", LatencyKind::exponential},
+                                                {"lognormal", LatencyKind::lognormal},
+                                                {"uniform", LatencyKind::uniform}};
+  LatencyDist d;
+  r.read_enum("distribution", d.kind, Presence::required, kinds);
+  const bool uniform = d.kind == LatencyKind::uniform;
+  r.read_duration("mean", d.mean, uniform ? Presence::optional : Presence::required, 0, 86400);
+  r.read("sigma", d.sigma, d.kind == LatencyKind::lognormal ? Presence::required : Presence::optional, 0, 10);
+  r.read_duration("min", d.min, uniform ? Presence::required : Presence::optional, 0, 86400);
+  r.read_duration("max", d.max, uniform ? Presence::required : Presence::optional, 0, 86400);
+  r.finish();
+  if (uniform && d.max < d.min) r.error("max", "max is below min");
+  if (uniform) d.mean = SimTime::from_ns((d.min.ns() + d.max.ns()) / 2);
+  out = d;
+  return diag.error_count() == errors_before;
+}
+
+bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag, ClusterSpec& out) {
+  const size_t errors_before = diag.error_count();
+  ClusterSpec c;
+  ObjectReader r(v, pointer, diag);
+  if (!r.is_object()) return false;
+  r.accept({"format"});
+  r.read("name", c.name, Presence::optional);
+  r.read("description", c.description, Presence::optional);
+  bool gpu_ok = false;
+  if (const Value* g = r.field("gpu", Presence::required)) gpu_ok = parse_gpu_profile(*g, r.pointer_of("gpu"), diag, c.gpu);
+  r.read("nodes", c.nodes, Presence::optional, 1, kMaxNodes);
+  r.read("gpus_per_node", c.gpus_per_node, Presence::required, 1, 64);
+  c.gpu_link = c.gpu.gpu_link;
+  c.nic_bandwidth_bytes_per_s = c.gpu.nic_bandwidth_bytes_per_s;
+  parse_gpu_link(r, c);
+  parse_network(r, c);
+  parse_pools(r, c);
+  c.price_usd_per_gpu_hour = c.gpu.price_usd_per_gpu_hour;
+  r.read("price_usd_per_gpu_hour", c.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
+  r.finish();
+  if (c.nics_per_node == 0) c.nics_per_node = c.gpus_per_node;
+  if (c.controller_bandwidth_bytes_per_s <= 0) c.controller_bandwidth_bytes_per_s = c.nic_bandwidth_bytes_per_s;
+  if (gpu_ok && c.nodes > 1 && c.nic_bandwidth_bytes_per_s <= 0)
+    r.error_here("a cluster of " + std::to_string(c.nodes) +
+                     " nodes needs a NIC bandwidth: set /network/nic_bandwidth here or \"nic\" in the GPU profile");
+  out = std::move(c);
+  return diag.error_count() == errors_before;
+}
+
+}  // namespace arlsim::input

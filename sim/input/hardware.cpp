@@ -1,0 +1,186 @@
+#include "sim/input/hardware.h"
+
+#include "sim/parse/reader.h"
+
+namespace arlsim::input {
+
+const char* dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::fp32: return "fp32";
+    case Dtype::tf32: return "tf32";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+    case Dtype::fp8: return "fp8";
+    case Dtype::int8: return "int8";
+  }
+  return "?";
+}
+
+double GpuProfile::peak(Dtype d) const {
+  const auto it = peak_flops_per_s.find(d);
+  return it == peak_flops_per_s.end() ? 0.0 : it->second;
+}
+
+namespace {
+
+constexpr double kMaxFlops = 1e18;       // 1 EFLOP/s per GPU
+constexpr double kMaxBandwidth = 1e15;   // 1 PB/s
+constexpr double kMaxBytes = 1e15;
+
+const EnumName<Dtype> kDtypeNames[] = {{"fp32", Dtype::fp32}, {"tf32", Dtype::tf32}, {"bf16", Dtype::bf16},
+                                       {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8},   {"int8", Dtype::int8}};
+
+void parse_provenance(ObjectReader& parent, Provenance& p) {
+  const Value* v = parent.field("provenance", Presence::required);
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("provenance"), parent.diag());
+  static const EnumName<int> kinds[] = {{"datasheet", 0}, {"measured", 1}, {"derived", 2}};
+  int kind = 0;
+  if (r.read_enum("kind", kind, Presence::required, kinds)) p.kind = std::string(kinds[kind].name);
+  r.read("source", p.source, Presence::required);
+  r.read("machine", p.machine, Presence::optional);
+  r.read("driver", p.driver, Presence::optional);
+  r.read("date", p.date, Presence::optional);
+  r.read("notes", p.notes, Presence::optional);
+  r.finish();
+}
+
+void parse_peaks(ObjectReader& parent, GpuProfile& g) {
+  const Value* v = parent.field("peak", Presence::required);
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("peak"), parent.diag());
+  for (const auto& d : kDtypeNames) {
+    double flops = 0;
+    if (r.read_quantity(d.name, Dimension::flops_per_s, flops, Presence::optional, 1e9, kMaxFlops))
+      g.peak_flops_per_s[d.value] = flops;
+  }
+  r.finish();
+  if (r.is_object() && !r.has("bf16") && !r.has("fp16") && !r.has("fp32"))
+    r.error_here("at least one of \"bf16\", \"fp16\" or \"fp32\" peaks is required");
+}
+
+void parse_link(ObjectReader& parent, std::string_view key, Presence p, Link& link) {
+  const Value* v = parent.field(key, p);
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of(key), parent.diag());
+  r.read("kind", link.kind, Presence::optional);
+  r.read_quantity("bandwidth", Dimension::bytes_per_s, link.bandwidth_bytes_per_s, Presence::required, 1e6,
+                  kMaxBandwidth);
+  r.read("efficiency", link.efficiency, Presence::optional, 1e-3, 1.0);
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
+  r.finish();
+}
+
+template <typename T, typename F>
+void parse_array(ObjectReader& parent, std::string_view key, std::vector<T>& out, F&& read_one) {
+  parent.for_each_object(key, [&](ObjectReader& r, size_t) {
+    T item;
+    read_one(r, item);
+    r.finish();
+    out.push_back(item);
+  });
+}
+
+void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
+  const Value* v = parent.field("efficiency");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("efficiency"), parent.diag());
+  parse_array(r, "gemm", g.gemm_efficiency, [](ObjectReader& p, GemmPoint& pt) {
+    p.read("m", pt.m, Presence::required, 1, int64_t{1} << 40);
+    p.read("n", pt.n, Presence::required, 1, int64_t{1} << 40);
+    p.read("k", pt.k, Presence::required, 1, int64_t{1} << 40);
+    p.read("efficiency", pt.efficiency, Presence::required, 1e-6, 1.0);
+  });
+  parse_array(r, "attention", g.attention_efficiency, [](ObjectReader& p, AttentionPoint& pt) {
+    p.read("seq_len", pt.seq_len, Presence::required, 1, int64_t{1} << 30);
+    p.read("head_dim", pt.head_dim, Presence::required, 1, 4096);
+    p.read("causal", pt.causal, Presence::optional);
+    static const EnumName<int> passes[] = {{"fwd", 0}, {"fwd_bwd", 1}};
+    int pass = 0;
+    if (p.read_enum("pass", pass, Presence::required, passes)) pt.pass = std::string(passes[pass].name);
+    p.read("efficiency", pt.efficiency, Presence::required, 1e-6, 1.0);
+  });
+  r.read("memory_bound", g.memory_bound_efficiency, Presence::optional, 1e-6, 1.0);
+  if (const Value* tile = r.field("gemm_tile")) {
+    ObjectReader t(*tile, r.pointer_of("gemm_tile"), r.diag());
+    t.read("m", g.gemm_tile_m, Presence::required, 1, 4096);
+    t.read("n", g.gemm_tile_n, Presence::required, 1, 4096);
+    t.finish();
+  }
+  r.read("nic", g.nic_efficiency, Presence::optional, 1e-3, 1.0);
+  r.finish();
+}
+
+void parse_collective_latency(ObjectReader& parent, CollectiveLatency& l) {
+  const Value* v = parent.field("collective_latency");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("collective_latency"), parent.diag());
+  r.read_duration("ring_base", l.ring_base, Presence::required, 0, 1);
+  r.read_duration("tree_base", l.tree_base, Presence::required, 0, 1);
+  r.read_duration("nvls_base", l.nvls_base, Presence::optional, 0, 1);
+  r.read_duration("hop_intra_node", l.hop_intra_node, Presence::required, 0, 1);
+  r.read_duration("hop_inter_node", l.hop_inter_node, Presence::required, 0, 1);
+  r.finish();
+}
+
+void parse_collectives(ObjectReader& parent, GpuProfile& g) {
+  parse_array(parent, "collectives", g.collectives, [](ObjectReader& p, CollectivePoint& c) {
+    static const EnumName<int> ops[] = {{"all_reduce", 0}, {"all_gather", 1}, {"reduce_scatter", 2},
+                                        {"all_to_all", 3}, {"broadcast", 4},  {"send_recv", 5}};
+    static const EnumName<int> scopes[] = {{"intra_node", 0}, {"inter_node", 1}};
+    static const EnumName<int> algorithms[] = {{"ring", 0}, {"tree", 1}, {"nvls", 2}, {"direct", 3}};
+    int op = 0, scope = 0, algorithm = 0;
+    if (p.read_enum("op", op, Presence::required, ops)) c.op = std::string(ops[op].name);
+    if (p.read_enum("scope", scope, Presence::required, scopes)) c.scope = std::string(scopes[scope].name);
+    if (c.scope == "inter_node")
+      p.error("scope", "measured inter-node points are not used: inter-node bandwidth comes from the cluster's NIC "
+                       "bandwidth and the profile's nic_efficiency",
+              "set nic_efficiency from the measurement and remove the point");
+    if (p.read_enum("algorithm", algorithm, Presence::required, algorithms))
+      c.algorithm = std::string(algorithms[algorithm].name);
+    p.read("ranks", c.ranks, Presence::optional, 2, 1 << 20);
+    p.read_quantity("bus_bandwidth", Dimension::bytes_per_s, c.bus_bandwidth_bytes_per_s, Presence::required, 1e6,
+                    kMaxBandwidth);
+    p.reject("latency", "a point's latency is not used; latency comes from the profile's collective_latency", "remove it");
+  });
+}
+
+}  // namespace
+
+bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& diag, GpuProfile& out) {
+  const size_t errors_before = diag.error_count();
+  GpuProfile g;
+  ObjectReader r(v, pointer, diag);
+  if (!r.is_object()) return false;
+  r.accept({"format"});
+  r.read("name", g.name, Presence::optional);
+  r.read("description", g.description, Presence::optional);
+  parse_provenance(r, g.provenance);
+  parse_peaks(r, g);
+  r.read("sm_count", g.sm_count, Presence::optional, 1, 1 << 16);
+  if (const Value* mem = r.field("memory", Presence::required)) {
+    ObjectReader m(*mem, r.pointer_of("memory"), diag);
+    m.read_quantity("capacity", Dimension::bytes, g.memory_bytes, Presence::required, 1 << 20, kMaxBytes);
+    m.read_quantity("bandwidth", Dimension::bytes_per_s, g.memory_bandwidth_bytes_per_s, Presence::required, 1e6,
+                    kMaxBandwidth);
+    m.read_quantity("reserved", Dimension::bytes, g.reserved_memory_bytes, Presence::optional, 0, kMaxBytes);
+    m.finish();
+    if (g.memory_bytes > 0 && g.reserved_memory_bytes >= g.memory_bytes)
+      m.error("reserved", "reserved memory (" + format_bytes(g.reserved_memory_bytes) +
+                              ") must be smaller than the capacity (" + format_bytes(g.memory_bytes) + ")");
+  }
+  parse_link(r, "gpu_link", Presence::optional, g.gpu_link);
+  parse_link(r, "host_link", Presence::required, g.host_link);
+  r.read_quantity("nic", Dimension::bytes_per_s, g.nic_bandwidth_bytes_per_s, Presence::optional, 1e6, kMaxBandwidth);
+  r.read_duration("kernel_launch_overhead", g.kernel_launch_overhead, Presence::optional, 0, 1e-2);
+  r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
+  parse_efficiency(r, g);
+  parse_collectives(r, g);
+  parse_collective_latency(r, g.collective_latency);
+  r.read_duration("inference_step_overhead", g.inference_step_overhead, Presence::optional, 0, 1);
+  r.finish();
+  out = std::move(g);
+  return diag.error_count() == errors_before;
+}
+
+}  // namespace arlsim::input

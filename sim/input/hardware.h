@@ -1,0 +1,95 @@
+// GpuProfile: what one accelerator can do, read from a hardware profile (calib/profiles/*.json).
+// Shipped profiles hold datasheet peaks (REFERENCE: vendor datasheets) and the microbenchmark
+// facts they were derived from; calibration writes measured ones. Every constant the cost model
+// uses lives here, with its provenance, never in code.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "sim/input/parse_names.h"
+
+namespace arlsim::input {
+
+
+enum class Dtype { fp32, tf32, bf16, fp16, fp8, int8 };
+const char* dtype_name(Dtype d);
+
+struct Provenance {
+  std::string kind;    // "datasheet" or "measured"
+  std::string source;  // where the figures come from
+  std::string machine;
+  std::string driver;
+  std::string date;
+  std::string notes;
+};
+
+struct Link {
+  std::string kind;                // nvlink4, pcie5, ...
+  double bandwidth_bytes_per_s = 0;  // one direction, peak
+  double efficiency = 0;           // achieved / peak for large transfers; 0 = not given
+  double achieved() const { return bandwidth_bytes_per_s * (efficiency > 0 ? efficiency : 1.0); }
+};
+
+// One measured (or derived) point of an efficiency curve: achieved / peak for a shape.
+struct GemmPoint {
+  int64_t m = 0, n = 0, k = 0;
+  double efficiency = 0;
+};
+struct AttentionPoint {
+  int64_t seq_len = 0;
+  int64_t head_dim = 0;
+  bool causal = true;
+  std::string pass;  // "fwd" or "fwd_bwd"
+  double efficiency = 0;
+};
+// A collective's achieved bus bandwidth (nccl-tests definition) for a scope and algorithm.
+struct CollectivePoint {
+  std::string op;         // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
+  std::string scope;      // intra_node (inter_node points are refused: see hardware.cpp)
+  std::string algorithm;  // ring, tree, nvls
+  int64_t ranks = 0;
+  double bus_bandwidth_bytes_per_s = 0;
+};
+
+// NCCL-style latency model: a collective of n steps costs base + steps x hop latency, with the hop
+// latency of the slowest link it crosses (NCCL's tuning model, src/graph/tuning.cc).
+struct CollectiveLatency {
+  SimTime ring_base, tree_base, nvls_base;
+  SimTime hop_intra_node, hop_inter_node;
+};
+
+struct GpuProfile {
+  std::string name;
+  std::string description;
+  Provenance provenance;
+
+  std::map<Dtype, double> peak_flops_per_s;  // dense, no sparsity
+  int64_t sm_count = 0;
+  double memory_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  Link gpu_link;   // to the other GPUs of the node (per GPU, one way)
+  Link host_link;  // to host memory
+  double nic_bandwidth_bytes_per_s = 0;  // default NIC rate per GPU (a cluster may override)
+  SimTime kernel_launch_overhead;
+  double reserved_memory_bytes = 0;  // CUDA context, workspaces and communication buffers
+  double price_usd_per_gpu_hour = 0;  // 0: unknown
+
+  std::vector<GemmPoint> gemm_efficiency;
+  int64_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile of the library's large-GEMM kernels
+  std::vector<AttentionPoint> attention_efficiency;
+  double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
+  std::vector<CollectivePoint> collectives;
+  CollectiveLatency collective_latency;
+  double nic_efficiency = 0;       // achieved / peak for large transfers over the NIC; 0 = not given
+  SimTime inference_step_overhead;  // host-side scheduling per engine iteration (vLLM/SGLang)
+
+  double peak(Dtype d) const;
+};
+
+bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& diag, GpuProfile& out);
+
+}  // namespace arlsim::input

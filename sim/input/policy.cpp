@@ -1,0 +1,220 @@
+#include "sim/input/policy.h"
+
+#include "sim/parse/reader.h"
+
+namespace arlsim::input {
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+const char* dispatch_name(DispatchMode d) {
+  switch (d) {
+    case DispatchMode::centralized: return "centralized";
+    case DispatchMode::decentralized: return "decentralized";
+    case DispatchMode::transfer_dock: return "transfer-dock";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int64_t kMaxDegree = 1 << 16;
+
+void parse_rollout(const Value& v, const std::string& ptr, Diagnostics& diag, RolloutLayout& l) {
+  ObjectReader r(v, ptr, diag);
+  r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
+  r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
+  r.read("ep", l.ep, Presence::optional, 1, kMaxDegree);
+  r.read("replicas", l.replicas, Presence::optional, 1, kMaxDegree);
+  r.finish();
+}
+
+void parse_inference(const Value& v, const std::string& ptr, Diagnostics& diag, InferenceLayout& l) {
+  ObjectReader r(v, ptr, diag);
+  r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
+  r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
+  r.read("dp", l.dp, Presence::optional, 1, kMaxDegree);
+  r.read("cp", l.cp, Presence::optional, 1, kMaxDegree);
+  r.finish();
+}
+
+void parse_train(const Value& v, const std::string& ptr, Diagnostics& diag, TrainLayout& l) {
+  const size_t errors_before = diag.error_count();
+  ObjectReader r(v, ptr, diag);
+  read_parallel_degrees(r, l);
+  static const EnumName<Recompute> recompute[] = {
+      {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+  r.read_enum("recompute", l.recompute, Presence::optional, recompute);
+  r.read("micro_batch", l.micro_batch, Presence::optional, 1, 1 << 20);
+  r.read("max_tokens_per_gpu", l.max_tokens_per_gpu, Presence::optional, 1, int64_t{1} << 30);
+  r.finish();
+  if (diag.error_count() != errors_before) return;  // cross checks on half-read fields would mislead
+  if (l.sequence_parallel && l.tp == 1 && r.is_object())
+    r.error("sequence_parallel", "sequence parallelism splits activations across the tensor-parallel group; it needs tp > 1");
+  if (l.vpp > 1 && l.pp == 1)
+    r.error("vpp", "virtual pipeline stages (vpp = " + std::to_string(l.vpp) + ") need pipeline parallelism (pp > 1)");
+}
+
+// "steps": "A:B" (inclusive, B may be empty for "to the end") or a single step number.
+bool parse_steps(const Value& v, const std::string& ptr, Diagnostics& diag, ScheduleEntry& e) {
+  if (v.is_number()) {
+    int64_t s = 0;
+    if (!read_int_value(v, ptr, diag, s, 0, int64_t{1} << 40)) return false;
+    e.first_step = e.last_step = s;
+    return true;
+  }
+  if (v.is_string()) {
+    const std::string& s = v.as_string();
+    const size_t colon = s.find(':');
+    auto number = [](const std::string& t, int64_t& out) {
+      if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+      out = std::stoll(t);
+      return true;
+    };
+    if (colon != std::string::npos && number(s.substr(0, colon), e.first_step)) {
+      const std::string rest = s.substr(colon + 1);
+      if (rest.empty()) {
+        e.last_step = -1;
+        return true;
+      }
+      if (number(rest, e.last_step) && e.last_step >= e.first_step) return true;
+    }
+  }
+  diag.error(v, ptr, "expected a step range \"A:B\" (inclusive), \"A:\" or a step number, got " + v.describe());
+  return false;
+}
+
+void parse_schedule(ObjectReader& parent, PolicySpec& p) {
+  parent.for_each_object("schedule", [&](ObjectReader& r, size_t) {
+    ScheduleEntry e;
+    if (const Value* s = r.field("steps", Presence::required)) parse_steps(*s, r.pointer_of("steps"), r.diag(), e);
+    if (const Value* ro = r.field("rollout")) {
+      RolloutLayout l = p.rollout;
+      parse_rollout(*ro, r.pointer_of("rollout"), r.diag(), l);
+      e.rollout = l;
+    }
+    if (const Value* t = r.field("train")) {
+      TrainLayout l = p.train;
+      parse_train(*t, r.pointer_of("train"), r.diag(), l);
+      e.train = l;
+    }
+    r.finish();
+    if (r.is_object() && !e.rollout && !e.train) r.error_here("a schedule entry must set \"rollout\" or \"train\"");
+    if (!p.schedule.empty() && p.schedule.back().last_step >= 0 && e.first_step <= p.schedule.back().last_step)
+      r.error("steps", "schedule entries must be in increasing, non-overlapping step ranges");
+    else if (!p.schedule.empty() && p.schedule.back().last_step < 0)
+      r.error("steps", "the previous entry already runs to the end");
+    p.schedule.push_back(std::move(e));
+  });
+}
+
+void parse_sync(ObjectReader& parent, PolicySpec& p) {
+  const Value* v = parent.field("sync");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("sync"), parent.diag());
+  static const EnumName<SyncMode> modes[] = {{"sync", SyncMode::sync}, {"async", SyncMode::async}};
+  r.read_enum("mode", p.sync, Presence::required, modes);
+  r.read("staleness", p.staleness, Presence::optional, 0, 64);
+  if (const Value* pr = r.usable("partial_rollout"); pr && pr->is_bool()) {
+    if (pr->as_bool()) r.error("partial_rollout", "partial rollout needs the fraction of trajectories that ends a step's rollout",
+                               "write a number, e.g. 0.9");
+  } else {
+    r.read("partial_rollout", p.partial_rollout, Presence::optional, 0.01, 1.0);
+  }
+  r.finish();
+  if (p.sync == SyncMode::async && p.staleness == 0 && r.has("staleness"))
+    r.error("staleness", "asynchronous mode needs a staleness of at least 1 step");
+  if (p.sync == SyncMode::async && p.staleness == 0) p.staleness = 1;
+  if (p.sync == SyncMode::sync && p.staleness > 0)
+    r.error("staleness", "staleness applies to \"mode\": \"async\" only");
+}
+
+void parse_weight_sync(ObjectReader& parent, PolicySpec& p) {
+  const Value* v = parent.field("weight_sync");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("weight_sync"), parent.diag());
+  static const EnumName<WeightSync> methods[] = {{"auto", WeightSync::automatic},
+                                                 {"offload", WeightSync::offload},
+                                                 {"allgather-swap", WeightSync::allgather_swap},
+                                                 {"broadcast", WeightSync::broadcast}};
+  r.read_enum("method", p.weight_sync, Presence::optional, methods);
+  r.read_quantity("bucket", Dimension::bytes, p.weight_sync_bucket_bytes, Presence::optional, 1 << 20, 1e12);
+  r.finish();
+}
+
+}  // namespace
+
+void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
+  r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
+  r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
+  r.read("dp", l.dp, Presence::optional, 1, kMaxDegree);
+  r.read("cp", l.cp, Presence::optional, 1, kMaxDegree);
+  r.read("ep", l.ep, Presence::optional, 1, kMaxDegree);
+  r.read("vpp", l.vpp, Presence::optional, 1, 1024);
+  r.read("zero", l.zero, Presence::optional, 0, 3);
+  r.read("sequence_parallel", l.sequence_parallel, Presence::optional);
+  r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
+  r.read("offload_params", l.offload_params, Presence::optional);
+}
+
+bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag, PolicySpec& out) {
+  const size_t errors_before = diag.error_count();
+  PolicySpec p;
+  ObjectReader r(v, pointer, diag);
+  if (!r.is_object()) return false;
+  r.accept({"format"});
+  r.read("name", p.name, Presence::optional);
+  r.read("description", p.description, Presence::optional);
+  static const EnumName<Placement> placements[] = {{"colocated", Placement::colocated},
+                                                   {"disaggregated", Placement::disaggregated}};
+  r.read_enum("placement", p.placement, Presence::optional, placements);
+  r.read("rollout_gpus", p.rollout_gpus, p.placement == Placement::disaggregated ? Presence::required : Presence::optional,
+         1, 1 << 24);
+  if (const Value* ro = r.field("rollout", Presence::required)) parse_rollout(*ro, r.pointer_of("rollout"), diag, p.rollout);
+  if (const Value* t = r.field("train", Presence::required)) parse_train(*t, r.pointer_of("train"), diag, p.train);
+  const std::pair<const char*, std::optional<InferenceLayout>*> passes[] = {
+      {"old_logprob", &p.old_logprob}, {"ref_logprob", &p.ref_logprob}, {"critic", &p.critic}};
+  for (const auto& [key, slot] : passes) {
+    if (const Value* f = r.field(key)) {
+      InferenceLayout l;
+      parse_inference(*f, r.pointer_of(key), diag, l);
+      *slot = l;
+    }
+  }
+  static const EnumName<DispatchMode> dispatch[] = {{"centralized", DispatchMode::centralized},
+                                                    {"decentralized", DispatchMode::decentralized},
+                                                    {"transfer-dock", DispatchMode::transfer_dock}};
+  r.read_enum("dispatch", p.dispatch, Presence::optional, dispatch);
+  if (const Value* b = r.usable("balance_batch"); b && b->is_string()) {
+    if (b->as_string() == "layout-aware") p.batch_assignment = BatchAssignment::layout_aware;
+    else r.error("balance_batch", "expected true, false or \"layout-aware\", got " + b->describe());
+  } else {
+    bool balance = true;
+    r.read("balance_batch", balance, Presence::optional);
+    p.batch_assignment = balance ? BatchAssignment::balanced : BatchAssignment::in_order;
+  }
+  parse_sync(r, p);
+  static const EnumName<ToolPolicy> tools[] = {{"static", ToolPolicy::static_binding}, {"pooled", ToolPolicy::pooled}};
+  r.read_enum("tool_policy", p.tool_policy, Presence::optional, tools);
+  static const EnumName<Routing> routing[] = {{"round-robin", Routing::round_robin},
+                                              {"least-loaded", Routing::least_loaded},
+                                              {"sticky", Routing::sticky},
+                                              {"length-aware", Routing::length_aware}};
+  r.read_enum("routing", p.routing, Presence::optional, routing);
+  parse_weight_sync(r, p);
+  parse_schedule(r, p);
+  r.read_quantity("switch_overhead", Dimension::seconds, p.switch_overhead_s, Presence::optional, 0, 1e6);
+  r.finish();
+  if (p.placement == Placement::colocated && p.rollout_gpus > 0)
+    r.error("rollout_gpus", "rollout_gpus applies to \"placement\": \"disaggregated\" only; colocated stages share all GPUs");
+  out = std::move(p);
+  return diag.error_count() == errors_before;
+}
+
+}  // namespace arlsim::input

@@ -1,0 +1,94 @@
+// PolicySpec: how a run is laid out and scheduled — placement of rollout and training, the parallel
+// layout of every stage, dispatch, sync mode, tool scheduling, routing, weight sync, and a schedule
+// of layout switches over steps (EARL's parallelism selector writes one).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+#include "sim/input/parse_names.h"
+
+namespace arlsim::input {
+
+
+enum class Placement { colocated, disaggregated };
+enum class Recompute { none, selective, full };
+enum class DispatchMode { centralized, decentralized, transfer_dock };
+// Which training data-parallel rank takes each sample: contiguous chunks in order; balanced by
+// tokens (verl's balance_batch); or balanced while keeping samples on their producer's node
+// (EARL's layout-aware dispatch).
+enum class BatchAssignment { in_order, balanced, layout_aware };
+enum class SyncMode { sync, async };
+enum class ToolPolicy { static_binding, pooled };
+enum class Routing { round_robin, least_loaded, sticky, length_aware };
+enum class WeightSync { automatic, offload, allgather_swap, broadcast };
+
+const char* recompute_name(Recompute r);
+const char* dispatch_name(DispatchMode d);
+
+struct RolloutLayout {
+  int64_t tp = 1, pp = 1, ep = 1;
+  int64_t replicas = 0;  // engines; 0 = as many as the rollout GPUs hold
+  int64_t gpus_per_engine() const { return tp * pp; }
+  bool operator==(const RolloutLayout&) const = default;
+};
+
+// Layout of a forward-only pass (old/reference log-probs, critic values).
+struct InferenceLayout {
+  int64_t tp = 1, pp = 1, dp = 1, cp = 1;
+  int64_t gpus() const { return tp * pp * dp * cp; }
+};
+
+struct TrainLayout {
+  int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
+  int64_t zero = 1;  // ZeRO stage 0..3; FSDP full sharding is stage 3
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::none;
+  int64_t micro_batch = 1;           // sequences per micro-batch (when max_tokens_per_gpu is 0)
+  int64_t max_tokens_per_gpu = 0;    // dynamic batching token budget; 0 = fixed micro-batches
+  bool offload_optimizer = false;
+  bool offload_params = false;
+  int64_t gpus() const { return tp * pp * dp * cp; }
+  bool operator==(const TrainLayout&) const = default;
+};
+
+struct ScheduleEntry {
+  int64_t first_step = 0;
+  int64_t last_step = -1;  // inclusive; -1 = to the end
+  std::optional<RolloutLayout> rollout;
+  std::optional<TrainLayout> train;
+};
+
+struct PolicySpec {
+  std::string name;
+  std::string description;
+  Placement placement = Placement::colocated;
+  int64_t rollout_gpus = 0;  // disaggregated: GPUs of the rollout pool
+  RolloutLayout rollout;
+  TrainLayout train;
+  std::optional<InferenceLayout> old_logprob, ref_logprob, critic;  // default: the train layout
+  DispatchMode dispatch = DispatchMode::centralized;
+  BatchAssignment batch_assignment = BatchAssignment::balanced;  // the key "balance_batch"
+  SyncMode sync = SyncMode::sync;
+  int64_t staleness = 0;
+  // Partial rollout: a step's rollout ends once this fraction of its trajectories is done; the
+  // others pause and go on in the next step. 0 = off.
+  double partial_rollout = 0;
+  ToolPolicy tool_policy = ToolPolicy::static_binding;
+  Routing routing = Routing::least_loaded;
+  WeightSync weight_sync = WeightSync::automatic;
+  double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
+  std::vector<ScheduleEntry> schedule;
+  // Fixed time of each layout switch, beyond moving weights and state: processes restart,
+  // communicators form again, CUDA graphs are captured again.
+  double switch_overhead_s = 0;
+};
+
+bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag, PolicySpec& out);
+
+// The parallel degrees, ZeRO stage, sequence parallelism and offload of a training layout: the
+// keys a policy's "train" shares with a stage file's "layout".
+void read_parallel_degrees(ObjectReader& r, TrainLayout& l);
+
+}  // namespace arlsim::input

@@ -1,0 +1,255 @@
+#include "sim/input/scenario.h"
+
+#include <filesystem>
+#include <limits>
+
+#include "sim/parse/reader.h"
+#include "sim/trace/gen_options.h"
+
+namespace arlsim::input {
+
+int64_t ScenarioSpec::train_gpus() const {
+  return policy.placement == Placement::colocated ? cluster.total_gpus() : cluster.total_gpus() - policy.rollout_gpus;
+}
+
+int64_t ScenarioSpec::rollout_gpus() const {
+  return policy.placement == Placement::colocated ? cluster.total_gpus() : policy.rollout_gpus;
+}
+
+namespace {
+
+// Reports at the policy field when it exists in the document, else at the policy object.
+class PolicyAt {
+ public:
+  PolicyAt(const Value& scenario, Diagnostics& diag) : diag_(diag) {
+    policy_ = scenario.find("policy");
+    if (!policy_) policy_ = &scenario;
+  }
+  void error(std::string_view path, std::string message, std::string hint = {}) {
+    const Value* node = policy_;
+    std::string ptr = "/policy";
+    std::string_view rest = path;
+    while (!rest.empty() && node->is_object()) {
+      const size_t slash = rest.find('/');
+      const std::string_view key = rest.substr(0, slash);
+      const Value* next = node->find(key);
+      if (!next) break;
+      node = next;
+      ptr = pointer_append(ptr, key);
+      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+    diag_.error(*node, ptr, std::move(message), std::move(hint));
+  }
+
+ private:
+  const Value* policy_;
+  Diagnostics& diag_;
+};
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+void check_heads(PolicyAt& at, const ModelSpec& m, std::string_view where, int64_t tp, bool training) {
+  const std::string path = std::string(where) + "/tp";
+  if (m.num_heads % tp != 0) {
+    at.error(path, "the model's " + n(m.num_heads) + " attention heads do not split over tp = " + n(tp),
+             "choose a tp that divides " + n(m.num_heads));
+    return;
+  }
+  if (m.attention != AttentionKind::gqa) return;
+  if (training && m.num_kv_heads % tp != 0) {
+    at.error(path, "the model's " + n(m.num_kv_heads) + " key-value heads do not split over tp = " + n(tp),
+             "tensor-parallel training shards whole key-value groups; choose a tp that divides " + n(m.num_kv_heads));
+  } else if (!training && m.num_kv_heads % tp != 0 && tp % m.num_kv_heads != 0) {
+    at.error(path, "tp = " + n(tp) + " neither divides nor is a multiple of the model's " + n(m.num_kv_heads) +
+                       " key-value heads");
+  }
+}
+
+void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std::string_view where) {
+  const ModelSpec& m = s.model;
+  check_heads(at, m, where, t.tp, true);
+  const int64_t gpus = s.train_gpus();
+  if (t.gpus() != gpus) {
+    at.error(std::string(where),
+             "tp x pp x dp x cp = " + n(t.tp) + " x " + n(t.pp) + " x " + n(t.dp) + " x " + n(t.cp) + " = " + n(t.gpus()) +
+                 " GPUs, but training has " + n(gpus) +
+                 (s.policy.placement == Placement::colocated ? " (all GPUs of the cluster)"
+                                                             : " (the cluster's GPUs less rollout_gpus)"));
+  }
+  if (t.pp > m.num_layers) {
+    at.error(std::string(where) + "/pp", "pp = " + n(t.pp) + " exceeds the model's " + n(m.num_layers) + " layers");
+  } else if (m.num_layers % (t.pp * t.vpp) != 0) {
+    at.error(std::string(where) + (t.vpp > 1 ? "/vpp" : "/pp"),
+             "the model's " + n(m.num_layers) + " layers do not split into pp x vpp = " + n(t.pp * t.vpp) +
+                 " equal pipeline chunks");
+  }
+  if (t.ep > 1) {
+    if (!m.has_moe) at.error(std::string(where) + "/ep", "expert parallelism needs a mixture-of-experts model");
+    else if (m.moe.num_experts % t.ep != 0)
+      at.error(std::string(where) + "/ep",
+               "the model's " + n(m.moe.num_experts) + " experts do not split over ep = " + n(t.ep));
+    else if ((t.dp * t.cp * t.tp) % t.ep != 0)
+      at.error(std::string(where) + "/ep", "ep = " + n(t.ep) + " must divide tp x dp x cp = " + n(t.dp * t.cp * t.tp));
+  }
+  if (t.tp > s.cluster.gpus_per_node)
+    at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
+                                             " GPUs of one node");
+  const WorkloadSpec& w = s.workload;
+  if (w.mini_batches > 0 && t.dp > 0) {
+    const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
+    if (per_mini_batch % t.dp != 0)
+      at.error(std::string(where) + "/dp", "a mini-batch of " + n(per_mini_batch) +
+                                               " trajectories does not split evenly over dp = " + n(t.dp));
+  }
+}
+
+// Model `m` split over tp and into pp pipeline stages (of vpp chunks each), at `where`.
+void check_split(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, int64_t tp, int64_t pp, int64_t vpp,
+                 const std::string& where) {
+  const std::string whose = &m == &s.model ? "the model's " : "the critic's ";
+  if (m.num_heads % tp != 0)
+    at.error(where + "/tp", whose + n(m.num_heads) + " attention heads do not split over tp = " + n(tp),
+             "choose a tp that divides " + n(m.num_heads));
+  if (pp > m.num_layers)
+    at.error(where + "/pp", "pp = " + n(pp) + " exceeds " + whose + n(m.num_layers) + " layers");
+  else if (m.num_layers % (pp * vpp) != 0)
+    at.error(where + (vpp > 1 ? "/vpp" : "/pp"),
+             whose + n(m.num_layers) + " layers do not split into " + (vpp > 1 ? "pp x vpp = " : "pp = ") + n(pp * vpp) +
+                 " equal pipeline " + (vpp > 1 ? "chunks" : "stages"),
+             "choose a pp that divides " + n(m.num_layers));
+}
+
+// A forward-only pass of model `m` in its own layout `l` on the training GPUs.
+void check_pass(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, const InferenceLayout& l, const std::string& where) {
+  if (l.gpus() != s.train_gpus())
+    at.error(where, "tp x pp x dp x cp = " + n(l.gpus()) + " GPUs, but the pass runs on the " + n(s.train_gpus()) +
+                        " training GPUs");
+  if (l.tp > s.cluster.gpus_per_node)
+    at.error(where + "/tp", "tp = " + n(l.tp) + " spans more than the " + n(s.cluster.gpus_per_node) + " GPUs of one node");
+  check_split(at, s, m, l.tp, l.pp, 1, where);
+}
+
+void check_rollout(PolicyAt& at, const ScenarioSpec& s, const RolloutLayout& r, std::string_view where) {
+  const ModelSpec& m = s.model;
+  check_heads(at, m, where, r.tp, false);
+  const int64_t gpus = s.rollout_gpus();
+  const int64_t per_engine = r.gpus_per_engine();
+  if (per_engine > gpus) {
+    at.error(std::string(where), "one engine needs tp x pp = " + n(per_engine) + " GPUs, but rollout has " + n(gpus));
+  } else if (r.replicas > 0 && r.replicas * per_engine > gpus) {
+    at.error(std::string(where) + "/replicas", n(r.replicas) + " engines of " + n(per_engine) + " GPUs need " +
+                                                   n(r.replicas * per_engine) + " GPUs, but rollout has " + n(gpus));
+  } else if (r.replicas == 0 && gpus % per_engine != 0) {
+    at.error(std::string(where), "rollout's " + n(gpus) + " GPUs do not split into engines of tp x pp = " +
+                                     n(per_engine) + " GPUs",
+             "set \"replicas\" to use fewer GPUs");
+  }
+  if (r.tp > s.cluster.gpus_per_node)
+    at.error(std::string(where) + "/tp", "tp = " + n(r.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
+                                             " GPUs of one node");
+  if (r.ep > 1 && (!m.has_moe || m.moe.num_experts % r.ep != 0))
+    at.error(std::string(where) + "/ep", m.has_moe ? "the model's " + n(m.moe.num_experts) +
+                                                         " experts do not split over ep = " + n(r.ep)
+                                                   : std::string("expert parallelism needs a mixture-of-experts model"));
+}
+
+}  // namespace
+
+void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
+  PolicyAt at(v, diag);
+  const int64_t total = s.cluster.total_gpus();
+  if (s.policy.placement == Placement::disaggregated && s.policy.rollout_gpus >= total) {
+    at.error("rollout_gpus", "rollout_gpus = " + n(s.policy.rollout_gpus) + " leaves no GPU for training; the cluster has " +
+                                 n(total) + " GPUs (" + n(s.cluster.nodes) + " nodes x " + n(s.cluster.gpus_per_node) + ")");
+    return;
+  }
+  if (s.policy.sync == SyncMode::async && s.policy.placement == Placement::colocated)
+    at.error("sync", "asynchronous training overlaps rollout with training, which needs their own GPUs",
+             "set \"placement\": \"disaggregated\" and \"rollout_gpus\"");
+  check_train(at, s, s.policy.train, "train");
+  check_rollout(at, s, s.policy.rollout, "rollout");
+  for (size_t i = 0; i < s.policy.schedule.size(); ++i) {
+    const auto& e = s.policy.schedule[i];
+    const std::string base = "schedule/" + std::to_string(i);
+    if (e.train) check_train(at, s, *e.train, base + "/train");
+    if (e.rollout) check_rollout(at, s, *e.rollout, base + "/rollout");
+  }
+  // The forward-only passes run their own model (the critic's for values) in their own layout,
+  // or in the training layout when they name none; the critic also trains in the training layout.
+  const std::pair<const char*, const std::optional<InferenceLayout>*> passes[] = {
+      {"old_logprob", &s.policy.old_logprob}, {"ref_logprob", &s.policy.ref_logprob}, {"critic", &s.policy.critic}};
+  for (const auto& [key, layout] : passes) {
+    const bool critic = std::string_view(key) == "critic";
+    if (critic && !s.workload.critic) continue;
+    const ModelSpec& m = critic ? *s.workload.critic : s.model;
+    if (*layout) check_pass(at, s, m, **layout, key);
+    else if (critic) check_split(at, s, m, s.policy.train.tp, s.policy.train.pp, s.policy.train.vpp, "train");
+  }
+  if (s.workload.max_context_tokens > s.model.max_context) {
+    const Value* w = v.find("workload");
+    const Value* field = w && w->is_object() ? w->find("max_context_tokens") : nullptr;
+    if (!field && w && w->is_object()) field = w->find("max_response_tokens");
+    diag.error(field ? *field : v, field ? (w->find("max_context_tokens") ? "/workload/max_context_tokens" : "/workload/max_response_tokens") : "",
+               "the workload's context of " + n(s.workload.max_context_tokens) + " tokens exceeds the model's " +
+                   n(s.model.max_context) + " (max_position_embeddings)");
+  }
+}
+
+bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
+  const size_t errors_before = diag.error_count();
+  ScenarioSpec s;
+  ObjectReader r(v, "", diag);
+  if (!r.is_object()) return false;
+  r.accept({"format"});
+  r.read("name", s.name, Presence::optional);
+  r.read("description", s.description, Presence::optional);
+  bool parts_ok = true;
+  if (const Value* c = r.field("cluster", Presence::required)) parts_ok &= parse_cluster(*c, "/cluster", diag, s.cluster);
+  else parts_ok = false;
+  if (const Value* m = r.field("model", Presence::required)) parts_ok &= parse_model(*m, "/model", diag, s.model);
+  else parts_ok = false;
+  if (const Value* w = r.field("workload", Presence::required)) parts_ok &= parse_workload(*w, "/workload", diag, s.workload);
+  else parts_ok = false;
+  if (const Value* p = r.field("policy", Presence::required)) parts_ok &= parse_policy(*p, "/policy", diag, s.policy);
+  else parts_ok = false;
+  if (const Value* t = r.usable("trace"); t && t->is_object()) {
+    // {"generate": {"preset": ..., "steps": ..., "prompts_per_step": ..., "group_size": ..., "seed": ...}}
+    ObjectReader tr(*t, "/trace", diag);
+    if (const Value* g = tr.field("generate", Presence::required)) {
+      ObjectReader gr(*g, "/trace/generate", diag);
+      ScenarioSpec::GeneratedTrace gen;
+      if (gr.read("preset", gen.preset, Presence::required) && !trace::find_gen_preset(gen.preset)) {
+        const auto names = trace::gen_preset_names();
+        const std::string guess = closest_match(gen.preset, names);
+        gr.error("preset", "unknown trace generator preset " + quote(gen.preset) + "; expected one of " + join_quoted(names),
+                 guess.empty() ? std::string() : "did you mean " + quote(guess) + "?");
+      }
+      gr.read("steps", gen.steps, Presence::optional, 1, 100000);
+      gr.read("prompts_per_step", gen.prompts_per_step, Presence::optional, 1, 1 << 20);
+      gr.read("group_size", gen.group_size, Presence::optional, 1, 1 << 16);
+      gr.read("every", gen.every, Presence::optional, 1, 100000);
+      int64_t seed = 1;
+      if (gr.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) gen.seed = static_cast<uint64_t>(seed);
+      gr.finish();
+      s.generated_trace = gen;
+    }
+    tr.finish();
+  } else if (r.read("trace", s.trace_path, Presence::optional)) {
+    const Value* tv = v.find("trace");
+    std::filesystem::path path(s.trace_path);
+    if (tv->file() && path.is_relative()) path = std::filesystem::path(tv->file()->directory) / path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      r.error("trace", "no such trace file " + quote(path.lexically_normal().string()));
+    s.trace_path = path.lexically_normal().string();
+  }
+  r.read("steps", s.steps, Presence::optional, 1, 1000000);
+  int64_t seed = 1;
+  if (r.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) s.seed = static_cast<uint64_t>(seed);
+  r.finish();
+  if (parts_ok) check_scenario(v, s, diag);
+  out = std::move(s);
+  return diag.error_count() == errors_before;
+}
+
+}  // namespace arlsim::input

@@ -1,0 +1,51 @@
+// ScenarioSpec: one run to simulate — cluster, actor model, workload, policy and trace — with the
+// checks that need several of them at once (layouts against the cluster's GPUs and the model's
+// heads, context limits against the model).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/input/cluster.h"
+#include "sim/input/model.h"
+#include "sim/input/policy.h"
+#include "sim/input/workload.h"
+#include "sim/input/parse_names.h"
+
+namespace arlsim::input {
+
+
+struct ScenarioSpec {
+  std::string name;
+  std::string description;
+  ClusterSpec cluster;
+  ModelSpec model;
+  WorkloadSpec workload;
+  PolicySpec policy;
+  std::string trace_path;  // resolved against the scenario's directory; empty = none
+  // ...or a trace generated at run time from a generator preset (`arlsim trace gen --preset`).
+  struct GeneratedTrace {
+    std::string preset;
+    int64_t steps = 0;             // 0: the preset's
+    int64_t prompts_per_step = 0;  // 0: the workload's
+    int64_t group_size = 0;        // 0: the workload's samples_per_prompt
+    int64_t every = 1;             // keep every k-th step (the growth still spans all steps)
+    uint64_t seed = 1;
+  };
+  std::optional<GeneratedTrace> generated_trace;
+  int64_t steps = 1;
+  uint64_t seed = 1;
+
+  int64_t train_gpus() const;
+  int64_t rollout_gpus() const;
+};
+
+// Parses a scenario whose references are resolved (see loader.h) and runs the cross checks.
+bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out);
+
+// The cross checks alone, for callers that assemble a scenario from parts.
+void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag);
+
+}  // namespace arlsim::input

@@ -1,0 +1,122 @@
+#include "sim/input/workload.h"
+
+#include "sim/parse/reader.h"
+
+namespace arlsim::input {
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::grpo: return "grpo";
+    case Algorithm::dapo: return "dapo";
+    case Algorithm::ppo: return "ppo";
+    case Algorithm::reinforce: return "reinforce";
+    case Algorithm::reinforce_pp: return "reinforce_pp";
+    case Algorithm::rloo: return "rloo";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int64_t kMaxTokens = int64_t{1} << 26;
+
+void parse_engine(ObjectReader& parent, EngineSpec& e) {
+  const Value* v = parent.field("engine");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("engine"), parent.diag());
+  read_engine_settings(r, e);
+  r.finish();
+}
+
+void parse_reward(ObjectReader& parent, WorkloadSpec& w) {
+  const Value* v = parent.field("reward");
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("reward"), parent.diag());
+  static const EnumName<RewardKind> kinds[] = {{"rule", RewardKind::rule}, {"model", RewardKind::model}};
+  r.read_enum("kind", w.reward, Presence::required, kinds);
+  r.read_duration("cpu_time_per_sample", w.reward_cpu_time_per_sample, Presence::optional, 0, 3600);
+  if (const Value* m = r.field("model", w.reward == RewardKind::model ? Presence::required : Presence::optional)) {
+    ModelSpec spec;
+    if (parse_model(*m, r.pointer_of("model"), r.diag(), spec)) w.reward_model = std::move(spec);
+  }
+  r.finish();
+}
+
+}  // namespace
+
+void read_engine_settings(ObjectReader& r, EngineSpec& e) {
+  static const EnumName<int> names[] = {{"vllm", 0}, {"sglang", 1}};
+  int name = 0;
+  if (r.read_enum("name", name, Presence::optional, names)) e.name = std::string(names[name].name);
+  r.read("gpu_memory_utilization", e.gpu_memory_utilization, Presence::optional, 0.05, 1.0);
+  r.read("max_num_seqs", e.max_num_seqs, Presence::optional, 1, 1 << 20);
+  r.read("max_num_batched_tokens", e.max_num_batched_tokens, Presence::optional, 1, kMaxTokens);
+  r.read("chunked_prefill", e.chunked_prefill, Presence::optional);
+  r.read("prefix_caching", e.prefix_caching, Presence::optional);
+  r.read("block_size", e.block_size, Presence::optional, 1, 1024);
+  if (const Value* s = r.field("speculative"); s && !s->is_null()) {
+    ObjectReader sr(*s, r.pointer_of("speculative"), r.diag());
+    sr.read("mean_accepted_tokens", e.speculative_mean_accepted, Presence::required, 1.0, 64.0);
+    sr.read("draft_tokens", e.speculative_draft_tokens, Presence::required, 1, 64);
+    sr.read_duration("draft_time", e.speculative_draft_time, Presence::optional, 0, 1);
+    sr.finish();
+    if (e.speculative_draft_tokens > 0 && e.speculative_mean_accepted > static_cast<double>(e.speculative_draft_tokens) + 1)
+      sr.error("mean_accepted_tokens", "the mean accepted length cannot exceed draft_tokens + 1 (" +
+                                           std::to_string(e.speculative_draft_tokens + 1) + ")");
+  }
+}
+
+bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& diag, WorkloadSpec& out) {
+  const size_t errors_before = diag.error_count();
+  WorkloadSpec w;
+  ObjectReader r(v, pointer, diag);
+  if (!r.is_object()) return false;
+  r.accept({"format"});
+  r.read("name", w.name, Presence::optional);
+  r.read("description", w.description, Presence::optional);
+  static const EnumName<Algorithm> algorithms[] = {{"grpo", Algorithm::grpo},           {"dapo", Algorithm::dapo},
+                                                   {"ppo", Algorithm::ppo},             {"reinforce", Algorithm::reinforce},
+                                                   {"reinforce_pp", Algorithm::reinforce_pp}, {"rloo", Algorithm::rloo}};
+  r.read_enum("algorithm", w.algorithm, Presence::required, algorithms);
+  r.read("prompts_per_step", w.prompts_per_step, Presence::required, 1, 1 << 24);
+  r.read("samples_per_prompt", w.samples_per_prompt, Presence::optional, 1, 1 << 16);
+  r.read("max_prompt_tokens", w.max_prompt_tokens, Presence::required, 1, kMaxTokens);
+  r.read("max_response_tokens", w.max_response_tokens, Presence::required, 1, kMaxTokens);
+  const bool has_context = r.read("max_context_tokens", w.max_context_tokens, Presence::optional, 1, kMaxTokens);
+  r.read("max_turns", w.max_turns, Presence::optional, 1, 100000);
+  r.read("ppo_epochs", w.ppo_epochs, Presence::optional, 1, 1000);
+  r.read("mini_batches", w.mini_batches, Presence::optional, 1, 1 << 20);
+  r.read("use_reference", w.use_reference, Presence::optional);
+  static const EnumName<Dtype> dtypes[] = {{"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}};
+  r.read_enum("dtype", w.dtype, Presence::optional, dtypes);
+  if (const Value* c = r.field("critic"); c && !c->is_null()) {
+    ModelSpec critic;
+    if (parse_model(*c, r.pointer_of("critic"), diag, critic)) w.critic = std::move(critic);
+  }
+  parse_reward(r, w);
+  parse_engine(r, w.engine);
+  r.finish();
+
+  if (!has_context) w.max_context_tokens = w.max_prompt_tokens + w.max_response_tokens;
+  if (has_context && w.max_prompt_tokens > 0 && w.max_response_tokens > 0 &&
+      w.max_prompt_tokens + w.max_response_tokens > w.max_context_tokens) {
+    r.error("max_context_tokens",
+            "max_prompt_tokens (" + std::to_string(w.max_prompt_tokens) + ") + max_response_tokens (" +
+                std::to_string(w.max_response_tokens) + ") = " +
+                std::to_string(w.max_prompt_tokens + w.max_response_tokens) + " exceeds max_context_tokens (" +
+                std::to_string(w.max_context_tokens) + ")");
+  }
+  if (has_context && w.max_prompt_tokens > w.max_context_tokens)
+    r.error("max_prompt_tokens", "max_prompt_tokens (" + std::to_string(w.max_prompt_tokens) +
+                                     ") exceeds max_context_tokens (" + std::to_string(w.max_context_tokens) + ")");
+  if (w.algorithm == Algorithm::ppo && !w.critic && r.is_object() && !r.has("critic"))
+    r.error_here("PPO needs a value model: set \"critic\" (a model preset name, path or object)");
+  if (w.mini_batches > 0 && w.trajectories_per_step() % w.mini_batches != 0)
+    r.error("mini_batches", "prompts_per_step x samples_per_prompt = " + std::to_string(w.trajectories_per_step()) +
+                                " trajectories do not split into " + std::to_string(w.mini_batches) +
+                                " equal mini-batches");
+  out = std::move(w);
+  return diag.error_count() == errors_before;
+}
+
+}  // namespace arlsim::input

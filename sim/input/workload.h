@@ -1,0 +1,66 @@
+// WorkloadSpec: what one RL run asks of the cluster — the algorithm, batch shape, length limits,
+// the models besides the actor, PPO epochs and mini-batches, and the rollout engine's settings
+// (named and defaulted as vLLM's engine arguments).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/core/time.h"
+#include "sim/input/hardware.h"
+#include "sim/input/model.h"
+#include "sim/input/parse_names.h"
+
+namespace arlsim::input {
+
+
+enum class Algorithm { grpo, dapo, ppo, reinforce, reinforce_pp, rloo };
+const char* algorithm_name(Algorithm a);
+
+struct EngineSpec {
+  std::string name = "vllm";  // vllm or sglang
+  double gpu_memory_utilization = 0.9;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool chunked_prefill = true;
+  bool prefix_caching = true;
+  int64_t block_size = 16;
+  double speculative_mean_accepted = 0;  // tau; 0 = no speculative decoding
+  int64_t speculative_draft_tokens = 0;
+  SimTime speculative_draft_time;  // host time to draft per step (suffix or history lookup)
+};
+
+enum class RewardKind { rule, model };
+
+struct WorkloadSpec {
+  std::string name;
+  std::string description;
+  Algorithm algorithm = Algorithm::grpo;
+  int64_t prompts_per_step = 0;
+  int64_t samples_per_prompt = 1;
+  int64_t max_prompt_tokens = 0;
+  int64_t max_response_tokens = 0;
+  int64_t max_context_tokens = 0;  // defaults to prompt + response
+  int64_t max_turns = 1;
+  int64_t ppo_epochs = 1;
+  int64_t mini_batches = 1;  // optimizer steps per PPO epoch
+  bool use_reference = true;
+  Dtype dtype = Dtype::bf16;
+  std::optional<ModelSpec> critic;  // required by PPO
+  RewardKind reward = RewardKind::rule;
+  std::optional<ModelSpec> reward_model;
+  SimTime reward_cpu_time_per_sample;
+  EngineSpec engine;
+
+  int64_t trajectories_per_step() const { return prompts_per_step * samples_per_prompt; }
+};
+
+// The vLLM-named engine keys (name, gpu_memory_utilization, max_num_seqs, ...), shared by a
+// workload's "engine" and a rollout stage's.
+void read_engine_settings(ObjectReader& r, EngineSpec& e);
+
+// Expects "critic" and "reward/model" already resolved to model objects (see loader.h).
+bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& diag, WorkloadSpec& out);
+
+}  // namespace arlsim::input

@@ -1,0 +1,66 @@
+#include "sim/report/outputs.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <new>
+#include <system_error>
+
+#include "sim/report/summary.h"
+#include "sim/report/timeline.h"
+
+namespace arlsim::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+// The reason an open or write failed: errno where the library set it, else a plain word.
+std::string last_error() { return errno != 0 ? std::strerror(errno) : "write failed"; }
+
+// Writes one file through `body`; the stream is checked after opening and again after closing,
+// because a full disk shows only when the last buffer is flushed.
+bool write_file(const fs::path& path, const std::function<void(std::ostream&)>& body, std::string& error) {
+  errno = 0;
+  std::ofstream os(path, std::ios::binary | std::ios::trunc);
+  if (!os) {
+    error = "cannot open " + quoted(path) + " for writing: " + last_error();
+    return false;
+  }
+  body(os);
+  os.close();
+  if (!os) {
+    error = "cannot write " + quoted(path) + ": " + last_error();
+    return false;
+  }
+  return true;
+}
+
+bool make_directory(const fs::path& dir, std::string& error) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!ec && !fs::is_directory(dir, ec)) ec = std::make_error_code(std::errc::not_a_directory);
+  if (ec) error = "cannot create directory " + quoted(dir) + ": " + ec.message();
+  return !ec;
+}
+
+}  // namespace
+
+bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& error) {
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  try {
+    if (!make_directory(root, error)) return false;
+    auto text = [](std::string s) { return [s = std::move(s)](std::ostream& os) { os << s; }; };
+    return write_file(root / kSummaryFile, text(summary_json(r)), error) &&
+           write_file(root / kStepsFile, text(steps_csv(r)), error) &&
+           write_file(root / kTimelineFile, [&r](std::ostream& os) { write_timeline(r, os); }, error);
+  } catch (const std::bad_alloc&) {
+    error = "out of memory while writing the outputs to " + quoted(root);
+    return false;
+  }
+}
+
+}  // namespace arlsim::report

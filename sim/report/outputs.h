@@ -1,0 +1,21 @@
+// Writes a run's output files into a directory: summary.json, steps.csv and timeline.json (what
+// `arlsim simulate --out DIR` produces; formats in docs/formats.md).
+#pragma once
+
+#include <string>
+
+#include "sim/rl/step_result.h"
+
+namespace arlsim::report {
+
+inline constexpr const char* kSummaryFile = "summary.json";
+inline constexpr const char* kStepsFile = "steps.csv";
+inline constexpr const char* kTimelineFile = "timeline.json";
+
+// Creates `dir` (and its parents) when missing and writes the three files, replacing files of the
+// same names. On failure returns false with `error` naming the path and the reason
+// ("cannot create directory 'out/run': Not a directory"); files written before the failure stay.
+// I/O problems never throw; an InternalError from a broken invariant (see write_timeline) does.
+bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& error);
+
+}  // namespace arlsim::report

@@ -1,0 +1,134 @@
+#include "sim/report/summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+#include "sim/report/text.h"
+#include "sim/rl/metrics.h"
+
+namespace arlsim::report {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json gib_object(const std::vector<std::pair<std::string, double>>& entries) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [name, gib] : entries) j[name] = gib;
+  return j;
+}
+
+ordered_json oom_json(const rl::OomEvent& e) {
+  return ordered_json{{"step", e.step},
+                      {"stage", e.stage},
+                      {"rank", e.rank},
+                      {"needed_gib", e.needed_gib},
+                      {"available_gib", e.available_gib},
+                      {"contributors_gib", gib_object(e.contributors_gib)}};
+}
+
+ordered_json stages_json(const rl::StageTimes& t) {
+  ordered_json j = ordered_json::object();
+  for (size_t s = 0; s < kStageCount; ++s) j[std::string(graph::kStages[s].name)] = stage_seconds(t, s);
+  return j;
+}
+
+ordered_json step_json(const rl::StepRecord& st) {
+  return ordered_json{{"step", st.step},
+                      {"start_s", st.start_s},
+                      {"time_s", st.time_s},
+                      {"stages", stages_json(st.stages)},
+                      {"tokens", st.tokens},
+                      {"tokens_per_s", st.tokens_per_s},
+                      {"memory_peak_gib", gib_object(st.memory_peak_gib)},
+                      {"oom", st.oom ? oom_json(*st.oom) : ordered_json(nullptr)}};
+}
+
+ordered_json stats_json(const RunStats& s) {
+  const auto& t = s.step_time_s;
+  ordered_json share = ordered_json::object();
+  for (size_t i = 0; i < kStageCount; ++i) share[std::string(graph::kStages[i].name)] = s.stage_share[i];
+  return ordered_json{
+      {"step_time_s", {{"mean", t.mean}, {"p50", t.p50}, {"p90", t.p90}, {"p99", t.p99}, {"max", t.max}}},
+      {"stage_share", share},
+      {"tokens_per_s", s.tokens_per_s}};
+}
+
+// A price of 0 means unknown, and a cost computed from it would read as "free".
+ordered_json if_priced(const rl::RunResult& r, double value) {
+  return r.price_usd_per_gpu_hour > 0 ? ordered_json(value) : ordered_json(nullptr);
+}
+
+void append_csv_field(std::string& out, const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) {
+    out += s;
+    return;
+  }
+  out += '"';
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+}  // namespace
+
+double stage_seconds(const rl::StageTimes& t, size_t stage) { return t.*graph::kStages[stage].seconds; }
+
+RunStats run_stats(const rl::RunResult& r) {
+  RunStats s;
+  std::vector<double> times;
+  times.reserve(r.steps.size());
+  for (const auto& st : r.steps) {
+    times.push_back(st.time_s);
+    s.tokens += st.tokens;
+    for (size_t i = 0; i < kStageCount; ++i) s.stage_total_s[i] += stage_seconds(st.stages, i);
+  }
+  const rl::Distribution d = rl::summarize(std::move(times));
+  s.step_time_s = {d.mean, d.p50, d.p90, d.p99, d.max};
+  double sum = 0;
+  for (double v : s.stage_total_s) sum += v;
+  if (sum > 0)
+    for (size_t i = 0; i < kStageCount; ++i) s.stage_share[i] = s.stage_total_s[i] / sum;
+  if (r.total_time_s > 0) s.tokens_per_s = static_cast<double>(s.tokens) / r.total_time_s;
+  return s;
+}
+
+std::string summary_json(const rl::RunResult& r) {
+  ordered_json steps = ordered_json::array();
+  for (const auto& st : r.steps) steps.push_back(step_json(st));
+  ordered_json ooms = ordered_json::array();
+  for (const auto& e : r.oom_events) ooms.push_back(oom_json(e));
+  const ordered_json j{{"scenario", r.scenario},
+                       {"gpus", r.gpus},
+                       {"steps", std::move(steps)},
+                       {"total_time_s", r.total_time_s},
+                       {"gpu_hours", r.gpu_hours},
+                       {"cost_usd", if_priced(r, r.cost_usd)},
+                       {"price_usd_per_gpu_hour", if_priced(r, r.price_usd_per_gpu_hour)},
+                       {"oom_events", std::move(ooms)},
+                       {"stats", stats_json(run_stats(r))}};
+  // `replace` turns invalid UTF-8 in names into U+FFFD instead of throwing.
+  return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string steps_csv(const rl::RunResult& r) {
+  std::string out = "step,start_s,time_s";
+  for (const auto& stage : graph::kStages) out += ',' + std::string(stage.name) + "_s";
+  out += ",tokens,tokens_per_s,oom_stage\n";
+  for (const auto& st : r.steps) {
+    out += std::to_string(st.step);
+    out += ',' + format_fixed(st.start_s, 6);
+    out += ',' + format_fixed(st.time_s, 6);
+    for (size_t i = 0; i < kStageCount; ++i) out += ',' + format_fixed(stage_seconds(st.stages, i), 6);
+    out += ',' + std::to_string(st.tokens);
+    out += ',' + format_fixed(st.tokens_per_s, 3);
+    out += ',';
+    if (st.oom) append_csv_field(out, st.oom->stage);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace arlsim::report

@@ -1,0 +1,87 @@
+#include "sim/report/table.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "sim/report/summary.h"
+#include "sim/report/text.h"
+
+namespace arlsim::report {
+namespace {
+
+// The OOM line names this many of the largest contributors; the rest is in summary.json.
+constexpr size_t kOomContributorsShown = 3;
+
+std::string pad_left(const std::string& s, size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string pad_right(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+// "1:02:03" for a duration in seconds, so long runs read at a glance.
+std::string clock_time(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e15) return "?";
+  const auto total = static_cast<int64_t>(seconds + 0.5);
+  const int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
+  return std::to_string(h) + ":" + (m < 10 ? "0" : "") + std::to_string(m) + ":" + (s < 10 ? "0" : "") +
+         std::to_string(s);
+}
+
+std::string step_time_lines(const RunStats& s) {
+  const auto& t = s.step_time_s;
+  std::string out = pad_right("step time (s)", 16);
+  for (const char* h : {"mean", "p50", "p90", "p99", "max"}) out += pad_left(h, 12);
+  out += "\n" + std::string(16, ' ');
+  for (double v : {t.mean, t.p50, t.p90, t.p99, t.max}) out += pad_left(format_fixed(v, 3), 12);
+  return out + "\n";
+}
+
+std::string stage_lines(const RunStats& s, size_t steps) {
+  std::string out = pad_right("stage", 16) + pad_left("total (s)", 14) + pad_left("per step (s)", 14) +
+                    pad_left("share", 10) + "\n";
+  for (size_t i = 0; i < kStageCount; ++i) {
+    if (s.stage_total_s[i] <= 0) continue;
+    out += pad_right("  " + std::string(graph::kStages[i].name), 16) + pad_left(format_fixed(s.stage_total_s[i], 3), 14) +
+           pad_left(format_fixed(s.stage_total_s[i] / static_cast<double>(steps), 3), 14) +
+           pad_left(format_fixed(100 * s.stage_share[i], 1) + "%", 10) + "\n";
+  }
+  return out;
+}
+
+std::string cost_line(const rl::RunResult& r) {
+  if (r.price_usd_per_gpu_hour <= 0) return "unknown (no price per GPU-hour)";
+  return "$" + format_fixed(r.cost_usd, 2) + " at $" + format_fixed(r.price_usd_per_gpu_hour, 2) + " per GPU-hour";
+}
+
+std::string oom_lines(const rl::RunResult& r) {
+  if (r.oom_events.empty()) return "none\n";
+  const auto& e = r.oom_events.front();
+  std::string out = std::to_string(r.oom_events.size()) + (r.oom_events.size() == 1 ? " event" : " events");
+  out += "; first: step " + std::to_string(e.step) + ", stage " + e.stage + ", rank " + std::to_string(e.rank);
+  out += ": needs " + format_fixed(e.needed_gib, 2) + " GiB of " + format_fixed(e.available_gib, 2) + " GiB\n";
+  if (e.contributors_gib.empty()) return out;
+  std::string parts;
+  for (size_t i = 0; i < e.contributors_gib.size() && i < kOomContributorsShown; ++i)
+    parts += (i > 0 ? ", " : "") + e.contributors_gib[i].first + " " + format_fixed(e.contributors_gib[i].second, 2);
+  if (e.contributors_gib.size() > kOomContributorsShown) parts += ", ...";
+  return out + std::string(16, ' ') + "(GiB: " + parts + ")\n";
+}
+
+}  // namespace
+
+std::string run_table(const rl::RunResult& r) {
+  const RunStats s = run_stats(r);
+  std::string out = r.scenario + ": " + std::to_string(r.gpus) + " GPUs, " + std::to_string(r.steps.size()) +
+                    (r.steps.size() == 1 ? " step\n\n" : " steps\n\n");
+  if (!r.steps.empty()) out += step_time_lines(s) + "\n" + stage_lines(s, r.steps.size()) + "\n";
+  out += pad_right("throughput", 16) + format_fixed(s.tokens_per_s, 1) + " tokens/s\n";
+  out += pad_right("total time", 16) + format_fixed(r.total_time_s, 3) + " s (" + clock_time(r.total_time_s) + ")\n";
+  out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) + "\n";
+  out += pad_right("cost", 16) + cost_line(r) + "\n";
+  out += pad_right("OOM", 16) + oom_lines(r);
+  return out;
+}
+
+}  // namespace arlsim::report

@@ -1,0 +1,127 @@
+// timeline.json of a hand-built run: valid JSON in the Chrome Trace Event layout, pids and tids by
+// first appearance, metadata first, events sorted, microseconds with three decimals, escaping.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <tuple>
+
+#include "sim/core/assert.h"
+#include "sim/report/timeline.h"
+#include "tests/report/fixture.h"
+
+using namespace arlsim;
+using namespace arlsim::report;
+using nlohmann::json;
+
+namespace {
+
+std::string timeline_text(const rl::RunResult& r) {
+  std::ostringstream os;
+  write_timeline(r, os);
+  return os.str();
+}
+
+// (ph, pid, tid, name) of an event, for comparing sequences.
+using Row = std::tuple<std::string, int, int, std::string>;
+Row row(const json& e) { return {e["ph"], e["pid"], e["tid"], e["name"]}; }
+
+}  // namespace
+
+TEST_CASE("timeline: top-level object and metadata naming processes and threads") {
+  const json j = json::parse(timeline_text(testing::sample_run()));
+  CHECK(j["displayTimeUnit"] == "ms");
+  CHECK(j["otherData"] == json{{"generator", "arlsim"}, {"scenario", "demo"}, {"gpus", 16}, {"steps", 3}});
+  const json& ev = j["traceEvents"];
+  // Processes by first appearance: node0 (events), sandboxes (events), node1 (counters only) ->
+  // pids 1, 2, 3. Threads follow the last pid, by first appearance: node0/gpu1, node0/gpu0,
+  // sandboxes/slot0 -> tids 4, 5, 6. Each gets a name and a sort index.
+  const std::vector<Row> metadata = {
+      {"M", 1, 1, "process_name"}, {"M", 1, 1, "process_sort_index"}, {"M", 2, 2, "process_name"},
+      {"M", 2, 2, "process_sort_index"}, {"M", 3, 3, "process_name"}, {"M", 3, 3, "process_sort_index"},
+      {"M", 1, 4, "thread_name"}, {"M", 1, 4, "thread_sort_index"}, {"M", 1, 5, "thread_name"},
+      {"M", 1, 5, "thread_sort_index"}, {"M", 2, 6, "thread_name"}, {"M", 2, 6, "thread_sort_index"}};
+  REQUIRE(ev.size() == metadata.size() + 8);
+  for (size_t i = 0; i < metadata.size(); ++i) CHECK(row(ev[i]) == metadata[i]);
+  CHECK(ev[0]["args"] == json{{"name", "node0"}});
+  CHECK(ev[1]["args"] == json{{"sort_index", 1}});
+  CHECK(ev[2]["args"] == json{{"name", "sandboxes"}});
+  CHECK(ev[4]["args"] == json{{"name", "node1"}});
+  CHECK(ev[6]["args"] == json{{"name", "gpu1"}});
+  CHECK(ev[7]["args"] == json{{"sort_index", 4}});
+  CHECK(ev[8]["args"] == json{{"name", "gpu0"}});
+  CHECK(ev[10]["args"] == json{{"name", "slot0"}});
+}
+
+TEST_CASE("timeline: activities and counters sorted by time, parents before children") {
+  const json ev = json::parse(timeline_text(testing::sample_run()))["traceEvents"];
+  std::vector<Row> rows;
+  for (size_t i = 12; i < ev.size(); ++i) rows.push_back(row(ev[i]));
+  // At ts 0: node0's counter (tid = pid 1), gpu1 (tid 4), then gpu0 (tid 5) with the 7 s
+  // "rollout phase" before the 6 s "generate" it contains.
+  CHECK(rows == std::vector<Row>{{"C", 1, 1, "memory_gib"},
+                                 {"X", 1, 4, "generate"},
+                                 {"X", 1, 5, "rollout phase"},
+                                 {"X", 1, 5, "generate"},
+                                 {"X", 2, 6, "tool \"search\"\n"},
+                                 {"C", 3, 3, "kv_util"},
+                                 {"C", 1, 1, "memory_gib"},
+                                 {"X", 1, 5, "train"}});
+  // Microseconds from nanoseconds: 1'000'000'500 ns -> 1000000.5 us, ending at 2.5 s.
+  const json& tool = ev[12 + 4];
+  CHECK(tool["ts"] == 1000000.5);
+  CHECK(tool["dur"] == 1499999.5);
+  CHECK(tool["cat"] == "rollout");
+  CHECK(tool["args"] == json{{"step", 0}, {"stage", "rollout"}});
+  const json& train = ev[12 + 7];
+  CHECK(train["ts"] == 10000000.0);
+  CHECK(train["dur"] == 1500000.0);
+  CHECK(train["cat"] == "train");
+  CHECK(ev[12]["ts"] == 0.0);
+  CHECK(ev[12]["args"] == json{{"value", 12.5}});
+  CHECK(ev[12 + 5]["ts"] == 3000000.0);
+  CHECK(ev[12 + 5]["args"] == json{{"value", 0.75}});
+}
+
+TEST_CASE("timeline: exact text of an activity line, three decimals and escapes") {
+  const std::string text = timeline_text(testing::sample_run());
+  CHECK(text.find("\n{\"ph\":\"X\",\"pid\":2,\"tid\":6,\"ts\":1000000.500,\"dur\":1499999.500,"
+                  "\"name\":\"tool \\\"search\\\"\\n\",\"cat\":\"rollout\","
+                  "\"args\":{\"step\":0,\"stage\":\"rollout\"}},\n") != std::string::npos);
+  CHECK(text.find("\n{\"ph\":\"C\",\"pid\":3,\"tid\":3,\"ts\":3000000.000,\"name\":\"kv_util\","
+                  "\"args\":{\"value\":0.75}},\n") != std::string::npos);
+  CHECK(text.rfind("{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":1,\"name\":\"process_name\",", 0) == 0);
+}
+
+TEST_CASE("timeline: byte-stable") {
+  CHECK(timeline_text(testing::sample_run()) == timeline_text(testing::sample_run()));
+}
+
+TEST_CASE("timeline: names with quotes, backslashes, control characters and bad UTF-8 stay valid JSON") {
+  rl::RunResult r;
+  const std::string nasty = std::string("q\"b\\c\x01\x1f\t\x7f \xc3\xa9 \xff\xc0\xaf end");
+  r.scenario = nasty;
+  r.events = {{nasty, nasty, nasty, SimTime::zero(), SimTime::from_ns(1), 0, nasty}};
+  r.counters = {{nasty, nasty, SimTime::zero(), 1}};
+  const json j = json::parse(timeline_text(r));
+  const std::string expected = "q\"b\\c\x01\x1f\t\x7f \xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD end";
+  CHECK(j["otherData"]["scenario"] == expected);
+  CHECK(j["traceEvents"][0]["args"]["name"] == expected);
+  CHECK(j["traceEvents"][4]["name"] == expected);
+}
+
+TEST_CASE("timeline: an empty run and a non-finite counter are still valid JSON") {
+  const json empty = json::parse(timeline_text(rl::RunResult{}));
+  CHECK(empty["traceEvents"] == json::array());
+  rl::RunResult r;
+  r.counters = {{"p", "c", SimTime::zero(), std::numeric_limits<double>::quiet_NaN()}};
+  CHECK(json::parse(timeline_text(r))["traceEvents"][2]["args"]["value"].is_null());
+}
+
+TEST_CASE("timeline: an activity that ends before it starts is an internal error") {
+  rl::RunResult r;
+  r.events = {{"p", "t", "back", SimTime::from_ns(10), SimTime::from_ns(5), 0, "train"}};
+  std::ostringstream os;
+  CHECK_THROWS_AS(write_timeline(r, os), InternalError);
+}
