@@ -4,14 +4,14 @@ cmake_minimum_required(VERSION 3.25)
 #
 # Each module may include itself and the modules listed for it (the closure of what it builds on).
 # The simulator's modules, from the bottom: core, parse (JSON with positions, diagnostics, units),
-# trace, input (the specs), model (the cost model), graph (placements, stages, the step graph),
-# exec (its executors), rl (the stage simulators and the step), report (outputs). planner builds
+# trace, input (the specs), graph (placements, stages, the step graph; it needs only core), model
+# (the cost model, which prices operations on placements), exec (the graph's executors), rl (the stage simulators and the step), report (outputs). planner builds
 # on all of sim; app on everything.
 set(allowed_sim_core "core")
 set(allowed_sim_parse "core;parse")
 set(allowed_sim_trace "core;parse;trace")
 set(allowed_sim_input "core;parse;trace;input")
-set(allowed_sim_model "core;parse;trace;input;model")
+set(allowed_sim_model "core;parse;trace;input;graph;model")
 set(allowed_sim_graph "core;graph")
 set(allowed_sim_exec "core;parse;trace;input;model;graph;exec")
 set(allowed_sim_rl "core;parse;trace;input;model;graph;exec;rl")

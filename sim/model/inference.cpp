@@ -51,18 +51,22 @@ int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const
 }
 
 InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec)
-    : m_(m), c_(c), layout_(layout), spec_(spec), cm_(c.gpu, input::Dtype::bf16), coll_(c) {}
+    : InferenceModel(m, c, layout, spec, std::make_shared<AnalyticCostModel>(c, input::Dtype::bf16)) {}
+
+InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec,
+                               std::shared_ptr<const CostModel> cost)
+    : m_(m), c_(c), layout_(layout), spec_(spec), cost_(std::move(cost)) {}
 
 double InferenceModel::gemm_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
-  const ComputeModel& cm = cm_;
+  const CostModel& ops = *cost_;
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp, h = m_.hidden_size;
   const bool gated = m_.mlp == input::MlpKind::gated;
-  double dense_layer = cm.gemm(rows, w.qkv / tp, h).seconds + cm.gemm(rows, h, w.out_in / tp).seconds;
+  double dense_layer = ops.cost(GemmOp{rows, w.qkv / tp, h}).seconds + ops.cost(GemmOp{rows, h, w.out_in / tp}).seconds;
   double moe_layer = dense_layer;
-  dense_layer += cm.gemm(rows, (gated ? 2 : 1) * m_.ffn_hidden_size / tp, h).seconds +
-                 cm.gemm(rows, h, m_.ffn_hidden_size / tp).seconds;
+  dense_layer += ops.cost(GemmOp{rows, (gated ? 2 : 1) * m_.ffn_hidden_size / tp, h}).seconds +
+                 ops.cost(GemmOp{rows, h, m_.ffn_hidden_size / tp}).seconds;
   if (m_.has_moe) {
     // Experts are spread over the engine's ep ranks. With rows x top-k routed tokens spread
     // uniformly, an expert receives none with probability (1 - 1/E)^(rows k): the expected number
@@ -76,12 +80,12 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(routed / d(layout_.ep) / d(active))));
     // Without enough expert parallelism each expert's matrices split over the remaining tp ranks.
     const int64_t expert_tp = std::max<int64_t>(1, layout_.tp / layout_.ep);
-    moe_layer += cm.gemm(rows, e.num_experts, h).seconds;
-    moe_layer += cm.grouped_gemm(active, per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size / expert_tp, h).seconds +
-                 cm.grouped_gemm(active, per_expert, h, e.expert_ffn_hidden_size / expert_tp).seconds;
+    moe_layer += ops.cost(GemmOp{rows, e.num_experts, h}).seconds;
+    moe_layer += ops.cost(GemmOp{per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size / expert_tp, h, active}).seconds +
+                 ops.cost(GemmOp{per_expert, h, e.expert_ffn_hidden_size / expert_tp, active}).seconds;
     const int64_t shared = e.shared_experts * e.expert_ffn_hidden_size + e.shared_expert_ffn_hidden_size;
     if (shared > 0)
-      moe_layer += cm.gemm(rows, (gated ? 2 : 1) * shared / tp, h).seconds + cm.gemm(rows, h, shared / tp).seconds;
+      moe_layer += ops.cost(GemmOp{rows, (gated ? 2 : 1) * shared / tp, h}).seconds + ops.cost(GemmOp{rows, h, shared / tp}).seconds;
   }
   const int64_t moe_layers = m_.num_moe_layers();
   // With pipeline parallelism the batch still passes through every layer, one stage after another.
@@ -90,10 +94,10 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
 
 double InferenceModel::sampled_rows_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
-  const ComputeModel& cm = cm_;
+  const CostModel& ops = *cost_;
   // LM head, then softmax and sampling over fp32 logits.
-  return cm.gemm(rows, m_.vocab_size / layout_.tp, m_.hidden_size).seconds +
-         cm.memory_bound(3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2).seconds;
+  return ops.cost(GemmOp{rows, m_.vocab_size / layout_.tp, m_.hidden_size}).seconds +
+         ops.cost(MemoryBoundOp{3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2}).seconds;
 }
 
 InferenceModel::RowTerms InferenceModel::compute_row_terms(int64_t rows) const {
@@ -101,19 +105,20 @@ InferenceModel::RowTerms InferenceModel::compute_row_terms(int64_t rows) const {
   RowTerms t;
   t.gemm_s = gemm_seconds(rows);
   const double elementwise_bytes = 2.0 * d(rows) * (10.0 * d(m_.hidden_size) + 3.0 * d(m_.ffn_hidden_size) / d(tp));
-  t.elementwise_s = cm_.memory_bound(elementwise_bytes * d(m_.num_layers), 0).seconds;
+  const CostModel& ops = *cost_;
+  t.elementwise_s = ops.cost(MemoryBoundOp{elementwise_bytes * d(m_.num_layers), 0}).seconds;
   if (tp > 1) {
     CollectiveGroup g;
     g.ranks = tp;
     g.ranks_per_node = std::min(tp, c_.gpus_per_node);
-    t.comm_s = 2.0 * d(m_.num_layers) * coll_.cost(CollectiveOp::all_reduce, d(rows) * d(m_.hidden_size) * 2, g).seconds;
+    t.comm_s = 2.0 * d(m_.num_layers) * ops.cost(CollectiveCallOp{CollectiveOp::all_reduce, d(rows) * d(m_.hidden_size) * 2, g}).seconds;
   }
   if (layout_.pp > 1) {
     // Stages are tp GPUs apart: neighbours share a node only when two stages fit in one.
     CollectiveGroup g;
     g.ranks = 2;
     g.ranks_per_node = std::clamp<int64_t>(c_.gpus_per_node / tp, 1, 2);
-    t.comm_s += d(layout_.pp - 1) * coll_.cost(CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g).seconds;
+    t.comm_s += d(layout_.pp - 1) * ops.cost(CollectiveCallOp{CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g}).seconds;
   }
   return t;
 }
@@ -133,7 +138,7 @@ InferenceModel::RowTerms InferenceModel::row_terms(int64_t rows) const {
 }
 
 IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
-  const ComputeModel& cm = cm_;
+  const CostModel& ops = *cost_;
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp;
   IterationCost cost;
@@ -146,15 +151,14 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
     const double pairs = d(ch.tokens) * d(ch.context) + d(ch.tokens) * d(ch.tokens + 1) / 2;
     const double layer_flops = 2.0 * d(m_.num_heads / tp) * d(w.qk + w.v) * pairs;
     cost.attention_prefill_s +=
-        d(m_.num_layers) * cm.attention(layer_flops, ch.context + ch.tokens, AttentionPass::forward).seconds;
+        d(m_.num_layers) * ops.cost(AttentionOp{layer_flops, ch.context + ch.tokens, AttentionPass::forward}).seconds;
   }
   const int64_t rows = prefill_tokens + decode_rows;
   const RowTerms terms = row_terms(rows);
   cost.gemm_s = terms.gemm_s + sampled_rows_seconds(sampled);
   const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
   if (batch.decode_seqs > 0)
-    cost.attention_decode_s = kv_per_token * d(batch.decode_kv_tokens) / cm.memory_rate() +
-                              cm.launch_overhead_s() * d(m_.num_layers);
+    cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * d(batch.decode_kv_tokens), m_.num_layers});
   cost.elementwise_s = terms.elementwise_s;
   cost.comm_s = terms.comm_s;
   cost.overhead_s = c_.gpu.inference_step_overhead.seconds();
@@ -174,7 +178,8 @@ DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
   // The only context-dependent term: streaming each cached token's keys and values once (a
   // verification step's k + 1 queries read them once too).
   w.a = iteration(at_zero).seconds;
-  w.b = kv_bytes_per_token_per_gpu(m_, layout_.tp, 1) / cm_.memory_rate();
+  // The closed form needs decode attention linear in the KV read: its cost per cached token.
+  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1), 0});
   if (spec_.on()) {
     at_zero.decode_rows_per_seq = spec_.draft_tokens + 1;
     w.a = (iteration(at_zero).seconds + spec_.draft_s) / spec_.mean_accepted;

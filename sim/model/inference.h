@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <vector>
+#include <memory>
 
 #include "sim/model/collective.h"
 #include "sim/model/compute.h"
+#include "sim/model/cost_model.h"
 #include "sim/model/memory.h"
 #include "sim/input/cluster.h"
 #include "sim/input/model.h"
@@ -68,6 +70,9 @@ struct DecodeWindow {
 class InferenceModel {
  public:
   InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec = {});
+  // The same priced by another cost model than the analytic one of the cluster's profile.
+  InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec,
+                 std::shared_ptr<const CostModel> cost);
 
   IterationCost iteration(const IterationBatch& batch) const;
   // Decode-only iterations of `seqs` sequences, one token each. With speculation one token costs
@@ -90,8 +95,7 @@ class InferenceModel {
   const input::ClusterSpec& c_;
   EngineLayout layout_;
   Speculation spec_;
-  ComputeModel cm_;
-  CollectiveModel coll_;
+  std::shared_ptr<const CostModel> cost_;
   mutable std::vector<DecodeWindow> windows_;  // by batch size; seqs == 0 marks "not yet computed"
   mutable std::vector<RowTerms> row_terms_;  // by rows
 };

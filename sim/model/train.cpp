@@ -6,6 +6,7 @@
 #include "sim/core/assert.h"
 #include "sim/model/collective.h"
 #include "sim/model/compute.h"
+#include "sim/model/cost_model.h"
 #include "sim/model/transformer.h"
 
 namespace arlsim::model {
@@ -35,8 +36,8 @@ CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stri
   return g;
 }
 
-LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, const ComputeModel& cm,
-                     const CollectiveModel& coll, const TrainRequest& r, int64_t tokens, bool moe_layer) {
+LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
+                     int64_t tokens, bool moe_layer) {
   const auto& l = r.layout;
   const int64_t tp = l.tp, h = m.hidden_size;
   LayerCost lc;
@@ -47,29 +48,29 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     q_width = m.num_heads * qk;
     kv_width = m.num_heads * (qk + v) / 2;
   }
-  lc.gemm += cm.gemm(tokens, (q_width + 2 * kv_width) / tp, h);
-  lc.gemm += cm.gemm(tokens, h, m.num_heads * v / tp);
+  lc.gemm += cost.cost(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h});
+  lc.gemm += cost.cost(GemmOp{tokens, h, m.num_heads * v / tp});
   const bool gated = m.mlp == input::MlpKind::gated;
   auto dense_mlp = [&](int64_t ffn, int64_t split) {
-    lc.gemm += cm.gemm(tokens, (gated ? 2 : 1) * ffn / split, h);
-    lc.gemm += cm.gemm(tokens, h, ffn / split);
+    lc.gemm += cost.cost(GemmOp{tokens, (gated ? 2 : 1) * ffn / split, h});
+    lc.gemm += cost.cost(GemmOp{tokens, h, ffn / split});
   };
   int64_t ffn_elementwise = m.ffn_hidden_size / tp;
   if (moe_layer) {
     const auto& e = m.moe;
-    lc.gemm += cm.gemm(tokens, e.num_experts, h);  // router
+    lc.gemm += cost.cost(GemmOp{tokens, e.num_experts, h});  // router
     // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
     const int64_t local_experts = e.num_experts / l.ep;
     const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
     const int64_t m_tokens = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
-    lc.gemm += cm.grouped_gemm(local_experts, m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h);
-    lc.gemm += cm.grouped_gemm(local_experts, m_tokens, h, e.expert_ffn_hidden_size);
+    lc.gemm += cost.cost(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts});
+    lc.gemm += cost.cost(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts});
     if (e.shared_experts > 0) dense_mlp(e.shared_experts * e.expert_ffn_hidden_size, tp);
     if (e.shared_expert_ffn_hidden_size > 0) dense_mlp(e.shared_expert_ffn_hidden_size, tp);
     ffn_elementwise = m_tokens * local_experts * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
     if (l.ep > 1) {
       const double bytes = d(tokens) * d(e.experts_per_token) * d(h) * 2;
-      lc.ep_comm_s = 2 * coll.cost(CollectiveOp::all_to_all, bytes, group_of(c, l.ep, tp * l.cp)).seconds;
+      lc.ep_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, bytes, group_of(c, l.ep, tp * l.cp)}).seconds;
     }
   } else {
     dense_mlp(m.ffn_hidden_size, tp);
@@ -77,24 +78,24 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   // Causal attention over the sequence, split over cp ranks (load-balanced chunks) and tp heads.
   const double seq = d(r.seq_len);
   const double attention_flops = d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (seq + 1) / 2 / d(l.cp);
-  lc.attention = cm.attention(attention_flops, r.seq_len, AttentionPass::forward);
-  lc.attention_fwd_bwd = cm.attention(attention_flops, r.seq_len, AttentionPass::forward_backward);
+  lc.attention = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward});
+  lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward_backward});
   // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
   const double elementwise_bytes = 2.0 * d(tokens) * (10.0 * d(h) + 3.0 * d(ffn_elementwise) + 2.0 * d(q_width + kv_width) / d(tp));
-  lc.elementwise = cm.memory_bound(elementwise_bytes, 6);
+  lc.elementwise = cost.cost(MemoryBoundOp{elementwise_bytes, 6});
   if (tp > 1) {
     const double bytes = d(tokens) * d(h) * 2;
     const auto g = group_of(c, tp, 1);
     // Two all-reduces per layer, or with sequence parallelism two all-gathers and two
     // reduce-scatters of the same total volume.
-    lc.tp_comm_s = l.sequence_parallel ? 2 * (coll.cost(CollectiveOp::all_gather, bytes, g).seconds +
-                                              coll.cost(CollectiveOp::reduce_scatter, bytes, g).seconds)
-                                       : 2 * coll.cost(CollectiveOp::all_reduce, bytes, g).seconds;
+    lc.tp_comm_s = l.sequence_parallel ? 2 * (cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds +
+                                              cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds)
+                                       : 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
   }
   if (l.cp > 1) {
     // Ring attention passes the K and V chunks around the cp ranks: cp - 1 exchanges.
     const double kv_bytes = 2.0 * d(tokens) * d(2 * kv_width) / d(tp);
-    lc.cp_comm_s = d(l.cp - 1) * coll.cost(CollectiveOp::send_recv, kv_bytes, group_of(c, 2, tp)).seconds;
+    lc.cp_comm_s = d(l.cp - 1) * cost.cost(CollectiveCallOp{CollectiveOp::send_recv, kv_bytes, group_of(c, 2, tp)}).seconds;
   }
   return lc;
 }
@@ -103,8 +104,8 @@ struct StageTimes {
   double forward = 0, backward = 0, tp = 0, ep = 0, cp_exposed = 0;
 };
 
-StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, const ComputeModel& cm,
-                       const CollectiveModel& coll, const TrainRequest& r, int64_t tokens, bool first, bool last) {
+StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
+                       int64_t tokens, bool first, bool last) {
   const auto& l = r.layout;
   const int64_t layers = m.num_layers / l.pp;
   const int64_t first_layer = first ? 0 : m.num_layers - layers;
@@ -115,7 +116,7 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
   for (const bool moe : {false, true}) {
     const int64_t count = moe ? moe_layers : layers - moe_layers;
     if (count == 0) continue;
-    const LayerCost lc = layer_cost(m, c, cm, coll, r, tokens, moe);
+    const LayerCost lc = layer_cost(m, c, cost, r, tokens, moe);
     const double attention_bwd = lc.attention_fwd_bwd.seconds - lc.attention.seconds;
     const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds);
     const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
@@ -131,12 +132,12 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     st.cp_exposed += n * (cp_fwd + cp_bwd);
   }
   const int64_t h = m.hidden_size;
-  if (first) st.forward += cm.memory_bound(2.0 * d(tokens) * d(h), 1).seconds;  // embedding lookup
+  if (first) st.forward += cost.cost(MemoryBoundOp{2.0 * d(tokens) * d(h), 1}).seconds;  // embedding lookup
   if (last) {
     // LM head and the cross-entropy over fp32 logits (a critic's value head: one output per token).
-    const OpCost head = cm.gemm(tokens, r.value_head ? 1 : m.vocab_size / l.tp, h);
+    const OpCost head = cost.cost(GemmOp{tokens, r.value_head ? 1 : m.vocab_size / l.tp, h});
     const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(l.tp);
-    const OpCost loss = cm.memory_bound(3.0 * 4.0 * d(tokens) * outputs, 3);
+    const OpCost loss = cost.cost(MemoryBoundOp{3.0 * 4.0 * d(tokens) * outputs, 3});
     st.forward += head.seconds + loss.seconds;
     st.backward += 2 * head.seconds + loss.seconds;
   }
@@ -151,8 +152,8 @@ double resident_params(const StageParams& p, const input::TrainLayout& l) {
 }
 
 // Uploading a rank's offloaded bf16 weights from host memory, once per pass of a micro-batch.
-double weight_upload_seconds(const input::ClusterSpec& c, const StageParams& p, const input::TrainLayout& l) {
-  return 2.0 * resident_params(p, l) / c.gpu.host_link.achieved();
+double weight_upload_seconds(const CostModel& cost, const StageParams& p, const input::TrainLayout& l) {
+  return cost.seconds(HostTransferOp{2.0 * resident_params(p, l)});
 }
 
 }  // namespace
@@ -176,38 +177,44 @@ std::string check_train_request(const input::ModelSpec& m, const input::ClusterS
 }
 
 double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
+  return estimate_forward_seconds(m, c, r, AnalyticCostModel(c, r.dtype));
+}
+
+double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r,
+                                const CostModel& cost) {
   ARLSIM_ASSERT(check_train_request(m, c, r).empty());
   const auto& l = r.layout;
-  const ComputeModel cm(c.gpu, r.dtype);
-  const CollectiveModel coll(c);
   const int64_t micro_batches = r.global_batch / (l.dp * l.micro_batch);
   const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
-  double forward = stage_times(m, c, cm, coll, r, tokens, true, l.pp == 1).forward;
+  double forward = stage_times(m, c, cost, r, tokens, true, l.pp == 1).forward;
   if (l.pp > 1) {
-    forward = std::max(forward, stage_times(m, c, cm, coll, r, tokens, false, true).forward);
+    forward = std::max(forward, stage_times(m, c, cost, r, tokens, false, true).forward);
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    forward += coll.cost(CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)).seconds;
+    forward += cost.cost(CollectiveCallOp{CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)}).seconds;
   }
   // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
   // uploaded for each micro-batch, behind the compute as far as it lasts.
   const double compute = (d(micro_batches) + d(l.pp - 1)) * forward;
   const double uploads =
-      l.offload_params ? d(micro_batches) * weight_upload_seconds(c, params_per_rank(m, l, true, l.pp == 1), l) : 0.0;
+      l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, params_per_rank(m, l, true, l.pp == 1), l) : 0.0;
   return std::max(compute, uploads);
 }
 
 TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
+  return estimate_train(m, c, r, AnalyticCostModel(c, r.dtype));
+}
+
+TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r,
+                             const CostModel& cost) {
   ARLSIM_ASSERT(check_train_request(m, c, r).empty());
   const auto& l = r.layout;
-  const ComputeModel cm(c.gpu, r.dtype);
-  const CollectiveModel coll(c);
   TrainEstimate e;
   e.micro_batches = r.global_batch / (l.dp * l.micro_batch);
   const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
 
-  StageTimes slowest = stage_times(m, c, cm, coll, r, tokens, true, l.pp == 1);
+  StageTimes slowest = stage_times(m, c, cost, r, tokens, true, l.pp == 1);
   if (l.pp > 1) {
-    const StageTimes last = stage_times(m, c, cm, coll, r, tokens, false, true);
+    const StageTimes last = stage_times(m, c, cost, r, tokens, false, true);
     if (last.forward + last.backward > slowest.forward + slowest.backward) slowest = last;
   }
   auto& b = e.breakdown;
@@ -219,7 +226,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   if (l.pp > 1) {
     // Activations forward and gradients backward between neighbouring stages.
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    b.pp_comm_s = 2 * coll.cost(CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)).seconds;
+    b.pp_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)}).seconds;
   }
   const double slot = b.forward_s + b.backward_s + b.pp_comm_s;
   const double bubble_slots = d(l.pp - 1) / d(l.vpp);
@@ -236,8 +243,8 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     if (ranks <= 1 || bytes <= 0) return 0.0;
     const auto g = group_of(c, ranks, l.tp);
     if (l.zero >= 1)  // reduce-scatter the gradients, all-gather the updated parameters
-      return coll.cost(CollectiveOp::reduce_scatter, bytes, g).seconds + coll.cost(CollectiveOp::all_gather, bytes, g).seconds;
-    return coll.cost(CollectiveOp::all_reduce, bytes, g).seconds;
+      return cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds + cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
+    return cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
   };
   b.dp_comm_s = reduce(grad_bytes, dp_group.ranks) + reduce(expert_bytes, static_cast<int64_t>(expert_dp));
   // Parameters fetched for the forward and the backward of each micro-batch, prefetched behind
@@ -246,9 +253,8 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // memory over the host link.
   double fetches = 0;
   if (l.zero >= 3 && dp_group.ranks > 1)
-    fetches += 2 * d(e.micro_batches) * coll.cost(CollectiveOp::all_gather, grad_bytes, dp_group).seconds;
-  const double host_link = c.gpu.host_link.achieved();
-  if (l.offload_params) fetches += 2 * d(e.micro_batches) * weight_upload_seconds(c, p, l);
+    fetches += 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, dp_group}).seconds;
+  if (l.offload_params) fetches += 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
   // Buckets reduce while the last micro-batch's backward runs (Megatron overlap_grad_reduce).
   const double overlappable = r.overlap_grad_reduce ? b.backward_s : 0.0;
   b.dp_comm_exposed_s = std::max(0.0, b.dp_comm_s - overlappable) + std::max(0.0, fetches - b.pipeline_s);
@@ -258,14 +264,14 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 6 bytes per
   // parameter over the host link (the CPU's Adam time itself is not modelled).
   const double shard = l.zero >= 1 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
-  b.optimizer_s = l.offload_optimizer ? 6.0 * shard / host_link : cm.memory_bound(30.0 * shard, 4).seconds;
+  b.optimizer_s = l.offload_optimizer ? cost.seconds(HostTransferOp{6.0 * shard}) : cost.cost(MemoryBoundOp{30.0 * shard, 4}).seconds;
 
   e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;
   const double tokens_per_iteration = d(r.global_batch) * d(r.seq_len);
   e.tokens_per_s = tokens_per_iteration / e.iteration_s;
   e.model_flops_per_token = 3.0 * forward_flops_per_token_causal(m, r.seq_len);
   e.model_tflops_per_gpu = e.model_flops_per_token * e.tokens_per_s / d(l.gpus()) / 1e12;
-  e.mfu = e.model_tflops_per_gpu * 1e12 / cm.peak_flops();
+  e.mfu = e.model_tflops_per_gpu * 1e12 / cost.peak_flops();
   TrainShape shape;
   shape.micro_batch = l.micro_batch;
   shape.seq_len = r.seq_len;

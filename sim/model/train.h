@@ -1,7 +1,7 @@
 // One training iteration of a TP x PP x DP x CP (x EP) layout: forward and backward of every
 // micro-batch through the pipeline, tensor/context/expert-parallel communication per layer,
 // data-parallel gradient reduction (exposed or overlapped), ZeRO-3 parameter gathers and the
-// optimizer step. Per-layer costs come from ComputeModel and CollectiveModel.
+// optimizer step. Per-layer costs are typed operations priced by a CostModel (cost_model.h).
 //
 // Pipeline: 1F1B runs m micro-batches in (m + p - 1) slots of one micro-batch's forward plus
 // backward on a stage; interleaving with v virtual stages shrinks the bubble to (p - 1) / v slots
@@ -19,6 +19,8 @@
 #include "sim/input/policy.h"
 
 namespace arlsim::model {
+
+class CostModel;
 
 struct TrainRequest {
   input::TrainLayout layout;
@@ -63,9 +65,14 @@ struct TrainEstimate {
 std::string check_train_request(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
 
 TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
+// The same with another cost model than the analytic one of the cluster's profile.
+TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r,
+                             const CostModel& cost);
 
 // Forward passes only (old and reference log-probs, critic values) over the request's batch: the
 // pipeline filled once, no backward, gradient reduction or optimizer step.
 double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
+double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r,
+                                const CostModel& cost);
 
 }  // namespace arlsim::model

@@ -8,6 +8,7 @@
 
 #include "sim/core/assert.h"
 #include "sim/model/collective.h"
+#include "sim/model/cost_model.h"
 #include "sim/model/memory.h"
 #include "sim/model/train.h"
 #include "sim/model/transformer.h"
@@ -54,12 +55,12 @@ RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::Rollou
 
 double rollout_relaunch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
   const double shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
-  return shard / s.cluster.gpu.host_link.achieved();
+  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{shard});
 }
 
 double train_state_move_seconds(const input::ScenarioSpec& s, const input::TrainLayout& l) {
   const model::TrainingState state = model::training_state(s.model, l, s.workload.dtype);
-  return (state.weights + state.optimizer) / s.cluster.gpu.host_link.achieved();
+  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{state.weights + state.optimizer});
 }
 
 double train_reshard_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to) {
@@ -161,7 +162,7 @@ model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const inp
 
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
   const double params = model::count_params(s.model).total;
-  const model::CollectiveModel coll(s.cluster);
+  const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
   const bool colocated = s.policy.placement == input::Placement::colocated;
   input::WeightSync method = s.policy.weight_sync;
   if (method == input::WeightSync::automatic)
@@ -176,14 +177,14 @@ double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLay
       g.ranks = std::max<int64_t>(2, r.tp * train.pp);
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
-      const double gather = coll.cost(model::CollectiveOp::all_gather, rollout_shard, g).seconds;
+      const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
       const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
-      return gather + 2 * (state.gradients + state.optimizer) / s.cluster.gpu.host_link.achieved();
+      return gather + cost.seconds(model::HostTransferOp{2 * (state.gradients + state.optimizer)});
     }
     case input::WeightSync::offload: {
       // Training state out to host memory and back, rollout weights loaded over the host link.
       const double state = model::training_state(s.model, train, s.workload.dtype).total();
-      return (2 * state + rollout_shard) / s.cluster.gpu.host_link.achieved();
+      return cost.seconds(model::HostTransferOp{2 * state + rollout_shard});
     }
     case input::WeightSync::broadcast:
     case input::WeightSync::automatic: {

@@ -1,0 +1,52 @@
+#include "sim/model/cost_model.h"
+
+#include <algorithm>
+
+#include "sim/core/assert.h"
+
+namespace arlsim::model {
+
+CollectiveGroup collective_group(const graph::Placement& p, graph::GroupDim dim, int64_t rank) {
+  const auto ranks = p.group(dim, rank);
+  CollectiveGroup g;
+  g.ranks = static_cast<int64_t>(ranks.size());
+  const int64_t node = p.node(ranks.front());
+  g.ranks_per_node = std::count_if(ranks.begin(), ranks.end(), [&](int64_t r) { return p.node(r) == node; });
+  return g;
+}
+
+AnalyticCostModel::AnalyticCostModel(const input::ClusterSpec& cluster, input::Dtype dtype)
+    : cluster_(cluster), compute_(cluster.gpu, dtype), collectives_(cluster) {}
+
+OpCost AnalyticCostModel::cost(const Op& op) const {
+  struct Visit {
+    const AnalyticCostModel& m;
+    OpCost operator()(const GemmOp& g) const {
+      return g.groups > 1 ? m.compute_.grouped_gemm(g.groups, g.m, g.n, g.k) : m.compute_.gemm(g.m, g.n, g.k);
+    }
+    OpCost operator()(const AttentionOp& a) const { return m.compute_.attention(a.forward_flops, a.seq_len, a.pass); }
+    OpCost operator()(const DecodeAttentionOp& a) const {
+      OpCost c;
+      c.bytes = a.kv_bytes;
+      c.memory_bound = true;
+      c.seconds = a.kv_bytes / m.compute_.memory_rate() + m.compute_.launch_overhead_s() * static_cast<double>(a.layers);
+      return c;
+    }
+    OpCost operator()(const MemoryBoundOp& b) const { return m.compute_.memory_bound(b.bytes, b.kernels); }
+    OpCost operator()(const CollectiveCallOp& c) const {
+      OpCost out;
+      out.seconds = m.collectives_.cost(c.op, c.bytes, c.group).seconds;
+      return out;
+    }
+    OpCost operator()(const HostTransferOp& h) const {
+      const double rate = m.cluster_.gpu.host_link.achieved();
+      ARLSIM_ASSERT(rate > 0 || h.bytes <= 0);  // offload and swaps are refused without a host link
+      OpCost out;
+      out.seconds = h.bytes > 0 ? h.bytes / rate : 0.0;
+      return out;
+    }
+  };
+  return std::visit(Visit{*this}, op);
+}
+
+}  // namespace arlsim::model

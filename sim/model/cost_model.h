@@ -1,0 +1,81 @@
+// The cost model's interface: the time of one typed operation on the devices it runs on. Every
+// composite estimate (a training iteration, a forward pass, an engine iteration) is built from
+// these operations, so a different implementation — the analytic one below, or a table measured
+// by `arlsim calibrate` — changes every estimate at once. Implementations are chosen by whoever
+// builds the estimates; tests pass fakes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <variant>
+
+#include "sim/graph/placement.h"
+#include "sim/model/collective.h"
+#include "sim/model/compute.h"
+
+namespace arlsim::model {
+
+// A dense GEMM (m x k) x (k x n), or `groups` identical ones launched as one kernel (MoE experts).
+struct GemmOp {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t groups = 1;
+};
+// FlashAttention over `forward_flops` forward FLOPs at a representative key length.
+struct AttentionOp {
+  double forward_flops = 0;
+  int64_t seq_len = 0;
+  AttentionPass pass = AttentionPass::forward;
+};
+// Decode attention: `layers` kernels reading `kv_bytes` of KV cache at the memory-bound rate.
+struct DecodeAttentionOp {
+  double kv_bytes = 0;
+  int64_t layers = 1;
+};
+// Element-wise work streaming `bytes` through HBM in `kernels` launches.
+struct MemoryBoundOp {
+  double bytes = 0;
+  int kernels = 1;
+};
+// A collective over a group of ranks (see collective_group()); `bytes` as nccl-tests counts them.
+struct CollectiveCallOp {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  double bytes = 0;
+  CollectiveGroup group;
+};
+// Bytes between a GPU and host memory, one way, over the GPU's host link.
+struct HostTransferOp {
+  double bytes = 0;
+};
+
+using Op = std::variant<GemmOp, AttentionOp, DecodeAttentionOp, MemoryBoundOp, CollectiveCallOp, HostTransferOp>;
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // The operation's time (and, for kernels, its FLOPs and HBM bytes) on one device of its kind;
+  // a collective's on its group.
+  virtual OpCost cost(const Op& op) const = 0;
+  // Peak dense FLOP/s of one device in the model's dtype: what MFU is reported against.
+  virtual double peak_flops() const = 0;
+  double seconds(const Op& op) const { return cost(op).seconds; }
+};
+
+// The group of `rank`'s ranks along `dim` in a placement, as collectives see it: its size and
+// how many of its consecutive ranks share a node.
+CollectiveGroup collective_group(const graph::Placement& p, graph::GroupDim dim, int64_t rank);
+
+// Roofline kernels with the profile's efficiency curves (compute.h), NCCL-style collectives over
+// the cluster (collective.h) and the profile's host link: every figure from the profile.
+class AnalyticCostModel final : public CostModel {
+ public:
+  AnalyticCostModel(const input::ClusterSpec& cluster, input::Dtype dtype);
+  OpCost cost(const Op& op) const override;
+  double peak_flops() const override { return compute_.peak_flops(); }
+
+ private:
+  const input::ClusterSpec& cluster_;
+  ComputeModel compute_;
+  CollectiveModel collectives_;
+};
+
+}  // namespace arlsim::model

@@ -1,0 +1,94 @@
+// The cost-model interface: the analytic implementation prices each typed operation exactly as the
+// kernel and collective models do, and composite estimates are built from the interface alone, so
+// a fake cost model (a table-driven one, later) changes them as the arithmetic says.
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "sim/model/cost_model.h"
+#include "sim/model/inference.h"
+#include "sim/model/train.h"
+#include "tests/model/model_fixtures.h"
+
+using namespace arlsim;
+using namespace arlsim::model;
+
+namespace {
+
+// Every GEMM kernel takes 1 ms (a grouped one 1 ms per group); nothing else takes time.
+class GemmOnly final : public CostModel {
+ public:
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* g = std::get_if<GemmOp>(&op)) c.seconds = 1e-3 * static_cast<double>(g->groups);
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+};
+
+}  // namespace
+
+TEST_CASE("cost model: the analytic implementation is the kernel and collective models") {
+  const auto c = test::preset_cluster("dgx-h100", 2);
+  const AnalyticCostModel a(c, input::Dtype::bf16);
+  const ComputeModel cm(c.gpu, input::Dtype::bf16);
+  const CollectiveModel coll(c);
+  CHECK(a.seconds(GemmOp{4096, 4096, 4096}) == cm.gemm(4096, 4096, 4096).seconds);
+  CHECK(a.seconds(GemmOp{512, 1024, 2048, 8}) == cm.grouped_gemm(8, 512, 1024, 2048).seconds);
+  CHECK(a.seconds(AttentionOp{1e12, 8192, AttentionPass::forward}) == cm.attention(1e12, 8192, AttentionPass::forward).seconds);
+  CHECK(a.seconds(MemoryBoundOp{1e9, 3}) == cm.memory_bound(1e9, 3).seconds);
+  // Decode attention: the KV bytes at the memory-bound rate, one launch per layer.
+  CHECK(a.seconds(DecodeAttentionOp{1e9, 32}) == doctest::Approx(1e9 / cm.memory_rate() + 32 * cm.launch_overhead_s()));
+  const CollectiveGroup g{16, 8};
+  CHECK(a.seconds(CollectiveCallOp{CollectiveOp::all_reduce, 1e8, g}) == coll.cost(CollectiveOp::all_reduce, 1e8, g).seconds);
+  CHECK(a.seconds(HostTransferOp{1e9}) == doctest::Approx(1e9 / c.gpu.host_link.achieved()));
+  CHECK(a.peak_flops() == cm.peak_flops());
+}
+
+TEST_CASE("cost model: a training forward pass is the sum of its operations' costs") {
+  // Llama-3.1-8B, no parallelism, one micro-batch: each of the 32 dense layers runs 4 GEMMs (QKV,
+  // output, gated MLP up, down) and the last stage the LM head: 4 x 32 + 1 = 129 ms with the fake.
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  TrainRequest r;
+  r.seq_len = 1024;
+  r.global_batch = 1;
+  REQUIRE(check_train_request(m, c, r).empty());
+  CHECK(estimate_forward_seconds(m, c, r, GemmOnly()) == doctest::Approx(0.129));
+  // Training: the backward runs each GEMM twice more (3 x 129 ms per iteration), the optimizer
+  // step and the gradient reduction are not GEMMs.
+  const auto e = estimate_train(m, c, r, GemmOnly());
+  CHECK(e.breakdown.forward_s == doctest::Approx(0.129));
+  CHECK(e.breakdown.backward_s == doctest::Approx(0.258));
+  // The analytic model gives a different, positive time through the same code.
+  CHECK(estimate_forward_seconds(m, c, r) > 0);
+  CHECK(estimate_forward_seconds(m, c, r) != doctest::Approx(0.129));
+}
+
+TEST_CASE("cost model: an engine iteration is priced by the cost model it is given") {
+  // One decode row through Llama-3.1-8B at tp 1: 4 GEMMs per layer x 32 layers, and the LM head for
+  // the sampled row: 129 ms with the fake, whatever the KV length (decode attention is free).
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const InferenceModel im(m, c, {1, 1, 1}, {}, std::make_shared<GemmOnly>());
+  IterationBatch b;
+  b.decode_seqs = 1;
+  b.decode_kv_tokens = 4096;
+  CHECK(im.iteration(b).gemm_s == doctest::Approx(0.129));
+  CHECK(im.decode_window(1).b == 0);
+}
+
+TEST_CASE("cost model: collective groups come from placements") {
+  // tp 4 x dp 4 from GPU 0, 8 GPUs a node: a TP group is 4 ranks on one node; a DP group is 4
+  // ranks 4 apart, two to a node; a TP group of 8 ranks across 2 nodes of 4 spans both.
+  const graph::Placement p({4, 1, 4, 1, graph::RankOrder::pipeline_outer}, 0, 8);
+  const auto tp = collective_group(p, graph::GroupDim::tp, 5);
+  CHECK(tp.ranks == 4);
+  CHECK(tp.ranks_per_node == 4);
+  const auto dp = collective_group(p, graph::GroupDim::dp, 5);
+  CHECK(dp.ranks == 4);
+  CHECK(dp.ranks_per_node == 2);
+  CHECK(dp.nodes() == 2);
+  const graph::Placement wide({8, 1, 1, 1, graph::RankOrder::pipeline_outer}, 0, 4);
+  CHECK(collective_group(wide, graph::GroupDim::tp, 0).nodes() == 2);
+}
