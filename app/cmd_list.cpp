@@ -4,9 +4,9 @@
 
 #include "app/commands.h"
 #include "app/summaries.h"
+#include "planner/dispatch_plan.h"
 #include "planner/selector.h"
 #include "sim/graph/stage.h"
-#include "sim/rl/routing.h"
 #include "sim/input/presets.h"
 
 namespace arlsim::app {
@@ -33,30 +33,20 @@ int run_list(const Args& args) {
   }
   if (args[0] == "policies") {
     // Registered policies, then any preset policy files.
-    auto section = [](const char* title, const std::vector<rl::RoutingInfo>& infos) {
+    auto section = [](const char* title, const auto& registry) {
       std::cout << title << "\n";
-      for (const auto& i : infos) {
-        std::string name(i.name);
+      for (const auto& c : registry.choices()) {
+        std::string name(c.name);
         name.resize(16, ' ');
-        std::cout << "  " << name << i.description << "\n";
+        std::cout << "  " << name << c.description << "\n";
       }
     };
-    section("routing (policy/routing)", rl::routing_policies());
-    section("tool scheduling (policy/tool_policy)", rl::tool_policies());
-    section("dispatch (policy/dispatch)", rl::dispatch_modes());
-    std::vector<rl::RoutingInfo> selectors;
-    for (const auto& sel : planner::selectors()) selectors.push_back({sel.name, sel.description});
-    section("parallelism selectors (arlsim plan --selector)", selectors);
-    section("batch assignment (policy/balance_batch)",
-            {{"true", "tokens balanced over the training ranks longest first, as verl's balance_batch"},
-             {"false", "contiguous chunks in order"},
-             {"layout-aware", "longest first to the least-loaded rank of the producer's node while it stays within 2% "
-                              "above the mean, else to the least-loaded rank (EARL)"}});
-    section("dispatch plans (arlsim plan)",
-            {{"layout-aware", "the layout-aware assignment above, dispatched directly"},
-             {"balanced", "tokens balanced over ranks longest first (LPT), wherever the sample is"},
-             {"round-robin", "sample i to rank i mod dp"},
-             {"centralized", "balanced ranks, every tensor through the single controller"}});
+    section("routing (policy/routing)", input::routing_policies());
+    section("tool scheduling (policy/tool_policy)", input::tool_policies());
+    section("dispatch (policy/dispatch)", input::dispatch_modes());
+    section("parallelism selectors (arlsim plan --selector)", planner::selectors());
+    section("batch assignment (policy/balance_batch)", input::batch_assignments());
+    section("dispatch plans (arlsim plan)", planner::dispatch_plans());
   }
   for (const auto& [topic, kind] : kTopics) {
     if (args[0] != topic) continue;

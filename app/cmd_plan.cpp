@@ -96,10 +96,9 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: give a scenario (a file or a preset name)\n" << opts;
     return kExitBadInput;
   }
-  bool known = false;
-  for (const auto& s : planner::selectors()) known = known || s.name == selector;
-  if (!known) {
-    std::cerr << "arlsim plan: unknown selector \"" << selector << "\"; expected static, online or offline\n";
+  if (!planner::selectors().find(selector)) {
+    const std::string hint = planner::selectors().hint(selector);
+    std::cerr << "arlsim plan: " << planner::selectors().unknown(selector) << (hint.empty() ? "" : "; " + hint) << "\n";
     return kExitBadInput;
   }
   if (confirm < 0 || window < 1 || !(overhead >= 0 && overhead <= 1e6)) {

@@ -93,7 +93,7 @@ int estimate_rollout(const input::StageSpec& s, const std::string& file, bool js
   o.layout = {ro.tp, ro.pp, ro.ep};
   o.engines = ro.engines;
   o.engine = ro.engine;
-  o.routing = std::string(rl::routing_name(ro.routing));
+  o.routing = ro.routing;
   o.tool_policy = ro.tool_policy;
   o.per_iteration = per_iteration;
   input::Diagnostics diag;

@@ -69,7 +69,7 @@ std::string describe(const input::CheckedDocument& doc) {
     case SpecKind::policy: {
       const auto& p = std::get<PolicySpec>(doc.spec);
       return std::string("policy, ") + (p.placement == Placement::colocated ? "colocated" : "disaggregated") +
-             ", dispatch " + dispatch_name(p.dispatch);
+             ", dispatch " + std::string(dispatch_name(p.dispatch));
     }
     case SpecKind::scenario: {
       const auto& s = std::get<ScenarioSpec>(doc.spec);

@@ -59,6 +59,17 @@ std::vector<DispatchPlanSample> samples_round_robin(const input::ScenarioSpec& s
   return out;
 }
 
+const parse::Registry<DispatchPlanKind>& dispatch_plans() {
+  static const parse::Registry<DispatchPlanKind> r{
+      "dispatch plan",
+      {{"layout-aware", "the layout-aware assignment (policy/balance_batch), dispatched directly",
+        DispatchPlanKind::layout_aware},
+       {"balanced", "tokens balanced over ranks longest first (LPT), wherever the sample is", DispatchPlanKind::balanced},
+       {"round-robin", "sample i to rank i mod dp", DispatchPlanKind::round_robin},
+       {"centralized", "balanced ranks, every tensor through the single controller", DispatchPlanKind::centralized}}};
+  return r;
+}
+
 DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                     const std::vector<DispatchPlanSample>& samples, int64_t step) {
   DispatchComparison out;
@@ -72,18 +83,24 @@ DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::T
   std::vector<int64_t> round_robin(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) round_robin[i] = static_cast<int64_t>(i) % train.dp;
   const auto balanced = rl::assign_ranks(tokens, train.dp, true);
-  struct Variant {
-    const char* name;
-    input::DispatchMode mode;
-    std::vector<int64_t> rank;
-  };
-  const Variant variants[] = {
-      {"layout-aware", input::DispatchMode::decentralized, rl::layout_aware_ranks(s, train, tokens, producer_gpu)},
-      {"balanced", input::DispatchMode::decentralized, balanced},
-      {"round-robin", input::DispatchMode::decentralized, round_robin},
-      {"centralized", input::DispatchMode::centralized, balanced},
-  };
-  for (const auto& v : variants) out.plans.push_back(evaluate_plan(s, train, samples, v.name, v.mode, v.rank));
+  for (const auto& plan : dispatch_plans().choices()) {
+    const std::string name(plan.name);
+    switch (plan.value) {
+      case DispatchPlanKind::layout_aware:
+        out.plans.push_back(evaluate_plan(s, train, samples, name, input::DispatchMode::decentralized,
+                                          rl::layout_aware_ranks(s, train, tokens, producer_gpu)));
+        break;
+      case DispatchPlanKind::balanced:
+        out.plans.push_back(evaluate_plan(s, train, samples, name, input::DispatchMode::decentralized, balanced));
+        break;
+      case DispatchPlanKind::round_robin:
+        out.plans.push_back(evaluate_plan(s, train, samples, name, input::DispatchMode::decentralized, round_robin));
+        break;
+      case DispatchPlanKind::centralized:
+        out.plans.push_back(evaluate_plan(s, train, samples, name, input::DispatchMode::centralized, balanced));
+        break;
+    }
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/input/scenario.h"
+#include "sim/parse/registry.h"
 
 namespace arlsim::planner {
 
@@ -46,6 +47,10 @@ struct DispatchComparison {
 };
 
 // The plans for one step's samples (where the rollout left them) to the ranks of `train`.
+// The dispatch plans compare_dispatch() makes, registered with a line each.
+enum class DispatchPlanKind { layout_aware, balanced, round_robin, centralized };
+const parse::Registry<DispatchPlanKind>& dispatch_plans();
+
 DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                     const std::vector<DispatchPlanSample>& samples, int64_t step);
 

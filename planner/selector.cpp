@@ -43,12 +43,12 @@ Schedule select_static(const CostTable& t) {
       best = c;
     }
   }
-  return evaluate(t, std::vector<size_t>(t.steps(), best), "static");
+  return evaluate(t, std::vector<size_t>(t.steps(), best), std::string(selectors().name(SelectorKind::static_layout)));
 }
 
 Schedule select_offline(const CostTable& t) {
   const size_t n = t.steps(), k = t.candidates();
-  if (n == 0 || k == 0) return evaluate(t, {}, "offline");
+  if (n == 0 || k == 0) return evaluate(t, {}, std::string(selectors().name(SelectorKind::offline)));
   // best[i][c]: least cost of steps 0..i ending on c; from[i][c]: the candidate of step i - 1.
   std::vector<std::vector<double>> best(n, std::vector<double>(k));
   std::vector<std::vector<size_t>> from(n, std::vector<size_t>(k, 0));
@@ -71,7 +71,7 @@ Schedule select_offline(const CostTable& t) {
   std::vector<size_t> choice(n);
   choice[n - 1] = static_cast<size_t>(std::min_element(best[n - 1].begin(), best[n - 1].end()) - best[n - 1].begin());
   for (size_t i = n - 1; i > 0; --i) choice[i - 1] = from[i][choice[i]];
-  return evaluate(t, std::move(choice), "offline");
+  return evaluate(t, std::move(choice), std::string(selectors().name(SelectorKind::offline)));
 }
 
 size_t bucket_of(double context, const std::vector<double>& edges) {
@@ -97,18 +97,23 @@ Schedule select_online(const CostTable& t, const OnlineOptions& o) {
     }
     choice[i] = current;
   }
-  return evaluate(t, std::move(choice), "online");
+  return evaluate(t, std::move(choice), std::string(selectors().name(SelectorKind::online)));
 }
 
-const std::vector<SelectorInfo>& selectors() {
-  static const std::vector<SelectorInfo> all{
-      {"static", "the single layout with the fewest out-of-memory steps, then the least total time over the trace"},
-      {"online", "EARL: best layout per context range measured up front; switch before a rollout when the running "
-                 "average context enters a new range (uses only the past)"},
-      {"offline", "the optimal layout schedule over the whole trace: dynamic programming over (step, layout) with "
-                  "switch costs (engine relaunch, weight reshard)"},
-  };
-  return all;
+const parse::Registry<SelectorKind>& selectors() {
+  static const parse::Registry<SelectorKind> r{
+      "selector",
+      {{"static", "the single layout with the fewest out-of-memory steps, then the least total time over the trace",
+        SelectorKind::static_layout},
+       {"online",
+        "EARL: best layout per context range measured up front; switch before a rollout when the running average "
+        "context enters a new range (uses only the past)",
+        SelectorKind::online},
+       {"offline",
+        "the optimal layout schedule over the whole trace: dynamic programming over (step, layout) with switch costs "
+        "(engine relaunch, weight reshard)",
+        SelectorKind::offline}}};
+  return r;
 }
 
 }  // namespace arlsim::planner

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "sim/parse/registry.h"
 
 namespace arlsim::planner {
 
@@ -56,11 +57,9 @@ Schedule select_online(const CostTable& t, const OnlineOptions& o);
 // Bucket of a context length: the number of edges at or below it.
 size_t bucket_of(double context, const std::vector<double>& edges);
 
-// The registered selectors, with a line each, for `arlsim list policies`.
-struct SelectorInfo {
-  std::string_view name;
-  std::string_view description;
-};
-const std::vector<SelectorInfo>& selectors();
+// The registered selectors (`arlsim list policies`, `arlsim plan --selector`); a schedule carries
+// its selector's name.
+enum class SelectorKind { static_layout, online, offline };
+const parse::Registry<SelectorKind>& selectors();
 
 }  // namespace arlsim::planner

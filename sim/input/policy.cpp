@@ -13,14 +13,49 @@ const char* recompute_name(Recompute r) {
   return "?";
 }
 
-const char* dispatch_name(DispatchMode d) {
-  switch (d) {
-    case DispatchMode::centralized: return "centralized";
-    case DispatchMode::decentralized: return "decentralized";
-    case DispatchMode::transfer_dock: return "transfer-dock";
-  }
-  return "?";
+const parse::Registry<Routing>& routing_policies() {
+  static const parse::Registry<Routing> r{
+      "routing policy",
+      {{"round-robin", "each request to the next engine in turn", Routing::round_robin},
+       {"least-loaded", "each request to the engine with the fewest outstanding tokens", Routing::least_loaded},
+       {"sticky", "a trajectory's first turn to the least-loaded engine, its later turns to the same one", Routing::sticky},
+       {"length-aware", "longest predicted trajectories first, balanced by predicted tokens, then sticky (HistoPipe)",
+        Routing::length_aware}}};
+  return r;
 }
+
+const parse::Registry<ToolPolicy>& tool_policies() {
+  static const parse::Registry<ToolPolicy> r{
+      "tool policy",
+      {{"static", "a trajectory binds one sandbox from its first tool call to its end", ToolPolicy::static_binding},
+       {"pooled", "each action takes a unit from an elastic pool only for its own duration (ARL-Tangram)",
+        ToolPolicy::pooled}}};
+  return r;
+}
+
+const parse::Registry<DispatchMode>& dispatch_modes() {
+  static const parse::Registry<DispatchMode> r{
+      "dispatch mode",
+      {{"centralized", "a single controller gathers every tensor, computes advantages, scatters them",
+        DispatchMode::centralized},
+       {"decentralized", "each tensor goes straight from its producer to its consumer (EARL)", DispatchMode::decentralized},
+       {"transfer-dock", "per-node warehouses and a metadata controller (MindSpeed RL)", DispatchMode::transfer_dock}}};
+  return r;
+}
+
+const parse::Registry<BatchAssignment>& batch_assignments() {
+  static const parse::Registry<BatchAssignment> r{
+      "batch assignment",
+      {{"true", "tokens balanced over the training ranks longest first, as verl's balance_batch", BatchAssignment::balanced},
+       {"false", "contiguous chunks in order", BatchAssignment::in_order},
+       {"layout-aware",
+        "longest first to the least-loaded rank of the producer's node while it stays within 2% above the mean, else to "
+        "the least-loaded rank (EARL)",
+        BatchAssignment::layout_aware}}};
+  return r;
+}
+
+std::string_view dispatch_name(DispatchMode d) { return dispatch_modes().name(d); }
 
 namespace {
 
@@ -187,12 +222,10 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
       *slot = l;
     }
   }
-  static const EnumName<DispatchMode> dispatch[] = {{"centralized", DispatchMode::centralized},
-                                                    {"decentralized", DispatchMode::decentralized},
-                                                    {"transfer-dock", DispatchMode::transfer_dock}};
-  r.read_enum("dispatch", p.dispatch, Presence::optional, dispatch);
+  r.read_choice("dispatch", p.dispatch, Presence::optional, dispatch_modes());
   if (const Value* b = r.usable("balance_batch"); b && b->is_string()) {
-    if (b->as_string() == "layout-aware") p.batch_assignment = BatchAssignment::layout_aware;
+    const auto* choice = batch_assignments().find(b->as_string());
+    if (choice && choice->value == BatchAssignment::layout_aware) p.batch_assignment = choice->value;
     else r.error("balance_batch", "expected true, false or \"layout-aware\", got " + b->describe());
   } else {
     bool balance = true;
@@ -200,13 +233,8 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
     p.batch_assignment = balance ? BatchAssignment::balanced : BatchAssignment::in_order;
   }
   parse_sync(r, p);
-  static const EnumName<ToolPolicy> tools[] = {{"static", ToolPolicy::static_binding}, {"pooled", ToolPolicy::pooled}};
-  r.read_enum("tool_policy", p.tool_policy, Presence::optional, tools);
-  static const EnumName<Routing> routing[] = {{"round-robin", Routing::round_robin},
-                                              {"least-loaded", Routing::least_loaded},
-                                              {"sticky", Routing::sticky},
-                                              {"length-aware", Routing::length_aware}};
-  r.read_enum("routing", p.routing, Presence::optional, routing);
+  r.read_choice("tool_policy", p.tool_policy, Presence::optional, tool_policies());
+  r.read_choice("routing", p.routing, Presence::optional, routing_policies());
   parse_weight_sync(r, p);
   parse_schedule(r, p);
   r.read_quantity("switch_overhead", Dimension::seconds, p.switch_overhead_s, Presence::optional, 0, 1e6);

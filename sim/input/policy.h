@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 #include "sim/input/parse_names.h"
+#include "sim/parse/registry.h"
 
 namespace arlsim::input {
 
@@ -25,7 +26,15 @@ enum class Routing { round_robin, least_loaded, sticky, length_aware };
 enum class WeightSync { automatic, offload, allgather_swap, broadcast };
 
 const char* recompute_name(Recompute r);
-const char* dispatch_name(DispatchMode d);
+
+// The registered policies (parse/registry.h): their names, descriptions and values, read by the
+// parser, `arlsim list policies` and every output that names them.
+const parse::Registry<Routing>& routing_policies();
+const parse::Registry<ToolPolicy>& tool_policies();
+const parse::Registry<DispatchMode>& dispatch_modes();
+// balance_batch's values: true, false, or "layout-aware".
+const parse::Registry<BatchAssignment>& batch_assignments();
+std::string_view dispatch_name(DispatchMode d);
 
 struct RolloutLayout {
   int64_t tp = 1, pp = 1, ep = 1;

@@ -123,13 +123,8 @@ void parse_rollout_stage(ObjectReader& r, StageSpec& s) {
     er.finish();
   }
   r.read("engines", ro.engines, Presence::optional, 1, 1 << 16);
-  static const EnumName<Routing> routing[] = {{"round-robin", Routing::round_robin},
-                                              {"least-loaded", Routing::least_loaded},
-                                              {"sticky", Routing::sticky},
-                                              {"length-aware", Routing::length_aware}};
-  r.read_enum("routing", ro.routing, Presence::optional, routing);
-  static const EnumName<ToolPolicy> tools[] = {{"static", ToolPolicy::static_binding}, {"pooled", ToolPolicy::pooled}};
-  r.read_enum("tool_policy", ro.tool_policy, Presence::optional, tools);
+  r.read_choice("routing", ro.routing, Presence::optional, routing_policies());
+  r.read_choice("tool_policy", ro.tool_policy, Presence::optional, tool_policies());
   parse_requests(r, ro);
   r.read("arrival_rate_per_s", ro.arrival_rate_per_s, Presence::optional, 0, 1e9);
   int64_t seed = 1;

@@ -15,6 +15,7 @@
 #include "sim/core/time.h"
 #include "sim/parse/diagnostics.h"
 #include "sim/parse/json.h"
+#include "sim/parse/registry.h"
 #include "sim/parse/units.h"
 
 namespace arlsim::parse {
@@ -74,6 +75,20 @@ class ObjectReader {
       valid.emplace_back(n.name);
     }
     report_bad_enum(*v, key, valid);
+    return false;
+  }
+
+  // A name from a registry of choices (see registry.h).
+  template <typename T>
+  bool read_choice(std::string_view key, T& out, Presence p, const Registry<T>& registry) {
+    const Value* v = usable(key, p);
+    if (!v) return false;
+    if (v->is_string())
+      if (const Choice<T>* c = registry.find(v->as_string())) {
+        out = c->value;
+        return true;
+      }
+    report_bad_enum(*v, key, registry.names());
     return false;
   }
 

@@ -232,7 +232,7 @@ RolloutResult Rollout::run() {
   // Length-aware routing sends the longest predicted trajectories first.
   std::vector<int64_t> order(traj_.size());
   std::iota(order.begin(), order.end(), 0);
-  if (o_.routing == "length-aware" && in_.predicted_tokens.size() == traj_.size())
+  if (o_.routing == input::Routing::length_aware && in_.predicted_tokens.size() == traj_.size())
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t a, int64_t b) { return in_.predicted_tokens[a] > in_.predicted_tokens[b]; });
   for (int64_t t : order) {

@@ -45,7 +45,7 @@ struct RolloutOptions {
   model::EngineLayout layout;
   int64_t engines = 1;
   input::EngineSpec engine;
-  std::string routing = "sticky";
+  input::Routing routing = input::Routing::sticky;
   input::ToolPolicy tool_policy = input::ToolPolicy::static_binding;
   bool per_iteration = false;
   SimTime kv_sample_interval;  // record each engine's KV use at most this often (0: never)

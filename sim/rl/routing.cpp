@@ -64,48 +64,14 @@ class LengthAware final : public RoutingPolicy {
 
 }  // namespace
 
-const std::vector<RoutingInfo>& routing_policies() {
-  static const std::vector<RoutingInfo> all{
-      {"round-robin", "each request to the next engine in turn"},
-      {"least-loaded", "each request to the engine with the fewest outstanding tokens"},
-      {"sticky", "a trajectory's first turn to the least-loaded engine, its later turns to the same one"},
-      {"length-aware", "longest predicted trajectories first, balanced by predicted tokens, then sticky (HistoPipe)"},
-  };
-  return all;
-}
-
-const std::vector<RoutingInfo>& tool_policies() {
-  static const std::vector<RoutingInfo> all{
-      {"static", "a trajectory binds one sandbox from its first tool call to its end"},
-      {"pooled", "each action takes a unit from an elastic pool only for its own duration (ARL-Tangram)"},
-  };
-  return all;
-}
-
-const std::vector<RoutingInfo>& dispatch_modes() {
-  static const std::vector<RoutingInfo> all{
-      {"centralized", "a single controller gathers every tensor, computes advantages, scatters them"},
-      {"decentralized", "each tensor goes straight from its producer to its consumer (EARL)"},
-      {"transfer-dock", "per-node warehouses and a metadata controller (MindSpeed RL)"},
-  };
-  return all;
-}
-
-std::string_view routing_name(input::Routing r) {
+std::unique_ptr<RoutingPolicy> make_routing_policy(input::Routing r) {
   switch (r) {
-    case input::Routing::round_robin: return "round-robin";
-    case input::Routing::least_loaded: return "least-loaded";
-    case input::Routing::sticky: return "sticky";
-    case input::Routing::length_aware: return "length-aware";
+    case input::Routing::round_robin: return std::make_unique<RoundRobin>();
+    case input::Routing::least_loaded: return std::make_unique<LeastLoaded>();
+    case input::Routing::sticky: return std::make_unique<Sticky>();
+    case input::Routing::length_aware: return std::make_unique<LengthAware>();
   }
-  return "least-loaded";
-}
-
-std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name) {
-  if (name == "round-robin") return std::make_unique<RoundRobin>();
-  if (name == "least-loaded") return std::make_unique<LeastLoaded>();
-  if (name == "sticky") return std::make_unique<Sticky>();
-  if (name == "length-aware") return std::make_unique<LengthAware>();
+  ARLSIM_ASSERT(false && "every routing policy has a maker");
   return nullptr;
 }
 

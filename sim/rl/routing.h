@@ -1,6 +1,5 @@
-// Routing policies: which engine serves a trajectory's next turn. Policies are registered by
-// name with a one-line description (`arlsim list policies`); an unknown name is an error that
-// lists the valid ones.
+// Routing policies: which engine serves a trajectory's next turn. Their names and descriptions are
+// registered in input::routing_policies() (`arlsim list policies`); this module makes them.
 #pragma once
 
 #include <cstdint>
@@ -34,17 +33,7 @@ class RoutingPolicy {
   virtual bool uses_load(const RouteRequest&) const { return true; }
 };
 
-struct RoutingInfo {
-  std::string_view name;
-  std::string_view description;
-};
-
-const std::vector<RoutingInfo>& routing_policies();
-// The tool-scheduling policies and dispatch modes (RoutingInfo's shape: a name and what it does).
-const std::vector<RoutingInfo>& tool_policies();
-const std::vector<RoutingInfo>& dispatch_modes();
-std::string_view routing_name(input::Routing r);
-// nullptr for an unknown name.
-std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name);
+// The routing policy the registry (input::routing_policies()) names.
+std::unique_ptr<RoutingPolicy> make_routing_policy(input::Routing r);
 
 }  // namespace arlsim::rl

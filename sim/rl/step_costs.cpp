@@ -34,7 +34,7 @@ RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::Rollou
   ro.layout = {layout.tp, layout.pp, layout.ep};
   ro.engines = rollout_engines(s, layout);
   ro.engine = s.workload.engine;
-  ro.routing = std::string(routing_name(s.policy.routing));
+  ro.routing = s.policy.routing;
   ro.tool_policy = s.policy.tool_policy;
   ro.max_turns = s.workload.max_turns;
   ro.max_context = s.workload.max_context_tokens;

@@ -71,6 +71,8 @@ expect plan-overhead-too-large 2 "$arlsim" plan default --switch-overhead 2e6
 contains plan-overhead-too-large "$tmp/err" "--switch-overhead 0 to 1000000 seconds"
 expect plan-bad-selector 2 "$arlsim" plan default --selector greedy
 contains plan-bad-selector "$tmp/err" 'unknown selector "greedy"'
+expect plan-selector-typo 2 "$arlsim" plan default --selector offlin
+contains plan-selector-typo "$tmp/err" 'did you mean "offline"?'
 printf '{"format": "arlsim-plan/2", "scenario": {}}' >"$tmp/plan2.json"
 expect plan-bad-version 2 "$arlsim" simulate "$tmp/plan2.json"
 contains plan-bad-version "$tmp/err" 'unsupported format version "arlsim-plan/2"'

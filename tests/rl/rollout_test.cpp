@@ -135,7 +135,8 @@ TEST_CASE("rollout: event skipping gives the same times as iterating, on random 
     o.engine.gpu_memory_utilization = trial % 2 == 0 ? 0.9 : 0.25;  // some cases preempt
     o.engine.max_num_seqs = 1 + static_cast<int64_t>(rng() % 64);
     o.tool_policy = trial % 3 == 0 ? input::ToolPolicy::static_binding : input::ToolPolicy::pooled;
-    o.routing = rl::routing_policies()[static_cast<size_t>(trial) % rl::routing_policies().size()].name;
+    const auto& routing = input::routing_policies().choices();
+    o.routing = routing[static_cast<size_t>(trial) % routing.size()].value;
     auto in = w.input();
     in.arrivals.clear();
     for (int i = 0; i < n; ++i) in.arrivals.push_back(SimTime::from_seconds(static_cast<double>(rng() % 2000) / 1000));
