@@ -31,7 +31,11 @@ void parse_gpu_link(ObjectReader& parent, ClusterSpec& c) {
   const Value* v = parent.field("gpu_link");
   if (!v) return;
   ObjectReader r(*v, parent.pointer_of("gpu_link"), parent.diag());
-  r.read("topology", c.intra_node_topology, Presence::optional);
+  // Within a node every GPU reaches every other through the NVSwitch (model::Topology); no other
+  // fabric is modelled.
+  if (r.read("topology", c.intra_node_topology, Presence::optional) && c.intra_node_topology != "nvswitch")
+    r.error("topology", "only \"nvswitch\" is modelled within a node (every GPU one hop from every other), got " +
+                            quote(c.intra_node_topology));
   r.read("kind", c.gpu_link.kind, Presence::optional);
   r.read_quantity("bandwidth", Dimension::bytes_per_s, c.gpu_link.bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
@@ -44,20 +48,28 @@ void parse_pool(ObjectReader& r, PoolSpec& p) {
       {"sandbox", PoolKind::sandbox}, {"reward_server", PoolKind::reward_server}, {"api", PoolKind::api}};
   r.read("name", p.name, Presence::required);
   r.read_enum("kind", p.kind, Presence::required, kinds);
+  r.reject("rate_limit_per_s", "a pool serves `count` calls at a time (up to `max_count`), with no rate limit",
+           "bound the pool with count and max_count");
+  if (p.kind == PoolKind::reward_server) {
+    // A reward model runs as inference engines on the pool's GPUs; its time comes from them.
+    const std::string why = "a reward_server pool is its GPUs running the reward model's engines";
+    for (const char* key : {"count", "max_count", "cold_start", "latency"}) r.reject(key, why, "give only \"gpus\"");
+    r.read("gpus", p.gpus, Presence::optional, 0, 1 << 20);
+    r.finish();
+    if (p.gpus == 0 && r.is_object())
+      r.error_here("a reward_server pool needs \"gpus\" (the GPUs its inference engines run on)");
+    return;
+  }
   r.read("count", p.count, Presence::required, 0, int64_t{1} << 24);
   p.max_count = p.count;
   r.read("max_count", p.max_count, Presence::optional, 0, int64_t{1} << 24);
   r.read_duration("cold_start", p.cold_start, Presence::optional, 0, 86400);
   if (const Value* lat = r.field("latency")) parse_latency(*lat, r.pointer_of("latency"), r.diag(), p.latency);
-  r.reject("rate_limit_per_s", "a pool serves `count` calls at a time (up to `max_count`), with no rate limit",
-           "bound the pool with count and max_count");
-  r.read("gpus", p.gpus, Presence::optional, 0, 1 << 20);
+  r.reject("gpus", "only a reward_server pool runs on GPUs", "remove it, or make the pool \"kind\": \"reward_server\"");
   r.finish();
   if (p.max_count < p.count)
     r.error("max_count", "max_count (" + std::to_string(p.max_count) + ") is below count (" +
                              std::to_string(p.count) + ")");
-  if (p.kind == PoolKind::reward_server && p.gpus == 0 && r.is_object())
-    r.error_here("a reward_server pool needs \"gpus\" (the GPUs its inference engines run on)");
 }
 
 void parse_pools(ObjectReader& parent, ClusterSpec& c) {

@@ -45,9 +45,11 @@ void parse_reward(ObjectReader& parent, WorkloadSpec& w) {
 }  // namespace
 
 void read_engine_settings(ObjectReader& r, EngineSpec& e) {
-  static const EnumName<int> names[] = {{"vllm", 0}, {"sglang", 1}};
-  int name = 0;
-  if (r.read_enum("name", name, Presence::optional, names)) e.name = std::string(names[name].name);
+  // The engine model is vLLM's scheduler (continuous batching, chunked prefill, prefix caching,
+  // recompute preemption); another engine's is not modelled, so no other name is taken.
+  if (r.read("name", e.name, Presence::optional) && e.name != "vllm")
+    r.error("name", "the engine model follows vLLM's scheduler; " + quote(e.name) + " is not modelled separately",
+            "use \"vllm\" or leave the key out");
   r.read("gpu_memory_utilization", e.gpu_memory_utilization, Presence::optional, 0.05, 1.0);
   r.read("max_num_seqs", e.max_num_seqs, Presence::optional, 1, 1 << 20);
   r.read("max_num_batched_tokens", e.max_num_batched_tokens, Presence::optional, 1, kMaxTokens);

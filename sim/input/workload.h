@@ -19,7 +19,7 @@ enum class Algorithm { grpo, dapo, ppo, reinforce, reinforce_pp, rloo };
 const char* algorithm_name(Algorithm a);
 
 struct EngineSpec {
-  std::string name = "vllm";  // vllm or sglang
+  std::string name = "vllm";  // the scheduler modelled: vLLM's
   double gpu_memory_utilization = 0.9;
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 8192;

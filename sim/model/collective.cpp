@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sim/core/assert.h"
 
@@ -69,16 +70,23 @@ CollectiveModel::CollectiveModel(const input::ClusterSpec& cluster) : cluster_(c
   ARLSIM_ASSERT(missing_collective_data(cluster).empty());
 }
 
-double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& algorithm) const {
+double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& algorithm, int64_t ranks) const {
   // A measured point for this op and algorithm wins; all-reduce's ring rate stands in for the
-  // other ops' rings (they move the same bytes per link per step).
+  // other ops' rings (they move the same bytes per link per step). Among several points, the one
+  // measured on the nearest number of ranks.
   const std::string name = collective_name(op);
-  const input::CollectivePoint* ring_all_reduce = nullptr;
+  const auto distance = [&](const input::CollectivePoint& p) {
+    return p.ranks > 0 ? std::abs(p.ranks - ranks) : std::numeric_limits<int64_t>::max();
+  };
+  const input::CollectivePoint *exact = nullptr, *ring_all_reduce = nullptr;
   for (const auto& p : cluster_.gpu.collectives) {
     if (p.scope != "intra_node") continue;
-    if (p.op == name && p.algorithm == algorithm) return p.bus_bandwidth_bytes_per_s;
-    if (p.op == "all_reduce" && p.algorithm == "ring") ring_all_reduce = &p;
+    if (p.op == name && p.algorithm == algorithm && (!exact || distance(p) < distance(*exact))) exact = &p;
+    if (p.op == "all_reduce" && p.algorithm == "ring" && (!ring_all_reduce || distance(p) < distance(*ring_all_reduce)))
+      ring_all_reduce = &p;
   }
+  if (exact) return exact->bus_bandwidth_bytes_per_s;
+  if (algorithm == "direct") return intra_node_busbw(op, "ring", ranks);  // unmeasured: as a ring moves it
   if (algorithm == "nvls") return 0;  // only where measured
   if (ring_all_reduce) return ring_all_reduce->bus_bandwidth_bytes_per_s;
   return cluster_.gpu_link.achieved();
@@ -88,7 +96,8 @@ double CollectiveModel::inter_node_busbw(CollectiveOp op, const CollectiveGroup&
   const double nic = cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency;
   const int64_t per_node = std::min(group.ranks_per_node, cluster_.gpus_per_node);
   const double nics = static_cast<double>(std::min<int64_t>(cluster_.nics_per_node, per_node));
-  const double intra = intra_node_busbw(op == CollectiveOp::all_to_all ? op : CollectiveOp::all_reduce, "ring");
+  const double intra =
+      intra_node_busbw(op == CollectiveOp::all_to_all ? op : CollectiveOp::all_reduce, "ring", std::min(group.ranks, per_node));
   if (op == CollectiveOp::all_to_all) {
     // Each rank sends (n - r)/n of its buffer off its node, through the node's NICs.
     const double n = static_cast<double>(group.ranks), r = static_cast<double>(per_node);
@@ -116,14 +125,14 @@ std::vector<CollectiveCost> CollectiveModel::candidates(CollectiveOp op, double 
   const bool multi_node = group.nodes() > 1;
   std::vector<std::string> algorithms{op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? "direct" : "ring"};
   if (op == CollectiveOp::all_reduce && multi_node) algorithms.push_back("tree");
-  if (op == CollectiveOp::all_reduce && !multi_node && intra_node_busbw(op, "nvls") > 0) algorithms.push_back("nvls");
+  if (op == CollectiveOp::all_reduce && !multi_node && intra_node_busbw(op, "nvls", group.ranks) > 0) algorithms.push_back("nvls");
   const double factor = bus_factor(op, group.ranks);
   for (const auto& a : algorithms) {
     double busbw = 0;
     if (op == CollectiveOp::send_recv)
       busbw = multi_node ? cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency : cluster_.gpu_link.achieved();
     else if (multi_node) busbw = inter_node_busbw(op, group);
-    else busbw = intra_node_busbw(op, a == "direct" ? "ring" : a);
+    else busbw = intra_node_busbw(op, a, group.ranks);
     CollectiveCost c;
     c.algorithm = a;
     c.seconds = latency_s(a, op, group) + bytes * factor / busbw;

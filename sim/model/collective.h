@@ -52,7 +52,10 @@ class CollectiveModel {
   // All algorithms that apply, for reports and tests.
   std::vector<CollectiveCost> candidates(CollectiveOp op, double bytes, const CollectiveGroup& group) const;
 
-  double intra_node_busbw(CollectiveOp op, const std::string& algorithm) const;
+  // Within a node, for a group of `ranks`: the measured point of that op and algorithm whose rank
+  // count is nearest (a point without one counts as farthest), else all-reduce's ring point, else
+  // the profile's GPU link.
+  double intra_node_busbw(CollectiveOp op, const std::string& algorithm, int64_t ranks) const;
   double inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const;
 
  private:

@@ -11,6 +11,8 @@
 #include "sim/core/resource.h"
 #include "sim/model/memory.h"
 #include "sim/rl/routing.h"
+#include "sim/trace/distributions.h"
+#include "sim/trace/random.h"
 
 namespace arlsim::rl {
 
@@ -57,6 +59,23 @@ std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
 }
 
 namespace {
+
+// A pool's latency distribution as the trace generator samples them; none when it gives no time.
+std::optional<trace::Latency> pool_latency(const input::LatencyDist& d) {
+  trace::Latency l;
+  l.mean_s = d.mean.seconds();
+  l.sigma = d.sigma;
+  l.min_s = d.min.seconds();
+  l.max_s = d.max.seconds();
+  switch (d.kind) {
+    case input::LatencyKind::fixed: l.kind = trace::LatencyKind::fixed; break;
+    case input::LatencyKind::exponential: l.kind = trace::LatencyKind::exponential; break;
+    case input::LatencyKind::lognormal: l.kind = trace::LatencyKind::lognormal; break;
+    case input::LatencyKind::uniform: l.kind = trace::LatencyKind::uniform; break;
+  }
+  if (l.mean_s <= 0 && l.max_s <= 0) return std::nullopt;
+  return l;
+}
 
 constexpr int32_t kWorkPhase = 0;     // engine iterations end before anything arrives at that time
 constexpr int32_t kArrivalPhase = 1;
@@ -134,9 +153,14 @@ class Rollout final : public core::EventHandler {
   int reward_pool_ = -1;
   std::vector<Engine> engines_;
   std::vector<std::unique_ptr<core::CountedPool>> pools_;
+  // Per pool: whether a call holds its unit only while it runs (pooled policy, or an API's
+  // concurrency limit), and the latency of a call the trace gives none for.
+  std::vector<bool> per_action_;
+  std::vector<std::optional<trace::Latency>> pool_latency_;
   std::vector<Trajectory> traj_;  // after pools_: its leases go back to the pools before they go
   std::vector<int> tool_pool_;  // trace tool index -> pool index
   std::unique_ptr<RoutingPolicy> router_;
+  trace::Rng rng_;
   RolloutResult result_;
   std::vector<int64_t> scratch_finished_, scratch_first_;
   std::vector<EngineLoad> loads_;
@@ -154,7 +178,8 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     : o_(o),
       in_(in),
       im_(*o.model, *o.cluster, o.layout, engine_speculation(o.engine)),
-      router_(make_routing_policy(o.routing)) {
+      router_(make_routing_policy(o.routing)),
+      rng_(o.seed) {
   ARLSIM_ASSERT(router_ != nullptr);
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
   const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
@@ -193,11 +218,15 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     core::CountedPool::Options po;
     po.name = p.name;
     po.cold_start = p.cold_start;
-    const bool pooled = o.tool_policy == input::ToolPolicy::pooled;
+    // An API is a limit on concurrent calls: no trajectory binds a unit of it, and it does not grow.
+    const bool api = p.kind == input::PoolKind::api;
+    const bool pooled = o.tool_policy == input::ToolPolicy::pooled && !api;
     po.min_units = p.count;
     po.max_units = pooled ? std::max(p.count, p.max_count) : p.count;
     po.elastic = pooled;
     pools_.push_back(std::make_unique<core::CountedPool>(sim_, po));
+    per_action_.push_back(pooled || api);
+    pool_latency_.push_back(pool_latency(p.latency));
     result_.pools.push_back({p.name, {}});
   }
   for (size_t i = 0; i < result_.pools.size(); ++i)
@@ -472,7 +501,10 @@ void Rollout::tool_granted(int64_t t) {
     tr.sandboxes[static_cast<size_t>(call.pool)] = pools_[static_cast<size_t>(call.pool)]->take_lease();
   call.started = sim_.now();
   const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
-  sim_.after(turn.tool_latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)));
+  SimTime latency = turn.tool_latency;
+  if (latency == SimTime::zero() && call.pool >= 0 && pool_latency_[static_cast<size_t>(call.pool)])
+    latency = SimTime::from_seconds(pool_latency_[static_cast<size_t>(call.pool)]->sample(rng_));
+  sim_.after(latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)));
 }
 
 void Rollout::tool_done(int64_t t) {
@@ -480,7 +512,7 @@ void Rollout::tool_done(int64_t t) {
   const ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
   result_.tool_calls[static_cast<size_t>(tr.tool_record)].ended = sim_.now();
   tr.in_tool = false;
-  if (o_.tool_policy == input::ToolPolicy::pooled && call.pool >= 0) tr.sandboxes[static_cast<size_t>(call.pool)].release();
+  if (call.pool >= 0 && per_action_[static_cast<size_t>(call.pool)]) tr.sandboxes[static_cast<size_t>(call.pool)].release();
   const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
   tr.context += turn.obs_tokens;
   ++tr.turn;

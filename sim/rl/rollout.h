@@ -55,6 +55,8 @@ struct RolloutOptions {
   // Partial rollout: stop once this fraction of trajectories ended its generation (1 = wait for
   // all). The others are reported in RolloutResult::paused.
   double stop_fraction = 1.0;
+  // Seeds the draws of tool latencies from a pool's `latency` for calls whose trace gives none.
+  uint64_t seed = 1;
 };
 
 struct RolloutInput {

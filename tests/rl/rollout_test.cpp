@@ -112,6 +112,47 @@ TEST_CASE("rollout: static sandboxes make the second caller wait for the first t
   CHECK(act(stat, 1) == doctest::Approx(20.0 + first_last_turn).epsilon(1e-6));
 }
 
+TEST_CASE("rollout: an API pool limits concurrent calls without binding a unit to a trajectory") {
+  // As above, but the pool is an API with one concurrent call: even under static binding the
+  // second call waits for the first call only (ACT 10 + 10), not for the first trajectory's end.
+  Setup s;
+  s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::api, 1, 1, SimTime::zero(), {}, 0}};
+  Workload w;
+  for (int i = 0; i < 2; ++i) w.add(i, {turn(100, 10, 10.0, 50), turn(20, 200)});
+  auto o = s.options();
+  o.tool_policy = input::ToolPolicy::static_binding;
+  const auto r = rl::simulate_rollout(o, w.input());
+  CHECK((r.tool_calls[0].ended - r.tool_calls[0].requested).seconds() == doctest::Approx(10.0));
+  CHECK((r.tool_calls[1].ended - r.tool_calls[1].requested).seconds() == doctest::Approx(20.0));
+}
+
+TEST_CASE("rollout: a call the trace gives no latency takes its pool's, drawn from the run's seed") {
+  // The trace says 0 s for the tool call; the pool's fixed 3 s latency applies instead. With a
+  // log-normal latency the draws depend on the seed only.
+  Setup s;
+  input::LatencyDist fixed;
+  fixed.mean = SimTime::from_seconds(3);
+  s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 4, 4, SimTime::zero(), fixed, 0}};
+  Workload w;
+  for (int i = 0; i < 2; ++i) w.add(i, {turn(100, 10, 0.0, 50), turn(20, 20)});
+  auto o = s.options();
+  const auto r = rl::simulate_rollout(o, w.input());
+  for (const auto& c : r.tool_calls) CHECK((c.ended - c.started).seconds() == doctest::Approx(3.0));
+  input::LatencyDist lognormal;
+  lognormal.kind = input::LatencyKind::lognormal;
+  lognormal.mean = SimTime::from_seconds(3);
+  lognormal.sigma = 0.8;
+  s.cluster.pools[0].latency = lognormal;
+  o = s.options();
+  o.seed = 7;
+  const auto a = rl::simulate_rollout(o, w.input()), b = rl::simulate_rollout(o, w.input());
+  o.seed = 8;
+  const auto c = rl::simulate_rollout(o, w.input());
+  CHECK(a.tool_calls[0].ended == b.tool_calls[0].ended);
+  CHECK(a.tool_calls[0].ended != c.tool_calls[0].ended);
+  CHECK((a.tool_calls[0].ended - a.tool_calls[0].started) != (a.tool_calls[1].ended - a.tool_calls[1].started));
+}
+
 TEST_CASE("rollout: event skipping gives the same times as iterating, on random agentic cases") {
   Setup s;
   s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 4, 16, SimTime::from_seconds(0.5), {}, 0}};
