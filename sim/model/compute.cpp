@@ -46,17 +46,37 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   // e_max: the best measured point with its own quantisation losses taken out.
   for (const auto& p : gpu.gemm_efficiency) e_max_ = std::max(e_max_, p.efficiency / quantisation(p.m, p.n, p.k));
   e_max_ = std::min(e_max_, 1.0);
-  // Attention points by pass, in order of length, chosen once: an engine prices attention at
-  // every prefill iteration. The other pass's points stand in when a profile lacks a pass's.
+  // Attention points by pass and head dimension, in order of length, chosen once: an engine prices
+  // attention at every prefill iteration. The attention modelled is causal, so causal points are
+  // taken when the profile has any; the other pass's points stand in when a profile lacks a pass's.
+  bool any_causal = false;
+  for (const auto& p : gpu.attention_efficiency) any_causal = any_causal || p.causal;
   const char* passes[] = {"fwd", "fwd_bwd"};
   for (int i = 0; i < 2; ++i) {
-    auto& pts = attention_points_[i];
+    std::vector<const input::AttentionPoint*> pts;
     for (const auto& p : gpu.attention_efficiency)
-      if (p.pass == passes[i]) pts.push_back(&p);
+      if (p.pass == passes[i] && (p.causal || !any_causal)) pts.push_back(&p);
     if (pts.empty())
-      for (const auto& p : gpu.attention_efficiency) pts.push_back(&p);
+      for (const auto& p : gpu.attention_efficiency)
+        if (p.causal || !any_causal) pts.push_back(&p);
     std::sort(pts.begin(), pts.end(), [](auto* a, auto* b) { return a->seq_len < b->seq_len; });
+    auto& groups = attention_points_[i];
+    for (const auto* p : pts) {
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.head_dim == p->head_dim; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {p->head_dim, {}});
+      it->points.push_back(p);
+    }
+    std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.head_dim < b.head_dim; });
   }
+}
+
+const std::vector<const input::AttentionPoint*>& ComputeModel::attention_points(AttentionPass pass, int64_t head_dim) const {
+  // The points of the nearest measured head dimension (the smaller on a tie).
+  const auto& groups = attention_points_[pass == AttentionPass::forward ? 0 : 1];
+  const AttentionGroup* best = &groups.front();
+  for (const auto& g : groups)
+    if (std::abs(g.head_dim - head_dim) < std::abs(best->head_dim - head_dim)) best = &g;
+  return best->points;
 }
 
 double ComputeModel::quantisation(int64_t m, int64_t n, int64_t k, int64_t groups) const {
@@ -92,8 +112,8 @@ OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k
   return c;
 }
 
-double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass) const {
-  const auto& pts = attention_points_[pass == AttentionPass::forward ? 0 : 1];
+double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass, int64_t head_dim) const {
+  const auto& pts = attention_points(pass, head_dim);
   const double x = std::log(static_cast<double>(std::max<int64_t>(seq_len, 1)));
   if (x <= std::log(static_cast<double>(pts.front()->seq_len))) {
     // Below the shortest measured length the kernel is launch- and occupancy-bound: efficiency
@@ -112,13 +132,13 @@ double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass) c
   return pts.back()->efficiency;
 }
 
-OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionPass pass) const {
+OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim) const {
   OpCost c;
   if (forward_flops <= 0) return c;
   // FlashAttention counts the backward pass as 2.5x the forward FLOPs (its benchmark's convention),
   // so forward + backward is 3.5x.
   c.flops = pass == AttentionPass::forward ? forward_flops : 3.5 * forward_flops;
-  c.seconds = c.flops / (peak_ * attention_efficiency(seq_len, pass)) + launch_s_ * (pass == AttentionPass::forward ? 1 : 2);
+  c.seconds = c.flops / (peak_ * attention_efficiency(seq_len, pass, head_dim)) + launch_s_ * (pass == AttentionPass::forward ? 1 : 2);
   return c;
 }
 

@@ -53,10 +53,11 @@ class ComputeModel {
   // `count` identical GEMMs launched as one grouped kernel (MoE experts).
   OpCost grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k) const;
 
-  // Achieved efficiency of FlashAttention at this (key) sequence length, log-interpolated.
-  double attention_efficiency(int64_t seq_len, AttentionPass pass) const;
+  // Achieved efficiency of causal FlashAttention at this (key) sequence length, log-interpolated
+  // between the profile's points measured at the head dimension nearest `head_dim`.
+  double attention_efficiency(int64_t seq_len, AttentionPass pass, int64_t head_dim = 128) const;
   // Attention over `flops` forward FLOPs at a representative key length.
-  OpCost attention(double forward_flops, int64_t seq_len, AttentionPass pass) const;
+  OpCost attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim = 128) const;
   // Streaming `bytes` through HBM (element-wise kernels, KV-cache reads, optimizer steps).
   OpCost memory_bound(double bytes, int kernels = 1) const;
 
@@ -70,7 +71,12 @@ class ComputeModel {
   double e_max_ = 0;
   double memory_rate_ = 0;  // achieved bytes/s
   double launch_s_ = 0;
-  std::vector<const input::AttentionPoint*> attention_points_[2];  // forward, forward_backward; by seq_len
+  struct AttentionGroup {
+    int64_t head_dim = 0;
+    std::vector<const input::AttentionPoint*> points;  // by seq_len
+  };
+  const std::vector<const input::AttentionPoint*>& attention_points(AttentionPass pass, int64_t head_dim) const;
+  std::vector<AttentionGroup> attention_points_[2];  // forward, forward_backward; by head_dim
 };
 
 }  // namespace arlsim::model

@@ -25,6 +25,7 @@ struct AttentionOp {
   double forward_flops = 0;
   int64_t seq_len = 0;
   AttentionPass pass = AttentionPass::forward;
+  int64_t head_dim = 128;  // of the query-key product
 };
 // Decode attention: `layers` kernels reading `kv_bytes` of KV cache at the memory-bound rate.
 struct DecodeAttentionOp {

@@ -151,7 +151,7 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
     const double pairs = d(ch.tokens) * d(ch.context) + d(ch.tokens) * d(ch.tokens + 1) / 2;
     const double layer_flops = 2.0 * d(m_.num_heads / tp) * d(w.qk + w.v) * pairs;
     cost.attention_prefill_s +=
-        d(m_.num_layers) * ops.cost(AttentionOp{layer_flops, ch.context + ch.tokens, AttentionPass::forward}).seconds;
+        d(m_.num_layers) * ops.cost(AttentionOp{layer_flops, ch.context + ch.tokens, AttentionPass::forward, w.qk}).seconds;
   }
   const int64_t rows = prefill_tokens + decode_rows;
   const RowTerms terms = row_terms(rows);

@@ -78,8 +78,8 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   // Causal attention over the sequence, split over cp ranks (load-balanced chunks) and tp heads.
   const double seq = d(r.seq_len);
   const double attention_flops = d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (seq + 1) / 2 / d(l.cp);
-  lc.attention = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward});
-  lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward_backward});
+  lc.attention = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward, qk});
+  lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward_backward, qk});
   // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
   const double elementwise_bytes = 2.0 * d(tokens) * (10.0 * d(h) + 3.0 * d(ffn_elementwise) + 2.0 * d(q_width + kv_width) / d(tp));
   lc.elementwise = cost.cost(MemoryBoundOp{elementwise_bytes, 6});

@@ -43,3 +43,19 @@ TEST_CASE("compute: attention efficiency interpolates the profile's curve in log
         doctest::Approx((294.0 + 308.0) / 2 / 989).epsilon(1e-3));
   CHECK(cm.attention_efficiency(1 << 20, model::AttentionPass::forward) == doctest::Approx(616.0 / 989).epsilon(1e-3));
 }
+
+TEST_CASE("compute: attention takes the causal points of the nearest head dimension") {
+  // Points at head_dim 64 (0.30) and 128 (0.50), and a non-causal one at 128 (0.90) that causal
+  // attention must not use; all at 4096 tokens, forward.
+  auto c = test::preset_cluster("dgx-h100", 1);
+  c.gpu.attention_efficiency = {{4096, 64, true, "fwd", 0.30}, {4096, 128, true, "fwd", 0.50}, {4096, 128, false, "fwd", 0.90}};
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
+  CHECK(cm.attention_efficiency(4096, model::AttentionPass::forward, 64) == doctest::Approx(0.30));
+  CHECK(cm.attention_efficiency(4096, model::AttentionPass::forward, 128) == doctest::Approx(0.50));
+  CHECK(cm.attention_efficiency(4096, model::AttentionPass::forward, 192) == doctest::Approx(0.50));  // nearest: 128
+  CHECK(cm.attention_efficiency(4096, model::AttentionPass::forward, 80) == doctest::Approx(0.30));   // nearest: 64
+  // A profile of non-causal points only still prices attention with them.
+  c.gpu.attention_efficiency = {{4096, 128, false, "fwd", 0.90}};
+  const model::ComputeModel only(c.gpu, input::Dtype::bf16);
+  CHECK(only.attention_efficiency(4096, model::AttentionPass::forward, 128) == doctest::Approx(0.90));
+}
