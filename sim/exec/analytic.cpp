@@ -13,6 +13,7 @@ void AnalyticExecutor::advance(const graph::StepGraph& g) {
     r.stage = a.stage;
     r.op = a.op;
     r.side = a.side;
+    if (!a.holds.empty()) r.devices = a.holds.front();
     for (graph::ActivityId d : a.after) r.start_s = std::max(r.start_s, records_[static_cast<size_t>(d)].end_s);
     r.end_s = r.start_s + a.seconds;
     records_.push_back(r);

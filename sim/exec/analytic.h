@@ -12,14 +12,28 @@
 
 namespace arlsim::exec {
 
-// An activity placed in time (seconds from the start of the run).
+// What a record is: a step-graph activity, or a part of one that the simulator looked inside.
+enum class RecordKind : uint8_t {
+  stage,        // a step-graph activity
+  engine_span,  // rollout engine `index` busy; a = 1 when the span includes prefill
+  tool_call,    // a tool call on pool `index` (-1: a tool without a pool)
+  mini_batch,   // one optimizer step of training: a = epoch, b = mini-batch
+  pipeline_op,  // pipeline stage `index`: micro-batch a, b = 1 for its forward, 0 for its backward
+};
+
+// An activity placed in time (seconds from the start of the run), on the devices it held. Every
+// output (summary, timeline, reports, the viewer) is written from these records.
 struct ActivityRecord {
-  graph::ActivityId id = 0;
+  graph::ActivityId id = 0;  // the step-graph activity (for parts: the one they are part of)
   int64_t step = 0;
   graph::Stage stage = graph::Stage::rollout;
   graph::OpKind op = graph::OpKind::engine_run;
   graph::Side side = graph::Side::rollout;
   double start_s = 0, end_s = 0;
+  RecordKind kind = RecordKind::stage;
+  int64_t index = -1;
+  int32_t a = 0, b = 0;
+  graph::DeviceRange devices;  // empty for work off the GPUs (tool calls)
 };
 
 class AnalyticExecutor {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -32,7 +33,7 @@ uint32_t intern(std::unordered_map<std::string_view, uint32_t>& ids, std::string
   return ids.try_emplace(name, next).first->second;
 }
 
-Tracks assign_tracks(const rl::RunResult& r) {
+Tracks assign_tracks(const Timeline& r) {
   Tracks t;
   std::unordered_map<std::string_view, uint32_t> pids;
   auto pid_of = [&](std::string_view name) {
@@ -65,7 +66,7 @@ struct Entry {
   auto key() const { return std::tie(ts_ns, pid, tid, neg_end_ns, index); }
 };
 
-std::vector<Entry> sorted_entries(const rl::RunResult& r, const Tracks& t) {
+std::vector<Entry> sorted_entries(const Timeline& r, const Tracks& t) {
   std::vector<Entry> entries;
   entries.reserve(r.events.size() + r.counters.size());
   for (size_t i = 0; i < r.events.size(); ++i) {
@@ -137,7 +138,7 @@ void append_metadata(TraceText& w, std::string_view kind, uint32_t pid, uint32_t
 }
 
 // Appends are piecewise: this runs once per event, and temporaries from `a + b` would allocate.
-void append_activity(std::string& out, const rl::TimelineEvent& e, uint32_t pid, uint32_t tid) {
+void append_activity(std::string& out, const TimelineEvent& e, uint32_t pid, uint32_t tid) {
   out += "{\"ph\":\"X\",";
   append_pid_tid(out, pid, tid);
   out += ",\"ts\":";
@@ -155,7 +156,7 @@ void append_activity(std::string& out, const rl::TimelineEvent& e, uint32_t pid,
   out += "}}";
 }
 
-void append_counter(std::string& out, const rl::TimelineCounter& c, uint32_t pid) {
+void append_counter(std::string& out, const TimelineCounter& c, uint32_t pid) {
   out += "{\"ph\":\"C\",";
   append_pid_tid(out, pid, pid);
   out += ",\"ts\":";
@@ -167,15 +168,80 @@ void append_counter(std::string& out, const rl::TimelineCounter& c, uint32_t pid
   out += "}}";
 }
 
-void append_other_data(std::string& out, const rl::RunResult& r) {
+void append_other_data(std::string& out, const Timeline& r) {
   out += "\"otherData\":{\"generator\":\"arlsim\",\"scenario\":";
   append_json_string(out, r.scenario);
-  out += ",\"gpus\":" + std::to_string(r.gpus) + ",\"steps\":" + std::to_string(r.steps.size()) + "}";
+  out += ",\"gpus\":" + std::to_string(r.gpus) + ",\"steps\":" + std::to_string(r.steps) + "}";
 }
 
 }  // namespace
 
-void write_timeline(const rl::RunResult& r, std::ostream& os) {
+Timeline timeline_of(const rl::RunResult& r) {
+  Timeline t;
+  t.scenario = r.scenario;
+  t.gpus = r.gpus;
+  t.steps = r.steps.size();
+  const auto node = [&](int64_t gpu) { return "node " + std::to_string(gpu / std::max<int64_t>(1, r.gpus_per_node)); };
+  // Tool calls go to the first free slot of their pool, so that a slot's calls never overlap.
+  std::map<int64_t, std::vector<SimTime>> slots;
+  for (const auto& a : r.activities) {
+    const SimTime start = SimTime::from_seconds(a.start_s), end = SimTime::from_seconds(a.end_s);
+    const std::string stage(graph::stage_name(a.stage));
+    switch (a.kind) {
+      case exec::RecordKind::stage:
+        if (end > start)
+          t.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage, start, end, a.step, stage});
+        break;
+      case exec::RecordKind::engine_span: {
+        const int64_t gpu = a.devices.first;
+        const std::string thread = "engine " + std::to_string(a.index) + " (GPU " + std::to_string(gpu) +
+                                   (a.devices.count > 1 ? "-" + std::to_string(gpu + a.devices.count - 1) : "") + ")";
+        t.events.push_back({node(gpu), thread, a.a ? "prefill+decode" : "decode", start, end, a.step, stage});
+        break;
+      }
+      case exec::RecordKind::tool_call: {
+        const bool pooled = a.index >= 0 && static_cast<size_t>(a.index) < r.pool_names.size();
+        auto& free_at = slots[a.index];
+        size_t slot = 0;
+        while (slot < free_at.size() && free_at[slot] > start) ++slot;
+        if (slot == free_at.size()) free_at.push_back(end);
+        else free_at[slot] = end;
+        t.events.push_back({pooled ? "pool " + r.pool_names[static_cast<size_t>(a.index)] : "tools",
+                            "slot " + std::to_string(slot), "tool call", start, end, a.step, stage});
+        break;
+      }
+      case exec::RecordKind::mini_batch:
+        t.events.push_back({"training", "mini-batches", "epoch " + std::to_string(a.a) + " mini-batch " + std::to_string(a.b),
+                            start, end, a.step, stage});
+        break;
+      case exec::RecordKind::pipeline_op:
+        t.events.push_back({"training", "pipeline stage " + std::to_string(a.index),
+                            (a.b ? "F " : "B ") + std::to_string(a.a), start, end, a.step, stage});
+        break;
+    }
+  }
+  // Processes appear (and are numbered) nodes first in node order, then pools, then the sides'
+  // stage tracks: the order a reader scans them in.
+  const auto rank = [](const TimelineEvent& e) -> std::pair<int, int64_t> {
+    if (e.process.rfind("node ", 0) == 0) return {0, std::stoll(e.process.substr(5))};
+    if (e.process == "rollout") return {2, 0};
+    if (e.process == "training") return {3, 0};
+    return {1, 0};
+  };
+  std::stable_sort(t.events.begin(), t.events.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+  for (const auto& c : r.counters) {
+    if (c.kind == rl::CounterSample::Kind::gpu_memory_gib)
+      t.counters.push_back({"node " + std::to_string(c.node), "GPU memory (GiB)", c.time, c.value});
+    else
+      t.counters.push_back({"node " + std::to_string(c.node), "KV cache used (%), engine " + std::to_string(c.engine), c.time,
+                            c.value});
+  }
+  return t;
+}
+
+void write_timeline(const rl::RunResult& r, std::ostream& os) { write_timeline(timeline_of(r), os); }
+
+void write_timeline(const Timeline& r, std::ostream& os) {
   const Tracks tracks = assign_tracks(r);
   const std::vector<Entry> entries = sorted_entries(r, tracks);
   TraceText w(os);

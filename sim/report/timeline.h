@@ -3,11 +3,48 @@
 // simulate", for the layout.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 #include "sim/rl/step_result.h"
 
 namespace arlsim::report {
+
+// One activity on the timeline: `process` is a node, an external pool or a side of the cluster,
+// `thread` a GPU (or an engine, or a pool slot, or a track of stages).
+struct TimelineEvent {
+  std::string process;
+  std::string thread;
+  std::string name;
+  SimTime start, end;
+  int64_t step = 0;
+  std::string stage;
+};
+
+// A sample of a counter track (memory in GiB, KV utilisation).
+struct TimelineCounter {
+  std::string process;
+  std::string name;
+  SimTime time;
+  double value = 0;
+};
+
+struct Timeline {
+  std::string scenario;
+  int64_t gpus = 0;
+  size_t steps = 0;
+  std::vector<TimelineEvent> events;
+  std::vector<TimelineCounter> counters;
+};
+
+// The run's activity records and counter samples as named tracks: engines on their nodes
+// ("node N" / "engine E (GPU a-b)"), tool calls on the first free slot of their pool ("pool NAME" /
+// "slot K"), the step graph's stages ("rollout" or "training" / "stages"), training's
+// mini-batches and pipeline stages ("training" / "mini-batches", "pipeline stage S"), and the
+// counters of each node. Zero-length stages are left out.
+Timeline timeline_of(const rl::RunResult& r);
 
 // Streams the timeline to `os` as JSON text, one event per line, without building a document
 // tree (timelines may hold millions of events). Processes get pids 1, 2, ... in order of first
@@ -18,6 +55,8 @@ namespace arlsim::report {
 // sorted by (ts, pid, tid, longer first, input order) so that the file is byte-stable and nested
 // activities follow their parents. Write errors are left in the stream's state for the caller.
 // Throws InternalError when an event ends before it starts (a simulator bug).
+void write_timeline(const Timeline& t, std::ostream& os);
+// timeline_of(r), written.
 void write_timeline(const rl::RunResult& r, std::ostream& os);
 
 }  // namespace arlsim::report

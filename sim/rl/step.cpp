@@ -105,6 +105,7 @@ class RunSimulator {
   RunSimulator(const input::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
     result_.scenario = s.name;
     result_.gpus = s.cluster.total_gpus();
+    result_.gpus_per_node = s.cluster.gpus_per_node;
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
   }
 
@@ -146,12 +147,11 @@ class RunSimulator {
   void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
-  void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s);
-  void add_stage_event(const exec::ActivityRecord& a, double start_s, double end_s);
+  void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r);
   trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
-  void add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds);
-  void add_pipeline_events(const StagePlan& p, int64_t step, double start_s);
+  void add_mini_batch_events(const StagePlan& p, const exec::ActivityRecord& train, double seconds);
+  void add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s);
 
   const input::ScenarioSpec& s_;
   const RunOptions& o_;
@@ -338,7 +338,7 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
 // The 1F1B schedule of one optimizer step (Narayanan et al. 2021, sec. 2.2): stage s runs
 // min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward, then drains
 // its backwards; a forward waits for the previous stage's, a backward for the next stage's.
-void RunSimulator::add_pipeline_events(const StagePlan& p, int64_t step, double start_s) {
+void RunSimulator::add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s) {
   const int64_t stages = p.stages, m = p.micro_batches;
   struct Op {
     bool forward;
@@ -379,9 +379,14 @@ void RunSimulator::add_pipeline_events(const StagePlan& p, int64_t step, double 
         const double end = ready + (op.forward ? p.micro_forward_s : p.micro_backward_s);
         (op.forward ? fwd : bwd)[si][mi] = end;
         free_at[si] = end;
-        result_.events.push_back({"training", "pipeline stage " + std::to_string(s),
-                                  (op.forward ? "F " : "B ") + std::to_string(op.micro), SimTime::from_seconds(ready),
-                                  SimTime::from_seconds(end), step, "train"});
+        exec::ActivityRecord r = train;
+        r.kind = exec::RecordKind::pipeline_op;
+        r.index = s;
+        r.a = static_cast<int32_t>(op.micro);
+        r.b = op.forward ? 1 : 0;
+        r.start_s = ready;
+        r.end_s = end;
+        result_.activities.push_back(r);
         ++next[si];
         progress = true;
       }
@@ -389,17 +394,19 @@ void RunSimulator::add_pipeline_events(const StagePlan& p, int64_t step, double 
   }
 }
 
-void RunSimulator::add_mini_batch_events(const StagePlan& p, int64_t step, double start_s, double seconds) {
+void RunSimulator::add_mini_batch_events(const StagePlan& p, const exec::ActivityRecord& train, double seconds) {
   if (!o_.timeline || seconds <= 0) return;
   // Every optimizer step of the stage (PPO epochs x mini-batches) takes the same time.
   const int64_t n = s_.workload.ppo_epochs * s_.workload.mini_batches;
   for (int64_t i = 0; i < n; ++i) {
-    const double a = start_s + seconds * real(i) / real(n), b = start_s + seconds * real(i + 1) / real(n);
-    result_.events.push_back({"training", "mini-batches",
-                              "epoch " + std::to_string(i / s_.workload.mini_batches) + " mini-batch " +
-                                  std::to_string(i % s_.workload.mini_batches),
-                              SimTime::from_seconds(a), SimTime::from_seconds(b), step, "train"});
-    if (o_.detail_pipeline && p.micro_batches > 0) add_pipeline_events(p, step, a);
+    exec::ActivityRecord r = train;
+    r.kind = exec::RecordKind::mini_batch;
+    r.a = static_cast<int32_t>(i / s_.workload.mini_batches);
+    r.b = static_cast<int32_t>(i % s_.workload.mini_batches);
+    r.start_s = train.start_s + seconds * real(i) / real(n);
+    r.end_s = train.start_s + seconds * real(i + 1) / real(n);
+    result_.activities.push_back(r);
+    if (o_.detail_pipeline && p.micro_batches > 0) add_pipeline_events(p, train, r.start_s);
   }
 }
 
@@ -407,51 +414,49 @@ void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_
   if (!o_.timeline) return;
   // Per node, the GPU memory of the stage holding its GPUs: rollout engines, then training.
   const graph::Placement rollout = rollout_pool(s_), training = train_pool(s_);
+  using Kind = CounterSample::Kind;
   for (int64_t n = 0; n < s_.cluster.nodes; ++n) {
-    const std::string node = "node " + std::to_string(n);
     if (n >= rollout.first_node() && n <= rollout.last_node())
-      result_.counters.push_back({node, "GPU memory (GiB)", SimTime::from_seconds(rollout_start_s), p.rollout_memory_gib});
+      result_.counters.push_back({Kind::gpu_memory_gib, n, -1, SimTime::from_seconds(rollout_start_s), p.rollout_memory_gib});
     if (n >= training.first_node() && n <= training.last_node())
-      result_.counters.push_back({node, "GPU memory (GiB)", SimTime::from_seconds(train_start_s), p.train_memory_gib});
+      result_.counters.push_back({Kind::gpu_memory_gib, n, -1, SimTime::from_seconds(train_start_s), p.train_memory_gib});
   }
 }
 
-void RunSimulator::add_stage_event(const exec::ActivityRecord& a, double start_s, double end_s) {
-  if (!o_.timeline || end_s <= start_s) return;
-  const std::string stage(graph::stage_name(a.stage));
-  result_.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage,
-                            SimTime::from_seconds(start_s), SimTime::from_seconds(end_s), a.step, stage});
-}
-
-void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r, double start_s) {
+// The rollout's parts as records relative to its start (run() moves them when the step is placed):
+// each engine's busy spans on its GPUs and each tool call, and each engine's KV use.
+void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r) {
   if (!o_.timeline) return;
-  const SimTime base = SimTime::from_seconds(start_s);
-  const int64_t per_engine = l.rollout.gpus_per_engine();
   const graph::Placement engines = rollout_placement(s_, l.rollout);
+  const int64_t per_engine = l.rollout.gpus_per_engine();
+  exec::ActivityRecord base;
+  base.step = d.step;
+  base.stage = graph::Stage::rollout;
+  base.op = graph::OpKind::engine_run;
+  base.side = graph::Side::rollout;
   for (const auto& span : r.spans) {
-    const int64_t gpu = engines.replica_device(span.engine);
-    const std::string node = "node " + std::to_string(engines.node_of_device(gpu));
-    const std::string thread = "engine " + std::to_string(span.engine) + " (GPU " + std::to_string(gpu) +
-                               (per_engine > 1 ? "-" + std::to_string(gpu + per_engine - 1) : "") + ")";
-    result_.events.push_back({node, thread, span.prefill ? "prefill+decode" : "decode", base + span.start, base + span.end,
-                              d.step, "rollout"});
+    exec::ActivityRecord e = base;
+    e.kind = exec::RecordKind::engine_span;
+    e.index = span.engine;
+    e.a = span.prefill ? 1 : 0;
+    e.devices = {engines.replica_device(span.engine), per_engine};
+    e.start_s = span.start.seconds();
+    e.end_s = span.end.seconds();
+    result_.activities.push_back(e);
   }
-  for (const auto& k : r.kv) {
-    const std::string node = "node " + std::to_string(engines.node_of_device(engines.replica_device(k.engine)));
-    result_.counters.push_back({node, "KV cache used (%), engine " + std::to_string(k.engine), base + k.time,
+  for (const auto& k : r.kv)
+    result_.counters.push_back({CounterSample::Kind::kv_used_percent,
+                                engines.node_of_device(engines.replica_device(k.engine)), k.engine, k.time,
                                 100.0 * k.used_fraction});
-  }
-  // Tool calls on their pools, each on the first free slot so that a slot's events never overlap.
-  std::map<int, std::vector<SimTime>> slots;
+  if (result_.pool_names.empty())
+    for (const auto& pool : r.pools) result_.pool_names.push_back(pool.name);
   for (const auto& c : r.tool_calls) {
-    const std::string pool = c.pool >= 0 ? "pool " + r.pools[static_cast<size_t>(c.pool)].name : "tools";
-    auto& free_at = slots[c.pool];
-    size_t slot = 0;
-    while (slot < free_at.size() && free_at[slot] > c.started) ++slot;
-    if (slot == free_at.size()) free_at.push_back(c.ended);
-    else free_at[slot] = c.ended;
-    result_.events.push_back({pool, "slot " + std::to_string(slot), "tool call", base + c.started, base + c.ended, d.step,
-                              "rollout"});
+    exec::ActivityRecord e = base;
+    e.kind = exec::RecordKind::tool_call;
+    e.index = c.pool;
+    e.start_s = c.started.seconds();
+    e.end_s = c.ended.seconds();
+    result_.activities.push_back(e);
   }
 }
 
@@ -508,10 +513,10 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     rec.stages = p.times;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
     Pending step;
-    step.events_begin = result_.events.size();
+    step.events_begin = result_.activities.size();
     step.counters_begin = result_.counters.size();
-    add_rollout_events(d, l, p.rollout, 0.0);
-    step.events_end = result_.events.size();
+    add_rollout_events(d, l, p.rollout);
+    step.events_end = result_.activities.size();
     step.counters_end = result_.counters.size();
     step.nodes = graph_.add_step(d.step, p.times);
     for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
@@ -543,15 +548,17 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
     const SimTime base = SimTime::from_seconds(start);
     for (size_t e = step.events_begin; e < step.events_end; ++e) {
-      result_.events[e].start += base;
-      result_.events[e].end += base;
+      auto& part = result_.activities[e];
+      part.id = step.nodes.first;
+      part.start_s += start;
+      part.end_s += start;
     }
     for (size_t c = step.counters_begin; c < step.counters_end; ++c) result_.counters[c].time += base;
     add_memory_counters(p, start, record(step.nodes.training_first).start_s);
     for (graph::ActivityId id = step.nodes.first; id <= step.nodes.last; ++id) {
       const exec::ActivityRecord& a = record(id);
-      add_stage_event(a, a.start_s, a.end_s);
-      if (a.stage == graph::Stage::train) add_mini_batch_events(p, rec.step, a.start_s, p.times.train);
+      result_.activities.push_back(a);
+      if (a.stage == graph::Stage::train) add_mini_batch_events(p, a, p.times.train);
     }
     previous_end = end;
   }

@@ -1,6 +1,6 @@
 // What simulating a run of RL steps produces: per-step stage times, tokens, memory peaks and OOM
-// events, run totals, and the timeline (activities and counters) that the writers in sim/report/
-// turn into summary.json, steps.csv and Chrome-trace timeline.json.
+// events, run totals, and the activity records and counter samples that the writers in
+// sim/report/ turn into summary.json, steps.csv and Chrome-trace timeline.json.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/core/time.h"
+#include "sim/exec/analytic.h"
 #include "sim/graph/stage.h"
 
 namespace arlsim::rl {
@@ -37,21 +38,12 @@ struct StepRecord {
   std::optional<OomEvent> oom;
 };
 
-// One activity on the timeline: `process` is a node or an external pool, `thread` a GPU (or an
-// engine, or a pool slot).
-struct TimelineEvent {
-  std::string process;
-  std::string thread;
-  std::string name;
-  SimTime start, end;
-  int64_t step = 0;
-  std::string stage;
-};
-
-// A sample of a counter track (memory in GiB, KV utilisation, units in use).
-struct TimelineCounter {
-  std::string process;
-  std::string name;
+// A sample of a counter: a node's GPU memory in use (GiB), or an engine's KV cache in use (%).
+struct CounterSample {
+  enum class Kind : uint8_t { gpu_memory_gib, kv_used_percent };
+  Kind kind = Kind::gpu_memory_gib;
+  int64_t node = 0;
+  int64_t engine = -1;  // kv_used_percent: the engine
   SimTime time;
   double value = 0;
 };
@@ -65,8 +57,12 @@ struct RunResult {
   double gpu_hours = 0;
   double cost_usd = 0;  // 0 when the price is unknown
   std::vector<OomEvent> oom_events;
-  std::vector<TimelineEvent> events;
-  std::vector<TimelineCounter> counters;
+  // The step graph's activities and the parts of them the simulator looked inside, placed in time
+  // (with RunOptions::timeline: the stages always, the parts and counters only then).
+  std::vector<exec::ActivityRecord> activities;
+  std::vector<CounterSample> counters;
+  int64_t gpus_per_node = 1;            // for naming nodes
+  std::vector<std::string> pool_names;  // tool pools, by the index tool-call records carry
 };
 
 }  // namespace arlsim::rl

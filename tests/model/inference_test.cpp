@@ -35,7 +35,7 @@ TEST_CASE("inference: the closed-form sum over decode iterations equals the expl
   }
 }
 
-TEST_CASE("inference: decode is memory-bound and grows with context; prefill is compute-bound") {
+TEST_CASE("inference: decode is memory-bound and grows with context, prefill is compute-bound") {
   const auto c = test::preset_cluster("dgx-h100", 1);
   const auto m = test::preset_model("llama-3.1-8b");
   const model::InferenceModel im(m, c, {1, 1, 1});

@@ -57,7 +57,7 @@ TEST_CASE("topology: concurrent flows into one NIC share it") {
   CHECK(rates[1] == doctest::Approx(50e9 * 0.94 / 2));
 }
 
-TEST_CASE("topology: two flows on one link; the shorter ends at 2 b1 / C, then the longer speeds up") {
+TEST_CASE("topology: two flows on one link, the shorter ends at 2 b1 / C, then the longer speeds up") {
   // Both get C / 2 until the first has sent b1: t1 = b1 / (C / 2). The second has b2 - b1 left
   // and the whole link: t2 = t1 + (b2 - b1) / C = (b1 + b2) / C.
   const double c = 10, b1 = 20, b2 = 50;

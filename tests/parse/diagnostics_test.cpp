@@ -20,7 +20,7 @@ TEST_CASE("diagnostics: closest match suggests only plausible slips") {
   CHECK(closest_match("num_attention_heads_total", keys).empty());
 }
 
-TEST_CASE("diagnostics: format is FILE:LINE:COL: /pointer: message; hint") {
+TEST_CASE("diagnostics: format is FILE:LINE:COL: /pointer: message, hint") {
   Diagnostic d{Severity::error, "a.json", {3, 5}, "/train/tp", "bad", "did you mean \"x\"?"};
   CHECK(format_diagnostic(d) == "a.json:3:5: /train/tp: bad; did you mean \"x\"?");
   Diagnostic no_pos{Severity::error, "a.json", {}, "", "no such file", ""};

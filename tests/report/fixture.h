@@ -3,6 +3,7 @@
 // that has counters only.
 #pragma once
 
+#include "sim/report/timeline.h"
 #include "sim/rl/step_result.h"
 
 namespace arlsim::report::testing {
@@ -19,8 +20,8 @@ inline rl::StepRecord step(int64_t n, double start_s, double time_s, double roll
   return s;
 }
 
-inline rl::TimelineEvent event(const char* process, const char* thread, const char* name, int64_t start_ns,
-                               int64_t end_ns, int64_t step, const char* stage) {
+inline TimelineEvent event(const char* process, const char* thread, const char* name, int64_t start_ns,
+                           int64_t end_ns, int64_t step, const char* stage) {
   return {process, thread, name, SimTime::from_ns(start_ns), SimTime::from_ns(end_ns), step, stage};
 }
 
@@ -44,6 +45,15 @@ inline rl::RunResult sample_run() {
   r.total_time_s = 30;
   r.gpu_hours = 16 * 30 / 3600.0;
   r.cost_usd = r.gpu_hours * 2.5;
+  return r;
+}
+
+// The named tracks the timeline writer takes, as timeline_of() makes them from a run.
+inline Timeline sample_timeline() {
+  Timeline r;
+  r.scenario = "demo";
+  r.gpus = 16;
+  r.steps = 3;
   // Deliberately out of time order; the writer sorts.
   r.events = {event("node0", "gpu1", "generate", 0, 6'000'000'000, 0, "rollout"),
               event("node0", "gpu0", "generate", 0, 6'000'000'000, 0, "rollout"),

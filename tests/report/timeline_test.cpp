@@ -17,7 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string timeline_text(const rl::RunResult& r) {
+std::string timeline_text(const Timeline& r) {
   std::ostringstream os;
   write_timeline(r, os);
   return os.str();
@@ -30,7 +30,7 @@ Row row(const json& e) { return {e["ph"], e["pid"], e["tid"], e["name"]}; }
 }  // namespace
 
 TEST_CASE("timeline: top-level object and metadata naming processes and threads") {
-  const json j = json::parse(timeline_text(testing::sample_run()));
+  const json j = json::parse(timeline_text(testing::sample_timeline()));
   CHECK(j["displayTimeUnit"] == "ms");
   CHECK(j["otherData"] == json{{"generator", "arlsim"}, {"scenario", "demo"}, {"gpus", 16}, {"steps", 3}});
   const json& ev = j["traceEvents"];
@@ -55,7 +55,7 @@ TEST_CASE("timeline: top-level object and metadata naming processes and threads"
 }
 
 TEST_CASE("timeline: activities and counters sorted by time, parents before children") {
-  const json ev = json::parse(timeline_text(testing::sample_run()))["traceEvents"];
+  const json ev = json::parse(timeline_text(testing::sample_timeline()))["traceEvents"];
   std::vector<Row> rows;
   for (size_t i = 12; i < ev.size(); ++i) rows.push_back(row(ev[i]));
   // At ts 0: node0's counter (tid = pid 1), gpu1 (tid 4), then gpu0 (tid 5) with the 7 s
@@ -85,7 +85,7 @@ TEST_CASE("timeline: activities and counters sorted by time, parents before chil
 }
 
 TEST_CASE("timeline: exact text of an activity line, three decimals and escapes") {
-  const std::string text = timeline_text(testing::sample_run());
+  const std::string text = timeline_text(testing::sample_timeline());
   CHECK(text.find("\n{\"ph\":\"X\",\"pid\":2,\"tid\":6,\"ts\":1000000.500,\"dur\":1499999.500,"
                   "\"name\":\"tool \\\"search\\\"\\n\",\"cat\":\"rollout\","
                   "\"args\":{\"step\":0,\"stage\":\"rollout\"}},\n") != std::string::npos);
@@ -95,11 +95,11 @@ TEST_CASE("timeline: exact text of an activity line, three decimals and escapes"
 }
 
 TEST_CASE("timeline: byte-stable") {
-  CHECK(timeline_text(testing::sample_run()) == timeline_text(testing::sample_run()));
+  CHECK(timeline_text(testing::sample_timeline()) == timeline_text(testing::sample_timeline()));
 }
 
 TEST_CASE("timeline: names with quotes, backslashes, control characters and bad UTF-8 stay valid JSON") {
-  rl::RunResult r;
+  Timeline r;
   const std::string nasty = std::string("q\"b\\c\x01\x1f\t\x7f \xc3\xa9 \xff\xc0\xaf end");
   r.scenario = nasty;
   r.events = {{nasty, nasty, nasty, SimTime::zero(), SimTime::from_ns(1), 0, nasty}};
@@ -112,16 +112,73 @@ TEST_CASE("timeline: names with quotes, backslashes, control characters and bad 
 }
 
 TEST_CASE("timeline: an empty run and a non-finite counter are still valid JSON") {
-  const json empty = json::parse(timeline_text(rl::RunResult{}));
+  const json empty = json::parse(timeline_text(timeline_of(rl::RunResult{})));
   CHECK(empty["traceEvents"] == json::array());
-  rl::RunResult r;
+  Timeline r;
   r.counters = {{"p", "c", SimTime::zero(), std::numeric_limits<double>::quiet_NaN()}};
   CHECK(json::parse(timeline_text(r))["traceEvents"][2]["args"]["value"].is_null());
 }
 
 TEST_CASE("timeline: an activity that ends before it starts is an internal error") {
-  rl::RunResult r;
+  Timeline r;
   r.events = {{"p", "t", "back", SimTime::from_ns(10), SimTime::from_ns(5), 0, "train"}};
   std::ostringstream os;
   CHECK_THROWS_AS(write_timeline(r, os), InternalError);
+}
+
+TEST_CASE("timeline: records become named tracks, and tool calls take the first free slot of their pool") {
+  rl::RunResult r;
+  r.gpus_per_node = 8;
+  r.pool_names = {"python"};
+  exec::ActivityRecord stage;
+  stage.step = 3;
+  stage.stage = graph::Stage::train;
+  stage.side = graph::Side::training;
+  stage.start_s = 10;
+  stage.end_s = 12;
+  exec::ActivityRecord empty = stage;  // a stage that took no time is left out
+  empty.stage = graph::Stage::critic;
+  empty.end_s = 10;
+  exec::ActivityRecord span;
+  span.kind = exec::RecordKind::engine_span;
+  span.index = 2;
+  span.a = 1;
+  span.devices = {12, 4};
+  span.start_s = 1;
+  span.end_s = 2;
+  exec::ActivityRecord call;
+  call.kind = exec::RecordKind::tool_call;
+  call.index = 0;
+  call.start_s = 1;
+  call.end_s = 3;
+  exec::ActivityRecord overlapping = call, after = call, no_pool = call;
+  overlapping.start_s = 2;
+  after.start_s = 3.5;
+  after.end_s = 4;
+  no_pool.index = -1;
+  exec::ActivityRecord micro = stage;
+  micro.kind = exec::RecordKind::pipeline_op;
+  micro.index = 1;
+  micro.a = 4;
+  micro.b = 0;
+  r.activities = {stage, empty, span, call, overlapping, after, no_pool, micro};
+  r.counters = {{rl::CounterSample::Kind::kv_used_percent, 1, 2, SimTime::from_seconds(1), 50}};
+  const Timeline t = timeline_of(r);
+  // Nodes first, then pools, then the sides' tracks (the order processes are numbered in).
+  REQUIRE(t.events.size() == 7);
+  CHECK(t.events[0].process == "node 1");
+  CHECK(t.events[0].thread == "engine 2 (GPU 12-15)");
+  CHECK(t.events[0].name == "prefill+decode");
+  CHECK(t.events[1].process == "pool python");
+  CHECK(t.events[1].thread == "slot 0");
+  CHECK(t.events[2].thread == "slot 1");  // the first call still runs
+  CHECK(t.events[3].thread == "slot 0");  // free again
+  CHECK(t.events[4].process == "tools");
+  CHECK(t.events[5].process == "training");
+  CHECK(t.events[5].thread == "stages");
+  CHECK(t.events[5].name == "train");
+  CHECK(t.events[6].thread == "pipeline stage 1");
+  CHECK(t.events[6].name == "B 4");
+  REQUIRE(t.counters.size() == 1);
+  CHECK(t.counters[0].name == "KV cache used (%), engine 2");
 }

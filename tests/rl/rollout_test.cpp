@@ -225,7 +225,7 @@ TEST_CASE("rollout: group prompts are prefilled once per engine with prefix cach
   CHECK(cached.makespan < uncached.makespan);
 }
 
-TEST_CASE("rollout: rule rewards queue on their pool; a reward model prefills the whole context") {
+TEST_CASE("rollout: rule rewards queue on their pool, a reward model prefills the whole context") {
   Setup s;
   s.cluster.pools = {input::PoolSpec{"reward", input::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
   Workload w;

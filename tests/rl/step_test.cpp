@@ -106,7 +106,40 @@ TEST_CASE("step: same inputs, same results") {
   const auto b = rl::simulate_run(s, t, {});
   REQUIRE(a.steps.size() == b.steps.size());
   for (size_t i = 0; i < a.steps.size(); ++i) CHECK(a.steps[i].time_s == b.steps[i].time_s);
-  CHECK(a.events.size() == b.events.size());
+  REQUIRE(a.activities.size() == b.activities.size());
+  for (size_t i = 0; i < a.activities.size(); ++i) {
+    CHECK(a.activities[i].start_s == b.activities[i].start_s);
+    CHECK(a.activities[i].end_s == b.activities[i].end_s);
+  }
+}
+
+TEST_CASE("step: the run's records hold each step's stages as placed, and its parts inside them") {
+  const auto s = scenario({"/steps=2", "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});
+  const auto r = rl::simulate_run(s, small_trace(s), {});
+  REQUIRE(r.steps.size() == 2);
+  for (const auto& step : r.steps) {
+    double first_start = 1e300;
+    for (const auto& a : r.activities) {
+      if (a.step != step.step) continue;
+      if (a.kind == exec::RecordKind::stage) {
+        // Each stage's record lasts the stage's time, to the nanosecond the event engine keeps.
+        CHECK(a.end_s - a.start_s == doctest::Approx(step.stages[a.stage]).epsilon(1e-9));
+        first_start = std::min(first_start, a.start_s);
+      } else if (a.kind == exec::RecordKind::engine_span) {
+        // An engine's span lies inside its step's rollout, on the rollout's GPUs.
+        CHECK(a.start_s >= step.start_s - 1e-9);
+        CHECK(a.end_s <= step.start_s + step.stages.rollout + 1e-6);
+        CHECK(a.devices.count == s.policy.rollout.tp * s.policy.rollout.pp);
+      }
+    }
+    CHECK(first_start == doctest::Approx(step.start_s));
+  }
+  // Without a timeline only the stages are kept.
+  rl::RunOptions o;
+  o.timeline = false;
+  const auto bare = rl::simulate_run(s, small_trace(s), o);
+  CHECK(bare.activities.size() == 2 * graph::kStageCount);
+  CHECK(bare.counters.empty());
 }
 
 TEST_CASE("step: partial rollout ends a step's rollout early and carries the rest over") {

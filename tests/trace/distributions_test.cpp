@@ -16,7 +16,7 @@ TEST_CASE("random: the engine is the standard mt19937_64, so a seed means the sa
   CHECK(engine() == 9981545732273789042ULL);  // the value the C++ standard fixes for the 10000th draw
 }
 
-TEST_CASE("random: a seed gives the same sequence; uniform draws stay inside (0, 1)") {
+TEST_CASE("random: a seed gives the same sequence, uniform draws stay inside (0, 1)") {
   Rng a(42), b(42), c(43);
   bool differs = false;
   for (int i = 0; i < 1000; ++i) {
@@ -83,7 +83,7 @@ TEST_CASE("lengths: the Pareto tail is heavier than the log-normal body alone") 
   CHECK(tailed.quantile(0.995) == doctest::Approx(xt * std::pow(0.05 / 0.005, 1 / 2.0)).epsilon(1e-6));
 }
 
-TEST_CASE("latency: each distribution has its mean; log-normal by mean and sigma") {
+TEST_CASE("latency: each distribution has its mean, log-normal by mean and sigma") {
   Rng rng(5);
   const int n = 200000;
   const Latency kinds[] = {{LatencyKind::fixed, 2, 0, 0, 0},

@@ -39,7 +39,7 @@ GenParams small() {
 
 }  // namespace
 
-TEST_CASE("generator: a seed gives byte-identical output; another seed does not") {
+TEST_CASE("generator: a seed gives byte-identical output, another seed does not") {
   GenParams p = preset_params(*find_gen_preset("swe-agent"));
   p.steps = 5;
   p.prompts_per_step = 2;

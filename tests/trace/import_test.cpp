@@ -230,7 +230,7 @@ TEST_CASE("import: rollout dump problems name the line and the field") {
         "d.jsonl:4:1: unexpected character 'n'; expected a value\n");
 }
 
-TEST_CASE("import: --field reaches nested fields; --group-size groups consecutive samples") {
+TEST_CASE("import: --field reaches nested fields, --group-size groups consecutive samples") {
   RolloutImportOptions o;
   o.fields = {{"response_tokens", "/meta/len"}, {"prompt_tokens", "plen"}};
   o.group_size = 2;

@@ -52,7 +52,7 @@ TEST_CASE("reader: a header whose provenance mentions turns is still the header"
   CHECK(r.trace.header.provenance_json == R"({"fields":{"turns":"num_turns"}})");
 }
 
-TEST_CASE("reader: optional keys take their defaults; keys may come in any order; whitespace is allowed") {
+TEST_CASE("reader: optional keys take their defaults, keys may come in any order, whitespace is allowed") {
   const Result r = read(kHeader +
                         " { \"turns\" : [ { \"gen_tokens\" : 7 , \"prefill_tokens\" : 3 } ] , \"sample\" : 2 ,"
                         " \"prompt_id\" : 9 , \"step\" : 4 }\r\n");
