@@ -131,9 +131,19 @@ int run_plan(const Args& args) {
   po_.confirm = confirm;
   po_.online_window = window;
   po_.switch_overhead_s = switch_overhead(s, vm, overhead);
-  const auto plan = planner::make_plan(s, features, &t, po_);
+  auto plan = planner::make_plan(s, features, &t, po_);
 
+  // The dispatch plans on the dispatch step, in the layouts the schedule has there; the best one a
+  // policy in this dispatch mode can run becomes the plan's balance_batch, which the replay moves.
   input::ScenarioSpec planned = s;
+  planned.policy = plan.policy;
+  const rl::Layouts at = rl::layouts_at(plan.policy, features[di].step);
+  const auto dispatch = planner::compare_dispatch(
+      planned, at.train, planner::samples_round_robin(planned, at.rollout, features[di].contexts), features[di].step);
+  const auto& ts = plan.train_schedules.find(selector);
+  const double passes_s = plan.train_schedules.costs.fits(di, ts.choice[di]) ? plan.train_schedules.costs.cost[di][ts.choice[di]] : 0.0;
+  const int64_t adopted = planner::best_adoptable_plan(dispatch, plan.policy, passes_s);
+  if (adopted >= 0) planner::adopt_dispatch_plan(plan.policy, dispatch.plans[static_cast<size_t>(adopted)].kind);
   planned.policy = plan.policy;
   rl::RunOptions ro;
   ro.timeline = false;
@@ -141,9 +151,6 @@ int run_plan(const Args& args) {
   ro.first_step = fo.first_step;
   ro.last_step = fo.last_step;
   const auto predicted = rl::simulate_run(planned, t, ro);
-  const auto dispatch = planner::compare_dispatch(
-      planned, plan.policy.train, planner::samples_round_robin(planned, plan.policy.rollout, features[di].contexts),
-      features[di].step);
 
   const auto analytic = planner::analytic_run(planned, plan, features, selector);
   const double analytic_s = analytic ? analytic->total_s : 0.0;
@@ -182,6 +189,13 @@ int run_plan(const Args& args) {
     std::printf("  %-14s%-15s%12s%16s%18s%12s\n", p.name.c_str(), p.mode.c_str(), fixed(p.seconds, 4).c_str(),
                 fixed(p.bytes / 1048576.0, 1).c_str(), fixed(p.cross_node_bytes / 1048576.0, 1).c_str(),
                 fixed(p.imbalance, 3).c_str());
+  if (adopted >= 0)
+    std::printf("  adopted: %s (dispatch plus the step's passes slowed by the busiest rank; balance_batch %s)\n",
+                dispatch.plans[static_cast<size_t>(adopted)].name.c_str(),
+                std::string(input::batch_assignments().name(plan.policy.batch_assignment)).c_str());
+  else
+    std::printf("  adopted: none (no plan runs in dispatch mode %s); balance_batch as configured\n",
+                std::string(input::dispatch_name(plan.policy.dispatch)).c_str());
   if (!out_path.empty()) std::printf("\nwrote %s\n", out_path.c_str());
   return kExitOk;
 }

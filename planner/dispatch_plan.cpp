@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "sim/core/assert.h"
 #include "sim/rl/dispatch.h"
 #include "sim/rl/step.h"
 
@@ -85,6 +86,7 @@ DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::T
   const auto balanced = rl::assign_ranks(tokens, train.dp, true);
   for (const auto& plan : dispatch_plans().choices()) {
     const std::string name(plan.name);
+    const size_t before = out.plans.size();
     switch (plan.value) {
       case DispatchPlanKind::layout_aware:
         out.plans.push_back(evaluate_plan(s, train, samples, name, input::DispatchMode::decentralized,
@@ -100,8 +102,48 @@ DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::T
         out.plans.push_back(evaluate_plan(s, train, samples, name, input::DispatchMode::centralized, balanced));
         break;
     }
+    if (out.plans.size() > before) out.plans.back().kind = plan.value;
   }
   return out;
+}
+
+int64_t best_adoptable_plan(const DispatchComparison& c, const input::PolicySpec& current, double passes_s) {
+  int64_t best = -1;
+  double best_s = 0;
+  bool best_is_current = false;
+  for (size_t i = 0; i < c.plans.size(); ++i) {
+    const auto& p = c.plans[i];
+    if (p.kind == DispatchPlanKind::round_robin || p.mode != input::dispatch_name(current.dispatch)) continue;
+    input::PolicySpec as_plan = current;
+    adopt_dispatch_plan(as_plan, p.kind);
+    const bool is_current = as_plan.batch_assignment == current.batch_assignment;
+    const double step_s = p.seconds + passes_s * p.imbalance;
+    const double margin = 1e-9 * std::max(step_s, best_s);
+    if (best < 0 || step_s < best_s - margin || (is_current && !best_is_current && step_s <= best_s + margin)) {
+      best = static_cast<int64_t>(i);
+      best_s = step_s;
+      best_is_current = is_current;
+    }
+  }
+  return best;
+}
+
+void adopt_dispatch_plan(input::PolicySpec& p, DispatchPlanKind kind) {
+  switch (kind) {
+    case DispatchPlanKind::layout_aware:
+      p.batch_assignment = input::BatchAssignment::layout_aware;
+      p.dispatch = input::DispatchMode::decentralized;
+      break;
+    case DispatchPlanKind::balanced:
+      p.batch_assignment = input::BatchAssignment::balanced;
+      p.dispatch = input::DispatchMode::decentralized;
+      break;
+    case DispatchPlanKind::centralized:
+      p.batch_assignment = input::BatchAssignment::balanced;
+      p.dispatch = input::DispatchMode::centralized;
+      break;
+    case DispatchPlanKind::round_robin: ARLSIM_ASSERT(false && "round-robin is compared, not adopted"); break;
+  }
 }
 
 std::string dispatch_json(const DispatchComparison& d) {

@@ -17,6 +17,10 @@
 
 namespace arlsim::planner {
 
+// The dispatch plans compare_dispatch() makes, registered with a line each.
+enum class DispatchPlanKind { layout_aware, balanced, round_robin, centralized };
+const parse::Registry<DispatchPlanKind>& dispatch_plans();
+
 struct DispatchPlanSample {
   int64_t tokens = 0;
   int64_t producer_gpu = 0;
@@ -30,6 +34,7 @@ struct Transfer {
 };
 
 struct DispatchPlanResult {
+  DispatchPlanKind kind = DispatchPlanKind::balanced;
   std::string name;
   std::string mode;             // the dispatch mode it runs with
   std::vector<int64_t> rank;    // consumer rank per sample
@@ -47,12 +52,18 @@ struct DispatchComparison {
 };
 
 // The plans for one step's samples (where the rollout left them) to the ranks of `train`.
-// The dispatch plans compare_dispatch() makes, registered with a line each.
-enum class DispatchPlanKind { layout_aware, balanced, round_robin, centralized };
-const parse::Registry<DispatchPlanKind>& dispatch_plans();
-
 DispatchComparison compare_dispatch(const input::ScenarioSpec& s, const input::TrainLayout& train,
                                     const std::vector<DispatchPlanSample>& samples, int64_t step);
+
+// The plan to adopt for a policy dispatching in `mode`: among the plans a policy can run in that
+// mode (layout-aware or balanced when decentralized, centralized when centralized; round-robin is
+// compared, never adopted), the one that costs the step least — its dispatch plus the step's
+// forward and training passes (`passes_s`, their time with ranks balanced) slowed by its busiest
+// rank; on a tie, the plan of the policy's own balance_batch (`current`). -1 when no plan runs in
+// that mode (the transfer dock).
+int64_t best_adoptable_plan(const DispatchComparison& c, const input::PolicySpec& current, double passes_s);
+// Sets the policy's balance_batch (and dispatch mode) to run plan `kind`.
+void adopt_dispatch_plan(input::PolicySpec& p, DispatchPlanKind kind);
 
 // One plan: the given consumer ranks, dispatched in `mode` over the topology.
 DispatchPlanResult evaluate_plan(const input::ScenarioSpec& s, const input::TrainLayout& train,

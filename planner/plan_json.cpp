@@ -145,6 +145,7 @@ std::string plan_json(const PlanDocument& d) {
   j["schedule"] = schedule_json(pol.schedule);
   j["sync"] = {{"mode", pol.sync == input::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
   j["dispatch"] = {{"mode", input::dispatch_name(pol.dispatch)}};
+  j["dispatch"]["balance_batch"] = std::string(input::batch_assignments().name(pol.batch_assignment));
   if (d.dispatch) j["dispatch"]["plan"] = nlohmann::ordered_json::parse(dispatch_json(*d.dispatch));
   j["selectors"] = {{"rollout", selectors_json(p.rollout, p.rollout_schedules, p.steps)},
                     {"train", selectors_json(p.train, p.train_schedules, p.steps)}};
@@ -172,6 +173,9 @@ std::string plan_json(const PlanDocument& d) {
     if (pol.schedule.empty()) policy.erase("schedule");
     else policy["schedule"] = schedule_json(pol.schedule);
     policy["switch_overhead"] = pol.switch_overhead_s;
+    policy["dispatch"] = std::string(input::dispatch_name(pol.dispatch));
+    if (pol.batch_assignment == input::BatchAssignment::layout_aware) policy["balance_batch"] = "layout-aware";
+    else policy["balance_batch"] = pol.batch_assignment == input::BatchAssignment::balanced;
   }
   if (!s.trace_path.empty()) scenario["trace"] = std::filesystem::absolute(s.trace_path).lexically_normal().string();
   j["scenario"] = scenario;

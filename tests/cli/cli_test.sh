@@ -44,6 +44,8 @@ expect plan 0 "$arlsim" plan default --steps 1:46 --out "$tmp/plan.json"
 contains plan-selectors "$tmp/out" "configured        static        online       offline"
 contains plan-dispatch "$tmp/out" "layout-aware"
 contains plan-agreement "$tmp/out" "agreement: the planner's analytic run"
+contains plan-dispatch-adopted "$tmp/out" "  adopted: "
+contains plan-balance-batch "$tmp/plan.json" '"balance_batch":'
 contains plan-format "$tmp/plan.json" '"format": "arlsim-plan/1"'
 for key in '"layouts"' '"schedule"' '"selectors"' '"candidates"' '"predicted"' '"scenario"' '"dispatch"' '"sync"' '"agreement"'; do
   contains "plan-json-$key" "$tmp/plan.json" "$key"

@@ -203,3 +203,41 @@ TEST_CASE("analytic: preparation passes are costed in the policy's layouts for t
   CHECK(own_ref != tp1_ref);
   CHECK(cb.seconds - ca.seconds == doctest::Approx(tp1_ref - own_ref));
 }
+
+TEST_CASE("planner: the adopted dispatch plan weighs its dispatch against the imbalance it leaves") {
+  // Layout-aware: 0.1 s of dispatch, busiest rank 5% over the mean; balanced: 0.5 s, none.
+  planner::DispatchComparison c;
+  planner::DispatchPlanResult la, bal, rr, cen;
+  la.kind = planner::DispatchPlanKind::layout_aware;
+  la.mode = "decentralized";
+  la.seconds = 0.1;
+  la.imbalance = 1.05;
+  bal.kind = planner::DispatchPlanKind::balanced;
+  bal.mode = "decentralized";
+  bal.seconds = 0.5;
+  rr = bal;
+  rr.kind = planner::DispatchPlanKind::round_robin;
+  rr.seconds = 0.0;  // never adopted, however cheap
+  cen.kind = planner::DispatchPlanKind::centralized;
+  cen.mode = "centralized";
+  cen.seconds = 2;
+  c.plans = {la, bal, rr, cen};
+  input::PolicySpec p;
+  p.dispatch = input::DispatchMode::decentralized;
+  // 10 s of passes: 0.1 + 10.5 > 0.5 + 10; 1 s: 0.1 + 1.05 < 0.5 + 1.
+  CHECK(planner::best_adoptable_plan(c, p, 10) == 1);
+  CHECK(planner::best_adoptable_plan(c, p, 1) == 0);
+  planner::adopt_dispatch_plan(p, planner::DispatchPlanKind::layout_aware);
+  CHECK(p.batch_assignment == input::BatchAssignment::layout_aware);
+  // A centralized policy can only run the centralized plan; a transfer dock none of them.
+  p.dispatch = input::DispatchMode::centralized;
+  CHECK(planner::best_adoptable_plan(c, p, 1) == 3);
+  p.dispatch = input::DispatchMode::transfer_dock;
+  CHECK(planner::best_adoptable_plan(c, p, 1) == -1);
+  // On a tie the policy's own assignment stays.
+  c.plans = {la, la};
+  c.plans[1].kind = planner::DispatchPlanKind::balanced;
+  p.dispatch = input::DispatchMode::decentralized;
+  p.batch_assignment = input::BatchAssignment::balanced;
+  CHECK(planner::best_adoptable_plan(c, p, 1) == 1);
+}
