@@ -14,6 +14,8 @@ void AnalyticExecutor::advance(const graph::StepGraph& g) {
     r.op = a.op;
     r.side = a.side;
     if (!a.holds.empty()) r.devices = a.holds.front();
+    r.flops = a.flops;
+    r.bytes = a.bytes;
     for (graph::ActivityId d : a.after) r.start_s = std::max(r.start_s, records_[static_cast<size_t>(d)].end_s);
     r.end_s = r.start_s + a.seconds;
     records_.push_back(r);

@@ -34,6 +34,7 @@ struct ActivityRecord {
   int64_t index = -1;
   int32_t a = 0, b = 0;
   graph::DeviceRange devices;  // empty for work off the GPUs (tool calls)
+  double flops = 0, bytes = 0;  // the stage's work (stage records only)
 };
 
 class AnalyticExecutor {

@@ -31,6 +31,8 @@ class EventRun : public core::EventHandler {
       r.op = a.op;
       r.side = a.side;
       if (!a.holds.empty()) r.devices = a.holds.front();
+      r.flops = a.flops;
+      r.bytes = a.bytes;
       waiting_on_[static_cast<size_t>(a.id)] = static_cast<int32_t>(a.after.size());
       for (graph::ActivityId d : a.after) successors_[static_cast<size_t>(d)].push_back(a.id);
       for (const auto& t : a.transfers)

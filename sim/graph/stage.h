@@ -76,6 +76,13 @@ constexpr const StageInfo& stage_info(Stage s) { return kStages[static_cast<size
 constexpr std::string_view stage_name(Stage s) { return stage_info(s).name; }
 std::optional<Stage> find_stage(std::string_view name);
 
+// The work of each stage of a step: model FLOPs computed (forward passes 2 per parameter and
+// token plus attention, training three times that) and bytes moved over links (dispatch, weight
+// sync). What an executor needs to run a stage for real, and what reports rate against.
+struct StageWork {
+  std::array<double, kStageCount> flops{}, bytes{};
+};
+
 inline double& StageTimes::operator[](Stage s) { return this->*stage_info(s).seconds; }
 inline double StageTimes::operator[](Stage s) const { return this->*stage_info(s).seconds; }
 

@@ -14,6 +14,8 @@ ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std:
   a.op = stage_info(stage).op;
   a.side = stage_info(stage).side;
   a.seconds = seconds;
+  a.flops = work_.flops[static_cast<size_t>(stage)];
+  a.bytes = work_.bytes[static_cast<size_t>(stage)];
   after.erase(std::remove(after.begin(), after.end(), ActivityId{-1}), after.end());
   for (ActivityId d : after) ARLSIM_ASSERT(d >= 0 && d < a.id);
   a.after = std::move(after);
@@ -26,7 +28,8 @@ ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std:
   return graph_.activities.back().id;
 }
 
-StepNodes StepGraphBuilder::add_step(int64_t step, const StageTimes& times) {
+StepNodes StepGraphBuilder::add_step(int64_t step, const StageTimes& times, const StageWork& work) {
+  work_ = work;
   ARLSIM_ASSERT(!mode_.async || mode_.staleness >= 1);
   const size_t i = steps_.size();
   StepNodes n;

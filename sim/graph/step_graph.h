@@ -41,6 +41,7 @@ struct Activity {
   OpKind op = OpKind::engine_run;
   Side side = Side::rollout;  // the GPUs it holds
   double seconds = 0;        // its duration, from the cost model
+  double flops = 0, bytes = 0;  // its work (StageWork)
   std::vector<ActivityId> after;  // activities it waits for (all have smaller ids)
   // What the event executor also makes it wait for: the devices it holds alone, and flows that
   // share links with other activities' (it then lasts until they are done, plus `seconds`).
@@ -79,13 +80,14 @@ class StepGraphBuilder {
   explicit StepGraphBuilder(SyncMode mode, SideDevices devices = {}) : mode_(mode), devices_(devices) {}
 
   // Appends a step's activities, with their edges to the steps appended before.
-  StepNodes add_step(int64_t step, const StageTimes& times);
+  StepNodes add_step(int64_t step, const StageTimes& times, const StageWork& work = {});
 
   const StepGraph& graph() const { return graph_; }
   const std::vector<StepNodes>& steps() const { return steps_; }
 
  private:
   ActivityId add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after);
+  StageWork work_;  // of the step being added
 
   SyncMode mode_;
   SideDevices devices_;

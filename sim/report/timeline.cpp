@@ -153,6 +153,8 @@ void append_activity(std::string& out, const TimelineEvent& e, uint32_t pid, uin
   out += std::to_string(e.step);
   out += ",\"stage\":";
   append_json_string(out, e.stage);
+  if (e.flops > 0) out += ",\"flops\":" + format_json_number(e.flops);
+  if (e.bytes > 0) out += ",\"bytes\":" + format_json_number(e.bytes);
   out += "}}";
 }
 
@@ -190,7 +192,8 @@ Timeline timeline_of(const rl::RunResult& r) {
     switch (a.kind) {
       case exec::RecordKind::stage:
         if (end > start)
-          t.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage, start, end, a.step, stage});
+          t.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage, start, end, a.step, stage,
+                              a.flops, a.bytes});
         break;
       case exec::RecordKind::engine_span: {
         const int64_t gpu = a.devices.first;

@@ -21,6 +21,7 @@ struct TimelineEvent {
   SimTime start, end;
   int64_t step = 0;
   std::string stage;
+  double flops = 0, bytes = 0;  // a stage's work; written as args when not 0
 };
 
 // A sample of a counter track (memory in GiB, KV utilisation).

@@ -10,6 +10,7 @@
 #include "sim/graph/step_graph.h"
 #include "sim/model/memory.h"
 #include "sim/model/train.h"
+#include "sim/model/transformer.h"
 #include "sim/rl/dispatch.h"
 #include "sim/rl/rollout.h"
 #include "sim/trace/gen_options.h"
@@ -119,6 +120,7 @@ class RunSimulator {
   // What a step's stages took, before the mode places them in time.
   struct StagePlan {
     StageTimes times;
+    graph::StageWork work;
     double rollout_s = 0;   // generation and exposed reward tail
     double training_s = 0;  // preparation, dispatch, training, weight sync
     RolloutResult rollout;
@@ -187,6 +189,15 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   for (SimTime e : p.rollout.generation_end) generation = std::max(generation, e);
   p.times.rollout = generation.seconds();
   p.times.reward = (p.rollout.makespan - generation).seconds();
+  // Every token computed (prefill and generated), at the mean context of the step's trajectories.
+  int64_t context = 0;
+  for (const auto& t : d.trajectories) context += t.context_tokens();
+  context /= std::max<int64_t>(1, static_cast<int64_t>(d.trajectories.size()));
+  int64_t prefilled = 0;  // computed by the policy's engines (the reward model's come after them)
+  for (size_t e = 0; e < p.rollout.engines.size() && static_cast<int64_t>(e) < ro.engines; ++e)
+    prefilled += p.rollout.engines[e].stats.prefill_tokens;
+  const double computed = real(p.rollout.generated_tokens + prefilled);
+  p.work.flops[static_cast<size_t>(graph::Stage::rollout)] = computed * model::forward_flops_per_token_causal(s_.model, context);
 }
 
 RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const {
@@ -228,6 +239,8 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
         tl.dp == l.train.dp
             ? imbalance(tokens, x.rank, tl.dp)
             : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order), tl.dp);
+    p.work.flops[static_cast<size_t>(*graph::find_stage(stage))] =
+        real(n) * real(x.mean_len) * model::forward_flops_per_token_causal(m, x.mean_len);
     return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head) * skew;
   };
   p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
@@ -268,6 +281,11 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   };
   p.times.train = optimizer_steps(s_.model, true);
   if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic, false);
+  // Model FLOPs: forward and backward (3 x forward) over every sample in each PPO epoch.
+  const double tokens = real(n) * real(x.mean_len) * real(s_.workload.ppo_epochs);
+  double& flops = p.work.flops[static_cast<size_t>(graph::Stage::train)];
+  flops = 3 * tokens * model::forward_flops_per_token_causal(s_.model, x.mean_len);
+  if (s_.workload.critic) flops += 3 * tokens * model::forward_flops_per_token_causal(*s_.workload.critic, x.mean_len);
 }
 
 void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x) {
@@ -283,8 +301,10 @@ void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x
     opt.advantage_seconds_per_token = 0;
     dispatch_ = std::make_unique<DispatchNetwork>(s_.cluster, opt);
   }
-  p.times.dispatch =
-      dispatch_->simulate(samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value())).seconds;
+  const DispatchResult moved =
+      dispatch_->simulate(samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value()));
+  p.times.dispatch = moved.seconds;
+  p.work.bytes[static_cast<size_t>(graph::Stage::dispatch)] = moved.bytes_moved;
 }
 
 // Trajectories paused by a partial rollout continue in the next step from where they stood,
@@ -331,6 +351,9 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   p.training_s = t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train;
   if (p.oom) return p;
   p.times.weight_sync = weight_sync_seconds(s_, l.rollout, l.train) + switch_s;
+  // The bf16 weights every engine receives.
+  p.work.bytes[static_cast<size_t>(graph::Stage::weight_sync)] =
+      2.0 * model::count_params(s_.model).total * real(rollout_engines(s_, l.rollout));
   p.training_s += p.times.weight_sync;
   return p;
 }
@@ -518,7 +541,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     add_rollout_events(d, l, p.rollout);
     step.events_end = result_.activities.size();
     step.counters_end = result_.counters.size();
-    step.nodes = graph_.add_step(d.step, p.times);
+    step.nodes = graph_.add_step(d.step, p.times, p.work);
     for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
     trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
     carry_ = std::move(next);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/model/transformer.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 #include "tests/model/model_fixtures.h"
@@ -133,6 +134,15 @@ TEST_CASE("step: the run's records hold each step's stages as placed, and its pa
       }
     }
     CHECK(first_start == doctest::Approx(step.start_s));
+  }
+  // Each stage record carries its work: model FLOPs where it computes, bytes where it moves data.
+  for (const auto& a : r.activities) {
+    if (a.kind != exec::RecordKind::stage) continue;
+    if (a.stage == graph::Stage::train || a.stage == graph::Stage::old_logprob || a.stage == graph::Stage::rollout)
+      CHECK(a.flops > 0);
+    if (a.stage == graph::Stage::dispatch) CHECK(a.bytes > 0);
+    if (a.stage == graph::Stage::weight_sync)
+      CHECK(a.bytes == doctest::Approx(2.0 * model::count_params(s.model).total * rl::rollout_engines(s, s.policy.rollout)));
   }
   // Without a timeline only the stages are kept.
   rl::RunOptions o;
