@@ -1,12 +1,15 @@
 // The planner's analytic stage evaluations per second (target: over 100,000 per core), measured
 // three ways: one rollout layout costed on a step, one training layout costed on steps of new
 // lengths (no memoised result to reuse), and a whole plan of EARL's testbed over 200 steps (every
-// candidate layout of both stages on every step, as `arlsim plan --confirm 0` does).
+// candidate layout of both stages on every step, as `arlsim plan --confirm 0` does); and the step
+// graph's executors placing 200 steps of stages.
 // Run: build/tests/planner_bench
 #include <benchmark/benchmark.h>
 
 #include "planner/analytic.h"
 #include "planner/plan.h"
+#include "sim/exec/analytic.h"
+#include "sim/exec/event.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 
@@ -65,8 +68,41 @@ void whole_plan(benchmark::State& state) {
   state.counters["evaluations_per_plan"] = static_cast<double>(evaluations) / static_cast<double>(state.iterations());
 }
 
+// The step graph composed and placed by the analytic executor: 200 asynchronous steps (the planner's
+// analytic run of a schedule), stage activities placed per second.
+void analytic_run_200_steps(benchmark::State& state) {
+  std::vector<std::pair<int64_t, graph::StageTimes>> steps;
+  for (int64_t i = 0; i < 200; ++i) {
+    graph::StageTimes t;
+    t.rollout = 100 + static_cast<double>(i % 7);
+    t.old_logprob = 5;
+    t.dispatch = 0.5;
+    t.train = 60 + static_cast<double>(i % 5);
+    t.weight_sync = 2;
+    steps.emplace_back(i, t);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(exec::compose({true, 1}, steps).back().end_s);
+  state.SetItemsProcessed(state.iterations() * 200 * static_cast<int64_t>(graph::kStageCount));
+}
+
+// The same graph on the event executor (devices held, edges as above), for comparison.
+void event_run_200_steps(benchmark::State& state) {
+  graph::StepGraphBuilder b({true, 1}, {{0, 512}, {512, 512}});
+  for (int64_t i = 0; i < 200; ++i) {
+    graph::StageTimes t;
+    t.rollout = 100 + static_cast<double>(i % 7);
+    t.train = 60 + static_cast<double>(i % 5);
+    t.weight_sync = 2;
+    b.add_step(i, t);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(exec::run_events(b.graph()).back().end_s);
+  state.SetItemsProcessed(state.iterations() * 200 * static_cast<int64_t>(graph::kStageCount));
+}
+
 }  // namespace
 
+BENCHMARK(analytic_run_200_steps);
+BENCHMARK(event_run_200_steps);
 BENCHMARK(rollout_cost);
 BENCHMARK(train_cost_uncached);
 BENCHMARK(whole_plan)->Unit(benchmark::kMillisecond);
