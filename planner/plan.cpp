@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "planner/analytic.h"
 #include "sim/core/assert.h"
@@ -57,6 +59,9 @@ CostTable cost_table(const input::ScenarioSpec& s, std::vector<Candidate>& candi
 }
 
 // The candidate that runs `probe` fastest, or `fallback` when none can.
+// Rounds of confirming the adopted schedule's own rollout layouts (see make_plan).
+constexpr int kAdoptedConfirmRounds = 3;
+
 template <typename Estimator>
 size_t best_on(const std::vector<std::unique_ptr<Estimator>>& estimators, const StepFeatures& probe, size_t fallback) {
   size_t best = fallback;
@@ -93,47 +98,77 @@ double simulated_rollout_seconds(const input::ScenarioSpec& s, const rl::Rollout
   return end.seconds();
 }
 
-// Runs the best `per_bucket` rollout candidates of each context range on the range's median step
-// with the event simulator, and rescales the range's analytic costs by what it found: confirmed
-// candidates by their own ratio, the others by the mean ratio of the confirmed ones.
-std::vector<Confirmation> confirm(const input::ScenarioSpec& s, const trace::Trace& t, const std::vector<StepFeatures>& f,
-                                  const std::vector<RolloutCandidate>& candidates, const std::vector<double>& edges,
-                                  int64_t per_bucket, CostTable& table) {
-  std::vector<Confirmation> out;
-  std::vector<std::vector<size_t>> buckets(edges.size() + 1);
-  for (size_t i = 0; i < f.size(); ++i) buckets[bucket_of(f[i].mean_context, edges)].push_back(i);
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    auto& members = buckets[b];
-    if (members.empty()) continue;
-    std::vector<size_t> by_context = members;
-    std::sort(by_context.begin(), by_context.end(), [&](size_t x, size_t y) { return f[x].mean_context < f[y].mean_context; });
-    const size_t rep = by_context[by_context.size() / 2];
-    std::vector<size_t> order;
-    for (size_t c = 0; c < candidates.size(); ++c)
-      if (table.fits(rep, c)) order.push_back(c);
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return table.cost[rep][x] < table.cost[rep][y]; });
-    if (static_cast<int64_t>(order.size()) > per_bucket) order.resize(static_cast<size_t>(per_bucket));
-    const rl::RolloutInput in = rollout_input(t, f[rep].step);
-    std::vector<double> ratio(candidates.size(), 0);
-    double sum = 0;
-    int64_t confirmed = 0;
-    for (size_t c : order) {
-      const double simulated = simulated_rollout_seconds(s, in, candidates[c].layout);
-      const double analytic = table.cost[rep][c];
-      if (simulated <= 0 || analytic <= 0) continue;
-      out.push_back({f[rep].step, b, c, analytic, simulated});
-      ratio[c] = simulated / analytic;
-      sum += ratio[c];
-      ++confirmed;
+// Confirms rollout costs with the event simulator: a candidate of a context range is run on the
+// range's median step, and the range's analytic costs are rescaled by what it found — confirmed
+// candidates by their own ratio, the others by the mean ratio of the range's confirmed ones.
+class Confirmer {
+ public:
+  Confirmer(const input::ScenarioSpec& s, const trace::Trace& t, const std::vector<StepFeatures>& f,
+            const std::vector<RolloutCandidate>& candidates, const std::vector<double>& edges, const CostTable& analytic)
+      : s_(s), t_(t), f_(f), candidates_(candidates), analytic_(analytic), members_(edges.size() + 1),
+        ratios_(edges.size() + 1) {
+    for (size_t i = 0; i < f.size(); ++i) {
+      bucket_.push_back(bucket_of(f[i].mean_context, edges));
+      members_[bucket_.back()].push_back(i);
     }
-    if (confirmed == 0) continue;
-    const double mean = sum / static_cast<double>(confirmed);
-    for (size_t i : members)
-      for (size_t c = 0; c < candidates.size(); ++c)
-        if (table.fits(i, c)) table.cost[i][c] *= ratio[c] > 0 ? ratio[c] : mean;
+    for (auto& m : members_) {
+      std::vector<size_t> by_context = m;
+      std::sort(by_context.begin(), by_context.end(), [&](size_t x, size_t y) { return f[x].mean_context < f[y].mean_context; });
+      rep_.push_back(by_context.empty() ? f.size() : by_context[by_context.size() / 2]);
+    }
   }
-  return out;
-}
+
+  size_t buckets() const { return members_.size(); }
+  size_t bucket_of_step(size_t i) const { return bucket_[i]; }
+  // The range's median step, or f.size() for a range without steps.
+  size_t rep(size_t b) const { return rep_[b]; }
+
+  // Runs candidate c on range b's median step unless done already; true when it ran.
+  bool confirm(size_t b, size_t c) {
+    const size_t rep = rep_[b];
+    if (rep >= f_.size() || !analytic_.fits(rep, c) || ratios_[b].count(c) || tried_.count({b, c})) return false;
+    tried_.insert({b, c});
+    const double simulated = simulated_rollout_seconds(s_, rollout_input(t_, f_[rep].step), candidates_[c].layout);
+    const double analytic = analytic_.cost[rep][c];
+    if (simulated <= 0 || analytic <= 0) return true;
+    confirmations_.push_back({f_[rep].step, b, c, analytic, simulated});
+    ratios_[b][c] = simulated / analytic;
+    return true;
+  }
+
+  // The analytic costs, rescaled.
+  CostTable table() const {
+    CostTable t = analytic_;
+    for (size_t b = 0; b < members_.size(); ++b) {
+      if (ratios_[b].empty()) continue;
+      double sum = 0;
+      for (const auto& [c, r] : ratios_[b]) sum += r;
+      const double mean = sum / static_cast<double>(ratios_[b].size());
+      for (size_t i : members_[b])
+        for (size_t c = 0; c < candidates_.size(); ++c) {
+          if (!t.fits(i, c)) continue;
+          const auto it = ratios_[b].find(c);
+          t.cost[i][c] *= it != ratios_[b].end() ? it->second : mean;
+        }
+    }
+    return t;
+  }
+
+  const std::vector<Confirmation>& confirmations() const { return confirmations_; }
+
+ private:
+  const input::ScenarioSpec& s_;
+  const trace::Trace& t_;
+  const std::vector<StepFeatures>& f_;
+  const std::vector<RolloutCandidate>& candidates_;
+  const CostTable& analytic_;
+  std::vector<size_t> bucket_;                  // per step
+  std::vector<std::vector<size_t>> members_;    // per range: its steps
+  std::vector<size_t> rep_;                     // per range: its median step
+  std::vector<std::map<size_t, double>> ratios_;  // per range: simulated / analytic of each confirmed candidate
+  std::set<std::pair<size_t, size_t>> tried_;
+  std::vector<Confirmation> confirmations_;
+};
 
 template <typename Estimator>
 StageSchedules schedules(CostTable table, std::vector<size_t> configured,
@@ -207,17 +242,46 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
   }
 
   std::vector<std::unique_ptr<RolloutEstimator>> rollout_estimators;
-  CostTable rollout_costs = cost_table(s, p.rollout, features, rollout_estimators, p.evaluations);
-  if (trace && o.confirm > 0)
-    p.confirmations = confirm(s, *trace, features, p.rollout, o.bucket_edges, o.confirm, rollout_costs);
+  const CostTable analytic_rollout = cost_table(s, p.rollout, features, rollout_estimators, p.evaluations);
   // The cost tables outlive this call (in the plan): their functions hold what they use, priced
   // once rather than at each of the selectors' many calls.
   std::vector<double> relaunch;
   for (const auto& c : p.rollout) relaunch.push_back(rl::rollout_relaunch_seconds(s, c.layout));
-  rollout_costs.switch_cost = [relaunch, candidates = p.rollout, overhead = o.switch_overhead_s](size_t from, size_t to) {
-    return rl::rollout_switch_seconds(candidates[from].layout, candidates[to].layout, relaunch[to], overhead);
+  const auto rollout_schedules = [&](CostTable table) {
+    table.switch_cost = [relaunch, candidates = p.rollout, overhead = o.switch_overhead_s](size_t from, size_t to) {
+      return rl::rollout_switch_seconds(candidates[from].layout, candidates[to].layout, relaunch[to], overhead);
+    };
+    return schedules(std::move(table), configured_rollout, rollout_estimators, features, o);
   };
-  p.rollout_schedules = schedules(std::move(rollout_costs), configured_rollout, rollout_estimators, features, o);
+  if (trace && o.confirm > 0) {
+    // The best `confirm` candidates of each context range and the configured one, then the ones the
+    // adopted schedule chooses until it chooses only confirmed ones (a schedule that picks the
+    // cheapest of unconfirmed estimates would favour the most underestimated).
+    Confirmer confirmer(s, *trace, features, p.rollout, o.bucket_edges, analytic_rollout);
+    for (size_t b = 0; b < confirmer.buckets(); ++b) {
+      const size_t rep = confirmer.rep(b);
+      if (rep >= features.size()) continue;
+      std::vector<size_t> order;
+      for (size_t c = 0; c < p.rollout.size(); ++c)
+        if (analytic_rollout.fits(rep, c)) order.push_back(c);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t x, size_t y) { return analytic_rollout.cost[rep][x] < analytic_rollout.cost[rep][y]; });
+      if (static_cast<int64_t>(order.size()) > o.confirm) order.resize(static_cast<size_t>(o.confirm));
+      order.push_back(configured_rollout[rep]);
+      for (size_t c : order) confirmer.confirm(b, c);
+    }
+    p.rollout_schedules = rollout_schedules(confirmer.table());
+    for (int round = 0; round < kAdoptedConfirmRounds; ++round) {
+      const auto& adopted = p.rollout_schedules.find(o.selector);
+      bool ran = false;
+      for (size_t i = 0; i < adopted.choice.size(); ++i) ran = confirmer.confirm(confirmer.bucket_of_step(i), adopted.choice[i]) || ran;
+      if (!ran) break;
+      p.rollout_schedules = rollout_schedules(confirmer.table());
+    }
+    p.confirmations = confirmer.confirmations();
+  } else {
+    p.rollout_schedules = rollout_schedules(analytic_rollout);
+  }
 
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
   CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
