@@ -36,6 +36,7 @@ bench: build
 	$(BUILD)/tests/planner_bench
 	tests/bench/capacity_bench.sh $(BUILD)
 	$(BUILD)/tests/dispatch_validation
+	tests/bench/agreement.sh $(BUILD)
 	d=$$(mktemp -d); tests/bench/trace_load_bench.sh $(BUILD) $$d && tests/bench/simulate_bench.sh $(BUILD) $$d; \
 	  s=$$?; rm -rf $$d; exit $$s
 

@@ -162,6 +162,10 @@ std::string plan_json(const PlanDocument& d) {
     // What the planner's own composition predicts against the event simulator, on the same steps.
     j["agreement"] = {{"analytic_s", d.analytic_total_s ? ordered_json(*d.analytic_total_s) : ordered_json(nullptr)},
                       {"simulated_s", d.predicted->total_time_s}};
+    if (d.configured)
+      j["agreement"]["configured"] = {
+          {"analytic_s", d.configured_analytic_s ? ordered_json(*d.configured_analytic_s) : ordered_json(nullptr)},
+          {"simulated_s", d.configured->total_time_s}};
     j["predicted"] = ordered_json::parse(report::summary_json(*d.predicted));
   }
   // The scenario as loaded, with the planned policy, so that the plan replays on its own.

@@ -26,6 +26,10 @@ struct PlanDocument {
   // The adopted schedule's analytic run (analytic_run.h), beside `predicted`; null when a step of
   // it does not fit.
   const double* analytic_total_s = nullptr;
+  // The same for the scenario's own (configured) layouts: their analytic run, and the simulated run
+  // of the scenario as given; null when not run.
+  const double* configured_analytic_s = nullptr;
+  const rl::RunResult* configured = nullptr;
 };
 
 std::string plan_json(const PlanDocument& d);
