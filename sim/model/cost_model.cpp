@@ -15,6 +15,10 @@ CollectiveGroup collective_group(const graph::Placement& p, graph::GroupDim dim,
   return g;
 }
 
+bool crosses_nodes(const graph::Placement& from, int64_t from_rank, const graph::Placement& to, int64_t to_rank) {
+  return from.node(from_rank) != to.node(to_rank);
+}
+
 AnalyticCostModel::AnalyticCostModel(const input::ClusterSpec& cluster, input::Dtype dtype)
     : cluster_(cluster), compute_(cluster.gpu, dtype), collectives_(cluster) {}
 
@@ -36,6 +40,17 @@ OpCost AnalyticCostModel::cost(const Op& op) const {
     OpCost operator()(const CollectiveCallOp& c) const {
       OpCost out;
       out.seconds = m.collectives_.cost(c.op, c.bytes, c.group).seconds;
+      return out;
+    }
+    OpCost operator()(const PointToPointOp& p) const {
+      // NCCL's send/recv between two ranks, on one node or across two.
+      OpCost out;
+      out.seconds = m.collectives_.cost(CollectiveOp::send_recv, p.bytes, {2, p.cross_node ? 1 : 2}).seconds;
+      return out;
+    }
+    OpCost operator()(const WaitOp& w) const {
+      OpCost out;
+      out.seconds = w.seconds;
       return out;
     }
     OpCost operator()(const HostTransferOp& h) const {

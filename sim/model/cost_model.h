@@ -43,12 +43,26 @@ struct CollectiveCallOp {
   double bytes = 0;
   CollectiveGroup group;
 };
+// Bytes from one device to another (pipeline activations, context-parallel KV blocks): over the
+// node's GPU link, or over the NICs when the two sit on different nodes.
+struct PointToPointOp {
+  double bytes = 0;
+  bool cross_node = false;
+};
 // Bytes between a GPU and host memory, one way, over the GPU's host link.
 struct HostTransferOp {
   double bytes = 0;
 };
+// Time that passes without using a device: a tool call, a wait on another process.
+struct WaitOp {
+  double seconds = 0;
+};
 
-using Op = std::variant<GemmOp, AttentionOp, DecodeAttentionOp, MemoryBoundOp, CollectiveCallOp, HostTransferOp>;
+using Op = std::variant<GemmOp, AttentionOp, DecodeAttentionOp, MemoryBoundOp, CollectiveCallOp, PointToPointOp,
+                        HostTransferOp, WaitOp>;
+
+// Whether two placements' devices sit on different nodes (a PointToPointOp between them).
+bool crosses_nodes(const graph::Placement& from, int64_t from_rank, const graph::Placement& to, int64_t to_rank);
 
 class CostModel {
  public:

@@ -118,7 +118,7 @@ InferenceModel::RowTerms InferenceModel::compute_row_terms(int64_t rows) const {
     CollectiveGroup g;
     g.ranks = 2;
     g.ranks_per_node = std::clamp<int64_t>(c_.gpus_per_node / tp, 1, 2);
-    t.comm_s += d(layout_.pp - 1) * ops.cost(CollectiveCallOp{CollectiveOp::send_recv, d(rows) * d(m_.hidden_size) * 2, g}).seconds;
+    t.comm_s += d(layout_.pp - 1) * ops.seconds(PointToPointOp{d(rows) * d(m_.hidden_size) * 2, g.ranks_per_node < 2});
   }
   return t;
 }

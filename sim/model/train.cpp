@@ -36,6 +36,10 @@ CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stri
   return g;
 }
 
+// Neighbours `stride` ranks apart sit on different nodes when fewer than two such ranks fit one
+// node (ranks fill nodes in order).
+bool crosses_node(const input::ClusterSpec& c, int64_t stride) { return group_of(c, 2, stride).ranks_per_node < 2; }
+
 LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
                      int64_t tokens, bool moe_layer) {
   const auto& l = r.layout;
@@ -95,7 +99,7 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   if (l.cp > 1) {
     // Ring attention passes the K and V chunks around the cp ranks: cp - 1 exchanges.
     const double kv_bytes = 2.0 * d(tokens) * d(2 * kv_width) / d(tp);
-    lc.cp_comm_s = d(l.cp - 1) * cost.cost(CollectiveCallOp{CollectiveOp::send_recv, kv_bytes, group_of(c, 2, tp)}).seconds;
+    lc.cp_comm_s = d(l.cp - 1) * cost.seconds(PointToPointOp{kv_bytes, crosses_node(c, tp)});
   }
   return lc;
 }
@@ -190,7 +194,7 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   if (l.pp > 1) {
     forward = std::max(forward, stage_times(m, c, cost, r, tokens, false, true).forward);
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    forward += cost.cost(CollectiveCallOp{CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)}).seconds;
+    forward += cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});
   }
   // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
   // uploaded for each micro-batch, behind the compute as far as it lasts.
@@ -226,7 +230,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   if (l.pp > 1) {
     // Activations forward and gradients backward between neighbouring stages.
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    b.pp_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::send_recv, bytes, group_of(c, 2, l.tp * l.cp * l.dp)}).seconds;
+    b.pp_comm_s = 2 * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});
   }
   const double slot = b.forward_s + b.backward_s + b.pp_comm_s;
   const double bubble_slots = d(l.pp - 1) / d(l.vpp);

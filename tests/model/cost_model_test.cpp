@@ -42,6 +42,11 @@ TEST_CASE("cost model: the analytic implementation is the kernel and collective 
   const CollectiveGroup g{16, 8};
   CHECK(a.seconds(CollectiveCallOp{CollectiveOp::all_reduce, 1e8, g}) == coll.cost(CollectiveOp::all_reduce, 1e8, g).seconds);
   CHECK(a.seconds(HostTransferOp{1e9}) == doctest::Approx(1e9 / c.gpu.host_link.achieved()));
+  // Point to point: NCCL send/recv between two ranks on one node, or on two.
+  CHECK(a.seconds(PointToPointOp{1e8, false}) == coll.cost(CollectiveOp::send_recv, 1e8, {2, 2}).seconds);
+  CHECK(a.seconds(PointToPointOp{1e8, true}) == coll.cost(CollectiveOp::send_recv, 1e8, {2, 1}).seconds);
+  CHECK(a.seconds(PointToPointOp{1e8, true}) > a.seconds(PointToPointOp{1e8, false}));
+  CHECK(a.seconds(WaitOp{2.5}) == 2.5);
   CHECK(a.peak_flops() == cm.peak_flops());
 }
 
@@ -91,4 +96,6 @@ TEST_CASE("cost model: collective groups come from placements") {
   CHECK(dp.nodes() == 2);
   const graph::Placement wide({8, 1, 1, 1, graph::RankOrder::pipeline_outer}, 0, 4);
   CHECK(collective_group(wide, graph::GroupDim::tp, 0).nodes() == 2);
+  CHECK(crosses_nodes(wide, 3, wide, 4));
+  CHECK_FALSE(crosses_nodes(wide, 0, wide, 3));
 }
