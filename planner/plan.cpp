@@ -100,55 +100,59 @@ double simulated_rollout_seconds(const input::ScenarioSpec& s, const rl::Rollout
 
 // Confirms rollout costs with the event simulator: a candidate of a context range is run on the
 // range's median step, and the range's analytic costs are rescaled by what it found — confirmed
-// candidates by their own ratio, the others by the mean ratio of the range's confirmed ones.
+// candidates by their own ratio, the others by the mean ratio of the range's confirmed ones. A
+// candidate can also be run on the range's first and last steps (spread()): its ratio is then
+// interpolated in mean context between the steps it ran on, since the analytic model's error
+// changes inside a range (KV-cache pressure grows with the context).
 class Confirmer {
  public:
   Confirmer(const input::ScenarioSpec& s, const trace::Trace& t, const std::vector<StepFeatures>& f,
             const std::vector<RolloutCandidate>& candidates, const std::vector<double>& edges, const CostTable& analytic)
       : s_(s), t_(t), f_(f), candidates_(candidates), analytic_(analytic), members_(edges.size() + 1),
-        ratios_(edges.size() + 1) {
+        points_(edges.size() + 1) {
     for (size_t i = 0; i < f.size(); ++i) {
       bucket_.push_back(bucket_of(f[i].mean_context, edges));
       members_[bucket_.back()].push_back(i);
     }
-    for (auto& m : members_) {
-      std::vector<size_t> by_context = m;
-      std::sort(by_context.begin(), by_context.end(), [&](size_t x, size_t y) { return f[x].mean_context < f[y].mean_context; });
-      rep_.push_back(by_context.empty() ? f.size() : by_context[by_context.size() / 2]);
-    }
+    for (auto& m : members_)
+      std::sort(m.begin(), m.end(), [&](size_t x, size_t y) { return f[x].mean_context < f[y].mean_context; });
   }
 
   size_t buckets() const { return members_.size(); }
   size_t bucket_of_step(size_t i) const { return bucket_[i]; }
   // The range's median step, or f.size() for a range without steps.
-  size_t rep(size_t b) const { return rep_[b]; }
+  size_t rep(size_t b) const { return members_[b].empty() ? f_.size() : members_[b][members_[b].size() / 2]; }
 
   // Runs candidate c on range b's median step unless done already; true when it ran.
-  bool confirm(size_t b, size_t c) {
-    const size_t rep = rep_[b];
-    if (rep >= f_.size() || !analytic_.fits(rep, c) || ratios_[b].count(c) || tried_.count({b, c})) return false;
-    tried_.insert({b, c});
-    const double simulated = simulated_rollout_seconds(s_, rollout_input(t_, f_[rep].step), candidates_[c].layout);
-    const double analytic = analytic_.cost[rep][c];
-    if (simulated <= 0 || analytic <= 0) return true;
-    confirmations_.push_back({f_[rep].step, b, c, analytic, simulated});
-    ratios_[b][c] = simulated / analytic;
-    return true;
+  bool confirm(size_t b, size_t c) { return run(b, c, rep(b)); }
+  // The same on the range's first and last steps too.
+  bool spread(size_t b, size_t c) {
+    if (members_[b].empty()) return false;
+    bool ran = confirm(b, c);
+    ran = run(b, c, members_[b].front()) || ran;
+    return run(b, c, members_[b].back()) || ran;
   }
 
   // The analytic costs, rescaled.
   CostTable table() const {
     CostTable t = analytic_;
     for (size_t b = 0; b < members_.size(); ++b) {
-      if (ratios_[b].empty()) continue;
+      // The mean of the ratios at the median step, for candidates never run.
       double sum = 0;
-      for (const auto& [c, r] : ratios_[b]) sum += r;
-      const double mean = sum / static_cast<double>(ratios_[b].size());
+      int64_t n = 0;
+      for (const auto& [c, pts] : points_[b])
+        for (const auto& [context, ratio] : pts)
+          if (context == f_[rep(b)].mean_context) {
+            sum += ratio;
+            ++n;
+          }
+      if (n == 0) continue;
+      const double mean = sum / static_cast<double>(n);
       for (size_t i : members_[b])
         for (size_t c = 0; c < candidates_.size(); ++c) {
           if (!t.fits(i, c)) continue;
-          const auto it = ratios_[b].find(c);
-          t.cost[i][c] *= it != ratios_[b].end() ? it->second : mean;
+          const auto it = points_[b].find(c);
+          t.cost[i][c] *= it != points_[b].end() ? interpolate(it->second, f_[i].mean_context) : mean;
         }
     }
     return t;
@@ -157,16 +161,37 @@ class Confirmer {
   const std::vector<Confirmation>& confirmations() const { return confirmations_; }
 
  private:
+  bool run(size_t b, size_t c, size_t step) {
+    if (step >= f_.size() || !analytic_.fits(step, c) || tried_.count({step, c})) return false;
+    tried_.insert({step, c});
+    const double simulated = simulated_rollout_seconds(s_, rollout_input(t_, f_[step].step), candidates_[c].layout);
+    const double analytic = analytic_.cost[step][c];
+    if (simulated <= 0 || analytic <= 0) return true;
+    confirmations_.push_back({f_[step].step, b, c, analytic, simulated});
+    points_[b][c][f_[step].mean_context] = simulated / analytic;
+    return true;
+  }
+
+  // Piecewise linear in mean context between the points, constant beyond them.
+  static double interpolate(const std::map<double, double>& pts, double context) {
+    const auto hi = pts.lower_bound(context);
+    if (hi == pts.begin()) return hi->second;
+    if (hi == pts.end()) return std::prev(hi)->second;
+    const auto lo = std::prev(hi);
+    const double w = (context - lo->first) / (hi->first - lo->first);
+    return lo->second + w * (hi->second - lo->second);
+  }
+
   const input::ScenarioSpec& s_;
   const trace::Trace& t_;
   const std::vector<StepFeatures>& f_;
   const std::vector<RolloutCandidate>& candidates_;
   const CostTable& analytic_;
-  std::vector<size_t> bucket_;                  // per step
-  std::vector<std::vector<size_t>> members_;    // per range: its steps
-  std::vector<size_t> rep_;                     // per range: its median step
-  std::vector<std::map<size_t, double>> ratios_;  // per range: simulated / analytic of each confirmed candidate
-  std::set<std::pair<size_t, size_t>> tried_;
+  std::vector<size_t> bucket_;                // per step
+  std::vector<std::vector<size_t>> members_;  // per range: its steps by mean context
+  // Per range, per candidate run: simulated / analytic at the mean context of each step it ran on.
+  std::vector<std::map<size_t, std::map<double, double>>> points_;
+  std::set<std::pair<size_t, size_t>> tried_;  // (step, candidate)
   std::vector<Confirmation> confirmations_;
 };
 
@@ -255,8 +280,8 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
   };
   if (trace && o.confirm > 0) {
     // The best `confirm` candidates of each context range and the configured one, then the ones the
-    // adopted schedule chooses until it chooses only confirmed ones (a schedule that picks the
-    // cheapest of unconfirmed estimates would favour the most underestimated).
+    // adopted schedule chooses, across their ranges, until it chooses only those (a schedule that
+    // picks the cheapest of unconfirmed estimates would favour the most underestimated).
     Confirmer confirmer(s, *trace, features, p.rollout, o.bucket_edges, analytic_rollout);
     for (size_t b = 0; b < confirmer.buckets(); ++b) {
       const size_t rep = confirmer.rep(b);
@@ -274,7 +299,7 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
     for (int round = 0; round < kAdoptedConfirmRounds; ++round) {
       const auto& adopted = p.rollout_schedules.find(o.selector);
       bool ran = false;
-      for (size_t i = 0; i < adopted.choice.size(); ++i) ran = confirmer.confirm(confirmer.bucket_of_step(i), adopted.choice[i]) || ran;
+      for (size_t i = 0; i < adopted.choice.size(); ++i) ran = confirmer.spread(confirmer.bucket_of_step(i), adopted.choice[i]) || ran;
       if (!ran) break;
       p.rollout_schedules = rollout_schedules(confirmer.table());
     }
