@@ -17,12 +17,15 @@ namespace arlsim::planner {
 
 struct AnalyticRun {
   std::vector<exec::StepSpan> spans;  // per trace step
+  std::vector<graph::StageTimes> stages;  // per trace step (preparation and training together in `train`)
   double total_s = 0;                 // the last step's end
 };
 
 // The run of `p`'s schedules chosen by `selector`; none when a chosen layout does not fit a step
-// (an OOM has no time).
+// (an OOM has no time). The second form: the scenario's own layouts (its policy's schedule),
+// costed by the analytic estimators alone — `arlsim whatif --analytic`.
 std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
-                         const std::string& selector);
+                                        const std::string& selector);
+std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const std::vector<StepFeatures>& f);
 
 }  // namespace arlsim::planner

@@ -34,6 +34,8 @@ expect simulate-bad-detail 2 "$arlsim" simulate default --detail everything
 expect whatif 0 "$arlsim" whatif default --steps 1:16 --vary /policy/dispatch=centralized,decentralized --vary /policy/routing=sticky,round-robin
 contains whatif-columns "$tmp/out" "#4"
 contains whatif-ratio "$tmp/out" "step time / #1"
+expect whatif-analytic 0 "$arlsim" whatif default --analytic --vary /policy/rollout/tp=1,2
+contains whatif-analytic "$tmp/out" "step time / #1"
 expect whatif-zip 0 "$arlsim" whatif default --steps 1:1 --zip --vary /policy/rollout/tp=1,2 --vary /workload/engine/max_num_seqs=64,128
 contains whatif-zip "$tmp/out" "#2"
 expect whatif-zip-mismatch 2 "$arlsim" whatif default --zip --vary /policy/rollout/tp=1,2 --vary /workload/engine/max_num_seqs=64
