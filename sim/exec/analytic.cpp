@@ -4,18 +4,23 @@
 
 namespace arlsim::exec {
 
+ActivityRecord unplaced_record(const graph::Activity& a) {
+  ActivityRecord r;
+  r.id = a.id;
+  r.step = a.step;
+  r.stage = a.stage;
+  r.op = a.op;
+  r.side = a.side;
+  if (!a.holds.empty()) r.devices = a.holds.front();
+  r.flops = a.flops;
+  r.bytes = a.bytes;
+  return r;
+}
+
 void AnalyticExecutor::advance(const graph::StepGraph& g) {
   for (size_t i = records_.size(); i < g.activities.size(); ++i) {
     const auto& a = g.activities[i];
-    ActivityRecord r;
-    r.id = a.id;
-    r.step = a.step;
-    r.stage = a.stage;
-    r.op = a.op;
-    r.side = a.side;
-    if (!a.holds.empty()) r.devices = a.holds.front();
-    r.flops = a.flops;
-    r.bytes = a.bytes;
+    ActivityRecord r = unplaced_record(a);
     for (graph::ActivityId d : a.after) r.start_s = std::max(r.start_s, records_[static_cast<size_t>(d)].end_s);
     r.end_s = r.start_s + a.seconds;
     records_.push_back(r);

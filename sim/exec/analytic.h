@@ -37,6 +37,9 @@ struct ActivityRecord {
   double flops = 0, bytes = 0;  // the stage's work (stage records only)
 };
 
+// A record of activity `a`, not yet placed in time (every executor starts from it).
+ActivityRecord unplaced_record(const graph::Activity& a);
+
 class AnalyticExecutor {
  public:
   // Places the activities added to `g` since the last call (a graph grows step by step).

@@ -24,15 +24,7 @@ class EventRun : public core::EventHandler {
     successors_.resize(n);
     flows_left_.resize(n, 0);
     for (const auto& a : g.activities) {
-      auto& r = records_[static_cast<size_t>(a.id)];
-      r.id = a.id;
-      r.step = a.step;
-      r.stage = a.stage;
-      r.op = a.op;
-      r.side = a.side;
-      if (!a.holds.empty()) r.devices = a.holds.front();
-      r.flops = a.flops;
-      r.bytes = a.bytes;
+      records_[static_cast<size_t>(a.id)] = unplaced_record(a);
       waiting_on_[static_cast<size_t>(a.id)] = static_cast<int32_t>(a.after.size());
       for (graph::ActivityId d : a.after) successors_[static_cast<size_t>(d)].push_back(a.id);
       for (const auto& t : a.transfers)
