@@ -12,9 +12,12 @@ namespace arlsim::exec {
 
 namespace {
 
-// Completions run before new starts at the same time, so that freed devices are seen.
+// At one time: flows progress, then every completion frees its devices, then ready activities
+// start (lowest id first), so that no completion's successors start before another completion at
+// the same time has freed its devices.
 constexpr int32_t kPhaseNetwork = 0;
 constexpr int32_t kPhaseDone = 1;
+constexpr int32_t kPhaseStart = 2;
 
 class EventRun : public core::EventHandler {
  public:
@@ -51,11 +54,17 @@ class EventRun : public core::EventHandler {
       network_progress();
       return;
     }
+    if (payload == kStartEvent) {
+      start_pending_ = false;
+      start_ready();
+      return;
+    }
     finish(static_cast<graph::ActivityId>(payload));
   }
 
  private:
   static constexpr uint64_t kNetworkEvent = ~uint64_t{0};
+  static constexpr uint64_t kStartEvent = ~uint64_t{0} - 1;
 
   struct LiveFlow {
     graph::ActivityId activity;
@@ -148,7 +157,10 @@ class EventRun : public core::EventHandler {
     held_.erase(std::remove_if(held_.begin(), held_.end(), [&](const auto& h) { return h.first == id; }), held_.end());
     for (graph::ActivityId s : successors_[i])
       if (--waiting_on_[static_cast<size_t>(s)] == 0) ready_.insert(s);
-    start_ready();
+    if (!start_pending_) {
+      start_pending_ = true;
+      queue_.push(now_, kPhaseStart, this, kStartEvent);
+    }
   }
 
   const graph::StepGraph& g_;
@@ -164,6 +176,7 @@ class EventRun : public core::EventHandler {
   core::EventQueue::TimerId network_timer_ = 0;
   SimTime now_ = SimTime::zero();
   SimTime last_share_ = SimTime::zero();
+  bool start_pending_ = false;  // a start event is queued at now_
 };
 
 }  // namespace

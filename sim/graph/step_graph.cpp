@@ -1,6 +1,7 @@
 #include "sim/graph/step_graph.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/core/assert.h"
 
@@ -18,6 +19,7 @@ ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std:
   a.bytes = work_.bytes[static_cast<size_t>(stage)];
   after.erase(std::remove(after.begin(), after.end(), ActivityId{-1}), after.end());
   for (ActivityId d : after) ARLSIM_ASSERT(d >= 0 && d < a.id);
+  ARLSIM_ASSERT(std::isfinite(seconds) && seconds >= 0);  // a cost model gives a time or an error
   a.after = std::move(after);
   const auto hold = [&](const DeviceRange& r) {
     if (r.count > 0 && (a.holds.empty() || !a.holds.front().overlaps(r))) a.holds.push_back(r);

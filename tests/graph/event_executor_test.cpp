@@ -23,10 +23,12 @@ Activity act(graph::ActivityId id, double seconds, std::vector<graph::ActivityId
 
 }  // namespace
 
-TEST_CASE("event executor: without shared devices or links it agrees with the critical path") {
-  graph::StepGraphBuilder b({true, 1});
+TEST_CASE("event executor: where no activity waits for devices it agrees with the critical path") {
+  // Disaggregated async, training-bound: the engines are idle whenever a weight sync is ready, so
+  // holding them changes nothing and both executors place every activity alike.
+  graph::StepGraphBuilder b({true, 1}, {{0, 8}, {8, 8}});
   graph::StageTimes t;
-  t.rollout = 10;
+  t.rollout = 2;
   t.train = 9;
   t.weight_sync = 4;
   for (int step = 1; step <= 3; ++step) b.add_step(step, t);
@@ -71,6 +73,26 @@ TEST_CASE("event executor: the next step's rollout and an asynchronous weight sy
   CHECK(r[static_cast<size_t>(steps[2].first)].start_s == 24);
   CHECK(r[static_cast<size_t>(steps[1].last)].end_s == 38);
   CHECK(r[static_cast<size_t>(steps[2].last)].end_s == 52);  // train 38-50, sync 50-52
+}
+
+TEST_CASE("event executor: completions at the same time free their devices before anything starts") {
+  // Async, staleness 2; rollout 6 + reward 4 on GPUs 0-7, old_logprob 7 + train 3 + weight sync 2
+  // on GPUs 8-15 (the sync holds the engines too). At t = 20 step 1's training and step 2's reward
+  // end together: step 1's weight sync (the lower id) starts then, 20-22, and step 3's rollout,
+  // ready at 20 too, waits for the engines until 22, whichever completion is handled first.
+  graph::StepGraphBuilder b({true, 2}, {{0, 8}, {8, 8}});
+  graph::StageTimes t;
+  t.rollout = 6;
+  t.reward = 4;
+  t.old_logprob = 7;
+  t.train = 3;
+  t.weight_sync = 2;
+  for (int step = 1; step <= 3; ++step) b.add_step(step, t);
+  const auto r = exec::run_events(b.graph());
+  const auto& steps = b.steps();
+  CHECK(r[static_cast<size_t>(steps[0].last)].start_s == 20);
+  CHECK(r[static_cast<size_t>(steps[1].rollout_end)].end_s == 20);
+  CHECK(r[static_cast<size_t>(steps[2].first)].start_s == 22);
 }
 
 TEST_CASE("event executor: two transfers sharing a link take as long as max-min fairness says") {
