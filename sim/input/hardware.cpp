@@ -134,8 +134,8 @@ void parse_collectives(ObjectReader& parent, GpuProfile& g) {
     if (p.read_enum("scope", scope, Presence::required, scopes)) c.scope = std::string(scopes[scope].name);
     if (c.scope == "inter_node")
       p.error("scope", "measured inter-node points are not used: inter-node bandwidth comes from the cluster's NIC "
-                       "bandwidth and the profile's nic_efficiency",
-              "set nic_efficiency from the measurement and remove the point");
+                       "bandwidth and the profile's efficiency/nic",
+              "set efficiency/nic from the measurement and remove the point");
     if (p.read_enum("algorithm", algorithm, Presence::required, algorithms))
       c.algorithm = std::string(algorithms[algorithm].name);
     p.read("ranks", c.ranks, Presence::optional, 2, 1 << 20);

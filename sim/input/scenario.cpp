@@ -185,6 +185,16 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     if (*layout) check_pass(at, s, m, **layout, key);
     else if (critic) check_split(at, s, m, s.policy.train.tp, s.policy.train.pp, s.policy.train.vpp, "train");
   }
+  // Every dispatch mode reaches the single controller (whole tensors, or per-sample scalars), whose
+  // link hangs off the network: the GPUs reach it through their node's NICs, and its own link
+  // defaults to one NIC's bandwidth. A profile without a NIC gives neither.
+  if (s.cluster.nic_bandwidth_bytes_per_s <= 0 || s.cluster.controller_bandwidth_bytes_per_s <= 0) {
+    const Value* c = v.find("cluster");
+    diag.error(c ? *c : v, c ? "/cluster" : "",
+               "dispatch reaches the controller process over the NICs, and GPU profile " + s.cluster.gpu.name +
+                   " gives no NIC bandwidth",
+               "set /cluster/network/nic_bandwidth");
+  }
   if (s.workload.max_context_tokens > s.model.max_context) {
     const Value* w = v.find("workload");
     const Value* field = w && w->is_object() ? w->find("max_context_tokens") : nullptr;

@@ -188,8 +188,12 @@ double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLay
     }
     case input::WeightSync::broadcast:
     case input::WeightSync::automatic: {
-      // Buckets broadcast from the training ranks to every rollout GPU across the network.
-      const double nic = s.cluster.nic_bandwidth_bytes_per_s * s.cluster.gpu.nic_efficiency;
+      // Buckets broadcast from the training ranks to every rollout GPU: across the network, or over
+      // the GPU link when both pools share the one node (a profile's NIC efficiency of 0 means not
+      // given: the nominal rate).
+      const double nic_efficiency = s.cluster.gpu.nic_efficiency > 0 ? s.cluster.gpu.nic_efficiency : 1.0;
+      const double nic = s.cluster.nodes == 1 ? s.cluster.gpu_link.achieved()
+                                              : s.cluster.nic_bandwidth_bytes_per_s * nic_efficiency;
       const double buckets = std::ceil(rollout_shard / s.policy.weight_sync_bucket_bytes);
       return rollout_shard / nic + buckets * s.cluster.gpu.collective_latency.ring_base.seconds();
     }
