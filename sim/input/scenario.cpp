@@ -190,7 +190,8 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   // defaults to one NIC's bandwidth. A profile without a NIC gives neither.
   if (s.cluster.nic_bandwidth_bytes_per_s <= 0 || s.cluster.controller_bandwidth_bytes_per_s <= 0) {
     const Value* c = v.find("cluster");
-    diag.error(c ? *c : v, c ? "/cluster" : "",
+    const Value* gpu = c && c->is_object() ? c->find("gpu") : nullptr;
+    diag.error(gpu ? *gpu : c ? *c : v, gpu ? "/cluster/gpu" : c ? "/cluster" : "",
                "dispatch reaches the controller process over the NICs, and GPU profile " + s.cluster.gpu.name +
                    " gives no NIC bandwidth",
                "set /cluster/network/nic_bandwidth");
