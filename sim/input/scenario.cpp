@@ -1,5 +1,6 @@
 #include "sim/input/scenario.h"
 
+#include <charconv>
 #include <filesystem>
 #include <limits>
 
@@ -29,10 +30,17 @@ class PolicyAt {
     const Value* node = policy_;
     std::string ptr = "/policy";
     std::string_view rest = path;
-    while (!rest.empty() && node->is_object()) {
+    while (!rest.empty() && (node->is_object() || node->is_array())) {
       const size_t slash = rest.find('/');
       const std::string_view key = rest.substr(0, slash);
-      const Value* next = node->find(key);
+      const Value* next = nullptr;
+      if (node->is_object()) {
+        next = node->find(key);
+      } else {
+        size_t index = 0;
+        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
+        if (ec == std::errc() && end == key.data() + key.size() && index < node->items().size()) next = &node->items()[index];
+      }
       if (!next) break;
       node = next;
       ptr = pointer_append(ptr, key);
@@ -175,15 +183,21 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     if (e.rollout) check_rollout(at, s, *e.rollout, base + "/rollout");
   }
   // The forward-only passes run their own model (the critic's for values) in their own layout,
-  // or in the training layout when they name none; the critic also trains in the training layout.
+  // or in the training layout when they name none. The critic also trains in every training
+  // layout the policy uses (its own and its schedule's), and the actor's layouts were checked above.
   const std::pair<const char*, const std::optional<InferenceLayout>*> passes[] = {
       {"old_logprob", &s.policy.old_logprob}, {"ref_logprob", &s.policy.ref_logprob}, {"critic", &s.policy.critic}};
   for (const auto& [key, layout] : passes) {
     const bool critic = std::string_view(key) == "critic";
     if (critic && !s.workload.critic) continue;
-    const ModelSpec& m = critic ? *s.workload.critic : s.model;
-    if (*layout) check_pass(at, s, m, **layout, key);
-    else if (critic) check_split(at, s, m, s.policy.train.tp, s.policy.train.pp, s.policy.train.vpp, "train");
+    if (*layout) check_pass(at, s, critic ? *s.workload.critic : s.model, **layout, key);
+  }
+  if (s.workload.critic) {
+    const auto& t = s.policy.train;
+    check_split(at, s, *s.workload.critic, t.tp, t.pp, t.vpp, "train");
+    for (size_t i = 0; i < s.policy.schedule.size(); ++i)
+      if (const auto& e = s.policy.schedule[i].train)
+        check_split(at, s, *s.workload.critic, e->tp, e->pp, e->vpp, "schedule/" + std::to_string(i) + "/train");
   }
   // Every dispatch mode reaches the single controller (whole tensors, or per-sample scalars), whose
   // link hangs off the network: the GPUs reach it through their node's NICs, and its own link
