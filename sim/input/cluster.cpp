@@ -62,8 +62,14 @@ void parse_pool(ObjectReader& r, PoolSpec& p) {
   }
   r.read("count", p.count, Presence::required, 0, int64_t{1} << 24);
   p.max_count = p.count;
-  r.read("max_count", p.max_count, Presence::optional, 0, int64_t{1} << 24);
-  r.read_duration("cold_start", p.cold_start, Presence::optional, 0, 86400);
+  if (p.kind == PoolKind::api) {
+    // An API is a fixed number of concurrent calls: it neither grows nor starts units.
+    r.reject("max_count", "an api pool is `count` concurrent calls and does not grow", "remove it");
+    r.reject("cold_start", "an api pool is `count` concurrent calls and does not grow", "remove it");
+  } else {
+    r.read("max_count", p.max_count, Presence::optional, 0, int64_t{1} << 24);
+    r.read_duration("cold_start", p.cold_start, Presence::optional, 0, 86400);
+  }
   if (const Value* lat = r.field("latency")) parse_latency(*lat, r.pointer_of("latency"), r.diag(), p.latency);
   r.reject("gpus", "only a reward_server pool runs on GPUs", "remove it, or make the pool \"kind\": \"reward_server\"");
   r.finish();
@@ -94,11 +100,20 @@ bool parse_latency(const Value& v, const std::string& pointer, Diagnostics& diag
                                                 {"uniform", LatencyKind::uniform}};
   LatencyDist d;
   r.read_enum("distribution", d.kind, Presence::required, kinds);
-  const bool uniform = d.kind == LatencyKind::uniform;
-  r.read_duration("mean", d.mean, uniform ? Presence::optional : Presence::required, 0, 86400);
-  r.read("sigma", d.sigma, d.kind == LatencyKind::lognormal ? Presence::required : Presence::optional, 0, 10);
-  r.read_duration("min", d.min, uniform ? Presence::required : Presence::optional, 0, 86400);
-  r.read_duration("max", d.max, uniform ? Presence::required : Presence::optional, 0, 86400);
+  // Each distribution takes its own parameters: mean (and sigma for log-normal), or min and max.
+  const bool uniform = d.kind == LatencyKind::uniform, lognormal = d.kind == LatencyKind::lognormal;
+  if (uniform) {
+    r.reject("mean", "a uniform latency is set by min and max", "remove it");
+    r.reject("sigma", "a uniform latency is set by min and max", "remove it");
+    r.read_duration("min", d.min, Presence::required, 0, 86400);
+    r.read_duration("max", d.max, Presence::required, 0, 86400);
+  } else {
+    r.read_duration("mean", d.mean, Presence::required, 0, 86400);
+    if (lognormal) r.read("sigma", d.sigma, Presence::required, 0, 10);
+    else r.reject("sigma", "only a lognormal latency has a sigma", "remove it");
+    r.reject("min", "only a uniform latency has bounds", "remove it");
+    r.reject("max", "only a uniform latency has bounds", "remove it");
+  }
   r.finish();
   if (uniform && d.max < d.min) r.error("max", "max is below min");
   if (uniform) d.mean = SimTime::from_ns((d.min.ns() + d.max.ns()) / 2);

@@ -199,6 +199,23 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
       if (const auto& e = s.policy.schedule[i].train)
         check_split(at, s, *s.workload.critic, e->tp, e->pp, e->vpp, "schedule/" + std::to_string(i) + "/train");
   }
+  // A pool grows towards max_count only as a sandbox pool under the pooled tool policy; otherwise
+  // its `count` units are all it has, and none means its tool calls could never run.
+  for (size_t i = 0; i < s.cluster.pools.size(); ++i) {
+    const PoolSpec& p = s.cluster.pools[i];
+    if (p.kind == PoolKind::reward_server) continue;
+    const bool grows = p.kind == PoolKind::sandbox && s.policy.tool_policy == ToolPolicy::pooled;
+    if ((grows ? std::max(p.count, p.max_count) : p.count) > 0) continue;
+    const Value* pools = v.find("cluster") ? v.find("cluster")->find("pools") : nullptr;
+    const Value* pool = pools && pools->is_array() && i < pools->items().size() ? &pools->items()[i] : nullptr;
+    const Value* count = pool && pool->is_object() ? pool->find("count") : nullptr;
+    diag.error(count ? *count : v, count ? "/cluster/pools/" + std::to_string(i) + "/count" : "",
+               "pool " + quote(p.name) + " has no units: " +
+                   (grows ? std::string("count and max_count are 0")
+                          : p.kind == PoolKind::api ? std::string("count is 0, and an API pool does not grow")
+                                                    : std::string("count is 0, and only the pooled tool policy grows a pool")),
+               "give it at least one unit");
+  }
   // Every dispatch mode reaches the single controller (whole tensors, or per-sample scalars), whose
   // link hangs off the network: the GPUs reach it through their node's NICs, and its own link
   // defaults to one NIC's bandwidth. A profile without a NIC gives neither.

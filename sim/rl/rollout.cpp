@@ -41,9 +41,16 @@ std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
            std::to_string(static_cast<int64_t>((mem.breakdown.total() - mem.breakdown.get("kv_cache")) / (1 << 30))) +
            " GiB of the " + std::to_string(static_cast<int64_t>(mem.breakdown.capacity_bytes / (1 << 30))) +
            " GiB gpu_memory_utilization allows per GPU";
-  for (const auto& p : o.cluster->pools)
-    if (p.kind != input::PoolKind::reward_server && std::max(p.count, p.max_count) == 0)
-      return "the pool " + p.name + " has no units (count and max_count are 0): its actions could never run";
+  // A pool grows towards max_count only as a sandbox pool under the pooled policy; otherwise it has
+  // `count` units for good.
+  for (const auto& p : o.cluster->pools) {
+    if (p.kind == input::PoolKind::reward_server) continue;
+    const bool grows = p.kind == input::PoolKind::sandbox && o.tool_policy == input::ToolPolicy::pooled;
+    if ((grows ? std::max(p.count, p.max_count) : p.count) == 0)
+      return "the pool " + p.name + " has no units (count" + (grows ? " and max_count are" : " is") +
+             " 0" + (grows ? "" : p.kind == input::PoolKind::api ? ", and an API pool does not grow" : ", and only the pooled tool policy grows a pool") +
+             "): its actions could never run";
+  }
   // A request must fit the cache alone (vLLM refuses a max_model_len beyond it).
   const int64_t capacity = mem.kv_capacity_tokens / o.engine.block_size * o.engine.block_size;
   int64_t longest = o.max_context;

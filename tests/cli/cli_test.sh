@@ -34,6 +34,8 @@ expect simulate-bad-detail 2 "$arlsim" simulate default --detail everything
 expect whatif 0 "$arlsim" whatif default --steps 1:16 --vary /policy/dispatch=centralized,decentralized --vary /policy/routing=sticky,round-robin
 contains whatif-columns "$tmp/out" "#4"
 contains whatif-ratio "$tmp/out" "step time / #1"
+expect simulate-pool-without-units 2 "$arlsim" simulate default --set /policy/tool_policy=static --set /cluster/pools/0/count=0
+contains simulate-pool-without-units "$tmp/err" 'pool "python" has no units: count is 0, and only the pooled tool policy grows a pool'
 expect whatif-analytic 0 "$arlsim" whatif default --analytic --vary /policy/rollout/tp=1,2
 contains whatif-analytic "$tmp/out" "step time / #1"
 expect whatif-zip 0 "$arlsim" whatif default --steps 1:1 --zip --vary /policy/rollout/tp=1,2 --vary /workload/engine/max_num_seqs=64,128
