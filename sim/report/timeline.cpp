@@ -7,6 +7,7 @@
 #include <string_view>
 #include <tuple>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,7 @@ Tracks assign_tracks(const Timeline& r) {
     if (pid > t.processes.size()) t.processes.push_back(name);
     return pid;
   };
+  for (const auto& name : r.process_order) pid_of(name);
   std::vector<std::unordered_map<std::string_view, uint32_t>> threads_of;  // per pid - 1
   t.event_pid.reserve(r.events.size());
   t.event_thread.reserve(r.events.size());
@@ -223,15 +225,6 @@ Timeline timeline_of(const rl::RunResult& r) {
         break;
     }
   }
-  // Processes appear (and are numbered) nodes first in node order, then pools, then the sides'
-  // stage tracks: the order a reader scans them in.
-  const auto rank = [](const TimelineEvent& e) -> std::pair<int, int64_t> {
-    if (e.process.rfind("node ", 0) == 0) return {0, std::stoll(e.process.substr(5))};
-    if (e.process == "rollout") return {2, 0};
-    if (e.process == "training") return {3, 0};
-    return {1, 0};
-  };
-  std::stable_sort(t.events.begin(), t.events.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   for (const auto& c : r.counters) {
     if (c.kind == rl::CounterSample::Kind::gpu_memory_gib)
       t.counters.push_back({"node " + std::to_string(c.node), "GPU memory (GiB)", c.time, c.value});
@@ -239,6 +232,21 @@ Timeline timeline_of(const rl::RunResult& r) {
       t.counters.push_back({"node " + std::to_string(c.node), "KV cache used (%), engine " + std::to_string(c.engine), c.time,
                             c.value});
   }
+  // Processes are numbered nodes first in node order, then pools, then the sides' stage tracks:
+  // the order a reader scans them in.
+  std::set<std::string> names;
+  for (const auto& e : t.events) names.insert(e.process);
+  for (const auto& c : t.counters) names.insert(c.process);
+  std::vector<std::pair<std::pair<int, int64_t>, std::string>> ranked;
+  for (const auto& name : names) {
+    std::pair<int, int64_t> rank{1, 0};
+    if (name.rfind("node ", 0) == 0) rank = {0, std::stoll(name.substr(5))};
+    else if (name == "rollout") rank = {2, 0};
+    else if (name == "training") rank = {3, 0};
+    ranked.push_back({rank, name});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [rank, name] : ranked) t.process_order.push_back(std::move(name));
   return t;
 }
 

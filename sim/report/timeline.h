@@ -38,6 +38,9 @@ struct Timeline {
   size_t steps = 0;
   std::vector<TimelineEvent> events;
   std::vector<TimelineCounter> counters;
+  // Processes that get the first pids, in this order (list only processes that appear); the others
+  // follow in order of first appearance.
+  std::vector<std::string> process_order;
 };
 
 // The run's activity records and counter samples as named tracks: engines on their nodes

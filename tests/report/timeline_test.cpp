@@ -162,23 +162,34 @@ TEST_CASE("timeline: records become named tracks, and tool calls take the first 
   micro.a = 4;
   micro.b = 0;
   r.activities = {stage, empty, span, call, overlapping, after, no_pool, micro};
-  r.counters = {{rl::CounterSample::Kind::kv_used_percent, 1, 2, SimTime::from_seconds(1), 50}};
+  r.counters = {{rl::CounterSample::Kind::kv_used_percent, 1, 2, SimTime::from_seconds(1), 50},
+                {rl::CounterSample::Kind::gpu_memory_gib, 0, -1, SimTime::from_seconds(1), 30}};
   const Timeline t = timeline_of(r);
-  // Nodes first, then pools, then the sides' tracks (the order processes are numbered in).
   REQUIRE(t.events.size() == 7);
-  CHECK(t.events[0].process == "node 1");
-  CHECK(t.events[0].thread == "engine 2 (GPU 12-15)");
-  CHECK(t.events[0].name == "prefill+decode");
-  CHECK(t.events[1].process == "pool python");
-  CHECK(t.events[1].thread == "slot 0");
-  CHECK(t.events[2].thread == "slot 1");  // the first call still runs
-  CHECK(t.events[3].thread == "slot 0");  // free again
-  CHECK(t.events[4].process == "tools");
-  CHECK(t.events[5].process == "training");
-  CHECK(t.events[5].thread == "stages");
-  CHECK(t.events[5].name == "train");
+  CHECK(t.events[0].process == "training");
+  CHECK(t.events[0].thread == "stages");
+  CHECK(t.events[0].name == "train");
+  CHECK(t.events[1].process == "node 1");
+  CHECK(t.events[1].thread == "engine 2 (GPU 12-15)");
+  CHECK(t.events[1].name == "prefill+decode");
+  CHECK(t.events[2].process == "pool python");
+  CHECK(t.events[2].thread == "slot 0");
+  CHECK(t.events[3].thread == "slot 1");  // the first call still runs
+  CHECK(t.events[4].thread == "slot 0");  // free again
+  CHECK(t.events[5].process == "tools");
   CHECK(t.events[6].thread == "pipeline stage 1");
   CHECK(t.events[6].name == "B 4");
-  REQUIRE(t.counters.size() == 1);
+  // Processes are numbered nodes first in node order (node 0 has counters only), then pools, then
+  // the sides' tracks.
+  CHECK(t.process_order == std::vector<std::string>{"node 0", "node 1", "pool python", "tools", "training"});
+  REQUIRE(t.counters.size() == 2);
   CHECK(t.counters[0].name == "KV cache used (%), engine 2");
+  // The writer numbers them so.
+  std::ostringstream os;
+  write_timeline(t, os);
+  const json j = json::parse(os.str());
+  std::vector<std::string> processes;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.push_back(e["args"]["name"]);
+  CHECK(processes == t.process_order);
 }
