@@ -88,9 +88,12 @@ rl::RolloutInput rollout_input(const trace::Trace& t, int64_t step) {
   return in;
 }
 
-// The simulator's generation time of `layout` on a step's trajectories; negative when it cannot run them.
-double simulated_rollout_seconds(const input::ScenarioSpec& s, const rl::RolloutInput& in, const input::RolloutLayout& layout) {
-  const auto o = rl::rollout_options(s, layout);
+// The simulator's generation time of `layout` on step `step`'s trajectories, with the simulator's
+// seed for that step; negative when it cannot run them.
+double simulated_rollout_seconds(const input::ScenarioSpec& s, const rl::RolloutInput& in, const input::RolloutLayout& layout,
+                                 int64_t step) {
+  auto o = rl::rollout_options(s, layout);
+  o.seed = rl::rollout_seed(s, step);
   if (!rl::check_rollout(o, &in).empty()) return -1;
   const auto r = rl::simulate_rollout(o, in);
   SimTime end;
@@ -146,8 +149,8 @@ class Confirmer {
             sum += ratio;
             ++n;
           }
-      if (n == 0) continue;
-      const double mean = sum / static_cast<double>(n);
+      // Candidates with points of their own take them even when none ran on the median step.
+      const double mean = n > 0 ? sum / static_cast<double>(n) : 1.0;
       for (size_t i : members_[b])
         for (size_t c = 0; c < candidates_.size(); ++c) {
           if (!t.fits(i, c)) continue;
@@ -164,7 +167,8 @@ class Confirmer {
   bool run(size_t b, size_t c, size_t step) {
     if (step >= f_.size() || !analytic_.fits(step, c) || tried_.count({step, c})) return false;
     tried_.insert({step, c});
-    const double simulated = simulated_rollout_seconds(s_, rollout_input(t_, f_[step].step), candidates_[c].layout);
+    const double simulated =
+        simulated_rollout_seconds(s_, rollout_input(t_, f_[step].step), candidates_[c].layout, f_[step].step);
     const double analytic = analytic_.cost[step][c];
     if (simulated <= 0 || analytic <= 0) return true;
     confirmations_.push_back({f_[step].step, b, c, analytic, simulated});

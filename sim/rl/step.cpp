@@ -169,7 +169,7 @@ class RunSimulator {
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
   RolloutOptions ro = rollout_options(s_, l.rollout);
   ro.per_iteration = o_.per_iteration;
-  ro.seed = s_.seed + static_cast<uint64_t>(d.step);  // one stream of tool-latency draws per step
+  ro.seed = rollout_seed(s_, d.step);
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
   RolloutInput in;
   in.trajectories = d.trajectories;

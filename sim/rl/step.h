@@ -44,6 +44,8 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
 // routing, tools, rewards, limits) they run with.
 int64_t rollout_engines(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
 RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
+// The seed of step `step`'s tool-latency draws (RolloutOptions::seed): one stream per step.
+uint64_t rollout_seed(const input::ScenarioSpec& s, int64_t step);
 
 // What a change of rollout layout costs: the engines restart and load their weights (bf16 shards)
 // over the host link.

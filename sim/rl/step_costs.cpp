@@ -53,6 +53,8 @@ RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::Rollou
   return ro;
 }
 
+uint64_t rollout_seed(const input::ScenarioSpec& s, int64_t step) { return s.seed + static_cast<uint64_t>(step); }
+
 double rollout_relaunch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
   const double shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
   return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{shard});
