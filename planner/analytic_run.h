@@ -1,8 +1,9 @@
 // A plan's run as the planner predicts it without the event simulator: each step's stage costs
 // from the analytic estimators (the schedule's chosen candidates), dispatch measured as fluid flows
 // on the largest step and scaled by tokens to the others, weight sync and the schedule's layout
-// switches, placed in time by the same step graph and executor that the simulator uses
-// (sim/graph/step_graph.h, sim/exec/analytic.h). `arlsim capacity` answers with it, and
+// switches, placed in time on the step graph the simulator builds (sim/graph/step_graph.h) by the
+// analytic executor (sim/exec/analytic.h: the critical path, without the simulator's device
+// contention). `arlsim capacity` answers with it, `arlsim whatif --analytic` too, and
 // `arlsim plan` prints it beside the simulated run as their agreement.
 #pragma once
 

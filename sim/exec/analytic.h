@@ -1,8 +1,8 @@
 // The analytic executor of a step graph: a critical-path evaluation. Each activity starts when the
 // last activity it waits for ends (or at 0) and lasts its cost model's duration; nothing else
-// contends. The simulator and the planner place steps in time with it, so that both compose a
-// step the same way. Records come out in the graph's order and are what summaries and timelines
-// read.
+// contends (devices and links are the event executor's, event.h). The planner composes runs with
+// it (planner/analytic_run.h), on the graph the simulator builds; records come out in the graph's
+// order, in the shape every executor gives.
 #pragma once
 
 #include <cstdint>
