@@ -112,7 +112,7 @@ TEST_CASE("step graph: asynchronous with staleness 2 lets rollout run two steps 
   CHECK(k1.spans[3].end_s == 58);
 }
 
-TEST_CASE("step graph: compose places a list of steps as the simulator does") {
+TEST_CASE("step graph: compose builds and places a list of steps as the builder and the analytic executor do") {
   const auto spans = exec::compose({true, 1}, {{1, times(10, 0, 9)}, {2, times(10, 0, 9)}, {3, times(10, 0, 9)}});
   REQUIRE(spans.size() == 3);
   CHECK(spans[2].step == 3);
