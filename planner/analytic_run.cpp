@@ -53,7 +53,7 @@ std::optional<AnalyticRun> compose_run(const input::ScenarioSpec& s, const std::
     times.weight_sync = rl::weight_sync_seconds(s, costs[i].rollout, costs[i].train) + costs[i].switch_s;
     steps.emplace_back(f[i].step, times);
   }
-  run.spans = exec::compose(rl::sync_mode(s.policy), steps);
+  run.spans = exec::compose(rl::sync_mode(s.policy), steps, rl::optimizer_steps(s.workload));
   for (const auto& [step, times] : steps) run.stages.push_back(times);
   run.total_s = run.spans.back().end_s;
   return run;

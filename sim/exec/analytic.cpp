@@ -14,6 +14,8 @@ ActivityRecord unplaced_record(const graph::Activity& a) {
   if (!a.holds.empty()) r.devices = a.holds.front();
   r.flops = a.flops;
   r.bytes = a.bytes;
+  r.part = a.part;
+  r.parts = a.parts;
   return r;
 }
 
@@ -31,9 +33,10 @@ StepSpan step_span(const AnalyticExecutor& e, const graph::StepNodes& n) {
   return {n.step, e.record(n.first).start_s, e.record(n.last).end_s, e.record(n.rollout_end).end_s};
 }
 
-std::vector<StepSpan> compose(graph::SyncMode mode, const std::vector<std::pair<int64_t, graph::StageTimes>>& steps) {
+std::vector<StepSpan> compose(graph::SyncMode mode, const std::vector<std::pair<int64_t, graph::StageTimes>>& steps,
+                              int32_t train_parts) {
   graph::StepGraphBuilder b(mode);
-  for (const auto& [step, times] : steps) b.add_step(step, times);
+  for (const auto& [step, times] : steps) b.add_step(step, times, {}, train_parts);
   AnalyticExecutor e;
   e.advance(b.graph());
   std::vector<StepSpan> spans;

@@ -14,10 +14,9 @@ namespace arlsim::exec {
 
 // What a record is: a step-graph activity, or a part of one that the simulator looked inside.
 enum class RecordKind : uint8_t {
-  stage,        // a step-graph activity
+  stage,        // a step-graph activity (training's: one optimizer step, a = epoch, b = mini-batch)
   engine_span,  // rollout engine `index` busy; a = 1 when the span includes prefill
   tool_call,    // a tool call on pool `index` (-1: a tool without a pool)
-  mini_batch,   // one optimizer step of training: a = epoch, b = mini-batch
   pipeline_op,  // pipeline stage `index`: micro-batch a, b = 1 for its forward, 0 for its backward
 };
 
@@ -35,6 +34,7 @@ struct ActivityRecord {
   int32_t a = 0, b = 0;
   graph::DeviceRange devices;  // empty for work off the GPUs (tool calls)
   double flops = 0, bytes = 0;  // the stage's work (stage records only)
+  int32_t part = 0, parts = 1;  // training's stage records: optimizer step `part` of `parts`
 };
 
 // A record of activity `a`, not yet placed in time (every executor starts from it).
@@ -60,6 +60,7 @@ struct StepSpan {
 StepSpan step_span(const AnalyticExecutor& e, const graph::StepNodes& n);
 
 // Builds the graph of steps with these stage times in `mode` and places it: each step's span.
-std::vector<StepSpan> compose(graph::SyncMode mode, const std::vector<std::pair<int64_t, graph::StageTimes>>& steps);
+std::vector<StepSpan> compose(graph::SyncMode mode, const std::vector<std::pair<int64_t, graph::StageTimes>>& steps,
+                              int32_t train_parts = 1);
 
 }  // namespace arlsim::exec

@@ -7,7 +7,8 @@
 
 namespace arlsim::graph {
 
-ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after) {
+ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after, int32_t part,
+                                  int32_t parts) {
   Activity a;
   a.id = static_cast<ActivityId>(graph_.activities.size());
   a.step = step;
@@ -15,8 +16,10 @@ ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std:
   a.op = stage_info(stage).op;
   a.side = stage_info(stage).side;
   a.seconds = seconds;
-  a.flops = work_.flops[static_cast<size_t>(stage)];
-  a.bytes = work_.bytes[static_cast<size_t>(stage)];
+  a.flops = work_.flops[static_cast<size_t>(stage)] / parts;
+  a.bytes = work_.bytes[static_cast<size_t>(stage)] / parts;
+  a.part = part;
+  a.parts = parts;
   after.erase(std::remove(after.begin(), after.end(), ActivityId{-1}), after.end());
   for (ActivityId d : after) ARLSIM_ASSERT(d >= 0 && d < a.id);
   ARLSIM_ASSERT(std::isfinite(seconds) && seconds >= 0);  // a cost model gives a time or an error
@@ -30,8 +33,9 @@ ActivityId StepGraphBuilder::add(int64_t step, Stage stage, double seconds, std:
   return graph_.activities.back().id;
 }
 
-StepNodes StepGraphBuilder::add_step(int64_t step, const StageTimes& times, const StageWork& work) {
+StepNodes StepGraphBuilder::add_step(int64_t step, const StageTimes& times, const StageWork& work, int32_t train_parts) {
   work_ = work;
+  ARLSIM_ASSERT(train_parts >= 1);
   ARLSIM_ASSERT(!mode_.async || mode_.staleness >= 1);
   const size_t i = steps_.size();
   StepNodes n;
@@ -54,7 +58,14 @@ StepNodes StepGraphBuilder::add_step(int64_t step, const StageTimes& times, cons
     // Asynchronous training also waits for the training of the step before.
     const bool starts_training = info.side == Side::training && prev == n.rollout_end;
     if (starts_training && mode_.async && i > 0) after.push_back(steps_[i - 1].last);
-    prev = add(step, info.id, times[info.id], std::move(after));
+    if (info.id == Stage::train) {
+      for (int32_t k = 0; k < train_parts; ++k) {
+        prev = add(step, info.id, times[info.id] / train_parts, std::move(after), k, train_parts);
+        after = {prev};
+      }
+    } else {
+      prev = add(step, info.id, times[info.id], std::move(after));
+    }
     if (n.first < 0) n.first = prev;
     if (starts_training) n.training_first = prev;
     if (info.side == Side::rollout) n.rollout_end = prev;

@@ -4,7 +4,7 @@
 // stage times; executors (sim/exec/) place it in time and return activity records.
 //
 // Edges within a step: reward after rollout; the training side's stages one after another in
-// stage-table order, the first after the reward. Across steps:
+// stage-table order, the first after the reward; training's optimizer steps one after another. Across steps:
 // - synchronous (colocated or disaggregated): a step's rollout waits for the weight sync of the
 //   step before;
 // - asynchronous with staleness k (disaggregated): the rollout of step t waits for the rollout of
@@ -42,6 +42,7 @@ struct Activity {
   Side side = Side::rollout;  // the GPUs it holds
   double seconds = 0;        // its duration, from the cost model
   double flops = 0, bytes = 0;  // its work (StageWork)
+  int32_t part = 0, parts = 1;  // training: optimizer step `part` of the step's `parts`
   std::vector<ActivityId> after;  // activities it waits for (all have smaller ids)
   // What the event executor also makes it wait for: the devices it holds alone, and flows that
   // share links with other activities' (it then lasts until they are done, plus `seconds`).
@@ -79,14 +80,17 @@ class StepGraphBuilder {
  public:
   explicit StepGraphBuilder(SyncMode mode, SideDevices devices = {}) : mode_(mode), devices_(devices) {}
 
-  // Appends a step's activities, with their edges to the steps appended before.
-  StepNodes add_step(int64_t step, const StageTimes& times, const StageWork& work = {});
+  // Appends a step's activities, with their edges to the steps appended before. Training is
+  // `train_parts` activities one after another (its optimizer steps: PPO epochs x mini-batches),
+  // each with an equal share of its time and work.
+  StepNodes add_step(int64_t step, const StageTimes& times, const StageWork& work = {}, int32_t train_parts = 1);
 
   const StepGraph& graph() const { return graph_; }
   const std::vector<StepNodes>& steps() const { return steps_; }
 
  private:
-  ActivityId add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after);
+  ActivityId add(int64_t step, Stage stage, double seconds, std::vector<ActivityId> after, int32_t part = 0,
+                 int32_t parts = 1);
   StageWork work_;  // of the step being added
 
   SyncMode mode_;

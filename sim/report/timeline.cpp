@@ -188,11 +188,33 @@ Timeline timeline_of(const rl::RunResult& r) {
   const auto node = [&](int64_t gpu) { return "node " + std::to_string(gpu / std::max<int64_t>(1, r.gpus_per_node)); };
   // Tool calls go to the first free slot of their pool, so that a slot's calls never overlap.
   std::map<int64_t, std::vector<SimTime>> slots;
+  struct Whole {
+    SimTime start, end;
+    double flops = 0, bytes = 0;
+  };
+  std::map<int64_t, Whole> train;  // per step: its training as a whole
   for (const auto& a : r.activities) {
     const SimTime start = SimTime::from_seconds(a.start_s), end = SimTime::from_seconds(a.end_s);
     const std::string stage(graph::stage_name(a.stage));
     switch (a.kind) {
       case exec::RecordKind::stage:
+        if (a.stage == graph::Stage::train) {
+          // Training is one activity per optimizer step: each on the mini-batches track, and the
+          // stage whole on the stages track, from its first to its last.
+          if (end > start)
+            t.events.push_back({"training", "mini-batches", "epoch " + std::to_string(a.a) + " mini-batch " + std::to_string(a.b),
+                                start, end, a.step, stage});
+          auto& whole = train[a.step];
+          if (a.part == 0) whole = {start, end, a.flops, a.bytes};
+          else {
+            whole.end = end;
+            whole.flops += a.flops;
+            whole.bytes += a.bytes;
+          }
+          if (a.part + 1 == a.parts && whole.end > whole.start)
+            t.events.push_back({"training", "stages", stage, whole.start, whole.end, a.step, stage, whole.flops, whole.bytes});
+          break;
+        }
         if (end > start)
           t.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage, start, end, a.step, stage,
                               a.flops, a.bytes});
@@ -215,10 +237,6 @@ Timeline timeline_of(const rl::RunResult& r) {
                             "slot " + std::to_string(slot), "tool call", start, end, a.step, stage});
         break;
       }
-      case exec::RecordKind::mini_batch:
-        t.events.push_back({"training", "mini-batches", "epoch " + std::to_string(a.a) + " mini-batch " + std::to_string(a.b),
-                            start, end, a.step, stage});
-        break;
       case exec::RecordKind::pipeline_op:
         t.events.push_back({"training", "pipeline stage " + std::to_string(a.index),
                             (a.b ? "F " : "B ") + std::to_string(a.a), start, end, a.step, stage});

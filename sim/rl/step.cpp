@@ -152,7 +152,6 @@ class RunSimulator {
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r);
   trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
-  void add_mini_batch_events(const StagePlan& p, const exec::ActivityRecord& train, double seconds);
   void add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s);
 
   const input::ScenarioSpec& s_;
@@ -417,22 +416,6 @@ void RunSimulator::add_pipeline_events(const StagePlan& p, const exec::ActivityR
   }
 }
 
-void RunSimulator::add_mini_batch_events(const StagePlan& p, const exec::ActivityRecord& train, double seconds) {
-  if (!o_.timeline || seconds <= 0) return;
-  // Every optimizer step of the stage (PPO epochs x mini-batches) takes the same time.
-  const int64_t n = s_.workload.ppo_epochs * s_.workload.mini_batches;
-  for (int64_t i = 0; i < n; ++i) {
-    exec::ActivityRecord r = train;
-    r.kind = exec::RecordKind::mini_batch;
-    r.a = static_cast<int32_t>(i / s_.workload.mini_batches);
-    r.b = static_cast<int32_t>(i % s_.workload.mini_batches);
-    r.start_s = train.start_s + seconds * real(i) / real(n);
-    r.end_s = train.start_s + seconds * real(i + 1) / real(n);
-    result_.activities.push_back(r);
-    if (o_.detail_pipeline && p.micro_batches > 0) add_pipeline_events(p, train, r.start_s);
-  }
-}
-
 void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s) {
   if (!o_.timeline) return;
   // Per node, the GPU memory of the stage holding its GPUs: rollout engines, then training.
@@ -541,7 +524,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     add_rollout_events(d, l, p.rollout);
     step.events_end = result_.activities.size();
     step.counters_end = result_.counters.size();
-    step.nodes = graph_.add_step(d.step, p.times, p.work);
+    step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
     for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
     trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
     carry_ = std::move(next);
@@ -579,9 +562,14 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     for (size_t c = step.counters_begin; c < step.counters_end; ++c) result_.counters[c].time += base;
     add_memory_counters(p, start, record(step.nodes.training_first).start_s);
     for (graph::ActivityId id = step.nodes.first; id <= step.nodes.last; ++id) {
-      const exec::ActivityRecord& a = record(id);
+      exec::ActivityRecord a = record(id);
+      if (a.stage == graph::Stage::train) {  // an optimizer step: its epoch and mini-batch
+        a.a = a.part / static_cast<int32_t>(s_.workload.mini_batches);
+        a.b = a.part % static_cast<int32_t>(s_.workload.mini_batches);
+      }
       result_.activities.push_back(a);
-      if (a.stage == graph::Stage::train) add_mini_batch_events(p, a, p.times.train);
+      if (a.stage == graph::Stage::train && o_.timeline && o_.detail_pipeline && p.micro_batches > 0 && a.end_s > a.start_s)
+        add_pipeline_events(p, a, a.start_s);
     }
     previous_end = end;
   }

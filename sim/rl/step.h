@@ -70,8 +70,10 @@ double rollout_switch_seconds(const input::RolloutLayout& from, const input::Rol
                               double overhead_s);
 double train_switch_seconds(const input::TrainLayout& from, const input::TrainLayout& to, double reshard_s, double overhead_s);
 
-// How the policy's sync mode links steps in the step graph.
+// How the policy's sync mode links steps in the step graph, and how many optimizer steps (PPO
+// epochs x mini-batches) a step's training is.
 graph::SyncMode sync_mode(const input::PolicySpec& p);
+int32_t optimizer_steps(const input::WorkloadSpec& w);
 
 // The layouts in force at a step: the policy's, or a schedule entry's.
 struct Layouts {

@@ -298,6 +298,8 @@ std::vector<int64_t> layout_aware_ranks(const input::ScenarioSpec& s, const inpu
   return layout_aware_ranks(tokens, sample_node, rank_node, kLayoutAwareSlack);
 }
 
+int32_t optimizer_steps(const input::WorkloadSpec& w) { return static_cast<int32_t>(w.ppo_epochs * w.mini_batches); }
+
 graph::SyncMode sync_mode(const input::PolicySpec& p) {
   return {p.sync == input::SyncMode::async, std::max<int64_t>(1, p.staleness)};
 }

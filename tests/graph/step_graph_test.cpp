@@ -120,3 +120,27 @@ TEST_CASE("step graph: compose builds and places a list of steps as the builder 
   CHECK(graph::find_stage("dispatch") == Stage::dispatch);
   CHECK_FALSE(graph::find_stage("dispatching"));
 }
+
+TEST_CASE("step graph: training is one activity per optimizer step, one after another") {
+  // Training 5 s as 4 optimizer steps of 1.25 s each, between dispatch and weight sync; its work
+  // shared alike.
+  graph::StepGraphBuilder b({false, 1});
+  graph::StageWork work;
+  work.flops[static_cast<size_t>(Stage::train)] = 8e15;
+  const auto n = b.add_step(1, times(10, 2, 5), work, 4);
+  exec::AnalyticExecutor e;
+  e.advance(b.graph());
+  std::vector<const graph::Activity*> train;
+  for (const auto& a : b.graph().activities)
+    if (a.stage == Stage::train) train.push_back(&a);
+  REQUIRE(train.size() == 4);
+  for (int32_t k = 0; k < 4; ++k) {
+    CHECK(train[static_cast<size_t>(k)]->part == k);
+    CHECK(train[static_cast<size_t>(k)]->parts == 4);
+    CHECK(train[static_cast<size_t>(k)]->flops == 2e15);
+    CHECK(e.record(train[static_cast<size_t>(k)]->id).start_s == 15 + 1.25 * k);
+    if (k > 0) CHECK(train[static_cast<size_t>(k)]->after == std::vector<graph::ActivityId>{train[static_cast<size_t>(k)]->id - 1});
+  }
+  CHECK(e.record(n.last).start_s == 20);  // the weight sync after the last optimizer step
+  CHECK(exec::step_span(e, n).end_s == 21);
+}

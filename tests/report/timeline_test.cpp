@@ -165,20 +165,23 @@ TEST_CASE("timeline: records become named tracks, and tool calls take the first 
   r.counters = {{rl::CounterSample::Kind::kv_used_percent, 1, 2, SimTime::from_seconds(1), 50},
                 {rl::CounterSample::Kind::gpu_memory_gib, 0, -1, SimTime::from_seconds(1), 30}};
   const Timeline t = timeline_of(r);
-  REQUIRE(t.events.size() == 7);
+  // Training (one optimizer step here) on the mini-batches track and, whole, on the stages track.
+  REQUIRE(t.events.size() == 8);
   CHECK(t.events[0].process == "training");
-  CHECK(t.events[0].thread == "stages");
-  CHECK(t.events[0].name == "train");
-  CHECK(t.events[1].process == "node 1");
-  CHECK(t.events[1].thread == "engine 2 (GPU 12-15)");
-  CHECK(t.events[1].name == "prefill+decode");
-  CHECK(t.events[2].process == "pool python");
-  CHECK(t.events[2].thread == "slot 0");
-  CHECK(t.events[3].thread == "slot 1");  // the first call still runs
-  CHECK(t.events[4].thread == "slot 0");  // free again
-  CHECK(t.events[5].process == "tools");
-  CHECK(t.events[6].thread == "pipeline stage 1");
-  CHECK(t.events[6].name == "B 4");
+  CHECK(t.events[0].thread == "mini-batches");
+  CHECK(t.events[0].name == "epoch 0 mini-batch 0");
+  CHECK(t.events[1].thread == "stages");
+  CHECK(t.events[1].name == "train");
+  CHECK(t.events[2].process == "node 1");
+  CHECK(t.events[2].thread == "engine 2 (GPU 12-15)");
+  CHECK(t.events[2].name == "prefill+decode");
+  CHECK(t.events[3].process == "pool python");
+  CHECK(t.events[3].thread == "slot 0");
+  CHECK(t.events[4].thread == "slot 1");  // the first call still runs
+  CHECK(t.events[5].thread == "slot 0");  // free again
+  CHECK(t.events[6].process == "tools");
+  CHECK(t.events[7].thread == "pipeline stage 1");
+  CHECK(t.events[7].name == "B 4");
   // Processes are numbered nodes first in node order (node 0 has counters only), then pools, then
   // the sides' tracks.
   CHECK(t.process_order == std::vector<std::string>{"node 0", "node 1", "pool python", "tools", "training"});

@@ -120,11 +120,16 @@ TEST_CASE("step: the run's records hold each step's stages as placed, and its pa
   REQUIRE(r.steps.size() == 2);
   for (const auto& step : r.steps) {
     double first_start = 1e300;
+    graph::StageTimes recorded;
+    int32_t optimizer_steps = 0;
     for (const auto& a : r.activities) {
       if (a.step != step.step) continue;
       if (a.kind == exec::RecordKind::stage) {
-        // Each stage's record lasts the stage's time, to the nanosecond the event engine keeps.
-        CHECK(a.end_s - a.start_s == doctest::Approx(step.stages[a.stage]).epsilon(1e-9));
+        recorded[a.stage] += a.end_s - a.start_s;
+        if (a.stage == graph::Stage::train) {
+          CHECK(a.part == optimizer_steps++);
+          CHECK(a.parts == s.workload.ppo_epochs * s.workload.mini_batches);
+        }
         first_start = std::min(first_start, a.start_s);
       } else if (a.kind == exec::RecordKind::engine_span) {
         // An engine's span lies inside its step's rollout, on the rollout's GPUs.
@@ -134,6 +139,10 @@ TEST_CASE("step: the run's records hold each step's stages as placed, and its pa
       }
     }
     CHECK(first_start == doctest::Approx(step.start_s));
+    // Each stage's records last the stage's time, to the nanosecond the event engine keeps;
+    // training is one record per optimizer step.
+    for (const auto& info : graph::kStages) CHECK(recorded[info.id] == doctest::Approx(step.stages[info.id]).epsilon(1e-9));
+    CHECK(optimizer_steps == s.workload.ppo_epochs * s.workload.mini_batches);
   }
   // Each stage record carries its work: model FLOPs where it computes, bytes where it moves data.
   for (const auto& a : r.activities) {
@@ -148,7 +157,7 @@ TEST_CASE("step: the run's records hold each step's stages as placed, and its pa
   rl::RunOptions o;
   o.timeline = false;
   const auto bare = rl::simulate_run(s, small_trace(s), o);
-  CHECK(bare.activities.size() == 2 * graph::kStageCount);
+  CHECK(bare.activities.size() == 2 * (graph::kStageCount - 1 + static_cast<size_t>(rl::optimizer_steps(s.workload))));
   CHECK(bare.counters.empty());
 }
 
