@@ -194,7 +194,7 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   if (l.pp > 1) {
     forward = std::max(forward, stage_times(m, c, cost, r, tokens, false, true).forward);
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    forward += cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});
+    forward += d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
   }
   // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
   // uploaded for each micro-batch, behind the compute as far as it lasts.
@@ -228,9 +228,11 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   b.ep_comm_s = slowest.ep;
   b.cp_comm_exposed_s = slowest.cp_exposed;
   if (l.pp > 1) {
-    // Activations forward and gradients backward between neighbouring stages.
+    // Activations forward and gradients backward between neighbouring stages, once per model chunk:
+    // with interleaving a micro-batch crosses each stage vpp times, so the point-to-point traffic
+    // grows by vpp as the bubble shrinks by it (Narayanan et al. 2021, sec. 2.2).
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    b.pp_comm_s = 2 * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});
+    b.pp_comm_s = 2 * d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});
   }
   const double slot = b.forward_s + b.backward_s + b.pp_comm_s;
   const double bubble_slots = d(l.pp - 1) / d(l.vpp);

@@ -46,9 +46,12 @@ TEST_CASE("train: the pipeline bubble is (p - 1) / (v m)") {
   CHECK(e.breakdown.bubble_fraction == doctest::Approx(3.0 / 16));
   const double slot = e.breakdown.forward_s + e.breakdown.backward_s + e.breakdown.pp_comm_s;
   CHECK(e.breakdown.pipeline_s == doctest::Approx((16 + 3) * slot));
+  const double sends = e.breakdown.pp_comm_s;
   r.layout.vpp = 5;  // 80 layers = 4 stages x 5 chunks x 4 layers
   e = model::estimate_train(m, c, r);
   CHECK(e.breakdown.bubble_fraction == doctest::Approx(3.0 / (5 * 16)));
+  // Each micro-batch now crosses every stage boundary once per chunk: 5 x the sends.
+  CHECK(e.breakdown.pp_comm_s == doctest::Approx(5 * sends));
 }
 
 TEST_CASE("train: more data parallelism runs the same global batch faster") {
