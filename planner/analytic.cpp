@@ -86,14 +86,15 @@ TrainEstimator::TrainEstimator(const input::ScenarioSpec& s, const input::TrainL
   problem_ = rl::check_step_layouts(s, layout);
 }
 
-TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t sequences) const {
-  const auto key = std::make_pair(mean_len, sequences);
+TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t attention_len, int64_t sequences) const {
+  const auto key = std::make_tuple(mean_len, attention_len, sequences);
   if (const auto it = times_.find(key); it != times_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
   const auto passes = [&](const input::ModelSpec& m, bool value_head) {
     auto r = rl::train_request(layout_, per_mini_batch, mean_len, s_.workload.dtype);
     r.value_head = value_head;
+    r.attention_len = attention_len;
     const auto e = model::estimate_train(m, s_.cluster, r);
     return (e.breakdown.pipeline_s + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s) *
            static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
@@ -101,7 +102,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t seq
   a.train_s = passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
   const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
-    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head);
+    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head, attention_len);
   };
   double prepare = forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob, false);
@@ -152,7 +153,7 @@ StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (f.trajectories == 0) return {};
   if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories); !problem.empty())
     return {0, problem};
-  const auto a = at_length(grid_length(f.mean_context, false), f.trajectories);
+  const auto a = at_length(grid_length(f.mean_context, false), grid_length(f.attention_context, false), f.trajectories);
   return {a.prepare_s + a.train_s, {}};
 }
 

@@ -9,7 +9,8 @@
 // tokens (one per iteration at batch B) and tool calls take longest. A step whose longest context
 // does not fit one engine's KV cache cannot run on the layout (vLLM refuses it).
 //
-// Training: the cost model's iteration at the step's mean length, PPO epochs x mini-batches of it,
+// Training: the cost model's iteration at the step's mean length (attention at the token-weighted
+// mean length, sum(c^2) / sum(c)), PPO epochs x mini-batches of it,
 // forward passes for old and reference log-probs (and critic values), memory at the longest
 // sequence. Ranks are taken as balanced (the simulator adds the LPT remainder).
 #pragma once
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "planner/features.h"
 #include "sim/model/inference.h"
@@ -64,13 +66,13 @@ class TrainEstimator {
   struct AtLength {
     double prepare_s = 0, train_s = 0;
   };
-  AtLength at_length(int64_t mean_len, int64_t sequences) const;
+  AtLength at_length(int64_t mean_len, int64_t attention_len, int64_t sequences) const;
   std::string memory_problem(int64_t longest, int64_t sequences) const;
 
   const input::ScenarioSpec& s_;
   input::TrainLayout layout_;
   std::string problem_;
-  mutable std::map<std::pair<int64_t, int64_t>, AtLength> times_;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, AtLength> times_;
   mutable std::map<std::pair<int64_t, int64_t>, std::string> memory_;
 };
 

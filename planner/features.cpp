@@ -27,6 +27,9 @@ void finish(StepFeatures& f) {
   std::sort(f.contexts.begin(), f.contexts.end(), std::greater<>());
   f.max_context = f.contexts.empty() ? 0 : f.contexts.front();
   f.mean_context = f.trajectories > 0 ? static_cast<double>(f.total_tokens) / static_cast<double>(f.trajectories) : 0;
+  double squares = 0;
+  for (int64_t c : f.contexts) squares += static_cast<double>(c) * static_cast<double>(c);
+  f.attention_context = f.total_tokens > 0 ? squares / static_cast<double>(f.total_tokens) : 0;
   f.decode_kv_tokens = f.gen_tokens > 0 ? f.decode_kv_tokens / f.gen_tokens : 0;
   f.tail = frontier(std::move(f.tail));
 }
@@ -39,6 +42,7 @@ StepFeatures StepFeatures::scaled(double factor) const {
   s.gen_tokens *= factor;
   s.decode_kv_tokens *= factor;
   s.mean_context *= factor;
+  s.attention_context *= factor;
   s.total_tokens = static_cast<int64_t>(std::llround(static_cast<double>(total_tokens) * factor));
   for (auto& c : s.contexts) c = std::max<int64_t>(1, std::llround(static_cast<double>(c) * factor));
   s.max_context = s.contexts.empty() ? 0 : s.contexts.front();

@@ -27,6 +27,7 @@ struct StepFeatures {
   double gen_tokens = 0;
   double decode_kv_tokens = 0;    // mean KV length a generated token attends to
   double mean_context = 0;        // final context per trajectory, clamped to the workload's limit
+  double attention_context = 0;   // sum(c^2) / sum(c) of those: what causal attention's work goes with
   int64_t max_context = 0;
   int64_t total_tokens = 0;       // sum of the final contexts (the step's tokens)
   std::vector<int64_t> contexts;  // per trajectory, sorted longest first

@@ -79,11 +79,15 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   } else {
     dense_mlp(m.ffn_hidden_size, tp);
   }
-  // Causal attention over the sequence, split over cp ranks (load-balanced chunks) and tp heads.
+  // Causal attention over each sequence, split over cp ranks (load-balanced chunks) and tp heads:
+  // L (L + 1) / 2 query-key pairs a sequence, whose mean over sequences of unequal lengths is
+  // seq_len x (attention_len + 1) / 2. The kernel runs at the length the work is done at.
   const double seq = d(r.seq_len);
-  const double attention_flops = d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (seq + 1) / 2 / d(l.cp);
-  lc.attention = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward, qk});
-  lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, r.seq_len, AttentionPass::forward_backward, qk});
+  const int64_t attention_len = r.attention_len > 0 ? r.attention_len : r.seq_len;
+  const double attention_flops =
+      d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (d(attention_len) + 1) / 2 / d(l.cp);
+  lc.attention = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward, qk});
+  lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward_backward, qk});
   // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
   const double elementwise_bytes = 2.0 * d(tokens) * (10.0 * d(h) + 3.0 * d(ffn_elementwise) + 2.0 * d(q_width + kv_width) / d(tp));
   lc.elementwise = cost.cost(MemoryBoundOp{elementwise_bytes, 6});

@@ -24,7 +24,11 @@ class CostModel;
 
 struct TrainRequest {
   input::TrainLayout layout;
-  int64_t seq_len = 4096;
+  int64_t seq_len = 4096;  // mean sequence length: what tokens and linear layers scale with
+  // The token-weighted mean length, sum(L^2) / sum(L), of sequences of unequal lengths: a causal
+  // attention's query-key pairs per sequence are L (L + 1) / 2, so their mean is
+  // seq_len x (attention_len + 1) / 2. 0: all sequences are seq_len long.
+  int64_t attention_len = 0;
   int64_t global_batch = 1;  // sequences per iteration (one optimizer step)
   input::Dtype dtype = input::Dtype::bf16;
   bool overlap_grad_reduce = true;

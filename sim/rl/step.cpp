@@ -143,7 +143,8 @@ class RunSimulator {
   struct Samples {
     std::vector<int64_t> tokens, producer_gpu, rank;
     int64_t longest = 0;   // tokens of the longest sample: what memory is checked at
-    int64_t mean_len = 1;  // mean tokens per sample: what time is estimated at
+    int64_t mean_len = 1;  // mean tokens per sample: what linear work is estimated at
+    int64_t attention_len = 1;  // sum(L^2) / sum(L): what attention's work is estimated at
   };
   Samples finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const;
   void run_preparation(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
@@ -217,6 +218,9 @@ RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const La
     x.longest = std::max(x.longest, t);
   }
   x.mean_len = std::max<int64_t>(1, total / std::max<int64_t>(static_cast<int64_t>(x.tokens.size()), 1));
+  double squares = 0;
+  for (int64_t t : x.tokens) squares += real(t) * real(t);
+  x.attention_len = total > 0 ? std::max<int64_t>(1, std::llround(squares / real(total))) : 1;
   return x;
 }
 
@@ -240,7 +244,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
             : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order), tl.dp);
     p.work.flops[static_cast<size_t>(*graph::find_stage(stage))] =
         real(n) * real(x.mean_len) * model::forward_flops_per_token_causal(m, x.mean_len);
-    return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head) * skew;
+    return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len) * skew;
   };
   p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
@@ -265,6 +269,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   const double skew = imbalance(x.tokens, x.rank, l.train.dp);
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
     auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload.dtype);
+    r.attention_len = x.attention_len;
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     // The pipeline waits for the busiest rank; reduction and optimizer do not depend on it.

@@ -122,7 +122,7 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
 // One such pass over `sequences` of mean length `mean_len`, before any imbalance between ranks.
 // The layout must take the model (check_step_layouts).
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
-                            int64_t sequences, int64_t mean_len, bool value_head = false);
+                            int64_t sequences, int64_t mean_len, bool value_head = false, int64_t attention_len = 0);
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
 model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, input::Dtype dtype);

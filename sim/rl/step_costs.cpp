@@ -107,9 +107,10 @@ input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optio
 }
 
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
-                            int64_t sequences, int64_t mean_len, bool value_head) {
+                            int64_t sequences, int64_t mean_len, bool value_head, int64_t attention_len) {
   auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
   r.value_head = value_head;
+  r.attention_len = attention_len;
   return model::estimate_forward_seconds(m, s.cluster, r);  // asserts that the layout takes the model
 }
 

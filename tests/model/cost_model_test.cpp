@@ -99,3 +99,28 @@ TEST_CASE("cost model: collective groups come from placements") {
   CHECK(crosses_nodes(wide, 3, wide, 4));
   CHECK_FALSE(crosses_nodes(wide, 0, wide, 3));
 }
+
+TEST_CASE("cost model: attention's work goes with the token-weighted mean length of unequal sequences") {
+  // Attention priced at 1 s per TFLOP, nothing else: Llama-3.1-8B (32 layers, 32 heads of 128 for
+  // q.k and for v), one sequence of mean length 1,000 per micro-batch. Equal lengths:
+  // 32 x 2 x 32 x 256 x 1000 x 1001 / 2 FLOPs. Lengths whose sum(L^2) / sum(L) is 3,000 (a mean
+  // of 1,000 with a long tail): 1000 x 3001 / 2 query-key pairs per sequence.
+  class AttentionOnly final : public CostModel {
+   public:
+    OpCost cost(const Op& op) const override {
+      OpCost c;
+      if (const auto* a = std::get_if<AttentionOp>(&op)) c.seconds = a->forward_flops * 1e-12;
+      return c;
+    }
+    double peak_flops() const override { return 1e15; }
+  };
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  TrainRequest r;
+  r.seq_len = 1000;
+  r.global_batch = 1;
+  const double per_pair = 32 * 2.0 * 32 * 256 * 1e-12;
+  CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == doctest::Approx(per_pair * 1000 * 1001 / 2));
+  r.attention_len = 3000;
+  CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == doctest::Approx(per_pair * 1000 * 3001 / 2));
+}
