@@ -37,12 +37,12 @@ TEST_CASE("topology: paths go over NVSwitch inside a node and over NICs between 
   REQUIRE(inside.size() == 2);
   CHECK(t.link(inside[0]).name == "gpu0->node0.nvswitch");
   CHECK(t.link(inside[1]).name == "node0.nvswitch->gpu3");
-  CHECK(t.bottleneck(0, 3) == doctest::Approx(450e9 * 0.82));
+  CHECK(t.bottleneck(0, 3) == doctest::Approx(c.gpu_link.achieved()));
   const auto across = t.path(1, 9);
   REQUIRE(across.size() == 4);
   CHECK(t.link(across[0]).name == "gpu1->node0.nic1");
   CHECK(t.link(across[3]).name == "node1.nic1->gpu9");
-  CHECK(t.bottleneck(1, 9) == doctest::Approx(50e9 * 0.94));
+  CHECK(t.bottleneck(1, 9) == doctest::Approx(c.nic_bandwidth_bytes_per_s * c.gpu.nic_efficiency));
 }
 
 TEST_CASE("topology: concurrent flows into one NIC share it") {
@@ -53,8 +53,9 @@ TEST_CASE("topology: concurrent flows into one NIC share it") {
   // GPUs 0 and 1 both send to GPU 9: they meet on node1.nic1 -> gpu9.
   const std::vector<model::Flow> flows{{t.path(0, 9), 0}, {t.path(1, 9), 0}};
   const auto rates = model::max_min_fair_rates(flows, capacity);
-  CHECK(rates[0] == doctest::Approx(50e9 * 0.94 / 2));
-  CHECK(rates[1] == doctest::Approx(50e9 * 0.94 / 2));
+  const double nic = c.nic_bandwidth_bytes_per_s * c.gpu.nic_efficiency;
+  CHECK(rates[0] == doctest::Approx(nic / 2));
+  CHECK(rates[1] == doctest::Approx(nic / 2));
 }
 
 TEST_CASE("topology: two flows on one link, the shorter ends at 2 b1 / C, then the longer speeds up") {

@@ -13,10 +13,10 @@ using rl::TensorRole;
 
 namespace {
 
-// dgx-h100's achieved rates: NVLink 450 GB/s x 0.82, NIC 400 Gb/s x 0.94, host PCIe 63 GB/s x 0.7.
-constexpr double kNvlink = 450e9 * 0.82;
-constexpr double kNic = 50e9 * 0.94;
-constexpr double kHost = 63e9 * 0.7;
+// A cluster's achieved rates, read from its profile (not pinned: a recalibration changes them).
+double nvlink(const input::ClusterSpec& c) { return c.gpu_link.achieved(); }
+double nic(const input::ClusterSpec& c) { return c.nic_bandwidth_bytes_per_s * c.gpu.nic_efficiency; }
+double host(const input::ClusterSpec& c) { return c.gpu.host_link.achieved(); }
 
 rl::DispatchOptions options(input::DispatchMode mode, double controller_bytes_per_s) {
   rl::DispatchOptions o;
@@ -84,7 +84,7 @@ TEST_CASE("dispatch: decentralized inside a node uses NVLink only") {
   const auto r = rl::simulate_dispatch(cluster, samples, tensors, options(input::DispatchMode::decentralized, 3.125e9));
   CHECK(r.cross_node_bytes == 0);
   // Both pairs of NVLink flows end together: 2 x 1000 x 52 B at the full link rate.
-  CHECK(r.seconds == doctest::Approx(2 * 1000 * per_token / kNvlink));
+  CHECK(r.seconds == doctest::Approx(2 * 1000 * per_token / nvlink(cluster)));
   // Scores (4 B) go to the controller and advantages (4 B) come back, for every sample.
   CHECK(r.controller_bytes == doctest::Approx(4 * 4 + 4 * 4));
   CHECK(r.bytes_moved == doctest::Approx(4000 * per_token + 32));
@@ -96,7 +96,7 @@ TEST_CASE("dispatch: decentralized between nodes goes through the NICs") {
   const auto tensors = rl::dispatch_tensors(true, false);
   const double per_token = data_bytes_per_token(tensors);
   const auto r = rl::simulate_dispatch(cluster, {{1000, 0, 8}}, tensors, options(input::DispatchMode::decentralized, 3.125e9));
-  CHECK(r.seconds == doctest::Approx(1000 * per_token / kNic));
+  CHECK(r.seconds == doctest::Approx(1000 * per_token / nic(cluster)));
   CHECK(r.cross_node_bytes == doctest::Approx(1000 * per_token));
 }
 
@@ -118,7 +118,7 @@ TEST_CASE("dispatch: transfer dock writes to the producer's node and reads from 
   // (node 1's memory to GPU 1 through node 1's NIC on rail 1, behind the host-NIC link) bound
   // each phase. Only the controller's 68-byte messages share links with the reads, for a few
   // nanoseconds, hence the looser tolerance.
-  CHECK(r.seconds == doctest::Approx(2 * 2000 * per_token / kHost).epsilon(1e-4));
+  CHECK(r.seconds == doctest::Approx(2 * 2000 * per_token / host(cluster)).epsilon(1e-4));
   CHECK(r.flows == 3 + 3 + 3 + 3);
 }
 
