@@ -126,7 +126,7 @@ TEST_CASE("topology: host memory and controller endpoints") {
   CHECK(t.node_of(Endpoint::gpu(9)) == 1);
   CHECK(t.node_of(Endpoint::controller()) == 0);
   const auto host = t.route(Endpoint::gpu(1), Endpoint::host(0));
-  CHECK(t.link(host[0]).capacity_bytes_per_s == doctest::Approx(63e9 * 0.7));
+  CHECK(t.link(host[0]).capacity_bytes_per_s == doctest::Approx(c.gpu.host_link.achieved()));
   // GPU paths are the same as without the extra endpoints.
   CHECK(names(t.path(0, 3)) == std::vector<std::string>{"gpu0->node0.nvswitch", "node0.nvswitch->gpu3"});
   CHECK(t.capacities().size() == t.link_count());
