@@ -68,7 +68,7 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
     if (l.gpus() != gpus)
       c.pruned = "tp x pp x dp x cp = " + std::to_string(l.gpus()) + ", the training stage has " + std::to_string(gpus) + " GPUs";
     else
-      c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload.dtype));
+      c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload));
     out.push_back(c);
   };
   add(base);

@@ -91,6 +91,8 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
   r.read("use_reference", w.use_reference, Presence::optional);
   static const EnumName<Dtype> dtypes[] = {{"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}};
   r.read_enum("dtype", w.dtype, Presence::optional, dtypes);
+  static const EnumName<bool> kernels[] = {{"flash", false}, {"unfused", true}};
+  r.read_enum("attention_kernel", w.unfused_attention, Presence::optional, kernels);
   if (const Value* c = r.field("critic"); c && !c->is_null()) {
     ModelSpec critic;
     if (parse_model(*c, r.pointer_of("critic"), diag, critic)) w.critic = std::move(critic);

@@ -47,6 +47,10 @@ struct WorkloadSpec {
   int64_t mini_batches = 1;  // optimizer steps per PPO epoch
   bool use_reference = true;
   Dtype dtype = Dtype::bf16;
+  // The attention kernel of training and preparation passes: FlashAttention (fused, no s x s
+  // scores in memory), or unfused attention as 2021-22 Megatron-LM ran it (QK^T and AV as batched
+  // GEMMs, the s x s probabilities written and kept for the backward).
+  bool unfused_attention = false;
   std::optional<ModelSpec> critic;  // required by PPO
   RewardKind reward = RewardKind::rule;
   std::optional<ModelSpec> reward_model;

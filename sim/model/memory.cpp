@@ -109,6 +109,17 @@ TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout
   return last.total() > first.total() ? last : first;
 }
 
+namespace {
+
+// One layer's s x s attention probabilities on a rank when attention runs unfused (bf16; s / cp
+// queries against the s keys), else 0.
+double unfused_probability_bytes(const input::ModelSpec& m, const input::TrainLayout& l, const TrainShape& shape) {
+  if (!shape.unfused_attention) return 0;
+  return 2.0 * d(shape.micro_batch) * d(m.num_heads / l.tp) * d(shape.seq_len / l.cp) * d(shape.seq_len);
+}
+
+}  // namespace
+
 MemoryBreakdown train_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const input::TrainLayout& l,
                              const TrainShape& shape) {
   const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
@@ -134,8 +145,14 @@ MemoryBreakdown train_memory(const input::ModelSpec& m, const input::GpuProfile&
       act += layer_activation_bytes(m, l, tokens, m.is_moe_layer(layer));
       widest_layer = std::max(widest_layer, layer_activation_bytes(m, kept_all, tokens, m.is_moe_layer(layer)));
     }
+    // Unfused attention keeps each layer's bf16 s x s probabilities for its backward (Korthikanti
+    // et al.'s softmax output, 2as^2b, without dropout's), unless recompute drops them (selective
+    // recompute exists for this) — then only the layer being recomputed holds them.
+    const double probabilities = unfused_probability_bytes(m, l, shape);
+    if (l.recompute == Recompute::none) act += d(layers) * probabilities;
     act *= in_flight;
     if (l.recompute == Recompute::full) act += widest_layer;  // the layer being recomputed
+    if (l.recompute != Recompute::none) act += probabilities;
     b.items.emplace_back("activations", act);
     // The LM head's logits in fp32 for the loss, and their bf16 copy.
     b.items.emplace_back("logits", last ? 6.0 * d(tokens) * (shape.value_head ? 1.0 : d(m.vocab_size) / d(l.tp)) : 0.0);
@@ -161,7 +178,7 @@ MemoryBreakdown forward_memory(const input::ModelSpec& m, const input::GpuProfil
     double widest_layer = 0;
     for (int64_t layer = first_layer; layer < first_layer + layers; ++layer)
       widest_layer = std::max(widest_layer, layer_activation_bytes(m, kept_all, tokens, m.is_moe_layer(layer)));
-    b.items.emplace_back("activations", widest_layer);
+    b.items.emplace_back("activations", widest_layer + unfused_probability_bytes(m, l, shape));
     b.items.emplace_back("logits", last ? 6.0 * d(tokens) * (shape.value_head ? 1.0 : d(m.vocab_size) / d(l.tp)) : 0.0);
     b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
     if (worst.items.empty() || b.total() > worst.total()) worst = b;

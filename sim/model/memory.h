@@ -62,6 +62,7 @@ struct TrainShape {
   double usable_fraction = 1.0;
   bool value_head = false;  // a critic: one output per token on the last stage instead of logits
   input::Dtype dtype = input::Dtype::bf16;  // the working dtype (see TrainingState)
+  bool unfused_attention = false;  // the s x s attention probabilities are kept (2 bytes each)
 };
 
 // The worse of the first and the last pipeline stage.

@@ -86,8 +86,33 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   const int64_t attention_len = r.attention_len > 0 ? r.attention_len : r.seq_len;
   const double attention_flops =
       d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (d(attention_len) + 1) / 2 / d(l.cp);
-  lc.attention = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward, qk});
-  lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward_backward, qk});
+  if (!r.unfused_attention) {
+    lc.attention = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward, qk});
+    lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward_backward, qk});
+  } else {
+    // Unfused: per head, the full s x s scores QK^T and the product with V as batched GEMMs (the
+    // causal mask is applied to the whole matrix, so no half is saved), and the scale, mask and
+    // softmax streaming the scores through HBM: read the scores and write the bf16 probabilities
+    // forward; read the probabilities and their gradient and write the scores' gradient backward.
+    // Each context-parallel rank holds s / cp queries against the s keys.
+    const int64_t groups = l.micro_batch * (m.num_heads / tp);
+    const int64_t queries = std::max<int64_t>(1, attention_len / l.cp);
+    const OpCost scores = cost.cost(GemmOp{queries, attention_len, qk, groups});
+    const OpCost values = cost.cost(GemmOp{queries, v, attention_len, groups});
+    const double elements = d(groups) * d(queries) * d(attention_len);
+    const OpCost softmax = cost.cost(MemoryBoundOp{2.0 * 2 * elements, 1});
+    const OpCost softmax_backward = cost.cost(MemoryBoundOp{3.0 * 2 * elements, 1});
+    lc.attention = scores;
+    lc.attention += values;
+    lc.attention += softmax;
+    // The backward runs each GEMM twice (both operands' gradients) and the softmax backward.
+    lc.attention_fwd_bwd = lc.attention;
+    for (int i = 0; i < 2; ++i) {
+      lc.attention_fwd_bwd += scores;
+      lc.attention_fwd_bwd += values;
+    }
+    lc.attention_fwd_bwd += softmax_backward;
+  }
   // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
   const double elementwise_bytes = 2.0 * d(tokens) * (10.0 * d(h) + 3.0 * d(ffn_elementwise) + 2.0 * d(q_width + kv_width) / d(tp));
   lc.elementwise = cost.cost(MemoryBoundOp{elementwise_bytes, 6});
@@ -289,6 +314,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   shape.usable_fraction = r.usable_memory_fraction;
   shape.value_head = r.value_head;
   shape.dtype = r.dtype;
+  shape.unfused_attention = r.unfused_attention;
   e.memory = train_memory(m, c.gpu, l, shape);
   return e;
 }

@@ -29,6 +29,7 @@ struct TrainRequest {
   // attention's query-key pairs per sequence are L (L + 1) / 2, so their mean is
   // seq_len x (attention_len + 1) / 2. 0: all sequences are seq_len long.
   int64_t attention_len = 0;
+  bool unfused_attention = false;  // see WorkloadSpec::unfused_attention
   int64_t global_batch = 1;  // sequences per iteration (one optimizer step)
   input::Dtype dtype = input::Dtype::bf16;
   bool overlap_grad_reduce = true;

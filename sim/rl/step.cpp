@@ -268,7 +268,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   }
   const double skew = imbalance(x.tokens, x.rank, l.train.dp);
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
-    auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload.dtype);
+    auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload);
     r.attention_len = x.attention_len;
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);

@@ -125,7 +125,7 @@ double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec
                             int64_t sequences, int64_t mean_len, bool value_head = false, int64_t attention_len = 0);
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
-model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, input::Dtype dtype);
+model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, const input::WorkloadSpec& w);
 // A training rank's memory at a mini-batch's longest sequence: what decides an OOM.
 model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest);

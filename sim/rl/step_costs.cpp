@@ -108,7 +108,7 @@ input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optio
 
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head, int64_t attention_len) {
-  auto r = train_request(layout, sequences, mean_len, s.workload.dtype);
+  auto r = train_request(layout, sequences, mean_len, s.workload);
   r.value_head = value_head;
   r.attention_len = attention_len;
   return model::estimate_forward_seconds(m, s.cluster, r);  // asserts that the layout takes the model
@@ -116,7 +116,7 @@ double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec
 
 std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainLayout& train) {
   const auto fits = [&](const char* what, const input::ModelSpec& m, const input::TrainLayout& l) -> std::string {
-    const std::string problem = model::check_train_request(m, s.cluster, train_request(l, l.dp, 1024, s.workload.dtype));
+    const std::string problem = model::check_train_request(m, s.cluster, train_request(l, l.dp, 1024, s.workload));
     return problem.empty() || !what ? problem : std::string(what) + ": " + problem;
   };
   std::string problem = fits(nullptr, s.model, train);  // the training layout's own problem, as is
@@ -127,7 +127,7 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
   return problem;
 }
 
-model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, input::Dtype dtype) {
+model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, const input::WorkloadSpec& w) {
   model::TrainRequest r;
   r.layout = l;
   r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
@@ -135,7 +135,8 @@ model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences
     r.layout.micro_batch = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
   const int64_t unit = l.dp * r.layout.micro_batch;
   r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
-  r.dtype = dtype;
+  r.dtype = w.dtype;
+  r.unfused_attention = w.unfused_attention;
   return r;
 }
 
@@ -146,7 +147,7 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
 
 model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                        int64_t per_mini_batch, int64_t longest, bool value_head) {
-  auto worst = train_request(l, per_mini_batch, longest, s.workload.dtype);
+  auto worst = train_request(l, per_mini_batch, longest, s.workload);
   worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
   worst.value_head = value_head;
   return model::estimate_train(m, s.cluster, worst).memory;
@@ -154,12 +155,13 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
 
 model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                          int64_t longest, bool value_head) {
-  const auto r = train_request(l, l.dp, longest, s.workload.dtype);
+  const auto r = train_request(l, l.dp, longest, s.workload);
   model::TrainShape shape;
   shape.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
   shape.seq_len = r.seq_len;
   shape.value_head = value_head;
   shape.dtype = s.workload.dtype;
+  shape.unfused_attention = s.workload.unfused_attention;
   return model::forward_memory(m, s.cluster.gpu, l, shape);
 }
 

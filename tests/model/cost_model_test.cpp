@@ -124,3 +124,27 @@ TEST_CASE("cost model: attention's work goes with the token-weighted mean length
   r.attention_len = 3000;
   CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == doctest::Approx(per_pair * 1000 * 3001 / 2));
 }
+
+TEST_CASE("cost model: unfused attention is two batched GEMMs per head and keeps the probabilities") {
+  // With every GEMM at 1 ms per group: Llama-3.1-8B, one 1,000-token sequence, tp 1. Per layer the
+  // 4 linear GEMMs, then QK^T and AV batched over the 32 heads (32 ms each): 68 ms; 32 layers and
+  // the LM head: 2,177 ms. (Flash attention is not a GEMM: 129 ms, as above.)
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  TrainRequest r;
+  r.seq_len = 1000;
+  r.global_batch = 1;
+  r.unfused_attention = true;
+  CHECK(estimate_forward_seconds(m, c, r, GemmOnly()) == doctest::Approx(2.177));
+  // Memory: each layer keeps 32 heads x 1000 x 1000 bf16 probabilities for its backward.
+  const auto unfused = estimate_train(m, c, r).memory.get("activations");
+  r.unfused_attention = false;
+  const auto flash = estimate_train(m, c, r).memory.get("activations");
+  CHECK(unfused - flash == doctest::Approx(32 * 2.0 * 32 * 1000 * 1000));
+  // Selective recompute drops them but for the layer being recomputed.
+  r.layout.recompute = input::Recompute::selective;
+  r.unfused_attention = true;
+  const auto selective = estimate_train(m, c, r).memory.get("activations");
+  r.unfused_attention = false;
+  CHECK(selective - estimate_train(m, c, r).memory.get("activations") == doctest::Approx(2.0 * 32 * 1000 * 1000));
+}
