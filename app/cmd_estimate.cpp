@@ -50,6 +50,7 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
   r.dtype = s.dtype;
   r.overlap_grad_reduce = s.train.overlap_grad_reduce;
   r.moe_imbalance = s.train.moe_imbalance;
+  r.unfused_attention = s.train.unfused_attention;
   r.usable_memory_fraction = s.usable_memory_fraction;
   if (const std::string problem = model::check_train_request(s.model, s.cluster, r); !problem.empty()) {
     std::cerr << file << ": /layout: " << problem << "\n";

@@ -24,6 +24,7 @@ struct TrainStage {
   int64_t seq_len = 0;
   bool overlap_grad_reduce = true;
   double moe_imbalance = 1.0;
+  bool unfused_attention = false;  // see WorkloadSpec::unfused_attention
 };
 
 struct InferenceStage {
