@@ -71,6 +71,7 @@ CapacityResult evaluate_config(const input::ScenarioSpec& base, const input::Val
   if (r.reason.empty()) r.reason = first_misfit(ts, p.train, p.steps, p.train_schedules.costs, "train");
   if (!r.reason.empty()) return r;
   r.feasible = true;
+  r.policy = p.policy;
   std::vector<std::string> rollout_names, train_names;
   for (size_t i = 0; i < f.size(); ++i) {
     rollout_names.push_back(layout_name(p.rollout[rs.choice[i]].layout));
@@ -159,10 +160,7 @@ std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, c
                                               const CapacityResult& result, const CapacityOptions& o) {
   input::ScenarioSpec s;
   if (!result.feasible || features.empty() || !scenario_on(base, document, result.config, s).empty()) return std::nullopt;
-  PlanOptions po;
-  po.confirm = o.trace ? o.confirm : 0;
-  po.switch_overhead_s = o.switch_overhead_s;
-  s.policy = make_plan(s, features, o.trace, po).policy;
+  s.policy = result.policy;  // as planned when the configuration was evaluated
   rl::RunOptions ro;
   ro.timeline = false;
   ro.first_step = features.front().step;

@@ -35,6 +35,7 @@ struct CapacityResult {
   double price_usd_per_gpu_hour = 0;
   bool pareto = false;
   std::string rollout_layouts, train_layouts;  // the schedule's layouts, e.g. "tp2 -> tp4"
+  input::PolicySpec policy;  // the configuration's planned policy (its layout schedule), when feasible
 };
 
 struct CapacityOptions {
@@ -59,7 +60,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
 std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o);
 
-// The event simulator's run of a feasible result's configuration with its planned layouts over the
+// The event simulator's run of a feasible result's configuration with its planned policy over the
 // trace steps of `features`, scaled to the result's N steps: the check of its analytic total
 // (`arlsim capacity` prints both for the configurations it recommends). None when the simulated
 // run hits an OOM the analytic one did not foresee, or the trace has none of those steps.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 
+#include "sim/rl/step.h"
+
 namespace arlsim::planner {
 
 namespace {
@@ -27,9 +29,7 @@ void finish(StepFeatures& f) {
   std::sort(f.contexts.begin(), f.contexts.end(), std::greater<>());
   f.max_context = f.contexts.empty() ? 0 : f.contexts.front();
   f.mean_context = f.trajectories > 0 ? static_cast<double>(f.total_tokens) / static_cast<double>(f.trajectories) : 0;
-  double squares = 0;
-  for (int64_t c : f.contexts) squares += static_cast<double>(c) * static_cast<double>(c);
-  f.attention_context = f.total_tokens > 0 ? squares / static_cast<double>(f.total_tokens) : 0;
+  f.attention_context = rl::token_weighted_length(f.contexts);
   f.decode_kv_tokens = f.gen_tokens > 0 ? f.decode_kv_tokens / f.gen_tokens : 0;
   f.tail = frontier(std::move(f.tail));
 }

@@ -1,5 +1,6 @@
 #include "sim/input/scenario.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <limits>
@@ -8,6 +9,14 @@
 #include "sim/trace/gen_options.h"
 
 namespace arlsim::input {
+
+bool pool_grows(const PoolSpec& p, ToolPolicy tool_policy) {
+  return p.kind == PoolKind::sandbox && tool_policy == ToolPolicy::pooled;
+}
+
+int64_t pool_max_units(const PoolSpec& p, ToolPolicy tool_policy) {
+  return pool_grows(p, tool_policy) ? std::max(p.count, p.max_count) : p.count;
+}
 
 int64_t ScenarioSpec::train_gpus() const {
   return policy.placement == Placement::colocated ? cluster.total_gpus() : cluster.total_gpus() - policy.rollout_gpus;
@@ -204,8 +213,8 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   for (size_t i = 0; i < s.cluster.pools.size(); ++i) {
     const PoolSpec& p = s.cluster.pools[i];
     if (p.kind == PoolKind::reward_server) continue;
-    const bool grows = p.kind == PoolKind::sandbox && s.policy.tool_policy == ToolPolicy::pooled;
-    if ((grows ? std::max(p.count, p.max_count) : p.count) > 0) continue;
+    if (pool_max_units(p, s.policy.tool_policy) > 0) continue;
+    const bool grows = pool_grows(p, s.policy.tool_policy);
     const Value* pools = v.find("cluster") ? v.find("cluster")->find("pools") : nullptr;
     const Value* pool = pools && pools->is_array() && i < pools->items().size() ? &pools->items()[i] : nullptr;
     const Value* count = pool && pool->is_object() ? pool->find("count") : nullptr;

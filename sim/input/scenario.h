@@ -17,6 +17,11 @@
 namespace arlsim::input {
 
 
+// Whether a tool pool grows towards max_count: a sandbox pool under the pooled tool policy. Any
+// other pool has `count` units for good. Its units at the most follow.
+bool pool_grows(const PoolSpec& p, ToolPolicy tool_policy);
+int64_t pool_max_units(const PoolSpec& p, ToolPolicy tool_policy);
+
 struct ScenarioSpec {
   std::string name;
   std::string description;

@@ -27,8 +27,7 @@ void parse_train_stage(ObjectReader& r, StageSpec& s) {
   r.read_enum("recompute", t.layout.recompute, Presence::optional, recompute);
   r.read("overlap_grad_reduce", t.overlap_grad_reduce, Presence::optional);
   r.read("moe_imbalance", t.moe_imbalance, Presence::optional, 1.0, 64.0);
-  static const EnumName<bool> kernels[] = {{"flash", false}, {"unfused", true}};
-  r.read_enum("attention_kernel", t.unfused_attention, Presence::optional, kernels);
+  read_attention_kernel(r, t.unfused_attention);
 }
 
 void parse_inference_stage(ObjectReader& r, StageSpec& s) {

@@ -44,6 +44,11 @@ void parse_reward(ObjectReader& parent, WorkloadSpec& w) {
 
 }  // namespace
 
+void read_attention_kernel(ObjectReader& r, bool& unfused) {
+  static const EnumName<bool> kernels[] = {{"flash", false}, {"unfused", true}};
+  r.read_enum("attention_kernel", unfused, Presence::optional, kernels);
+}
+
 void read_engine_settings(ObjectReader& r, EngineSpec& e) {
   // The engine model is vLLM's scheduler (continuous batching, chunked prefill, prefix caching,
   // recompute preemption); another engine's is not modelled, so no other name is taken.
@@ -91,8 +96,7 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
   r.read("use_reference", w.use_reference, Presence::optional);
   static const EnumName<Dtype> dtypes[] = {{"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}};
   r.read_enum("dtype", w.dtype, Presence::optional, dtypes);
-  static const EnumName<bool> kernels[] = {{"flash", false}, {"unfused", true}};
-  r.read_enum("attention_kernel", w.unfused_attention, Presence::optional, kernels);
+  read_attention_kernel(r, w.unfused_attention);
   if (const Value* c = r.field("critic"); c && !c->is_null()) {
     ModelSpec critic;
     if (parse_model(*c, r.pointer_of("critic"), diag, critic)) w.critic = std::move(critic);

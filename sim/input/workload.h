@@ -63,6 +63,8 @@ struct WorkloadSpec {
 // The vLLM-named engine keys (name, gpu_memory_utilization, max_num_seqs, ...), shared by a
 // workload's "engine" and a rollout stage's.
 void read_engine_settings(ObjectReader& r, EngineSpec& e);
+// "attention_kernel": "flash" or "unfused" (a workload's, or an estimate's train stage's).
+void read_attention_kernel(ObjectReader& r, bool& unfused);
 
 // Expects "critic" and "reward/model" already resolved to model objects (see loader.h).
 bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& diag, WorkloadSpec& out);

@@ -10,6 +10,7 @@
 #include "sim/core/percentile.h"
 #include "sim/core/resource.h"
 #include "sim/model/memory.h"
+#include "sim/input/scenario.h"
 #include "sim/rl/routing.h"
 #include "sim/trace/distributions.h"
 #include "sim/trace/random.h"
@@ -45,8 +46,8 @@ std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
   // `count` units for good.
   for (const auto& p : o.cluster->pools) {
     if (p.kind == input::PoolKind::reward_server) continue;
-    const bool grows = p.kind == input::PoolKind::sandbox && o.tool_policy == input::ToolPolicy::pooled;
-    if ((grows ? std::max(p.count, p.max_count) : p.count) == 0)
+    const bool grows = input::pool_grows(p, o.tool_policy);
+    if (input::pool_max_units(p, o.tool_policy) == 0)
       return "the pool " + p.name + " has no units (count" + (grows ? " and max_count are" : " is") +
              " 0" + (grows ? "" : p.kind == input::PoolKind::api ? ", and an API pool does not grow" : ", and only the pooled tool policy grows a pool") +
              "): its actions could never run";
@@ -227,9 +228,9 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     po.cold_start = p.cold_start;
     // An API is a limit on concurrent calls: no trajectory binds a unit of it, and it does not grow.
     const bool api = p.kind == input::PoolKind::api;
-    const bool pooled = o.tool_policy == input::ToolPolicy::pooled && !api;
+    const bool pooled = input::pool_grows(p, o.tool_policy);
     po.min_units = p.count;
-    po.max_units = pooled ? std::max(p.count, p.max_count) : p.count;
+    po.max_units = input::pool_max_units(p, o.tool_policy);
     po.elastic = pooled;
     pools_.push_back(std::make_unique<core::CountedPool>(sim_, po));
     per_action_.push_back(pooled || api);

@@ -218,9 +218,7 @@ RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const La
     x.longest = std::max(x.longest, t);
   }
   x.mean_len = std::max<int64_t>(1, total / std::max<int64_t>(static_cast<int64_t>(x.tokens.size()), 1));
-  double squares = 0;
-  for (int64_t t : x.tokens) squares += real(t) * real(t);
-  x.attention_len = total > 0 ? std::max<int64_t>(1, std::llround(squares / real(total))) : 1;
+  x.attention_len = std::max<int64_t>(1, std::llround(token_weighted_length(x.tokens)));
   return x;
 }
 

@@ -112,6 +112,10 @@ std::vector<int64_t> sample_ranks(const input::ScenarioSpec& s, const input::Tra
 // Busiest rank's tokens over the mean rank's: what imbalance costs a synchronous pass.
 double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks);
 
+// sum(L^2) / sum(L) of sequence lengths: the length causal attention's work goes with
+// (model::TrainRequest::attention_len); 0 for no tokens.
+double token_weighted_length(const std::vector<int64_t>& lengths);
+
 // The layout of a forward-only pass (old or reference log-probs, critic values): the policy's own
 // for it, else the training layout.
 input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optional<input::InferenceLayout>& pass);

@@ -317,6 +317,15 @@ Layouts layouts_at(const input::PolicySpec& p, int64_t step) {
   return l;
 }
 
+double token_weighted_length(const std::vector<int64_t>& lengths) {
+  double sum = 0, squares = 0;
+  for (int64_t l : lengths) {
+    sum += real(l);
+    squares += real(l) * real(l);
+  }
+  return sum > 0 ? squares / sum : 0;
+}
+
 double imbalance(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank, int64_t ranks) {
   std::vector<double> load(static_cast<size_t>(ranks), 0.0);
   double total = 0;
