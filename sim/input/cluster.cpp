@@ -23,7 +23,7 @@ void parse_network(ObjectReader& parent, ClusterSpec& c) {
   r.read_quantity("nic_bandwidth", Dimension::bytes_per_s, c.nic_bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
   r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 64);
-  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_protocols", "remove it");
   r.finish();
 }
 
@@ -39,7 +39,7 @@ void parse_gpu_link(ObjectReader& parent, ClusterSpec& c) {
   r.read("kind", c.gpu_link.kind, Presence::optional);
   r.read_quantity("bandwidth", Dimension::bytes_per_s, c.gpu_link.bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
-  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_protocols", "remove it");
   r.finish();
 }
 

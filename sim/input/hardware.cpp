@@ -16,6 +16,15 @@ const char* dtype_name(Dtype d) {
   return "?";
 }
 
+const char* protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::ll: return "LL";
+    case Protocol::ll128: return "LL128";
+    case Protocol::simple: return "Simple";
+  }
+  return "?";
+}
+
 double GpuProfile::peak(Dtype d) const {
   const auto it = peak_flops_per_s.find(d);
   return it == peak_flops_per_s.end() ? 0.0 : it->second;
@@ -67,7 +76,7 @@ void parse_link(ObjectReader& parent, std::string_view key, Presence p, Link& li
   r.read_quantity("bandwidth", Dimension::bytes_per_s, link.bandwidth_bytes_per_s, Presence::required, 1e6,
                   kMaxBandwidth);
   r.read("efficiency", link.efficiency, Presence::optional, 1e-3, 1.0);
-  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_latency", "remove it");
+  r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_protocols", "remove it");
   r.finish();
 }
 
@@ -111,16 +120,53 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
   r.finish();
 }
 
-void parse_collective_latency(ObjectReader& parent, CollectiveLatency& l) {
-  const Value* v = parent.field("collective_latency");
+const EnumName<Protocol> kProtocolNames[] = {{"LL", Protocol::ll}, {"LL128", Protocol::ll128}, {"Simple", Protocol::simple}};
+
+void read_factors(ObjectReader& r, std::string_view key, std::vector<double>& out) {
+  const Value* v = r.field(key);
   if (!v) return;
-  ObjectReader r(*v, parent.pointer_of("collective_latency"), parent.diag());
-  r.read_duration("ring_base", l.ring_base, Presence::required, 0, 1);
-  r.read_duration("tree_base", l.tree_base, Presence::required, 0, 1);
-  r.read_duration("nvls_base", l.nvls_base, Presence::optional, 0, 1);
-  r.read_duration("hop_intra_node", l.hop_intra_node, Presence::required, 0, 1);
-  r.read_duration("hop_inter_node", l.hop_inter_node, Presence::required, 0, 1);
-  r.finish();
+  if (!v->is_array() || v->items().empty()) {
+    r.error(key, "expected a non-empty array of factors, got " + v->describe());
+    return;
+  }
+  for (size_t i = 0; i < v->items().size(); ++i) {
+    const Value& item = v->items()[i];
+    if (!item.is_number() || !(item.as_double() > 0) || item.as_double() > 1) {
+      r.diag().error(item, pointer_append(r.pointer_of(key), i),
+                     "expected a factor in (0, 1], got " + item.describe());
+      continue;
+    }
+    out.push_back(item.as_double());
+  }
+}
+
+void parse_collective_protocols(ObjectReader& parent, GpuProfile& g) {
+  parent.reject("collective_latency", "the latency model is per algorithm and protocol now",
+                "replace it with collective_protocols (docs/formats.md)");
+  parse_array(parent, "collective_protocols", g.collective_protocols, [&](ObjectReader& p, CollectiveProtocol& c) {
+    static const EnumName<int> algorithms[] = {{"ring", 0}, {"tree", 1}, {"nvls", 2}};
+    int algorithm = 0;
+    if (p.read_enum("algorithm", algorithm, Presence::required, algorithms))
+      c.algorithm = std::string(algorithms[algorithm].name);
+    p.read_enum("protocol", c.protocol, Presence::required, kProtocolNames);
+    p.read_duration("base", c.base, Presence::required, 0, 1);
+    p.read_duration("hop_intra_node", c.hop_intra_node, Presence::required, 0, 1);
+    p.read_duration("hop_inter_node", c.hop_inter_node, Presence::required, 0, 1);
+    p.read("bandwidth_share", c.bandwidth_share, Presence::optional, 1e-3, 1.0);
+    const char* caps[] = {"max_bus_bandwidth_one_node", "max_bus_bandwidth_two_nodes", "max_bus_bandwidth_more_nodes"};
+    for (int i = 0; i < 3; ++i)
+      p.read_quantity(caps[i], Dimension::bytes_per_s, c.max_bus_bandwidth[i], Presence::optional, 1e6, kMaxBandwidth);
+    p.read("multi_node_latency_factor", c.multi_node_latency_factor, Presence::optional, 1.0, 10.0);
+    read_factors(p, "size_correction", c.size_correction);
+    if (c.algorithm == "nvls" && c.protocol != Protocol::simple)
+      p.error("protocol", "NVLS runs the Simple protocol only", "set \"protocol\": \"Simple\"");
+  });
+  for (size_t i = 0; i < g.collective_protocols.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (g.collective_protocols[i].algorithm == g.collective_protocols[j].algorithm &&
+          g.collective_protocols[i].protocol == g.collective_protocols[j].protocol)
+        parent.error("collective_protocols", "algorithm " + g.collective_protocols[i].algorithm + " with protocol " +
+                                                 protocol_name(g.collective_protocols[i].protocol) + " is listed twice");
 }
 
 void parse_collectives(ObjectReader& parent, GpuProfile& g) {
@@ -141,7 +187,7 @@ void parse_collectives(ObjectReader& parent, GpuProfile& g) {
     p.read("ranks", c.ranks, Presence::optional, 2, 1 << 20);
     p.read_quantity("bus_bandwidth", Dimension::bytes_per_s, c.bus_bandwidth_bytes_per_s, Presence::required, 1e6,
                     kMaxBandwidth);
-    p.reject("latency", "a point's latency is not used; latency comes from the profile's collective_latency", "remove it");
+    p.reject("latency", "a point's latency is not used; latency comes from the profile's collective_protocols", "remove it");
   });
 }
 
@@ -176,7 +222,7 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
   parse_efficiency(r, g);
   parse_collectives(r, g);
-  parse_collective_latency(r, g.collective_latency);
+  parse_collective_protocols(r, g);
   r.read_duration("inference_step_overhead", g.inference_step_overhead, Presence::optional, 0, 1);
   r.finish();
   out = std::move(g);

@@ -55,11 +55,25 @@ struct CollectivePoint {
   double bus_bandwidth_bytes_per_s = 0;
 };
 
-// NCCL-style latency model: a collective of n steps costs base + steps x hop latency, with the hop
-// latency of the slowest link it crosses (NCCL's tuning model, src/graph/tuning.cc).
-struct CollectiveLatency {
-  SimTime ring_base, tree_base, nvls_base;
-  SimTime hop_intra_node, hop_inter_node;
+// One (algorithm, protocol) pair of NCCL's tuning model (src/graph/tuning.cc): a collective of
+// n steps costs base + steps x hop latency (the hop of the slowest link crossed), and moves data at
+// bandwidth_share of the algorithm's bus bandwidth, capped per node count. NCCL picks, per call,
+// the pair that finishes first.
+enum class Protocol { ll, ll128, simple };
+const char* protocol_name(Protocol p);
+
+struct CollectiveProtocol {
+  std::string algorithm;  // ring, tree, nvls
+  Protocol protocol = Protocol::simple;
+  SimTime base, hop_intra_node, hop_inter_node;
+  double bandwidth_share = 1;  // of the algorithm's bus bandwidth with the Simple protocol
+  // Caps on the bus bandwidth within one node, across two and across more; 0: none.
+  double max_bus_bandwidth[3] = {0, 0, 0};
+  // Multi-node ring all-reduce latency factor (NCCL's "plateau effect"); 1: none.
+  double multi_node_latency_factor = 1;
+  // Tree all-reduce bandwidth factors per power of two of the size, from 64 B up (NCCL's
+  // treeCorrectionFactor); empty: none, and 1 beyond the last.
+  std::vector<double> size_correction;
 };
 
 struct GpuProfile {
@@ -83,7 +97,7 @@ struct GpuProfile {
   std::vector<AttentionPoint> attention_efficiency;
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
   std::vector<CollectivePoint> collectives;
-  CollectiveLatency collective_latency;
+  std::vector<CollectiveProtocol> collective_protocols;
   double nic_efficiency = 0;       // achieved / peak for large transfers over the NIC; 0 = not given
   SimTime inference_step_overhead;  // host-side scheduling per engine iteration (vLLM/SGLang)
 

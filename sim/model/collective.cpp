@@ -15,15 +15,7 @@ constexpr std::pair<CollectiveOp, std::string_view> kNames[] = {
     {CollectiveOp::reduce_scatter, "reduce_scatter"}, {CollectiveOp::all_to_all, "all_to_all"},
     {CollectiveOp::broadcast, "broadcast"},   {CollectiveOp::send_recv, "send_recv"}};
 
-// Sequential steps of each algorithm (NCCL: ring all-reduce 2(n-1), tree 2 log2 n, ...).
-double steps(const std::string& algorithm, CollectiveOp op, int64_t n) {
-  const double nd = static_cast<double>(n);
-  if (op == CollectiveOp::send_recv) return 1;
-  if (algorithm == "tree") return 2 * std::ceil(std::log2(std::max(nd, 2.0)));
-  if (algorithm == "nvls") return 2;
-  if (op == CollectiveOp::all_reduce) return 2 * (nd - 1);
-  return nd - 1;
-}
+double log2_ceil(double x) { return std::ceil(std::log2(std::max(x, 1.0))); }
 
 }  // namespace
 
@@ -56,12 +48,21 @@ double bus_factor(CollectiveOp op, int64_t ranks) {
   return 1;
 }
 
+double call_latency_s(const input::GpuProfile& gpu) {
+  for (const auto& p : gpu.collective_protocols)
+    if (p.algorithm == "ring" && p.protocol == input::Protocol::simple) return p.base.seconds();
+  return 0;
+}
+
 std::string missing_collective_data(const input::ClusterSpec& cluster) {
   const auto& g = cluster.gpu;
   if (cluster.gpu_link.bandwidth_bytes_per_s <= 0) return "a GPU link (gpu_link)";
   if (cluster.gpu_link.efficiency <= 0 && g.collectives.empty())
     return "an achieved GPU-link efficiency (gpu_link/efficiency) or measured collectives";
-  if (g.collective_latency.hop_intra_node.ns() <= 0) return "the collective latency model (collective_latency)";
+  const bool ring_simple = std::any_of(g.collective_protocols.begin(), g.collective_protocols.end(), [](const auto& p) {
+    return p.algorithm == "ring" && p.protocol == input::Protocol::simple;
+  });
+  if (!ring_simple) return "the ring algorithm's Simple protocol in collective_protocols";
   if (cluster.nodes > 1 && g.nic_efficiency <= 0) return "the NIC efficiency (efficiency/nic)";
   return {};
 }
@@ -86,6 +87,8 @@ double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& alg
       ring_all_reduce = &p;
   }
   if (exact) return exact->bus_bandwidth_bytes_per_s;
+  // Unmeasured send/recv moves at what one GPU's link achieves; an unmeasured all-to-all as a ring.
+  if (op == CollectiveOp::send_recv) return cluster_.gpu_link.achieved();
   if (algorithm == "direct") return intra_node_busbw(op, "ring", ranks);  // unmeasured: as a ring moves it
   if (algorithm == "nvls") return 0;  // only where measured
   if (ring_all_reduce) return ring_all_reduce->bus_bandwidth_bytes_per_s;
@@ -109,17 +112,45 @@ double CollectiveModel::inter_node_busbw(CollectiveOp op, const CollectiveGroup&
   return std::min(intra, nics * nic);
 }
 
-double CollectiveModel::latency_s(const std::string& algorithm, CollectiveOp op, const CollectiveGroup& group) const {
-  const auto& l = cluster_.gpu.collective_latency;
-  const SimTime base = algorithm == "tree" ? l.tree_base : algorithm == "nvls" ? l.nvls_base : l.ring_base;
-  const SimTime hop = group.nodes() > 1 ? l.hop_inter_node : l.hop_intra_node;
-  return base.seconds() + steps(algorithm, op, group.ranks) * hop.seconds();
+double CollectiveModel::latency_s(const input::CollectiveProtocol& p, const std::string& algorithm, CollectiveOp op,
+                                  double bytes, const CollectiveGroup& group) const {
+  const int64_t n = group.ranks, nodes = group.nodes();
+  const double intra = p.hop_intra_node.seconds(), inter = p.hop_inter_node.seconds();
+  if (algorithm == "tree")  // up and down the chain in each node and the tree over the nodes
+    return p.base.seconds() + 2 * (static_cast<double>(std::min(group.ranks_per_node, n) - 1) * intra +
+                                   log2_ceil(static_cast<double>(nodes)) * inter);
+  if (algorithm == "nvls") return p.base.seconds() + (nodes > 1 ? intra + inter : intra);
+  if (op == CollectiveOp::send_recv) return p.base.seconds() + (nodes > 1 ? inter : intra);
+  // A ring (or the n - 1 exchanges of an all-to-all): 2(n - 1) steps for an all-reduce, n - 1
+  // otherwise. A ring over k nodes crosses between nodes k times per pass (NCCL: 2k inter-node
+  // steps for an all-reduce, k - 1 for the others).
+  const bool all_reduce = op == CollectiveOp::all_reduce;
+  const double steps = static_cast<double>(all_reduce ? 2 * (n - 1) : n - 1);
+  const double inter_steps =
+      nodes <= 1 ? 0.0 : std::min(steps, static_cast<double>(all_reduce ? 2 * nodes : nodes - 1));
+  double latency = p.base.seconds() + (steps - inter_steps) * intra + inter_steps * inter;
+  // NCCL's plateau of multi-node ring all-reduces beyond a small size (tuning.cc).
+  if (all_reduce && nodes > 1 && bytes >= static_cast<double>(n) / 16.0 * 65536.0) latency *= p.multi_node_latency_factor;
+  return latency;
+}
+
+double CollectiveModel::protocol_busbw(const input::CollectiveProtocol& p, const std::string& algorithm, CollectiveOp op,
+                                       double bytes, double simple_busbw, int64_t nodes) const {
+  double bw = simple_busbw * p.bandwidth_share;
+  const double cap = p.max_bus_bandwidth[nodes <= 1 ? 0 : nodes == 2 ? 1 : 2];
+  if (cap > 0) bw = std::min(bw, cap);
+  if (algorithm == "tree" && op == CollectiveOp::all_reduce && !p.size_correction.empty()) {
+    // Powers of two from 64 B: index floor(log2(bytes / 64)).
+    const double index = std::floor(std::log2(std::max(bytes / 64.0, 1.0)));
+    if (index < static_cast<double>(p.size_correction.size())) bw *= p.size_correction[static_cast<size_t>(index)];
+  }
+  return bw;
 }
 
 std::vector<CollectiveCost> CollectiveModel::candidates(CollectiveOp op, double bytes, const CollectiveGroup& group) const {
   std::vector<CollectiveCost> out;
   if (group.ranks <= 1) {
-    out.push_back({0, "none", 0, 0});
+    out.push_back({0, "none", "", 0, 0});
     return out;
   }
   const bool multi_node = group.nodes() > 1;
@@ -128,23 +159,33 @@ std::vector<CollectiveCost> CollectiveModel::candidates(CollectiveOp op, double 
   if (op == CollectiveOp::all_reduce && !multi_node && intra_node_busbw(op, "nvls", group.ranks) > 0) algorithms.push_back("nvls");
   const double factor = bus_factor(op, group.ranks);
   for (const auto& a : algorithms) {
+    // The algorithm's bus bandwidth with the Simple protocol: measured within a node, the NICs'
+    // share across nodes.
     double busbw = 0;
     if (op == CollectiveOp::send_recv)
-      busbw = multi_node ? cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency : cluster_.gpu_link.achieved();
+      busbw = multi_node ? cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency : intra_node_busbw(op, a, 2);
     else if (multi_node) busbw = inter_node_busbw(op, group);
     else busbw = intra_node_busbw(op, a, group.ranks);
-    CollectiveCost c;
-    c.algorithm = a;
-    c.seconds = latency_s(a, op, group) + bytes * factor / busbw;
-    c.algbw_bytes_per_s = bytes / c.seconds;
-    c.busbw_bytes_per_s = c.algbw_bytes_per_s * factor;
-    out.push_back(c);
+    // Point-to-point work (all-to-all, send/recv) runs the ring's protocols.
+    const std::string& table = a == "direct" ? std::string("ring") : a;
+    for (const auto& p : cluster_.gpu.collective_protocols) {
+      if (p.algorithm != table) continue;
+      const double bw = protocol_busbw(p, a, op, bytes, busbw, group.nodes());
+      CollectiveCost c;
+      c.algorithm = a;
+      c.protocol = input::protocol_name(p.protocol);
+      c.seconds = latency_s(p, a, op, bytes, group) + bytes * factor / bw;
+      c.algbw_bytes_per_s = bytes / c.seconds;
+      c.busbw_bytes_per_s = c.algbw_bytes_per_s * factor;
+      out.push_back(c);
+    }
   }
   return out;
 }
 
 CollectiveCost CollectiveModel::cost(CollectiveOp op, double bytes, const CollectiveGroup& group) const {
   auto all = candidates(op, bytes, group);
+  ARLSIM_ASSERT(!all.empty());
   return *std::min_element(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.seconds < b.seconds; });
 }
 

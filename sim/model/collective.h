@@ -4,8 +4,10 @@
 //
 // The factor and the bus bandwidth are those nccl-tests reports (doc/PERFORMANCE.md there):
 // all-reduce 2(n-1)/n; all-gather, reduce-scatter and all-to-all (n-1)/n; broadcast and
-// send/recv 1 — so a profile's measured bus bandwidth plugs in directly. Latency follows NCCL's
-// tuning model: a base per algorithm plus a hop latency per step (src/graph/tuning.cc).
+// send/recv 1 — so a profile's measured bus bandwidth plugs in directly. Each algorithm runs one of
+// NCCL's protocols (LL, LL128, Simple), each with its own latency (a base plus a hop latency per
+// step) and share of the bus bandwidth, and the call takes the fastest pair as NCCL's tuner does
+// (src/graph/tuning.cc): LL for small sizes, LL128 in the middle, Simple for large ones.
 // Across nodes a ring's C channels each cross one NIC, so its bus bandwidth is the smaller of the
 // intra-node rate and the node's aggregate NIC rate; the tree has the same bandwidth and
 // logarithmic latency; NVLS (NVLink SHARP) only where the profile has measured it.
@@ -29,6 +31,7 @@ double bus_factor(CollectiveOp op, int64_t ranks);
 struct CollectiveCost {
   double seconds = 0;
   std::string algorithm;  // ring, tree, nvls, direct
+  std::string protocol;   // LL, LL128, Simple
   double algbw_bytes_per_s = 0;  // size / time
   double busbw_bytes_per_s = 0;  // algbw x factor
 };
@@ -38,6 +41,10 @@ struct CollectiveGroup {
   int64_t ranks_per_node = 1;  // consecutive ranks share a node
   int64_t nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
 };
+
+// The fixed start-up time of one NCCL call: the ring's Simple protocol base latency (0 when the
+// profile has none).
+double call_latency_s(const input::GpuProfile& gpu);
 
 // What a cluster's profile lacks for collective costs, or "".
 std::string missing_collective_data(const input::ClusterSpec& cluster);
@@ -59,7 +66,10 @@ class CollectiveModel {
   double inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const;
 
  private:
-  double latency_s(const std::string& algorithm, CollectiveOp op, const CollectiveGroup& group) const;
+  double latency_s(const input::CollectiveProtocol& p, const std::string& algorithm, CollectiveOp op, double bytes,
+                   const CollectiveGroup& group) const;
+  double protocol_busbw(const input::CollectiveProtocol& p, const std::string& algorithm, CollectiveOp op, double bytes,
+                        double simple_busbw, int64_t nodes) const;
 
   const input::ClusterSpec& cluster_;
 };

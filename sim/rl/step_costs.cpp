@@ -200,7 +200,7 @@ double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLay
       const double nic = s.cluster.nodes == 1 ? s.cluster.gpu_link.achieved()
                                               : s.cluster.nic_bandwidth_bytes_per_s * nic_efficiency;
       const double buckets = std::ceil(rollout_shard / s.policy.weight_sync_bucket_bytes);
-      return rollout_shard / nic + buckets * s.cluster.gpu.collective_latency.ring_base.seconds();
+      return rollout_shard / nic + buckets * model::call_latency_s(s.cluster.gpu);
     }
   }
   return 0;

@@ -38,10 +38,10 @@ TEST_CASE("cost model: the analytic implementation is the kernel and collective 
   CHECK(a.seconds(AttentionOp{1e12, 8192, AttentionPass::forward}) == cm.attention(1e12, 8192, AttentionPass::forward).seconds);
   CHECK(a.seconds(MemoryBoundOp{1e9, 3}) == cm.memory_bound(1e9, 3).seconds);
   // Decode attention: the KV bytes at the memory-bound rate, one launch per layer.
-  CHECK(a.seconds(DecodeAttentionOp{1e9, 32}) == doctest::Approx(1e9 / cm.memory_rate() + 32 * cm.launch_overhead_s()));
+  CHECK(a.seconds(DecodeAttentionOp{1e9, 32}) == test::near(1e9 / cm.memory_rate() + 32 * cm.launch_overhead_s()));
   const CollectiveGroup g{16, 8};
   CHECK(a.seconds(CollectiveCallOp{CollectiveOp::all_reduce, 1e8, g}) == coll.cost(CollectiveOp::all_reduce, 1e8, g).seconds);
-  CHECK(a.seconds(HostTransferOp{1e9}) == doctest::Approx(1e9 / c.gpu.host_link.achieved()));
+  CHECK(a.seconds(HostTransferOp{1e9}) == test::near(1e9 / c.gpu.host_link.achieved()));
   // Point to point: NCCL send/recv between two ranks on one node, or on two.
   CHECK(a.seconds(PointToPointOp{1e8, false}) == coll.cost(CollectiveOp::send_recv, 1e8, {2, 2}).seconds);
   CHECK(a.seconds(PointToPointOp{1e8, true}) == coll.cost(CollectiveOp::send_recv, 1e8, {2, 1}).seconds);
@@ -59,15 +59,15 @@ TEST_CASE("cost model: a training forward pass is the sum of its operations' cos
   r.seq_len = 1024;
   r.global_batch = 1;
   REQUIRE(check_train_request(m, c, r).empty());
-  CHECK(estimate_forward_seconds(m, c, r, GemmOnly()) == doctest::Approx(0.129));
+  CHECK(estimate_forward_seconds(m, c, r, GemmOnly()) == test::near(0.129));
   // Training: the backward runs each GEMM twice more (3 x 129 ms per iteration), the optimizer
   // step and the gradient reduction are not GEMMs.
   const auto e = estimate_train(m, c, r, GemmOnly());
-  CHECK(e.breakdown.forward_s == doctest::Approx(0.129));
-  CHECK(e.breakdown.backward_s == doctest::Approx(0.258));
+  CHECK(e.breakdown.forward_s == test::near(0.129));
+  CHECK(e.breakdown.backward_s == test::near(0.258));
   // The analytic model gives a different, positive time through the same code.
   CHECK(estimate_forward_seconds(m, c, r) > 0);
-  CHECK(estimate_forward_seconds(m, c, r) != doctest::Approx(0.129));
+  CHECK(estimate_forward_seconds(m, c, r) != test::near(0.129));
 }
 
 TEST_CASE("cost model: an engine iteration is priced by the cost model it is given") {
@@ -79,7 +79,7 @@ TEST_CASE("cost model: an engine iteration is priced by the cost model it is giv
   IterationBatch b;
   b.decode_seqs = 1;
   b.decode_kv_tokens = 4096;
-  CHECK(im.iteration(b).gemm_s == doctest::Approx(0.129));
+  CHECK(im.iteration(b).gemm_s == test::near(0.129));
   CHECK(im.decode_window(1).b == 0);
 }
 
@@ -120,9 +120,9 @@ TEST_CASE("cost model: attention's work goes with the token-weighted mean length
   r.seq_len = 1000;
   r.global_batch = 1;
   const double per_pair = 32 * 2.0 * 32 * 256 * 1e-12;
-  CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == doctest::Approx(per_pair * 1000 * 1001 / 2));
+  CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == test::near(per_pair * 1000 * 1001 / 2));
   r.attention_len = 3000;
-  CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == doctest::Approx(per_pair * 1000 * 3001 / 2));
+  CHECK(estimate_forward_seconds(m, c, r, AttentionOnly()) == test::near(per_pair * 1000 * 3001 / 2));
 }
 
 TEST_CASE("cost model: unfused attention is two batched GEMMs per head and keeps the probabilities") {
@@ -135,16 +135,16 @@ TEST_CASE("cost model: unfused attention is two batched GEMMs per head and keeps
   r.seq_len = 1000;
   r.global_batch = 1;
   r.unfused_attention = true;
-  CHECK(estimate_forward_seconds(m, c, r, GemmOnly()) == doctest::Approx(2.177));
+  CHECK(estimate_forward_seconds(m, c, r, GemmOnly()) == test::near(2.177));
   // Memory: each layer keeps 32 heads x 1000 x 1000 bf16 probabilities for its backward.
   const auto unfused = estimate_train(m, c, r).memory.get("activations");
   r.unfused_attention = false;
   const auto flash = estimate_train(m, c, r).memory.get("activations");
-  CHECK(unfused - flash == doctest::Approx(32 * 2.0 * 32 * 1000 * 1000));
+  CHECK(unfused - flash == test::near(32 * 2.0 * 32 * 1000 * 1000));
   // Selective recompute drops them but for the layer being recomputed.
   r.layout.recompute = input::Recompute::selective;
   r.unfused_attention = true;
   const auto selective = estimate_train(m, c, r).memory.get("activations");
   r.unfused_attention = false;
-  CHECK(selective - estimate_train(m, c, r).memory.get("activations") == doctest::Approx(2.0 * 32 * 1000 * 1000));
+  CHECK(selective - estimate_train(m, c, r).memory.get("activations") == test::near(2.0 * 32 * 1000 * 1000));
 }

@@ -47,7 +47,7 @@ TEST_CASE("inference: decode is memory-bound and grows with context, prefill is 
   // The extra 31K tokens x 64 sequences of KV (128 KiB each) stream at the profile's achieved HBM
   // rate.
   CHECK(b.seconds - a.seconds ==
-        doctest::Approx(64.0 * 31744 * 131072 / (c.gpu.memory_bandwidth_bytes_per_s * c.gpu.memory_bound_efficiency)));
+        test::near(64.0 * 31744 * 131072 / (c.gpu.memory_bandwidth_bytes_per_s * c.gpu.memory_bound_efficiency)));
   model::IterationBatch prefill;
   prefill.prefill.push_back({8192, 0, true});
   const auto p = im.iteration(prefill);
@@ -64,8 +64,8 @@ TEST_CASE("inference: speculative decoding prices a token as a verification step
   verify.decode_seqs = 32;
   verify.decode_rows_per_seq = 5;  // 4 drafts + 1
   const auto w = spec.decode_window(32);
-  CHECK(w.a == doctest::Approx((plain.iteration(verify).seconds + 1e-4) / 2.5));
-  CHECK(w.b == doctest::Approx(plain.decode_window(32).b / 2.5));
+  CHECK(w.a == test::near((plain.iteration(verify).seconds + 1e-4) / 2.5));
+  CHECK(w.b == test::near(plain.decode_window(32).b / 2.5));
   // Small batches are memory-bound: verifying 5 rows costs about as much as decoding one, so
   // tokens come ~2.5x faster.
   CHECK(w.sum(100, 32 * 2048) < plain.decode_window(32).sum(100, 32 * 2048) / 2);

@@ -36,10 +36,10 @@ TEST_CASE("memory: activations per layer follow Korthikanti et al. without dropo
   // Tensor parallelism with sequence parallelism divides everything by t (their sbh(34/t + ...)).
   l.tp = 8;
   l.sequence_parallel = true;
-  CHECK(model::layer_activation_bytes(m, l, t, false) == doctest::Approx((32.0 * t * 4096 + 4.0 * t * 32) / 8));
+  CHECK(model::layer_activation_bytes(m, l, t, false) == test::near((32.0 * t * 4096 + 4.0 * t * 32) / 8));
   // Without sequence parallelism the 8 sbh outside the TP regions stay whole: sbh(8 + 24/t).
   l.sequence_parallel = false;
-  CHECK(model::layer_activation_bytes(m, l, t, false) == doctest::Approx(8.0 * t * 4096 + (24.0 * t * 4096 + 4.0 * t * 32) / 8));
+  CHECK(model::layer_activation_bytes(m, l, t, false) == test::near(8.0 * t * 4096 + (24.0 * t * 4096 + 4.0 * t * 32) / 8));
   // Full recompute keeps the layer input only: 2 sbh.
   l.recompute = input::Recompute::full;
   CHECK(model::layer_activation_bytes(m, l, t, false) == 2.0 * t * 4096);
@@ -53,14 +53,14 @@ TEST_CASE("memory: ZeRO stages shard 12, then 4, then 2 of the 18 bytes per para
   model::TrainShape shape;
   shape.seq_len = 1024;
   const double params = model::params_per_rank(m, l, true, true).total();
-  CHECK(params == doctest::Approx(model::count_params(m).total - 4096));  // all but the final norm
+  CHECK(params == test::near(model::count_params(m).total - 4096));  // all but the final norm
   const double expected[4][3] = {{2, 4, 12}, {2, 4, 12.0 / 8}, {2, 4.0 / 8, 12.0 / 8}, {2.0 / 8, 4.0 / 8, 12.0 / 8}};
   for (int zero = 0; zero <= 3; ++zero) {
     l.zero = zero;
     const auto mem = model::train_memory(m, c.gpu, l, shape);
-    CHECK(mem.get("weights") == doctest::Approx(expected[zero][0] * params));
-    CHECK(mem.get("gradients") == doctest::Approx(expected[zero][1] * params));
-    CHECK(mem.get("optimizer") == doctest::Approx(expected[zero][2] * params));
+    CHECK(mem.get("weights") == test::near(expected[zero][0] * params));
+    CHECK(mem.get("gradients") == test::near(expected[zero][1] * params));
+    CHECK(mem.get("optimizer") == test::near(expected[zero][2] * params));
   }
 }
 
@@ -72,13 +72,13 @@ TEST_CASE("memory: the training state is the one formula behind memory, and foll
   const double params = model::params_per_rank(m, l, true, true).total();
   // bf16: 2 + 4 + 12 bytes per parameter, gradients and optimizer sharded over dp = 8.
   const auto bf16 = model::training_state(m, l, input::Dtype::bf16);
-  CHECK(bf16.weights == doctest::Approx(2 * params));
-  CHECK(bf16.gradients == doctest::Approx(4 * params / 8));
-  CHECK(bf16.optimizer == doctest::Approx(12 * params / 8));
+  CHECK(bf16.weights == test::near(2 * params));
+  CHECK(bf16.gradients == test::near(4 * params / 8));
+  CHECK(bf16.optimizer == test::near(12 * params / 8));
   // fp32 training keeps no separate master copy: 4 + 4 + 8.
   const auto fp32 = model::training_state(m, l, input::Dtype::fp32);
-  CHECK(fp32.weights == doctest::Approx(4 * params));
-  CHECK(fp32.optimizer == doctest::Approx(8 * params / 8));
+  CHECK(fp32.weights == test::near(4 * params));
+  CHECK(fp32.optimizer == test::near(8 * params / 8));
   // train_memory reports exactly these (offload moves them off the GPU, not out of the state).
   model::TrainShape shape;
   shape.seq_len = 1024;

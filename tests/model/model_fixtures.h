@@ -30,8 +30,13 @@ inline input::ClusterSpec preset_cluster(const std::string& name, int64_t nodes)
 // HBM at 75% for streaming, 5 us per launch, and attention points at head dim 128: forward and
 // backward 30% at 4K and 32% at 8K tokens, forward 50% at 4K and 60% at 64K. Communication: a GPU
 // link of 400 GB/s at 80%, one 25 GB/s NIC per GPU at 90%, all-reduce measured in a node at
-// 300 GB/s (ring) and 400 GB/s (NVLS) bus bandwidth, latencies of 5 (ring), 10 (tree) and 20 us
-// (NVLS) plus 1 us a step inside a node and 4 us across nodes.
+// 300 GB/s (ring) and 400 GB/s (NVLS) bus bandwidth; the Simple protocol only, with latencies of
+// 5 (ring), 10 (tree) and 20 us (NVLS) plus 1 us a step inside a node (none for NVLS) and 4 us
+// across nodes.
+// A relative comparison. doctest's Approx also allows an absolute difference of about 1e-5, which
+// would let any microsecond-sized error in a time in seconds pass.
+inline doctest::Approx near(double v) { return doctest::Approx(v).scale(0); }
+
 inline input::ClusterSpec own_cluster(int64_t nodes) {
   input::ClusterSpec c = preset_cluster("dgx-h100", nodes);
   auto& g = c.gpu;
@@ -52,8 +57,15 @@ inline input::ClusterSpec own_cluster(int64_t nodes) {
   c.nics_per_node = 8;
   g.nic_efficiency = 0.9;
   g.collectives = {{"all_reduce", "intra_node", "ring", 8, 300e9}, {"all_reduce", "intra_node", "nvls", 8, 400e9}};
-  g.collective_latency = {SimTime::from_seconds(5e-6), SimTime::from_seconds(10e-6), SimTime::from_seconds(20e-6),
-                          SimTime::from_seconds(1e-6), SimTime::from_seconds(4e-6)};
+  auto protocol = [](const char* algorithm, double base_us) {
+    input::CollectiveProtocol p;
+    p.algorithm = algorithm;
+    p.base = SimTime::from_seconds(base_us * 1e-6);
+    p.hop_intra_node = SimTime::from_seconds(algorithm == std::string("nvls") ? 0 : 1e-6);
+    p.hop_inter_node = SimTime::from_seconds(4e-6);
+    return p;
+  };
+  g.collective_protocols = {protocol("ring", 5), protocol("tree", 10), protocol("nvls", 20)};
   return c;
 }
 

@@ -15,18 +15,18 @@ TEST_CASE("topology: max-min fair share on three flows over two links") {
   const std::vector<double> capacity{10, 4};
   const std::vector<model::Flow> flows{{{0}, 0}, {{0, 1}, 0}, {{1}, 0}};
   const auto rates = model::max_min_fair_rates(flows, capacity);
-  CHECK(rates[0] == doctest::Approx(8));
-  CHECK(rates[1] == doctest::Approx(2));
-  CHECK(rates[2] == doctest::Approx(2));
+  CHECK(rates[0] == test::near(8));
+  CHECK(rates[1] == test::near(2));
+  CHECK(rates[2] == test::near(2));
 }
 
 TEST_CASE("topology: a flow's demand caps it and frees capacity for the others") {
   const std::vector<double> capacity{10};
   const std::vector<model::Flow> flows{{{0}, 1}, {{0}, 0}, {{0}, 0}};
   const auto rates = model::max_min_fair_rates(flows, capacity);
-  CHECK(rates[0] == doctest::Approx(1));
-  CHECK(rates[1] == doctest::Approx(4.5));
-  CHECK(rates[2] == doctest::Approx(4.5));
+  CHECK(rates[0] == test::near(1));
+  CHECK(rates[1] == test::near(4.5));
+  CHECK(rates[2] == test::near(4.5));
 }
 
 TEST_CASE("topology: paths go over NVSwitch inside a node and over NICs between nodes") {
@@ -37,12 +37,12 @@ TEST_CASE("topology: paths go over NVSwitch inside a node and over NICs between 
   REQUIRE(inside.size() == 2);
   CHECK(t.link(inside[0]).name == "gpu0->node0.nvswitch");
   CHECK(t.link(inside[1]).name == "node0.nvswitch->gpu3");
-  CHECK(t.bottleneck(0, 3) == doctest::Approx(c.gpu_link.achieved()));
+  CHECK(t.bottleneck(0, 3) == test::near(c.gpu_link.achieved()));
   const auto across = t.path(1, 9);
   REQUIRE(across.size() == 4);
   CHECK(t.link(across[0]).name == "gpu1->node0.nic1");
   CHECK(t.link(across[3]).name == "node1.nic1->gpu9");
-  CHECK(t.bottleneck(1, 9) == doctest::Approx(c.nic_bandwidth_bytes_per_s * c.gpu.nic_efficiency));
+  CHECK(t.bottleneck(1, 9) == test::near(c.nic_bandwidth_bytes_per_s * c.gpu.nic_efficiency));
 }
 
 TEST_CASE("topology: concurrent flows into one NIC share it") {
@@ -54,8 +54,8 @@ TEST_CASE("topology: concurrent flows into one NIC share it") {
   const std::vector<model::Flow> flows{{t.path(0, 9), 0}, {t.path(1, 9), 0}};
   const auto rates = model::max_min_fair_rates(flows, capacity);
   const double nic = c.nic_bandwidth_bytes_per_s * c.gpu.nic_efficiency;
-  CHECK(rates[0] == doctest::Approx(nic / 2));
-  CHECK(rates[1] == doctest::Approx(nic / 2));
+  CHECK(rates[0] == test::near(nic / 2));
+  CHECK(rates[1] == test::near(nic / 2));
 }
 
 TEST_CASE("topology: two flows on one link, the shorter ends at 2 b1 / C, then the longer speeds up") {
@@ -64,14 +64,14 @@ TEST_CASE("topology: two flows on one link, the shorter ends at 2 b1 / C, then t
   const double c = 10, b1 = 20, b2 = 50;
   const std::vector<model::Flow> flows{{{0}, 0}, {{0}, 0}};
   const auto done = model::flow_completion_seconds(flows, {b1, b2}, {c});
-  CHECK(done[0] == doctest::Approx(2 * b1 / c));
-  CHECK(done[1] == doctest::Approx((b1 + b2) / c));
+  CHECK(done[0] == test::near(2 * b1 / c));
+  CHECK(done[1] == test::near((b1 + b2) / c));
 }
 
 TEST_CASE("topology: flows without links, without bytes, or over a dead link") {
   const std::vector<model::Flow> flows{{{}, 4}, {{}, 0}, {{0}, 0}, {{1}, 0}};
   const auto done = model::flow_completion_seconds(flows, {8, 8, 0, 8}, {10, 0});
-  CHECK(done[0] == doctest::Approx(2));  // bytes / demand
+  CHECK(done[0] == test::near(2));  // bytes / demand
   CHECK(done[1] == 0);                   // within one device: not modelled
   CHECK(done[2] == 0);                   // nothing to send
   CHECK(done[3] == std::numeric_limits<double>::infinity());
@@ -82,10 +82,10 @@ TEST_CASE("topology: a flow freed by another's completion takes the rest of the 
   // until a (4 bytes) ends at 2 s; then b gets 4 on link 0 and c 6 on link 1.
   const std::vector<model::Flow> flows{{{0}, 0}, {{0, 1}, 0}, {{1}, 0}};
   const auto done = model::flow_completion_seconds(flows, {4, 12, 40}, {4, 10});
-  CHECK(done[0] == doctest::Approx(2));
-  CHECK(done[1] == doctest::Approx(2 + (12 - 4) / 4.0));  // 4 s
+  CHECK(done[0] == test::near(2));
+  CHECK(done[1] == test::near(2 + (12 - 4) / 4.0));  // 4 s
   // c: 16 bytes by 2 s, 12 more at 6/s until 4 s, then 12 left at 10/s.
-  CHECK(done[2] == doctest::Approx(4 + (40 - 16 - 12) / 10.0));
+  CHECK(done[2] == test::near(4 + (40 - 16 - 12) / 10.0));
 }
 
 TEST_CASE("topology: holding the rates for a fraction of the flows can only make them later") {
@@ -95,12 +95,12 @@ TEST_CASE("topology: holding the rates for a fraction of the flows can only make
   const std::vector<double> bytes{1, 2, 3, 4};
   const auto exact = model::flow_completion_seconds(flows, bytes, {1});
   const std::vector<double> exact_expected{4, 7, 9, 10};
-  for (size_t i = 0; i < 4; ++i) CHECK(exact[i] == doctest::Approx(exact_expected[i]));
+  for (size_t i = 0; i < 4; ++i) CHECK(exact[i] == test::near(exact_expected[i]));
   // Re-sharing after half the flows: the rates stay at 1/4 until the second ends at 8; then
   // 1/2 each for the 1 and 2 bytes left (10), and 1 for the last byte (11).
   const auto held = model::flow_completion_seconds(flows, bytes, {1}, 0.5);
   const std::vector<double> held_expected{4, 8, 10, 11};
-  for (size_t i = 0; i < 4; ++i) CHECK(held[i] == doctest::Approx(held_expected[i]));
+  for (size_t i = 0; i < 4; ++i) CHECK(held[i] == test::near(held_expected[i]));
 }
 
 TEST_CASE("topology: host memory and controller endpoints") {
@@ -126,7 +126,7 @@ TEST_CASE("topology: host memory and controller endpoints") {
   CHECK(t.node_of(Endpoint::gpu(9)) == 1);
   CHECK(t.node_of(Endpoint::controller()) == 0);
   const auto host = t.route(Endpoint::gpu(1), Endpoint::host(0));
-  CHECK(t.link(host[0]).capacity_bytes_per_s == doctest::Approx(c.gpu.host_link.achieved()));
+  CHECK(t.link(host[0]).capacity_bytes_per_s == test::near(c.gpu.host_link.achieved()));
   // GPU paths are the same as without the extra endpoints.
   CHECK(names(t.path(0, 3)) == std::vector<std::string>{"gpu0->node0.nvswitch", "node0.nvswitch->gpu3"});
   CHECK(t.capacities().size() == t.link_count());

@@ -32,9 +32,9 @@ TEST_CASE("train: model FLOPs per token are 6N plus the attention term") {
   // forward token (QK^T and AV), x3.
   const double n = p.total - 152064.0 * 3584 - p.norms;
   const double attention = 2.0 * 2 * 28 * 28 * 128 * (4096 + 1) / 2;
-  CHECK(e.model_flops_per_token == doctest::Approx(3 * (2 * n + attention)));
-  CHECK(e.mfu == doctest::Approx(e.model_tflops_per_gpu * 1e12 / c.gpu.peak(input::Dtype::bf16)));
-  CHECK(e.tokens_per_s == doctest::Approx(64.0 * 4096 / e.iteration_s));
+  CHECK(e.model_flops_per_token == test::near(3 * (2 * n + attention)));
+  CHECK(e.mfu == test::near(e.model_tflops_per_gpu * 1e12 / c.gpu.peak(input::Dtype::bf16)));
+  CHECK(e.tokens_per_s == test::near(64.0 * 4096 / e.iteration_s));
 }
 
 TEST_CASE("train: the pipeline bubble is (p - 1) / (v m)") {
@@ -43,15 +43,15 @@ TEST_CASE("train: the pipeline bubble is (p - 1) / (v m)") {
   auto r = request(8, 4, 1, 1, 16);
   auto e = model::estimate_train(m, c, r);
   CHECK(e.micro_batches == 16);
-  CHECK(e.breakdown.bubble_fraction == doctest::Approx(3.0 / 16));
+  CHECK(e.breakdown.bubble_fraction == test::near(3.0 / 16));
   const double slot = e.breakdown.forward_s + e.breakdown.backward_s + e.breakdown.pp_comm_s;
-  CHECK(e.breakdown.pipeline_s == doctest::Approx((16 + 3) * slot));
+  CHECK(e.breakdown.pipeline_s == test::near((16 + 3) * slot));
   const double sends = e.breakdown.pp_comm_s;
   r.layout.vpp = 5;  // 80 layers = 4 stages x 5 chunks x 4 layers
   e = model::estimate_train(m, c, r);
-  CHECK(e.breakdown.bubble_fraction == doctest::Approx(3.0 / (5 * 16)));
+  CHECK(e.breakdown.bubble_fraction == test::near(3.0 / (5 * 16)));
   // Each micro-batch now crosses every stage boundary once per chunk: 5 x the sends.
-  CHECK(e.breakdown.pp_comm_s == doctest::Approx(5 * sends));
+  CHECK(e.breakdown.pp_comm_s == test::near(5 * sends));
 }
 
 TEST_CASE("train: more data parallelism runs the same global batch faster") {
@@ -79,7 +79,9 @@ TEST_CASE("train: full recompute trades memory for one more forward") {
   const auto none = model::estimate_train(m, c, r);
   r.layout.recompute = input::Recompute::full;
   const auto full = model::estimate_train(m, c, r);
-  CHECK(full.breakdown.backward_s == doctest::Approx(none.breakdown.backward_s + none.breakdown.forward_s - (0.0)).epsilon(0.02));
+  // The layers' forward again, not the embedding, LM head and loss.
+  CHECK(full.breakdown.backward_s < none.breakdown.backward_s + none.breakdown.forward_s);
+  CHECK(full.breakdown.backward_s > none.breakdown.backward_s + 0.9 * none.breakdown.forward_s);
   CHECK(full.memory.get("activations") < none.memory.get("activations") / 5);
 }
 
@@ -92,7 +94,7 @@ TEST_CASE("train: an MoE model's FLOPs per token count only the active experts")
   const auto p = model::count_params(m);
   const double n_active = p.active - 151936.0 * 2048 - p.norms;  // less the input embedding and norms
   const double attention = 2.0 * 2 * 48 * 32 * 128 * (4096 + 1) / 2;
-  CHECK(e.model_flops_per_token == doctest::Approx(3 * (2 * n_active + attention)));
+  CHECK(e.model_flops_per_token == test::near(3 * (2 * n_active + attention)));
   // About 3.35B active parameters: 6N ~ 20 GFLOP per token, far below 6 x 30.5B.
   CHECK(e.model_flops_per_token < 6 * 0.2 * p.total);
 }
@@ -107,7 +109,7 @@ TEST_CASE("train: offloading saves GPU memory and pays the host link") {
   const double host = c.gpu.host_link.achieved();
   const double shard = model::count_params(m).total / 8;  // ZeRO-1 over dp 8
   // The fp32 gradients out and the bf16 weights back: 6 bytes per parameter of the shard.
-  CHECK(optimizer.breakdown.optimizer_s == doctest::Approx(6.0 * shard / host).epsilon(0.01));
+  CHECK(optimizer.breakdown.optimizer_s == test::near(6.0 * shard / host).epsilon(0.01));
   CHECK(optimizer.breakdown.optimizer_s > resident.breakdown.optimizer_s);
   CHECK(optimizer.memory.total() < resident.memory.total());
   // Offloaded weights are uploaded for the forward and the backward of each micro-batch: with
@@ -137,10 +139,10 @@ TEST_CASE("train: a critic's value head replaces the vocabulary's logits") {
   r.value_head = true;
   const auto critic = model::estimate_train(m, c, r);
   CHECK(critic.iteration_s < policy.iteration_s);  // no hidden x vocabulary head, no vocabulary-wide loss
-  CHECK(critic.memory.get("logits") == doctest::Approx(6.0 * 32768));
-  CHECK(policy.memory.get("logits") == doctest::Approx(6.0 * 32768 * 152064));
+  CHECK(critic.memory.get("logits") == test::near(6.0 * 32768));
+  CHECK(policy.memory.get("logits") == test::near(6.0 * 32768 * 152064));
   model::TrainShape shape;
   shape.seq_len = 32768;
   shape.value_head = true;
-  CHECK(model::forward_memory(m, c.gpu, r.layout, shape).get("logits") == doctest::Approx(6.0 * 32768));
+  CHECK(model::forward_memory(m, c.gpu, r.layout, shape).get("logits") == test::near(6.0 * 32768));
 }
