@@ -1,5 +1,8 @@
 #include "sim/input/hardware.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "sim/parse/reader.h"
 
 namespace arlsim::input {
@@ -115,6 +118,34 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     t.read("m", g.gemm_tile_m, Presence::required, 1, 4096);
     t.read("n", g.gemm_tile_n, Presence::required, 1, 4096);
     t.finish();
+  }
+  r.read("gemm_k_overhead", g.gemm_k_overhead, Presence::optional, 0, 1e5);
+  if (!g.gemm_efficiency.empty()) {
+    // A single point, or a complete grid (every combination of the points' m, n and k values).
+    std::vector<int64_t> ms, ns, ks;
+    for (const auto& p : g.gemm_efficiency) {
+      ms.push_back(p.m);
+      ns.push_back(p.n);
+      ks.push_back(p.k);
+    }
+    for (auto* axis : {&ms, &ns, &ks}) {
+      std::sort(axis->begin(), axis->end());
+      axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
+    }
+    const size_t cells = ms.size() * ns.size() * ks.size();
+    auto points = g.gemm_efficiency;
+    std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
+    });
+    const bool repeated = std::adjacent_find(points.begin(), points.end(), [](const auto& a, const auto& b) {
+                            return a.m == b.m && a.n == b.n && a.k == b.k;
+                          }) != points.end();
+    if (repeated) r.error("gemm", "a shape is listed twice", "keep one point per (m, n, k)");
+    else if (g.gemm_efficiency.size() > 1 && cells != g.gemm_efficiency.size())
+      r.error("gemm", std::to_string(g.gemm_efficiency.size()) + " points do not form a grid: their " +
+                          std::to_string(ms.size()) + " m, " + std::to_string(ns.size()) + " n and " +
+                          std::to_string(ks.size()) + " k values make " + std::to_string(cells) + " combinations",
+              "give one point (the best shape) or every combination once");
   }
   r.read("nic", g.nic_efficiency, Presence::optional, 1e-3, 1.0);
   r.finish();

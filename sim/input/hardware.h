@@ -94,6 +94,9 @@ struct GpuProfile {
 
   std::vector<GemmPoint> gemm_efficiency;
   int64_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile of the library's large-GEMM kernels
+  // The fixed work of each output tile (pipeline fill, epilogue) as an equivalent depth of K: a
+  // GEMM of depth K runs at K / (K + gemm_k_overhead) of the deep-K rate. 0: not modelled.
+  double gemm_k_overhead = 0;
   std::vector<AttentionPoint> attention_efficiency;
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
   std::vector<CollectivePoint> collectives;

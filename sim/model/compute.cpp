@@ -43,9 +43,29 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
   launch_s_ = gpu.kernel_launch_overhead.seconds();
-  // e_max: the best measured point with its own quantisation losses taken out.
-  for (const auto& p : gpu.gemm_efficiency) e_max_ = std::max(e_max_, p.efficiency / quantisation(p.m, p.n, p.k));
-  e_max_ = std::min(e_max_, 1.0);
+  k_overhead_ = gpu.gemm_k_overhead;
+  // e_max: the best measured point with its own quantisation and depth losses taken out.
+  double e_max = 0;
+  for (const auto& p : gpu.gemm_efficiency) e_max = std::max(e_max, p.efficiency / analytic_efficiency(p.m, p.n, p.k, 1));
+  e_max_ = std::min(e_max, 1.0);
+  if (gpu.gemm_efficiency.size() > 1) {
+    for (const auto& p : gpu.gemm_efficiency) {
+      grid_m_.push_back(p.m);
+      grid_n_.push_back(p.n);
+      grid_k_.push_back(p.k);
+    }
+    for (auto* v : {&grid_m_, &grid_n_, &grid_k_}) {
+      std::sort(v->begin(), v->end());
+      v->erase(std::unique(v->begin(), v->end()), v->end());
+    }
+    grid_.assign(grid_m_.size() * grid_n_.size() * grid_k_.size(), 0.0);
+    auto index = [](const std::vector<int64_t>& axis, int64_t v) {
+      return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) - axis.begin());
+    };
+    for (const auto& p : gpu.gemm_efficiency)
+      grid_[(index(grid_m_, p.m) * grid_n_.size() + index(grid_n_, p.n)) * grid_k_.size() + index(grid_k_, p.k)] =
+          p.efficiency;
+  }
   // Attention points by pass and head dimension, in order of length, chosen once: an engine prices
   // attention at every prefill iteration. The attention modelled is causal, so causal points are
   // taken when the profile has any; the other pass's points stand in when a profile lacks a pass's.
@@ -93,7 +113,41 @@ double ComputeModel::quantisation(int64_t m, int64_t n, int64_t k, int64_t group
   return tile_fraction * wave_fraction;
 }
 
-double ComputeModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const { return e_max_ * quantisation(m, n, k); }
+double ComputeModel::analytic_efficiency(int64_t m, int64_t n, int64_t k, int64_t groups) const {
+  // Before e_max is known (while it is being recovered) this is the loss factor alone.
+  const double depth = static_cast<double>(k) / (static_cast<double>(k) + k_overhead_);
+  return (e_max_ > 0 ? e_max_ : 1.0) * quantisation(m, n, k, groups) * depth;
+}
+
+bool ComputeModel::in_gemm_grid(int64_t m, int64_t n, int64_t k) const {
+  return !grid_.empty() && m >= grid_m_.front() && m <= grid_m_.back() && n >= grid_n_.front() &&
+         n <= grid_n_.back() && k >= grid_k_.front() && k <= grid_k_.back();
+}
+
+double ComputeModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, int64_t groups) const {
+  if (groups != 1 || !in_gemm_grid(m, n, k)) return analytic_efficiency(m, n, k, groups);
+  // Trilinear interpolation, linear in each of m, n and k between the neighbouring grid values.
+  struct Axis {
+    size_t lo, hi;
+    double t;
+  };
+  auto locate = [](const std::vector<int64_t>& axis, int64_t v) {
+    const size_t hi = static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) - axis.begin());
+    if (axis[hi] == v || hi == 0) return Axis{hi, hi, 0.0};
+    const size_t lo = hi - 1;
+    return Axis{lo, hi, static_cast<double>(v - axis[lo]) / static_cast<double>(axis[hi] - axis[lo])};
+  };
+  const Axis am = locate(grid_m_, m), an = locate(grid_n_, n), ak = locate(grid_k_, k);
+  auto at = [&](size_t i, size_t j, size_t l) { return grid_[(i * grid_n_.size() + j) * grid_k_.size() + l]; };
+  double e = 0;
+  for (int bi = 0; bi < 2; ++bi)
+    for (int bj = 0; bj < 2; ++bj)
+      for (int bl = 0; bl < 2; ++bl) {
+        const double w = (bi ? am.t : 1 - am.t) * (bj ? an.t : 1 - an.t) * (bl ? ak.t : 1 - ak.t);
+        if (w > 0) e += w * at(bi ? am.hi : am.lo, bj ? an.hi : an.lo, bl ? ak.hi : ak.lo);
+      }
+  return e;
+}
 
 OpCost ComputeModel::gemm(int64_t m, int64_t n, int64_t k) const { return grouped_gemm(1, m, n, k); }
 
@@ -105,7 +159,7 @@ OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
   c.flops = groups * 2.0 * md * nd * kd;
   c.bytes = groups * bytes_per_element_ * (md * kd + kd * nd + md * nd);
-  const double compute_s = c.flops / (peak_ * e_max_ * quantisation(m, n, k, count));
+  const double compute_s = c.flops / (peak_ * gemm_efficiency(m, n, k, count));
   const double memory_s = c.bytes / memory_rate_;
   c.memory_bound = memory_s > compute_s;
   c.seconds = std::max(compute_s, memory_s) + launch_s_;

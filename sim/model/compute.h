@@ -2,11 +2,16 @@
 //
 // A GEMM takes the longer of its compute time and its memory time (roofline, Williams et al.
 // 2009), plus the launch overhead:
-//   compute = 2MNK / (peak x e_max x tile_fraction x wave_fraction)
+//   compute = 2MNK / (peak x efficiency(M, N, K))
 //   memory  = bytes(A, B, C) / (HBM bandwidth x memory-bound efficiency)
-// tile_fraction is the useful share of the output tiles the library computes (tile quantisation)
-// and wave_fraction the share of SM slots the last wave fills (wave quantisation); e_max is the
-// efficiency of a perfectly quantised large GEMM, recovered from the profile's measured points.
+// With a measured grid of shapes in the profile, the efficiency inside the grid is interpolated
+// linearly in M, N and K between its points (not in log space, which biases the blend high).
+// Outside the grid, or with a single best-shape point, it is analytic:
+//   efficiency = e_max x tile_fraction x wave_fraction x K / (K + k_overhead)
+// tile_fraction is the useful share of the output tiles the library computes (tile quantisation),
+// wave_fraction the share of SM slots the last wave fills (wave quantisation), and the last factor
+// the fixed work of each tile (pipeline fill, epilogue) against its main loop over K; e_max is the
+// efficiency of a perfectly quantised deep GEMM, recovered from the profile's best point.
 // Attention uses the profile's FlashAttention efficiency curve by sequence length; decode
 // attention reads the KV cache at the memory-bound rate. Every efficiency is profile data.
 #pragma once
@@ -47,8 +52,10 @@ class ComputeModel {
   // The useful fraction of the output tiles of `groups` (m, n, k) GEMMs in one kernel, times the
   // filled fraction of its waves of thread blocks over the SMs (after split-K for few tiles).
   double quantisation(int64_t m, int64_t n, int64_t k, int64_t groups = 1) const;
-  // Efficiency of the compute part of an (m, n, k) GEMM (achieved / peak).
-  double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
+  // Efficiency of the compute part of `groups` (m, n, k) GEMMs in one kernel (achieved / peak).
+  double gemm_efficiency(int64_t m, int64_t n, int64_t k, int64_t groups = 1) const;
+  // Whether (m, n, k) lies inside the profile's measured grid (false without one).
+  bool in_gemm_grid(int64_t m, int64_t n, int64_t k) const;
   OpCost gemm(int64_t m, int64_t n, int64_t k) const;
   // `count` identical GEMMs launched as one grouped kernel (MoE experts).
   OpCost grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k) const;
@@ -69,6 +76,11 @@ class ComputeModel {
   double peak_ = 0;
   double bytes_per_element_ = 2;
   double e_max_ = 0;
+  double k_overhead_ = 0;
+  double analytic_efficiency(int64_t m, int64_t n, int64_t k, int64_t groups) const;
+  // The measured grid: sorted axes and efficiencies indexed [m][n][k]; empty without one.
+  std::vector<int64_t> grid_m_, grid_n_, grid_k_;
+  std::vector<double> grid_;
   double memory_rate_ = 0;  // achieved bytes/s
   double launch_s_ = 0;
   struct AttentionGroup {

@@ -27,6 +27,39 @@ TEST_CASE("compute: a large GEMM runs at the profile's measured efficiency") {
   CHECK(big.seconds == test::near(2.0 * 4096 * 4096 * 4096 / (1000e12 * 0.70) + 5e-6));
 }
 
+TEST_CASE("compute: each tile's fixed work costs k_overhead of depth: K / (K + k_overhead)") {
+  auto c = test::own_cluster(1);
+  c.gpu.gemm_k_overhead = 256;
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
+  // The measured point stays exact: e_max = 0.70 / (4096 / (4096 + 256)).
+  CHECK(cm.gemm_efficiency(4096, 4096, 4096) == test::near(0.70));
+  // A shallow GEMM of the same output (no quantisation loss either) loses the depth factor.
+  const double e_max = 0.70 / (4096.0 / (4096 + 256));
+  CHECK(cm.gemm_efficiency(4096, 4096, 512) == test::near(e_max * 512.0 / (512 + 256)));
+}
+
+TEST_CASE("compute: a measured grid is interpolated linearly in m, n and k, and left outside it") {
+  auto c = test::own_cluster(1);
+  // 2 x 2 x 2 shapes; efficiency 0.1 at the corner, +0.2 along m, +0.1 along n, +0.3 along k.
+  c.gpu.gemm_efficiency.clear();
+  for (int64_t m : {1024, 4096})
+    for (int64_t n : {1024, 8192})
+      for (int64_t k : {1024, 8192})
+        c.gpu.gemm_efficiency.push_back({m, n, k, 0.1 + (m == 4096 ? 0.2 : 0) + (n == 8192 ? 0.1 : 0) + (k == 8192 ? 0.3 : 0)});
+  const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
+  CHECK(cm.gemm_efficiency(1024, 1024, 1024) == test::near(0.1));
+  CHECK(cm.gemm_efficiency(4096, 8192, 8192) == test::near(0.7));
+  // Linear, not logarithmic: m = 2048 is a third of the way from 1024 to 4096.
+  CHECK(cm.gemm_efficiency(2048, 1024, 1024) == test::near(0.1 + 0.2 / 3));
+  // All three at once: the sum of the three linear parts.
+  CHECK(cm.gemm_efficiency(2048, 4608, 4608) == test::near(0.1 + 0.2 / 3 + 0.1 * 0.5 + 0.3 * 0.5));
+  CHECK(cm.in_gemm_grid(2048, 4608, 4608));
+  // Outside the grid: the analytic model from the grid's best point (4096 x 8192 x 8192 at 0.7,
+  // whole tiles and waves: e_max = 0.7).
+  CHECK_FALSE(cm.in_gemm_grid(16384, 8192, 8192));
+  CHECK(cm.gemm_efficiency(16384, 8192, 8192) == test::near(0.7 * cm.quantisation(16384, 8192, 8192)));
+}
+
 TEST_CASE("compute: a GEMV is memory-bound and reads the weights once") {
   const auto c = test::own_cluster(1);
   const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
