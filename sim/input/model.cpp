@@ -99,6 +99,8 @@ void parse_own(ObjectReader& r, ModelSpec& m) {
   r.read("out_bias", m.out_bias, Presence::optional);
   r.read("mlp_bias", m.mlp_bias, Presence::optional);
   r.read("qk_norm", m.qk_norm, Presence::optional);
+  r.read("hidden_dropout", m.hidden_dropout, Presence::optional, 0, 0.99);
+  r.read("attention_dropout", m.attention_dropout, Presence::optional, 0, 0.99);
   r.read("mtp_layers", m.mtp_layers, Presence::optional, 0, 64);
   parse_own_mla(r, m);
   parse_own_moe(r, m);
@@ -113,6 +115,12 @@ const std::vector<std::string> kHfModelTypes = {"llama",     "mistral",   "mixtr
 
 // Reads a key that HF allows to be null (meaning "unset"); returns false when null or absent.
 bool read_nullable(ObjectReader& r, std::string_view key, int64_t& out, int64_t lo, int64_t hi) {
+  const Value* v = r.field(key);
+  if (!v || v->is_null()) return false;
+  return r.read(key, out, Presence::optional, lo, hi);
+}
+
+bool read_nullable(ObjectReader& r, std::string_view key, double& out, double lo, double hi) {
   const Value* v = r.field(key);
   if (!v || v->is_null()) return false;
   return r.read(key, out, Presence::optional, lo, hi);
@@ -216,6 +224,8 @@ void parse_hf(ObjectReader& r, ModelSpec& m) {
     r.read("mlp_bias", m.mlp_bias, Presence::optional);
     m.qk_norm = type == "qwen3" || type == "qwen3_moe";
   }
+  read_nullable(r, "attention_dropout", m.attention_dropout, 0.0, 0.99);
+  read_nullable(r, "hidden_dropout", m.hidden_dropout, 0.0, 0.99);
   if (type == "deepseek_v2" || type == "deepseek_v3") parse_hf_mla(r, m);
   parse_hf_moe(r, type, m);
   r.finish_ignoring_unknown();

@@ -67,6 +67,10 @@ struct ModelSpec {
   bool out_bias = false;   // bias on the attention output projection
   bool mlp_bias = false;
   bool qk_norm = false;    // per-head RMSNorm on queries and keys (Qwen3)
+  // Dropout probabilities in training: on the hidden states before each residual add, and on the
+  // attention probabilities. RL fine-tuning runs without; 2020-22 pre-training runs used 0.1.
+  double hidden_dropout = 0;
+  double attention_dropout = 0;
   int64_t mtp_layers = 0;  // multi-token-prediction modules, not counted in the main model
 
   MlaSpec mla;      // meaningful when attention == mla

@@ -21,7 +21,8 @@ struct LayerCost {
   OpCost gemm;       // forward matmuls of the layer on one rank
   OpCost attention;  // forward attention core
   OpCost attention_fwd_bwd;
-  OpCost elementwise;
+  OpCost elementwise;  // forward
+  OpCost elementwise_backward;
   double tp_comm_s = 0;  // forward; backward has the same volume
   double ep_comm_s = 0;  // forward dispatch + combine
   double cp_comm_s = 0;  // forward KV exchange
@@ -100,8 +101,14 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     const OpCost scores = cost.cost(GemmOp{queries, attention_len, qk, groups});
     const OpCost values = cost.cost(GemmOp{queries, v, attention_len, groups});
     const double elements = d(groups) * d(queries) * d(attention_len);
-    const OpCost softmax = cost.cost(MemoryBoundOp{2.0 * 2 * elements, 1});
-    const OpCost softmax_backward = cost.cost(MemoryBoundOp{3.0 * 2 * elements, 1});
+    OpCost softmax = cost.cost(MemoryBoundOp{2.0 * 2 * elements, 1});
+    OpCost softmax_backward = cost.cost(MemoryBoundOp{3.0 * 2 * elements, 1});
+    if (m.attention_dropout > 0) {
+      // Dropout on the probabilities: read them, write the kept ones and a one-byte mask; backward
+      // read the gradient and the mask, write the gradient.
+      softmax += cost.cost(MemoryBoundOp{(2.0 * 2 + 1) * elements, 1});
+      softmax_backward += cost.cost(MemoryBoundOp{(2.0 * 2 + 1) * elements, 1});
+    }
     lc.attention = scores;
     lc.attention += values;
     lc.attention += softmax;
@@ -113,9 +120,10 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     }
     lc.attention_fwd_bwd += softmax_backward;
   }
-  // Norms and residual adds (10h per token), the activation (3 x ffn), rotary on q and k.
-  const double elementwise_bytes = 2.0 * d(tokens) * (10.0 * d(h) + 3.0 * d(ffn_elementwise) + 2.0 * d(q_width + kv_width) / d(tp));
-  lc.elementwise = cost.cost(MemoryBoundOp{elementwise_bytes, 6});
+  for (const auto& k : layer_elementwise_kernels(m, r, tokens, ffn_elementwise, false))
+    lc.elementwise += cost.cost(MemoryBoundOp{k.bytes, 1});
+  for (const auto& k : layer_elementwise_kernels(m, r, tokens, ffn_elementwise, true))
+    lc.elementwise_backward += cost.cost(MemoryBoundOp{k.bytes, 1});
   if (tp > 1) {
     const double bytes = d(tokens) * d(h) * 2;
     const auto g = group_of(c, tp, 1);
@@ -154,7 +162,7 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds);
     const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
     const double fwd = lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_fwd;
-    double bwd = 2 * lc.gemm.seconds + attention_bwd + 2 * lc.elementwise.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_bwd;
+    double bwd = 2 * lc.gemm.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_bwd;
     if (l.recompute == Recompute::full) bwd += fwd;
     if (l.recompute == Recompute::selective) bwd += lc.attention.seconds;
     const double n = d(count);
@@ -190,6 +198,47 @@ double weight_upload_seconds(const CostModel& cost, const StageParams& p, const 
 }
 
 }  // namespace
+
+std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec& m, const TrainRequest& r,
+                                                         int64_t tokens, int64_t ffn_width, bool backward) {
+  const auto& l = r.layout;
+  constexpr double b = 2;  // bf16 activations
+  const double t = d(tokens), h = d(m.hidden_size), tp = d(l.tp);
+  // Norms and residual adds see the rank's share of the sequence under sequence parallelism.
+  const double ts = l.sequence_parallel && l.tp > 1 ? t / tp : t;
+  // Query and key widths the rotary embedding (and a per-head norm) touch on the rank.
+  double qk_width = d(m.num_heads * m.head_dim + m.num_kv_heads * m.head_dim);
+  if (m.attention == input::AttentionKind::mla) qk_width = d((m.num_heads + 1) * m.mla.qk_rope_head_dim);
+  qk_width /= tp;
+  const bool gated = m.mlp == input::MlpKind::gated;
+  // A residual add reads the branch and the residual and writes the sum; with dropout it also
+  // writes a one-byte mask. Backward the two gradients are summed (and the mask read).
+  const double mask = m.hidden_dropout > 0 ? ts * h : 0.0;
+  std::vector<ElementwiseKernel> k;
+  if (!backward) {
+    // A norm reads the hidden state and writes it normalised.
+    k.push_back({"input norm", 2 * b * ts * h});
+    if (m.qk_norm) k.push_back({"query-key norm", 2 * b * t * qk_width});
+    k.push_back({"rotary embedding", 2 * b * t * qk_width});
+    k.push_back({"attention residual add", 3 * b * ts * h + mask});
+    k.push_back({"post-attention norm", 2 * b * ts * h});
+    // SwiGLU reads the gate and up halves and writes their product; GeLU reads and writes one.
+    k.push_back({"activation", (gated ? 3 : 2) * b * t * d(ffn_width)});
+    k.push_back({"MLP residual add", 3 * b * ts * h + mask});
+  } else {
+    // A norm's backward reads the input and the gradient and writes the input's gradient.
+    k.push_back({"MLP residual add backward", 3 * b * ts * h + mask});
+    // SwiGLU backward reads gate, up and the gradient and writes both halves' gradients; GeLU
+    // reads its input and the gradient and writes one.
+    k.push_back({"activation backward", (gated ? 5 : 3) * b * t * d(ffn_width)});
+    k.push_back({"post-attention norm backward", 3 * b * ts * h});
+    k.push_back({"attention residual add backward", 3 * b * ts * h + mask});
+    k.push_back({"rotary embedding backward", 2 * b * t * qk_width});
+    if (m.qk_norm) k.push_back({"query-key norm backward", 3 * b * t * qk_width});
+    k.push_back({"input norm backward", 3 * b * ts * h});
+  }
+  return k;
+}
 
 std::string check_train_request(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
   const auto& l = r.layout;

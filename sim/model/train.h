@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/model/memory.h"
 #include "sim/input/cluster.h"
@@ -64,6 +65,20 @@ struct TrainEstimate {
   TrainBreakdown breakdown;
   MemoryBreakdown memory;
 };
+
+// One element-wise (memory-bound) kernel of a transformer layer and the HBM bytes it moves.
+struct ElementwiseKernel {
+  const char* name;
+  double bytes;
+};
+
+// The element-wise kernels of one layer's forward (or backward) on a rank's `tokens` tokens, with
+// `ffn_width` columns of the MLP's activation on the rank (ffn / tp, or the busiest expert's). Each
+// is one kernel launch; biases are fused into the GEMMs' epilogues or into these kernels, as
+// Megatron's bias-GeLU and bias-dropout-add fusions do. Sequence parallelism runs the norms and
+// residual adds on the rank's 1 / tp of the sequence.
+std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec& m, const TrainRequest& r,
+                                                         int64_t tokens, int64_t ffn_width, bool backward);
 
 // The layout's problems with this model, request and cluster ("" when it can run), for callers
 // that did not validate it already.

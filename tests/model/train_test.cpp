@@ -146,3 +146,56 @@ TEST_CASE("train: a critic's value head replaces the vocabulary's logits") {
   shape.value_head = true;
   CHECK(model::forward_memory(m, c.gpu, r.layout, shape).get("logits") == test::near(6.0 * 32768));
 }
+
+TEST_CASE("train: a layer's element-wise kernels, byte by byte") {
+  auto m = test::preset_model("llama-3.1-8b");  // h 4096, 32 heads and 8 KV heads of 128, SwiGLU
+  auto r = request(4, 1, 2, 1, 16);
+  const int64_t t = 8192, ffn = 14336 / 4;
+  auto bytes = [](const std::vector<model::ElementwiseKernel>& ks, const std::string& name) {
+    for (const auto& k : ks)
+      if (name == k.name) return k.bytes;
+    FAIL("no kernel " << name);
+    return 0.0;
+  };
+  const auto fwd = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  CHECK(fwd.size() == 6);  // two norms, rotary, two residual adds, the activation: six launches
+  // A norm reads and writes t x h bf16 values.
+  CHECK(bytes(fwd, "input norm") == test::near(2.0 * 2 * t * 4096));
+  // Rotary on the rank's queries and keys: (32 + 8) x 128 / tp columns, read and written.
+  CHECK(bytes(fwd, "rotary embedding") == test::near(2.0 * 2 * t * (40 * 128 / 4)));
+  // SwiGLU reads two halves and writes one.
+  CHECK(bytes(fwd, "activation") == test::near(3.0 * 2 * t * ffn));
+  CHECK(bytes(fwd, "MLP residual add") == test::near(3.0 * 2 * t * 4096));
+  const auto bwd = model::layer_elementwise_kernels(m, r, t, ffn, true);
+  CHECK(bytes(bwd, "input norm backward") == test::near(3.0 * 2 * t * 4096));
+  CHECK(bytes(bwd, "activation backward") == test::near(5.0 * 2 * t * ffn));
+  // Sequence parallelism: norms and residual adds on t / tp tokens; rotary and activation not.
+  r.layout.sequence_parallel = true;
+  const auto sp = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  CHECK(bytes(sp, "input norm") == test::near(2.0 * 2 * t / 4 * 4096));
+  CHECK(bytes(sp, "activation") == test::near(3.0 * 2 * t * ffn));
+  // Hidden dropout writes a one-byte mask in each residual add.
+  m.hidden_dropout = 0.1;
+  CHECK(bytes(model::layer_elementwise_kernels(m, r, t, ffn, false), "attention residual add") ==
+        test::near(3.0 * 2 * t / 4 * 4096 + t / 4 * 4096));
+  // Qwen3-style per-head norms on queries and keys add a kernel each way.
+  m.qk_norm = true;
+  CHECK(model::layer_elementwise_kernels(m, r, t, ffn, false).size() == 7);
+  CHECK(bytes(model::layer_elementwise_kernels(m, r, t, ffn, true), "query-key norm backward") ==
+        test::near(3.0 * 2 * t * (40 * 128 / 4)));
+}
+
+TEST_CASE("train: each element-wise kernel pays a launch, so small layers are not free") {
+  auto c = test::own_cluster(1);
+  const auto m = test::preset_model("llama-3.1-8b");
+  auto r = request(1, 1, 8, 1, 8);
+  r.seq_len = 256;
+  const auto base = model::estimate_train(m, c, r);
+  c.gpu.kernel_launch_overhead = SimTime::from_seconds(c.gpu.kernel_launch_overhead.seconds() + 10e-6);
+  const auto slower = model::estimate_train(m, c, r);
+  // Per layer: 4 GEMMs forward and 8 backward, attention forward and backward (1 + 1 more), and
+  // 6 + 6 element-wise kernels: 26 launches; then the embedding, LM head and loss (1 + 3 + 3 x 2).
+  const double extra = slower.breakdown.forward_s + slower.breakdown.backward_s - base.breakdown.forward_s -
+                       base.breakdown.backward_s;
+  CHECK(extra == test::near((32 * 26 + 1 + 3 + 6) * 10e-6));
+}
