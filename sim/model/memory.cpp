@@ -69,8 +69,9 @@ double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayou
     qkv = d(m.num_heads) * (2 * qk + d(m.mla.v_head_dim));
     out = d(m.num_heads * m.mla.v_head_dim);
   }
-  // Two norm inputs, the attention input and the MLP input, 2 bytes each (bf16).
-  const double outside = 8 * t * h / outside_split;
+  // Two norm inputs, the attention input and the MLP input, 2 bytes each (bf16); with hidden
+  // dropout, the two residual adds' one-byte masks.
+  const double outside = (8 + (m.hidden_dropout > 0 ? 2 : 0)) * t * h / outside_split;
   // Q, K, V and the attention output, plus fp32 softmax statistics per head (FlashAttention).
   const double attention = (2 * t * qkv + 2 * t * out + 4 * t * d(m.num_heads)) / tp;
   auto mlp = [&](int64_t ffn) { return (m.mlp == input::MlpKind::gated ? 6.0 : 4.0) * t * d(ffn); };
@@ -115,7 +116,10 @@ namespace {
 // queries against the s keys), else 0.
 double unfused_probability_bytes(const input::ModelSpec& m, const input::TrainLayout& l, const TrainShape& shape) {
   if (!shape.unfused_attention) return 0;
-  return 2.0 * d(shape.micro_batch) * d(m.num_heads / l.tp) * d(shape.seq_len / l.cp) * d(shape.seq_len);
+  // The bf16 softmax output, and with dropout its one-byte mask and bf16 output (Korthikanti et
+  // al.'s 5as^2b: 2 + 1 + 2 bytes per score).
+  const double per_score = m.attention_dropout > 0 ? 5.0 : 2.0;
+  return per_score * d(shape.micro_batch) * d(m.num_heads / l.tp) * d(shape.seq_len / l.cp) * d(shape.seq_len);
 }
 
 }  // namespace

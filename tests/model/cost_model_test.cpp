@@ -147,4 +147,10 @@ TEST_CASE("cost model: unfused attention is two batched GEMMs per head and keeps
   const auto selective = estimate_train(m, c, r).memory.get("activations");
   r.unfused_attention = false;
   CHECK(selective - estimate_train(m, c, r).memory.get("activations") == test::near(2.0 * 32 * 1000 * 1000));
+  // With attention dropout each score also keeps a one-byte mask and the bf16 dropped copy: 5 bytes.
+  auto dropped = m;
+  dropped.attention_dropout = 0.1;
+  r.layout.recompute = input::Recompute::none;
+  r.unfused_attention = true;
+  CHECK(estimate_train(dropped, c, r).memory.get("activations") - flash == test::near(32 * 5.0 * 32 * 1000 * 1000));
 }

@@ -45,6 +45,14 @@ TEST_CASE("memory: activations per layer follow Korthikanti et al. without dropo
   CHECK(model::layer_activation_bytes(m, l, t, false) == 2.0 * t * 4096);
 }
 
+TEST_CASE("memory: hidden dropout keeps its two masks: Korthikanti et al.'s 34 sbh") {
+  auto m = gpt(4096, 32, 2);
+  m.hidden_dropout = 0.1;
+  const int64_t t = 2048 * 2;
+  input::TrainLayout l;
+  CHECK(model::layer_activation_bytes(m, l, t, false) == 34.0 * t * 4096 + 4.0 * t * 32);
+}
+
 TEST_CASE("memory: ZeRO stages shard 12, then 4, then 2 of the 18 bytes per parameter") {
   const auto m = test::preset_model("llama-3.1-8b");
   const auto c = test::preset_cluster("dgx-h100", 1);
