@@ -1,5 +1,6 @@
 // `arlsim estimate STAGE.json`: one stage in isolation — a training iteration, an inference
 // forward pass, or a collective — with time, throughput and memory per rank.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -48,7 +49,6 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
   r.seq_len = s.train.seq_len;
   r.global_batch = s.train.global_batch;
   r.dtype = s.dtype;
-  r.overlap_grad_reduce = s.train.overlap_grad_reduce;
   r.moe_imbalance = s.train.moe_imbalance;
   r.unfused_attention = s.train.unfused_attention;
   r.usable_memory_fraction = s.usable_memory_fraction;
@@ -70,7 +70,9 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
     j["fits"] = e.memory.fits();
     j["breakdown_s"] = {{"forward_per_micro_batch", b.forward_s}, {"backward_per_micro_batch", b.backward_s},
                         {"pipeline", b.pipeline_s},         {"bubble_fraction", b.bubble_fraction},
-                        {"tp_comm_per_micro_batch", b.tp_comm_s}, {"cp_comm_exposed_per_micro_batch", b.cp_comm_exposed_s},
+                        {"tp_comm_per_micro_batch", b.tp_comm_s},
+                        {"tp_comm_exposed_per_micro_batch", b.tp_comm_exposed_s},
+                        {"cp_comm_exposed_per_micro_batch", b.cp_comm_exposed_s},
                         {"ep_comm_per_micro_batch", b.ep_comm_s}, {"pp_comm_per_micro_batch", b.pp_comm_s},
                         {"dp_comm", b.dp_comm_s},           {"dp_comm_exposed", b.dp_comm_exposed_s},
                         {"optimizer", b.optimizer_s}};
@@ -85,8 +87,11 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
               static_cast<long long>(l.micro_batch), static_cast<long long>(r.seq_len));
   std::printf("  iteration    %9.3f s\n  tokens/s     %9.0f\n  TFLOP/s/GPU  %9.1f (model FLOPs)\n  MFU          %9.1f %%\n",
               e.iteration_s, e.tokens_per_s, e.model_tflops_per_gpu, 100 * e.mfu);
-  std::printf("  pipeline %.3f s (bubble %.1f %%), exposed DP comm %.3f s, optimizer %.3f s\n", b.pipeline_s,
-              100 * b.bubble_fraction, b.dp_comm_exposed_s, b.optimizer_s);
+  std::printf("  pipeline %.3f s (bubble %.1f %%), optimizer %.3f s\n", b.pipeline_s, 100 * b.bubble_fraction,
+              b.optimizer_s);
+  std::printf("  communication  exposed   hidden (s)\n");
+  std::printf("    TP / micro-batch %9.4f %9.4f\n", b.tp_comm_exposed_s, b.tp_comm_s - b.tp_comm_exposed_s);
+  std::printf("    DP / iteration   %9.4f %9.4f\n", b.dp_comm_exposed_s, std::max(0.0, b.dp_comm_s - b.dp_comm_exposed_s));
   std::printf("memory per rank\n%s", memory_text(e.memory).c_str());
   return kExitOk;
 }

@@ -135,7 +135,10 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   train->set("pp", integer(pp));
   train->set("dp", integer(train_gpus / (tp * cp * pp)));
   if (pp == 1) train->erase("vpp");
-  if (tp == 1) train->erase("sequence_parallel");
+  if (tp == 1) {
+    train->erase("sequence_parallel");
+    if (input::Value* overlap = train->find("overlap"); overlap && overlap->is_object()) overlap->erase("tp_comm");
+  }
   input::Value* rollout = policy->find("rollout");
   if (!rollout || !rollout->is_object()) return "the scenario's policy has no rollout layout";
   const auto& r = base.policy.rollout;

@@ -55,6 +55,11 @@ ordered_json layout_json(const input::TrainLayout& l) {
   else j["micro_batch"] = l.micro_batch;
   if (l.offload_optimizer) j["offload_optimizer"] = true;
   if (l.offload_params) j["offload_params"] = true;
+  ordered_json overlap = ordered_json::object();
+  if (l.overlap.tp_comm && l.sequence_parallel && l.tp > 1) overlap["tp_comm"] = *l.overlap.tp_comm;
+  if (l.overlap.grad_reduce) overlap["grad_reduce"] = *l.overlap.grad_reduce;
+  if (l.overlap.param_gather) overlap["param_gather"] = *l.overlap.param_gather;
+  if (!overlap.empty()) j["overlap"] = overlap;
   return j;
 }
 

@@ -90,6 +90,7 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
               l.ep = 1;
               l.zero = zero;
               l.sequence_parallel = tp > 1;
+              if (tp == 1) l.overlap.tp_comm.reset();  // nothing to overlap
               l.recompute = recompute;
               add(l);
             }

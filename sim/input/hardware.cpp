@@ -172,8 +172,9 @@ void read_factors(ObjectReader& r, std::string_view key, std::vector<double>& ou
 }
 
 void parse_collective_protocols(ObjectReader& parent, GpuProfile& g) {
-  parent.reject("collective_latency", "the latency model is per algorithm and protocol now",
-                "replace it with collective_protocols (docs/formats.md)");
+  if (parent.field("collective_latency"))
+    parent.error("collective_latency", "collective latency is given per algorithm and protocol",
+                 "replace it with collective_protocols (docs/formats.md)");
   parse_array(parent, "collective_protocols", g.collective_protocols, [&](ObjectReader& p, CollectiveProtocol& c) {
     static const EnumName<int> algorithms[] = {{"ring", 0}, {"tree", 1}, {"nvls", 2}};
     int algorithm = 0;

@@ -196,6 +196,18 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   r.read("sequence_parallel", l.sequence_parallel, Presence::optional);
   r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
   r.read("offload_params", l.offload_params, Presence::optional);
+  if (const Value* v = r.field("overlap")) {
+    ObjectReader o(*v, r.pointer_of("overlap"), r.diag());
+    bool flag = false;
+    if (o.read("tp_comm", flag, Presence::optional)) l.overlap.tp_comm = flag;
+    if (o.read("grad_reduce", flag, Presence::optional)) l.overlap.grad_reduce = flag;
+    if (o.read("param_gather", flag, Presence::optional)) l.overlap.param_gather = flag;
+    o.finish();
+    if (l.overlaps_tp_comm() && (!l.sequence_parallel || l.tp == 1))
+      o.error("tp_comm", "tensor-parallel communication overlap pipelines the all-gathers and reduce-scatters of "
+                         "sequence parallelism; it needs tp > 1 and sequence_parallel",
+              "set \"sequence_parallel\": true, or remove tp_comm");
+  }
 }
 
 bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag, PolicySpec& out) {

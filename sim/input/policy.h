@@ -49,6 +49,18 @@ struct InferenceLayout {
   int64_t gpus() const { return tp * pp * dp * cp; }
 };
 
+// Communication hidden under computation, as Megatron-Core names its switches. Unset: the
+// framework's default for the layout — Megatron-LM's for ZeRO 0-2 (no overlap: its
+// --overlap-grad-reduce, --overlap-param-gather and --tp-comm-overlap are off unless given), and
+// FSDP's for ZeRO-3 (gradient reduce-scatters during the backward and parameter gathers
+// prefetched ahead of use, by design).
+struct Overlap {
+  std::optional<bool> tp_comm;       // TP all-gathers and reduce-scatters under the GEMMs (needs SP)
+  std::optional<bool> grad_reduce;   // gradient buckets reduced during the last backward
+  std::optional<bool> param_gather;  // updated (or ZeRO-3) parameters gathered under the forward
+  bool operator==(const Overlap&) const = default;
+};
+
 struct TrainLayout {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
   int64_t zero = 1;  // ZeRO stage 0..3; FSDP full sharding is stage 3
@@ -58,7 +70,11 @@ struct TrainLayout {
   int64_t max_tokens_per_gpu = 0;    // dynamic batching token budget; 0 = fixed micro-batches
   bool offload_optimizer = false;
   bool offload_params = false;
+  Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }
+  bool overlaps_tp_comm() const { return overlap.tp_comm.value_or(false); }
+  bool overlaps_grad_reduce() const { return overlap.grad_reduce.value_or(zero >= 3); }
+  bool overlaps_param_gather() const { return overlap.param_gather.value_or(zero >= 3); }
   bool operator==(const TrainLayout&) const = default;
 };
 

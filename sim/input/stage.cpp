@@ -25,7 +25,9 @@ void parse_train_stage(ObjectReader& r, StageSpec& s) {
   static const EnumName<Recompute> recompute[] = {
       {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
   r.read_enum("recompute", t.layout.recompute, Presence::optional, recompute);
-  r.read("overlap_grad_reduce", t.overlap_grad_reduce, Presence::optional);
+  if (r.field("overlap_grad_reduce"))
+    r.error("overlap_grad_reduce", "overlap is set in the layout's \"overlap\" object",
+            "write \"layout\": {\"overlap\": {\"grad_reduce\": true}}");
   r.read("moe_imbalance", t.moe_imbalance, Presence::optional, 1.0, 64.0);
   read_attention_kernel(r, t.unfused_attention);
 }

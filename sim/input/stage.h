@@ -22,7 +22,6 @@ struct TrainStage {
   TrainLayout layout;
   int64_t global_batch = 0;
   int64_t seq_len = 0;
-  bool overlap_grad_reduce = true;
   double moe_imbalance = 1.0;
   bool unfused_attention = false;  // see WorkloadSpec::unfused_attention
 };

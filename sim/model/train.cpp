@@ -17,6 +17,9 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
+// Chunks a tensor-parallel collective is split into when overlapped with its GEMM.
+constexpr double kTpOverlapChunks = 4;
+
 struct LayerCost {
   OpCost gemm;       // forward matmuls of the layer on one rank
   OpCost attention;  // forward attention core
@@ -24,6 +27,7 @@ struct LayerCost {
   OpCost elementwise;  // forward
   OpCost elementwise_backward;
   double tp_comm_s = 0;  // forward; backward has the same volume
+  double tp_comm_exposed_s = 0;  // of it, what the GEMMs do not hide
   double ep_comm_s = 0;  // forward dispatch + combine
   double cp_comm_s = 0;  // forward KV exchange
 };
@@ -53,23 +57,31 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     q_width = m.num_heads * qk;
     kv_width = m.num_heads * (qk + v) / 2;
   }
-  lc.gemm += cost.cost(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h});
-  lc.gemm += cost.cost(GemmOp{tokens, h, m.num_heads * v / tp});
+  // The GEMMs each tensor-parallel all-gather feeds (QKV, the MLP's input) and each
+  // reduce-scatter drains (the attention output, the MLP's output): what overlap hides them under.
+  double feeds[2] = {0, 0}, drains[2] = {0, 0};
+  auto add_gemm = [&](const GemmOp& op, double* slot) {
+    const OpCost g = cost.cost(op);
+    lc.gemm += g;
+    if (slot) *slot += g.seconds;
+  };
+  add_gemm(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h}, &feeds[0]);
+  add_gemm(GemmOp{tokens, h, m.num_heads * v / tp}, &drains[0]);
   const bool gated = m.mlp == input::MlpKind::gated;
   auto dense_mlp = [&](int64_t ffn, int64_t split) {
-    lc.gemm += cost.cost(GemmOp{tokens, (gated ? 2 : 1) * ffn / split, h});
-    lc.gemm += cost.cost(GemmOp{tokens, h, ffn / split});
+    add_gemm(GemmOp{tokens, (gated ? 2 : 1) * ffn / split, h}, &feeds[1]);
+    add_gemm(GemmOp{tokens, h, ffn / split}, &drains[1]);
   };
   int64_t ffn_elementwise = m.ffn_hidden_size / tp;
   if (moe_layer) {
     const auto& e = m.moe;
-    lc.gemm += cost.cost(GemmOp{tokens, e.num_experts, h});  // router
+    add_gemm(GemmOp{tokens, e.num_experts, h}, nullptr);  // router
     // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
     const int64_t local_experts = e.num_experts / l.ep;
     const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
     const int64_t m_tokens = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
-    lc.gemm += cost.cost(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts});
-    lc.gemm += cost.cost(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts});
+    add_gemm(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts}, &feeds[1]);
+    add_gemm(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts}, &drains[1]);
     if (e.shared_experts > 0) dense_mlp(e.shared_experts * e.expert_ffn_hidden_size, tp);
     if (e.shared_expert_ffn_hidden_size > 0) dense_mlp(e.shared_expert_ffn_hidden_size, tp);
     ffn_elementwise = m_tokens * local_experts * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
@@ -127,11 +139,26 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   if (tp > 1) {
     const double bytes = d(tokens) * d(h) * 2;
     const auto g = group_of(c, tp, 1);
-    // Two all-reduces per layer, or with sequence parallelism two all-gathers and two
-    // reduce-scatters of the same total volume.
-    lc.tp_comm_s = l.sequence_parallel ? 2 * (cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds +
-                                              cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds)
-                                       : 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
+    if (l.sequence_parallel) {
+      // Before the attention and the MLP an all-gather, after each a reduce-scatter.
+      const double gather = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
+      const double scatter = cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds;
+      lc.tp_comm_s = 2 * (gather + scatter);
+      lc.tp_comm_exposed_s = lc.tp_comm_s;
+      if (l.overlaps_tp_comm()) {
+        // Transformer Engine's userbuffers split each collective into chunks pipelined with the
+        // GEMM it feeds or drains: the communication shows only beyond the GEMM, and never less
+        // than one chunk of it (a quarter: its default of four splits).
+        auto exposed = [](double comm, double gemm) { return std::max(comm - gemm, comm / kTpOverlapChunks); };
+        lc.tp_comm_exposed_s = 0;
+        for (int part = 0; part < 2; ++part)
+          lc.tp_comm_exposed_s += exposed(gather, feeds[part]) + exposed(scatter, drains[part]);
+      }
+    } else {
+      // Two all-reduces after the attention and MLP outputs, which wait on them.
+      lc.tp_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
+      lc.tp_comm_exposed_s = lc.tp_comm_s;
+    }
   }
   if (l.cp > 1) {
     // Ring attention passes the K and V chunks around the cp ranks: cp - 1 exchanges.
@@ -142,7 +169,7 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
 }
 
 struct StageTimes {
-  double forward = 0, backward = 0, tp = 0, ep = 0, cp_exposed = 0;
+  double forward = 0, backward = 0, tp = 0, tp_exposed = 0, ep = 0, cp_exposed = 0;
 };
 
 StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
@@ -161,14 +188,17 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     const double attention_bwd = lc.attention_fwd_bwd.seconds - lc.attention.seconds;
     const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds);
     const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
-    const double fwd = lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_fwd;
-    double bwd = 2 * lc.gemm.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.tp_comm_s + lc.ep_comm_s + cp_bwd;
+    const double fwd =
+        lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.tp_comm_exposed_s + lc.ep_comm_s + cp_fwd;
+    double bwd = 2 * lc.gemm.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.tp_comm_exposed_s +
+                 lc.ep_comm_s + cp_bwd;
     if (l.recompute == Recompute::full) bwd += fwd;
     if (l.recompute == Recompute::selective) bwd += lc.attention.seconds;
     const double n = d(count);
     st.forward += n * fwd;
     st.backward += n * bwd;
     st.tp += n * 2 * lc.tp_comm_s;
+    st.tp_exposed += n * 2 * lc.tp_comm_exposed_s;
     st.ep += n * 2 * lc.ep_comm_s;
     st.cp_exposed += n * (cp_fwd + cp_bwd);
   }
@@ -303,6 +333,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   b.forward_s = slowest.forward;
   b.backward_s = slowest.backward;
   b.tp_comm_s = slowest.tp;
+  b.tp_comm_exposed_s = slowest.tp_exposed;
   b.ep_comm_s = slowest.ep;
   b.cp_comm_exposed_s = slowest.cp_exposed;
   if (l.pp > 1) {
@@ -323,25 +354,52 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   const double grad_bytes = 2.0 * p.dense;  // bf16 gradient buckets
   const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
   const double expert_bytes = 2.0 * p.experts;
-  auto reduce = [&](double bytes, int64_t ranks) {
-    if (ranks <= 1 || bytes <= 0) return 0.0;
-    const auto g = group_of(c, ranks, l.tp);
-    if (l.zero >= 1)  // reduce-scatter the gradients, all-gather the updated parameters
-      return cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds + cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
-    return cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
+  // Gradients are reduce-scattered under ZeRO (the distributed optimizer, FSDP) and all-reduced
+  // otherwise; under ZeRO 1-2 the updated parameters are then all-gathered (ZeRO-3 keeps them
+  // sharded and gathers them for each micro-batch, below).
+  struct Traffic {
+    double grads = 0, params = 0;
   };
-  b.dp_comm_s = reduce(grad_bytes, dp_group.ranks) + reduce(expert_bytes, static_cast<int64_t>(expert_dp));
-  // Parameters fetched for the forward and the backward of each micro-batch, prefetched behind
-  // the compute: ZeRO-3 gathers them from the data-parallel ranks, and with offloaded weights
-  // each rank first uploads its part (its shard under ZeRO-3, else all its weights) from host
-  // memory over the host link.
-  double fetches = 0;
+  auto data_parallel = [&](double bytes, int64_t ranks) {
+    Traffic t;
+    if (ranks <= 1 || bytes <= 0) return t;
+    const auto g = group_of(c, ranks, l.tp);
+    if (l.zero == 0) {
+      t.grads = cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
+      return t;
+    }
+    t.grads = cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds;
+    if (l.zero < 3) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
+    return t;
+  };
+  const Traffic dense = data_parallel(grad_bytes, dp_group.ranks);
+  const Traffic experts = data_parallel(expert_bytes, static_cast<int64_t>(expert_dp));
+  const double grads = dense.grads + experts.grads, params = dense.params + experts.params;
+  b.dp_comm_s = grads + params;
+  // With overlap the gradient buckets reduce while the last micro-batch's backward runs, and the
+  // updated parameters are gathered bucket by bucket as the next iteration's first forward needs
+  // them; the last bucket reduced and the first gathered cannot hide. Megatron's buckets hold
+  // max(40M, 1M x dp) parameters (Megatron-Core's DistributedDataParallel); FSDP's unit is a layer.
+  const double rank_params = p.total();
+  const double bucket_params =
+      l.zero >= 3 ? rank_params / d(std::max<int64_t>(1, m.num_layers / l.pp)) : std::max(40e6, 1e6 * d(l.dp * l.cp));
+  const double bucket_share = rank_params > 0 ? std::min(1.0, bucket_params / rank_params) : 1.0;
+  const double grads_exposed =
+      l.overlaps_grad_reduce() ? std::max(grads - b.backward_s, grads * bucket_share) : grads;
+  const double params_exposed =
+      l.overlaps_param_gather() ? std::max(params - b.forward_s, params * bucket_share) : params;
+  // Parameters fetched for the forward and the backward of each micro-batch: ZeRO-3 gathers them
+  // from the data-parallel ranks (prefetched behind the compute with param_gather overlap, FSDP's
+  // default; on the critical path without), and with offloaded weights each rank first uploads its
+  // part (its shard under ZeRO-3, else all its weights) from host memory over the host link,
+  // prefetched.
+  double gathers = 0, uploads = 0;
   if (l.zero >= 3 && dp_group.ranks > 1)
-    fetches += 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, dp_group}).seconds;
-  if (l.offload_params) fetches += 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
-  // Buckets reduce while the last micro-batch's backward runs (Megatron overlap_grad_reduce).
-  const double overlappable = r.overlap_grad_reduce ? b.backward_s : 0.0;
-  b.dp_comm_exposed_s = std::max(0.0, b.dp_comm_s - overlappable) + std::max(0.0, fetches - b.pipeline_s);
+    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, dp_group}).seconds;
+  if (l.offload_params) uploads = 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
+  const double fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads - b.pipeline_s)
+                                                           : gathers + std::max(0.0, uploads - b.pipeline_s);
+  b.dp_comm_exposed_s = grads_exposed + params_exposed + fetches_exposed;
 
   // Adam over the local shard: read fp32 master, gradient and two moments, write them back and
   // the bf16 copy: 30 bytes per parameter. Offloaded (ZeRO-Offload, Ren et al. 2021), the fp32

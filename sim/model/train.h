@@ -33,7 +33,6 @@ struct TrainRequest {
   bool unfused_attention = false;  // see WorkloadSpec::unfused_attention
   int64_t global_batch = 1;  // sequences per iteration (one optimizer step)
   input::Dtype dtype = input::Dtype::bf16;
-  bool overlap_grad_reduce = true;
   double moe_imbalance = 1.0;  // tokens of the busiest expert / the mean
   double usable_memory_fraction = 1.0;
   // A critic: its last layer maps each token to one value instead of the vocabulary's logits.
@@ -45,13 +44,15 @@ struct TrainBreakdown {
   double backward_s = 0;  // including recompute
   double pipeline_s = 0;  // all micro-batches through the pipeline, bubble included
   double bubble_fraction = 0;  // bubble time / ideal time: (p - 1) / (v m)
-  double tp_comm_s = 0;   // per micro-batch, inside forward_s + backward_s
+  double tp_comm_s = 0;   // per micro-batch, forward and backward
+  double tp_comm_exposed_s = 0;  // the part of it inside forward_s + backward_s (all without overlap)
   double cp_comm_exposed_s = 0;
   double ep_comm_s = 0;
   double pp_comm_s = 0;
-  double dp_comm_s = 0;
-  double dp_comm_exposed_s = 0;  // reduction after the last backward, fetches beyond the pipeline
-                                 // (ZeRO-3 gathers, offloaded weights' uploads)
+  double dp_comm_s = 0;  // gradient reduction and the gather of updated parameters
+  double dp_comm_exposed_s = 0;  // the part not hidden by the last backward or the first forward,
+                                 // and fetches beyond the pipeline (ZeRO-3 gathers, offloaded
+                                 // weights' uploads)
   double optimizer_s = 0;  // on the GPU, or the host link's transfers when offloaded
 };
 

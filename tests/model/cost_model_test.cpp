@@ -154,3 +154,80 @@ TEST_CASE("cost model: unfused attention is two batched GEMMs per head and keeps
   r.unfused_attention = true;
   CHECK(estimate_train(dropped, c, r).memory.get("activations") - flash == test::near(32 * 5.0 * 32 * 1000 * 1000));
 }
+
+namespace {
+
+// Every GEMM 1 ms; all-gathers 3 ms, reduce-scatters 0.5 ms, all-reduces 2 ms; nothing else takes
+// time.
+class GemmsAndCollectives final : public CostModel {
+ public:
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* g = std::get_if<GemmOp>(&op)) c.seconds = 1e-3 * static_cast<double>(g->groups);
+    if (const auto* k = std::get_if<CollectiveCallOp>(&op)) {
+      if (k->group.ranks <= 1) return c;
+      c.seconds = k->op == CollectiveOp::all_gather ? 3e-3 : k->op == CollectiveOp::reduce_scatter ? 0.5e-3 : 2e-3;
+    }
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+};
+
+TrainRequest overlap_request(int64_t tp, int64_t dp, int64_t zero) {
+  TrainRequest r;
+  r.layout.tp = tp;
+  r.layout.dp = dp;
+  r.layout.zero = zero;
+  r.layout.sequence_parallel = tp > 1;
+  r.seq_len = 1024;
+  r.global_batch = dp;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cost model: tensor-parallel overlap hides each collective under its GEMM, never its last chunk") {
+  const auto m = test::preset_model("llama-3.1-8b");  // 32 dense layers
+  const auto c = test::own_cluster(1);
+  const GemmsAndCollectives fake;
+  auto r = overlap_request(4, 1, 1);
+  const auto plain = estimate_train(m, c, r, fake).breakdown;
+  // Per layer and pass: 2 all-gathers (3 ms) and 2 reduce-scatters (0.5 ms), all exposed.
+  CHECK(plain.tp_comm_s == test::near(32 * 2 * 2 * 3.5e-3));
+  CHECK(plain.tp_comm_exposed_s == test::near(plain.tp_comm_s));
+  r.layout.overlap.tp_comm = true;
+  const auto hidden = estimate_train(m, c, r, fake).breakdown;
+  CHECK(hidden.tp_comm_s == test::near(plain.tp_comm_s));
+  // Each all-gather shows 3 - 1 = 2 ms beyond its 1 ms GEMM; each reduce-scatter a quarter of
+  // itself (0.125 ms), being shorter than its GEMM.
+  CHECK(hidden.tp_comm_exposed_s == test::near(32 * 2 * 2 * (2e-3 + 0.125e-3)));
+  // The forward and backward lose exactly what stopped being exposed; nothing else moves.
+  CHECK(plain.forward_s + plain.backward_s - hidden.forward_s - hidden.backward_s ==
+        test::near(plain.tp_comm_exposed_s - hidden.tp_comm_exposed_s));
+  CHECK(hidden.dp_comm_exposed_s == plain.dp_comm_exposed_s);
+}
+
+TEST_CASE("cost model: gradient-reduce and parameter-gather overlap hide under the last backward and first forward") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  const GemmsAndCollectives fake;
+  auto r = overlap_request(1, 8, 1);  // ZeRO-1: reduce-scatter 0.5 ms, all-gather 3 ms
+  const auto plain = estimate_train(m, c, r, fake).breakdown;
+  CHECK(plain.dp_comm_s == test::near(3.5e-3));
+  CHECK(plain.dp_comm_exposed_s == test::near(3.5e-3));  // Megatron's default: no overlap
+  r.layout.overlap.grad_reduce = true;
+  r.layout.overlap.param_gather = true;
+  const auto both = estimate_train(m, c, r, fake).breakdown;
+  // 8B parameters on the rank, buckets of max(40M, 8M) = 40M: the last bucket's share of each
+  // collective stays exposed, as the backward (256 ms) and forward (129 ms) outlast them.
+  const double share = 40e6 / model::params_per_rank(m, r.layout, true, true).total();
+  CHECK(both.dp_comm_exposed_s == test::near(share * 3.5e-3));
+  r.layout.overlap.param_gather = false;
+  CHECK(estimate_train(m, c, r, fake).breakdown.dp_comm_exposed_s == test::near(share * 0.5e-3 + 3e-3));
+  // ZeRO-3 (FSDP) overlaps both by default and gathers no updated parameters.
+  auto z3 = overlap_request(1, 8, 3);
+  const auto fsdp = estimate_train(m, c, z3, fake).breakdown;
+  CHECK(fsdp.dp_comm_s == test::near(0.5e-3));
+  z3.layout.overlap.param_gather = false;  // the per-micro-batch gathers: 2 x 3 ms on the critical path
+  CHECK(estimate_train(m, c, z3, fake).breakdown.dp_comm_exposed_s == test::near(fsdp.dp_comm_exposed_s + 6e-3));
+}
