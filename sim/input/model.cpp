@@ -30,6 +30,8 @@ constexpr int64_t kMaxContext = int64_t{1} << 26;  // 64M tokens
 
 const EnumName<MlpKind> kMlpNames[] = {{"gated", MlpKind::gated}, {"plain", MlpKind::plain}};
 const EnumName<NormKind> kNormNames[] = {{"rmsnorm", NormKind::rmsnorm}, {"layernorm", NormKind::layernorm}};
+const EnumName<PositionEmbedding> kPositionNames[] = {{"rotary", PositionEmbedding::rotary},
+                                                      {"learned", PositionEmbedding::learned}};
 const EnumName<AttentionKind> kAttentionNames[] = {{"gqa", AttentionKind::gqa}, {"mla", AttentionKind::mla}};
 
 void read_dense_layers(ObjectReader& r, std::string_view key, std::vector<int64_t>& out) {
@@ -93,6 +95,7 @@ void parse_own(ObjectReader& r, ModelSpec& m) {
   r.read("max_context", m.max_context, Presence::optional, 1, kMaxContext);
   r.read_enum("mlp", m.mlp, Presence::optional, kMlpNames);
   r.read_enum("norm", m.norm, Presence::optional, kNormNames);
+  r.read_enum("position_embedding", m.position_embedding, Presence::optional, kPositionNames);
   r.read_enum("attention", m.attention, Presence::optional, kAttentionNames);
   r.read("tie_embeddings", m.tie_embeddings, Presence::optional);
   r.read("qkv_bias", m.qkv_bias, Presence::optional);

@@ -18,6 +18,9 @@ enum class MlpKind {
 };
 
 enum class NormKind { rmsnorm, layernorm };
+// Rotary embeddings on queries and keys in every layer (Llama, Qwen), or learned absolute
+// positions added to the input embedding once (GPT-2/3, Megatron's GPT).
+enum class PositionEmbedding { rotary, learned };
 enum class AttentionKind { gqa, mla };  // multi-head and multi-query attention are GQA's extremes
 
 // Multi-head latent attention (DeepSeek-V2/V3): keys and values are cached as one compressed
@@ -61,6 +64,7 @@ struct ModelSpec {
 
   MlpKind mlp = MlpKind::gated;
   NormKind norm = NormKind::rmsnorm;
+  PositionEmbedding position_embedding = PositionEmbedding::rotary;
   AttentionKind attention = AttentionKind::gqa;
   bool tie_embeddings = false;
   bool qkv_bias = false;   // biases on the q, k, v projections

@@ -241,6 +241,7 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
   if (m.attention == input::AttentionKind::mla) qk_width = d((m.num_heads + 1) * m.mla.qk_rope_head_dim);
   qk_width /= tp;
   const bool gated = m.mlp == input::MlpKind::gated;
+  const bool rotary = m.position_embedding == input::PositionEmbedding::rotary;
   // A residual add reads the branch and the residual and writes the sum; with dropout it also
   // writes a one-byte mask. Backward the two gradients are summed (and the mask read).
   const double mask = m.hidden_dropout > 0 ? ts * h : 0.0;
@@ -249,7 +250,7 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
     // A norm reads the hidden state and writes it normalised.
     k.push_back({"input norm", 2 * b * ts * h});
     if (m.qk_norm) k.push_back({"query-key norm", 2 * b * t * qk_width});
-    k.push_back({"rotary embedding", 2 * b * t * qk_width});
+    if (rotary) k.push_back({"rotary embedding", 2 * b * t * qk_width});
     k.push_back({"attention residual add", 3 * b * ts * h + mask});
     k.push_back({"post-attention norm", 2 * b * ts * h});
     // SwiGLU reads the gate and up halves and writes their product; GeLU reads and writes one.
@@ -263,7 +264,7 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
     k.push_back({"activation backward", (gated ? 5 : 3) * b * t * d(ffn_width)});
     k.push_back({"post-attention norm backward", 3 * b * ts * h});
     k.push_back({"attention residual add backward", 3 * b * ts * h + mask});
-    k.push_back({"rotary embedding backward", 2 * b * t * qk_width});
+    if (rotary) k.push_back({"rotary embedding backward", 2 * b * t * qk_width});
     if (m.qk_norm) k.push_back({"query-key norm backward", 3 * b * t * qk_width});
     k.push_back({"input norm backward", 3 * b * ts * h});
   }

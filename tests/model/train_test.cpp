@@ -178,6 +178,10 @@ TEST_CASE("train: a layer's element-wise kernels, byte by byte") {
   m.hidden_dropout = 0.1;
   CHECK(bytes(model::layer_elementwise_kernels(m, r, t, ffn, false), "attention residual add") ==
         test::near(3.0 * 2 * t / 4 * 4096 + t / 4 * 4096));
+  // Learned absolute positions (GPT) leave the layers without rotary kernels.
+  auto gpt = m;
+  gpt.position_embedding = input::PositionEmbedding::learned;
+  CHECK(model::layer_elementwise_kernels(gpt, r, t, ffn, false).size() == 5);
   // Qwen3-style per-head norms on queries and keys add a kernel each way.
   m.qk_norm = true;
   CHECK(model::layer_elementwise_kernels(m, r, t, ffn, false).size() == 7);
