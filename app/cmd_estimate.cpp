@@ -167,13 +167,16 @@ int estimate_collective(const input::StageSpec& s, const std::string& file, bool
     j["algbw_gbps"] = c.algbw_bytes_per_s / 1e9;
     j["busbw_gbps"] = c.busbw_bytes_per_s / 1e9;
     j["algorithm"] = c.algorithm;
+    j["protocol"] = c.protocol;
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
   std::printf("%s of %.0f bytes over %lld ranks on %lld node(s) of %s\n", s.collective.op.c_str(), s.collective.bytes,
               static_cast<long long>(g.ranks), static_cast<long long>(g.nodes()), s.cluster.gpu.name.c_str());
-  std::printf("  time       %10.1f us\n  algbw      %10.2f GB/s\n  busbw      %10.2f GB/s\n  algorithm  %10s\n",
-              1e6 * c.seconds, c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9, c.algorithm.c_str());
+  std::printf("  time       %10.1f us\n  algbw      %10.2f GB/s\n  busbw      %10.2f GB/s\n  algorithm  %10s\n"
+              "  protocol   %10s\n",
+              1e6 * c.seconds, c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9, c.algorithm.c_str(),
+              c.protocol.c_str());
   return kExitOk;
 }
 

@@ -7,7 +7,7 @@ packages=(
   libboost-graph-dev libboost-program-options-dev libeigen3-dev
   nlohmann-json3-dev doctest-dev libbenchmark-dev
   qt6-base-dev libgl-dev xvfb xauth fonts-dejavu-core
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin python3
 )
 
 missing=()

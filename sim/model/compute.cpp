@@ -186,13 +186,15 @@ double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass, i
   return pts.back()->efficiency;
 }
 
-OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim) const {
+OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim,
+                               int64_t calls) const {
   OpCost c;
   if (forward_flops <= 0) return c;
   // FlashAttention counts the backward pass as 2.5x the forward FLOPs (its benchmark's convention),
   // so forward + backward is 3.5x.
   c.flops = pass == AttentionPass::forward ? forward_flops : 3.5 * forward_flops;
-  c.seconds = c.flops / (peak_ * attention_efficiency(seq_len, pass, head_dim)) + launch_s_ * (pass == AttentionPass::forward ? 1 : 2);
+  c.seconds = c.flops / (peak_ * attention_efficiency(seq_len, pass, head_dim)) +
+              launch_s_ * static_cast<double>(std::max<int64_t>(calls, 1) * (pass == AttentionPass::forward ? 1 : 2));
   return c;
 }
 

@@ -63,8 +63,9 @@ class ComputeModel {
   // Achieved efficiency of causal FlashAttention at this (key) sequence length, log-interpolated
   // between the profile's points measured at the head dimension nearest `head_dim`.
   double attention_efficiency(int64_t seq_len, AttentionPass pass, int64_t head_dim = 128) const;
-  // Attention over `flops` forward FLOPs at a representative key length.
-  OpCost attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim = 128) const;
+  // Attention over `flops` forward FLOPs at a representative key length, in `calls` launches.
+  OpCost attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim = 128,
+                   int64_t calls = 1) const;
   // Streaming `bytes` through HBM (element-wise kernels, KV-cache reads, optimizer steps).
   OpCost memory_bound(double bytes, int kernels = 1) const;
 

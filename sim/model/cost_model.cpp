@@ -28,7 +28,7 @@ OpCost AnalyticCostModel::cost(const Op& op) const {
     OpCost operator()(const GemmOp& g) const {
       return g.groups > 1 ? m.compute_.grouped_gemm(g.groups, g.m, g.n, g.k) : m.compute_.gemm(g.m, g.n, g.k);
     }
-    OpCost operator()(const AttentionOp& a) const { return m.compute_.attention(a.forward_flops, a.seq_len, a.pass, a.head_dim); }
+    OpCost operator()(const AttentionOp& a) const { return m.compute_.attention(a.forward_flops, a.seq_len, a.pass, a.head_dim, a.calls); }
     OpCost operator()(const DecodeAttentionOp& a) const {
       OpCost c;
       c.bytes = a.kv_bytes;

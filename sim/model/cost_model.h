@@ -26,6 +26,7 @@ struct AttentionOp {
   int64_t seq_len = 0;
   AttentionPass pass = AttentionPass::forward;
   int64_t head_dim = 128;  // of the query-key product
+  int64_t calls = 1;       // kernel launches the work is split into (context-parallel ring steps)
 };
 // Decode attention: `layers` kernels reading `kv_bytes` of KV cache at the memory-bound rate.
 struct DecodeAttentionOp {

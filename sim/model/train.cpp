@@ -22,6 +22,7 @@ constexpr double kTpOverlapChunks = 4;
 
 struct LayerCost {
   OpCost gemm;       // forward matmuls of the layer on one rank
+  OpCost gemm_backward;  // their input and weight gradients
   OpCost attention;  // forward attention core
   OpCost attention_fwd_bwd;
   OpCost elementwise;  // forward
@@ -45,6 +46,15 @@ CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stri
 // node (ranks fill nodes in order).
 bool crosses_node(const input::ClusterSpec& c, int64_t stride) { return group_of(c, 2, stride).ranks_per_node < 2; }
 
+// The backward of a forward GEMM (m x k) x (k x n): the input's gradient, (m x n) x (n x k), and
+// the weight's, (k x m) x (m x n), which reduces over the m tokens. Same FLOPs as the forward each,
+// but other shapes: the weight gradient's depth is the token count.
+OpCost backward_gemms(const CostModel& cost, const GemmOp& f) {
+  OpCost c = cost.cost(GemmOp{f.m, f.k, f.n, f.groups});
+  c += cost.cost(GemmOp{f.k, f.n, f.m, f.groups});
+  return c;
+}
+
 LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
                      int64_t tokens, bool moe_layer) {
   const auto& l = r.layout;
@@ -63,6 +73,7 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   auto add_gemm = [&](const GemmOp& op, double* slot) {
     const OpCost g = cost.cost(op);
     lc.gemm += g;
+    lc.gemm_backward += backward_gemms(cost, op);
     if (slot) *slot += g.seconds;
   };
   add_gemm(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h}, &feeds[0]);
@@ -100,8 +111,11 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   const double attention_flops =
       d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(qk + v) * seq * (d(attention_len) + 1) / 2 / d(l.cp);
   if (!r.unfused_attention) {
-    lc.attention = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward, qk});
-    lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, attention_len, AttentionPass::forward_backward, qk});
+    // Context parallelism runs the attention as cp ring steps, each a kernel over a block of s / cp
+    // queries and s / cp keys: the kernel's efficiency is that of the block's length.
+    const int64_t block = std::max<int64_t>(1, attention_len / l.cp);
+    lc.attention = cost.cost(AttentionOp{attention_flops, block, AttentionPass::forward, qk, l.cp});
+    lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, block, AttentionPass::forward_backward, qk, l.cp});
   } else {
     // Unfused: per head, the full s x s scores QK^T and the product with V as batched GEMMs (the
     // causal mask is applied to the whole matrix, so no half is saved), and the scale, mask and
@@ -110,8 +124,9 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     // Each context-parallel rank holds s / cp queries against the s keys.
     const int64_t groups = l.micro_batch * (m.num_heads / tp);
     const int64_t queries = std::max<int64_t>(1, attention_len / l.cp);
-    const OpCost scores = cost.cost(GemmOp{queries, attention_len, qk, groups});
-    const OpCost values = cost.cost(GemmOp{queries, v, attention_len, groups});
+    const GemmOp scores_op{queries, attention_len, qk, groups}, values_op{queries, v, attention_len, groups};
+    const OpCost scores = cost.cost(scores_op);
+    const OpCost values = cost.cost(values_op);
     const double elements = d(groups) * d(queries) * d(attention_len);
     OpCost softmax = cost.cost(MemoryBoundOp{2.0 * 2 * elements, 1});
     OpCost softmax_backward = cost.cost(MemoryBoundOp{3.0 * 2 * elements, 1});
@@ -124,12 +139,10 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     lc.attention = scores;
     lc.attention += values;
     lc.attention += softmax;
-    // The backward runs each GEMM twice (both operands' gradients) and the softmax backward.
+    // The backward runs both operands' gradients of each GEMM and the softmax backward.
     lc.attention_fwd_bwd = lc.attention;
-    for (int i = 0; i < 2; ++i) {
-      lc.attention_fwd_bwd += scores;
-      lc.attention_fwd_bwd += values;
-    }
+    lc.attention_fwd_bwd += backward_gemms(cost, scores_op);
+    lc.attention_fwd_bwd += backward_gemms(cost, values_op);
     lc.attention_fwd_bwd += softmax_backward;
   }
   for (const auto& k : layer_elementwise_kernels(m, r, tokens, ffn_elementwise, false))
@@ -190,7 +203,7 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
     const double fwd =
         lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.tp_comm_exposed_s + lc.ep_comm_s + cp_fwd;
-    double bwd = 2 * lc.gemm.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.tp_comm_exposed_s +
+    double bwd = lc.gemm_backward.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.tp_comm_exposed_s +
                  lc.ep_comm_s + cp_bwd;
     if (l.recompute == Recompute::full) bwd += fwd;
     if (l.recompute == Recompute::selective) bwd += lc.attention.seconds;
@@ -206,11 +219,12 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
   if (first) st.forward += cost.cost(MemoryBoundOp{2.0 * d(tokens) * d(h), 1}).seconds;  // embedding lookup
   if (last) {
     // LM head and the cross-entropy over fp32 logits (a critic's value head: one output per token).
-    const OpCost head = cost.cost(GemmOp{tokens, r.value_head ? 1 : m.vocab_size / l.tp, h});
+    const GemmOp head_op{tokens, r.value_head ? 1 : m.vocab_size / l.tp, h};
+    const OpCost head = cost.cost(head_op);
     const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(l.tp);
     const OpCost loss = cost.cost(MemoryBoundOp{3.0 * 4.0 * d(tokens) * outputs, 3});
     st.forward += head.seconds + loss.seconds;
-    st.backward += 2 * head.seconds + loss.seconds;
+    st.backward += backward_gemms(cost, head_op).seconds + loss.seconds;
   }
   return st;
 }

@@ -231,3 +231,79 @@ TEST_CASE("cost model: gradient-reduce and parameter-gather overlap hide under t
   z3.layout.overlap.param_gather = false;  // the per-micro-batch gathers: 2 x 3 ms on the critical path
   CHECK(estimate_train(m, c, z3, fake).breakdown.dp_comm_exposed_s == test::near(fsdp.dp_comm_exposed_s + 6e-3));
 }
+
+namespace {
+
+// Records the shapes of the GEMMs it prices (each 1 ms).
+class GemmRecorder final : public CostModel {
+ public:
+  mutable std::vector<GemmOp> seen;
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* g = std::get_if<GemmOp>(&op)) {
+      seen.push_back(*g);
+      c.seconds = 1e-3;
+    }
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+};
+
+}  // namespace
+
+TEST_CASE("cost model: the backward prices each GEMM's input and weight gradients at their own shapes") {
+  const auto m = test::preset_model("llama-3.1-8b");  // h 4096, MLP 14336 gated
+  const auto c = test::own_cluster(1);
+  TrainRequest r;
+  r.seq_len = 2048;
+  r.global_batch = 1;
+  const GemmRecorder rec;
+  estimate_train(m, c, r, rec);
+  auto has = [&](int64_t mm, int64_t n, int64_t k) {
+    for (const auto& g : rec.seen)
+      if (g.m == mm && g.n == n && g.k == k) return true;
+    return false;
+  };
+  // The MLP's down projection (2048 x 14336) x (14336 x 4096): its input gradient
+  // (2048 x 4096) x (4096 x 14336) and its weight gradient (14336 x 2048) x (2048 x 4096), whose
+  // depth is the 2,048 tokens.
+  CHECK(has(2048, 4096, 14336));
+  CHECK(has(2048, 14336, 4096));
+  CHECK(has(14336, 4096, 2048));
+}
+
+namespace {
+
+// Records the attention kernels it prices (each 1 ms).
+class AttentionRecorder final : public CostModel {
+ public:
+  mutable std::vector<AttentionOp> seen;
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* a = std::get_if<AttentionOp>(&op)) {
+      seen.push_back(*a);
+      c.seconds = 1e-3;
+    }
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+};
+
+}  // namespace
+
+TEST_CASE("cost model: context parallelism runs attention as cp kernels over blocks of s / cp") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  TrainRequest r;
+  r.seq_len = 8192;
+  r.global_batch = 2;
+  r.layout.cp = 2;
+  r.layout.dp = 1;
+  const AttentionRecorder rec;
+  estimate_train(m, c, r, rec);
+  REQUIRE_FALSE(rec.seen.empty());
+  for (const auto& a : rec.seen) {
+    CHECK(a.seq_len == 4096);
+    CHECK(a.calls == 2);
+  }
+}

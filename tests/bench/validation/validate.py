@@ -1,0 +1,135 @@
+"""Predicts every published measurement in tests/bench/validation/*.json with arlsim and reports
+the signed error (predicted - measured) / measured per row, and the median and worst absolute
+error per kind. The rows are the test of the cost model, never its input.
+
+With --bands FILE it writes the error bands that `arlsim estimate` prints (calib/error-bands.json):
+for each kind, the 10th and 90th percentiles of the signed errors; with --check-bands FILE it
+fails when FILE differs from what the current model gives (the bands must come from the model
+that prints them)."""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def estimate(arlsim, stage, tmp, name):
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump(stage, f)
+    out = subprocess.run([arlsim, "estimate", "--json", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("arlsim estimate failed on %s: %s" % (name, out.stderr.strip()))
+    return json.loads(out.stdout)
+
+
+def training(arlsim, tmp):
+    data = json.load(open(os.path.join(HERE, "training.json")))
+    results = []
+    for r in data["rows"]:
+        model = data["models"].get(r["model"], r["model"])
+        stage = {"format": "arlsim-stage/1", "kind": "train", "model": model, "gpu": r["gpu"], "layout": r["layout"],
+                 "micro_batch": r["micro_batch"], "global_batch": r["global_batch"], "seq_len": r["seq_len"],
+                 "recompute": r["recompute"], "attention_kernel": r["attention_kernel"]}
+        e = estimate(arlsim, stage, tmp, r["id"])
+        results.append({"id": r["id"], "measured": r["measured_iteration_s"], "predicted": e["iteration_s"],
+                        "mfu": e["mfu"], "source": r["source"]})
+    return results
+
+
+def collectives(arlsim, tmp):
+    data = json.load(open(os.path.join(HERE, "collectives.json")))
+    results = []
+    for r in data["rows"]:
+        stage = {"format": "arlsim-stage/1", "kind": "collective", "gpu": r["gpu"], "op": r["op"],
+                 "bytes": r["bytes"], "ranks": r["ranks"]}
+        e = estimate(arlsim, stage, tmp, r["id"])
+        factor = 2.0 * (r["ranks"] - 1) / r["ranks"] if r["op"] == "all_reduce" else 1.0
+        measured = r["measured_time_us"] * 1e-6 if "measured_time_us" in r else \
+            r["bytes"] * factor / (r["measured_busbw_gbps"] * 1e9)
+        results.append({"id": r["id"], "measured": measured, "predicted": e["time_s"],
+                        "how": "%s/%s" % (e["algorithm"], e.get("protocol", "")), "source": r["source"]})
+    return results
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
+
+
+def summary(results):
+    errors = [r["predicted"] / r["measured"] - 1 for r in results]
+    abs_errors = [abs(e) for e in errors]
+    return {"rows": len(results), "median_abs_error": round(statistics.median(abs_errors), 4),
+            "worst_abs_error": round(max(abs_errors), 4), "median_signed_error": round(statistics.median(errors), 4),
+            "error_low": round(quantile(errors, 0.1), 4), "error_high": round(quantile(errors, 0.9), 4)}
+
+
+def table(title, results, unit, scale, extra=None):
+    print("\n### %s\n" % title)
+    head = "| row | measured %s | predicted %s | error |" % (unit, unit)
+    sep = "|---|---|---|---|"
+    if extra:
+        head += " %s |" % extra[0]
+        sep += "---|"
+    print(head)
+    print(sep)
+    for r in results:
+        line = "| %s | %.4g | %.4g | %+.1f%% |" % (r["id"], r["measured"] * scale, r["predicted"] * scale,
+                                                  100 * (r["predicted"] / r["measured"] - 1))
+        if extra:
+            line += " %s |" % extra[1](r)
+        print(line)
+    s = summary(results)
+    print("\n%d rows: median |error| %.1f%%, worst %.1f%%, median signed %+.1f%%; 10th-90th percentile of the signed "
+          "error %+.1f%% to %+.1f%%." % (s["rows"], 100 * s["median_abs_error"], 100 * s["worst_abs_error"],
+                                        100 * s["median_signed_error"], 100 * s["error_low"], 100 * s["error_high"]))
+    return s
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("arlsim")
+    p.add_argument("--bands", help="write the error bands to this file")
+    p.add_argument("--check-bands", help="fail when this bands file differs from the current model's")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        train = training(a.arlsim, tmp)
+        coll = collectives(a.arlsim, tmp)
+    quiet = a.check_bands is not None
+    if quiet:
+        sys.stdout = open(os.devnull, "w")
+    kinds = {
+        "training": table("Training iterations", train, "s", 1.0, ("MFU", lambda r: "%.1f%%" % (100 * r["mfu"]))),
+        "collective": table("Collectives (nccl-tests)", coll, "us", 1e6, ("chosen", lambda r: r["how"])),
+    }
+    bands = {"format": "arlsim-error-bands/1",
+             "description": "Signed errors (predicted - measured) / measured of the cost model against the published "
+                            "measurements in tests/bench/validation, per kind; a prediction p is printed with the band "
+                            "[p / (1 + error_high), p / (1 + error_low)], the 10th to 90th percentile. Written by "
+                            "tests/bench/validate_model.sh; do not edit.",
+             "kinds": kinds}
+    text = json.dumps(bands, indent=2) + "\n"
+    if a.bands:
+        with open(a.bands, "w") as f:
+            f.write(text)
+    if a.check_bands:
+        old = open(a.check_bands).read()
+        if old != text:
+            sys.stderr.write("%s is not what the current model gives; regenerate it with "
+                             "tests/bench/validate_model.sh BUILD --bands %s\n" % (a.check_bands, a.check_bands))
+            sys.stderr.write("expected:\n" + text)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
