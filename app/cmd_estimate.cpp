@@ -11,6 +11,7 @@
 #include "app/options.h"
 #include "sim/model/collective.h"
 #include "sim/model/compute.h"
+#include "sim/model/error_band.h"
 #include "sim/model/inference.h"
 #include "sim/model/train.h"
 #include "sim/input/check.h"
@@ -43,6 +44,16 @@ std::string memory_text(const model::MemoryBreakdown& m) {
   return out + line;
 }
 
+// "  (-1% to +20%: 80% of 44 published runs)": where the measured value fell, relative to the
+// prediction, on the validation rows of the kind.
+std::string band_text(const std::optional<model::ErrorBand>& band, double seconds) {
+  if (!band || seconds <= 0) return {};
+  char text[128];
+  std::snprintf(text, sizeof text, "  (%+.0f%% to %+.0f%%: 80%% of %d published runs)",
+                100 * (band->time_low(seconds) / seconds - 1), 100 * (band->time_high(seconds) / seconds - 1), band->rows);
+  return text;
+}
+
 int estimate_train(const input::StageSpec& s, const std::string& file, bool json) {
   model::TrainRequest r;
   r.layout = s.train.layout;
@@ -58,13 +69,26 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
   }
   const auto e = model::estimate_train(s.model, s.cluster, r);
   const auto& b = e.breakdown;
+  const auto band = model::validation_band("training");
   if (json) {
     ordered_json j;
     j["kind"] = "train";
     j["iteration_s"] = e.iteration_s;
+    if (band) {
+      j["iteration_s_low"] = band->time_low(e.iteration_s);
+      j["iteration_s_high"] = band->time_high(e.iteration_s);
+    }
     j["tokens_per_s"] = e.tokens_per_s;
+    if (band) {
+      j["tokens_per_s_low"] = band->rate_low(e.tokens_per_s);
+      j["tokens_per_s_high"] = band->rate_high(e.tokens_per_s);
+    }
     j["model_tflops_per_gpu"] = e.model_tflops_per_gpu;
     j["mfu"] = e.mfu;
+    if (band) {
+      j["mfu_low"] = band->rate_low(e.mfu);
+      j["mfu_high"] = band->rate_high(e.mfu);
+    }
     j["micro_batches"] = e.micro_batches;
     j["memory_per_rank_gib"] = memory_json(e.memory);
     j["fits"] = e.memory.fits();
@@ -85,8 +109,8 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
               static_cast<long long>(l.tp), static_cast<long long>(l.pp), static_cast<long long>(l.dp),
               static_cast<long long>(l.cp), static_cast<long long>(l.ep), static_cast<long long>(e.micro_batches),
               static_cast<long long>(l.micro_batch), static_cast<long long>(r.seq_len));
-  std::printf("  iteration    %9.3f s\n  tokens/s     %9.0f\n  TFLOP/s/GPU  %9.1f (model FLOPs)\n  MFU          %9.1f %%\n",
-              e.iteration_s, e.tokens_per_s, e.model_tflops_per_gpu, 100 * e.mfu);
+  std::printf("  iteration    %9.3f s%s\n  tokens/s     %9.0f\n  TFLOP/s/GPU  %9.1f (model FLOPs)\n  MFU          %9.1f %%\n",
+              e.iteration_s, band_text(band, e.iteration_s).c_str(), e.tokens_per_s, e.model_tflops_per_gpu, 100 * e.mfu);
   std::printf("  pipeline %.3f s (bubble %.1f %%), optimizer %.3f s\n", b.pipeline_s, 100 * b.bubble_fraction,
               b.optimizer_s);
   std::printf("  communication  exposed   hidden (s)\n");
@@ -156,6 +180,7 @@ int estimate_collective(const input::StageSpec& s, const std::string& file, bool
     return kExitBadInput;
   }
   const auto c = cm.cost(op, s.collective.bytes, g);
+  const auto band = model::validation_band("collective");
   if (json) {
     ordered_json j;
     j["kind"] = "collective";
@@ -164,8 +189,16 @@ int estimate_collective(const input::StageSpec& s, const std::string& file, bool
     j["ranks"] = g.ranks;
     j["nodes"] = g.nodes();
     j["time_s"] = c.seconds;
+    if (band) {
+      j["time_s_low"] = band->time_low(c.seconds);
+      j["time_s_high"] = band->time_high(c.seconds);
+    }
     j["algbw_gbps"] = c.algbw_bytes_per_s / 1e9;
     j["busbw_gbps"] = c.busbw_bytes_per_s / 1e9;
+    if (band) {
+      j["busbw_gbps_low"] = band->rate_low(c.busbw_bytes_per_s) / 1e9;
+      j["busbw_gbps_high"] = band->rate_high(c.busbw_bytes_per_s) / 1e9;
+    }
     j["algorithm"] = c.algorithm;
     j["protocol"] = c.protocol;
     std::cout << j.dump(2) << "\n";
@@ -173,9 +206,10 @@ int estimate_collective(const input::StageSpec& s, const std::string& file, bool
   }
   std::printf("%s of %.0f bytes over %lld ranks on %lld node(s) of %s\n", s.collective.op.c_str(), s.collective.bytes,
               static_cast<long long>(g.ranks), static_cast<long long>(g.nodes()), s.cluster.gpu.name.c_str());
-  std::printf("  time       %10.1f us\n  algbw      %10.2f GB/s\n  busbw      %10.2f GB/s\n  algorithm  %10s\n"
+  std::printf("  time       %10.1f us%s\n  algbw      %10.2f GB/s\n  busbw      %10.2f GB/s\n  algorithm  %10s\n"
               "  protocol   %10s\n",
-              1e6 * c.seconds, c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9, c.algorithm.c_str(),
+              1e6 * c.seconds, band_text(band, c.seconds).c_str(), c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9,
+              c.algorithm.c_str(),
               c.protocol.c_str());
   return kExitOk;
 }

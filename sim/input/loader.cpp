@@ -172,6 +172,7 @@ std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<S
   } else {
     const Preset* found = nullptr;
     for (const auto& p : presets()) {
+      if (p.kind == kNotASpec) continue;
       if (p.name == arg && (!kind || p.kind == kind_name(*kind))) {
         found = &p;
         break;
@@ -180,7 +181,7 @@ std::optional<Value> Loader::load(std::string_view path_or_name, std::optional<S
     if (!found) {
       std::vector<std::string> names;
       for (const auto& p : presets())
-        if (!kind || p.kind == kind_name(*kind)) names.emplace_back(p.name);
+        if (p.kind != kNotASpec && (!kind || p.kind == kind_name(*kind))) names.emplace_back(p.name);
       const std::string guess = closest_match(arg, names);
       diag_.error_global(quote(arg) + " is neither a file nor a " + (kind ? std::string(kind_name(*kind)) + " " : "") + "preset",
                          guess.empty() ? "see `arlsim list`" : "did you mean " + quote(guess) + "?");
@@ -224,7 +225,7 @@ std::optional<SpecKind> Loader::detect_following_extends(const Value& doc) {
     } else {
       base.reset();
       for (const auto& p : presets()) {
-        if (p.name != name) continue;
+        if (p.name != name || p.kind == kNotASpec) continue;
         auto file = std::make_shared<SourceFile>();
         file->display_name = name;
         file->is_preset = true;

@@ -7,6 +7,10 @@
 
 namespace arlsim::input {
 
+// The embedded validation record (calib/error-bands.json) is a preset of this kind; it is not a
+// specification and the loader never offers it.
+inline constexpr std::string_view kNotASpec = "bands";
+
 struct Preset {
   std::string_view kind;  // model, gpu, cluster, workload, policy, scenario
   std::string_view name;  // file name without ".json"

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "sim/model/error_band.h"
 #include "sim/report/text.h"
 #include "sim/rl/metrics.h"
 
@@ -95,20 +96,38 @@ RunStats run_stats(const rl::RunResult& r) {
   return s;
 }
 
+TotalBand total_time_band(const rl::RunResult& r, const RunStats& stats) {
+  TotalBand b{r.total_time_s, r.total_time_s, 0};
+  const auto band = model::validation_band("training");
+  if (!band) return b;
+  for (size_t i = 0; i < kStageCount; ++i)
+    if (graph::kStages[i].op == graph::OpKind::forward || graph::kStages[i].op == graph::OpKind::train)
+      b.covered_share += stats.stage_share[i];
+  // Each banded second becomes time_low(1) or time_high(1) seconds.
+  b.low_s = r.total_time_s * (1 + b.covered_share * (band->time_low(1.0) - 1));
+  b.high_s = r.total_time_s * (1 + b.covered_share * (band->time_high(1.0) - 1));
+  return b;
+}
+
 std::string summary_json(const rl::RunResult& r) {
   ordered_json steps = ordered_json::array();
   for (const auto& st : r.steps) steps.push_back(step_json(st));
   ordered_json ooms = ordered_json::array();
   for (const auto& e : r.oom_events) ooms.push_back(oom_json(e));
+  const RunStats stats = run_stats(r);
+  const TotalBand band = total_time_band(r, stats);
   const ordered_json j{{"scenario", r.scenario},
                        {"gpus", r.gpus},
                        {"steps", std::move(steps)},
                        {"total_time_s", r.total_time_s},
+                       {"total_time_s_low", band.low_s},
+                       {"total_time_s_high", band.high_s},
+                       {"band_covered_share", band.covered_share},
                        {"gpu_hours", r.gpu_hours},
                        {"cost_usd", if_priced(r, r.cost_usd)},
                        {"price_usd_per_gpu_hour", if_priced(r, r.price_usd_per_gpu_hour)},
                        {"oom_events", std::move(ooms)},
-                       {"stats", stats_json(run_stats(r))}};
+                       {"stats", stats_json(stats)}};
   // `replace` turns invalid UTF-8 in names into U+FFFD instead of throwing.
   return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }

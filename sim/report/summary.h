@@ -32,6 +32,15 @@ struct RunStats {
 };
 RunStats run_stats(const rl::RunResult& r);
 
+// The range the run's total time is expected in: the stages of a kind with a validation record
+// (the training passes: forward passes and training, from the training record) scaled by that
+// record's band, the others at their point value. `covered_share` is the share of the stage time
+// the band speaks for; 0 (and low = high = the total) when no record applies.
+struct TotalBand {
+  double low_s = 0, high_s = 0, covered_share = 0;
+};
+TotalBand total_time_band(const rl::RunResult& r, const RunStats& stats);
+
 // summary.json: pretty-printed with two-space indents and a final newline. Numbers are the
 // shortest text that reads back as the same double, so equal results give equal bytes.
 std::string summary_json(const rl::RunResult& r);

@@ -176,6 +176,16 @@ expect estimate-train-json 0 "$arlsim" estimate --json scenarios/stages/train-ll
 for key in '"iteration_s"' '"tokens_per_s"' '"model_tflops_per_gpu"' '"mfu"' '"memory_per_rank_gib"' '"fits": true'; do
   contains "train-json-$key" "$tmp/out" "$key"
 done
+# Error bands from the validation record bracket each banded figure.
+bands_ok() { python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    assert d[k + '_low'] <= d[k] <= d[k + '_high'], k
+" "$@"; }
+if bands_ok "$tmp/out" iteration_s tokens_per_s mfu; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL train bands"; fi
+expect estimate-collective-bands 0 "$arlsim" estimate --json scenarios/stages/allreduce-h100-1gib.json
+if bands_ok "$tmp/out" time_s busbw_gbps; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL collective bands"; fi
 expect estimate-train-unfused 0 "$arlsim" estimate --json scenarios/stages/train-llama-3.1-8b-h100.json --set '/attention_kernel="unfused"'
 contains estimate-train-unfused "$tmp/out" '"iteration_s"'
 expect estimate-inference-json 0 "$arlsim" estimate --json scenarios/stages/decode-qwen2.5-72b-h100.json

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/model/error_band.h"
 #include "sim/report/summary.h"
 #include "tests/report/fixture.h"
 
@@ -17,14 +18,24 @@ TEST_CASE("summary.json holds the run, its steps and OOMs under the documented k
   const json j = json::parse(summary_json(r));
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  CHECK(keys == std::vector<std::string>{"cost_usd", "gpu_hours", "gpus", "oom_events", "price_usd_per_gpu_hour",
-                                         "scenario", "stats", "steps", "total_time_s"});  // json sorts keys
+  CHECK(keys == std::vector<std::string>{"band_covered_share", "cost_usd", "gpu_hours", "gpus", "oom_events",
+                                         "price_usd_per_gpu_hour", "scenario", "stats", "steps", "total_time_s",
+                                         "total_time_s_high", "total_time_s_low"});  // json sorts keys
   CHECK(j["scenario"] == "demo");
   CHECK(j["gpus"] == 16);
   CHECK(j["total_time_s"] == 30.0);
   CHECK(j["gpu_hours"] == r.gpu_hours);  // 16 x 30 s / 3600
   CHECK(j["cost_usd"] == r.gpu_hours * 2.5);
   CHECK(j["price_usd_per_gpu_hour"] == 2.5);
+  // The training passes (old and reference log-probs, train: 8.5 of the 30 s of stage time) carry
+  // the training record's band; the rest is at its point value.
+  const auto band = model::validation_band("training");
+  REQUIRE(band);
+  CHECK(j["band_covered_share"].get<double>() == doctest::Approx(8.5 / 30));
+  CHECK(j["total_time_s_low"].get<double>() == doctest::Approx(30 * (1 + 8.5 / 30 * (band->time_low(1) - 1))));
+  CHECK(j["total_time_s_high"].get<double>() == doctest::Approx(30 * (1 + 8.5 / 30 * (band->time_high(1) - 1))));
+  CHECK(j["total_time_s_low"].get<double>() <= 30);
+  CHECK(j["total_time_s_high"].get<double>() >= 30);
 
   REQUIRE(j["steps"].size() == 3);
   const json& s1 = j["steps"][1];
@@ -48,7 +59,8 @@ TEST_CASE("summary.json keeps the contract's key order") {
   const auto j = nlohmann::ordered_json::parse(summary_json(testing::sample_run()));
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  CHECK(keys == std::vector<std::string>{"scenario", "gpus", "steps", "total_time_s", "gpu_hours", "cost_usd",
+  CHECK(keys == std::vector<std::string>{"scenario", "gpus", "steps", "total_time_s", "total_time_s_low",
+                                         "total_time_s_high", "band_covered_share", "gpu_hours", "cost_usd",
                                          "price_usd_per_gpu_hour", "oom_events", "stats"});
   keys.clear();
   for (const auto& [k, v] : j["steps"][0].items()) keys.push_back(k);

@@ -4,14 +4,22 @@
 
 #include <sstream>
 
+#include "sim/report/summary.h"
 #include "sim/report/table.h"
+#include "sim/report/text.h"
 #include "tests/report/fixture.h"
 
 using namespace arlsim;
 using namespace arlsim::report;
 
 TEST_CASE("run table of the sample run") {
-  CHECK(run_table(testing::sample_run()) ==
+  // The band line's figures come from the embedded validation record: built here from it.
+  const auto r = testing::sample_run();
+  const TotalBand band = total_time_band(r, run_stats(r));
+  const std::string band_line = "                -" + format_fixed(100 * (1 - band.low_s / 30), 0) + "% to +" +
+                                format_fixed(100 * (band.high_s / 30 - 1), 0) +
+                                "% (training passes' validation band, 28% of stage time)\n";
+  CHECK(run_table(r) ==
         "demo: 16 GPUs, 3 steps\n"
         "\n"
         "step time (s)           mean         p50         p90         p99         max\n"
@@ -27,11 +35,12 @@ TEST_CASE("run table of the sample run") {
         "  weight_sync            0.750         0.250      2.5%\n"
         "\n"
         "throughput      2000.0 tokens/s\n"
-        "total time      30.000 s (0:00:30)\n"
-        "GPU-hours       0.133\n"
-        "cost            $0.33 at $2.50 per GPU-hour\n"
-        "OOM             1 event; first: step 2, stage train, rank 3: needs 92.50 GiB of 80.00 GiB\n"
-        "                (GiB: activations 40.25, weights 30.00, optimizer 22.25)\n");
+        "total time      30.000 s (0:00:30)\n" +
+            band_line +
+            "GPU-hours       0.133\n"
+            "cost            $0.33 at $2.50 per GPU-hour\n"
+            "OOM             1 event; first: step 2, stage train, rank 3: needs 92.50 GiB of 80.00 GiB\n"
+            "                (GiB: activations 40.25, weights 30.00, optimizer 22.25)\n");
 }
 
 TEST_CASE("run table without a price or OOMs, and over long runs") {
