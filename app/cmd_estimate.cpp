@@ -98,6 +98,7 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
                         {"tp_comm_exposed_per_micro_batch", b.tp_comm_exposed_s},
                         {"cp_comm_exposed_per_micro_batch", b.cp_comm_exposed_s},
                         {"ep_comm_per_micro_batch", b.ep_comm_s}, {"pp_comm_per_micro_batch", b.pp_comm_s},
+                        {"pp_comm_exposed_per_micro_batch", b.pp_comm_exposed_s},
                         {"dp_comm", b.dp_comm_s},           {"dp_comm_exposed", b.dp_comm_exposed_s},
                         {"optimizer", b.optimizer_s}};
     std::cout << j.dump(2) << "\n";

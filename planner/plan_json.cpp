@@ -59,6 +59,7 @@ ordered_json layout_json(const input::TrainLayout& l) {
   if (l.overlap.tp_comm && l.sequence_parallel && l.tp > 1) overlap["tp_comm"] = *l.overlap.tp_comm;
   if (l.overlap.grad_reduce) overlap["grad_reduce"] = *l.overlap.grad_reduce;
   if (l.overlap.param_gather) overlap["param_gather"] = *l.overlap.param_gather;
+  if (l.overlap.p2p) overlap["p2p"] = *l.overlap.p2p;
   if (!overlap.empty()) j["overlap"] = overlap;
   return j;
 }

@@ -202,6 +202,7 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
     if (o.read("tp_comm", flag, Presence::optional)) l.overlap.tp_comm = flag;
     if (o.read("grad_reduce", flag, Presence::optional)) l.overlap.grad_reduce = flag;
     if (o.read("param_gather", flag, Presence::optional)) l.overlap.param_gather = flag;
+    if (o.read("p2p", flag, Presence::optional)) l.overlap.p2p = flag;
     o.finish();
     if (l.overlaps_tp_comm() && (!l.sequence_parallel || l.tp == 1))
       o.error("tp_comm", "tensor-parallel communication overlap pipelines the all-gathers and reduce-scatters of "

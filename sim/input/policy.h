@@ -51,13 +51,15 @@ struct InferenceLayout {
 
 // Communication hidden under computation, as Megatron-Core names its switches. Unset: the
 // framework's default for the layout — Megatron-LM's for ZeRO 0-2 (no overlap: its
-// --overlap-grad-reduce, --overlap-param-gather and --tp-comm-overlap are off unless given), and
-// FSDP's for ZeRO-3 (gradient reduce-scatters during the backward and parameter gathers
-// prefetched ahead of use, by design).
+// --overlap-grad-reduce, --overlap-param-gather and --tp-comm-overlap are off unless given;
+// pipeline transfers overlapped with the interleaved schedule, its --overlap-p2p-communication
+// default, and not with plain 1F1B, which batches them), and FSDP's for ZeRO-3 (gradient
+// reduce-scatters during the backward and parameter gathers prefetched ahead of use, by design).
 struct Overlap {
   std::optional<bool> tp_comm;       // TP all-gathers and reduce-scatters under the GEMMs (needs SP)
   std::optional<bool> grad_reduce;   // gradient buckets reduced during the last backward
   std::optional<bool> param_gather;  // updated (or ZeRO-3) parameters gathered under the forward
+  std::optional<bool> p2p;           // pipeline sends and receives under the next chunk's compute
   bool operator==(const Overlap&) const = default;
 };
 
@@ -75,6 +77,7 @@ struct TrainLayout {
   bool overlaps_tp_comm() const { return overlap.tp_comm.value_or(false); }
   bool overlaps_grad_reduce() const { return overlap.grad_reduce.value_or(zero >= 3); }
   bool overlaps_param_gather() const { return overlap.param_gather.value_or(zero >= 3); }
+  bool overlaps_p2p() const { return overlap.p2p.value_or(vpp > 1); }
   bool operator==(const TrainLayout&) const = default;
 };
 

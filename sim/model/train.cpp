@@ -317,7 +317,8 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   if (l.pp > 1) {
     forward = std::max(forward, stage_times(m, c, cost, r, tokens, false, true).forward);
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    forward += d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
+    const double p2p = d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
+    forward += l.overlaps_p2p() ? std::max(0.0, p2p - forward) : p2p;
   }
   // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
   // uploaded for each micro-batch, behind the compute as far as it lasts.
@@ -358,7 +359,10 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
     b.pp_comm_s = 2 * d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});
   }
-  const double slot = b.forward_s + b.backward_s + b.pp_comm_s;
+  // Overlapped (the interleaved schedule's default), each chunk's transfers run under the next
+  // chunk's compute and show only beyond it.
+  b.pp_comm_exposed_s = l.overlaps_p2p() ? std::max(0.0, b.pp_comm_s - b.forward_s - b.backward_s) : b.pp_comm_s;
+  const double slot = b.forward_s + b.backward_s + b.pp_comm_exposed_s;
   const double bubble_slots = d(l.pp - 1) / d(l.vpp);
   b.pipeline_s = (d(e.micro_batches) + bubble_slots) * slot;
   b.bubble_fraction = bubble_slots / d(e.micro_batches);  // (p - 1) / (v m), relative to the ideal time

@@ -48,7 +48,8 @@ struct TrainBreakdown {
   double tp_comm_exposed_s = 0;  // the part of it inside forward_s + backward_s (all without overlap)
   double cp_comm_exposed_s = 0;
   double ep_comm_s = 0;
-  double pp_comm_s = 0;
+  double pp_comm_s = 0;  // per micro-batch: every chunk's sends forward and backward
+  double pp_comm_exposed_s = 0;  // the part not under the next chunk's compute
   double dp_comm_s = 0;  // gradient reduction and the gather of updated parameters
   double dp_comm_exposed_s = 0;  // the part not hidden by the last backward or the first forward,
                                  // and fetches beyond the pipeline (ZeRO-3 gathers, offloaded

@@ -307,3 +307,44 @@ TEST_CASE("cost model: context parallelism runs attention as cp kernels over blo
     CHECK(a.calls == 2);
   }
 }
+
+namespace {
+
+// Every GEMM 1 ms, every point-to-point transfer 0.5 ms; nothing else takes time.
+class GemmsAndSends final : public CostModel {
+ public:
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (std::holds_alternative<GemmOp>(op)) c.seconds = 1e-3;
+    if (std::holds_alternative<PointToPointOp>(op)) c.seconds = 0.5e-3;
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+};
+
+}  // namespace
+
+TEST_CASE("cost model: the interleaved schedule hides its pipeline transfers under the next chunk, 1F1B does not") {
+  const auto m = test::preset_model("llama-3.1-8b");  // 32 layers
+  const auto c = test::own_cluster(1);
+  const GemmsAndSends fake;
+  TrainRequest r;
+  r.layout.pp = 4;
+  r.layout.vpp = 2;
+  r.seq_len = 1024;
+  r.global_batch = 8;
+  const auto interleaved = estimate_train(m, c, r, fake).breakdown;
+  // 2 x vpp = 4 sends of 0.5 ms per micro-batch, all under the compute by default.
+  CHECK(interleaved.pp_comm_s == test::near(4 * 0.5e-3));
+  CHECK(interleaved.pp_comm_exposed_s == 0);
+  r.layout.overlap.p2p = false;
+  const auto exposed = estimate_train(m, c, r, fake).breakdown;
+  CHECK(exposed.pp_comm_exposed_s == test::near(4 * 0.5e-3));
+  // The pipeline's slots grow by exactly the exposed transfers.
+  CHECK(exposed.pipeline_s - interleaved.pipeline_s ==
+        test::near((8 + 3.0 / 2) * 4 * 0.5e-3));
+  // Plain 1F1B batches its transfers: exposed unless asked otherwise.
+  r.layout.vpp = 1;
+  r.layout.overlap.p2p.reset();
+  CHECK(estimate_train(m, c, r, fake).breakdown.pp_comm_exposed_s == test::near(2 * 0.5e-3));
+}
