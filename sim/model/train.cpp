@@ -17,8 +17,11 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-// Chunks a tensor-parallel collective is split into when overlapped with its GEMM.
+// Chunks a tensor-parallel reduce-scatter is split into when pipelined with its GEMM, and the SMs
+// it takes from the GEMM (Transformer Engine userbuffers as NeMo configures them for H100:
+// num_splits 4, num_sm 24 with set_sm_margin).
 constexpr double kTpOverlapChunks = 4;
+constexpr double kTpOverlapSms = 24;
 
 struct LayerCost {
   OpCost gemm;       // forward matmuls of the layer on one rank
@@ -70,29 +73,52 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   // The GEMMs each tensor-parallel all-gather feeds (QKV, the MLP's input) and each
   // reduce-scatter drains (the attention output, the MLP's output): what overlap hides them under.
   double feeds[2] = {0, 0}, drains[2] = {0, 0};
-  auto add_gemm = [&](const GemmOp& op, double* slot) {
-    const OpCost g = cost.cost(op);
+  // Overlapped, Transformer Engine's userbuffers run a fed GEMM as tp chunks of rows, one per
+  // all-gather step (ring exchange), and a drained GEMM as four chunks pipelined with the
+  // reduce-scatter on the SMs the reduce-scatter leaves it (NeMo's H100 settings: 24 SMs with an
+  // SM margin); backward the drained GEMM's input gradient runs as tp chunks (ring exchange).
+  const bool chunked = l.overlaps_tp_comm() && l.sequence_parallel && tp > 1;
+  const double sm = d(c.gpu.sm_count);
+  const double margin = sm > kTpOverlapSms ? sm / (sm - kTpOverlapSms) : 1.0;
+  auto in_chunks = [&](const GemmOp& op, int64_t chunks, double slowdown) {
+    OpCost one = cost.cost(GemmOp{(op.m + chunks - 1) / chunks, op.n, op.k, op.groups});
+    one.seconds *= d(chunks) * slowdown;
+    one.flops *= d(chunks);
+    one.bytes *= d(chunks);
+    return one;
+  };
+  enum class Role { none, feed, drain };
+  auto add_gemm = [&](const GemmOp& op, double* slot, Role role) {
+    const bool split = chunked && role != Role::none && op.groups == 1;
+    const OpCost g = !split              ? cost.cost(op)
+                     : role == Role::feed ? in_chunks(op, tp, 1.0)
+                                          : in_chunks(op, static_cast<int64_t>(kTpOverlapChunks), margin);
     lc.gemm += g;
-    lc.gemm_backward += backward_gemms(cost, op);
+    if (split && role == Role::drain) {
+      lc.gemm_backward += in_chunks(GemmOp{op.m, op.k, op.n, op.groups}, tp, 1.0);
+      lc.gemm_backward += cost.cost(GemmOp{op.k, op.n, op.m, op.groups});
+    } else {
+      lc.gemm_backward += backward_gemms(cost, op);
+    }
     if (slot) *slot += g.seconds;
   };
-  add_gemm(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h}, &feeds[0]);
-  add_gemm(GemmOp{tokens, h, m.num_heads * v / tp}, &drains[0]);
+  add_gemm(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h}, &feeds[0], Role::feed);
+  add_gemm(GemmOp{tokens, h, m.num_heads * v / tp}, &drains[0], Role::drain);
   const bool gated = m.mlp == input::MlpKind::gated;
   auto dense_mlp = [&](int64_t ffn, int64_t split) {
-    add_gemm(GemmOp{tokens, (gated ? 2 : 1) * ffn / split, h}, &feeds[1]);
-    add_gemm(GemmOp{tokens, h, ffn / split}, &drains[1]);
+    add_gemm(GemmOp{tokens, (gated ? 2 : 1) * ffn / split, h}, &feeds[1], Role::feed);
+    add_gemm(GemmOp{tokens, h, ffn / split}, &drains[1], Role::drain);
   };
   int64_t ffn_elementwise = m.ffn_hidden_size / tp;
   if (moe_layer) {
     const auto& e = m.moe;
-    add_gemm(GemmOp{tokens, e.num_experts, h}, nullptr);  // router
+    add_gemm(GemmOp{tokens, e.num_experts, h}, nullptr, Role::none);  // router
     // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
     const int64_t local_experts = e.num_experts / l.ep;
     const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
     const int64_t m_tokens = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
-    add_gemm(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts}, &feeds[1]);
-    add_gemm(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts}, &drains[1]);
+    add_gemm(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts}, &feeds[1], Role::feed);
+    add_gemm(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts}, &drains[1], Role::drain);
     if (e.shared_experts > 0) dense_mlp(e.shared_experts * e.expert_ffn_hidden_size, tp);
     if (e.shared_expert_ffn_hidden_size > 0) dense_mlp(e.shared_expert_ffn_hidden_size, tp);
     ffn_elementwise = m_tokens * local_experts * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
