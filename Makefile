@@ -37,6 +37,7 @@ bench: build
 	tests/bench/capacity_bench.sh $(BUILD)
 	$(BUILD)/tests/dispatch_validation
 	tests/bench/agreement.sh $(BUILD)
+	tests/bench/validate_model.sh $(BUILD)
 	d=$$(mktemp -d); tests/bench/trace_load_bench.sh $(BUILD) $$d && tests/bench/simulate_bench.sh $(BUILD) $$d; \
 	  s=$$?; rm -rf $$d; exit $$s
 
