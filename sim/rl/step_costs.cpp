@@ -131,8 +131,15 @@ model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences
   model::TrainRequest r;
   r.layout = l;
   r.seq_len = std::max<int64_t>(l.cp, (seq_len + l.cp - 1) / l.cp * l.cp);
-  if (l.max_tokens_per_gpu > 0)  // dynamic batching: as many sequences per micro-batch as fit the budget
-    r.layout.micro_batch = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
+  if (l.max_tokens_per_gpu > 0) {
+    // Dynamic batching packs a rank's share of the sequences into micro-batches of at most the
+    // token budget: as many sequences per micro-batch as fit it, but never more than the rank has
+    // (a rank with less than one budget's worth runs one smaller micro-batch, not a full one).
+    const int64_t per_rank = std::max<int64_t>(1, (sequences + l.dp - 1) / l.dp);
+    const int64_t fit = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / r.seq_len);
+    const int64_t micro_batches = (per_rank + fit - 1) / fit;
+    r.layout.micro_batch = (per_rank + micro_batches - 1) / micro_batches;  // balanced over them
+  }
   const int64_t unit = l.dp * r.layout.micro_batch;
   r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
   r.dtype = w.dtype;

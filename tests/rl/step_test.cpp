@@ -290,3 +290,32 @@ TEST_CASE("step: a preparation pass whose layout does not fit is an OOM of its s
   const auto fits = rl::forward_memory_at(s, s.model, rl::pass_layout(s.policy.train, std::nullopt), 32768);
   CHECK(fits.fits());
 }
+
+TEST_CASE("step: dynamic batching charges each rank its share, down to one sequence each") {
+  const auto s = scenario({});
+  input::TrainLayout l;
+  l.max_tokens_per_gpu = 16384;  // 8 sequences of 2,048 tokens per micro-batch at most
+  auto per_rank = [&](int64_t dp) {
+    l.dp = dp;
+    const auto r = rl::train_request(l, 512, 2048, s.workload);
+    return std::pair<int64_t, int64_t>{r.global_batch / dp, r.layout.micro_batch};
+  };
+  // 512 sequences: 32 ranks take 16 each in two micro-batches of 8; 128 take 4 in one micro-batch
+  // of 4 (not a full one of 8); 512 ranks take one; 1,024 ranks still one (the floor).
+  CHECK(per_rank(32) == std::pair<int64_t, int64_t>{16, 8});
+  CHECK(per_rank(128) == std::pair<int64_t, int64_t>{4, 4});
+  CHECK(per_rank(512) == std::pair<int64_t, int64_t>{1, 1});
+  CHECK(per_rank(1024) == std::pair<int64_t, int64_t>{1, 1});
+  // Uneven shares are balanced over the micro-batches the budget needs: 20 sequences a rank in
+  // ceil(20 / 8) = 3 micro-batches of 7.
+  CHECK(per_rank(512 / 20 + 1) == std::pair<int64_t, int64_t>{21, 7});
+  // The update time falls as ranks are added, until each holds one sequence.
+  const auto m = test::preset_model("qwen3-8b");
+  auto c = test::own_cluster(16);
+  auto seconds = [&](int64_t dp) {
+    l.dp = dp;
+    return model::estimate_train(m, c, rl::train_request(l, 512, 2048, s.workload)).iteration_s;
+  };
+  CHECK(seconds(64) < seconds(32));
+  CHECK(seconds(128) < seconds(64));
+}
