@@ -17,7 +17,8 @@ const parse::Registry<Routing>& routing_policies() {
   static const parse::Registry<Routing> r{
       "routing policy",
       {{"round-robin", "each request to the next engine in turn", Routing::round_robin},
-       {"least-loaded", "each request to the engine with the fewest outstanding tokens", Routing::least_loaded},
+       {"least-loaded", "each request to the engine with the fewest requests in flight, then the fewest tokens to prefill",
+        Routing::least_loaded},
        {"sticky", "a trajectory's first turn to the least-loaded engine, its later turns to the same one", Routing::sticky},
        {"length-aware", "longest predicted trajectories first, balanced by predicted tokens, then sticky (HistoPipe)",
         Routing::length_aware}}};

@@ -16,7 +16,7 @@ EngineScheduler::EngineScheduler(const input::EngineSpec& spec, int64_t total_bl
 void EngineScheduler::arrive(Request r) {
   r.gen_target = std::max<int64_t>(1, r.gen_target);
   r.context = std::max<int64_t>(1, r.context);
-  outstanding_ += r.remaining();
+  prefill_pending_ += r.context - r.computed;
   int64_t slot = 0;
   if (free_slots_.empty()) {
     slot = static_cast<int64_t>(slots_.size());
@@ -130,14 +130,14 @@ void EngineScheduler::preempt(int64_t id) {
   free_blocks_ += r.blocks;
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
   // Recomputation: everything generated so far joins the context to prefill again.
-  outstanding_ -= r.remaining();
+  prefill_pending_ -= r.context - r.computed;
   r.context += r.generated;
   r.gen_target -= r.generated;
   r.generated = 0;
   r.computed = 0;
   r.blocks = 0;
   r.shared_tokens = 0;
-  outstanding_ += r.remaining();
+  prefill_pending_ += r.context;
   running_.erase(std::find(running_.begin(), running_.end(), id));
   waiting_.push_front(id);
   ++stats_.preemptions;
@@ -182,7 +182,7 @@ void EngineScheduler::commit_reuse(Request& r, const Reuse& u) {
     if (sp.refs++ == 0) lru_.erase(sp.lru);
   }
   cached_blocks_ -= u.leaves_cache;
-  outstanding_ -= u.computed - r.computed;
+  prefill_pending_ -= u.computed - r.computed;
   r.computed = u.computed;
   r.blocks = u.blocks;
   r.shared_tokens = u.shared_tokens;
@@ -355,7 +355,7 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
   for (const auto& [id, tokens] : p.chunks) {
     Request& r = slots_[static_cast<size_t>(id)];
     r.computed += tokens;
-    outstanding_ -= tokens;
+    prefill_pending_ -= tokens;
     stats_.prefill_tokens += tokens;
     if (r.computed >= r.context) {
       // The first of those still prefilling starts decoding (see the class comment).
@@ -366,7 +366,6 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
       // The iteration that completes a prompt samples its first token.
       r.generated += 1;
       r.produced += 1;
-      --outstanding_;
       if (!r.first_token_seen) {
         r.first_token_seen = true;
         first_tokens.push_back(r.trajectory);
@@ -402,7 +401,6 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
     }
     r.generated += iterations;
     r.produced += iterations;
-    outstanding_ -= iterations;
     ARLSIM_ASSERT(r.generated <= r.gen_target);
     if (r.generated >= r.gen_target) group_finished_.push_back(id);
   }
@@ -420,7 +418,6 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
       ARLSIM_ASSERT(ok);
     }
     grouped_kv_tokens_ += iterations * grouped_;
-    outstanding_ -= iterations * grouped_;
   }
   steps_ += iterations;
   blocks_planned_ = false;
@@ -454,7 +451,7 @@ Request EngineScheduler::release(int64_t trajectory) {
     case Request::State::waiting: break;
   }
   Request r = slots_[static_cast<size_t>(id)];
-  outstanding_ -= r.remaining();
+  prefill_pending_ -= r.context - r.computed;
   running_.erase(std::find(running_.begin(), running_.end(), id));
   if (spec_.prefix_caching) {
     // An older entry of this trajectory (one its turn could not use) gives way to the new one.

@@ -104,7 +104,9 @@ class EngineScheduler {
   bool idle() const { return running_.empty() && waiting_.empty(); }
   size_t running() const { return running_.size(); }
   size_t waiting() const { return waiting_.size(); }
-  int64_t outstanding_tokens() const { return outstanding_; }  // to prefill or generate
+  // Prompt and context tokens still to prefill: what a router can know of an engine's work (how
+  // many tokens each request will generate is known to nobody until it stops).
+  int64_t pending_prefill_tokens() const { return prefill_pending_; }
   int64_t total_blocks() const { return total_blocks_; }
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
@@ -260,7 +262,7 @@ class EngineScheduler {
   }
   const SharedPrompt* prompt(int64_t id) const { return const_cast<EngineScheduler*>(this)->prompt(id); }
   EngineStats stats_;
-  int64_t outstanding_ = 0;
+  int64_t prefill_pending_ = 0;
 };
 
 }  // namespace arlsim::rl

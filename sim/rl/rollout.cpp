@@ -348,14 +348,7 @@ void Rollout::start_turn(int64_t t) {
 
 EngineLoad Rollout::load(int64_t e) const {
   const Engine& eng = engines_[static_cast<size_t>(e)];
-  int64_t outstanding = eng.sched->outstanding_tokens();
-  if (eng.busy && eng.windowed) {
-    // A window's iterations are applied when it ends; count those already done by now, as
-    // iterating one by one would have.
-    const int64_t done = eng.window.iterations_within(sim_.now().seconds() - eng.start_s, eng.plan.batch.decode_kv_tokens);
-    outstanding -= std::min(done, eng.iterations) * eng.plan.batch.decode_seqs;
-  }
-  return {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), outstanding};
+  return {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), eng.sched->pending_prefill_tokens()};
 }
 
 void Rollout::update_loads() {
@@ -575,12 +568,11 @@ void Rollout::record_paused() {
 void Rollout::start_reward(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   if (reward_im_) {
-    // A prefill of the whole context on the least-loaded reward engine; its one sampled token is
-    // the score.
-    int64_t best = policy_engines_;
-    for (int64_t e = policy_engines_; e < static_cast<int64_t>(engines_.size()); ++e)
-      if (engines_[static_cast<size_t>(e)].sched->outstanding_tokens() < engines_[static_cast<size_t>(best)].sched->outstanding_tokens())
-        best = e;
+    // A prefill of the whole context on the least-loaded reward engine (by what a router knows);
+    // its one sampled token is the score.
+    std::vector<EngineLoad> loads;
+    for (int64_t e = policy_engines_; e < static_cast<int64_t>(engines_.size()); ++e) loads.push_back(load(e));
+    const int64_t best = policy_engines_ + least_loaded_engine(loads);
     Request r;
     r.trajectory = t;
     r.prompt_id = -1 - t;  // no prompt sharing between scored trajectories

@@ -7,13 +7,13 @@ namespace arlsim::rl {
 namespace {
 
 int64_t least_loaded(const std::vector<EngineLoad>& engines) {
-  // Fewest outstanding tokens, then fewest requests, then the lowest index: deterministic.
+  // Fewest requests in flight (the least-outstanding-requests rule of serving routers), then the
+  // fewest tokens waiting for prefill, then the lowest index: deterministic.
   int64_t best = 0;
   for (size_t e = 1; e < engines.size(); ++e) {
     const auto& a = engines[e];
     const auto& b = engines[static_cast<size_t>(best)];
-    if (a.outstanding_tokens < b.outstanding_tokens ||
-        (a.outstanding_tokens == b.outstanding_tokens && a.requests < b.requests))
+    if (a.requests < b.requests || (a.requests == b.requests && a.pending_prefill_tokens < b.pending_prefill_tokens))
       best = static_cast<int64_t>(e);
   }
   return best;
@@ -63,6 +63,8 @@ class LengthAware final : public RoutingPolicy {
 };
 
 }  // namespace
+
+int64_t least_loaded_engine(const std::vector<EngineLoad>& engines) { return least_loaded(engines); }
 
 std::unique_ptr<RoutingPolicy> make_routing_policy(input::Routing r) {
   switch (r) {

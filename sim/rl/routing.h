@@ -12,10 +12,12 @@
 
 namespace arlsim::rl {
 
-// What a policy may look at: read-only load of each engine and the request's facts.
+// What a policy may look at: what a router in front of real engines knows of each — its requests
+// in flight and the prompt and context tokens they still have to prefill — and the request's
+// facts. Not how many tokens a request will generate: nobody knows that until it stops.
 struct EngineLoad {
-  int64_t requests = 0;            // running + waiting
-  int64_t outstanding_tokens = 0;  // tokens still to prefill or generate
+  int64_t requests = 0;                // running + waiting
+  int64_t pending_prefill_tokens = 0;  // prompt and context tokens not yet prefilled
 };
 
 struct RouteRequest {
@@ -32,6 +34,10 @@ class RoutingPolicy {
   // Whether route() reads the loads for this request (they cost a pass over the engines).
   virtual bool uses_load(const RouteRequest&) const { return true; }
 };
+
+// The least-loaded engine by what a router knows: fewest requests, then fewest tokens to prefill,
+// then the lowest index.
+int64_t least_loaded_engine(const std::vector<EngineLoad>& engines);
 
 // The routing policy the registry (input::routing_policies()) names.
 std::unique_ptr<RoutingPolicy> make_routing_policy(input::Routing r);

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/core/assert.h"
 #include "sim/exec/event.h"
@@ -138,6 +139,7 @@ class RunSimulator {
   // switch_s: what changing to these layouts costs before the step (weight sync carries it).
   StagePlan plan_step(const StepData& d, const Layouts& l, double switch_s);
   void run_rollout(const StepData& d, const Layouts& l, StagePlan& p);
+  void record_lengths(const StepData& d);
   // The stages after rollout see the finished samples: their tokens, the GPU that holds each
   // (its last turn's engine) and the training rank that takes each.
   struct Samples {
@@ -158,13 +160,29 @@ class RunSimulator {
   const input::ScenarioSpec& s_;
   const RunOptions& o_;
   RunResult result_;
-  std::unordered_map<int64_t, int64_t> previous_tokens_;  // prompt -> tokens of its last step's samples
+  // Prompt -> the lengths of its samples the last time it was rolled out, by sample index: what a
+  // length-aware router has seen (each sample predicted by the one of the same index, so that the
+  // group's spread survives; the samples are exchangeable, so no assignment knows more).
+  std::unordered_map<int64_t, std::vector<int64_t>> previous_tokens_;
   std::vector<std::string> tool_names_;
   std::optional<Layouts> previous_;  // the layouts of the step before
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
   std::unique_ptr<DispatchNetwork> dispatch_;
   graph::StepGraphBuilder graph_;
 };
+
+void RunSimulator::record_lengths(const StepData& d) {
+  // The prompts of this step replace what was seen of them before; samples keep their index.
+  std::unordered_set<int64_t> fresh;
+  for (const auto& v : d.trajectories) {
+    auto& lengths = previous_tokens_[v.info.prompt_id];
+    if (fresh.insert(v.info.prompt_id).second) lengths.clear();
+    const auto sample = static_cast<size_t>(std::max<int32_t>(0, v.info.sample));
+    if (lengths.size() <= sample) lengths.resize(sample + 1, 0);
+    lengths[sample] = v.context_tokens();
+  }
+  for (int64_t prompt : fresh) std::erase(previous_tokens_[prompt], int64_t{0});  // indices not seen
+}
 
 void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p) {
   RolloutOptions ro = rollout_options(s_, l.rollout);
@@ -176,7 +194,9 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   in.tool_names = tool_names_;
   for (const auto& t : d.trajectories) {
     const auto it = previous_tokens_.find(t.info.prompt_id);
-    in.predicted_tokens.push_back(it == previous_tokens_.end() ? 0 : it->second);
+    const std::vector<int64_t>* seen = it == previous_tokens_.end() ? nullptr : &it->second;
+    in.predicted_tokens.push_back(
+        seen && !seen->empty() ? (*seen)[static_cast<size_t>(t.info.sample) % seen->size()] : 0);
   }
   const auto mem = model::inference_memory(s_.model, s_.cluster.gpu, engine_memory_options(ro));
   p.rollout_memory_gib = mem.breakdown.total() / kGiB;
@@ -528,7 +548,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     step.events_end = result_.activities.size();
     step.counters_end = result_.counters.size();
     step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
-    for (const auto& v : d.trajectories) previous_tokens_[v.info.prompt_id] = v.context_tokens();
+    record_lengths(d);
     trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
     carry_ = std::move(next);
     p.rollout = {};

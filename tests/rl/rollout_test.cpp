@@ -272,3 +272,44 @@ TEST_CASE("rollout: KV-cache use is sampled over time, at most once per interval
   }
   CHECK(peak > 0.5);  // this batch fills the small cache
 }
+
+TEST_CASE("rollout: least-loaded routing sees what a router knows, never how long a request will generate") {
+  // The same requests with the long generation on another trajectory: a router that read true
+  // remaining lengths would place them differently; one that sees requests in flight and prompt
+  // tokens places them the same.
+  auto engines_of = [](std::vector<int32_t> gens) {
+    Setup s;
+    Workload w;
+    for (size_t i = 0; i < gens.size(); ++i) w.add(static_cast<int64_t>(i) + 1, {turn(1000, gens[i])});
+    auto o = s.options();
+    o.engines = 2;
+    o.routing = input::Routing::least_loaded;
+    const auto r = rl::simulate_rollout(o, w.input());
+    std::vector<int64_t> engine(gens.size(), -1);
+    for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
+    return engine;
+  };
+  const auto a = engines_of({4000, 10, 10, 10, 10, 10});
+  const auto b = engines_of({10, 10, 10, 10, 10, 4000});
+  CHECK(a == b);
+  // Equal prompts arriving together alternate: the fewest requests in flight wins.
+  CHECK(a == std::vector<int64_t>{0, 1, 0, 1, 0, 1});
+}
+
+TEST_CASE("routing: an engine's load is its requests and the tokens it has to prefill") {
+  input::EngineSpec spec;
+  rl::EngineScheduler short_gen(spec, 1000), long_gen(spec, 1000);
+  rl::Request r;
+  r.trajectory = 0;
+  r.context = 500;
+  r.gen_target = 10;
+  short_gen.arrive(r);
+  r.gen_target = 100000;
+  long_gen.arrive(r);
+  CHECK(short_gen.pending_prefill_tokens() == 500);
+  CHECK(long_gen.pending_prefill_tokens() == 500);
+  const std::vector<rl::EngineLoad> loads{{1, 500}, {1, 500}, {1, 400}, {0, 9000}};
+  CHECK(rl::least_loaded_engine(loads) == 3);  // no request in flight beats a lighter queue
+  CHECK(rl::least_loaded_engine({{1, 500}, {1, 400}}) == 1);
+  CHECK(rl::least_loaded_engine({{1, 500}, {1, 500}}) == 0);
+}
