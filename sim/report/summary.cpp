@@ -37,6 +37,7 @@ ordered_json stages_json(const rl::StageTimes& t) {
 ordered_json step_json(const rl::StepRecord& st) {
   return ordered_json{{"step", st.step},
                       {"start_s", st.start_s},
+                      {"end_s", st.end_s},
                       {"time_s", st.time_s},
                       {"stages", stages_json(st.stages)},
                       {"tokens", st.tokens},
@@ -133,12 +134,13 @@ std::string summary_json(const rl::RunResult& r) {
 }
 
 std::string steps_csv(const rl::RunResult& r) {
-  std::string out = "step,start_s,time_s";
+  std::string out = "step,start_s,end_s,time_s";
   for (const auto& stage : graph::kStages) out += ',' + std::string(stage.name) + "_s";
   out += ",tokens,tokens_per_s,oom_stage\n";
   for (const auto& st : r.steps) {
     out += std::to_string(st.step);
     out += ',' + format_fixed(st.start_s, 6);
+    out += ',' + format_fixed(st.end_s, 6);
     out += ',' + format_fixed(st.time_s, 6);
     for (size_t i = 0; i < kStageCount; ++i) out += ',' + format_fixed(stage_seconds(st.stages, i), 6);
     out += ',' + std::to_string(st.tokens);

@@ -258,6 +258,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   result_.done.assign(in.trajectories.size(), false);
   stop_after_ = static_cast<int64_t>(std::ceil(o.stop_fraction * static_cast<double>(in.trajectories.size())));
   result_.truncated.assign(in.trajectories.size(), false);
+  result_.context_tokens.assign(in.trajectories.size(), 0);
 }
 
 int Rollout::pool_for(int16_t tool) const {
@@ -525,6 +526,8 @@ void Rollout::finish_trajectory(int64_t t) {
   for (auto& lease : tr.sandboxes) lease.release();
   result_.generation_end[static_cast<size_t>(t)] = sim_.now();
   result_.truncated[static_cast<size_t>(t)] = tr.truncated;
+  // What the framework keeps: at most the context limit (an observation that overran it is cut too).
+  result_.context_tokens[static_cast<size_t>(t)] = o_.max_context > 0 ? std::min(tr.context, o_.max_context) : tr.context;
   result_.done[static_cast<size_t>(t)] = true;
   start_reward(t);
   if (o_.stop_fraction < 1.0 && ++finished_ >= stop_after_) sim_.stop();  // a partial rollout ends here

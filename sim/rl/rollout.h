@@ -132,6 +132,7 @@ struct RolloutResult {
   uint64_t events = 0;
   std::vector<PausedTrajectory> paused;  // partial rollout: in trajectory order
   std::vector<bool> done;                // per trajectory: its generation ended
+  std::vector<int64_t> context_tokens;   // per trajectory: its context when it ended (cut as simulated)
   int64_t preemptions() const;
 };
 

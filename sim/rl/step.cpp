@@ -227,8 +227,10 @@ RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const La
   for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
   for (size_t i = 0; i < d.trajectories.size(); ++i) {
     if (!p.rollout.done.empty() && !p.rollout.done[i]) continue;
-    // Training sees the trajectories as the rollout left them: cut at the context limit.
-    x.tokens.push_back(std::clamp<int64_t>(d.trajectories[i].context_tokens(), 1, s_.workload.max_context_tokens));
+    // Training sees the trajectories as the rollout left them: cut at the context or turn limit.
+    const int64_t simulated = i < p.rollout.context_tokens.size() ? p.rollout.context_tokens[i] : 0;
+    x.tokens.push_back(std::clamp<int64_t>(simulated > 0 ? simulated : d.trajectories[i].context_tokens(), 1,
+                                           s_.workload.max_context_tokens));
     x.producer_gpu.push_back(engines.replica_device(engine[i]));
   }
   x.rank = sample_ranks(s_, l.train, x.tokens, x.producer_gpu);
@@ -537,8 +539,14 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     StagePlan p = plan_step(d, l, switch_s);
     StepRecord rec;
     rec.step = d.step;
-    for (size_t j = 0; j < d.trajectories.size(); ++j)
-      if (p.rollout.done.empty() || p.rollout.done[j]) rec.tokens += d.trajectories[j].context_tokens();
+    // The tokens the step's trajectories hold as simulated: cut at the context limit or the turn
+    // limit where the rollout cut them, not as long as the trace made them.
+    for (size_t j = 0; j < d.trajectories.size(); ++j) {
+      if (!p.rollout.done.empty() && !p.rollout.done[j]) continue;
+      rec.tokens += j < p.rollout.context_tokens.size() ? p.rollout.context_tokens[j]
+                                                        : std::min(d.trajectories[j].context_tokens(),
+                                                                   s_.workload.max_context_tokens);
+    }
     rec.stages = p.times;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
     Pending step;
@@ -571,17 +579,24 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     const StagePlan& p = step.plan;
     StepRecord& rec = result_.steps[i];
     const auto record = [&](graph::ActivityId id) -> const exec::ActivityRecord& { return records[static_cast<size_t>(id)]; };
-    const double start = record(step.nodes.first).start_s, end = record(step.nodes.last).end_s;
-    rec.start_s = start;
-    rec.time_s = end - previous_end;
-    rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
+    const double start = record(step.nodes.first).start_s;  // the rollout's: its parts are placed from it
+    double first_s = start, end = record(step.nodes.last).end_s;
+    for (graph::ActivityId id = step.nodes.first; id <= step.nodes.last; ++id) {
+      first_s = std::min(first_s, record(id).start_s);
+      end = std::max(end, record(id).end_s);
+    }
     const SimTime base = SimTime::from_seconds(start);
     for (size_t e = step.events_begin; e < step.events_end; ++e) {
       auto& part = result_.activities[e];
       part.id = step.nodes.first;
       part.start_s += start;
       part.end_s += start;
+      end = std::max(end, part.end_s);
     }
+    rec.start_s = first_s;
+    rec.end_s = end;
+    rec.time_s = std::max(0.0, end - previous_end);
+    rec.tokens_per_s = rec.time_s > 0 ? real(rec.tokens) / rec.time_s : 0;
     for (size_t c = step.counters_begin; c < step.counters_end; ++c) result_.counters[c].time += base;
     add_memory_counters(p, start, record(step.nodes.training_first).start_s);
     for (graph::ActivityId id = step.nodes.first; id <= step.nodes.last; ++id) {
@@ -594,7 +609,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       if (a.stage == graph::Stage::train && o_.timeline && o_.detail_pipeline && p.micro_batches > 0 && a.end_s > a.start_s)
         add_pipeline_events(p, a, a.start_s);
     }
-    previous_end = end;
+    previous_end = std::max(previous_end, end);
   }
   result_.total_time_s = previous_end;
   result_.gpu_hours = real(result_.gpus) * result_.total_time_s / 3600.0;

@@ -29,8 +29,11 @@ struct OomEvent {
 
 struct StepRecord {
   int64_t step = 0;
-  double start_s = 0;
-  double time_s = 0;  // wall time of the step (stages may overlap in asynchronous modes)
+  double start_s = 0;  // when the step's first activity starts
+  double end_s = 0;    // when its last activity ends: every activity of the step lies in [start_s, end_s]
+  // The wall time the step adds to the run: end_s minus the previous step's end_s (the steps' times
+  // sum to the run's). In asynchronous modes steps overlap, so start_s + time_s need not be end_s.
+  double time_s = 0;
   StageTimes stages;
   int64_t tokens = 0;  // prompt and response tokens of the step's trajectories
   double tokens_per_s = 0;

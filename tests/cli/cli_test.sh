@@ -18,7 +18,7 @@ expect simulate-out 0 "$arlsim" simulate default --out "$tmp/run" --steps 15:60
 for f in summary.json steps.csv timeline.json; do
   if [ -s "$tmp/run/$f" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL simulate-out: no $f"; fi
 done
-contains simulate-steps-csv "$tmp/run/steps.csv" "step,start_s,time_s,rollout_s"
+contains simulate-steps-csv "$tmp/run/steps.csv" "step,start_s,end_s,time_s,rollout_s"
 for key in '"steps"' '"total_time_s"' '"gpu_hours"' '"cost_usd"' '"oom_events"' '"weight_sync"' '"tokens_per_s"'; do
   contains "simulate-summary-$key" "$tmp/run/summary.json" "$key"
 done

@@ -13,6 +13,7 @@ inline rl::StepRecord step(int64_t n, double start_s, double time_s, double roll
   s.step = n;
   s.start_s = start_s;
   s.time_s = time_s;
+  s.end_s = start_s + time_s;
   s.stages = {.rollout = rollout_s, .reward = 0.5, .old_logprob = 1, .ref_logprob = 0.5, .critic = 0,
               .dispatch = 0.25, .train = train_s, .weight_sync = 0.25};
   s.tokens = tokens;

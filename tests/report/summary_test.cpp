@@ -41,6 +41,7 @@ TEST_CASE("summary.json holds the run, its steps and OOMs under the documented k
   const json& s1 = j["steps"][1];
   CHECK(s1["step"] == 1);
   CHECK(s1["start_s"] == 10.0);
+  CHECK(s1["end_s"] == 22.0);
   CHECK(s1["time_s"] == 12.0);
   CHECK(s1["stages"] == json{{"rollout", 7.5}, {"reward", 0.5}, {"old_logprob", 1.0}, {"ref_logprob", 0.5},
                              {"critic", 0.0}, {"dispatch", 0.25}, {"train", 2.0}, {"weight_sync", 0.25}});
@@ -64,7 +65,7 @@ TEST_CASE("summary.json keeps the contract's key order") {
                                          "price_usd_per_gpu_hour", "oom_events", "stats"});
   keys.clear();
   for (const auto& [k, v] : j["steps"][0].items()) keys.push_back(k);
-  CHECK(keys == std::vector<std::string>{"step", "start_s", "time_s", "stages", "tokens", "tokens_per_s",
+  CHECK(keys == std::vector<std::string>{"step", "start_s", "end_s", "time_s", "stages", "tokens", "tokens_per_s",
                                          "memory_peak_gib", "oom"});
   keys.clear();
   for (const auto& [k, v] : j["steps"][0]["stages"].items()) keys.push_back(k);
@@ -126,13 +127,13 @@ TEST_CASE("summary.json escapes names and replaces invalid UTF-8") {
 
 TEST_CASE("steps.csv: one row per step with fixed decimals") {
   CHECK(steps_csv(testing::sample_run()) ==
-        "step,start_s,time_s,rollout_s,reward_s,old_logprob_s,ref_logprob_s,critic_s,dispatch_s,train_s,"
+        "step,start_s,end_s,time_s,rollout_s,reward_s,old_logprob_s,ref_logprob_s,critic_s,dispatch_s,train_s,"
         "weight_sync_s,tokens,tokens_per_s,oom_stage\n"
-        "0,0.000000,10.000000,6.000000,0.500000,1.000000,0.500000,0.000000,0.250000,1.500000,0.250000,"
+        "0,0.000000,10.000000,10.000000,6.000000,0.500000,1.000000,0.500000,0.000000,0.250000,1.500000,0.250000,"
         "20000,2000.000,\n"
-        "1,10.000000,12.000000,7.500000,0.500000,1.000000,0.500000,0.000000,0.250000,2.000000,0.250000,"
+        "1,10.000000,22.000000,12.000000,7.500000,0.500000,1.000000,0.500000,0.000000,0.250000,2.000000,0.250000,"
         "24000,2000.000,\n"
-        "2,22.000000,8.000000,5.000000,0.500000,1.000000,0.500000,0.000000,0.250000,0.500000,0.250000,"
+        "2,22.000000,30.000000,8.000000,5.000000,0.500000,1.000000,0.500000,0.000000,0.250000,0.500000,0.250000,"
         "16000,2000.000,train\n");
 }
 
@@ -149,6 +150,6 @@ TEST_CASE("steps.csv rounds to its precision and quotes fields that need it") {
   r.steps = {s};
   const std::string csv = steps_csv(r);
   CHECK(csv.substr(csv.find('\n') + 1) ==
-        "7,0.333333,2.000001,0.000000,0.000000,0.000000,0.000000,0.000000,0.000000,0.000000,0.000000,0,1234.568,"
+        "7,0.333333,0.000000,2.000001,0.000000,0.000000,0.000000,0.000000,0.000000,0.000000,0.000000,0.000000,0,1234.568,"
         "\"a,\"\"b\"\"\"\n");
 }

@@ -319,3 +319,43 @@ TEST_CASE("step: dynamic batching charges each rank its share, down to one seque
   CHECK(seconds(64) < seconds(32));
   CHECK(seconds(128) < seconds(64));
 }
+
+TEST_CASE("step: trajectories cut at the context limit count as simulated, not as the trace made them") {
+  const auto s = scenario({"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                           "/trace/generate/group_size=4", "/workload/max_response_tokens=900",
+                           "/workload/max_context_tokens=3000"});
+  const auto trace = small_trace(s);
+  const auto r = rl::simulate_run(s, trace, {});
+  REQUIRE(r.steps.size() == 1);
+  int64_t whole = 0, cut = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const auto t = trace.trajectory(i);
+    if (t.info.step != r.steps[0].step) continue;
+    whole += t.context_tokens();
+    cut += std::min<int64_t>(t.context_tokens(), 3000);
+  }
+  REQUIRE(whole > cut);  // the trace has contexts beyond the limit
+  CHECK(r.steps[0].tokens <= cut);
+  CHECK(r.steps[0].tokens_per_s == doctest::Approx(static_cast<double>(r.steps[0].tokens) / r.steps[0].time_s));
+}
+
+TEST_CASE("step: in asynchronous runs each step's window holds its own activities") {
+  const auto s = test::preset_scenario("disaggregated-async", {"/steps=4"});
+  input::Diagnostics diag;
+  auto t = rl::load_scenario_trace(s, "", diag);
+  REQUIRE(t);
+  const auto r = rl::simulate_run(s, *t, {});
+  REQUIRE(r.steps.size() == 4);
+  double sum_time = 0;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const auto& st = r.steps[i];
+    sum_time += st.time_s;
+    for (const auto& a : r.activities) {
+      if (a.step != st.step) continue;
+      CHECK(a.start_s >= st.start_s - 1e-9);
+      CHECK(a.end_s <= st.end_s + 1e-9);
+    }
+  }
+  CHECK(sum_time == doctest::Approx(r.total_time_s));
+  CHECK(r.steps.back().end_s == doctest::Approx(r.total_time_s));
+}
