@@ -185,8 +185,13 @@ double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLay
     case input::WeightSync::allgather_swap: {
       // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
       // stage, and swap the training state to host memory and back around the rollout.
+      // Each rollout GPU must end up with its engine's whole shard; it holds the part of it its
+      // training rank kept (the training shard: 1 / (tp x pp) of the weights, and 1 / dp more
+      // under ZeRO-3) and receives the rest from the ranks holding the other parts — an
+      // all-gather over that many pieces, across nodes when they do not fit one.
+      const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.dp * train.cp : 1));
       model::CollectiveGroup g;
-      g.ranks = std::max<int64_t>(2, r.tp * train.pp);
+      g.ranks = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(rollout_shard / held)));
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});

@@ -359,3 +359,18 @@ TEST_CASE("step: in asynchronous runs each step's window holds its own activitie
   CHECK(sum_time == doctest::Approx(r.total_time_s));
   CHECK(r.steps.back().end_s == doctest::Approx(r.total_time_s));
 }
+
+TEST_CASE("step: colocated weight sync sends every rollout GPU its engine's shard, however many GPUs train") {
+  auto s = test::preset_scenario("default", {"/cluster/nodes=8", "/policy/train/dp=32",
+                                            "/policy/weight_sync={\"method\": \"allgather-swap\"}"});
+  s.cluster.gpu.host_link.bandwidth_bytes_per_s = 1e18;  // the training state's swap takes no time here
+  const double shard = 2.0 * model::count_params(s.model).total / 2;  // bf16 over the rollout's tp 2
+  input::TrainLayout t = s.policy.train;
+  t.zero = 3;
+  for (int64_t dp : {8, 32}) {
+    t.dp = dp;
+    // Under ZeRO-3 a rank holds 1 / (tp x dp) of the weights: it must receive nearly all of its
+    // rollout shard, at no more than the fastest link's rate.
+    CHECK(rl::weight_sync_seconds(s, s.policy.rollout, t) > (1 - 1.0 / dp) * shard / s.cluster.gpu_link.bandwidth_bytes_per_s);
+  }
+}
