@@ -89,16 +89,31 @@ rl::RolloutInput rollout_input(const trace::Trace& t, int64_t step) {
 }
 
 // The simulator's generation time of `layout` on step `step`'s trajectories, with the simulator's
-// seed for that step; negative when it cannot run them.
-double simulated_rollout_seconds(const input::ScenarioSpec& s, const rl::RolloutInput& in, const input::RolloutLayout& layout,
-                                 int64_t step) {
+// seed for that step (negative when it cannot run them), and whether its engines thrash: the KV
+// their preemptions dropped and recomputed exceeds rl::kPreemptionStormShare of the step's tokens.
+struct SimulatedRollout {
+  double seconds = -1;
+  std::string storm;  // "" or why the layout thrashes
+};
+
+SimulatedRollout simulated_rollout(const input::ScenarioSpec& s, const rl::RolloutInput& in, const input::RolloutLayout& layout,
+                                   int64_t step) {
   auto o = rl::rollout_options(s, layout);
   o.seed = rl::rollout_seed(s, step);
-  if (!rl::check_rollout(o, &in).empty()) return -1;
+  SimulatedRollout out;
+  if (!rl::check_rollout(o, &in).empty()) return out;
   const auto r = rl::simulate_rollout(o, in);
   SimTime end;
   for (SimTime e : r.generation_end) end = std::max(end, e);
-  return end.seconds();
+  out.seconds = end.seconds();
+  int64_t tokens = 0;
+  for (int64_t t : r.context_tokens) tokens += t;
+  if (tokens > 0 && static_cast<double>(r.recomputed_tokens()) > rl::kPreemptionStormShare * static_cast<double>(tokens))
+    out.storm = "step " + std::to_string(step) + ": rollout: " + std::to_string(r.preemptions()) +
+                " preemptions recompute " + std::to_string(100 * r.recomputed_tokens() / tokens) +
+                "% of the step's tokens (KV cache too small; the limit is " +
+                std::to_string(static_cast<int>(100 * rl::kPreemptionStormShare)) + "%)";
+  return out;
 }
 
 // Confirms rollout costs with the event simulator: a candidate of a context range is run on the
@@ -154,6 +169,10 @@ class Confirmer {
       for (size_t i : members_[b])
         for (size_t c = 0; c < candidates_.size(); ++c) {
           if (!t.fits(i, c)) continue;
+          if (storms_[b].count(c)) {
+            t.cost[i][c] = -1;
+            continue;
+          }
           const auto it = points_[b].find(c);
           t.cost[i][c] *= it != points_[b].end() ? interpolate(it->second, f_[i].mean_context) : mean;
         }
@@ -162,13 +181,25 @@ class Confirmer {
   }
 
   const std::vector<Confirmation>& confirmations() const { return confirmations_; }
+  // Per candidate that thrashed on some range, the first reason found.
+  std::map<size_t, std::string> storms() const {
+    std::map<size_t, std::string> out;
+    for (const auto& range : storms_)
+      for (const auto& [c, why] : range) out.emplace(c, why);
+    return out;
+  }
 
  private:
   bool run(size_t b, size_t c, size_t step) {
     if (step >= f_.size() || !analytic_.fits(step, c) || tried_.count({step, c})) return false;
     tried_.insert({step, c});
-    const double simulated =
-        simulated_rollout_seconds(s_, rollout_input(t_, f_[step].step), candidates_[c].layout, f_[step].step);
+    const SimulatedRollout run = simulated_rollout(s_, rollout_input(t_, f_[step].step), candidates_[c].layout, f_[step].step);
+    if (!run.storm.empty()) {
+      // A layout that thrashes its KV cache on a step of the range is not one to choose there.
+      storms_[b].emplace(c, run.storm);
+      return true;
+    }
+    const double simulated = run.seconds;
     const double analytic = analytic_.cost[step][c];
     if (simulated <= 0 || analytic <= 0) return true;
     confirmations_.push_back({f_[step].step, b, c, analytic, simulated});
@@ -197,6 +228,7 @@ class Confirmer {
   std::vector<std::map<size_t, std::map<double, double>>> points_;
   std::set<std::pair<size_t, size_t>> tried_;  // (step, candidate)
   std::vector<Confirmation> confirmations_;
+  std::vector<std::map<size_t, std::string>> storms_ = std::vector<std::map<size_t, std::string>>(points_.size());
 };
 
 template <typename Estimator>
@@ -308,6 +340,8 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
       p.rollout_schedules = rollout_schedules(confirmer.table());
     }
     p.confirmations = confirmer.confirmations();
+    for (const auto& [c, why] : confirmer.storms())
+      if (p.rollout[c].misfit.empty()) p.rollout[c].misfit = why;
   } else {
     p.rollout_schedules = rollout_schedules(analytic_rollout);
   }

@@ -43,7 +43,9 @@ ordered_json step_json(const rl::StepRecord& st) {
                       {"tokens", st.tokens},
                       {"tokens_per_s", st.tokens_per_s},
                       {"memory_peak_gib", gib_object(st.memory_peak_gib)},
-                      {"oom", st.oom ? oom_json(*st.oom) : ordered_json(nullptr)}};
+                      {"oom", st.oom ? oom_json(*st.oom) : ordered_json(nullptr)},
+                      {"preemptions", st.preemptions},
+                      {"recomputed_tokens", st.recomputed_tokens}};
 }
 
 ordered_json stats_json(const RunStats& s) {
@@ -115,6 +117,8 @@ std::string summary_json(const rl::RunResult& r) {
   for (const auto& st : r.steps) steps.push_back(step_json(st));
   ordered_json ooms = ordered_json::array();
   for (const auto& e : r.oom_events) ooms.push_back(oom_json(e));
+  ordered_json warnings = ordered_json::array();
+  for (const auto& w : r.warnings) warnings.push_back({{"step", w.step}, {"kind", w.kind}, {"message", w.message}});
   const RunStats stats = run_stats(r);
   const TotalBand band = total_time_band(r, stats);
   const ordered_json j{{"scenario", r.scenario},
@@ -128,6 +132,7 @@ std::string summary_json(const rl::RunResult& r) {
                        {"cost_usd", if_priced(r, r.cost_usd)},
                        {"price_usd_per_gpu_hour", if_priced(r, r.price_usd_per_gpu_hour)},
                        {"oom_events", std::move(ooms)},
+                       {"warnings", std::move(warnings)},
                        {"stats", stats_json(stats)}};
   // `replace` turns invalid UTF-8 in names into U+FFFD instead of throwing.
   return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";

@@ -55,6 +55,25 @@ std::string cost_line(const rl::RunResult& r) {
   return "$" + format_fixed(r.cost_usd, 2) + " at $" + format_fixed(r.price_usd_per_gpu_hour, 2) + " per GPU-hour";
 }
 
+// `text` in lines of at most `width` columns, each indented by `indent` spaces, broken at spaces.
+std::string wrap_lines(const std::string& text, size_t indent, size_t width) {
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+  return out;
+}
+
 std::string oom_lines(const rl::RunResult& r) {
   if (r.oom_events.empty()) return "none\n";
   const auto& e = r.oom_events.front();
@@ -85,6 +104,10 @@ std::string run_table(const rl::RunResult& r) {
   out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) + "\n";
   out += pad_right("cost", 16) + cost_line(r) + "\n";
   out += pad_right("OOM", 16) + oom_lines(r);
+  if (!r.warnings.empty())
+    out += pad_right("warnings", 16) + std::to_string(r.warnings.size()) + (r.warnings.size() == 1 ? " step" : " steps") +
+           " thrashing the KV cache; first: step " + std::to_string(r.warnings.front().step) + "\n" +
+           wrap_lines(r.warnings.front().message, 16, 100);
   return out;
 }
 

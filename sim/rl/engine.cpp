@@ -129,7 +129,9 @@ void EngineScheduler::preempt(int64_t id) {
   r.state = Request::State::waiting;
   free_blocks_ += r.blocks;
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
-  // Recomputation: everything generated so far joins the context to prefill again.
+  // Recomputation: everything generated so far joins the context to prefill again, and the KV it
+  // held (its computed context and generated tokens) is computed a second time.
+  stats_.recomputed_tokens += r.computed + r.generated;
   prefill_pending_ -= r.context - r.computed;
   r.context += r.generated;
   r.gen_target -= r.generated;

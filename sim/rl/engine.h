@@ -67,6 +67,7 @@ struct Planned {
 
 struct EngineStats {
   int64_t preemptions = 0;
+  int64_t recomputed_tokens = 0;  // KV the preemptions dropped, prefilled again (vLLM's recompute mode)
   int64_t iterations = 0;
   int64_t prefill_tokens = 0;
   int64_t cached_tokens = 0;  // prompt and context tokens served from the prefix cache

@@ -23,6 +23,12 @@ int64_t RolloutResult::preemptions() const {
   return n;
 }
 
+int64_t RolloutResult::recomputed_tokens() const {
+  int64_t n = 0;
+  for (const auto& e : engines) n += e.stats.recomputed_tokens;
+  return n;
+}
+
 model::Speculation engine_speculation(const input::EngineSpec& e) {
   return {e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()};
 }

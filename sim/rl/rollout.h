@@ -134,6 +134,7 @@ struct RolloutResult {
   std::vector<bool> done;                // per trajectory: its generation ended
   std::vector<int64_t> context_tokens;   // per trajectory: its context when it ended (cut as simulated)
   int64_t preemptions() const;
+  int64_t recomputed_tokens() const;
 };
 
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o);

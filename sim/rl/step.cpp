@@ -549,6 +549,16 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     }
     rec.stages = p.times;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
+    rec.preemptions = p.rollout.preemptions();
+    rec.recomputed_tokens = p.rollout.recomputed_tokens();
+    if (rec.tokens > 0 && static_cast<double>(rec.recomputed_tokens) > kPreemptionStormShare * static_cast<double>(rec.tokens))
+      result_.warnings.push_back(
+          {d.step, "kv_exhaustion",
+           std::to_string(rec.preemptions) + " preemptions recomputed " + std::to_string(rec.recomputed_tokens) +
+               " tokens (" + std::to_string(static_cast<int64_t>(100.0 * static_cast<double>(rec.recomputed_tokens) /
+                                                                   static_cast<double>(rec.tokens) + 0.5)) +
+               "% of the step's): the engines' KV cache is too small for their batch; raise gpu_memory_utilization "
+               "or tp, or lower max_num_seqs"});
     Pending step;
     step.events_begin = result_.activities.size();
     step.counters_begin = result_.counters.size();

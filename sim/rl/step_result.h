@@ -39,7 +39,21 @@ struct StepRecord {
   double tokens_per_s = 0;
   std::vector<std::pair<std::string, double>> memory_peak_gib;  // per stage: the largest rank's use
   std::optional<OomEvent> oom;
+  int64_t preemptions = 0;        // requests the engines preempted for KV space
+  int64_t recomputed_tokens = 0;  // the KV those preemptions dropped, computed again
 };
+
+// Something a run did that a user should look at though it completed: a preemption storm (the
+// engines recompute a large share of the step's tokens because the KV cache is too small).
+struct RunWarning {
+  int64_t step = 0;
+  std::string kind;  // "kv_exhaustion"
+  std::string message;
+};
+
+// A step's rollout thrashes when the KV its preemptions dropped and recomputed exceeds this share
+// of the tokens its trajectories hold.
+inline constexpr double kPreemptionStormShare = 0.10;
 
 // A sample of a counter: a node's GPU memory in use (GiB), or an engine's KV cache in use (%).
 struct CounterSample {
@@ -60,6 +74,7 @@ struct RunResult {
   double gpu_hours = 0;
   double cost_usd = 0;  // 0 when the price is unknown
   std::vector<OomEvent> oom_events;
+  std::vector<RunWarning> warnings;
   // The step graph's activities and the parts of them the simulator looked inside, placed in time
   // (with RunOptions::timeline: the stages always, the parts and counters only then).
   std::vector<exec::ActivityRecord> activities;

@@ -241,3 +241,23 @@ TEST_CASE("planner: the adopted dispatch plan weighs its dispatch against the im
   p.batch_assignment = input::BatchAssignment::balanced;
   CHECK(planner::best_adoptable_plan(c, p, 1) == 1);
 }
+
+TEST_CASE("plan: a rollout layout that thrashes its KV cache when simulated is infeasible, with the reason") {
+  // The default scenario with engines allowed 20% of their GPUs' memory: confirmation runs each
+  // candidate on the trace, and those whose preemptions recompute more than 10% of a step's
+  // tokens are refused there.
+  const auto s = scenario({"/workload/engine/gpu_memory_utilization=0.2"});
+  input::Diagnostics diag;
+  auto t = rl::load_scenario_trace(s, "", diag);
+  REQUIRE(t);
+  planner::FeatureOptions fo;
+  fo.max_context = s.workload.max_context_tokens;
+  const auto features = planner::step_features(*t, fo);
+  planner::PlanOptions o;
+  o.confirm = 4;
+  const auto p = planner::make_plan(s, features, &*t, o);
+  int thrashing = 0;
+  for (const auto& c : p.rollout)
+    if (c.misfit.find("preemptions recompute") != std::string::npos) ++thrashing;
+  CHECK(thrashing > 0);
+}

@@ -374,3 +374,19 @@ TEST_CASE("step: colocated weight sync sends every rollout GPU its engine's shar
     CHECK(rl::weight_sync_seconds(s, s.policy.rollout, t) > (1 - 1.0 / dp) * shard / s.cluster.gpu_link.bandwidth_bytes_per_s);
   }
 }
+
+TEST_CASE("step: a KV cache too small for the batch is a preemption storm, reported as a warning") {
+  const auto tight = scenario({"/steps=1", "/workload/engine/gpu_memory_utilization=0.16"});
+  const auto r = rl::simulate_run(tight, small_trace(tight), {});
+  REQUIRE(r.steps.size() == 1);
+  CHECK(r.steps[0].preemptions > 0);
+  CHECK(static_cast<double>(r.steps[0].recomputed_tokens) > rl::kPreemptionStormShare * static_cast<double>(r.steps[0].tokens));
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].kind == "kv_exhaustion");
+  CHECK(r.warnings[0].step == r.steps[0].step);
+  // With room to spare: no preemption, no warning.
+  const auto roomy = scenario({"/steps=1"});
+  const auto ok = rl::simulate_run(roomy, small_trace(roomy), {});
+  CHECK(ok.steps[0].preemptions == 0);
+  CHECK(ok.warnings.empty());
+}
