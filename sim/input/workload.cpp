@@ -61,6 +61,8 @@ void read_engine_settings(ObjectReader& r, EngineSpec& e) {
   r.read("chunked_prefill", e.chunked_prefill, Presence::optional);
   r.read("prefix_caching", e.prefix_caching, Presence::optional);
   r.read("block_size", e.block_size, Presence::optional, 1, 1024);
+  r.read("enforce_eager", e.enforce_eager, Presence::optional);
+  r.read_duration("eager_dispatch", e.eager_dispatch, Presence::optional, 0, 1e-3);
   if (const Value* s = r.field("speculative"); s && !s->is_null()) {
     ObjectReader sr(*s, r.pointer_of("speculative"), r.diag());
     sr.read("mean_accepted_tokens", e.speculative_mean_accepted, Presence::required, 1.0, 64.0);

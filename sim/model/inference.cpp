@@ -92,6 +92,14 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
   return d(m_.num_layers - moe_layers) * dense_layer + d(moe_layers) * moe_layer;
 }
 
+int64_t InferenceModel::short_kernels_per_iteration(bool prefill, bool decode) const {
+  // Two norms, rotary, two residual adds and the activation (as in training's forward), the
+  // KV-cache write, one attention kernel per kind of work, two all-reduces under tensor
+  // parallelism; then softmax, sampling and the token's write-back.
+  const int64_t per_layer = 6 + 1 + (prefill ? 1 : 0) + (decode ? 1 : 0) + (layout_.tp > 1 ? 2 : 0);
+  return m_.num_layers * per_layer + 3;
+}
+
 double InferenceModel::sampled_rows_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
   const CostModel& ops = *cost_;
@@ -164,6 +172,11 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   cost.overhead_s = c_.gpu.inference_step_overhead.seconds();
   cost.seconds = cost.gemm_s + cost.attention_prefill_s + cost.attention_decode_s + cost.elementwise_s + cost.comm_s +
                  cost.overhead_s;
+  cost.short_kernels = short_kernels_per_iteration(!batch.prefill.empty(), batch.decode_seqs > 0);
+  if (exec_.eager) {
+    cost.eager_s = d(cost.short_kernels) * exec_.dispatch_s;
+    cost.seconds += cost.eager_s;
+  }
   return cost;
 }
 

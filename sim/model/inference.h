@@ -49,9 +49,22 @@ struct Speculation {
   bool on() const { return mean_accepted > 0 && draft_tokens > 0; }
 };
 
+// How the engine launches its kernels. With CUDA graphs (vLLM's default) an iteration's kernels
+// replay from a graph and each costs only its GPU-side launch gap; in eager mode
+// (`enforce_eager`, which many RL recipes set) the host dispatches every kernel through the
+// framework, and the GPU waits for it between the short kernels (norms, rotary, the KV-cache
+// write, attention, activations, residual adds, all-reduces, sampling): each adds `dispatch_s`.
+// GEMMs run long enough for the host to get ahead.
+struct EngineExecution {
+  bool eager = false;
+  double dispatch_s = 0;  // host time to dispatch one kernel in eager mode
+};
+
 struct IterationCost {
   double seconds = 0;
   double gemm_s = 0, attention_prefill_s = 0, attention_decode_s = 0, elementwise_s = 0, comm_s = 0, overhead_s = 0;
+  int64_t short_kernels = 0;  // launched in the iteration besides its GEMMs
+  double eager_s = 0;         // eager mode: the GPU waiting for the host's dispatch of them
 };
 
 // Cost of decode-only iterations as a + b x K (K: KV tokens summed over the batch).
@@ -73,6 +86,14 @@ class InferenceModel {
   // The same priced by another cost model than the analytic one of the cluster's profile.
   InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec,
                  std::shared_ptr<const CostModel> cost);
+  void set_execution(EngineExecution e) {
+    exec_ = e;
+    windows_.clear();
+  }
+  // The kernels besides GEMMs one iteration launches: per layer the element-wise kernels, the
+  // KV-cache write, the attention kernels (prefill, decode) and the tensor-parallel all-reduces;
+  // then sampling.
+  int64_t short_kernels_per_iteration(bool prefill, bool decode) const;
 
   IterationCost iteration(const IterationBatch& batch) const;
   // Decode-only iterations of `seqs` sequences, one token each. With speculation one token costs
@@ -95,6 +116,7 @@ class InferenceModel {
   const input::ClusterSpec& c_;
   EngineLayout layout_;
   Speculation spec_;
+  EngineExecution exec_;
   std::shared_ptr<const CostModel> cost_;
   mutable std::vector<DecodeWindow> windows_;  // by batch size; seqs == 0 marks "not yet computed"
   mutable std::vector<RowTerms> row_terms_;  // by rows

@@ -33,6 +33,10 @@ model::Speculation engine_speculation(const input::EngineSpec& e) {
   return {e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()};
 }
 
+model::EngineExecution engine_execution(const input::EngineSpec& e) {
+  return {e.enforce_eager, e.eager_dispatch.seconds()};
+}
+
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o) {
   return {o.layout.tp, o.layout.pp, o.layout.ep, o.engine.gpu_memory_utilization, o.engine.max_num_batched_tokens,
           o.engine.max_num_seqs};
@@ -195,6 +199,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
       router_(make_routing_policy(o.routing)),
       rng_(o.seed) {
   ARLSIM_ASSERT(router_ != nullptr);
+  im_.set_execution(engine_execution(o.engine));
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
   const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
   policy_engines_ = o.engines;

@@ -140,6 +140,8 @@ struct RolloutResult {
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o);
 // The speculative decoding an engine's settings ask for (off when tau or the draft length is 0).
 model::Speculation engine_speculation(const input::EngineSpec& e);
+// How an engine's settings launch kernels: CUDA graphs, or eager dispatch.
+model::EngineExecution engine_execution(const input::EngineSpec& e);
 // Checks that the engine fits in memory; returns "" or the reason.
 // With `in`, also that its longest trajectory fits an engine's KV cache.
 std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = nullptr);

@@ -70,3 +70,27 @@ TEST_CASE("inference: speculative decoding prices a token as a verification step
   // tokens come ~2.5x faster.
   CHECK(w.sum(100, 32 * 2048) < plain.decode_window(32).sum(100, 32 * 2048) / 2);
 }
+
+TEST_CASE("inference: eager mode waits for the host's dispatch of every kernel but the GEMMs") {
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const auto m = test::preset_model("qwen3-8b");  // 36 layers
+  model::InferenceModel graphs(m, c, {2, 1, 1}), eager(m, c, {2, 1, 1});
+  eager.set_execution({true, 8.7e-6});
+  model::IterationBatch decode;
+  decode.decode_seqs = 16;
+  decode.decode_kv_tokens = 16 * 1000;
+  // Per layer: 6 element-wise kernels, the KV write, the decode attention, 2 all-reduces (tp 2);
+  // then 3 for sampling.
+  const auto e = eager.iteration(decode);
+  CHECK(e.short_kernels == 36 * (6 + 1 + 1 + 2) + 3);
+  CHECK(e.seconds - graphs.iteration(decode).seconds == test::near((36 * 10 + 3) * 8.7e-6));
+  // A prefill chunk beside the decodes adds its attention kernel per layer.
+  decode.prefill.push_back({512, 0, true});
+  CHECK(eager.iteration(decode).short_kernels == 36 * (6 + 1 + 2 + 2) + 3);
+  // The decode window stays exact: the wait is part of its constant term.
+  const auto w = eager.decode_window(16);
+  model::IterationBatch one;
+  one.decode_seqs = 16;
+  one.decode_kv_tokens = 16 * 1000;
+  CHECK(w.sum(1, 16 * 1000) == test::near(eager.iteration(one).seconds));
+}

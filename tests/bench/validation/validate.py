@@ -57,6 +57,21 @@ def collectives(arlsim, tmp):
     return results
 
 
+def rollouts(arlsim, tmp):
+    data = json.load(open(os.path.join(HERE, "rollout.json")))
+    results = []
+    for r in data["rows"]:
+        stage = {"format": "arlsim-stage/1", "kind": "rollout", "model": r["model"], "gpu": r["gpu"],
+                 "engine": r["engine"], "engines": 1,
+                 "requests": {"count": r["requests"], "input_tokens": r["input_tokens"],
+                              "output_tokens": r["output_tokens"]}}
+        e = estimate(arlsim, stage, tmp, r["id"])
+        # The time to serve them all: requests over the published requests per second.
+        results.append({"id": r["id"], "measured": r["requests"] / r["measured_requests_per_s"],
+                        "predicted": e["makespan_s"], "preemptions": e["preemptions"], "source": r["source"]})
+    return results
+
+
 def quantile(xs, q):
     xs = sorted(xs)
     pos = q * (len(xs) - 1)
@@ -104,12 +119,15 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         train = training(a.arlsim, tmp)
         coll = collectives(a.arlsim, tmp)
+        roll = rollouts(a.arlsim, tmp)
     quiet = a.check_bands is not None
     if quiet:
         sys.stdout = open(os.devnull, "w")
     kinds = {
         "training": table("Training iterations", train, "s", 1.0, ("MFU", lambda r: "%.1f%%" % (100 * r["mfu"]))),
         "collective": table("Collectives (nccl-tests)", coll, "us", 1e6, ("chosen", lambda r: r["how"])),
+        "rollout": table("Rollouts (vLLM throughput runs; time to serve every request)", roll, "s", 1.0,
+                         ("preemptions", lambda r: str(r["preemptions"]))),
     }
     bands = {"format": "arlsim-error-bands/1",
              "description": "Signed errors (predicted - measured) / measured of the cost model against the published "
