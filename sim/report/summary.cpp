@@ -101,14 +101,23 @@ RunStats run_stats(const rl::RunResult& r) {
 
 TotalBand total_time_band(const rl::RunResult& r, const RunStats& stats) {
   TotalBand b{r.total_time_s, r.total_time_s, 0};
-  const auto band = model::validation_band("training");
-  if (!band) return b;
-  for (size_t i = 0; i < kStageCount; ++i)
-    if (graph::kStages[i].op == graph::OpKind::forward || graph::kStages[i].op == graph::OpKind::train)
-      b.covered_share += stats.stage_share[i];
-  // Each banded second becomes time_low(1) or time_high(1) seconds.
-  b.low_s = r.total_time_s * (1 + b.covered_share * (band->time_low(1.0) - 1));
-  b.high_s = r.total_time_s * (1 + b.covered_share * (band->time_high(1.0) - 1));
+  // Each stage takes the band of its kind's record: the engines' runs the rollout record's, the
+  // forward passes and training the training record's; the rest (dispatch, weight sync) none.
+  const auto training = model::validation_band("training");
+  const auto rollout = model::validation_band("rollout");
+  double low = 0, high = 0;
+  for (size_t i = 0; i < kStageCount; ++i) {
+    const auto op = graph::kStages[i].op;
+    const auto& band = op == graph::OpKind::engine_run ? rollout
+                       : op == graph::OpKind::forward || op == graph::OpKind::train ? training
+                                                                                  : std::optional<model::ErrorBand>{};
+    if (!band) continue;
+    b.covered_share += stats.stage_share[i];
+    low += stats.stage_share[i] * (band->time_low(1.0) - 1);
+    high += stats.stage_share[i] * (band->time_high(1.0) - 1);
+  }
+  b.low_s = r.total_time_s * (1 + low);
+  b.high_s = r.total_time_s * (1 + high);
   return b;
 }
 

@@ -33,8 +33,8 @@ struct RunStats {
 RunStats run_stats(const rl::RunResult& r);
 
 // The range the run's total time is expected in: the stages of a kind with a validation record
-// (the training passes: forward passes and training, from the training record) scaled by that
-// record's band, the others at their point value. `covered_share` is the share of the stage time
+// (the engines' runs from the rollout record; forward passes and training from the training
+// record) scaled by that record's band, the others at their point value. `covered_share` is the share of the stage time
 // the band speaks for; 0 (and low = high = the total) when no record applies.
 struct TotalBand {
   double low_s = 0, high_s = 0, covered_share = 0;

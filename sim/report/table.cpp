@@ -99,7 +99,7 @@ std::string run_table(const rl::RunResult& r) {
   out += pad_right("total time", 16) + format_fixed(r.total_time_s, 3) + " s (" + clock_time(r.total_time_s) + ")\n";
   if (const TotalBand band = total_time_band(r, s); band.covered_share > 0 && r.total_time_s > 0)
     out += pad_right("", 16) + "-" + format_fixed(100 * (1 - band.low_s / r.total_time_s), 0) + "% to +" +
-           format_fixed(100 * (band.high_s / r.total_time_s - 1), 0) + "% (training passes' validation band, " +
+           format_fixed(100 * (band.high_s / r.total_time_s - 1), 0) + "% (validation bands of " +
            format_fixed(100 * band.covered_share, 0) + "% of stage time)\n";
   out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) + "\n";
   out += pad_right("cost", 16) + cost_line(r) + "\n";

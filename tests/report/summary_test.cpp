@@ -28,12 +28,17 @@ TEST_CASE("summary.json holds the run, its steps and OOMs under the documented k
   CHECK(j["cost_usd"] == r.gpu_hours * 2.5);
   CHECK(j["price_usd_per_gpu_hour"] == 2.5);
   // The training passes (old and reference log-probs, train: 8.5 of the 30 s of stage time) carry
-  // the training record's band; the rest is at its point value.
-  const auto band = model::validation_band("training");
-  REQUIRE(band);
-  CHECK(j["band_covered_share"].get<double>() == doctest::Approx(8.5 / 30));
-  CHECK(j["total_time_s_low"].get<double>() == doctest::Approx(30 * (1 + 8.5 / 30 * (band->time_low(1) - 1))));
-  CHECK(j["total_time_s_high"].get<double>() == doctest::Approx(30 * (1 + 8.5 / 30 * (band->time_high(1) - 1))));
+  // the training record's band, the engines' runs (rollout and reward: 20 s) the rollout record's;
+  // dispatch and weight sync are at their point value.
+  const auto training = model::validation_band("training");
+  const auto rollout = model::validation_band("rollout");
+  REQUIRE(training);
+  REQUIRE(rollout);
+  CHECK(j["band_covered_share"].get<double>() == doctest::Approx(28.5 / 30));
+  CHECK(j["total_time_s_low"].get<double>() ==
+        doctest::Approx(30 + 8.5 * (training->time_low(1) - 1) + 20 * (rollout->time_low(1) - 1)));
+  CHECK(j["total_time_s_high"].get<double>() ==
+        doctest::Approx(30 + 8.5 * (training->time_high(1) - 1) + 20 * (rollout->time_high(1) - 1)));
   CHECK(j["total_time_s_low"].get<double>() <= 30);
   CHECK(j["total_time_s_high"].get<double>() >= 30);
 

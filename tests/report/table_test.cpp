@@ -18,7 +18,7 @@ TEST_CASE("run table of the sample run") {
   const TotalBand band = total_time_band(r, run_stats(r));
   const std::string band_line = "                -" + format_fixed(100 * (1 - band.low_s / 30), 0) + "% to +" +
                                 format_fixed(100 * (band.high_s / 30 - 1), 0) +
-                                "% (training passes' validation band, 28% of stage time)\n";
+                                "% (validation bands of 95% of stage time)\n";
   CHECK(run_table(r) ==
         "demo: 16 GPUs, 3 steps\n"
         "\n"
