@@ -255,7 +255,9 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   parse_efficiency(r, g);
   parse_collectives(r, g);
   parse_collective_protocols(r, g);
-  r.read_duration("inference_step_overhead", g.inference_step_overhead, Presence::optional, 0, 1);
+  if (r.field("inference_step_overhead"))
+    r.error("inference_step_overhead", "the host's work per engine iteration belongs to the engine, not the GPU",
+            "set the workload engine's host_overhead_per_iteration and host_overhead_per_sequence");
   r.finish();
   out = std::move(g);
   return diag.error_count() == errors_before;

@@ -102,7 +102,6 @@ struct GpuProfile {
   std::vector<CollectivePoint> collectives;
   std::vector<CollectiveProtocol> collective_protocols;
   double nic_efficiency = 0;       // achieved / peak for large transfers over the NIC; 0 = not given
-  SimTime inference_step_overhead;  // host-side scheduling per engine iteration (vLLM/SGLang)
 
   double peak(Dtype d) const;
 };

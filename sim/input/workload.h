@@ -35,6 +35,13 @@ struct EngineSpec {
   // graphs (SGLang PR 1401), 2.22 ms over 32 layers of 8 such kernels (calib/SOURCES.md).
   bool enforce_eager = false;
   SimTime eager_dispatch = SimTime::from_seconds(8.7e-6);
+  // The host's work per iteration, serial with the GPU's: scheduling, building the input tensors,
+  // sampling's bookkeeping and detokenising; a fixed part and a part per sequence in the batch.
+  // Defaults: vLLM 0.5.4's, measured per iteration (6.1 ms + 35 us per sequence: 10.6, 24.6 and
+  // 42.1 ms at 128, 512 and 1,024 requests; 17.2 ms for Llama-3-8B on ShareGPT), the only
+  // published per-iteration figures (calib/SOURCES.md). Later engines overlap or shrink it.
+  SimTime host_overhead_per_iteration = SimTime::from_seconds(6.1e-3);
+  SimTime host_overhead_per_sequence = SimTime::from_seconds(35e-6);
 };
 
 enum class RewardKind { rule, model };

@@ -169,7 +169,8 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
     cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * d(batch.decode_kv_tokens), m_.num_layers});
   cost.elementwise_s = terms.elementwise_s;
   cost.comm_s = terms.comm_s;
-  cost.overhead_s = c_.gpu.inference_step_overhead.seconds();
+  const int64_t sequences = batch.decode_seqs + static_cast<int64_t>(batch.prefill.size());
+  cost.overhead_s = exec_.host_fixed_s + exec_.host_per_sequence_s * d(sequences);
   cost.seconds = cost.gemm_s + cost.attention_prefill_s + cost.attention_decode_s + cost.elementwise_s + cost.comm_s +
                  cost.overhead_s;
   cost.short_kernels = short_kernels_per_iteration(!batch.prefill.empty(), batch.decode_seqs > 0);

@@ -55,9 +55,13 @@ struct Speculation {
 // framework, and the GPU waits for it between the short kernels (norms, rotary, the KV-cache
 // write, attention, activations, residual adds, all-reduces, sampling): each adds `dispatch_s`.
 // GEMMs run long enough for the host to get ahead.
+// The host's own work per iteration (scheduling, input tensors, sampling, detokenising) runs
+// between the GPU's iterations: host_fixed_s plus host_per_sequence_s per sequence in the batch.
 struct EngineExecution {
   bool eager = false;
   double dispatch_s = 0;  // host time to dispatch one kernel in eager mode
+  double host_fixed_s = 0;
+  double host_per_sequence_s = 0;
 };
 
 struct IterationCost {

@@ -34,7 +34,8 @@ model::Speculation engine_speculation(const input::EngineSpec& e) {
 }
 
 model::EngineExecution engine_execution(const input::EngineSpec& e) {
-  return {e.enforce_eager, e.eager_dispatch.seconds()};
+  return {e.enforce_eager, e.eager_dispatch.seconds(), e.host_overhead_per_iteration.seconds(),
+          e.host_overhead_per_sequence.seconds()};
 }
 
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o) {

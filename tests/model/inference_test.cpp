@@ -94,3 +94,17 @@ TEST_CASE("inference: eager mode waits for the host's dispatch of every kernel b
   one.decode_kv_tokens = 16 * 1000;
   CHECK(w.sum(1, 16 * 1000) == test::near(eager.iteration(one).seconds));
 }
+
+TEST_CASE("inference: the host's work per iteration is a fixed part and a part per sequence") {
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const auto m = test::preset_model("qwen3-8b");
+  model::InferenceModel plain(m, c, {1, 1, 1}), hosted(m, c, {1, 1, 1});
+  hosted.set_execution({false, 0, 6e-3, 40e-6});
+  model::IterationBatch b;
+  b.decode_seqs = 100;
+  b.decode_kv_tokens = 100 * 500;
+  b.prefill.push_back({256, 0, true});  // 101 sequences in the batch
+  const auto h = hosted.iteration(b);
+  CHECK(h.overhead_s == test::near(6e-3 + 101 * 40e-6));
+  CHECK(h.seconds - plain.iteration(b).seconds == test::near(6e-3 + 101 * 40e-6));
+}

@@ -60,7 +60,8 @@ TEST_CASE("rollout: one engine, two requests, timed by hand") {
   w.add(2, {turn(500, 5)});
   auto o = s.options();
   const auto r = rl::simulate_rollout(o, w.input());
-  const model::InferenceModel im(s.model, s.cluster, {1, 1, 1});
+  model::InferenceModel im(s.model, s.cluster, {1, 1, 1});
+  im.set_execution(rl::engine_execution(o.engine));  // the host's work per iteration included
   // Iteration 1 prefills both prompts and samples a token each; then both decode together for
   // two iterations (request 1 reaches 3 tokens), then request 2 decodes two more alone.
   model::IterationBatch first;
