@@ -105,7 +105,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
     return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head, attention_len);
   };
-  double prepare = forward(s_.model, s_.policy.old_logprob, false);
+  double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob, false);
   if (s_.workload.critic) {
     a.train_s += passes(*s_.workload.critic, true);
@@ -131,7 +131,9 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
       {"old_logprob", &s_.policy.old_logprob}, {"ref_logprob", &s_.policy.ref_logprob}, {"critic", &s_.policy.critic}};
   for (const auto& [stage, pass] : passes) {
     const bool critic = std::string_view(stage) == "critic";
-    if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic)) continue;
+    if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic) ||
+        (std::string_view(stage) == "old_logprob" && s_.workload.use_rollout_log_probs))
+      continue;
     const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model, rl::pass_layout(layout_, *pass), longest, critic);
     if (!f.fits()) {
       problem = needs(stage, f);

@@ -59,6 +59,10 @@ struct WorkloadSpec {
   int64_t ppo_epochs = 1;
   int64_t mini_batches = 1;  // optimizer steps per PPO epoch
   bool use_reference = true;
+  // The old log-probabilities taken from the rollout engines instead of a forward pass of the
+  // trainer (verl's and slime's use_rollout_log_probs, common in asynchronous recipes): the
+  // old_logprob stage does not run.
+  bool use_rollout_log_probs = false;
   Dtype dtype = Dtype::bf16;
   // The attention kernel of training and preparation passes: FlashAttention (fused, no s x s
   // scores in memory), or unfused attention as 2021-22 Megatron-LM ran it (QK^T and AV as batched

@@ -266,7 +266,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
         real(n) * real(x.mean_len) * model::forward_flops_per_token_causal(m, x.mean_len);
     return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len) * skew;
   };
-  p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
+  if (!s_.workload.use_rollout_log_probs) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
   if (s_.workload.critic) p.times.critic = pass("critic", *s_.workload.critic, s_.policy.critic);
 }

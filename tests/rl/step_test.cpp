@@ -390,3 +390,16 @@ TEST_CASE("step: a KV cache too small for the batch is a preemption storm, repor
   CHECK(ok.steps[0].preemptions == 0);
   CHECK(ok.warnings.empty());
 }
+
+TEST_CASE("step: with the rollout's log-probabilities the trainer's old_logprob pass does not run") {
+  const auto with = scenario({"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                              "/trace/generate/group_size=4"});
+  const auto without = scenario({"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                                 "/trace/generate/group_size=4", "/workload/use_rollout_log_probs=true"});
+  const auto a = rl::simulate_run(with, small_trace(with), {});
+  const auto b = rl::simulate_run(without, small_trace(without), {});
+  CHECK(a.steps[0].stages.old_logprob > 0);
+  CHECK(b.steps[0].stages.old_logprob == 0);
+  CHECK(b.steps[0].stages.ref_logprob == doctest::Approx(a.steps[0].stages.ref_logprob));
+  CHECK(b.total_time_s < a.total_time_s);
+}
