@@ -72,6 +72,30 @@ def rollouts(arlsim, tmp):
     return results
 
 
+def rl_steps(arlsim, tmp):
+    data = json.load(open(os.path.join(HERE, "rl_steps.json")))
+    results = []
+    for r in data["rows"]:
+        trace = os.path.join(tmp, r["id"] + ".jsonl")
+        args = [arlsim, "trace", "gen", "--out", trace]
+        for k, v in r["trace"].items():
+            args += ["--" + k, str(v)]
+        out = subprocess.run(args, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("arlsim trace gen failed on %s: %s" % (r["id"], out.stderr.strip()))
+        scenario = dict(r["scenario"], trace=trace)
+        path = os.path.join(tmp, r["id"] + ".json")
+        with open(path, "w") as f:
+            json.dump(scenario, f)
+        out = subprocess.run([arlsim, "simulate", path, "--json"], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("arlsim simulate failed on %s: %s" % (r["id"], out.stderr.strip()))
+        summary = json.loads(out.stdout)
+        results.append({"id": r["id"], "measured": r["measured_step_s"], "predicted": summary["stats"]["step_time_s"]["mean"],
+                        "rollout_share": summary["stats"]["stage_share"]["rollout"], "source": r["source"]})
+    return results
+
+
 def quantile(xs, q):
     xs = sorted(xs)
     pos = q * (len(xs) - 1)
@@ -120,6 +144,7 @@ def main():
         train = training(a.arlsim, tmp)
         coll = collectives(a.arlsim, tmp)
         roll = rollouts(a.arlsim, tmp)
+        steps = rl_steps(a.arlsim, tmp)
     quiet = a.check_bands is not None
     if quiet:
         sys.stdout = open(os.devnull, "w")
@@ -128,6 +153,8 @@ def main():
         "collective": table("Collectives (nccl-tests)", coll, "us", 1e6, ("chosen", lambda r: r["how"])),
         "rollout": table("Rollouts (vLLM throughput runs; time to serve every request)", roll, "s", 1.0,
                          ("preemptions", lambda r: str(r["preemptions"]))),
+        "rl_step": table("RL steps (NeMo RL GRPO; mean step time)", steps, "s", 1.0,
+                         ("rollout share", lambda r: "%.0f%%" % (100 * r["rollout_share"]))),
     }
     bands = {"format": "arlsim-error-bands/1",
              "description": "Signed errors (predicted - measured) / measured of the cost model against the published "
