@@ -19,13 +19,18 @@ const char* dtype_name(Dtype d) {
   return "?";
 }
 
-const char* protocol_name(Protocol p) {
-  switch (p) {
-    case Protocol::ll: return "LL";
-    case Protocol::ll128: return "LL128";
-    case Protocol::simple: return "Simple";
+GemmAxes gemm_axes(const std::vector<GemmPoint>& points) {
+  GemmAxes a;
+  for (const auto& p : points) {
+    a.m.push_back(p.m);
+    a.n.push_back(p.n);
+    a.k.push_back(p.k);
   }
-  return "?";
+  for (auto* axis : {&a.m, &a.n, &a.k}) {
+    std::sort(axis->begin(), axis->end());
+    axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
+  }
+  return a;
 }
 
 double GpuProfile::peak(Dtype d) const {
@@ -122,17 +127,8 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
   r.read("gemm_k_overhead", g.gemm_k_overhead, Presence::optional, 0, 1e5);
   if (!g.gemm_efficiency.empty()) {
     // A single point, or a complete grid (every combination of the points' m, n and k values).
-    std::vector<int64_t> ms, ns, ks;
-    for (const auto& p : g.gemm_efficiency) {
-      ms.push_back(p.m);
-      ns.push_back(p.n);
-      ks.push_back(p.k);
-    }
-    for (auto* axis : {&ms, &ns, &ks}) {
-      std::sort(axis->begin(), axis->end());
-      axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
-    }
-    const size_t cells = ms.size() * ns.size() * ks.size();
+    const GemmAxes axes = gemm_axes(g.gemm_efficiency);
+    const size_t cells = axes.cells();
     auto points = g.gemm_efficiency;
     std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) {
       return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
@@ -143,15 +139,25 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     if (repeated) r.error("gemm", "a shape is listed twice", "keep one point per (m, n, k)");
     else if (g.gemm_efficiency.size() > 1 && cells != g.gemm_efficiency.size())
       r.error("gemm", std::to_string(g.gemm_efficiency.size()) + " points do not form a grid: their " +
-                          std::to_string(ms.size()) + " m, " + std::to_string(ns.size()) + " n and " +
-                          std::to_string(ks.size()) + " k values make " + std::to_string(cells) + " combinations",
+                          std::to_string(axes.m.size()) + " m, " + std::to_string(axes.n.size()) + " n and " +
+                          std::to_string(axes.k.size()) + " k values make " + std::to_string(cells) + " combinations",
               "give one point (the best shape) or every combination once");
   }
   r.read("nic", g.nic_efficiency, Presence::optional, 1e-3, 1.0);
   r.finish();
 }
 
+}  // namespace
+
 const EnumName<Protocol> kProtocolNames[] = {{"LL", Protocol::ll}, {"LL128", Protocol::ll128}, {"Simple", Protocol::simple}};
+
+const char* protocol_name(Protocol p) {
+  for (const auto& n : kProtocolNames)
+    if (n.value == p) return n.name.data();
+  return "?";
+}
+
+namespace {
 
 void read_factors(ObjectReader& r, std::string_view key, std::vector<double>& out) {
   const Value* v = r.field(key);

@@ -39,6 +39,13 @@ struct GemmPoint {
   int64_t m = 0, n = 0, k = 0;
   double efficiency = 0;
 };
+// The distinct m, n and k values of a set of GEMM points, each sorted: the axes of a grid.
+struct GemmAxes {
+  std::vector<int64_t> m, n, k;
+  size_t cells() const { return m.size() * n.size() * k.size(); }
+};
+GemmAxes gemm_axes(const std::vector<GemmPoint>& points);
+
 struct AttentionPoint {
   int64_t seq_len = 0;
   int64_t head_dim = 0;

@@ -49,15 +49,10 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   for (const auto& p : gpu.gemm_efficiency) e_max = std::max(e_max, p.efficiency / analytic_efficiency(p.m, p.n, p.k, 1));
   e_max_ = std::min(e_max, 1.0);
   if (gpu.gemm_efficiency.size() > 1) {
-    for (const auto& p : gpu.gemm_efficiency) {
-      grid_m_.push_back(p.m);
-      grid_n_.push_back(p.n);
-      grid_k_.push_back(p.k);
-    }
-    for (auto* v : {&grid_m_, &grid_n_, &grid_k_}) {
-      std::sort(v->begin(), v->end());
-      v->erase(std::unique(v->begin(), v->end()), v->end());
-    }
+    input::GemmAxes axes = input::gemm_axes(gpu.gemm_efficiency);
+    grid_m_ = std::move(axes.m);
+    grid_n_ = std::move(axes.n);
+    grid_k_ = std::move(axes.k);
     grid_.assign(grid_m_.size() * grid_n_.size() * grid_k_.size(), 0.0);
     auto index = [](const std::vector<int64_t>& axis, int64_t v) {
       return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) - axis.begin());

@@ -28,48 +28,51 @@ def estimate(arlsim, stage, tmp, name):
     return json.loads(out.stdout)
 
 
+def predict_rows(arlsim, tmp, file, stage_of, result_of):
+    """Estimates the stage each row of `file` describes; returns result_of(row, estimate) per row."""
+    data = json.load(open(os.path.join(HERE, file)))
+    return [result_of(r, estimate(arlsim, stage_of(data, r), tmp, r["id"])) for r in data["rows"]]
+
+
 def training(arlsim, tmp):
-    data = json.load(open(os.path.join(HERE, "training.json")))
-    results = []
-    for r in data["rows"]:
-        model = data["models"].get(r["model"], r["model"])
-        stage = {"format": "arlsim-stage/1", "kind": "train", "model": model, "gpu": r["gpu"], "layout": r["layout"],
-                 "micro_batch": r["micro_batch"], "global_batch": r["global_batch"], "seq_len": r["seq_len"],
-                 "recompute": r["recompute"], "attention_kernel": r["attention_kernel"]}
-        e = estimate(arlsim, stage, tmp, r["id"])
-        results.append({"id": r["id"], "measured": r["measured_iteration_s"], "predicted": e["iteration_s"],
-                        "mfu": e["mfu"], "source": r["source"]})
-    return results
+    def stage(data, r):
+        return {"format": "arlsim-stage/1", "kind": "train", "model": data["models"].get(r["model"], r["model"]),
+                "gpu": r["gpu"], "layout": r["layout"], "micro_batch": r["micro_batch"],
+                "global_batch": r["global_batch"], "seq_len": r["seq_len"], "recompute": r["recompute"],
+                "attention_kernel": r["attention_kernel"]}
+
+    def result(r, e):
+        return {"id": r["id"], "measured": r["measured_iteration_s"], "predicted": e["iteration_s"], "mfu": e["mfu"],
+                "source": r["source"]}
+    return predict_rows(arlsim, tmp, "training.json", stage, result)
 
 
 def collectives(arlsim, tmp):
-    data = json.load(open(os.path.join(HERE, "collectives.json")))
-    results = []
-    for r in data["rows"]:
-        stage = {"format": "arlsim-stage/1", "kind": "collective", "gpu": r["gpu"], "op": r["op"],
-                 "bytes": r["bytes"], "ranks": r["ranks"]}
-        e = estimate(arlsim, stage, tmp, r["id"])
+    def stage(data, r):
+        return {"format": "arlsim-stage/1", "kind": "collective", "gpu": r["gpu"], "op": r["op"], "bytes": r["bytes"],
+                "ranks": r["ranks"]}
+
+    def result(r, e):
         factor = 2.0 * (r["ranks"] - 1) / r["ranks"] if r["op"] == "all_reduce" else 1.0
         measured = r["measured_time_us"] * 1e-6 if "measured_time_us" in r else \
             r["bytes"] * factor / (r["measured_busbw_gbps"] * 1e9)
-        results.append({"id": r["id"], "measured": measured, "predicted": e["time_s"],
-                        "how": "%s/%s" % (e["algorithm"], e.get("protocol", "")), "source": r["source"]})
-    return results
+        return {"id": r["id"], "measured": measured, "predicted": e["time_s"],
+                "how": "%s/%s" % (e["algorithm"], e.get("protocol", "")), "source": r["source"]}
+    return predict_rows(arlsim, tmp, "collectives.json", stage, result)
 
 
 def rollouts(arlsim, tmp):
-    data = json.load(open(os.path.join(HERE, "rollout.json")))
-    results = []
-    for r in data["rows"]:
-        stage = {"format": "arlsim-stage/1", "kind": "rollout", "model": r["model"], "gpu": r["gpu"],
-                 "engine": r["engine"], "engines": 1,
-                 "requests": {"count": r["requests"], "input_tokens": r["input_tokens"],
-                              "output_tokens": r["output_tokens"]}}
-        e = estimate(arlsim, stage, tmp, r["id"])
+    def stage(data, r):
+        return {"format": "arlsim-stage/1", "kind": "rollout", "model": r["model"], "gpu": r["gpu"],
+                "engine": r["engine"], "engines": 1,
+                "requests": {"count": r["requests"], "input_tokens": r["input_tokens"],
+                             "output_tokens": r["output_tokens"]}}
+
+    def result(r, e):
         # The time to serve them all: requests over the published requests per second.
-        results.append({"id": r["id"], "measured": r["requests"] / r["measured_requests_per_s"],
-                        "predicted": e["makespan_s"], "preemptions": e["preemptions"], "source": r["source"]})
-    return results
+        return {"id": r["id"], "measured": r["requests"] / r["measured_requests_per_s"], "predicted": e["makespan_s"],
+                "preemptions": e["preemptions"], "source": r["source"]}
+    return predict_rows(arlsim, tmp, "rollout.json", stage, result)
 
 
 def rl_steps(arlsim, tmp):
