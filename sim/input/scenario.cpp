@@ -161,9 +161,12 @@ void check_rollout(PolicyAt& at, const ScenarioSpec& s, const RolloutLayout& r, 
                                      n(per_engine) + " GPUs",
              "set \"replicas\" to use fewer GPUs");
   }
-  if (r.tp > s.cluster.gpus_per_node)
-    at.error(std::string(where) + "/tp", "tp = " + n(r.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
-                                             " GPUs of one node");
+  // An engine may span nodes (vLLM TP16 or TP32 for DeepSeek-V3-class models): then it takes
+  // whole nodes, and its all-reduces cross the network.
+  if (r.tp > s.cluster.gpus_per_node && r.tp % s.cluster.gpus_per_node != 0)
+    at.error(std::string(where) + "/tp", "tp = " + n(r.tp) + " spans nodes but not whole ones (" +
+                                             n(s.cluster.gpus_per_node) + " GPUs each)",
+             "choose a tp that divides " + n(s.cluster.gpus_per_node) + " or a multiple of it");
   if (r.ep > 1 && (!m.has_moe || m.moe.num_experts % r.ep != 0))
     at.error(std::string(where) + "/ep", m.has_moe ? "the model's " + n(m.moe.num_experts) +
                                                          " experts do not split over ep = " + n(r.ep)

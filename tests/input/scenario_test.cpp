@@ -68,3 +68,10 @@ TEST_CASE("scenario: mini-batches must split over data parallelism") {
   CHECK(errors_of({"/workload/mini_batches=128"}) ==
         "preset:scenario/default:36:31: /policy/train/dp: a mini-batch of 4 trajectories does not split evenly over dp = 8\n");
 }
+
+TEST_CASE("scenario: a rollout engine may span whole nodes, not parts of them") {
+  CHECK(errors_of({"/policy/rollout/tp=16"}).empty());
+  // 3 nodes: tp 12 would split a node between two engines.
+  CHECK(errors_of({"/cluster/nodes=3", "/policy/train/dp=12", "/policy/rollout/tp=12"}).find(
+            "tp = 12 spans nodes but not whole ones (8 GPUs each)") != std::string::npos);
+}

@@ -108,3 +108,17 @@ TEST_CASE("inference: the host's work per iteration is a fixed part and a part p
   CHECK(h.overhead_s == test::near(6e-3 + 101 * 40e-6));
   CHECK(h.seconds - plain.iteration(b).seconds == test::near(6e-3 + 101 * 40e-6));
 }
+
+TEST_CASE("inference: an engine spanning two nodes all-reduces across the network") {
+  const auto c = test::preset_cluster("dgx-h100", 2);
+  const auto m = test::preset_model("qwen2.5-72b");  // 80 layers, h 8192
+  const model::InferenceModel across(m, c, {16, 1, 1});
+  model::IterationBatch b;
+  b.decode_seqs = 64;
+  b.decode_kv_tokens = 64 * 1000;
+  // Two all-reduces of the batch's hidden states per layer over 16 ranks, 8 on each node.
+  const model::CollectiveModel coll(c);
+  const double one = coll.cost(model::CollectiveOp::all_reduce, 64.0 * 8192 * 2, {16, 8}).seconds;
+  CHECK(across.iteration(b).comm_s == test::near(2 * 80 * one));
+  CHECK(one > coll.cost(model::CollectiveOp::all_reduce, 64.0 * 8192 * 2, {8, 8}).seconds);
+}
