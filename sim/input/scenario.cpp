@@ -267,12 +267,13 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
   if (const Value* p = r.field("policy", Presence::required)) parts_ok &= parse_policy(*p, "/policy", diag, s.policy);
   else parts_ok = false;
   if (const Value* t = r.usable("trace"); t && t->is_object()) {
-    // {"generate": {"preset": ..., "steps": ..., "prompts_per_step": ..., "group_size": ..., "seed": ...}}
+    // {"generate": {"preset": ..., "steps": ..., "prompts_per_step": ..., "group_size": ..., "seed": ...,
+    //               "options": {"response-mean": ..., ...}}}
     ObjectReader tr(*t, "/trace", diag);
     if (const Value* g = tr.field("generate", Presence::required)) {
       ObjectReader gr(*g, "/trace/generate", diag);
       ScenarioSpec::GeneratedTrace gen;
-      if (gr.read("preset", gen.preset, Presence::required) && !trace::find_gen_preset(gen.preset)) {
+      if (gr.read("preset", gen.preset, Presence::optional) && !trace::find_gen_preset(gen.preset)) {
         const auto names = trace::gen_preset_names();
         const std::string guess = closest_match(gen.preset, names);
         gr.error("preset", "unknown trace generator preset " + quote(gen.preset) + "; expected one of " + join_quoted(names),
@@ -284,6 +285,36 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
       gr.read("every", gen.every, Presence::optional, 1, 100000);
       int64_t seed = 1;
       if (gr.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) gen.seed = static_cast<uint64_t>(seed);
+      if (const Value* opts = gr.field("options")) {
+        if (!opts->is_object()) {
+          gr.error("options", "expected an object of generator options (as `arlsim trace gen` names them), got " +
+                                  opts->describe());
+        } else {
+          trace::GenParams scratch;
+          for (const auto& member : opts->members()) {
+            const std::string& key = member.key;
+            const Value& val = *member.value;
+            const std::string ptr = pointer_append("/trace/generate/options", key);
+            const trace::GenOption* o = trace::find_gen_option(key);
+            std::string value = val.is_string() ? val.as_string() : val.is_number() ? val.literal() : "";
+            if (!o || key == "seed" || key == "steps" || key == "every" || key == "prompts-per-step" || key == "group-size") {
+              diag.error(val, ptr, "not a generator option here: " + quote(key),
+                         "see `arlsim trace gen --help`; seed, steps, every, prompts_per_step and group_size are keys of "
+                         "\"generate\" itself");
+              continue;
+            }
+            if (!val.is_string() && !val.is_number()) {
+              diag.error(val, ptr, "expected a number or a string, got " + val.describe());
+              continue;
+            }
+            if (const std::string problem = o->set(scratch, value); !problem.empty()) {
+              diag.error(val, ptr, problem);
+              continue;
+            }
+            gen.options.emplace_back(key, value);
+          }
+        }
+      }
       gr.finish();
       s.generated_trace = gen;
     }

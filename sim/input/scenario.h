@@ -30,7 +30,7 @@ struct ScenarioSpec {
   WorkloadSpec workload;
   PolicySpec policy;
   std::string trace_path;  // resolved against the scenario's directory; empty = none
-  // ...or a trace generated at run time from a generator preset (`arlsim trace gen --preset`).
+  // ...or a trace generated at run time, from a generator preset and/or options (`arlsim trace gen`).
   struct GeneratedTrace {
     std::string preset;
     int64_t steps = 0;             // 0: the preset's
@@ -38,6 +38,9 @@ struct ScenarioSpec {
     int64_t group_size = 0;        // 0: the workload's samples_per_prompt
     int64_t every = 1;             // keep every k-th step (the growth still spans all steps)
     uint64_t seed = 1;
+    // Generator options as `arlsim trace gen` names them ("response-mean": "linear 900..1100"),
+    // applied after the preset, in order.
+    std::vector<std::pair<std::string, std::string>> options;
   };
   std::optional<GeneratedTrace> generated_trace;
   int64_t steps = 1;

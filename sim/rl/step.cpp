@@ -82,7 +82,11 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
     return std::nullopt;
   }
   const auto& g = *s.generated_trace;
-  trace::GenParams p = trace::preset_params(*trace::find_gen_preset(g.preset));
+  trace::GenParams p = g.preset.empty() ? trace::GenParams{} : trace::preset_params(*trace::find_gen_preset(g.preset));
+  for (const auto& [name, value] : g.options) {
+    const std::string problem = trace::find_gen_option(name)->set(p, value);  // checked when the scenario was read
+    ARLSIM_ASSERT(problem.empty());
+  }
   p.seed = g.seed;
   if (g.steps > 0) p.steps = static_cast<int>(g.steps);
   p.prompts_per_step = static_cast<int>(g.prompts_per_step > 0 ? g.prompts_per_step : s.workload.prompts_per_step);

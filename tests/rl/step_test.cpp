@@ -403,3 +403,19 @@ TEST_CASE("step: with the rollout's log-probabilities the trainer's old_logprob 
   CHECK(b.steps[0].stages.ref_logprob == doctest::Approx(a.steps[0].stages.ref_logprob));
   CHECK(b.total_time_s < a.total_time_s);
 }
+
+TEST_CASE("step: a scenario's generated trace takes generator options beside (or instead of) a preset") {
+  const auto s = scenario({"/steps=1", "/trace={\"generate\": {\"steps\": 2, \"prompts_per_step\": 16, \"group_size\": 4, "
+                           "\"options\": {\"response-mean\": 600, \"response-limit\": 1200, \"length-sigma\": 0.1, "
+                           "\"tail-weight\": 0, \"turns-max\": 1, \"turns-mean\": 1, \"tool\": \"none\"}}}"});
+  const auto t = small_trace(s);
+  REQUIRE(t.size() == 2 * 16 * 4);
+  double response = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const auto v = t.trajectory(i);
+    CHECK(v.response_tokens() <= 1200);
+    CHECK(v.turns.size() == 1);
+    response += static_cast<double>(v.response_tokens());
+  }
+  CHECK(response / static_cast<double>(t.size()) == doctest::Approx(600).epsilon(0.1));
+}

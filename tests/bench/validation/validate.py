@@ -79,17 +79,9 @@ def rl_steps(arlsim, tmp):
     data = json.load(open(os.path.join(HERE, "rl_steps.json")))
     results = []
     for r in data["rows"]:
-        trace = os.path.join(tmp, r["id"] + ".jsonl")
-        args = [arlsim, "trace", "gen", "--out", trace]
-        for k, v in r["trace"].items():
-            args += ["--" + k, str(v)]
-        out = subprocess.run(args, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit("arlsim trace gen failed on %s: %s" % (r["id"], out.stderr.strip()))
-        scenario = dict(r["scenario"], trace=trace)
         path = os.path.join(tmp, r["id"] + ".json")
         with open(path, "w") as f:
-            json.dump(scenario, f)
+            json.dump(r["scenario"], f)
         out = subprocess.run([arlsim, "simulate", path, "--json"], capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit("arlsim simulate failed on %s: %s" % (r["id"], out.stderr.strip()))
