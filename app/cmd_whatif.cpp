@@ -1,5 +1,6 @@
 // `arlsim whatif SCENARIO --vary /ptr=v1,v2 ...`: the scenario simulated under each combination of
 // variations (or, with --zip, the i-th values together), side by side.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -167,6 +168,22 @@ void print_table(const std::vector<Column>& cols) {
   }
   row("cost (USD)", cost);
   row("OOM events", ooms);
+  // Each tool pool's actions (ARL-Tangram's figures): completion time and the resources held.
+  std::vector<std::string> pool_names;
+  for (const auto& c : cols)
+    for (const auto& p : c.result.pools)
+      if (std::find(pool_names.begin(), pool_names.end(), p.name) == pool_names.end()) pool_names.push_back(p.name);
+  for (const auto& name : pool_names) {
+    std::vector<std::string> act, held;
+    for (const auto& c : cols) {
+      const auto pools = report::pool_summaries(c.result);
+      const auto it = std::find_if(pools.begin(), pools.end(), [&](const auto& p) { return p.name == name; });
+      act.push_back(it == pools.end() || it->act_s.count == 0 ? "-" : cell(it->act_s.p99, 2));
+      held.push_back(it == pools.end() ? "-" : cell(it->provisioned_resource_s / 3600, 1));
+    }
+    row("pool " + name + " ACT p99 (s)", act);
+    row("pool " + name + " unit-hours", held);
+  }
   row("step time / #1", ratio);
 }
 

@@ -53,7 +53,8 @@ void parse_pool(ObjectReader& r, PoolSpec& p) {
   if (p.kind == PoolKind::reward_server) {
     // A reward model runs as inference engines on the pool's GPUs; its time comes from them.
     const std::string why = "a reward_server pool is its GPUs running the reward model's engines";
-    for (const char* key : {"count", "max_count", "cold_start", "latency"}) r.reject(key, why, "give only \"gpus\"");
+    for (const char* key : {"count", "max_count", "cold_start", "latency", "price_usd_per_unit_hour"})
+      r.reject(key, why, "give only \"gpus\"");
     r.read("gpus", p.gpus, Presence::optional, 0, 1 << 20);
     r.finish();
     if (p.gpus == 0 && r.is_object())
@@ -71,6 +72,7 @@ void parse_pool(ObjectReader& r, PoolSpec& p) {
     r.read_duration("cold_start", p.cold_start, Presence::optional, 0, 86400);
   }
   if (const Value* lat = r.field("latency")) parse_latency(*lat, r.pointer_of("latency"), r.diag(), p.latency);
+  r.read("price_usd_per_unit_hour", p.price_usd_per_unit_hour, Presence::optional, 0, 1e4);
   r.reject("gpus", "only a reward_server pool runs on GPUs", "remove it, or make the pool \"kind\": \"reward_server\"");
   r.finish();
   if (p.max_count < p.count)

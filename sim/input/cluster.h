@@ -34,6 +34,7 @@ struct PoolSpec {
   SimTime cold_start;     // time to bring up one more resource
   LatencyDist latency;    // per action, when the trace does not give one
   int64_t gpus = 0;       // reward_server: GPUs it runs on
+  double price_usd_per_unit_hour = 0;  // sandbox or api: the cost of a provisioned unit; 0 = unknown
 };
 
 struct ClusterSpec {

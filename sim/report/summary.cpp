@@ -121,11 +121,46 @@ TotalBand total_time_band(const rl::RunResult& r, const RunStats& stats) {
   return b;
 }
 
+std::vector<PoolSummary> pool_summaries(const rl::RunResult& r) {
+  std::vector<PoolSummary> out;
+  for (const auto& p : r.pools) {
+    PoolSummary s;
+    s.name = p.name;
+    s.act_s = rl::summarize(std::vector<double>(p.act_s.begin(), p.act_s.end()));
+    s.queue_s = rl::summarize(std::vector<double>(p.queue_s.begin(), p.queue_s.end()));
+    s.busy_resource_s = p.busy_resource_s;
+    s.provisioned_resource_s = p.provisioned_resource_s;
+    s.peak_in_use = p.peak_in_use;
+    s.peak_provisioned = p.peak_provisioned;
+    s.cold_starts = p.cold_starts;
+    s.cost_usd = p.provisioned_resource_s / 3600 * p.price_usd_per_unit_hour;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::string summary_json(const rl::RunResult& r) {
   ordered_json steps = ordered_json::array();
   for (const auto& st : r.steps) steps.push_back(step_json(st));
   ordered_json ooms = ordered_json::array();
   for (const auto& e : r.oom_events) ooms.push_back(oom_json(e));
+  ordered_json pools = ordered_json::array();
+  const auto dist = [](const rl::Distribution& d) {
+    return ordered_json{{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
+  };
+  for (const auto& p : pool_summaries(r)) {
+    const auto* run = &r.pools[pools.size()];
+    pools.push_back({{"name", p.name},
+                     {"actions", p.act_s.count},
+                     {"act_s", dist(p.act_s)},
+                     {"queue_s", dist(p.queue_s)},
+                     {"busy_resource_s", p.busy_resource_s},
+                     {"provisioned_resource_s", p.provisioned_resource_s},
+                     {"peak_in_use", p.peak_in_use},
+                     {"peak_provisioned", p.peak_provisioned},
+                     {"cold_starts", p.cold_starts},
+                     {"cost_usd", run->price_usd_per_unit_hour > 0 ? ordered_json(p.cost_usd) : ordered_json(nullptr)}});
+  }
   ordered_json warnings = ordered_json::array();
   for (const auto& w : r.warnings) warnings.push_back({{"step", w.step}, {"kind", w.kind}, {"message", w.message}});
   const RunStats stats = run_stats(r);
@@ -142,6 +177,7 @@ std::string summary_json(const rl::RunResult& r) {
                        {"price_usd_per_gpu_hour", if_priced(r, r.price_usd_per_gpu_hour)},
                        {"oom_events", std::move(ooms)},
                        {"warnings", std::move(warnings)},
+                       {"pools", std::move(pools)},
                        {"stats", stats_json(stats)}};
   // `replace` turns invalid UTF-8 in names into U+FFFD instead of throwing.
   return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";

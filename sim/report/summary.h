@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "sim/rl/metrics.h"
 #include "sim/rl/step_result.h"
 
 namespace arlsim::report {
@@ -40,6 +41,18 @@ struct TotalBand {
   double low_s = 0, high_s = 0, covered_share = 0;
 };
 TotalBand total_time_band(const rl::RunResult& r, const RunStats& stats);
+
+// A tool pool's figures over the run: its actions' completion and queueing times, and its
+// resources (busy and provisioned unit-seconds, peaks, cold starts, cost when priced).
+struct PoolSummary {
+  std::string name;
+  rl::Distribution act_s, queue_s;
+  double busy_resource_s = 0, provisioned_resource_s = 0;
+  int64_t peak_in_use = 0, peak_provisioned = 0;
+  uint64_t cold_starts = 0;
+  double cost_usd = 0;  // 0 with no price
+};
+std::vector<PoolSummary> pool_summaries(const rl::RunResult& r);
 
 // summary.json: pretty-printed with two-space indents and a final newline. Numbers are the
 // shortest text that reads back as the same double, so equal results give equal bytes.

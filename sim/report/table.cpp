@@ -103,6 +103,17 @@ std::string run_table(const rl::RunResult& r) {
            format_fixed(100 * band.covered_share, 0) + "% of stage time)\n";
   out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) + "\n";
   out += pad_right("cost", 16) + cost_line(r) + "\n";
+  for (const auto& p : pool_summaries(r)) {
+    if (p.act_s.count == 0) continue;
+    const double busy = p.provisioned_resource_s > 0 ? p.busy_resource_s / p.provisioned_resource_s : 0;
+    out += pad_right("pool " + p.name, 16) + std::to_string(p.act_s.count) + " actions, ACT p50 " +
+           format_fixed(p.act_s.p50, 2) + " s, p99 " + format_fixed(p.act_s.p99, 2) + " s, queue mean " +
+           format_fixed(p.queue_s.mean, 2) + " s\n";
+    out += pad_right("", 16) + format_fixed(p.provisioned_resource_s / 3600, 1) + " unit-hours provisioned (" +
+           format_fixed(100 * busy, 0) + "% busy), peak " + std::to_string(p.peak_provisioned) + " units, " +
+           std::to_string(p.cold_starts) + " cold starts" +
+           (p.cost_usd > 0 ? ", $" + format_fixed(p.cost_usd, 2) : std::string()) + "\n";
+  }
   out += pad_right("OOM", 16) + oom_lines(r);
   if (!r.warnings.empty())
     out += pad_right("warnings", 16) + std::to_string(r.warnings.size()) + (r.warnings.size() == 1 ? " step" : " steps") +

@@ -144,6 +144,7 @@ class RunSimulator {
   StagePlan plan_step(const StepData& d, const Layouts& l, double switch_s);
   void run_rollout(const StepData& d, const Layouts& l, StagePlan& p);
   void record_lengths(const StepData& d);
+  void record_pools(const RolloutResult& r);
   // The stages after rollout see the finished samples: their tokens, the GPU that holds each
   // (its last turn's engine) and the training rank that takes each.
   struct Samples {
@@ -460,6 +461,28 @@ void RunSimulator::add_memory_counters(const StagePlan& p, double rollout_start_
 
 // The rollout's parts as records relative to its start (run() moves them when the step is placed):
 // each engine's busy spans on its GPUs and each tool call, and each engine's KV use.
+void RunSimulator::record_pools(const RolloutResult& r) {
+  if (result_.pools.size() < r.pools.size()) result_.pools.resize(r.pools.size());
+  for (size_t i = 0; i < r.pools.size(); ++i) {
+    auto& run = result_.pools[i];
+    const auto& st = r.pools[i].stats;
+    run.name = r.pools[i].name;
+    for (const auto& spec : s_.cluster.pools)
+      if (spec.name == run.name) run.price_usd_per_unit_hour = spec.price_usd_per_unit_hour;
+    run.busy_resource_s += st.busy_unit_seconds;
+    run.provisioned_resource_s += st.provisioned_unit_seconds;
+    run.peak_in_use = std::max(run.peak_in_use, st.peak_in_use);
+    run.peak_provisioned = std::max(run.peak_provisioned, st.peak_provisioned);
+    run.cold_starts += st.cold_starts;
+  }
+  for (const auto& c : r.tool_calls) {
+    if (c.pool < 0 || static_cast<size_t>(c.pool) >= result_.pools.size()) continue;
+    auto& run = result_.pools[static_cast<size_t>(c.pool)];
+    run.act_s.push_back(static_cast<float>((c.ended - c.requested).seconds()));
+    run.queue_s.push_back(static_cast<float>((c.started - c.requested).seconds()));
+  }
+}
+
 void RunSimulator::add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r) {
   if (!o_.timeline) return;
   const graph::Placement engines = rollout_placement(s_, l.rollout);
@@ -553,6 +576,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     }
     rec.stages = p.times;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
+    record_pools(p.rollout);
     rec.preemptions = p.rollout.preemptions();
     rec.recomputed_tokens = p.rollout.recomputed_tokens();
     if (rec.tokens > 0 && static_cast<double>(rec.recomputed_tokens) > kPreemptionStormShare * static_cast<double>(rec.tokens))

@@ -81,6 +81,17 @@ struct RunResult {
   std::vector<CounterSample> counters;
   int64_t gpus_per_node = 1;            // for naming nodes
   std::vector<std::string> pool_names;  // tool pools, by the index tool-call records carry
+  // Per tool pool over the run (ARL-Tangram's figures): each action's completion time (request to
+  // done) and queueing delay (request to start, cold starts included), and the pool's resources.
+  struct PoolRun {
+    std::string name;
+    std::vector<float> act_s, queue_s;
+    double busy_resource_s = 0, provisioned_resource_s = 0;
+    int64_t peak_in_use = 0, peak_provisioned = 0;
+    uint64_t cold_starts = 0;
+    double price_usd_per_unit_hour = 0;  // 0: unknown
+  };
+  std::vector<PoolRun> pools;
 };
 
 }  // namespace arlsim::rl

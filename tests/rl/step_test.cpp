@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/model/transformer.h"
+#include "sim/report/summary.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 #include "tests/model/model_fixtures.h"
@@ -418,4 +419,33 @@ TEST_CASE("step: a scenario's generated trace takes generator options beside (or
     response += static_cast<double>(v.response_tokens());
   }
   CHECK(response / static_cast<double>(t.size()) == doctest::Approx(600).epsilon(0.1));
+}
+
+TEST_CASE("step: each tool pool reports its actions' completion and queueing, and its resources (ARL-Tangram)") {
+  auto run = [](const char* tool_policy) {
+    const auto s = scenario({"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                             "/trace/generate/group_size=4", std::string("/policy/tool_policy=\"") + tool_policy + "\"",
+                             "/cluster/pools/0/price_usd_per_unit_hour=0.05"});
+    const auto t = small_trace(s);
+    auto r = rl::simulate_run(s, t, {});
+    REQUIRE(r.steps.size() == 1);
+    REQUIRE(r.pools.size() == 1);
+    // Every call the step's trajectories make, but those cut off by the turn or context limit.
+    int64_t calls = 0;
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t.trajectory(i).info.step == r.steps[0].step) calls += t.trajectory(i).tool_calls();
+    CHECK(r.pools[0].act_s.size() > 0);
+    CHECK(static_cast<int64_t>(r.pools[0].act_s.size()) <= calls);
+    for (size_t i = 0; i < r.pools[0].act_s.size(); ++i) CHECK(r.pools[0].act_s[i] >= r.pools[0].queue_s[i]);
+    CHECK(r.pools[0].busy_resource_s <= r.pools[0].provisioned_resource_s + 1e-6);
+    return r;
+  };
+  const auto pooled = run("pooled"), bound = run("static");
+  // A statically bound sandbox is held for its trajectory's whole life, idle while the model
+  // generates; pooled units are held only for an action.
+  CHECK(bound.pools[0].busy_resource_s > pooled.pools[0].busy_resource_s);
+  const auto summary = report::pool_summaries(pooled);
+  REQUIRE(summary.size() == 1);
+  CHECK(summary[0].act_s.count == static_cast<int64_t>(pooled.pools[0].act_s.size()));
+  CHECK(summary[0].cost_usd == doctest::Approx(pooled.pools[0].provisioned_resource_s / 3600 * 0.05));
 }
