@@ -63,6 +63,9 @@ struct WorkloadSpec {
   // trainer (verl's and slime's use_rollout_log_probs, common in asynchronous recipes): the
   // old_logprob stage does not run.
   bool use_rollout_log_probs = false;
+  // Tokens routed to the busiest expert over the mean (>= 1): the grouped GEMMs and all-to-alls of
+  // MoE training wait for it. 1: balanced routing.
+  double moe_imbalance = 1.0;
   Dtype dtype = Dtype::bf16;
   // The attention kernel of training and preparation passes: FlashAttention (fused, no s x s
   // scores in memory), or unfused attention as 2021-22 Megatron-LM ran it (QK^T and AV as batched

@@ -30,6 +30,7 @@ struct LayerCost {
   OpCost attention_fwd_bwd;
   OpCost elementwise;  // forward
   OpCost elementwise_backward;
+  OpCost moe_permute;  // forward; the backward moves the same bytes
   double tp_comm_s = 0;  // forward; backward has the same volume
   double tp_comm_exposed_s = 0;  // of it, what the GEMMs do not hide
   double ep_comm_s = 0;  // forward dispatch + combine
@@ -123,9 +124,17 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     if (e.shared_expert_ffn_hidden_size > 0) dense_mlp(e.shared_expert_ffn_hidden_size, tp);
     ffn_elementwise = m_tokens * local_experts * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
     if (l.ep > 1) {
-      const double bytes = d(tokens) * d(e.experts_per_token) * d(h) * 2;
+      // Dispatch and combine: each rank sends its tokens' top-k copies; the rank whose experts are
+      // busiest receives moe_imbalance times the mean, and the all-to-all waits for it.
+      const double bytes = d(tokens) * d(e.experts_per_token) * d(h) * 2 * r.moe_imbalance;
       lc.ep_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, bytes, group_of(c, l.ep, tp * l.cp)}).seconds;
     }
+    // Permuting the tokens into their experts' order (read t x h, write the top-k copies) and back
+    // (read the copies and their weights, write t x h), forward and backward.
+    const double copies = d(tokens) * d(e.experts_per_token) * d(h) * 2;
+    const double own = d(tokens) * d(h) * 2;
+    lc.moe_permute += cost.cost(MemoryBoundOp{own + copies, 1});
+    lc.moe_permute += cost.cost(MemoryBoundOp{copies + own, 1});
   } else {
     dense_mlp(m.ffn_hidden_size, tp);
   }
@@ -227,10 +236,10 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     const double attention_bwd = lc.attention_fwd_bwd.seconds - lc.attention.seconds;
     const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds);
     const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
-    const double fwd =
-        lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.tp_comm_exposed_s + lc.ep_comm_s + cp_fwd;
-    double bwd = lc.gemm_backward.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.tp_comm_exposed_s +
-                 lc.ep_comm_s + cp_bwd;
+    const double fwd = lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.moe_permute.seconds +
+                       lc.tp_comm_exposed_s + lc.ep_comm_s + cp_fwd;
+    double bwd = lc.gemm_backward.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.moe_permute.seconds +
+                 lc.tp_comm_exposed_s + lc.ep_comm_s + cp_bwd;
     if (l.recompute == Recompute::full) bwd += fwd;
     if (l.recompute == Recompute::selective) bwd += lc.attention.seconds;
     const double n = d(count);

@@ -145,6 +145,7 @@ model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences
   r.global_batch = std::max<int64_t>(unit, (sequences + unit - 1) / unit * unit);
   r.dtype = w.dtype;
   r.unfused_attention = w.unfused_attention;
+  r.moe_imbalance = w.moe_imbalance;
   return r;
 }
 

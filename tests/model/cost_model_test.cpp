@@ -358,3 +358,51 @@ TEST_CASE("cost model: the interleaved schedule hides its pipeline transfers und
   r.layout.overlap.p2p.reset();
   CHECK(estimate_train(m, c, r, fake).breakdown.pp_comm_exposed_s == test::near(2 * 0.5e-3));
 }
+
+namespace {
+
+// Every all-to-all takes 1 ns per byte; memory-bound work 1 ns per byte; nothing else takes time.
+class AllToAllAndMemory final : public CostModel {
+ public:
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* k = std::get_if<CollectiveCallOp>(&op); k && k->op == CollectiveOp::all_to_all)
+      c.seconds = k->bytes * 1e-9;
+    if (const auto* b = std::get_if<MemoryBoundOp>(&op)) c.seconds = b->bytes * 1e-9;
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+};
+
+}  // namespace
+
+TEST_CASE("cost model: MoE layers permute their tokens, and the busiest expert's rank sets the all-to-all") {
+  const auto m = test::preset_model("qwen3-30b-a3b");  // 48 MoE layers, h 2048, top-8 of 128 experts
+  const auto c = test::own_cluster(1);
+  const AllToAllAndMemory fake;
+  TrainRequest r;
+  r.layout.ep = 8;
+  r.layout.dp = 8;
+  r.seq_len = 1024;
+  r.global_batch = 8;
+  const auto balanced = estimate_train(m, c, r, fake).breakdown;
+  // Per layer and pass: dispatch and combine of 1,024 tokens x 8 copies x 2,048 x 2 bytes.
+  const double a2a = 1024.0 * 8 * 2048 * 2;
+  CHECK(balanced.ep_comm_s == test::near(48 * 2 * 2 * a2a * 1e-9));
+  r.moe_imbalance = 1.5;
+  const auto skewed = estimate_train(m, c, r, fake).breakdown;
+  CHECK(skewed.ep_comm_s == test::near(1.5 * balanced.ep_comm_s));
+  // The permutation: t x h read and the t x k copies written, then back: 2 (t h + t k h) x 2 bytes
+  // per layer, forward and again backward.
+  const double permute = 2 * (1024.0 * 2048 * 2 + a2a);
+  r.moe_imbalance = 1;
+  r.layout.ep = 1;  // no all-to-all: the forward is its memory-bound work alone
+  const auto local = estimate_train(m, c, r, fake).breakdown;
+  // Per layer the element-wise kernels (the activation over the busiest expert's rows: 64 tokens
+  // x 128 local experts x 768 / 1,024 = 6,144 columns a token) and the permutations; then the
+  // embedding lookup and the loss over fp32 logits.
+  double elementwise = 0;
+  for (const auto& k : model::layer_elementwise_kernels(m, r, 1024, 6144, false)) elementwise += k.bytes;
+  const double embedding = 2.0 * 1024 * 2048, loss = 3.0 * 4 * 1024 * m.vocab_size;
+  CHECK(local.forward_s == test::near((48 * (elementwise + permute) + embedding + loss) * 1e-9));
+}
