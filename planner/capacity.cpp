@@ -135,6 +135,10 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   train->set("pp", integer(pp));
   train->set("dp", integer(train_gpus / (tp * cp * pp)));
   if (pp == 1) train->erase("vpp");
+  if (pp != t.pp) {  // uneven stages belong to the configured pipeline
+    train->erase("first_stage_layers");
+    train->erase("last_stage_layers");
+  }
   if (tp == 1) {
     train->erase("sequence_parallel");
     if (input::Value* overlap = train->find("overlap"); overlap && overlap->is_object()) overlap->erase("tp_comm");

@@ -53,6 +53,8 @@ ordered_json layout_json(const input::TrainLayout& l) {
                  {"recompute", input::recompute_name(l.recompute)}};
   if (l.max_tokens_per_gpu > 0) j["max_tokens_per_gpu"] = l.max_tokens_per_gpu;
   else j["micro_batch"] = l.micro_batch;
+  if (l.first_stage_layers > 0) j["first_stage_layers"] = l.first_stage_layers;
+  if (l.last_stage_layers > 0) j["last_stage_layers"] = l.last_stage_layers;
   if (l.offload_optimizer) j["offload_optimizer"] = true;
   if (l.offload_params) j["offload_params"] = true;
   ordered_json overlap = ordered_json::object();

@@ -77,7 +77,8 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
     if (m.num_heads % tp != 0) continue;
     for (int64_t cp : powers_of_two(8))
       for (int64_t pp : powers_of_two(16)) {
-        if (gpus % (tp * cp * pp) != 0 || m.num_layers % pp != 0) continue;
+        const bool configured_uneven = pp == base.pp && base.uneven_stages();
+        if (gpus % (tp * cp * pp) != 0 || (m.num_layers % pp != 0 && !configured_uneven)) continue;
         for (int64_t vpp : pp > 1 && m.num_layers % (2 * pp) == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1})
           for (int64_t zero : {1, 3})
             for (auto recompute : recomputes) {
@@ -86,6 +87,8 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
               l.cp = cp;
               l.pp = pp;
               l.vpp = vpp;
+              // Uneven first and last stages belong to the configured pipeline only.
+              if (pp != base.pp || vpp > 1) l.first_stage_layers = l.last_stage_layers = 0;
               l.dp = gpus / (tp * cp * pp);
               l.ep = 1;
               l.zero = zero;

@@ -1,5 +1,7 @@
 #include "sim/input/policy.h"
 
+#include <algorithm>
+
 #include "sim/parse/reader.h"
 
 namespace arlsim::input {
@@ -186,6 +188,44 @@ void parse_weight_sync(ObjectReader& parent, PolicySpec& p) {
 
 }  // namespace
 
+int64_t TrainLayout::stage_layers(int64_t num_layers, int64_t stage) const {
+  if (pp <= 1) return num_layers;
+  if (!uneven_stages()) return num_layers / pp;
+  const int64_t first = first_stage_layers > 0 ? first_stage_layers : -1;
+  const int64_t last = last_stage_layers > 0 ? last_stage_layers : -1;
+  // The stages without a count share what the counted ones leave.
+  const int64_t counted = (first > 0 ? 1 : 0) + (last > 0 ? 1 : 0);
+  const int64_t rest = num_layers - std::max<int64_t>(first, 0) - std::max<int64_t>(last, 0);
+  const int64_t even = pp > counted ? rest / (pp - counted) : 0;
+  if (stage == 0 && first > 0) return first;
+  if (stage == pp - 1 && last > 0) return last;
+  return even;
+}
+
+int64_t TrainLayout::stage_first_layer(int64_t num_layers, int64_t stage) const {
+  int64_t first = 0;
+  for (int64_t s = 0; s < stage; ++s) first += stage_layers(num_layers, s);
+  return first;
+}
+
+std::string TrainLayout::stage_split_problem(int64_t num_layers) const {
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  if (!uneven_stages()) {
+    if (num_layers % (pp * vpp) != 0)
+      return "the model's " + n(num_layers) + " layers do not split into " + (vpp > 1 ? "pp x vpp = " : "pp = ") +
+             n(pp * vpp) + " equal pipeline " + (vpp > 1 ? "chunks" : "stages");
+    return {};
+  }
+  if (pp < 2) return "first_stage_layers and last_stage_layers need pipeline parallelism (pp > 1)";
+  if (vpp > 1) return "first_stage_layers and last_stage_layers are modelled without interleaving (vpp = 1)";
+  const int64_t counted = (first_stage_layers > 0 ? 1 : 0) + (last_stage_layers > 0 ? 1 : 0);
+  const int64_t rest = num_layers - first_stage_layers - last_stage_layers;
+  if (rest < 0 || (pp > counted && (rest <= 0 || rest % (pp - counted) != 0)) || (pp == counted && rest != 0))
+    return "the model's " + n(num_layers) + " layers less the first and last stages' (" + n(first_stage_layers) + " + " +
+           n(last_stage_layers) + ") do not split evenly over the other " + n(pp - counted) + " stages";
+  return {};
+}
+
 void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   r.read("tp", l.tp, Presence::optional, 1, kMaxDegree);
   r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
@@ -194,6 +234,8 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   r.read("ep", l.ep, Presence::optional, 1, kMaxDegree);
   r.read("vpp", l.vpp, Presence::optional, 1, 1024);
   r.read("zero", l.zero, Presence::optional, 0, 3);
+  r.read("first_stage_layers", l.first_stage_layers, Presence::optional, 1, 1 << 16);
+  r.read("last_stage_layers", l.last_stage_layers, Presence::optional, 1, 1 << 16);
   r.read("sequence_parallel", l.sequence_parallel, Presence::optional);
   r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
   r.read("offload_params", l.offload_params, Presence::optional);

@@ -66,6 +66,10 @@ struct Overlap {
 struct TrainLayout {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
   int64_t zero = 1;  // ZeRO stage 0..3; FSDP full sharding is stage 3
+  // Layers of the first and last pipeline stages when they differ from the rest (Megatron's
+  // --decoder-first/last-pipeline-num-layers, for a 61-layer model or a light first stage beside
+  // the embedding); 0: an even split. The other stages split the remaining layers evenly.
+  int64_t first_stage_layers = 0, last_stage_layers = 0;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   int64_t micro_batch = 1;           // sequences per micro-batch (when max_tokens_per_gpu is 0)
@@ -74,6 +78,13 @@ struct TrainLayout {
   bool offload_params = false;
   Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }
+  bool uneven_stages() const { return first_stage_layers > 0 || last_stage_layers > 0; }
+  // Layers of pipeline stage `stage` (0 .. pp - 1) and the index of its first layer, for a model of
+  // `num_layers`.
+  int64_t stage_layers(int64_t num_layers, int64_t stage) const;
+  int64_t stage_first_layer(int64_t num_layers, int64_t stage) const;
+  // "" or why this model's layers do not split over the stages as the layout asks.
+  std::string stage_split_problem(int64_t num_layers) const;
   bool overlaps_tp_comm() const { return overlap.tp_comm.value_or(false); }
   bool overlaps_grad_reduce() const { return overlap.grad_reduce.value_or(zero >= 3); }
   bool overlaps_param_gather() const { return overlap.param_gather.value_or(zero >= 3); }

@@ -95,10 +95,8 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   }
   if (t.pp > m.num_layers) {
     at.error(std::string(where) + "/pp", "pp = " + n(t.pp) + " exceeds the model's " + n(m.num_layers) + " layers");
-  } else if (m.num_layers % (t.pp * t.vpp) != 0) {
-    at.error(std::string(where) + (t.vpp > 1 ? "/vpp" : "/pp"),
-             "the model's " + n(m.num_layers) + " layers do not split into pp x vpp = " + n(t.pp * t.vpp) +
-                 " equal pipeline chunks");
+  } else if (const std::string problem = t.stage_split_problem(m.num_layers); !problem.empty()) {
+    at.error(std::string(where) + (t.uneven_stages() ? "/first_stage_layers" : t.vpp > 1 ? "/vpp" : "/pp"), problem);
   }
   if (t.ep > 1) {
     if (!m.has_moe) at.error(std::string(where) + "/ep", "expert parallelism needs a mixture-of-experts model");

@@ -35,8 +35,9 @@ int64_t moe_layers_in_stage(const input::ModelSpec& m, int64_t first, int64_t co
 
 StageParams params_per_rank(const input::ModelSpec& m, const input::TrainLayout& l, bool first_stage, bool last_stage) {
   StageParams p;
-  const int64_t layers = m.num_layers / l.pp;
-  const int64_t first_layer = first_stage ? 0 : (last_stage ? m.num_layers - layers : 0);
+  const int64_t stage = first_stage ? 0 : last_stage ? l.pp - 1 : std::min<int64_t>(1, l.pp - 1);
+  const int64_t layers = l.stage_layers(m.num_layers, stage);
+  const int64_t first_layer = l.stage_first_layer(m.num_layers, stage);
   const int64_t moe_layers = moe_layers_in_stage(m, first_layer, layers);
   const int64_t dense_layers = layers - moe_layers;
   const double tp = d(l.tp);
@@ -138,10 +139,10 @@ MemoryBreakdown train_memory(const input::ModelSpec& m, const input::GpuProfile&
     b.items.emplace_back("optimizer", l.offload_optimizer ? 0.0 : state.optimizer);
     // 1F1B keeps up to pp micro-batches in flight on the first stage; interleaving adds
     // (pp - 1) / (pp x vpp) (Korthikanti et al., sec. 4.2.3).
-    const int64_t layers = m.num_layers / l.pp;
+    const int64_t layers = l.stage_layers(m.num_layers, first ? 0 : l.pp - 1);
     double in_flight = first ? d(std::min(l.pp, shape.micro_batches)) : 1.0;
     if (first && l.vpp > 1) in_flight *= 1.0 + d(l.pp - 1) / d(l.pp * l.vpp);
-    const int64_t first_layer = first ? 0 : m.num_layers - layers;
+    const int64_t first_layer = l.stage_first_layer(m.num_layers, first ? 0 : l.pp - 1);
     double act = 0, widest_layer = 0;
     input::TrainLayout kept_all = l;
     kept_all.recompute = Recompute::none;
@@ -177,8 +178,8 @@ MemoryBreakdown forward_memory(const input::ModelSpec& m, const input::GpuProfil
     MemoryBreakdown b;
     b.capacity_bytes = gpu.memory_bytes * shape.usable_fraction;
     b.items.emplace_back("weights", l.offload_params ? 0.0 : training_state(m, l, shape.dtype, first, last).weights);
-    const int64_t layers = m.num_layers / l.pp;
-    const int64_t first_layer = first ? 0 : m.num_layers - layers;
+    const int64_t layers = l.stage_layers(m.num_layers, first ? 0 : l.pp - 1);
+    const int64_t first_layer = l.stage_first_layer(m.num_layers, first ? 0 : l.pp - 1);
     double widest_layer = 0;
     for (int64_t layer = first_layer; layer < first_layer + layers; ++layer)
       widest_layer = std::max(widest_layer, layer_activation_bytes(m, kept_all, tokens, m.is_moe_layer(layer)));

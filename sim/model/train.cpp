@@ -221,10 +221,11 @@ struct StageTimes {
 };
 
 StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
-                       int64_t tokens, bool first, bool last) {
+                       int64_t tokens, int64_t stage) {
   const auto& l = r.layout;
-  const int64_t layers = m.num_layers / l.pp;
-  const int64_t first_layer = first ? 0 : m.num_layers - layers;
+  const bool first = stage == 0, last = stage == l.pp - 1;
+  const int64_t layers = l.stage_layers(m.num_layers, stage);
+  const int64_t first_layer = l.stage_first_layer(m.num_layers, stage);
   StageTimes st;
   // Layers of one kind (dense or MoE) cost the same: price each kind once.
   int64_t moe_layers = 0;
@@ -262,6 +263,15 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     st.backward += backward_gemms(cost, head_op).seconds + loss.seconds;
   }
   return st;
+}
+
+// The pipeline stages whose times can differ: the first, the last and, when the first and last hold
+// their own layer counts, one of the middle ones.
+std::vector<int64_t> pipeline_stages_to_price(const input::TrainLayout& l) {
+  std::vector<int64_t> stages{0};
+  if (l.pp > 1) stages.push_back(l.pp - 1);
+  if (l.pp > 2 && l.uneven_stages()) stages.push_back(1);
+  return stages;
 }
 
 // Parameters a rank keeps: its ZeRO-3 shard (experts shard over their own data-parallel group),
@@ -323,8 +333,11 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
 std::string check_train_request(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
   const auto& l = r.layout;
   if (m.num_heads % l.tp != 0) return "tp = " + std::to_string(l.tp) + " does not divide the model's " + std::to_string(m.num_heads) + " heads";
-  if (m.num_layers % (l.pp * l.vpp) != 0)
+  if (l.uneven_stages()) {
+    if (const std::string problem = l.stage_split_problem(m.num_layers); !problem.empty()) return problem;
+  } else if (m.num_layers % (l.pp * l.vpp) != 0) {
     return "pp x vpp = " + std::to_string(l.pp * l.vpp) + " does not divide the model's " + std::to_string(m.num_layers) + " layers";
+  }
   if (l.ep > 1 && (!m.has_moe || m.moe.num_experts % l.ep != 0)) return "ep = " + std::to_string(l.ep) + " does not divide the model's experts";
   if (l.gpus() > c.total_gpus())
     return "the layout needs " + std::to_string(l.gpus()) + " GPUs; the cluster has " + std::to_string(c.total_gpus());
@@ -348,9 +361,9 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   const auto& l = r.layout;
   const int64_t micro_batches = r.global_batch / (l.dp * l.micro_batch);
   const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
-  double forward = stage_times(m, c, cost, r, tokens, true, l.pp == 1).forward;
+  double forward = 0;
+  for (int64_t stage : pipeline_stages_to_price(l)) forward = std::max(forward, stage_times(m, c, cost, r, tokens, stage).forward);
   if (l.pp > 1) {
-    forward = std::max(forward, stage_times(m, c, cost, r, tokens, false, true).forward);
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
     const double p2p = d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
     forward += l.overlaps_p2p() ? std::max(0.0, p2p - forward) : p2p;
@@ -375,10 +388,12 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   e.micro_batches = r.global_batch / (l.dp * l.micro_batch);
   const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
 
-  StageTimes slowest = stage_times(m, c, cost, r, tokens, true, l.pp == 1);
-  if (l.pp > 1) {
-    const StageTimes last = stage_times(m, c, cost, r, tokens, false, true);
-    if (last.forward + last.backward > slowest.forward + slowest.backward) slowest = last;
+  // The slowest stage sets the pipeline's pace: the first (embedding), the last (LM head, loss),
+  // and with uneven stages one of the others.
+  StageTimes slowest;
+  for (int64_t stage : pipeline_stages_to_price(l)) {
+    const StageTimes st = stage_times(m, c, cost, r, tokens, stage);
+    if (st.forward + st.backward > slowest.forward + slowest.backward) slowest = st;
   }
   auto& b = e.breakdown;
   b.forward_s = slowest.forward;
@@ -436,7 +451,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // max(40M, 1M x dp) parameters (Megatron-Core's DistributedDataParallel); FSDP's unit is a layer.
   const double rank_params = p.total();
   const double bucket_params =
-      l.zero >= 3 ? rank_params / d(std::max<int64_t>(1, m.num_layers / l.pp)) : std::max(40e6, 1e6 * d(l.dp * l.cp));
+      l.zero >= 3 ? rank_params / d(std::max<int64_t>(1, l.stage_layers(m.num_layers, 0))) : std::max(40e6, 1e6 * d(l.dp * l.cp));
   const double bucket_share = rank_params > 0 ? std::min(1.0, bucket_params / rank_params) : 1.0;
   const double grads_exposed =
       l.overlaps_grad_reduce() ? std::max(grads - b.backward_s, grads * bucket_share) : grads;

@@ -75,3 +75,10 @@ TEST_CASE("scenario: a rollout engine may span whole nodes, not parts of them") 
   CHECK(errors_of({"/cluster/nodes=3", "/policy/train/dp=12", "/policy/rollout/tp=12"}).find(
             "tp = 12 spans nodes but not whole ones (8 GPUs each)") != std::string::npos);
 }
+
+TEST_CASE("scenario: uneven first and last pipeline stages must leave an even split for the others") {
+  CHECK(errors_of({"/policy/train/pp=2", "/policy/train/dp=4", "/policy/train/first_stage_layers=20"}).empty());
+  CHECK(errors_of({"/policy/train/pp=2", "/policy/train/dp=4", "/policy/train/first_stage_layers=37"}) ==
+        "--set /policy/train/first_stage_layers=37: /policy/train/first_stage_layers: the model's 36 layers less the "
+        "first and last stages' (37 + 0) do not split evenly over the other 1 stages\n");
+}

@@ -406,3 +406,35 @@ TEST_CASE("cost model: MoE layers permute their tokens, and the busiest expert's
   const double embedding = 2.0 * 1024 * 2048, loss = 3.0 * 4 * 1024 * m.vocab_size;
   CHECK(local.forward_s == test::near((48 * (elementwise + permute) + embedding + loss) * 1e-9));
 }
+
+TEST_CASE("cost model: uneven pipeline stages: the heaviest stage sets the pace") {
+  const auto m = test::preset_model("llama-3.1-8b");  // 32 layers
+  const auto c = test::own_cluster(1);
+  const GemmOnly fake;  // every GEMM 1 ms
+  TrainRequest r;
+  r.layout.pp = 4;
+  r.layout.dp = 2;
+  r.seq_len = 1024;
+  r.global_batch = 2;
+  // Even: 8 layers a stage; the last adds the LM head: 8 x 4 GEMMs x (1 forward + 2 backward) + 3.
+  const auto even = estimate_train(m, c, r, fake).breakdown;
+  CHECK(even.forward_s + even.backward_s == test::near(8 * 12e-3 + 3e-3));
+  // First and last stages of 5 layers leave 11 to each middle stage, now the slowest.
+  r.layout.first_stage_layers = 5;
+  r.layout.last_stage_layers = 5;
+  CHECK(r.layout.stage_layers(32, 0) == 5);
+  CHECK(r.layout.stage_layers(32, 1) == 11);
+  CHECK(r.layout.stage_first_layer(32, 3) == 27);
+  const auto uneven = estimate_train(m, c, r, fake).breakdown;
+  CHECK(uneven.forward_s + uneven.backward_s == test::near(11 * 12e-3));
+  // DeepSeek-V3's 61 layers over 4 stages: 16 first, 15 last, 15 each between.
+  input::TrainLayout l;
+  l.pp = 4;
+  l.first_stage_layers = 16;
+  l.last_stage_layers = 15;
+  CHECK(l.stage_split_problem(61).empty());
+  CHECK(l.stage_layers(61, 2) == 15);
+  l.last_stage_layers = 14;
+  CHECK(l.stage_split_problem(61) ==
+        "the model's 61 layers less the first and last stages' (16 + 14) do not split evenly over the other 2 stages");
+}
