@@ -135,6 +135,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   train->set("pp", integer(pp));
   train->set("dp", integer(train_gpus / (tp * cp * pp)));
   if (pp == 1) train->erase("vpp");
+  if (t.shard_group > 0 && (train_gpus / (tp * cp * pp) * cp) % t.shard_group != 0) train->erase("shard_group");
   if (pp != t.pp) {  // uneven stages belong to the configured pipeline
     train->erase("first_stage_layers");
     train->erase("last_stage_layers");

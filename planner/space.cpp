@@ -90,6 +90,7 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
               // Uneven first and last stages belong to the configured pipeline only.
               if (pp != base.pp || vpp > 1) l.first_stage_layers = l.last_stage_layers = 0;
               l.dp = gpus / (tp * cp * pp);
+              if (l.shard_group > 0 && (l.dp * l.cp) % l.shard_group != 0) l.shard_group = 0;
               l.ep = 1;
               l.zero = zero;
               l.sequence_parallel = tp > 1;

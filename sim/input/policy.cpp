@@ -236,6 +236,10 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   r.read("zero", l.zero, Presence::optional, 0, 3);
   r.read("first_stage_layers", l.first_stage_layers, Presence::optional, 1, 1 << 16);
   r.read("last_stage_layers", l.last_stage_layers, Presence::optional, 1, 1 << 16);
+  if (r.read("shard_group", l.shard_group, Presence::optional, 1, 1 << 20) &&
+      ((l.dp * l.cp) % l.shard_group != 0 || l.zero < 1))
+    r.error("shard_group", "a hybrid shard group of " + std::to_string(l.shard_group) +
+                               " ranks must divide dp x cp = " + std::to_string(l.dp * l.cp) + " and needs ZeRO 1-3");
   r.read("sequence_parallel", l.sequence_parallel, Presence::optional);
   r.read("offload_optimizer", l.offload_optimizer, Presence::optional);
   r.read("offload_params", l.offload_params, Presence::optional);

@@ -70,6 +70,11 @@ struct TrainLayout {
   // --decoder-first/last-pipeline-num-layers, for a 61-layer model or a light first stage beside
   // the embedding); 0: an even split. The other stages split the remaining layers evenly.
   int64_t first_stage_layers = 0, last_stage_layers = 0;
+  // Hybrid sharding (FSDP's HSDP, Megatron's partial distributed optimizer): ZeRO shards the
+  // states over groups of this many data-parallel ranks and replicates them across the groups;
+  // 0: over all dp x cp ranks.
+  int64_t shard_group = 0;
+  int64_t sharding_ranks() const { return shard_group > 0 ? shard_group : dp * cp; }
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   int64_t micro_batch = 1;           // sequences per micro-batch (when max_tokens_per_gpu is 0)

@@ -89,7 +89,7 @@ double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayou
 
 TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype, bool first_stage,
                              bool last_stage) {
-  const double dp = d(l.dp * l.cp);  // gradients and optimizer states are sharded over dp x cp
+  const double dp = d(l.sharding_ranks());  // states are sharded over dp x cp, or a hybrid shard group
   const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
   const StageParams p = params_per_rank(m, l, first_stage, last_stage);
   auto sharded = [&](double bytes_per_param, int from_stage) {

@@ -278,7 +278,7 @@ std::vector<int64_t> pipeline_stages_to_price(const input::TrainLayout& l) {
 // or all of its stage's.
 double resident_params(const StageParams& p, const input::TrainLayout& l) {
   const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
-  return l.zero >= 3 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
+  return l.zero >= 3 ? p.dense / d(l.sharding_ranks()) + p.experts / expert_dp : p.total();
 }
 
 // Uploading a rank's offloaded bf16 weights from host memory, once per pass of a micro-batch.
@@ -345,6 +345,9 @@ std::string check_train_request(const input::ModelSpec& m, const input::ClusterS
   if (r.global_batch % (l.dp * l.micro_batch) != 0)
     return "global_batch " + std::to_string(r.global_batch) + " is not a multiple of dp x micro_batch = " +
            std::to_string(l.dp * l.micro_batch);
+  if (l.shard_group > 0 && ((l.dp * l.cp) % l.shard_group != 0 || l.zero < 1))
+    return "shard_group = " + std::to_string(l.shard_group) + " must divide dp x cp = " + std::to_string(l.dp * l.cp) +
+           " and needs ZeRO 1-3";
   if ((l.offload_optimizer || l.offload_params) && c.gpu.host_link.achieved() <= 0)
     return "offloading moves weights or optimizer states over the host link, and GPU profile " + c.gpu.name +
            " has no host link bandwidth";
@@ -441,7 +444,15 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     if (l.zero < 3) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
     return t;
   };
-  const Traffic dense = data_parallel(grad_bytes, dp_group.ranks);
+  Traffic dense = data_parallel(grad_bytes, l.zero >= 1 ? l.sharding_ranks() : dp_group.ranks);
+  if (l.zero >= 1 && l.sharding_ranks() < dp_group.ranks) {
+    // Hybrid sharding: the reduce-scatter within a shard group, then each shard all-reduced across
+    // the groups' replicas (ranks sharding_ranks() x tp apart).
+    CollectiveGroup across;
+    across.ranks = dp_group.ranks / l.sharding_ranks();
+    across.ranks_per_node = std::clamp<int64_t>(c.gpus_per_node / (l.tp * l.sharding_ranks()), 1, across.ranks);
+    dense.grads += cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, grad_bytes / d(l.sharding_ranks()), across}).seconds;
+  }
   const Traffic experts = data_parallel(expert_bytes, static_cast<int64_t>(expert_dp));
   const double grads = dense.grads + experts.grads, params = dense.params + experts.params;
   b.dp_comm_s = grads + params;
@@ -463,8 +474,9 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // part (its shard under ZeRO-3, else all its weights) from host memory over the host link,
   // prefetched.
   double gathers = 0, uploads = 0;
-  if (l.zero >= 3 && dp_group.ranks > 1)
-    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, dp_group}).seconds;
+  const auto shard_group = group_of(c, l.sharding_ranks(), l.tp);  // ZeRO-3 gathers within it
+  if (l.zero >= 3 && shard_group.ranks > 1)
+    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, shard_group}).seconds;
   if (l.offload_params) uploads = 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
   const double fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads - b.pipeline_s)
                                                            : gathers + std::max(0.0, uploads - b.pipeline_s);
@@ -474,7 +486,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // the bf16 copy: 30 bytes per parameter. Offloaded (ZeRO-Offload, Ren et al. 2021), the fp32
   // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 6 bytes per
   // parameter over the host link (the CPU's Adam time itself is not modelled).
-  const double shard = l.zero >= 1 ? p.dense / d(l.dp * l.cp) + p.experts / expert_dp : p.total();
+  const double shard = l.zero >= 1 ? p.dense / d(l.sharding_ranks()) + p.experts / expert_dp : p.total();
   b.optimizer_s = l.offload_optimizer ? cost.seconds(HostTransferOp{6.0 * shard}) : cost.cost(MemoryBoundOp{30.0 * shard, 4}).seconds;
 
   e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;

@@ -438,3 +438,24 @@ TEST_CASE("cost model: uneven pipeline stages: the heaviest stage sets the pace"
   CHECK(l.stage_split_problem(61) ==
         "the model's 61 layers less the first and last stages' (16 + 14) do not split evenly over the other 2 stages");
 }
+
+TEST_CASE("cost model: hybrid sharding reduces within a shard group and all-reduces the shards across groups") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(2);
+  const GemmsAndCollectives fake;  // reduce-scatter 0.5 ms, all-reduce 2 ms, all-gather 3 ms
+  auto r = overlap_request(1, 16, 3);  // FSDP over 16 ranks
+  r.layout.overlap.grad_reduce = false;
+  r.layout.overlap.param_gather = false;
+  const auto full = estimate_train(m, c, r, fake);
+  CHECK(full.breakdown.dp_comm_s == test::near(0.5e-3));
+  r.layout.shard_group = 8;  // HSDP: 8 ranks shard, 2 replicas
+  const auto hybrid = estimate_train(m, c, r, fake);
+  CHECK(hybrid.breakdown.dp_comm_s == test::near(0.5e-3 + 2e-3));
+  // Each rank keeps twice the optimizer state of full sharding.
+  CHECK(hybrid.memory.get("optimizer") == test::near(2 * full.memory.get("optimizer")));
+  CHECK(model::check_train_request(m, c, [&] {
+          auto bad = r;
+          bad.layout.shard_group = 5;
+          return bad;
+        }()) == "shard_group = 5 must divide dp x cp = 16 and needs ZeRO 1-3");
+}
