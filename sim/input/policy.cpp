@@ -231,6 +231,8 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   r.read("pp", l.pp, Presence::optional, 1, kMaxDegree);
   r.read("dp", l.dp, Presence::optional, 1, kMaxDegree);
   r.read("cp", l.cp, Presence::optional, 1, kMaxDegree);
+  static const EnumName<bool> cp_kinds[] = {{"ring", false}, {"ulysses", true}};
+  r.read_enum("cp_kind", l.ulysses, Presence::optional, cp_kinds);
   r.read("ep", l.ep, Presence::optional, 1, kMaxDegree);
   r.read("vpp", l.vpp, Presence::optional, 1, 1024);
   r.read("zero", l.zero, Presence::optional, 0, 3);

@@ -74,6 +74,10 @@ struct TrainLayout {
   // states over groups of this many data-parallel ranks and replicates them across the groups;
   // 0: over all dp x cp ranks.
   int64_t shard_group = 0;
+  // How context parallelism splits attention: ring attention (K and V blocks passed around the cp
+  // ranks under the attention) or Ulysses (all-to-alls that trade the sequence split for a head
+  // split before the attention and back after it).
+  bool ulysses = false;
   int64_t sharding_ranks() const { return shard_group > 0 ? shard_group : dp * cp; }
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;

@@ -98,6 +98,11 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   } else if (const std::string problem = t.stage_split_problem(m.num_layers); !problem.empty()) {
     at.error(std::string(where) + (t.uneven_stages() ? "/first_stage_layers" : t.vpp > 1 ? "/vpp" : "/pp"), problem);
   }
+  if (t.ulysses && t.cp > 1 && t.tp > 0 && (m.num_heads / t.tp) % t.cp != 0)
+    at.error(std::string(where) + "/cp_kind", "Ulysses context parallelism splits heads: cp = " + n(t.cp) +
+                                                  " does not divide the " + n(m.num_heads / t.tp) +
+                                                  " heads of a tensor-parallel rank",
+             "choose \"ring\", or a cp that divides them");
   if (t.ep > 1) {
     if (!m.has_moe) at.error(std::string(where) + "/ep", "expert parallelism needs a mixture-of-experts model");
     else if (m.moe.num_experts % t.ep != 0)

@@ -35,6 +35,7 @@ struct LayerCost {
   double tp_comm_exposed_s = 0;  // of it, what the GEMMs do not hide
   double ep_comm_s = 0;  // forward dispatch + combine
   double cp_comm_s = 0;  // forward KV exchange
+  double ulysses_comm_s = 0;  // forward all-to-alls (Ulysses context parallelism)
 };
 
 // Where the ranks of each parallel group sit: Megatron orders them tp, cp, ep/dp, pp from the
@@ -148,9 +149,11 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   if (!r.unfused_attention) {
     // Context parallelism runs the attention as cp ring steps, each a kernel over a block of s / cp
     // queries and s / cp keys: the kernel's efficiency is that of the block's length.
-    const int64_t block = std::max<int64_t>(1, attention_len / l.cp);
-    lc.attention = cost.cost(AttentionOp{attention_flops, block, AttentionPass::forward, qk, l.cp});
-    lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, block, AttentionPass::forward_backward, qk, l.cp});
+    // Ulysses instead runs one kernel over the whole sequence for heads / cp of the heads.
+    const int64_t block = l.ulysses ? attention_len : std::max<int64_t>(1, attention_len / l.cp);
+    const int64_t calls = l.ulysses ? 1 : l.cp;
+    lc.attention = cost.cost(AttentionOp{attention_flops, block, AttentionPass::forward, qk, calls});
+    lc.attention_fwd_bwd = cost.cost(AttentionOp{attention_flops, block, AttentionPass::forward_backward, qk, calls});
   } else {
     // Unfused: per head, the full s x s scores QK^T and the product with V as batched GEMMs (the
     // causal mask is applied to the whole matrix, so no half is saved), and the scale, mask and
@@ -208,7 +211,13 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
       lc.tp_comm_exposed_s = lc.tp_comm_s;
     }
   }
-  if (l.cp > 1) {
+  if (l.cp > 1 && l.ulysses) {
+    // Ulysses: an all-to-all of the rank's q, k and v before the attention and one of its output
+    // after, over the cp ranks; the backward moves the same. Nothing hides them.
+    const auto g = group_of(c, l.cp, tp);
+    lc.ulysses_comm_s = cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, 2.0 * d(tokens) * d(q_width + 2 * kv_width) / d(tp), g}).seconds +
+                        cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, 2.0 * d(tokens) * d(m.num_heads * v) / d(tp), g}).seconds;
+  } else if (l.cp > 1) {
     // Ring attention passes the K and V chunks around the cp ranks: cp - 1 exchanges.
     const double kv_bytes = 2.0 * d(tokens) * d(2 * kv_width) / d(tp);
     lc.cp_comm_s = d(l.cp - 1) * cost.seconds(PointToPointOp{kv_bytes, crosses_node(c, tp)});
@@ -235,8 +244,8 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     if (count == 0) continue;
     const LayerCost lc = layer_cost(m, c, cost, r, tokens, moe);
     const double attention_bwd = lc.attention_fwd_bwd.seconds - lc.attention.seconds;
-    const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds);
-    const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd);
+    const double cp_fwd = std::max(0.0, lc.cp_comm_s - lc.attention.seconds) + lc.ulysses_comm_s;
+    const double cp_bwd = std::max(0.0, 2 * lc.cp_comm_s - attention_bwd) + lc.ulysses_comm_s;
     const double fwd = lc.gemm.seconds + lc.attention.seconds + lc.elementwise.seconds + lc.moe_permute.seconds +
                        lc.tp_comm_exposed_s + lc.ep_comm_s + cp_fwd;
     double bwd = lc.gemm_backward.seconds + attention_bwd + lc.elementwise_backward.seconds + lc.moe_permute.seconds +
@@ -342,6 +351,9 @@ std::string check_train_request(const input::ModelSpec& m, const input::ClusterS
   if (l.gpus() > c.total_gpus())
     return "the layout needs " + std::to_string(l.gpus()) + " GPUs; the cluster has " + std::to_string(c.total_gpus());
   if (r.seq_len % l.cp != 0) return "cp = " + std::to_string(l.cp) + " does not divide seq_len " + std::to_string(r.seq_len);
+  if (l.ulysses && l.cp > 1 && (m.num_heads / l.tp) % l.cp != 0)
+    return "Ulysses context parallelism splits heads: cp = " + std::to_string(l.cp) + " does not divide the " +
+           std::to_string(m.num_heads / l.tp) + " heads of a tensor-parallel rank";
   if (r.global_batch % (l.dp * l.micro_batch) != 0)
     return "global_batch " + std::to_string(r.global_batch) + " is not a multiple of dp x micro_batch = " +
            std::to_string(l.dp * l.micro_batch);

@@ -459,3 +459,25 @@ TEST_CASE("cost model: hybrid sharding reduces within a shard group and all-redu
           return bad;
         }()) == "shard_group = 5 must divide dp x cp = 16 and needs ZeRO 1-3");
 }
+
+TEST_CASE("cost model: Ulysses context parallelism trades the ring's exchanges for four all-to-alls a layer") {
+  const auto m = test::preset_model("llama-3.1-8b");  // 32 heads and 8 KV heads of 128, h 4096
+  const auto c = test::own_cluster(1);
+  const AllToAllAndMemory fake;  // all-to-alls and memory-bound work at 1 ns a byte
+  TrainRequest r;
+  r.layout.cp = 4;
+  r.layout.dp = 2;
+  r.layout.ulysses = true;
+  r.seq_len = 8192;
+  r.global_batch = 2;
+  const auto u = estimate_train(m, c, r, fake).breakdown;
+  // A rank holds 2,048 tokens: q, k and v ((32 + 16) x 128 columns) in, the output (32 x 128) out,
+  // forward and backward, in each of the 32 layers.
+  const double per_layer = 2.0 * 2048 * (48 * 128) + 2.0 * 2048 * (32 * 128);
+  CHECK(u.cp_comm_exposed_s == test::near(32 * 2 * per_layer * 1e-9));
+  // 32 heads split over cp = 4, but not over cp = 3.
+  r.layout.cp = 3;
+  r.seq_len = 8190;
+  CHECK(model::check_train_request(m, c, r) ==
+        "Ulysses context parallelism splits heads: cp = 3 does not divide the 32 heads of a tensor-parallel rank");
+}
