@@ -150,7 +150,14 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   const Widths w = widths(m_);
   const int64_t tp = layout_.tp;
   IterationCost cost;
-  const int64_t decode_rows = batch.decode_seqs * batch.decode_rows_per_seq;
+  // A pipeline-parallel engine runs as pp virtual engines (vLLM) whose decode batches fill the
+  // stages at once: a round gives every decoding sequence its token in the time the whole model
+  // takes for 1/pp of them and of their KV (each micro-batch reads a stage's weights again; the KV
+  // reads and the compute split). Prefill chunks keep their sequences and are priced whole.
+  const int64_t in_flight = std::max<int64_t>(1, layout_.pp);
+  const int64_t decode_seqs = (batch.decode_seqs + in_flight - 1) / in_flight;
+  const double decode_kv = d(batch.decode_kv_tokens) / d(in_flight);
+  const int64_t decode_rows = decode_seqs * batch.decode_rows_per_seq;
   int64_t prefill_tokens = 0, sampled = decode_rows;
   for (const auto& ch : batch.prefill) {
     prefill_tokens += ch.tokens;
@@ -166,7 +173,7 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   cost.gemm_s = terms.gemm_s + sampled_rows_seconds(sampled);
   const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
   if (batch.decode_seqs > 0)
-    cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * d(batch.decode_kv_tokens), m_.num_layers});
+    cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * decode_kv, m_.num_layers});
   cost.elementwise_s = terms.elementwise_s;
   cost.comm_s = terms.comm_s;
   const int64_t sequences = batch.decode_seqs + static_cast<int64_t>(batch.prefill.size());
@@ -193,7 +200,8 @@ DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
   // verification step's k + 1 queries read them once too).
   w.a = iteration(at_zero).seconds;
   // The closed form needs decode attention linear in the KV read: its cost per cached token.
-  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1), 0});
+  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1), 0}) /
+        d(std::max<int64_t>(1, layout_.pp));  // a pipelined engine's round reads 1/pp of its KV per stage slot
   if (spec_.on()) {
     at_zero.decode_rows_per_seq = spec_.draft_tokens + 1;
     w.a = (iteration(at_zero).seconds + spec_.draft_s) / spec_.mean_accepted;
