@@ -199,6 +199,11 @@ void parse_collective_protocols(ObjectReader& parent, GpuProfile& g) {
     if (c.algorithm == "nvls" && c.protocol != Protocol::simple)
       p.error("protocol", "NVLS runs the Simple protocol only", "set \"protocol\": \"Simple\"");
   });
+  if (!g.collective_protocols.empty() &&
+      std::none_of(g.collective_protocols.begin(), g.collective_protocols.end(),
+                   [](const CollectiveProtocol& c) { return c.algorithm == "ring" && c.protocol == Protocol::simple; }))
+    parent.error("collective_protocols", "the ring algorithm's Simple protocol is missing: every collective falls back on it",
+                 "add {\"algorithm\": \"ring\", \"protocol\": \"Simple\", ...}");
   for (size_t i = 0; i < g.collective_protocols.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (g.collective_protocols[i].algorithm == g.collective_protocols[j].algorithm &&

@@ -98,6 +98,10 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   } else if (const std::string problem = t.stage_split_problem(m.num_layers); !problem.empty()) {
     at.error(std::string(where) + (t.uneven_stages() ? "/first_stage_layers" : t.vpp > 1 ? "/vpp" : "/pp"), problem);
   }
+  if (t.shard_group > 0 && ((t.dp * t.cp) % t.shard_group != 0 || t.zero < 1))
+    at.error(std::string(where) + "/shard_group", "a hybrid shard group of " + n(t.shard_group) +
+                                                      " ranks must divide dp x cp = " + n(t.dp * t.cp) +
+                                                      " and needs ZeRO 1-3");
   if (t.ulysses && t.cp > 1 && t.tp > 0 && (m.num_heads / t.tp) % t.cp != 0)
     at.error(std::string(where) + "/cp_kind", "Ulysses context parallelism splits heads: cp = " + n(t.cp) +
                                                   " does not divide the " + n(m.num_heads / t.tp) +
@@ -208,11 +212,19 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     if (*layout) check_pass(at, s, critic ? *s.workload.critic : s.model, **layout, key);
   }
   if (s.workload.critic) {
-    const auto& t = s.policy.train;
-    check_split(at, s, *s.workload.critic, t.tp, t.pp, t.vpp, "train");
+    // The critic trains in the training layout, uneven stages included.
+    const auto critic_split = [&](const TrainLayout& t, const std::string& where) {
+      if (t.uneven_stages()) {
+        if (const std::string problem = t.stage_split_problem(s.workload.critic->num_layers); !problem.empty())
+          at.error(where + "/first_stage_layers", "the critic: " + problem);
+        check_split(at, s, *s.workload.critic, t.tp, 1, 1, where);  // its heads
+      } else {
+        check_split(at, s, *s.workload.critic, t.tp, t.pp, t.vpp, where);
+      }
+    };
+    critic_split(s.policy.train, "train");
     for (size_t i = 0; i < s.policy.schedule.size(); ++i)
-      if (const auto& e = s.policy.schedule[i].train)
-        check_split(at, s, *s.workload.critic, e->tp, e->pp, e->vpp, "schedule/" + std::to_string(i) + "/train");
+      if (const auto& e = s.policy.schedule[i].train) critic_split(*e, "schedule/" + std::to_string(i) + "/train");
   }
   // A pool grows towards max_count only as a sandbox pool under the pooled tool policy; otherwise
   // its `count` units are all it has, and none means its tool calls could never run.
@@ -293,28 +305,55 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
           gr.error("options", "expected an object of generator options (as `arlsim trace gen` names them), got " +
                                   opts->describe());
         } else {
-          trace::GenParams scratch;
+          // Each option checked as the command line would apply it: on the preset's parameters,
+          // a "tool" (a string or an array of them) replacing the preset's tools.
+          const trace::GenPreset* preset = gen.preset.empty() ? nullptr : trace::find_gen_preset(gen.preset);
+          trace::GenParams scratch = preset ? trace::preset_params(*preset) : trace::GenParams{};
+          struct Entry {
+            const Value* value;
+            std::string ptr, key, text, problem, hint;
+          };
+          std::vector<Entry> entries;  // in the document's order
           for (const auto& member : opts->members()) {
             const std::string& key = member.key;
             const Value& val = *member.value;
             const std::string ptr = pointer_append("/trace/generate/options", key);
-            const trace::GenOption* o = trace::find_gen_option(key);
-            std::string value = val.is_string() ? val.as_string() : val.is_number() ? val.literal() : "";
-            if (!o || key == "seed" || key == "steps" || key == "every" || key == "prompts-per-step" || key == "group-size") {
-              diag.error(val, ptr, "not a generator option here: " + quote(key),
-                         "see `arlsim trace gen --help`; seed, steps, every, prompts_per_step and group_size are keys of "
-                         "\"generate\" itself");
+            if (!trace::find_gen_option(key) || key == "seed" || key == "steps" || key == "every" ||
+                key == "prompts-per-step" || key == "group-size") {
+              entries.push_back({&val, ptr, key, "", "not a generator option here: " + quote(key),
+                                 "see `arlsim trace gen --help`; seed, steps, every, prompts_per_step and group_size are "
+                                 "keys of \"generate\" itself"});
               continue;
             }
-            if (!val.is_string() && !val.is_number()) {
-              diag.error(val, ptr, "expected a number or a string, got " + val.describe());
-              continue;
+            const bool listed = key == "tool" && val.is_array();
+            std::vector<const Value*> values;
+            if (listed)
+              for (const auto& item : val.items()) values.push_back(&item);
+            else
+              values.push_back(&val);
+            for (size_t i = 0; i < values.size(); ++i) {
+              const Value& one = *values[i];
+              Entry e{&one, listed ? pointer_append(ptr, i) : ptr, key, "", "", ""};
+              if (one.is_string() || one.is_number())
+                e.text = one.is_string() ? one.as_string() : one.literal();
+              else
+                e.problem = "expected a number or a string, got " + one.describe();
+              entries.push_back(std::move(e));
             }
-            if (const std::string problem = o->set(scratch, value); !problem.empty()) {
-              diag.error(val, ptr, problem);
-              continue;
+          }
+          std::vector<std::pair<std::string, std::string>> accepted;
+          std::vector<Entry*> applied;
+          for (auto& e : entries)
+            if (e.problem.empty()) {
+              accepted.emplace_back(e.key, e.text);
+              applied.push_back(&e);
             }
-            gen.options.emplace_back(key, value);
+          const auto problems = trace::apply_gen_options(scratch, accepted);
+          for (size_t i = 0; i < problems.size(); ++i) applied[i]->problem = problems[i];
+          for (const auto& e : entries) {
+            if (e.problem.empty()) gen.options.emplace_back(e.key, e.text);
+            else if (e.hint.empty()) diag.error(*e.value, e.ptr, e.problem);
+            else diag.error(*e.value, e.ptr, e.problem, e.hint);
           }
         }
       }

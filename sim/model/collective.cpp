@@ -175,7 +175,7 @@ std::vector<CollectiveCost> CollectiveModel::candidates(CollectiveOp op, double 
       c.algorithm = a;
       c.protocol = input::protocol_name(p.protocol);
       c.seconds = latency_s(p, a, op, bytes, group) + bytes * factor / bw;
-      c.algbw_bytes_per_s = bytes / c.seconds;
+      c.algbw_bytes_per_s = c.seconds > 0 ? bytes / c.seconds : 0.0;
       c.busbw_bytes_per_s = c.algbw_bytes_per_s * factor;
       out.push_back(c);
     }

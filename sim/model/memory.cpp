@@ -34,8 +34,21 @@ int64_t moe_layers_in_stage(const input::ModelSpec& m, int64_t first, int64_t co
 }  // namespace
 
 StageParams params_per_rank(const input::ModelSpec& m, const input::TrainLayout& l, bool first_stage, bool last_stage) {
+  return params_of_stage(m, l, first_stage ? 0 : last_stage ? l.pp - 1 : std::min<int64_t>(1, l.pp - 1));
+}
+
+StageParams largest_stage_params(const input::ModelSpec& m, const input::TrainLayout& l) {
+  StageParams most;
+  for (int64_t s = 0; s < l.pp; ++s) {
+    const StageParams p = params_of_stage(m, l, s);
+    if (p.total() > most.total()) most = p;
+  }
+  return most;
+}
+
+StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout& l, int64_t stage) {
   StageParams p;
-  const int64_t stage = first_stage ? 0 : last_stage ? l.pp - 1 : std::min<int64_t>(1, l.pp - 1);
+  const bool first_stage = stage == 0, last_stage = stage == l.pp - 1;
   const int64_t layers = l.stage_layers(m.num_layers, stage);
   const int64_t first_layer = l.stage_first_layer(m.num_layers, stage);
   const int64_t moe_layers = moe_layers_in_stage(m, first_layer, layers);
@@ -129,20 +142,26 @@ MemoryBreakdown train_memory(const input::ModelSpec& m, const input::GpuProfile&
                              const TrainShape& shape) {
   const int64_t tokens = shape.micro_batch * shape.seq_len / l.cp;
   MemoryBreakdown worst;
-  for (int stage = 0; stage < (l.pp > 1 ? 2 : 1); ++stage) {
-    const bool first = stage == 0, last = stage == 1 || l.pp == 1;
+  // The first and last stages; with uneven stages every stage (the middle ones may hold the most
+  // layers, and stage s keeps pp - s micro-batches in flight under 1F1B).
+  std::vector<int64_t> stages{0};
+  if (l.pp > 1) stages.push_back(l.pp - 1);
+  if (l.uneven_stages())
+    for (int64_t s = 1; s + 1 < l.pp; ++s) stages.push_back(s);
+  for (const int64_t stage : stages) {
+    const bool first = stage == 0, last = stage == l.pp - 1;
     const TrainingState state = training_state(m, l, shape.dtype, first, last);
     MemoryBreakdown b;
     b.capacity_bytes = gpu.memory_bytes * shape.usable_fraction;
     b.items.emplace_back("weights", l.offload_params ? 0.0 : state.weights);
     b.items.emplace_back("gradients", state.gradients);
     b.items.emplace_back("optimizer", l.offload_optimizer ? 0.0 : state.optimizer);
-    // 1F1B keeps up to pp micro-batches in flight on the first stage; interleaving adds
-    // (pp - 1) / (pp x vpp) (Korthikanti et al., sec. 4.2.3).
-    const int64_t layers = l.stage_layers(m.num_layers, first ? 0 : l.pp - 1);
-    double in_flight = first ? d(std::min(l.pp, shape.micro_batches)) : 1.0;
+    // 1F1B keeps up to pp - s micro-batches in flight on stage s (pp on the first); interleaving
+    // adds (pp - 1) / (pp x vpp) on the first (Korthikanti et al., sec. 4.2.3).
+    const int64_t layers = l.stage_layers(m.num_layers, stage);
+    double in_flight = d(std::max<int64_t>(1, std::min(l.pp - stage, shape.micro_batches)));
     if (first && l.vpp > 1) in_flight *= 1.0 + d(l.pp - 1) / d(l.pp * l.vpp);
-    const int64_t first_layer = l.stage_first_layer(m.num_layers, first ? 0 : l.pp - 1);
+    const int64_t first_layer = l.stage_first_layer(m.num_layers, stage);
     double act = 0, widest_layer = 0;
     input::TrainLayout kept_all = l;
     kept_all.recompute = Recompute::none;

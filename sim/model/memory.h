@@ -36,6 +36,11 @@ struct StageParams {
   double total() const { return dense + experts; }
 };
 StageParams params_per_rank(const input::ModelSpec& m, const input::TrainLayout& l, bool first_stage, bool last_stage);
+// Parameters held by one rank of pipeline stage `stage` (0 .. pp - 1).
+StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout& l, int64_t stage);
+// The stage whose ranks hold the most parameters (they set gradient buckets, optimizer steps and
+// data-parallel traffic: every stage's ranks run theirs at once).
+StageParams largest_stage_params(const input::ModelSpec& m, const input::TrainLayout& l);
 
 // The training state of one rank: weights, gradients and optimizer states under the layout's ZeRO
 // sharding, wherever they live (offloaded parts count: they still move when the state moves).

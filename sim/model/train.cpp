@@ -274,12 +274,16 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
   return st;
 }
 
-// The pipeline stages whose times can differ: the first, the last and, when the first and last hold
-// their own layer counts, one of the middle ones.
-std::vector<int64_t> pipeline_stages_to_price(const input::TrainLayout& l) {
+// The pipeline stages whose times can differ.
+std::vector<int64_t> pipeline_stages_to_price(const input::ModelSpec& m, const input::TrainLayout& l) {
+  // Every stage when they can differ beyond the first and last: uneven stages, or an MoE model
+  // whose dense layers fill some stages and not others.
+  const bool mixed = m.has_moe && m.num_moe_layers() < m.num_layers;
   std::vector<int64_t> stages{0};
-  if (l.pp > 1) stages.push_back(l.pp - 1);
-  if (l.pp > 2 && l.uneven_stages()) stages.push_back(1);
+  if (l.uneven_stages() || mixed)
+    for (int64_t s = 1; s < l.pp; ++s) stages.push_back(s);
+  else if (l.pp > 1)
+    stages.push_back(l.pp - 1);
   return stages;
 }
 
@@ -377,7 +381,7 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   const int64_t micro_batches = r.global_batch / (l.dp * l.micro_batch);
   const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
   double forward = 0;
-  for (int64_t stage : pipeline_stages_to_price(l)) forward = std::max(forward, stage_times(m, c, cost, r, tokens, stage).forward);
+  for (int64_t stage : pipeline_stages_to_price(m, l)) forward = std::max(forward, stage_times(m, c, cost, r, tokens, stage).forward);
   if (l.pp > 1) {
     const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
     const double p2p = d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
@@ -387,7 +391,7 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   // uploaded for each micro-batch, behind the compute as far as it lasts.
   const double compute = (d(micro_batches) + d(l.pp - 1)) * forward;
   const double uploads =
-      l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, params_per_rank(m, l, true, l.pp == 1), l) : 0.0;
+      l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, largest_stage_params(m, l), l) : 0.0;
   return std::max(compute, uploads);
 }
 
@@ -406,7 +410,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // The slowest stage sets the pipeline's pace: the first (embedding), the last (LM head, loss),
   // and with uneven stages one of the others.
   StageTimes slowest;
-  for (int64_t stage : pipeline_stages_to_price(l)) {
+  for (int64_t stage : pipeline_stages_to_price(m, l)) {
     const StageTimes st = stage_times(m, c, cost, r, tokens, stage);
     if (st.forward + st.backward > slowest.forward + slowest.backward) slowest = st;
   }
@@ -433,7 +437,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   b.bubble_fraction = bubble_slots / d(e.micro_batches);  // (p - 1) / (v m), relative to the ideal time
 
   // Gradient reduction over dp x cp ranks (experts over their own data-parallel group).
-  const StageParams p = params_per_rank(m, l, true, l.pp == 1);
+  const StageParams p = largest_stage_params(m, l);
   const auto dp_group = group_of(c, l.dp * l.cp, l.tp);
   const double grad_bytes = 2.0 * p.dense;  // bf16 gradient buckets
   const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));

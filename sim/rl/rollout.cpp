@@ -217,6 +217,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   }
   if (reward_model) {
     reward_im_ = std::make_unique<model::InferenceModel>(*o.reward.model, *o.cluster, o.reward.layout);
+    reward_im_->set_execution(engine_execution(o.reward.engine));
     RolloutOptions ro = o;
     ro.model = o.reward.model;
     ro.layout = o.reward.layout;

@@ -83,10 +83,8 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
   }
   const auto& g = *s.generated_trace;
   trace::GenParams p = g.preset.empty() ? trace::GenParams{} : trace::preset_params(*trace::find_gen_preset(g.preset));
-  for (const auto& [name, value] : g.options) {
-    const std::string problem = trace::find_gen_option(name)->set(p, value);  // checked when the scenario was read
+  for (const auto& problem : trace::apply_gen_options(p, g.options))  // checked when the scenario was read
     ARLSIM_ASSERT(problem.empty());
-  }
   p.seed = g.seed;
   if (g.steps > 0) p.steps = static_cast<int>(g.steps);
   p.prompts_per_step = static_cast<int>(g.prompts_per_step > 0 ? g.prompts_per_step : s.workload.prompts_per_step);
@@ -201,7 +199,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
     const auto it = previous_tokens_.find(t.info.prompt_id);
     const std::vector<int64_t>* seen = it == previous_tokens_.end() ? nullptr : &it->second;
     in.predicted_tokens.push_back(
-        seen && !seen->empty() ? (*seen)[static_cast<size_t>(t.info.sample) % seen->size()] : 0);
+        seen && !seen->empty() ? (*seen)[static_cast<size_t>(std::max<int32_t>(0, t.info.sample)) % seen->size()] : 0);
   }
   const auto mem = model::inference_memory(s_.model, s_.cluster.gpu, engine_memory_options(ro));
   p.rollout_memory_gib = mem.breakdown.total() / kGiB;

@@ -80,7 +80,9 @@ double train_switch_seconds(const input::TrainLayout& from, const input::TrainLa
   // Micro-batching, recompute and sequence parallelism leave the state where it is: a restart only.
   const bool same_sharding = from.tp == to.tp && from.pp == to.pp && from.dp == to.dp && from.cp == to.cp &&
                              from.ep == to.ep && from.vpp == to.vpp && from.zero == to.zero &&
-                             from.offload_optimizer == to.offload_optimizer && from.offload_params == to.offload_params;
+                             from.offload_optimizer == to.offload_optimizer && from.offload_params == to.offload_params &&
+                             from.sharding_ranks() == to.sharding_ranks() &&
+                             from.first_stage_layers == to.first_stage_layers && from.last_stage_layers == to.last_stage_layers;
   return overhead_s + (same_sharding ? 0.0 : reshard_s);
 }
 
@@ -102,6 +104,10 @@ input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optio
     tl.dp = pass->dp;
     tl.cp = pass->cp;
     tl.vpp = 1;
+    // The training layout's own shape choices do not carry over to a pass in another layout.
+    tl.first_stage_layers = tl.last_stage_layers = 0;
+    if (tl.shard_group > 0 && (tl.dp * tl.cp) % tl.shard_group != 0) tl.shard_group = 0;
+    tl.ulysses = false;
   }
   return tl;
 }
@@ -191,7 +197,7 @@ double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLay
       // training rank kept (the training shard: 1 / (tp x pp) of the weights, and 1 / dp more
       // under ZeRO-3) and receives the rest from the ranks holding the other parts — an
       // all-gather over that many pieces, across nodes when they do not fit one.
-      const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.dp * train.cp : 1));
+      const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.sharding_ranks() : 1));
       model::CollectiveGroup g;
       g.ranks = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(rollout_shard / held)));
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);

@@ -190,6 +190,24 @@ const GenOption* find_gen_option(std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::string> apply_gen_options(GenParams& p, const std::vector<std::pair<std::string, std::string>>& options) {
+  std::vector<std::string> problems;
+  bool tools_replaced = false;
+  for (const auto& [name, value] : options) {
+    const GenOption* o = find_gen_option(name);
+    if (!o) {
+      problems.push_back("unknown generator option \"" + name + "\"");
+      continue;
+    }
+    if (name == "tool" && !tools_replaced) {
+      p.tools.clear();
+      tools_replaced = true;
+    }
+    problems.push_back(o->set(p, value));
+  }
+  return problems;
+}
+
 GenParams preset_params(const GenPreset& preset) {
   GenParams p;
   for (const auto& [name, value] : preset.settings) {

@@ -38,6 +38,11 @@ std::span<const GenPreset> gen_presets();
 const GenPreset* find_gen_preset(std::string_view name);
 std::vector<std::string> gen_preset_names();
 
+// Applies named options to the parameters as `arlsim trace gen` applies its flags: the first
+// "tool" replaces the tools the parameters had (a preset's) and later ones add to it. Returns,
+// per option in order, "" or what is wrong with it (an unknown name included).
+std::vector<std::string> apply_gen_options(GenParams& p, const std::vector<std::pair<std::string, std::string>>& options);
+
 // Applies a preset's settings to default parameters (and records its name).
 GenParams preset_params(const GenPreset& preset);
 

@@ -292,6 +292,40 @@ TEST_CASE("step: a preparation pass whose layout does not fit is an OOM of its s
   CHECK(fits.fits());
 }
 
+TEST_CASE("step: a pass in its own layout drops the training layout's uneven stages, shard group and Ulysses") {
+  input::TrainLayout train;
+  train.tp = 2;
+  train.pp = 4;
+  train.dp = 4;
+  train.zero = 1;
+  train.shard_group = 4;
+  train.first_stage_layers = 6;
+  train.ulysses = true;
+  input::InferenceLayout pass;
+  pass.tp = 2;
+  pass.pp = 2;
+  pass.dp = 6;
+  const auto l = rl::pass_layout(train, pass);
+  CHECK(l.pp == 2);
+  CHECK(l.first_stage_layers == 0);
+  CHECK(!l.uneven_stages());
+  CHECK(l.shard_group == 0);  // 4 does not divide dp = 6
+  CHECK(!l.ulysses);
+  CHECK(l.stage_split_problem(36).empty());
+  // Without a layout of its own the pass runs in the training layout, as it is.
+  const auto same = rl::pass_layout(train, std::nullopt);
+  CHECK(same.first_stage_layers == 6);
+  CHECK(same.shard_group == 4);
+  // A scenario training in uneven stages, its old log-probs in another layout, simulates.
+  const auto s = scenario({"/steps=1", "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4",
+                           "/policy/train/pp=2", "/policy/train/dp=4", "/policy/train/first_stage_layers=20",
+                           "/policy/old_logprob={\"tp\": 2, \"dp\": 8}"});
+  const auto r = rl::simulate_run(s, small_trace(s), {});
+  REQUIRE(r.steps.size() == 1);
+  CHECK(r.oom_events.empty());
+  CHECK(r.steps[0].stages.old_logprob > 0);
+}
+
 TEST_CASE("step: dynamic batching charges each rank its share, down to one sequence each") {
   const auto s = scenario({});
   input::TrainLayout l;
@@ -419,6 +453,19 @@ TEST_CASE("step: a scenario's generated trace takes generator options beside (or
     response += static_cast<double>(v.response_tokens());
   }
   CHECK(response / static_cast<double>(t.size()) == doctest::Approx(600).epsilon(0.1));
+}
+
+TEST_CASE("step: a scenario's \"tool\" options replace the preset's tools, as the command line's --tool flags do") {
+  const auto s = scenario({"/steps=1", "/trace={\"generate\": {\"preset\": \"search-agent\", \"steps\": 1, "
+                           "\"prompts_per_step\": 4, \"group_size\": 2, \"options\": {\"tool\": [\"grep: "
+                           "dist=lognormal mean=0.2s sigma=0.3 obs_tokens=50\", \"read: dist=lognormal mean=0.4s sigma=0.3 "
+                           "obs_tokens=80\"]}}}"});
+  const auto t = small_trace(s);
+  REQUIRE(t.size() == 4 * 2);
+  CHECK(t.tool_names() == std::vector<std::string>{"grep", "read"});
+  int64_t calls = 0;
+  for (size_t i = 0; i < t.size(); ++i) calls += t.trajectory(i).tool_calls();
+  CHECK(calls > 0);
 }
 
 TEST_CASE("step: each tool pool reports its actions' completion and queueing, and its resources (ARL-Tangram)") {
