@@ -97,10 +97,11 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
     r.value_head = value_head;
     r.attention_len = attention_len;
     const auto e = model::estimate_train(m, s_.cluster, r);
-    return (e.breakdown.pipeline_s + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s) *
-           static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
+    const auto steps = static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
+    a.train_pipeline_s += e.breakdown.pipeline_s * steps;
+    a.train_fixed_s += (e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s) * steps;
   };
-  a.train_s = passes(s_.model, false);
+  passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
   const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
     return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head, attention_len);
@@ -108,7 +109,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob, false);
   if (s_.workload.critic) {
-    a.train_s += passes(*s_.workload.critic, true);
+    passes(*s_.workload.critic, true);
     prepare += forward(*s_.workload.critic, s_.policy.critic, true);
   }
   a.prepare_s = prepare;
@@ -157,7 +158,42 @@ StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories); !problem.empty())
     return {0, problem};
   const auto a = at_length(grid_length(f.mean_context, false), grid_length(f.attention_context, false), f.trajectories);
-  return {a.prepare_s + a.train_s, {}};
+  return {a.prepare_s + a.train_pipeline_s * mini_batch_skew(f) + a.train_fixed_s, {}};
+}
+
+double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
+  const auto key = std::make_pair(f.step, f.contexts.size());
+  if (const auto it = skew_.find(key); it != skew_.end()) return it->second;
+  // The simulator's assignment where the policy balances; otherwise (in trace order, which the
+  // sorted contexts no longer hold) the samples dealt round-robin. Each rank's samples, longest
+  // first, are dealt to the mini-batches in turn: the order within a rank is not known here.
+  const int64_t dp = layout_.dp, k = std::max<int64_t>(1, s_.workload.mini_batches);
+  std::vector<int64_t> rank(f.contexts.size());
+  if (s_.policy.batch_assignment == input::BatchAssignment::in_order)
+    for (size_t i = 0; i < rank.size(); ++i) rank[i] = static_cast<int64_t>(i) % dp;
+  else
+    rank = rl::assign_ranks(f.contexts, dp, true);
+  std::vector<std::vector<double>> load(static_cast<size_t>(k), std::vector<double>(static_cast<size_t>(dp), 0.0));
+  std::vector<int64_t> seen(static_cast<size_t>(dp), 0);
+  for (size_t i = 0; i < f.contexts.size(); ++i) {
+    const auto r = static_cast<size_t>(rank[i]);
+    load[static_cast<size_t>(seen[r]++ % k)][r] += static_cast<double>(f.contexts[i]);
+  }
+  double sum = 0;
+  int64_t parts = 0;
+  for (const auto& l : load) {
+    double total = 0, busiest = 0;
+    for (double v : l) {
+      total += v;
+      busiest = std::max(busiest, v);
+    }
+    if (total <= 0) continue;
+    sum += busiest / (total / static_cast<double>(dp));
+    ++parts;
+  }
+  const double skew = parts > 0 ? sum / static_cast<double>(parts) : 1.0;
+  skew_.emplace(key, skew);
+  return skew;
 }
 
 }  // namespace arlsim::planner

@@ -64,16 +64,22 @@ class TrainEstimator {
  private:
   // Costs are memoised per length on a geometric grid (see analytic.cpp).
   struct AtLength {
-    double prepare_s = 0, train_s = 0;
+    double prepare_s = 0;
+    double train_pipeline_s = 0;  // the micro-batches through the pipeline, every optimizer step
+    double train_fixed_s = 0;     // gradient reduction and optimizer steps
   };
   AtLength at_length(int64_t mean_len, int64_t attention_len, int64_t sequences) const;
   std::string memory_problem(int64_t longest, int64_t sequences) const;
+  // The busiest rank's tokens over the mean rank's, averaged over the step's mini-batches, with
+  // the samples assigned to ranks as the policy balances them.
+  double mini_batch_skew(const StepFeatures& f) const;
 
   const input::ScenarioSpec& s_;
   input::TrainLayout layout_;
   std::string problem_;
   mutable std::map<std::tuple<int64_t, int64_t, int64_t>, AtLength> times_;
   mutable std::map<std::pair<int64_t, int64_t>, std::string> memory_;
+  mutable std::map<std::pair<int64_t, size_t>, double> skew_;  // by step and trajectories
 };
 
 }  // namespace arlsim::planner

@@ -260,14 +260,25 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
       return 0.0;
     }
     // A pass with the training ranks reads the samples where dispatch put them; one with other
-    // ranks balances them as the policy asks.
-    const double skew =
-        tl.dp == l.train.dp
-            ? imbalance(tokens, x.rank, tl.dp)
-            : imbalance(tokens, assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order), tl.dp);
+    // ranks balances them as the policy asks. Each rank runs its own samples in micro-batches
+    // built from them; the pass ends with the busiest rank.
+    const std::vector<int64_t> ranks =
+        tl.dp == l.train.dp ? x.rank
+                            : assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order);
     p.work.flops[static_cast<size_t>(*graph::find_stage(stage))] =
         real(n) * real(x.mean_len) * model::forward_flops_per_token_causal(m, x.mean_len);
-    return forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len) * skew;
+    MicroBatchTimer timer(s_, m, tl, value_head);
+    const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
+    double busiest = 0;
+    for (const auto& batches : micro_batches_of_ranks(by_rank, tl)) {
+      std::vector<double> slots;
+      for (const auto& b : batches) slots.push_back(timer.forward(b));
+      busiest = std::max(busiest, pipeline_seconds(slots, tl.pp));
+    }
+    // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
+    // far as it lasts (the estimate of the whole pass at the mean length prices them).
+    if (tl.offload_params) busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len));
+    return busiest;
   };
   if (!s_.workload.use_rollout_log_probs) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
@@ -277,7 +288,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
 void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
   const int64_t n = static_cast<int64_t>(x.tokens.size());
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
-  // Memory is decided by the longest sequence; time by the mean one and the ranks' imbalance.
+  // Memory is decided by the longest sequence; time by the samples as each rank holds them.
   // The critic trains in the same layout after the policy, with its value head.
   auto memory = train_memory_at(s_, l.train, per_mini_batch, x.longest);
   if (s_.workload.critic && memory.fits())
@@ -289,22 +300,40 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     p.oom = oom_event(d.step, "train", memory, memory.total());
     return;
   }
-  const double skew = imbalance(x.tokens, x.rank, l.train.dp);
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
+    // Gradient reduction and the optimizer step from the estimate at the mean length: they do
+    // not depend on how the tokens are split.
     auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload);
     r.attention_len = x.attention_len;
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
-    // The pipeline waits for the busiest rank; reduction and optimizer do not depend on it.
-    const double iteration = e.breakdown.pipeline_s * skew + e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
+    const double fixed = e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
+    // Each mini-batch: every rank runs its part of it in micro-batches built from its samples,
+    // through the pipeline; the optimizer step waits for the busiest rank.
+    MicroBatchTimer timer(s_, m, l.train, !actor);
+    double pipelines = 0;
+    const int64_t mini_batches = s_.workload.mini_batches;
+    for (int64_t j = 0; j < mini_batches; ++j) {
+      double busiest = 0;
+      for (const auto& batches : micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, l.train.dp, j, mini_batches), l.train)) {
+        std::vector<double> slots;
+        for (const auto& b : batches) slots.push_back(timer.train(b));
+        busiest = std::max(busiest, pipeline_seconds(slots, l.train.pp, l.train.vpp));
+      }
+      pipelines += busiest;
+    }
+    const double iteration = pipelines / real(mini_batches) + fixed;
     if (actor) {
+      // The timeline's one drawn optimizer step: the estimate's micro-batches, scaled to the
+      // mean mini-batch's pipeline.
+      const double scale = e.breakdown.pipeline_s > 0 ? pipelines / real(mini_batches) / e.breakdown.pipeline_s : 1.0;
       p.optimizer_step_s = iteration;
-      p.micro_forward_s = e.breakdown.forward_s * skew;
-      p.micro_backward_s = e.breakdown.backward_s * skew;
+      p.micro_forward_s = e.breakdown.forward_s * scale;
+      p.micro_backward_s = e.breakdown.backward_s * scale;
       p.micro_batches = e.micro_batches;
       p.stages = r.layout.pp;
     }
-    return iteration * real(s_.workload.ppo_epochs * s_.workload.mini_batches);
+    return iteration * real(s_.workload.ppo_epochs * mini_batches);
   };
   p.times.train = optimizer_steps(s_.model, true);
   if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic, false);

@@ -127,6 +127,52 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
 // The layout must take the model (check_step_layouts).
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head = false, int64_t attention_len = 0);
+// Micro-batches built from the samples themselves. A micro-batch packs its sequences (no
+// padding, as verl's remove-padding and Megatron's packed sequences run them): `tokens` is their
+// sum and `squares` the sum of their squared lengths, which causal attention's work goes with.
+struct MicroBatch {
+  int64_t tokens = 0;
+  double squares = 0;
+};
+// One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
+// (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
+// balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into
+// that many balanced sets); otherwise `micro_batch` sequences each, in order.
+std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, const input::TrainLayout& l,
+                                           int64_t at_least = 1);
+// The samples' lengths by data-parallel rank (`rank` gives each sample's), each rank's in the
+// order given, keeping only mini-batch `part` of `parts`: a rank's samples split into `parts`
+// consecutive, near-equal chunks, as each rank splits its share of the batch into mini-batches.
+std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank,
+                                                  int64_t ranks, int64_t part, int64_t parts);
+// Every rank's micro-batches (rank_micro_batches); under pipeline parallelism every rank runs as
+// many as the busiest one needs, since the ranks' pipelines step together (Megatron's schedule
+// takes one micro-batch count; verl gives every rank the largest).
+std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<std::vector<int64_t>>& by_rank,
+                                                            const input::TrainLayout& l);
+// A pipeline's time over micro-batches of unequal times (slots) on `stages` stages whose times
+// are each micro-batch's slot: sum + (stages - 1) / chunks x the longest slot — a proportionate
+// flow shop, whose makespan is exactly that (chunks = vpp shrinks the fill and drain as
+// interleaving does). Equal slots give (m + (p - 1) / v) x slot, the estimate's pipeline.
+double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_t chunks = 1);
+// The time of one micro-batch of a model in a layout, on its slowest stage, from the cost model:
+// forward only (a preparation pass's slot, its sends included) and forward + backward with the
+// exposed sends (the training pipeline's slot). Repeated shapes are priced once.
+class MicroBatchTimer {
+ public:
+  MicroBatchTimer(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l, bool value_head);
+  double forward(const MicroBatch& b);
+  double train(const MicroBatch& b);
+
+ private:
+  model::TrainRequest request(const MicroBatch& b) const;
+  const input::ScenarioSpec& s_;
+  const input::ModelSpec& m_;
+  input::TrainLayout l_;
+  bool value_head_;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, double>> forward_, train_;  // sorted by shape
+};
+
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
 model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, const input::WorkloadSpec& w);

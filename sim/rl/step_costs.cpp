@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "sim/core/assert.h"
 #include "sim/model/collective.h"
@@ -153,6 +154,124 @@ model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences
   r.unfused_attention = w.unfused_attention;
   r.moe_imbalance = w.moe_imbalance;
   return r;
+}
+
+std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, const input::TrainLayout& l,
+                                           int64_t at_least) {
+  std::vector<MicroBatch> out;
+  if (lengths.empty()) return out;
+  const auto add = [](MicroBatch& b, int64_t len) {
+    b.tokens += len;
+    b.squares += real(len) * real(len);
+  };
+  if (l.max_tokens_per_gpu <= 0) {
+    const auto per = static_cast<size_t>(std::max<int64_t>(1, l.micro_batch));
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      if (i % per == 0) out.emplace_back();
+      add(out.back(), lengths[i]);
+    }
+    return out;
+  }
+  int64_t total = 0;
+  for (int64_t len : lengths) total += len;
+  const int64_t budget = l.max_tokens_per_gpu * l.cp;  // the budget is per GPU; a rank's sequence spans cp GPUs
+  const int64_t count = std::min<int64_t>(static_cast<int64_t>(lengths.size()),
+                                          std::max<int64_t>({1, at_least, (total + budget - 1) / budget}));
+  std::vector<size_t> order(lengths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] > lengths[b]; });
+  out.resize(static_cast<size_t>(count));
+  for (size_t i : order) {
+    auto lightest = std::min_element(out.begin(), out.end(),
+                                     [](const MicroBatch& a, const MicroBatch& b) { return a.tokens < b.tokens; });
+    add(*lightest, lengths[i]);
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank,
+                                                  int64_t ranks, int64_t part, int64_t parts) {
+  ARLSIM_ASSERT(tokens.size() == rank.size() && ranks >= 1 && parts >= 1 && part >= 0 && part < parts);
+  std::vector<std::vector<int64_t>> all(static_cast<size_t>(ranks));
+  for (size_t i = 0; i < tokens.size(); ++i) all[static_cast<size_t>(rank[i])].push_back(tokens[i]);
+  if (parts == 1) return all;
+  for (auto& mine : all) {
+    const size_t n = mine.size(), k = static_cast<size_t>(parts), j = static_cast<size_t>(part);
+    const size_t from = n * j / k, to = n * (j + 1) / k;
+    mine = std::vector<int64_t>(mine.begin() + static_cast<std::ptrdiff_t>(from), mine.begin() + static_cast<std::ptrdiff_t>(to));
+  }
+  return all;
+}
+
+std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<std::vector<int64_t>>& by_rank,
+                                                            const input::TrainLayout& l) {
+  std::vector<std::vector<MicroBatch>> out;
+  size_t most = 0;
+  for (const auto& lengths : by_rank) {
+    out.push_back(rank_micro_batches(lengths, l));
+    most = std::max(most, out.back().size());
+  }
+  if (l.pp > 1 && l.max_tokens_per_gpu > 0)
+    for (size_t r = 0; r < out.size(); ++r)
+      if (out[r].size() < most) out[r] = rank_micro_batches(by_rank[r], l, static_cast<int64_t>(most));
+  return out;
+}
+
+double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_t chunks) {
+  double sum = 0, longest = 0;
+  for (double t : slots) {
+    sum += t;
+    longest = std::max(longest, t);
+  }
+  return sum + real(std::max<int64_t>(0, stages - 1)) / real(std::max<int64_t>(1, chunks)) * longest;
+}
+
+MicroBatchTimer::MicroBatchTimer(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
+                                 bool value_head)
+    : s_(s), m_(m), l_(l), value_head_(value_head) {
+  // One micro-batch of one packed sequence per data-parallel rank; weights' uploads from host
+  // memory are priced with the whole pass, not per slot.
+  l_.max_tokens_per_gpu = 0;
+  l_.micro_batch = 1;
+  l_.offload_params = false;
+}
+
+model::TrainRequest MicroBatchTimer::request(const MicroBatch& b) const {
+  auto r = train_request(l_, l_.dp, std::max<int64_t>(1, b.tokens), s_.workload);
+  r.attention_len = std::max<int64_t>(1, std::llround(b.squares / real(std::max<int64_t>(1, b.tokens))));
+  r.value_head = value_head_;
+  return r;
+}
+
+namespace {
+
+double cached(std::vector<std::pair<std::pair<int64_t, int64_t>, double>>& cache, std::pair<int64_t, int64_t> key,
+              const std::function<double()>& price) {
+  auto it = std::lower_bound(cache.begin(), cache.end(), key, [](const auto& e, const auto& k) { return e.first < k; });
+  if (it != cache.end() && it->first == key) return it->second;
+  const double v = price();
+  cache.insert(it, {key, v});
+  return v;
+}
+
+}  // namespace
+
+double MicroBatchTimer::forward(const MicroBatch& b) {
+  if (b.tokens <= 0) return 0;
+  const auto r = request(b);
+  return cached(forward_, {r.seq_len, r.attention_len}, [&] {
+    // One micro-batch through a forward-only pipeline takes pp slots.
+    return model::estimate_forward_seconds(m_, s_.cluster, r) / real(l_.pp);
+  });
+}
+
+double MicroBatchTimer::train(const MicroBatch& b) {
+  if (b.tokens <= 0) return 0;
+  const auto r = request(b);
+  return cached(train_, {r.seq_len, r.attention_len}, [&] {
+    const auto e = model::estimate_train(m_, s_.cluster, r);
+    return e.breakdown.forward_s + e.breakdown.backward_s + e.breakdown.pp_comm_exposed_s;
+  });
 }
 
 model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::TrainLayout& l, int64_t per_mini_batch,
