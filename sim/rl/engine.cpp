@@ -96,10 +96,20 @@ void EngineScheduler::unref_prompt(int64_t prompt_id) {
   }
 }
 
-bool EngineScheduler::evict_one() {
+bool EngineScheduler::evict(int64_t want) {
   if (lru_.empty()) return false;
   const int32_t first = lru_.front();
-  const CacheEntry e = lru_[first];
+  CacheEntry& entry = lru_.at(first);
+  if (!entry.prompt && entry.blocks > want) {
+    // vLLM frees a request's blocks last one first, so eviction takes a cached context's tail
+    // and leaves its prefix a cache hit.
+    entry.blocks -= want;
+    entry.tokens = std::min(entry.tokens, entry.shared_tokens + entry.blocks * block_size_);
+    cached_blocks_ -= want;
+    free_blocks_ += want;
+    return true;
+  }
+  const CacheEntry e = entry;
   lru_.erase(first);
   if (e.prompt) {
     prompt(e.key)->present = false;
@@ -115,7 +125,7 @@ bool EngineScheduler::evict_one() {
 bool EngineScheduler::allocate(int64_t blocks) {
   if (blocks <= 0) return true;
   if (free_blocks_ + cached_blocks_ < blocks) return false;
-  while (free_blocks_ < blocks) evict_one();
+  while (free_blocks_ < blocks) evict(blocks - free_blocks_);
   free_blocks_ -= blocks;
   stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, used_blocks());
   return true;
@@ -127,11 +137,23 @@ void EngineScheduler::preempt(int64_t id) {
   if (r.state == Request::State::prefilling) --prefilling_;
   else ungrouped_.erase(std::find(ungrouped_.begin(), ungrouped_.end(), id));
   r.state = Request::State::waiting;
-  free_blocks_ += r.blocks;
+  // Recomputation: everything generated so far joins the context to prefill again. With prefix
+  // caching the released blocks keep their hashes (vLLM frees them into the evictable pool), so
+  // what survives until the request is admitted again is a cache hit, not recomputed.
+  r.dropped = r.kv_tokens();
+  if (spec_.prefix_caching && r.blocks > 0) {
+    ByTrajectory& where = of(r.trajectory);
+    if (where.cached >= 0) {  // an older entry of this trajectory gives way
+      cached_blocks_ -= lru_[where.cached].blocks;
+      free_blocks_ += lru_[where.cached].blocks;
+      lru_.erase(where.cached);
+    }
+    where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+    cached_blocks_ += r.blocks;
+  } else {
+    free_blocks_ += r.blocks;
+  }
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
-  // Recomputation: everything generated so far joins the context to prefill again, and the KV it
-  // held (its computed context and generated tokens) is computed a second time.
-  stats_.recomputed_tokens += r.computed + r.generated;
   prefill_pending_ -= r.context - r.computed;
   r.context += r.generated;
   r.gen_target -= r.generated;
@@ -293,8 +315,10 @@ void EngineScheduler::admit(Planned& p, int64_t& budget) {
     Request& r = slots_[static_cast<size_t>(id)];
     // A waiting request holds nothing: what the prefix cache offers is claimed only on admission,
     // and a request that cannot be admitted leaves the cache as it was. Reusing cached blocks pins
-    // them; when that does not fit, the request may still start afresh (the cached blocks stay
-    // evictable), which keeps admission monotone in the free space.
+    // them; when the chunk's new blocks do not fit beside them the request waits, first in line,
+    // as vLLM V1's scheduler leaves it (it does not start afresh, which would evict its own prefix
+    // and, with long prompts, preempt itself again and again). Admission stays monotone in the
+    // free space.
     const bool alone = running_.empty() && p.batch.decode_seqs == 0 && p.chunks.empty();
     auto fits = [&](const Reuse& u, int64_t& tokens, int64_t& need) {
       const int64_t remaining = r.context - u.computed;
@@ -304,15 +328,14 @@ void EngineScheduler::admit(Planned& p, int64_t& budget) {
       if (!spec_.chunked_prefill && remaining > budget && !alone) return false;
       return need <= 0 || free_blocks_ + cached_blocks_ - u.leaves_cache >= need;
     };
-    Reuse u = probe_cache(r);
+    const Reuse u = probe_cache(r);
     int64_t tokens = 0, need = 0;
-    if (!fits(u, tokens, need)) {
-      u = Reuse{};
-      if (!fits(u, tokens, need)) break;
-    }
+    if (!fits(u, tokens, need)) break;
     commit_reuse(r, u);
     allocate(need);
     stats_.cached_tokens += r.computed;
+    stats_.recomputed_tokens += std::max<int64_t>(0, r.dropped - r.computed);
+    r.dropped = 0;
     r.blocks += std::max<int64_t>(0, need);
     budget -= tokens;
     waiting_.pop_front();

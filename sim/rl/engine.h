@@ -48,6 +48,7 @@ struct Request {
   int32_t block_key = 0;  // grouped: the decode steps, modulo the block size, at which it needs a block
   int64_t admitted = 0;   // admission number: running requests are served in this order
   int64_t synced = 0;     // grouped: the decode step at which generated and produced were exact
+  int64_t dropped = 0;    // KV tokens a preemption released: computed again unless the cache kept them
 
   int64_t kv_tokens() const { return computed + generated; }
   int64_t remaining() const { return (context - computed) + (gen_target - generated); }
@@ -67,7 +68,7 @@ struct Planned {
 
 struct EngineStats {
   int64_t preemptions = 0;
-  int64_t recomputed_tokens = 0;  // KV the preemptions dropped, prefilled again (vLLM's recompute mode)
+  int64_t recomputed_tokens = 0;  // KV the preemptions released and the cache lost, prefilled again (vLLM's recompute mode)
   int64_t iterations = 0;
   int64_t prefill_tokens = 0;
   int64_t cached_tokens = 0;  // prompt and context tokens served from the prefix cache
@@ -119,7 +120,9 @@ class EngineScheduler {
     return block_shift_ >= 0 ? (tokens + block_size_ - 1) >> block_shift_ : (tokens + block_size_ - 1) / block_size_;
   }
   bool allocate(int64_t blocks);
-  bool evict_one();
+  // Frees up to `want` cached blocks from the least recently used entry: a context entry loses
+  // its last blocks first and keeps its prefix, a shared prompt goes whole. False: nothing cached.
+  bool evict(int64_t want);
   void preempt(int64_t id);
   // Planning: the decoding requests at once (false when one of them could go without its token
   // or its block), or the running requests one by one from running_[first].
@@ -212,6 +215,7 @@ class EngineScheduler {
     bool empty() const { return head_ < 0; }
     int32_t front() const { return head_; }
     const CacheEntry& operator[](int32_t i) const { return nodes_[static_cast<size_t>(i)].entry; }
+    CacheEntry& at(int32_t i) { return nodes_[static_cast<size_t>(i)].entry; }
     int32_t push_back(const CacheEntry& e) {
       int32_t i = 0;
       if (free_.empty()) {

@@ -92,6 +92,26 @@ TEST_CASE("rollout: a KV budget too small for the batch forces preemptions, and 
   CHECK(r.generated_tokens == 8 * 4000);
 }
 
+TEST_CASE("rollout: long prompts that do not all fit wait for room, keep their cached prefix, and are not prefilled twice") {
+  Setup s;
+  Workload w;
+  for (int i = 0; i < 6; ++i) w.add(i, {turn(10000, 50)});
+  auto o = s.options();
+  o.engine.gpu_memory_utilization = 0.25;  // ~15K tokens of KV: one prompt and part of another
+  o.engine.max_num_batched_tokens = 4096;  // each prompt in three chunks
+  REQUIRE(rl::check_rollout(o).empty());
+  const auto r = rl::simulate_rollout(o, w.input());
+  int64_t prefilled = 0;
+  for (const auto& e : r.engines) prefilled += e.stats.prefill_tokens;
+  MESSAGE("preemptions " << r.preemptions() << ", recomputed " << r.recomputed_tokens() << ", prefilled " << prefilled);
+  CHECK(r.generated_tokens == 6 * 50);
+  // A request whose next chunk has no room preempts itself once and then waits, first in line,
+  // with its blocks cached; it does not start afresh and evict its own prefix (vLLM V1).
+  CHECK(r.recomputed_tokens() <= 6 * 10000 / 10);
+  CHECK(prefilled <= 6 * 10000 + r.recomputed_tokens());
+  CHECK(r.preemptions() <= 6);
+}
+
 TEST_CASE("rollout: static sandboxes make the second caller wait for the first trajectory's end") {
   Setup s;
   s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
@@ -313,4 +333,32 @@ TEST_CASE("routing: an engine's load is its requests and the tokens it has to pr
   CHECK(rl::least_loaded_engine(loads) == 3);  // no request in flight beats a lighter queue
   CHECK(rl::least_loaded_engine({{1, 500}, {1, 400}}) == 1);
   CHECK(rl::least_loaded_engine({{1, 500}, {1, 500}}) == 0);
+}
+
+TEST_CASE("engine: eviction takes a cached context's last blocks first and leaves its prefix a cache hit") {
+  input::EngineSpec spec;  // 16-token blocks, prefix caching
+  rl::EngineScheduler e(spec, 100);
+  rl::Planned p;
+  std::vector<int64_t> finished, first;
+  auto serve = [&](int64_t trajectory, int64_t context) {
+    rl::Request r;
+    r.trajectory = trajectory;
+    r.context = context;
+    r.gen_target = 1;  // the prefill's iteration samples it
+    e.arrive(r);
+    while (!e.idle()) {
+      finished.clear();
+      e.plan(p);
+      e.complete(p, 1, finished, first);
+      for (int64_t t : finished) e.release(t);
+    }
+  };
+  serve(0, 800);  // 801 tokens cached in 51 blocks; 49 free
+  CHECK(e.stats().cached_tokens == 0);
+  serve(1, 1200);  // needs 75 blocks: 26 come off the tail of trajectory 0's entry
+  // Trajectory 0's next turn finds the 25 blocks left of its context: 400 tokens (evicted whole,
+  // as before, it would find none).
+  serve(0, 900);
+  CHECK(e.stats().cached_tokens == 400);
+  CHECK(e.stats().preemptions == 0);
 }

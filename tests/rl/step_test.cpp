@@ -411,7 +411,9 @@ TEST_CASE("step: colocated weight sync sends every rollout GPU its engine's shar
 }
 
 TEST_CASE("step: a KV cache too small for the batch is a preemption storm, reported as a warning") {
-  const auto tight = scenario({"/steps=1", "/workload/engine/gpu_memory_utilization=0.16"});
+  // Without prefix caching a preempted request keeps none of its KV: all of it is computed again.
+  const auto tight =
+      scenario({"/steps=1", "/workload/engine/gpu_memory_utilization=0.16", "/workload/engine/prefix_caching=false"});
   const auto r = rl::simulate_run(tight, small_trace(tight), {});
   REQUIRE(r.steps.size() == 1);
   CHECK(r.steps[0].preemptions > 0);
