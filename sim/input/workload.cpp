@@ -65,6 +65,7 @@ void read_engine_settings(ObjectReader& r, EngineSpec& e) {
   r.read_duration("eager_dispatch", e.eager_dispatch, Presence::optional, 0, 1e-3);
   r.read_duration("host_overhead_per_iteration", e.host_overhead_per_iteration, Presence::optional, 0, 1);
   r.read_duration("host_overhead_per_sequence", e.host_overhead_per_sequence, Presence::optional, 0, 1e-2);
+  r.read("sleep_level", e.sleep_level, Presence::optional, 0, 2);
   if (const Value* s = r.field("speculative"); s && !s->is_null()) {
     ObjectReader sr(*s, r.pointer_of("speculative"), r.diag());
     sr.read("mean_accepted_tokens", e.speculative_mean_accepted, Presence::required, 1.0, 64.0);

@@ -42,6 +42,12 @@ struct EngineSpec {
   // published per-iteration figures (calib/SOURCES.md). Later engines overlap or shrink it.
   SimTime host_overhead_per_iteration = SimTime::from_seconds(6.1e-3);
   SimTime host_overhead_per_sequence = SimTime::from_seconds(35e-6);
+  // vLLM's sleep mode between rollouts when the engine shares its GPUs with training (colocated):
+  // 1 offloads the weights to host memory and discards the KV cache, and waking copies the weights
+  // back (NeMo RL's and verl's colocated engines); 2 discards both, the refit fills the weights;
+  // 0 keeps the engine resident, its gpu_memory_utilization share of every GPU then unavailable
+  // to training. Disaggregated engines never sleep.
+  int64_t sleep_level = 1;
 };
 
 enum class RewardKind { rule, model };

@@ -176,6 +176,9 @@ class MicroBatchTimer {
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a
 // whole number of micro-batches per data-parallel rank; the token budget sets micro-batches).
 model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences, int64_t seq_len, const input::WorkloadSpec& w);
+// The share of a training GPU's memory training may use: all of it, but what a resident colocated
+// engine (sleep_level 0) keeps.
+double training_memory_fraction(const input::ScenarioSpec& s);
 // A training rank's memory at a mini-batch's longest sequence: what decides an OOM.
 model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest);
@@ -186,8 +189,14 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
 // batching): what decides an OOM of experience preparation.
 model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                          int64_t longest, bool value_head = false);
-// Weight sync after training (the policy's method, or the one `automatic` picks for the placement).
+// Weight sync after training: the refit and, colocated, the engines' sleep and wake.
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
+// The refit: the new weights into the rollout engines by the policy's method (or the one
+// `automatic` picks for the placement).
+double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
+// Colocated engines at vLLM sleep level 1: every rollout GPU's shard of the weights to host
+// memory after the rollout and back before the next (0 otherwise).
+double engine_sleep_wake_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r);
 
 // Called after each step with (steps done, steps to run).
 using Progress = std::function<void(int64_t, int64_t)>;

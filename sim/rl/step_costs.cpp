@@ -274,6 +274,12 @@ double MicroBatchTimer::train(const MicroBatch& b) {
   });
 }
 
+double training_memory_fraction(const input::ScenarioSpec& s) {
+  // A resident engine keeps its share of every GPU it shares with training.
+  const bool resident = s.policy.placement == input::Placement::colocated && s.workload.engine.sleep_level == 0;
+  return resident ? 1.0 - s.workload.engine.gpu_memory_utilization : 1.0;
+}
+
 model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::TrainLayout& l, int64_t per_mini_batch,
                                        int64_t longest) {
   return train_memory_at(s, s.model, l, per_mini_batch, longest, false);
@@ -284,6 +290,7 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
   auto worst = train_request(l, per_mini_batch, longest, s.workload);
   worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
   worst.value_head = value_head;
+  worst.usable_memory_fraction = training_memory_fraction(s);
   return model::estimate_train(m, s.cluster, worst).memory;
 }
 
@@ -296,10 +303,23 @@ model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const inp
   shape.value_head = value_head;
   shape.dtype = s.workload.dtype;
   shape.unfused_attention = s.workload.unfused_attention;
+  shape.usable_fraction = training_memory_fraction(s);
   return model::forward_memory(m, s.cluster.gpu, l, shape);
 }
 
+double engine_sleep_wake_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
+  if (s.policy.placement != input::Placement::colocated || s.workload.engine.sleep_level != 1) return 0;
+  // Level 1: each rollout GPU's shard of the weights (bf16) out to host memory after the rollout
+  // and back before the next, over the host link; the KV cache is dropped and mapped again.
+  const double rollout_shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());
+  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{2 * rollout_shard});
+}
+
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
+  return refit_seconds(s, r, train) + engine_sleep_wake_seconds(s, r);
+}
+
+double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
   const double params = model::count_params(s.model).total;
   const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
   const bool colocated = s.policy.placement == input::Placement::colocated;

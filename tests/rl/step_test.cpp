@@ -606,3 +606,29 @@ TEST_CASE("micro-batches: a batch whose long samples share one mini-batch trains
   };
   CHECK(train_time(clumped) > train_time(spread));
 }
+
+TEST_CASE("step: colocated engines asleep at level 1 move their weights to host memory and back; level 2 and resident engines do not") {
+  const auto s = scenario({"/policy/placement=\"colocated\""});
+  REQUIRE(s.workload.engine.sleep_level == 1);
+  const auto& r = s.policy.rollout;
+  // Every rollout GPU's bf16 shard, out after the rollout and back before the next.
+  const double shard = 2.0 * model::count_params(s.model).total / static_cast<double>(r.tp * r.pp);
+  const double expected = 2 * shard / s.cluster.gpu.host_link.achieved();
+  CHECK(rl::engine_sleep_wake_seconds(s, r) == test::near(expected));
+  CHECK(rl::weight_sync_seconds(s, r, s.policy.train) ==
+        test::near(rl::refit_seconds(s, r, s.policy.train) + expected));
+  const auto discard = scenario({"/policy/placement=\"colocated\"", "/workload/engine/sleep_level=2"});
+  CHECK(rl::engine_sleep_wake_seconds(discard, r) == 0);
+  // A resident engine costs no transfer but keeps its share of every GPU from training.
+  const auto resident = scenario({"/policy/placement=\"colocated\"", "/workload/engine/sleep_level=0"});
+  CHECK(rl::engine_sleep_wake_seconds(resident, r) == 0);
+  const auto& l = s.policy.train;
+  const double all = rl::train_memory_at(s, l, 64, 4096).capacity_bytes;
+  CHECK(rl::train_memory_at(resident, l, 64, 4096).capacity_bytes ==
+        test::near(all * (1 - s.workload.engine.gpu_memory_utilization)));
+  CHECK(rl::forward_memory_at(resident, s.model, l, 4096).capacity_bytes ==
+        test::near(all * (1 - s.workload.engine.gpu_memory_utilization)));
+  // Disaggregated engines never sleep.
+  const auto apart = test::preset_scenario("disaggregated-async", {});
+  CHECK(rl::engine_sleep_wake_seconds(apart, apart.policy.rollout) == 0);
+}
