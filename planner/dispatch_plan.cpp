@@ -44,6 +44,7 @@ DispatchPlanResult evaluate_plan(const input::ScenarioSpec& s, const input::Trai
   rl::DispatchOptions opt;
   opt.mode = mode;
   opt.controller_bandwidth_bytes_per_s = s.cluster.controller_bandwidth_bytes_per_s;
+  opt.transport = s.policy.dispatch_transport;
   const auto r = rl::simulate_dispatch(s.cluster, ds, tensors, opt);
   p.seconds = r.seconds;
   p.bytes = r.bytes_moved;

@@ -108,6 +108,22 @@ struct ScheduleEntry {
   std::optional<TrainLayout> train;
 };
 
+// The software a dispatch's transfers go through, beyond the links' bandwidth: per-message calls
+// at the sender (an object-store put) and the receiver (a get), a copy of every byte sent into
+// host memory (serialising into the store), and a fixed cost per phase (the controller's call that
+// starts it). All zero: GPU-to-GPU transfers as NCCL or RDMA make them ("direct").
+struct DispatchTransport {
+  std::string name = "direct";
+  double send_per_message_s = 0;
+  double receive_per_message_s = 0;
+  double copy_bytes_per_s = 0;  // 0: no copy
+  double per_phase_s = 0;
+  bool operator==(const DispatchTransport&) const = default;
+};
+// "direct", or "ray": Ray's object store with its published microbenchmark figures
+// (calib/SOURCES.md); nullptr for another name.
+const DispatchTransport* find_dispatch_transport(std::string_view name);
+
 struct PolicySpec {
   std::string name;
   std::string description;
@@ -117,6 +133,7 @@ struct PolicySpec {
   TrainLayout train;
   std::optional<InferenceLayout> old_logprob, ref_logprob, critic;  // default: the train layout
   DispatchMode dispatch = DispatchMode::centralized;
+  DispatchTransport dispatch_transport;
   BatchAssignment batch_assignment = BatchAssignment::balanced;  // the key "balance_batch"
   SyncMode sync = SyncMode::sync;
   int64_t staleness = 0;

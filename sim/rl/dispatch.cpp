@@ -103,7 +103,8 @@ class DispatchNetwork::Network {
  public:
   Network(const input::ClusterSpec& c, const DispatchOptions& o)
       : topology_(c, model::ControllerLink{o.controller_node, o.controller_bandwidth_bytes_per_s}),
-        capacities_(topology_.capacities()) {}
+        capacities_(topology_.capacities()),
+        transport_(o.transport) {}
 
   PhaseTimes run(const Phase& phase, DispatchResult& r) {
     std::vector<std::pair<Endpoint, Endpoint>> pairs;
@@ -123,6 +124,8 @@ class DispatchNetwork::Network {
       double& end = to_controller[i] ? t.controller : t.data;
       end = std::max(end, done[i]);
     }
+    t.data += software_seconds(pairs, bytes, to_controller, false);
+    t.controller += software_seconds(pairs, bytes, to_controller, true);
     return t;
   }
 
@@ -138,9 +141,32 @@ class DispatchNetwork::Network {
     else if (topology_.node_of(src) != topology_.node_of(dst)) r.cross_node_bytes += b;
   }
 
+  // The transport's software time for the data (or controller) transfers of a phase: its fixed
+  // part, the busiest sender's calls and copies, the busiest receiver's calls.
+  double software_seconds(const std::vector<std::pair<Endpoint, Endpoint>>& pairs, const std::vector<double>& bytes,
+                          const std::vector<bool>& to_controller, bool controller) const {
+    const auto& tr = transport_;
+    if (tr.send_per_message_s <= 0 && tr.receive_per_message_s <= 0 && tr.copy_bytes_per_s <= 0 && tr.per_phase_s <= 0)
+      return 0;
+    std::map<Endpoint, double> sending, receiving;
+    bool any = false;
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (to_controller[i] != controller) continue;
+      any = true;
+      sending[pairs[i].first] += tr.send_per_message_s + (tr.copy_bytes_per_s > 0 ? bytes[i] / tr.copy_bytes_per_s : 0.0);
+      receiving[pairs[i].second] += tr.receive_per_message_s;
+    }
+    if (!any) return 0;
+    double send = 0, receive = 0;
+    for (const auto& [e, t] : sending) send = std::max(send, t);
+    for (const auto& [e, t] : receiving) receive = std::max(receive, t);
+    return tr.per_phase_s + send + receive;
+  }
+
   model::Topology topology_;
   std::vector<double> capacities_;
   model::RouteCache routes_;
+  input::DispatchTransport transport_;
 };
 
 namespace {

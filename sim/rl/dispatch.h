@@ -68,6 +68,11 @@ struct DispatchOptions {
   // transfer_dock: the size of one readiness message (a producer's "written", the controller's
   // "ready in warehouse w" to a consumer); 0 leaves metadata traffic out.
   double metadata_bytes_per_message = 0;
+  // The software each phase's transfers go through (the policy's dispatch_transport): see
+  // input::DispatchTransport. A phase's data and controller transfers each take, beyond the
+  // links' time, the fixed per-phase cost, the busiest sender's calls and copies and the busiest
+  // receiver's calls (one message per source and destination pair).
+  input::DispatchTransport transport;
 };
 
 struct DispatchResult {

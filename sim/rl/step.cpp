@@ -355,6 +355,7 @@ void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x
     opt.mode = s_.policy.dispatch;
     opt.controller_bandwidth_bytes_per_s = s_.cluster.controller_bandwidth_bytes_per_s;
     opt.advantage_seconds_per_token = 0;
+    opt.transport = s_.policy.dispatch_transport;
     dispatch_ = std::make_unique<DispatchNetwork>(s_.cluster, opt);
   }
   const DispatchResult moved =

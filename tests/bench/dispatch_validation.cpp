@@ -12,6 +12,7 @@
 
 #include "sim/rl/dispatch.h"
 #include "sim/input/check.h"
+#include "sim/input/policy.h"
 #include "sim/parse/units.h"
 
 using namespace arlsim;
@@ -78,9 +79,11 @@ std::vector<rl::DispatchSample> make_samples(int64_t per_worker, int64_t context
 }
 
 double dispatch_seconds(const input::ClusterSpec& c, const std::vector<rl::DispatchSample>& samples,
-                        const std::vector<rl::DispatchTensor>& tensors, input::DispatchMode mode) {
+                        const std::vector<rl::DispatchTensor>& tensors, input::DispatchMode mode,
+                        const input::DispatchTransport& transport = {}) {
   rl::DispatchOptions o;
   o.mode = mode;
+  o.transport = transport;
   o.controller_bandwidth_bytes_per_s = quantity(kControllerBandwidth, input::Dimension::bytes_per_s);
   return rl::simulate_dispatch(c, samples, tensors, o).seconds;
 }
@@ -114,16 +117,19 @@ void print_testbed(const input::ClusterSpec& c, const std::vector<rl::DispatchTe
   }
 }
 
-// What-if: every node reaches the others over one TCP NIC of the controller's speed.
-void print_tcp_what_if(const input::ClusterSpec& c, const std::vector<rl::DispatchTensor>& tensors) {
-  std::printf("\nWhat-if: one %s NIC per node for all traffic (spread mapping)\n\n", kControllerBandwidth);
+// What-if: every node reaches the others over one TCP NIC of the controller's speed, with the
+// transfers going through a transport's software (none: only the links).
+void print_tcp_what_if(const input::ClusterSpec& c, const std::vector<rl::DispatchTensor>& tensors,
+                       const input::DispatchTransport& transport) {
+  std::printf("\nWhat-if: one %s NIC per node for all traffic (spread mapping), transport \"%s\"\n\n", kControllerBandwidth,
+              transport.name.c_str());
   std::printf("%-7s %-12s %-11s %-7s %-6s\n", "context", "centralized", "dec-spread", "ratio", "paper");
   for (const auto& p : kPaper) {
     const double per_sample = gathered_bytes_per_sample(tensors, p.context);
     const auto per_worker = static_cast<int64_t>(std::llround(quantity(p.payload, input::Dimension::bytes) / per_sample));
     const auto spread = make_samples(per_worker, p.context, Mapping::spread);
-    const double central = dispatch_seconds(c, spread, tensors, input::DispatchMode::centralized);
-    const double dec = dispatch_seconds(c, spread, tensors, input::DispatchMode::decentralized);
+    const double central = dispatch_seconds(c, spread, tensors, input::DispatchMode::centralized, transport);
+    const double dec = dispatch_seconds(c, spread, tensors, input::DispatchMode::decentralized, transport);
     std::printf("%-7lld %-12.3f %-11.4f %-7s %-6s\n", static_cast<long long>(p.context), central, dec,
                 ratio_text(central / dec).c_str(), ratio_text(p.ratio).c_str());
   }
@@ -138,7 +144,8 @@ int main() {
   const auto tcp = load_cluster({std::string("/network/nic_bandwidth=") + kControllerBandwidth, "/network/nics_per_node=1"});
   if (!testbed || !tcp) return 1;
   print_testbed(*testbed, tensors);
-  print_tcp_what_if(*tcp, tensors);
+  print_tcp_what_if(*tcp, tensors, *input::find_dispatch_transport("direct"));
+  print_tcp_what_if(*tcp, tensors, *input::find_dispatch_transport("ray"));
   std::printf("\nseconds per dispatch; payload = what one worker sends to the controller; samples = per worker,\n"
               "each padded to the context; modelled = the payload those samples make, in MiB\n");
   return 0;

@@ -159,3 +159,37 @@ TEST_CASE("dispatch: inputs it cannot simulate are named") {
                                        options(input::DispatchMode::centralized, 0));
   CHECK(r.seconds == std::numeric_limits<double>::infinity());
 }
+
+TEST_CASE("dispatch: a transport's calls, copies and fixed part add to each phase, by hand") {
+  const auto cluster = test::preset_cluster("dgx-h100", 2);
+  // Token ids (8 B per token), a score (4 B), per-token advantages (4 B) back from the controller.
+  const std::vector<rl::DispatchTensor> tensors{{"ids", 8, 0, TensorRole::data},
+                                                {"score", 0, 4, TensorRole::advantage_input},
+                                                {"adv", 4, 4, TensorRole::advantage_output}};
+  // Two producers, one consumer: the gather has two messages into the controller, the scatter one
+  // (the consumer's two samples travel together).
+  const std::vector<DispatchSample> samples{{1000, 0, 8}, {1000, 1, 8}};
+  auto run = [&](const input::DispatchTransport& t) {
+    auto o = options(input::DispatchMode::centralized, 1e9);
+    o.transport = t;
+    return rl::simulate_dispatch(cluster, samples, tensors, o).seconds;
+  };
+  input::DispatchTransport t;
+  t.send_per_message_s = 1e-3;
+  t.receive_per_message_s = 2e-3;
+  t.copy_bytes_per_s = 1e6;
+  t.per_phase_s = 5e-3;
+  const double gather_each = 8 * 1000 + 4, scatter = 2 * (8 * 1000 + 4 * 1000);
+  // Gather: its fixed part, the busier sender (one call and its copy), the controller's two gets.
+  const double gather = t.per_phase_s + t.send_per_message_s + gather_each / t.copy_bytes_per_s + 2 * t.receive_per_message_s;
+  // Scatter: its fixed part, the controller's one call and copy, the consumer's one get.
+  const double out = t.per_phase_s + t.send_per_message_s + scatter / t.copy_bytes_per_s + t.receive_per_message_s;
+  CHECK(run(t) - run({}) == test::near(gather + out));
+  // The named transports: direct adds nothing, Ray's figures add the published per-call times.
+  CHECK(run(*input::find_dispatch_transport("direct")) == test::near(run({})));
+  const auto* ray = input::find_dispatch_transport("ray");
+  REQUIRE(ray);
+  CHECK(ray->send_per_message_s == doctest::Approx(1 / 5173.29));
+  CHECK(run(*ray) > run({}));
+  CHECK(input::find_dispatch_transport("grpc") == nullptr);
+}
