@@ -388,11 +388,18 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
     forward += l.overlaps_p2p() ? std::max(0.0, p2p - forward) : p2p;
   }
   // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
-  // uploaded for each micro-batch, behind the compute as far as it lasts.
+  // uploaded for each micro-batch, behind the compute as far as it lasts. Under ZeRO-3 (FSDP)
+  // every micro-batch's forward first gathers the parameters from the shard group, once: prefetched
+  // behind the compute with param_gather overlap (FSDP's default), before it without. The gathers
+  // do not shrink as ranks are added, so such a pass scales less than its compute.
   const double compute = (d(micro_batches) + d(l.pp - 1)) * forward;
-  const double uploads =
-      l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, largest_stage_params(m, l), l) : 0.0;
-  return std::max(compute, uploads);
+  const StageParams p = largest_stage_params(m, l);
+  const double uploads = l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, p, l) : 0.0;
+  double gathers = 0;
+  const auto shard_group = group_of(c, l.sharding_ranks(), l.tp);
+  if (l.zero >= 3 && shard_group.ranks > 1)
+    gathers = d(micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.dense, shard_group}).seconds;
+  return l.overlaps_param_gather() ? std::max(compute, gathers + uploads) : gathers + std::max(compute, uploads);
 }
 
 TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {

@@ -242,6 +242,28 @@ TEST_CASE("cost model: gradient-reduce and parameter-gather overlap hide under t
   CHECK(estimate_train(m, c, z3, fake).breakdown.dp_comm_exposed_s == test::near(fsdp.dp_comm_exposed_s + 6e-3));
 }
 
+TEST_CASE("cost model: a forward-only pass under ZeRO-3 gathers the parameters once per micro-batch") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  const GemmsAndCollectives fake;  // every all-gather 3 ms
+  auto r = overlap_request(1, 8, 1);
+  r.global_batch = 4 * 8;  // four micro-batches per rank
+  const double compute = estimate_forward_seconds(m, c, r, fake);
+  auto z3 = r;
+  z3.layout.zero = 3;
+  z3.layout.overlap.param_gather = false;  // each micro-batch waits for its gather: 4 x 3 ms
+  CHECK(estimate_forward_seconds(m, c, z3, fake) == test::near(compute + 4 * 3e-3));
+  // Prefetched (FSDP's default), the gathers hide behind the compute as far as it lasts.
+  z3.layout.overlap.param_gather = std::nullopt;
+  CHECK(estimate_forward_seconds(m, c, z3, fake) == test::near(std::max(compute, 4 * 3e-3)));
+  // With one rank there is nothing to gather.
+  auto alone = overlap_request(1, 1, 3);
+  alone.global_batch = 4;
+  auto alone1 = alone;
+  alone1.layout.zero = 1;
+  CHECK(estimate_forward_seconds(m, c, alone, fake) == test::near(estimate_forward_seconds(m, c, alone1, fake)));
+}
+
 namespace {
 
 // Records the shapes of the GEMMs it prices (each 1 ms).
