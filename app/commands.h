@@ -40,5 +40,6 @@ int run_list(const Args& args);
 int run_estimate(const Args& args);
 int run_default(const Args& args);
 int run_trace(const Args& args);
+int run_calibrate(const Args& args);
 
 }  // namespace arlsim::app

@@ -40,8 +40,17 @@ std::string gib(double bytes) {
 
 std::string tflops(double flops_per_s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f TFLOP/s", flops_per_s / 1e12);
+  if (flops_per_s < 1e12) std::snprintf(buf, sizeof buf, "%.3g GFLOP/s", flops_per_s / 1e9);
+  else std::snprintf(buf, sizeof buf, "%.0f TFLOP/s", flops_per_s / 1e12);
   return buf;
+}
+
+// The profile's headline peak: bf16's, else the first dtype it has (a CPU's fp32).
+std::string headline_peak(const input::GpuProfile& g) {
+  using input::Dtype;
+  for (Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp32, Dtype::tf32, Dtype::fp8})
+    if (g.peak(d) > 0) return tflops(g.peak(d)) + " " + input::dtype_name(d);
+  return "no peak";
 }
 
 }  // namespace
@@ -52,7 +61,7 @@ std::string describe(const input::CheckedDocument& doc) {
     case SpecKind::model: return "model, " + describe_model(std::get<ModelSpec>(doc.spec));
     case SpecKind::gpu: {
       const auto& g = std::get<GpuProfile>(doc.spec);
-      return "gpu " + g.name + ", " + tflops(g.peak(Dtype::bf16)) + " bf16, " + gib(g.memory_bytes) + " at " +
+      return "gpu " + g.name + ", " + headline_peak(g) + ", " + gib(g.memory_bytes) + " at " +
              format_bytes(g.memory_bandwidth_bytes_per_s) + "/s, " + g.provenance.kind;
     }
     case SpecKind::cluster: {

@@ -266,6 +266,10 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   parse_efficiency(r, g);
   parse_collectives(r, g);
   parse_collective_protocols(r, g);
+  // `arlsim calibrate`'s record of the sweep (backend, command, repeats and jitter per table, raw
+  // medians): for people and `calibrate compare`, not read by the cost model.
+  if (const Value* c = r.field("calibration"); c && !c->is_object())
+    r.error("calibration", "expected the object `arlsim calibrate` writes, got " + c->describe());
   if (r.field("inference_step_overhead"))
     r.error("inference_step_overhead", "the host's work per engine iteration belongs to the engine, not the GPU",
             "set the workload engine's host_overhead_per_iteration and host_overhead_per_sequence");

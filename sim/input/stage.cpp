@@ -166,7 +166,9 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
   const bool needs_model = s.kind != StageKind::collective;
   if (const Value* m = r.field("model", needs_model ? Presence::required : Presence::optional))
     s.has_model = parse_model(*m, "/model", diag, s.model);
-  static const EnumName<Dtype> dtypes[] = {{"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}};
+  // fp32: a device measured by `arlsim calibrate --backend cpu` has only an fp32 peak.
+  static const EnumName<Dtype> dtypes[] = {
+      {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}, {"fp32", Dtype::fp32}};
   r.read_enum("dtype", s.dtype, Presence::optional, dtypes);
   r.read("memory_fraction", s.usable_memory_fraction, Presence::optional, 0.05, 1.0);
   int64_t gpus_per_node = 8;

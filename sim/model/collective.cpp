@@ -67,8 +67,11 @@ std::string missing_collective_data(const input::ClusterSpec& cluster) {
   return {};
 }
 
-CollectiveModel::CollectiveModel(const input::ClusterSpec& cluster) : cluster_(cluster) {
-  ARLSIM_ASSERT(missing_collective_data(cluster).empty());
+CollectiveModel::CollectiveModel(const input::ClusterSpec& cluster)
+    : cluster_(cluster), complete_(missing_collective_data(cluster).empty()) {
+  // A single GPU never communicates: its profile (one measured by `arlsim calibrate` on a CPU, say)
+  // need not describe collectives.
+  ARLSIM_ASSERT(complete_ || cluster.total_gpus() <= 1);
 }
 
 double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& algorithm, int64_t ranks) const {
@@ -153,6 +156,7 @@ std::vector<CollectiveCost> CollectiveModel::candidates(CollectiveOp op, double 
     out.push_back({0, "none", "", 0, 0});
     return out;
   }
+  ARLSIM_ASSERT(complete_);
   const bool multi_node = group.nodes() > 1;
   std::vector<std::string> algorithms{op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv ? "direct" : "ring"};
   if (op == CollectiveOp::all_reduce && multi_node) algorithms.push_back("tree");

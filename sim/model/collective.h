@@ -72,6 +72,7 @@ class CollectiveModel {
                         double simple_busbw, int64_t nodes) const;
 
   const input::ClusterSpec& cluster_;
+  bool complete_ = false;  // the cluster has the data collectives need (a single GPU may lack it)
 };
 
 }  // namespace arlsim::model

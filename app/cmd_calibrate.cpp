@@ -1,0 +1,218 @@
+// `arlsim calibrate`: measures a device with microbenchmarks and writes the profile the cost model
+// reads; `arlsim calibrate compare A B` puts two profiles side by side.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "calib/cpu/cpu_device.h"
+#include "calib/harness/harness.h"
+#include "sim/input/check.h"
+#include "sim/model/compute.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+namespace {
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+// "[#####.....]  45%  about 12 s left" on one terminal line, redrawn.
+void draw_progress(double fraction, double elapsed) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(fraction * kWidth);
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  char left[64] = "";
+  if (fraction > 0.02 && fraction < 1) std::snprintf(left, sizeof left, "  about %.0f s left", elapsed / fraction * (1 - fraction));
+  std::fprintf(stderr, "\r[%s] %3.0f%%%s          ", bar.c_str(), 100 * fraction, left);
+  if (fraction >= 1) std::fprintf(stderr, "\n");
+}
+
+std::optional<input::GpuProfile> load_profile(const std::string& path) {
+  input::Diagnostics diag;
+  auto doc = input::check_document(path, input::SpecKind::gpu, {}, diag);
+  std::cerr << input::format_all(diag);
+  if (!doc) return std::nullopt;
+  return std::get<input::GpuProfile>(doc->spec);
+}
+
+std::string number(double v, const char* unit) {
+  char buf[64];
+  if (v <= 0) return "-";
+  std::snprintf(buf, sizeof buf, "%.4g %s", v, unit);
+  return buf;
+}
+
+std::string ratio(double a, double b) {
+  if (a <= 0 || b <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", b / a);
+  return buf;
+}
+
+int compare(const std::string& a_path, const std::string& b_path) {
+  const auto a = load_profile(a_path), b = load_profile(b_path);
+  if (!a || !b) return kExitBadInput;
+  std::printf("%-34s %18s %18s %8s\n", "", a->name.c_str(), b->name.c_str(), "B / A");
+  auto row = [](const std::string& what, double x, double y, const char* unit, double scale) {
+    std::printf("%-34s %18s %18s %8s\n", what.c_str(), number(x / scale, unit).c_str(), number(y / scale, unit).c_str(),
+                ratio(x, y).c_str());
+  };
+  std::printf("peaks and rates\n");
+  std::set<input::Dtype> dtypes;
+  for (const auto& [dt, f] : a->peak_flops_per_s) dtypes.insert(dt);
+  for (const auto& [dt, f] : b->peak_flops_per_s) dtypes.insert(dt);
+  for (auto dt : dtypes) row("  peak " + std::string(input::dtype_name(dt)), a->peak(dt), b->peak(dt), "TFLOP/s", 1e12);
+  row("  memory bandwidth (nominal)", a->memory_bandwidth_bytes_per_s, b->memory_bandwidth_bytes_per_s, "GB/s", 1e9);
+  row("  memory-bound efficiency", a->memory_bound_efficiency, b->memory_bound_efficiency, "", 1);
+  row("  host link (achieved)", a->host_link.achieved(), b->host_link.achieved(), "GB/s", 1e9);
+  row("  kernel launch overhead", a->kernel_launch_overhead.seconds(), b->kernel_launch_overhead.seconds(), "us", 1e-6);
+  row("  memory capacity", a->memory_bytes, b->memory_bytes, "GiB", 1024.0 * 1024 * 1024);
+  // GEMMs: each profile's cost model at the points either profile measured, in a dtype both have.
+  std::optional<input::Dtype> common;
+  for (auto dt : dtypes)
+    if (a->peak(dt) > 0 && b->peak(dt) > 0) {
+      common = dt;
+      break;
+    }
+  std::set<std::tuple<int64_t, int64_t, int64_t>> points;
+  for (const auto* p : {&*a, &*b})
+    for (const auto& g : p->gemm_efficiency) points.insert({g.m, g.n, g.k});
+  if (common && !points.empty()) {
+    std::printf("GEMM %s, achieved (grid points of either; * outside that profile's grid: its analytic model)\n",
+                std::string(input::dtype_name(*common)).c_str());
+    const model::ComputeModel ca(*a, *common), cb(*b, *common);
+    for (const auto& [m, n, k] : points) {
+      const double fa = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
+      const double ta = ca.gemm(m, n, k).seconds, tb = cb.gemm(m, n, k).seconds;
+      const std::string name = "  " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
+      std::printf("%-34s %17s%s %17s%s %8s\n", name.c_str(), number(fa / ta / 1e12, "TFLOP/s").c_str(),
+                  ca.in_gemm_grid(m, n, k) ? " " : "*", number(fa / tb / 1e12, "TFLOP/s").c_str(),
+                  cb.in_gemm_grid(m, n, k) ? " " : "*", ratio(fa / ta, fa / tb).c_str());
+    }
+  } else if (!points.empty()) {
+    std::printf("GEMM: the profiles share no dtype with a peak; not compared\n");
+  }
+  if (!a->collectives.empty() || !b->collectives.empty()) {
+    std::printf("collectives (bus bandwidth)\n");
+    std::map<std::string, std::pair<double, double>> rows;
+    for (const auto& c : a->collectives) rows[c.op + " " + c.scope + " " + c.algorithm + " x" + std::to_string(c.ranks)].first = c.bus_bandwidth_bytes_per_s;
+    for (const auto& c : b->collectives) rows[c.op + " " + c.scope + " " + c.algorithm + " x" + std::to_string(c.ranks)].second = c.bus_bandwidth_bytes_per_s;
+    for (const auto& [name, v] : rows) row("  " + name, v.first, v.second, "GB/s", 1e9);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_calibrate(const Args& args) {
+  if (!args.empty() && args.front() == "compare") {
+    if (args.size() != 3) {
+      std::cerr << "usage: arlsim calibrate compare A.json B.json\n";
+      return kExitBadInput;
+    }
+    return compare(args[1], args[2]);
+  }
+  std::string backend, ops_text, out, name;
+  po::options_description opts(
+      "arlsim calibrate --backend cpu [--quick] [--ops LIST] --out PROFILE.json\n"
+      "arlsim calibrate compare A.json B.json\n\n"
+      "Measures the device with microbenchmarks (a sweep of each table, warm-ups, 3 repeats, medians) and\n"
+      "writes a device profile that `arlsim check` accepts and every command reads where a GPU profile\n"
+      "goes (e.g. --set /cluster/gpu=PROFILE.json). `compare` prints two profiles side by side.\n\nOptions");
+  opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu (one core of this machine)")(
+      "quick", "fewer points per table (the CPU's in well under a minute)")(
+      "ops", po::value(&ops_text), ("what to measure, comma-separated: " + calib::op_list() + " (default: all)").c_str())(
+      "name", po::value(&name), "the profile's name (default: from the file name)")(
+      "out", po::value(&out), "the profile to write");
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, std::nullopt, vm); status >= 0) return status;
+  if (backend.empty() || out.empty()) {
+    std::cerr << "arlsim calibrate: --backend and --out are required\n" << opts;
+    return kExitBadInput;
+  }
+  std::vector<calib::Op> ops;
+  if (ops_text.empty()) {
+    for (const auto& o : calib::all_ops()) ops.push_back(o.op);
+  } else {
+    std::stringstream in(ops_text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const auto op = calib::find_op(item);
+      if (!op) {
+        std::cerr << "arlsim calibrate: --ops: unknown measurement \"" << item << "\"; valid: " << calib::op_list() << "\n";
+        return kExitBadInput;
+      }
+      ops.push_back(*op);
+    }
+  }
+  std::unique_ptr<calib::Device> device;
+  if (backend == "cpu") {
+    device = calib::make_cpu_device();
+  } else if (backend == "cuda") {
+    std::cerr << "arlsim calibrate: --backend cuda is not part of this build; only \"cpu\" is\n";
+    return kExitBadInput;
+  } else {
+    std::cerr << "arlsim calibrate: --backend: unknown backend \"" << backend << "\"; valid: cpu\n";
+    return kExitBadInput;
+  }
+  const calib::DeviceInfo info = device->info();
+  // A profile needs a peak rate and a memory bandwidth: measured, or known to the backend.
+  auto has = [&](calib::Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
+  if (!has(calib::Op::gemm) && info.peak_flops <= 0) {
+    std::cerr << "arlsim calibrate: --ops must include gemm: the " << backend
+              << " backend knows no nominal peak, and a profile needs one\n";
+    return kExitBadInput;
+  }
+  if (!has(calib::Op::memory) && info.memory_bandwidth <= 0) {
+    std::cerr << "arlsim calibrate: --ops must include memory: the " << backend
+              << " backend knows no nominal memory bandwidth, and a profile needs one\n";
+    return kExitBadInput;
+  }
+  const calib::Plan plan = calib::make_plan(info, ops, vm.count("quick") > 0);
+  std::cerr << "calibrating " << info.name << " (backend " << backend << (plan.quick ? ", quick" : "") << ")\n";
+  const bool terminal = isatty(fileno(stderr)) != 0;
+  const auto results = calib::measure(*device, plan, terminal ? calib::Progress(draw_progress) : calib::Progress());
+  for (const auto& e : results.excluded) std::cerr << "excluded (failed its check): " << e << "\n";
+  std::string command = "arlsim calibrate";
+  for (const auto& a : args) command += " " + a;
+  if (name.empty()) {
+    name = out.substr(out.find_last_of('/') == std::string::npos ? 0 : out.find_last_of('/') + 1);
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
+  }
+  const std::string text = calib::profile_json(results, {name, command, today()});
+  if (const std::string problem = calib::write_atomically(out, text); !problem.empty()) {
+    std::cerr << "arlsim calibrate: " << problem << "\n";
+    return kExitBadInput;
+  }
+  // What was written must be a profile the rest of arlsim reads.
+  const auto profile = load_profile(out);
+  if (!profile) {
+    std::cerr << "arlsim calibrate: the profile written to " << out << " does not check; this is a bug\n";
+    return kExitInternal;
+  }
+  std::printf("wrote %s in %.1f s: peak %s %s, memory %s, launch %s, %zu GEMM points, %zu memory points, %zu excluded\n",
+              out.c_str(), results.seconds, info.gemm_dtype.c_str(),
+              number(profile->peak(info.gemm_dtype == "fp32" ? input::Dtype::fp32 : input::Dtype::bf16) / 1e9, "GFLOP/s").c_str(),
+              number(profile->memory_bandwidth_bytes_per_s / 1e9, "GB/s").c_str(),
+              number(profile->kernel_launch_overhead.seconds() * 1e6, "us").c_str(), results.gemm.size(),
+              results.memory.size(), results.excluded.size());
+  return kExitOk;
+}
+
+}  // namespace arlsim::app

@@ -1,0 +1,382 @@
+#include "calib/harness/harness.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace arlsim::calib {
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+std::string fixed(double v, int significant) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", significant, v);
+  return buf;
+}
+
+// Quantities as the profile parser reads them.
+std::string flops_text(double v) { return fixed(v / 1e9, 5) + " GFLOP/s"; }
+std::string bandwidth_text(double v) { return fixed(v / 1e9, 5) + " GB/s"; }
+std::string bytes_text(double v) { return fixed(v / (1024.0 * 1024 * 1024), 5) + " GiB"; }
+std::string micros_text(double v) { return fixed(v * 1e6, 4) + " us"; }
+
+double gemm_flops(int64_t m, int64_t n, int64_t k) { return 2.0 * d(m) * d(n) * d(k); }
+
+std::string pass_name(bool backward) { return backward ? "fwd_bwd" : "fwd"; }
+
+std::vector<int64_t> geometric(int64_t from, int64_t to, int64_t factor) {
+  std::vector<int64_t> v;
+  for (int64_t x = from; x <= to; x *= factor) v.push_back(x);
+  return v;
+}
+
+}  // namespace
+
+const std::vector<OpInfo>& all_ops() {
+  static const std::vector<OpInfo> ops{
+      {Op::gemm, "gemm", "matrix multiplications over an (m, n, k) grid"},
+      {Op::attention, "attention", "causal attention of one head by sequence length, forward and forward + backward"},
+      {Op::memory, "memory", "streaming kernels (copy, triad, a norm-like and an activation-like one) by size"},
+      {Op::launch, "launch", "an empty kernel (a task handed to a worker thread on a CPU), launch to completion"},
+  };
+  return ops;
+}
+
+std::optional<Op> find_op(std::string_view name) {
+  for (const auto& o : all_ops())
+    if (o.name == name) return o.op;
+  return std::nullopt;
+}
+
+std::string op_list() {
+  std::string s;
+  for (const auto& o : all_ops()) s += (s.empty() ? "" : ", ") + std::string(o.name);
+  return s;
+}
+
+double attention_flops(int64_t seq_len, int64_t head_dim, bool backward) {
+  const double forward = 2.0 * d(seq_len) * d(seq_len) * d(head_dim);
+  return backward ? 3.5 * forward : forward;
+}
+
+std::string_view kernel_name(MemoryKernel k) {
+  switch (k) {
+    case MemoryKernel::copy: return "copy";
+    case MemoryKernel::triad: return "triad";
+    case MemoryKernel::norm: return "norm";
+    case MemoryKernel::activation: return "activation";
+  }
+  return "?";
+}
+
+Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick) {
+  Plan p;
+  p.ops = ops;
+  p.quick = quick;
+  const bool cpu = dev.gemm_dtype == "fp32";
+  if (cpu) {
+    // One core's fp32 GEMMs: from cache-resident tiles to sizes past the last-level cache.
+    p.gemm_m = quick ? std::vector<int64_t>{128, 512, 1024} : geometric(64, 2048, 2);
+    p.gemm_n = p.gemm_m;
+    p.gemm_k = quick ? std::vector<int64_t>{128, 512, 1024} : geometric(64, 2048, 2);
+    // From inside the caches to well past them: STREAM asks for arrays 4x the last-level cache.
+    const double largest = std::min(std::max((quick ? 64.0 : 256.0) * (1 << 20), 4 * dev.last_level_cache_bytes),
+                                    std::max(64.0 * (1 << 20), dev.memory_bytes / 8));
+    for (double b = 1 << 20; b < largest; b *= quick ? 8 : 4) p.memory_bytes.push_back(b);
+    p.memory_bytes.push_back(largest);
+    p.attention_seq = quick ? std::vector<int64_t>{256, 1024} : geometric(128, 4096, 2);
+  } else {
+    // A transformer layer's GEMMs at the TP degrees of interest: tokens (m) from a decode batch to
+    // a long prefill chunk, widths (n, k) from a TP-8 slice of a 4K model to an MLP of 16K and more.
+    p.gemm_m = quick ? std::vector<int64_t>{256, 2048, 16384} : geometric(64, 16384, 2);
+    p.gemm_n = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
+    p.gemm_k = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
+    for (double b = 1 << 20; b <= 4.0 * (1 << 30); b *= quick ? 16 : 4) p.memory_bytes.push_back(b);
+    p.attention_seq = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
+  }
+  p.launches_per_sample = quick ? 200 : 1000;
+  return p;
+}
+
+double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, double launch_s) {
+  auto has = [&](Op o) { return std::find(p.ops.begin(), p.ops.end(), o) != p.ops.end(); };
+  const double runs = p.repeats + p.warmups;
+  double s = 0;
+  if (has(Op::gemm))
+    for (int64_t m : p.gemm_m)
+      for (int64_t n : p.gemm_n)
+        for (int64_t k : p.gemm_k) s += runs * gemm_flops(m, n, k) / flops_per_s;
+  if (has(Op::attention))
+    for (int64_t seq : p.attention_seq)
+      for (bool bwd : {false, true}) s += runs * attention_flops(seq, p.attention_head_dim, bwd) / flops_per_s;
+  if (has(Op::memory))
+    for (double b : p.memory_bytes) s += runs * std::size(kMemoryKernels) * b / bytes_per_s;
+  if (has(Op::launch)) s += runs * d(p.launches_per_sample) * launch_s;
+  return s;
+}
+
+Stat stat_of(std::vector<double> samples) {
+  Stat s;
+  s.samples = static_cast<int>(samples.size());
+  if (samples.empty()) return s;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  s.median = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  s.jitter = s.median > 0 ? (samples.back() - samples.front()) / s.median : 0.0;
+  return s;
+}
+
+Results measure(Device& dev, const Plan& p, const Progress& progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  Results r;
+  r.info = dev.info();
+  r.plan = p;
+  auto has = [&](Op o) { return std::find(p.ops.begin(), p.ops.end(), o) != p.ops.end(); };
+  // Progress by estimated cost at nominal-ish rates: only the proportions matter.
+  const double flops_rate = r.info.peak_flops > 0 ? r.info.peak_flops : 50e9;
+  const double byte_rate = r.info.memory_bandwidth > 0 ? r.info.memory_bandwidth : 10e9;
+  const double launch_guess = 10e-6;
+  const double total = std::max(1e-12, estimated_seconds(p, flops_rate, byte_rate, launch_guess));
+  double done = 0;
+  auto advance = [&](double cost) {
+    done += cost;
+    if (progress) progress(std::min(1.0, done / total), std::chrono::duration<double>(Clock::now() - start).count());
+  };
+  // Warm-ups, then the repeats; nothing when any run fails its check.
+  auto sample = [&](const std::function<std::optional<double>()>& run, const std::string& what,
+                    double cost) -> std::optional<Stat> {
+    std::vector<double> times;
+    for (int i = 0; i < p.warmups + p.repeats; ++i) {
+      const auto t = run();
+      advance(cost);
+      if (!t || !std::isfinite(*t) || *t <= 0) {
+        const std::string why = dev.problem();
+        r.excluded.push_back(what + ": " + (why.empty() ? "no valid time" : why));
+        advance(cost * (p.warmups + p.repeats - i - 1));
+        return std::nullopt;
+      }
+      if (i >= p.warmups) times.push_back(*t);
+    }
+    return stat_of(std::move(times));
+  };
+  if (has(Op::gemm))
+    for (int64_t m : p.gemm_m)
+      for (int64_t n : p.gemm_n)
+        for (int64_t k : p.gemm_k) {
+          const std::string what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+          if (auto s = sample([&] { return dev.gemm(m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
+            r.gemm.push_back({m, n, k, *s});
+        }
+  if (has(Op::attention))
+    for (int64_t seq : p.attention_seq)
+      for (bool bwd : {false, true}) {
+        const std::string what = "attention " + pass_name(bwd) + " " + std::to_string(seq);
+        const double cost = attention_flops(seq, p.attention_head_dim, bwd) / flops_rate;
+        if (auto s = sample([&] { return dev.attention(seq, p.attention_head_dim, bwd); }, what, cost))
+          r.attention.push_back({seq, p.attention_head_dim, bwd, *s});
+      }
+  if (has(Op::memory))
+    for (double b : p.memory_bytes)
+      for (MemoryKernel kernel : kMemoryKernels) {
+        const std::string what = std::string(kernel_name(kernel)) + " " + std::to_string(static_cast<int64_t>(b)) + " B";
+        if (auto s = sample([&] { return dev.memory(kernel, b); }, what, b / byte_rate)) r.memory.push_back({kernel, b, *s});
+      }
+  if (has(Op::launch)) {
+    auto many = [&]() -> std::optional<double> {
+      double sum = 0;
+      for (int64_t i = 0; i < p.launches_per_sample; ++i) {
+        const auto t = dev.launch();
+        if (!t) return std::nullopt;
+        sum += *t;
+      }
+      return sum / d(p.launches_per_sample);
+    };
+    if (auto s = sample(many, "launch", d(p.launches_per_sample) * launch_guess)) r.launch = *s;
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (progress) progress(1.0, r.seconds);
+  return r;
+}
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json table_summary(const std::vector<Stat>& stats, int repeats) {
+  double worst = 0;
+  std::vector<double> jitters;
+  for (const auto& s : stats) {
+    jitters.push_back(s.jitter);
+    worst = std::max(worst, s.jitter);
+  }
+  const Stat j = stat_of(jitters);
+  return Json{{"points", stats.size()}, {"repeats", repeats}, {"median_jitter", std::round(j.median * 1e4) / 1e4},
+              {"max_jitter", std::round(worst * 1e4) / 1e4}};
+}
+
+double round4(double v) { return std::stod(fixed(v, 4)); }
+
+}  // namespace
+
+std::string profile_json(const Results& r, const ProfileHeader& h) {
+  const DeviceInfo& info = r.info;
+  std::vector<std::string> notes;
+  // The GEMM grid: every k of a failed point leaves it, so that the rest stays complete.
+  std::set<int64_t> ks(r.plan.gemm_k.begin(), r.plan.gemm_k.end());
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> rate;
+  for (const auto& g : r.gemm) rate[{g.m, g.n, g.k}] = gemm_flops(g.m, g.n, g.k) / g.seconds.median;
+  for (int64_t m : r.plan.gemm_m)
+    for (int64_t n : r.plan.gemm_n)
+      for (int64_t k : r.plan.gemm_k)
+        if (!rate.count({m, n, k}) && ks.erase(k))
+          notes.push_back("k = " + std::to_string(k) + " left the GEMM grid: " + std::to_string(m) + "x" +
+                          std::to_string(n) + "x" + std::to_string(k) + " has no valid measurement");
+  double best = 0;
+  for (const auto& [key, v] : rate) best = std::max(best, v);
+  const double peak = info.peak_flops > 0 ? info.peak_flops : best;
+  if (info.peak_flops <= 0 && best > 0)
+    notes.push_back("peak " + info.gemm_dtype + ": the best measured GEMM rate (no nominal peak known)");
+
+  // Memory: the largest size measured stands for streaming (smaller ones fit in caches).
+  double largest = 0;
+  for (const auto& m : r.memory) largest = std::max(largest, m.bytes);
+  std::vector<double> streaming;
+  for (const auto& m : r.memory)
+    if (m.bytes == largest) streaming.push_back(m.bytes / m.seconds.median);
+  const double best_stream = streaming.empty() ? 0.0 : *std::max_element(streaming.begin(), streaming.end());
+  const double bandwidth = info.memory_bandwidth > 0 ? info.memory_bandwidth : best_stream;
+  if (info.memory_bandwidth <= 0 && best_stream > 0)
+    notes.push_back("memory bandwidth: the best streaming kernel at " + std::to_string(static_cast<int64_t>(largest)) +
+                    " bytes (no nominal bandwidth known)");
+  const double host = info.host_link_bandwidth > 0 ? info.host_link_bandwidth : best_stream;
+
+  Json j;
+  j["format"] = "arlsim-gpu/1";
+  j["name"] = h.name;
+  j["description"] = "measured by arlsim calibrate (backend " + info.backend + "): " + info.name;
+  std::string note_text = "device: " + info.name + "; versions: " + info.versions + "; command: " + h.command;
+  for (const auto& n : notes) note_text += "; " + n;
+  for (const auto& e : r.excluded) note_text += "; excluded (failed its check): " + e;
+  j["provenance"] = {{"kind", "measured"},
+                     {"source", "arlsim calibrate --backend " + info.backend},
+                     {"machine", info.machine},
+                     {"driver", info.driver},
+                     {"date", h.date},
+                     {"notes", note_text}};
+  j["peak"] = Json::object();
+  if (peak > 0) j["peak"][info.gemm_dtype] = flops_text(peak);
+  if (info.compute_units > 0) j["sm_count"] = info.compute_units;  // cores, on a CPU
+  j["memory"] = Json::object();
+  j["memory"]["capacity"] = bytes_text(info.memory_bytes);
+  if (bandwidth > 0) j["memory"]["bandwidth"] = bandwidth_text(bandwidth);
+  if (host > 0)
+    j["host_link"] = {{"kind", info.host_link_kind.empty() ? "host-memory" : info.host_link_kind},
+                      {"bandwidth", bandwidth_text(host)}};
+  if (r.launch) j["kernel_launch_overhead"] = micros_text(r.launch->median);
+  Json eff = Json::object();
+  if (peak > 0 && !ks.empty()) {
+    Json grid = Json::array();
+    for (int64_t m : r.plan.gemm_m)
+      for (int64_t n : r.plan.gemm_n)
+        for (int64_t k : ks)
+          grid.push_back({{"m", m}, {"n", n}, {"k", k}, {"efficiency", std::min(1.0, round4(rate.at({m, n, k}) / peak))}});
+    eff["gemm"] = grid;
+  }
+  if (info.gemm_tile_m > 0 && info.gemm_tile_n > 0) eff["gemm_tile"] = {{"m", info.gemm_tile_m}, {"n", info.gemm_tile_n}};
+  if (peak > 0 && !r.attention.empty()) {
+    Json points = Json::array();
+    for (const auto& a : r.attention) {
+      const double e = attention_flops(a.seq_len, a.head_dim, a.backward) / a.seconds.median / peak;
+      points.push_back({{"seq_len", a.seq_len}, {"head_dim", a.head_dim}, {"causal", true}, {"pass", pass_name(a.backward)},
+                        {"efficiency", std::min(1.0, round4(e))}});
+    }
+    eff["attention"] = points;
+  }
+  if (bandwidth > 0 && !streaming.empty()) {
+    std::vector<double> shares;
+    for (double s : streaming) shares.push_back(s / bandwidth);
+    eff["memory_bound"] = std::min(1.0, round4(stat_of(shares).median));
+  }
+  if (!eff.empty()) j["efficiency"] = eff;
+
+  // What the sweep was and how steady: per table its points, repeats and jitter, and the raw
+  // medians of the tables the efficiencies condense (memory by kernel and size, launch).
+  Json cal;
+  cal["backend"] = info.backend;
+  cal["device"] = info.name;
+  cal["versions"] = info.versions;
+  cal["command"] = h.command;
+  cal["quick"] = r.plan.quick;
+  cal["warmups"] = r.plan.warmups;
+  cal["seconds"] = std::round(r.seconds * 100) / 100;
+  Json tables = Json::object();
+  if (!r.gemm.empty()) {
+    std::vector<Stat> s;
+    for (const auto& g : r.gemm) s.push_back(g.seconds);
+    tables["gemm"] = table_summary(s, r.plan.repeats);
+    tables["gemm"]["dtype"] = info.gemm_dtype;
+  }
+  if (!r.attention.empty()) {
+    std::vector<Stat> s;
+    for (const auto& a : r.attention) s.push_back(a.seconds);
+    tables["attention"] = table_summary(s, r.plan.repeats);
+  }
+  if (!r.memory.empty()) {
+    std::vector<Stat> s;
+    Json rows = Json::array();
+    for (const auto& m : r.memory) {
+      s.push_back(m.seconds);
+      rows.push_back({{"kernel", kernel_name(m.kernel)},
+                      {"bytes", m.bytes},
+                      {"bandwidth", bandwidth_text(m.bytes / m.seconds.median)},
+                      {"jitter", std::round(m.seconds.jitter * 1e4) / 1e4}});
+    }
+    tables["memory"] = table_summary(s, r.plan.repeats);
+    tables["memory"]["rows"] = rows;
+  }
+  if (r.launch) {
+    tables["launch"] = table_summary({*r.launch}, r.plan.repeats);
+    tables["launch"]["per_sample"] = r.plan.launches_per_sample;
+  }
+  cal["tables"] = tables;
+  cal["excluded"] = r.excluded;
+  j["calibration"] = cal;
+  return j.dump(2) + "\n";
+}
+
+std::string write_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  fs::path tmp = target;
+  tmp += ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return "cannot write " + tmp.string();
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return "cannot write " + tmp.string();
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return "cannot move the profile into place at " + path;
+  }
+  return {};
+}
+
+}  // namespace arlsim::calib

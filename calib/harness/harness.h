@@ -1,0 +1,147 @@
+// The calibration harness: what to measure (a sweep plan), how (warm-ups, repeats, medians and
+// jitter), and what the measurements become (the tables of a device profile that `arlsim check`
+// accepts and the cost model reads). It is the same for every backend; a backend (calib/cpu,
+// calib/cuda) only launches and times. Tests drive it with a fake device whose "measurements"
+// follow a known curve.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace arlsim::calib {
+
+// The measurements `--ops` selects.
+enum class Op { gemm, attention, memory, launch };
+struct OpInfo {
+  Op op;
+  std::string_view name;
+  std::string_view what;
+};
+const std::vector<OpInfo>& all_ops();
+std::optional<Op> find_op(std::string_view name);
+// "gemm, memory, launch": for messages.
+std::string op_list();
+
+// Streaming kernels of the memory-bound table. Bytes are what a call reads and writes together.
+enum class MemoryKernel { copy, triad, norm, activation };
+std::string_view kernel_name(MemoryKernel k);
+inline constexpr MemoryKernel kMemoryKernels[] = {MemoryKernel::copy, MemoryKernel::triad, MemoryKernel::norm,
+                                                  MemoryKernel::activation};
+
+struct DeviceInfo {
+  std::string backend;     // "cpu", "cuda", or a test's
+  std::string name;        // the device as its driver names it
+  std::string machine;     // the host
+  std::string driver;      // driver or kernel version
+  std::string versions;    // libraries the measurements went through
+  std::string gemm_dtype;  // the GEMMs' element type: "fp32" on a CPU, "bf16" on a GPU
+  double memory_bytes = 0;
+  // Nominal rates, when the backend knows them; 0: unknown, the best measured rate stands in
+  // (its point then has efficiency 1).
+  double peak_flops = 0;
+  double memory_bandwidth = 0;
+  double host_link_bandwidth = 0;
+  std::string host_link_kind;
+  int64_t compute_units = 0;  // SMs, or cores
+  int64_t gemm_tile_m = 0, gemm_tile_n = 0;  // the GEMM kernel's output tile (quantisation outside the grid)
+  double last_level_cache_bytes = 0;  // streaming sizes go past 4x it (STREAM's rule); 0: unknown
+};
+
+// A backend's device: one timed run of each kind of work, in seconds. A run whose result fails
+// the backend's correctness check returns nothing (and says why in problem()).
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceInfo info() const = 0;
+  // C (m x n) = A (m x k) B (k x n) in info().gemm_dtype.
+  virtual std::optional<double> gemm(int64_t m, int64_t n, int64_t k) = 0;
+  // Causal attention of one head over `seq_len` tokens at `head_dim`: the forward, or the forward
+  // and the backward.
+  virtual std::optional<double> attention(int64_t seq_len, int64_t head_dim, bool backward) = 0;
+  // A streaming kernel moving `bytes` (reads and writes).
+  virtual std::optional<double> memory(MemoryKernel kernel, double bytes) = 0;
+  // An empty kernel from launch to completion (on a CPU: a task handed to a worker thread and
+  // waited for).
+  virtual std::optional<double> launch() = 0;
+  virtual std::string problem() const { return {}; }
+};
+
+struct Plan {
+  std::vector<Op> ops;
+  // GEMMs: every (m, n, k) of the three axes, a complete grid, as profiles require.
+  std::vector<int64_t> gemm_m, gemm_n, gemm_k;
+  std::vector<int64_t> attention_seq;  // causal, both passes, at attention_head_dim
+  int64_t attention_head_dim = 128;
+  std::vector<double> memory_bytes;  // each kernel at each size
+  int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
+  int repeats = 3;   // at least 3: one sample of a large GEMM can swing 15-25% with the clocks
+  int warmups = 1;
+  bool quick = false;
+};
+// The default sweep for a device: geometric grids around the shapes transformer layers make (a
+// CPU's smaller), every op of `ops`. Quick: fewer points, the same repeats.
+Plan make_plan(const DeviceInfo& d, const std::vector<Op>& ops, bool quick);
+// Estimated seconds of the whole plan on a device that runs at the given rates (the progress
+// bar's first guess, refined as measurements come in).
+double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, double launch_s);
+
+struct Stat {
+  double median = 0;
+  double jitter = 0;  // (max - min) / median over the repeats
+  int samples = 0;
+};
+Stat stat_of(std::vector<double> samples);
+
+struct GemmResult {
+  int64_t m = 0, n = 0, k = 0;
+  Stat seconds;
+};
+struct AttentionResult {
+  int64_t seq_len = 0, head_dim = 0;
+  bool backward = false;
+  Stat seconds;
+};
+// FlashAttention's benchmark convention, which the cost model's attention table follows: a
+// causal forward is 2 s^2 d FLOPs per head, forward and backward 3.5x that.
+double attention_flops(int64_t seq_len, int64_t head_dim, bool backward);
+struct MemoryResult {
+  MemoryKernel kernel = MemoryKernel::copy;
+  double bytes = 0;
+  Stat seconds;
+};
+struct Results {
+  DeviceInfo info;
+  Plan plan;
+  std::vector<GemmResult> gemm;
+  std::vector<AttentionResult> attention;
+  std::vector<MemoryResult> memory;
+  std::optional<Stat> launch;
+  std::vector<std::string> excluded;  // measurements whose check failed: reported, never written
+  double seconds = 0;                 // wall time of the sweep
+};
+
+// Called as work completes: the fraction done (by estimated cost) and the seconds so far.
+using Progress = std::function<void(double fraction, double elapsed_s)>;
+Results measure(Device& d, const Plan& p, const Progress& progress = {});
+
+// The profile's header: what `arlsim check` shows of where it came from.
+struct ProfileHeader {
+  std::string name;     // the profile's name
+  std::string command;  // the exact command that made it
+  std::string date;     // ISO date
+};
+// The measured profile (format arlsim-gpu/1): peaks, memory, host link, launch overhead and the
+// efficiency tables, with the sweep's repeats and jitter per table. Its GEMM grid is complete, as
+// the cost model interpolates in a grid (outside it the analytic model applies): a point whose
+// check failed takes its k out of the grid, and the notes say so.
+std::string profile_json(const Results& r, const ProfileHeader& h);
+
+// Writes `text` to `path` through a temporary file in the same folder and a rename, so that an
+// interrupted run leaves the old file or none, never half of one. "" or the problem.
+std::string write_atomically(const std::string& path, const std::string& text);
+
+}  // namespace arlsim::calib

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `arlsim calibrate` end to end: the CPU backend's quick sweep writes a profile that `check`
+# accepts and `estimate` uses; `compare` reads two profiles; bad options exit 2 with the reason.
+# Usage: calibrate_cli_test.sh PATH/TO/arlsim
+set -u
+arlsim="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../lib/checks.sh"
+
+expect calibrate-cpu-quick 0 "$arlsim" calibrate --backend cpu --quick --out "$tmp/cpu.json"
+contains calibrate-wrote "$tmp/out" "wrote $tmp/cpu.json"
+contains calibrate-points "$tmp/out" "27 GEMM points"
+expect calibrate-check 0 "$arlsim" check "$tmp/cpu.json"
+contains calibrate-check-measured "$tmp/out" "measured"
+contains calibrate-check-fp32 "$tmp/out" "fp32"
+contains calibrate-provenance "$tmp/cpu.json" '"kind": "measured"'
+contains calibrate-command "$tmp/cpu.json" "arlsim calibrate --backend cpu --quick --out"
+contains calibrate-jitter "$tmp/cpu.json" '"median_jitter"'
+
+# The measured profile predicts this machine: a small fp32 training iteration on one "GPU".
+cat >"$tmp/stage.json" <<JSON
+{
+  "format": "arlsim-stage/1",
+  "kind": "train",
+  "model": "qwen2.5-7b",
+  "gpu": "$tmp/cpu.json",
+  "dtype": "fp32",
+  "gpus_per_node": 1,
+  "layout": { "tp": 1, "dp": 1 },
+  "micro_batch": 1,
+  "global_batch": 1,
+  "seq_len": 256,
+  "recompute": "none"
+}
+JSON
+expect calibrate-estimate 0 "$arlsim" estimate "$tmp/stage.json" --json
+contains calibrate-estimate-iteration "$tmp/out" '"iteration_s"'
+
+expect calibrate-compare 0 "$arlsim" calibrate compare h100-sxm "$tmp/cpu.json"
+contains calibrate-compare-header "$tmp/out" "B / A"
+contains calibrate-compare-gemm "$tmp/out" "GEMM"
+
+# Bad options: exit 2, the reason, no file.
+expect calibrate-bad-op 2 "$arlsim" calibrate --backend cpu --ops gemm,tensor-cores --out "$tmp/x.json"
+contains calibrate-bad-op-list "$tmp/err" 'unknown measurement "tensor-cores"; valid: gemm, attention, memory, launch'
+expect calibrate-no-gemm 2 "$arlsim" calibrate --backend cpu --ops memory,launch --out "$tmp/x.json"
+contains calibrate-no-gemm-why "$tmp/err" "--ops must include gemm"
+expect calibrate-bad-backend 2 "$arlsim" calibrate --backend tpu --out "$tmp/x.json"
+contains calibrate-bad-backend-why "$tmp/err" 'unknown backend "tpu"'
+expect calibrate-no-out 2 "$arlsim" calibrate --backend cpu
+expect calibrate-unwritable 2 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory --out "$tmp/no/such/dir/p.json"
+contains calibrate-unwritable-why "$tmp/err" "cannot write"
+if [ -e "$tmp/x.json" ] || [ -e "$tmp/no/such/dir/p.json" ]; then
+  failed=$((failed + 1)); echo "FAIL calibrate-no-file: a refused run left a file"
+else
+  passed=$((passed + 1))
+fi
+expect calibrate-compare-missing 2 "$arlsim" calibrate compare h100-sxm "$tmp/none.json"
+expect calibrate-compare-usage 2 "$arlsim" calibrate compare h100-sxm
+
+report

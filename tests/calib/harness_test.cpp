@@ -1,0 +1,211 @@
+#include "calib/harness/harness.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "sim/input/check.h"
+#include "sim/model/compute.h"
+
+using namespace arlsim;
+
+namespace {
+
+// A device whose times follow known curves: GEMMs at k / (k + 300) of a 1 TFLOP/s peak, streaming
+// kernels at 80% of 100 GB/s, launches of 7 us. The warm-up runs 5x slower and the three repeats
+// swing by +20% and -10% around the curve: the median must recover it exactly.
+class FakeDevice final : public calib::Device {
+ public:
+  double peak = 1e12, bandwidth = 100e9;
+  bool nominal = true;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> broken;  // points whose check fails
+
+  static double efficiency(int64_t k) { return static_cast<double>(k) / static_cast<double>(k + 300); }
+
+  calib::DeviceInfo info() const override {
+    calib::DeviceInfo i;
+    i.backend = "fake";
+    i.name = "fake device";
+    i.machine = "test";
+    i.gemm_dtype = "bf16";
+    i.memory_bytes = 16.0 * (1 << 30);
+    i.compute_units = 100;
+    i.gemm_tile_m = i.gemm_tile_n = 128;
+    if (nominal) {
+      i.peak_flops = peak;
+      i.memory_bandwidth = bandwidth;
+      i.host_link_bandwidth = 25e9;
+    }
+    return i;
+  }
+  std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
+    if (broken.count({m, n, k})) return std::nullopt;
+    return swing(2.0 * static_cast<double>(m * n) * static_cast<double>(k) / (peak * efficiency(k)), gemm_calls_++);
+  }
+  // Attention at 40% of the peak forward, 30% forward and backward.
+  std::optional<double> attention(int64_t seq, int64_t head_dim, bool backward) override {
+    return swing(calib::attention_flops(seq, head_dim, backward) / (peak * (backward ? 0.3 : 0.4)), attention_calls_++);
+  }
+  std::optional<double> memory(calib::MemoryKernel, double bytes) override {
+    return swing(bytes / (0.8 * bandwidth), memory_calls_++);
+  }
+  std::optional<double> launch() override { return 7e-6; }
+  std::string problem() const override { return "the fake's check failed"; }
+
+ private:
+  // Call i of a point: warm-up (i % 4 == 0) 5x, then 1.2x, 1x, 0.9x.
+  static double swing(double t, int64_t call) {
+    static const double factor[] = {5.0, 1.2, 1.0, 0.9};
+    return t * factor[call % 4];
+  }
+  int64_t gemm_calls_ = 0, memory_calls_ = 0, attention_calls_ = 0;
+};
+
+calib::Plan small_plan(const calib::Device& d) {
+  calib::Plan p =
+      calib::make_plan(d.info(), {calib::Op::gemm, calib::Op::attention, calib::Op::memory, calib::Op::launch}, true);
+  p.attention_seq = {512, 2048};
+  p.gemm_m = {256, 1024};
+  p.gemm_n = {512, 2048};
+  p.gemm_k = {256, 1024, 4096};
+  p.memory_bytes = {1 << 20, 64 << 20};
+  p.launches_per_sample = 10;
+  return p;
+}
+
+std::filesystem::path temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("arlsim-calib-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+input::GpuProfile load(const std::string& path) {
+  input::Diagnostics diag;
+  auto doc = input::check_document(path, input::SpecKind::gpu, {}, diag);
+  REQUIRE_MESSAGE(doc, input::format_all(diag));
+  return std::get<input::GpuProfile>(doc->spec);
+}
+
+input::GpuProfile round_trip(const calib::Results& r, const std::string& file) {
+  const auto path = (temp_dir() / file).string();
+  REQUIRE(calib::write_atomically(path, calib::profile_json(r, {"fake", "test", "2026-01-01"})).empty());
+  return load(path);
+}
+
+}  // namespace
+
+TEST_CASE("calibrate: medians and jitter") {
+  const auto s = calib::stat_of({3, 1, 2});
+  CHECK(s.median == 2);
+  CHECK(s.jitter == doctest::Approx(1.0));  // (3 - 1) / 2
+  CHECK(s.samples == 3);
+  CHECK(calib::stat_of({4, 1, 2, 3}).median == doctest::Approx(2.5));
+  CHECK(calib::stat_of({}).samples == 0);
+}
+
+TEST_CASE("calibrate: the ops --ops takes, and a plan of complete grids with at least three repeats") {
+  CHECK(calib::find_op("gemm") == calib::Op::gemm);
+  CHECK(calib::find_op("memory") == calib::Op::memory);
+  CHECK(!calib::find_op("attention-v2"));
+  CHECK(calib::op_list() == "gemm, attention, memory, launch");
+  // FlashAttention's convention: causal forward 2 s^2 d per head, with the backward 3.5x.
+  CHECK(calib::attention_flops(1024, 128, false) == 2.0 * 1024 * 1024 * 128);
+  CHECK(calib::attention_flops(1024, 128, true) == 3.5 * 2.0 * 1024 * 1024 * 128);
+  FakeDevice d;
+  for (bool quick : {true, false}) {
+    const auto p = calib::make_plan(d.info(), {calib::Op::gemm}, quick);
+    CHECK(p.repeats >= 3);
+    CHECK(p.gemm_m.size() >= 3);
+    CHECK(p.gemm_k.size() >= 3);
+    CHECK(std::is_sorted(p.memory_bytes.begin(), p.memory_bytes.end()));
+  }
+  // Estimated time: every run of every point at the given rates.
+  calib::Plan p;
+  p.ops = {calib::Op::gemm, calib::Op::launch};
+  p.gemm_m = p.gemm_n = p.gemm_k = {1000};
+  p.launches_per_sample = 10;
+  CHECK(calib::estimated_seconds(p, 2e9, 1e9, 1e-3) == doctest::Approx(4 * (2.0 * 1e9 / 2e9) + 4 * 10 * 1e-3));
+}
+
+TEST_CASE("calibrate: a fake device's known curves come back exactly, and the profile checks") {
+  FakeDevice d;
+  const auto plan = small_plan(d);
+  std::vector<double> fractions;
+  const auto r = calib::measure(d, plan, [&](double f, double) { fractions.push_back(f); });
+  CHECK(r.excluded.empty());
+  REQUIRE(r.gemm.size() == 2 * 2 * 3);
+  CHECK(std::is_sorted(fractions.begin(), fractions.end()));
+  CHECK(fractions.back() == 1.0);
+  for (const auto& g : r.gemm) {
+    const double t = 2.0 * static_cast<double>(g.m * g.n) * static_cast<double>(g.k) / (d.peak * FakeDevice::efficiency(g.k));
+    CHECK(g.seconds.median == doctest::Approx(t));
+    CHECK(g.seconds.jitter == doctest::Approx(0.3));  // (1.2 - 0.9) / 1
+  }
+  REQUIRE(r.launch);
+  CHECK(r.launch->median == doctest::Approx(7e-6));
+  const auto g = round_trip(r, "fake.json");
+  CHECK(g.provenance.kind == "measured");
+  CHECK(g.peak(input::Dtype::bf16) == doctest::Approx(1e12).epsilon(1e-4));
+  REQUIRE(g.gemm_efficiency.size() == 12);
+  for (const auto& p : g.gemm_efficiency) CHECK(p.efficiency == doctest::Approx(FakeDevice::efficiency(p.k)).epsilon(1e-3));
+  CHECK(g.memory_bound_efficiency == doctest::Approx(0.8));
+  CHECK(g.memory_bandwidth_bytes_per_s == doctest::Approx(100e9).epsilon(1e-4));
+  CHECK(g.kernel_launch_overhead.seconds() == doctest::Approx(7e-6));
+  REQUIRE(g.attention_efficiency.size() == 4);
+  for (const auto& a : g.attention_efficiency) {
+    CHECK(a.causal);
+    CHECK(a.head_dim == 128);
+    CHECK(a.efficiency == doctest::Approx(a.pass == "fwd" ? 0.4 : 0.3));
+  }
+  // The cost model reads the grid: at a grid point its efficiency, between two k linearly.
+  const model::ComputeModel c(g, input::Dtype::bf16);
+  CHECK(c.in_gemm_grid(256, 512, 640));
+  CHECK(!c.in_gemm_grid(256, 512, 8192));
+  const double e1 = c.gemm_efficiency(1024, 2048, 256), e2 = c.gemm_efficiency(1024, 2048, 1024);
+  CHECK(e1 == doctest::Approx(FakeDevice::efficiency(256)).epsilon(1e-3));
+  CHECK(c.gemm_efficiency(1024, 2048, 640) == doctest::Approx((e1 + e2) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("calibrate: without a nominal peak the best GEMM stands in; a failed check is excluded, never written") {
+  FakeDevice d;
+  d.nominal = false;
+  d.broken = {{1024, 512, 256}};
+  const auto r = calib::measure(d, small_plan(d));
+  REQUIRE(r.excluded.size() == 1);
+  CHECK(r.excluded[0] == "gemm 1024x512x256: the fake's check failed");
+  const auto g = round_trip(r, "fake-broken.json");
+  // k = 256 left the grid with its failed point: 2 x 2 x 2 remain, and the best has efficiency 1.
+  REQUIRE(g.gemm_efficiency.size() == 8);
+  double best = 0;
+  for (const auto& p : g.gemm_efficiency) {
+    CHECK(p.k != 256);
+    best = std::max(best, p.efficiency);
+  }
+  CHECK(best == doctest::Approx(1.0));
+  CHECK(g.peak(input::Dtype::bf16) == doctest::Approx(d.peak * FakeDevice::efficiency(4096)).epsilon(1e-4));
+  CHECK(g.provenance.notes.find("k = 256 left the GEMM grid") != std::string::npos);
+  CHECK(g.provenance.notes.find("excluded (failed its check): gemm 1024x512x256") != std::string::npos);
+  // The streaming kernels' best rate stands in for the bandwidth.
+  CHECK(g.memory_bandwidth_bytes_per_s == doctest::Approx(80e9).epsilon(1e-4));
+  CHECK(g.memory_bound_efficiency == doctest::Approx(1.0));
+}
+
+TEST_CASE("calibrate: a profile is written whole or not at all") {
+  const auto dir = temp_dir();
+  const auto path = (dir / "atomic.json").string();
+  CHECK(calib::write_atomically(path, "{\"a\": 1}\n").empty());
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "{\"a\": 1}\n");
+  CHECK(!std::filesystem::exists(path + ".partial"));
+  // A folder that does not exist: an error, and no file.
+  const auto missing = (dir / "no-such-folder" / "x.json").string();
+  CHECK(!calib::write_atomically(missing, "{}").empty());
+  CHECK(!std::filesystem::exists(missing));
+  std::filesystem::remove_all(dir);
+}
