@@ -129,8 +129,9 @@ int run_calibrate(const Args& args) {
     return compare(args[1], args[2]);
   }
   std::string backend, ops_text, out, name;
+  int64_t ranks = 0;
   po::options_description opts(
-      "arlsim calibrate --backend cpu [--quick] [--ops LIST] --out PROFILE.json\n"
+      "arlsim calibrate --backend cpu [--quick] [--ops LIST] [--ranks N] --out PROFILE.json\n"
       "arlsim calibrate compare A.json B.json\n\n"
       "Measures the device with microbenchmarks (a sweep of each table, warm-ups, 3 repeats, medians) and\n"
       "writes a device profile that `arlsim check` accepts and every command reads where a GPU profile\n"
@@ -138,6 +139,7 @@ int run_calibrate(const Args& args) {
   opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu (one core of this machine)")(
       "quick", "fewer points per table (the CPU's in well under a minute)")(
       "ops", po::value(&ops_text), ("what to measure, comma-separated: " + calib::op_list() + " (default: all)").c_str())(
+      "ranks", po::value(&ranks), "the largest collective group (2, 4, ... up to it; default 2 threads on a CPU)")(
       "name", po::value(&name), "the profile's name (default: from the file name)")(
       "out", po::value(&out), "the profile to write");
   po::variables_map vm;
@@ -184,7 +186,15 @@ int run_calibrate(const Args& args) {
               << " backend knows no nominal memory bandwidth, and a profile needs one\n";
     return kExitBadInput;
   }
-  const calib::Plan plan = calib::make_plan(info, ops, vm.count("quick") > 0);
+  if (vm.count("ranks") && (ranks < 2 || ranks > info.max_ranks)) {
+    std::cerr << "arlsim calibrate: --ranks must be between 2 and " << info.max_ranks << " for backend " << backend
+              << ", not " << ranks << "\n";
+    return kExitBadInput;
+  }
+  if (ranks > info.cores && info.cores > 0)
+    std::cerr << "note: " << ranks << " ranks on " << info.cores
+              << " hardware threads: ranks beyond them share cores (the profile's notes say so)\n";
+  const calib::Plan plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
   std::cerr << "calibrating " << info.name << " (backend " << backend << (plan.quick ? ", quick" : "") << ")\n";
   const bool terminal = isatty(fileno(stderr)) != 0;
   const auto results = calib::measure(*device, plan, terminal ? calib::Progress(draw_progress) : calib::Progress());

@@ -6,6 +6,8 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <barrier>
+#include <functional>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -103,6 +105,63 @@ class Worker {
   std::thread thread_;
 };
 
+// n threads that run one function together, each with its rank, and a barrier for the steps of
+// an algorithm: the ranks of the collectives among threads.
+class ThreadTeam {
+ public:
+  explicit ThreadTeam(int64_t n) : n_(n), step_(static_cast<std::ptrdiff_t>(n)) {
+    for (int64_t r = 0; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
+  }
+  ~ThreadTeam() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  int64_t size() const { return n_; }
+  void step() { step_.arrive_and_wait(); }
+  // Runs fn(rank) on every thread and returns when all are done.
+  void run(const std::function<void(int64_t)>& fn) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fn_ = &fn;
+      done_ = 0;
+      ++round_;
+    }
+    cv_.notify_all();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [&] { return done_ == n_; });
+  }
+
+ private:
+  void loop(int64_t rank) {
+    int64_t seen = 0;
+    for (;;) {
+      const std::function<void(int64_t)>* fn = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return stop_ || round_ != seen; });
+        if (stop_) return;
+        seen = round_;
+        fn = fn_;
+      }
+      (*fn)(rank);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (++done_ == n_) done_cv_.notify_one();
+    }
+  }
+  int64_t n_;
+  std::barrier<> step_;
+  std::mutex mutex_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t round_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
 class CpuDevice final : public Device {
  public:
   DeviceInfo info() const override {
@@ -128,6 +187,9 @@ class CpuDevice final : public Device {
     i.gemm_tile_m = Eigen::internal::gebp_traits<float, float>::mr;
     i.gemm_tile_n = Eigen::internal::gebp_traits<float, float>::nr;
     i.compute_units = 1;
+    i.cores = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+    i.max_ranks = 1024;
+    i.link_kind = "shared-memory";
     return i;
   }
 
@@ -207,6 +269,118 @@ class CpuDevice final : public Device {
     return secs;
   }
 
+  // Collectives among threads over shared memory, each rank reading its neighbour's buffer as a
+  // ring moves data (NCCL's ring algorithms, one chunk per rank and step, a barrier between steps):
+  // all-reduce as reduce-scatter then all-gather (2(n - 1) steps), all-gather and reduce-scatter
+  // (n - 1), broadcast pipelined down the ring in 64 pieces, all-to-all and send/recv as direct
+  // reads. fp32 elements; every rank's result is checked.
+  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) override {
+    using model::CollectiveOp;
+    const int64_t n = ranks;
+    const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
+    int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(bytes / 4));
+    if (by_rank) elements = (elements + n - 1) / n * n;  // whole chunks, one per rank
+    if (used) *used = 4.0 * static_cast<double>(elements);
+    if (!team_ || team_->size() != n) team_ = std::make_unique<ThreadTeam>(n);
+    const auto e = static_cast<size_t>(elements), chunk = by_rank ? e / static_cast<size_t>(n) : e;
+    in_.resize(static_cast<size_t>(n));
+    out_.resize(static_cast<size_t>(n));
+    for (auto& v : in_) v.assign(e, 0.0f);
+    for (auto& v : out_) v.assign(e, 0.0f);
+    auto left = [&](int64_t r) { return static_cast<size_t>((r + n - 1) % n); };
+    auto span = [&](std::vector<float>& v, int64_t c) { return v.data() + static_cast<size_t>((c % n + n) % n) * chunk; };
+    Clock::time_point start, end;
+    std::atomic<bool> ok{true};
+    const float total = static_cast<float>(n * (n + 1) / 2);
+    team_->run([&](int64_t r) {
+      const auto ri = static_cast<size_t>(r);
+      auto& mine = out_[ri];
+      // Inputs: rank r holds r + 1 (all-to-all: r n + j + 1 in the chunk meant for rank j).
+      switch (op) {
+        case CollectiveOp::all_reduce:
+        case CollectiveOp::reduce_scatter: std::fill(mine.begin(), mine.end(), static_cast<float>(r + 1)); break;
+        case CollectiveOp::all_gather: std::fill(span(mine, r), span(mine, r) + chunk, static_cast<float>(r + 1)); break;
+        case CollectiveOp::all_to_all:
+          for (int64_t j = 0; j < n; ++j) std::fill(span(in_[ri], j), span(in_[ri], j) + chunk, static_cast<float>(r * n + j + 1));
+          break;
+        case CollectiveOp::broadcast:
+          if (r == 0) std::fill(mine.begin(), mine.end(), 1.0f);
+          break;
+        case CollectiveOp::send_recv: std::fill(in_[ri].begin(), in_[ri].end(), static_cast<float>(r + 1)); break;
+      }
+      team_->step();
+      if (r == 0) start = Clock::now();
+      team_->step();
+      auto& from = out_[left(r)];
+      switch (op) {
+        case CollectiveOp::all_reduce:
+        case CollectiveOp::reduce_scatter:
+          for (int64_t s = 0; s + 1 < n; ++s) {  // chunk r - s - 1 accumulates the left's
+            float* dst = span(mine, r - s - 1);
+            const float* src = span(from, r - s - 1);
+            for (size_t i = 0; i < chunk; ++i) dst[i] += src[i];
+            team_->step();
+          }
+          if (op == CollectiveOp::reduce_scatter) break;
+          for (int64_t s = 0; s + 1 < n; ++s) {  // the reduced chunks travel round
+            std::copy(span(from, r - s), span(from, r - s) + chunk, span(mine, r - s));
+            team_->step();
+          }
+          break;
+        case CollectiveOp::all_gather:
+          for (int64_t s = 0; s + 1 < n; ++s) {
+            std::copy(span(from, r - s - 1), span(from, r - s - 1) + chunk, span(mine, r - s - 1));
+            team_->step();
+          }
+          break;
+        case CollectiveOp::all_to_all:
+          for (int64_t j = 0; j < n; ++j) std::copy(span(in_[static_cast<size_t>(j)], r), span(in_[static_cast<size_t>(j)], r) + chunk, span(mine, j));
+          break;
+        case CollectiveOp::broadcast: {
+          const size_t pieces = std::min<size_t>(64, e), piece = (e + pieces - 1) / pieces;
+          for (int64_t t = 0; t < static_cast<int64_t>(pieces) + n - 2; ++t) {
+            const int64_t p = t - (r - 1);
+            if (r > 0 && p >= 0 && p < static_cast<int64_t>(pieces)) {
+              const size_t a = static_cast<size_t>(p) * piece, b = std::min(e, a + piece);
+              std::copy(from.begin() + static_cast<std::ptrdiff_t>(a), from.begin() + static_cast<std::ptrdiff_t>(b),
+                        mine.begin() + static_cast<std::ptrdiff_t>(a));
+            }
+            team_->step();
+          }
+          break;
+        }
+        case CollectiveOp::send_recv: {
+          const auto& sent = in_[left(r)];
+          std::copy(sent.begin(), sent.end(), mine.begin());
+          break;
+        }
+      }
+      team_->step();
+      if (r == 0) end = Clock::now();
+      // Check: the first and last element of every chunk this rank should hold.
+      auto expect = [&](const float* v, size_t count, float want) {
+        if (count > 0 && (std::abs(v[0] - want) > 1e-3f * want || std::abs(v[count - 1] - want) > 1e-3f * want)) ok = false;
+      };
+      switch (op) {
+        case CollectiveOp::all_reduce: expect(mine.data(), e, total); break;
+        case CollectiveOp::reduce_scatter: expect(span(mine, r + 1), chunk, total); break;
+        case CollectiveOp::all_gather:
+          for (int64_t c = 0; c < n; ++c) expect(span(mine, c), chunk, static_cast<float>(c + 1));
+          break;
+        case CollectiveOp::all_to_all:
+          for (int64_t j = 0; j < n; ++j) expect(span(mine, j), chunk, static_cast<float>(j * n + r + 1));
+          break;
+        case CollectiveOp::broadcast: expect(mine.data(), e, 1.0f); break;
+        case CollectiveOp::send_recv: expect(mine.data(), e, static_cast<float>(static_cast<int64_t>(left(r)) + 1)); break;
+      }
+    });
+    if (!ok) {
+      problem_ = std::string(model::collective_name(op)) + " result differs from the reference on some rank";
+      return std::nullopt;
+    }
+    return std::chrono::duration<double>(end - start).count();
+  }
+
   std::optional<double> memory(MemoryKernel kernel, double bytes) override {
     const int arrays = kernel == MemoryKernel::triad ? 3 : 2;
     const auto n = static_cast<size_t>(std::max(1.0, bytes / (4.0 * arrays)));
@@ -270,6 +444,8 @@ class CpuDevice final : public Device {
 
  private:
   std::vector<float> x_, y_, z_;
+  std::vector<std::vector<float>> in_, out_;
+  std::unique_ptr<ThreadTeam> team_;
   Worker worker_;
   std::string problem_;
 };

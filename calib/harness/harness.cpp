@@ -47,6 +47,8 @@ const std::vector<OpInfo>& all_ops() {
       {Op::attention, "attention", "causal attention of one head by sequence length, forward and forward + backward"},
       {Op::memory, "memory", "streaming kernels (copy, triad, a norm-like and an activation-like one) by size"},
       {Op::launch, "launch", "an empty kernel (a task handed to a worker thread on a CPU), launch to completion"},
+      {Op::collective, "collective", "all-reduce, all-gather, reduce-scatter, all-to-all and broadcast by size and group"},
+      {Op::p2p, "p2p", "send/recv between neighbouring ranks by size"},
   };
   return ops;
 }
@@ -78,7 +80,7 @@ std::string_view kernel_name(MemoryKernel k) {
   return "?";
 }
 
-Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick) {
+Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, int64_t ranks) {
   Plan p;
   p.ops = ops;
   p.quick = quick;
@@ -104,6 +106,14 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick) {
     p.attention_seq = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
   }
   p.launches_per_sample = quick ? 200 : 1000;
+  // Collectives: groups of 2, 4, ... up to the largest asked for; sizes in powers of two from 8 B
+  // (every fourth in a quick sweep) to 32 MiB on a CPU, 8 GiB on a GPU.
+  const int64_t most = ranks > 0 ? ranks : cpu ? 2 : std::max<int64_t>(2, dev.max_ranks);
+  for (int64_t n = 2; n < most; n *= 2) p.collective_ranks.push_back(n);
+  p.collective_ranks.push_back(most);
+  const double top = cpu ? 32.0 * (1 << 20) : 8.0 * (1 << 30);
+  for (double b = 8; b <= top; b *= quick ? 16 : 2) p.collective_bytes.push_back(b);
+  if (p.collective_bytes.back() < top) p.collective_bytes.push_back(top);
   return p;
 }
 
@@ -121,6 +131,9 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
   if (has(Op::memory))
     for (double b : p.memory_bytes) s += runs * std::size(kMemoryKernels) * b / bytes_per_s;
   if (has(Op::launch)) s += runs * d(p.launches_per_sample) * launch_s;
+  const double ops = (has(Op::collective) ? 5.0 : 0.0) + (has(Op::p2p) ? 1.0 : 0.0);
+  for (int64_t n : p.collective_ranks)
+    for (double b : p.collective_bytes) s += runs * ops * (2 * b / bytes_per_s + 2 * d(n) * launch_s);
   return s;
 }
 
@@ -203,6 +216,20 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
     };
     if (auto s = sample(many, "launch", d(p.launches_per_sample) * launch_guess)) r.launch = *s;
   }
+  std::vector<model::CollectiveOp> collective_ops;
+  if (has(Op::collective))
+    collective_ops = {model::CollectiveOp::all_reduce, model::CollectiveOp::all_gather, model::CollectiveOp::reduce_scatter,
+                      model::CollectiveOp::all_to_all, model::CollectiveOp::broadcast};
+  if (has(Op::p2p)) collective_ops.push_back(model::CollectiveOp::send_recv);
+  for (int64_t n : p.collective_ranks)
+    for (auto op : collective_ops)
+      for (double b : p.collective_bytes) {
+        const std::string what = std::string(model::collective_name(op)) + " x" + std::to_string(n) + " " +
+                                 std::to_string(static_cast<int64_t>(b)) + " B";
+        double used = b;
+        if (auto s = sample([&] { return dev.collective(op, b, n, &used); }, what, 2 * b / byte_rate + 2 * d(n) * launch_guess))
+          r.collectives.push_back({op, n, used, *s});
+      }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (progress) progress(1.0, r.seconds);
   return r;
@@ -259,6 +286,11 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     notes.push_back("memory bandwidth: the best streaming kernel at " + std::to_string(static_cast<int64_t>(largest)) +
                     " bytes (no nominal bandwidth known)");
   const double host = info.host_link_bandwidth > 0 ? info.host_link_bandwidth : best_stream;
+  int64_t widest = 0;
+  for (const auto& c : r.collectives) widest = std::max(widest, c.ranks);
+  if (info.cores > 0 && widest > info.cores)
+    notes.push_back("collectives over " + std::to_string(widest) + " ranks on " + std::to_string(info.cores) +
+                    " hardware threads: ranks beyond them share cores, so those figures include the scheduler's time slicing");
 
   Json j;
   j["format"] = "arlsim-gpu/1";
@@ -282,6 +314,9 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   if (host > 0)
     j["host_link"] = {{"kind", info.host_link_kind.empty() ? "host-memory" : info.host_link_kind},
                       {"bandwidth", bandwidth_text(host)}};
+  if (!r.collectives.empty())
+    j["gpu_link"] = {{"kind", info.link_kind.empty() ? "shared-memory" : info.link_kind},
+                     {"bandwidth", bandwidth_text(info.link_bandwidth > 0 ? info.link_bandwidth : bandwidth)}};
   if (r.launch) j["kernel_launch_overhead"] = micros_text(r.launch->median);
   Json eff = Json::object();
   if (peak > 0 && !ks.empty()) {
@@ -308,6 +343,65 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     eff["memory_bound"] = std::min(1.0, round4(stat_of(shares).median));
   }
   if (!eff.empty()) j["efficiency"] = eff;
+
+  if (!r.collectives.empty()) {
+    // Each collective's bus bandwidth at the largest size measured, per group size: what the
+    // cost model takes as the algorithm's rate within a node.
+    std::map<std::pair<model::CollectiveOp, int64_t>, const CollectiveResult*> largest_of;
+    for (const auto& c : r.collectives) {
+      auto& top = largest_of[{c.op, c.ranks}];
+      if (!top || c.bytes > top->bytes) top = &c;
+    }
+    Json points = Json::array();
+    for (const auto& [key, c] : largest_of) {
+      const bool direct = c->op == model::CollectiveOp::all_to_all || c->op == model::CollectiveOp::send_recv;
+      points.push_back({{"op", model::collective_name(c->op)},
+                        {"scope", "intra_node"},
+                        {"algorithm", direct ? "direct" : "ring"},
+                        {"ranks", c->ranks},
+                        {"bus_bandwidth", bandwidth_text(c->busbw())}});
+    }
+    j["collectives"] = points;
+    // Latency: the smallest all-reduce of each group size against its 2(n - 1) ring steps,
+    // t = base + 2(n - 1) x hop, by least squares (one group size: no base, all of it in the hops).
+    std::map<int64_t, const CollectiveResult*> smallest;
+    for (const auto& c : r.collectives)
+      if (c.op == model::CollectiveOp::all_reduce) {
+        auto& s0 = smallest[c.ranks];
+        if (!s0 || c.bytes < s0->bytes) s0 = &c;
+      }
+    if (smallest.empty())  // no all-reduce: the smallest of anything, as one ring pass
+      for (const auto& c : r.collectives) {
+        auto& s0 = smallest[c.ranks];
+        if (!s0 || c.bytes < s0->bytes) s0 = &c;
+      }
+    std::vector<std::pair<double, double>> xy;  // (steps, seconds)
+    for (const auto& [n, c] : smallest) xy.emplace_back(2.0 * d(n - 1), c->seconds.median);
+    double base = 0, hop = 0;
+    if (xy.size() >= 2) {
+      double sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (const auto& [x, y] : xy) {
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+      }
+      const double n = d(static_cast<int64_t>(xy.size()));
+      hop = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      base = (sy - hop * sx) / n;
+    }
+    if (xy.size() < 2 || hop <= 0 || base < 0) {
+      base = 0;
+      double sum = 0;
+      for (const auto& [x, y] : xy) sum += y / x;
+      hop = sum / d(static_cast<int64_t>(xy.size()));
+    }
+    j["collective_protocols"] = Json::array({Json{{"algorithm", "ring"},
+                                                  {"protocol", "Simple"},
+                                                  {"base", micros_text(base)},
+                                                  {"hop_intra_node", micros_text(hop)},
+                                                  {"hop_inter_node", micros_text(hop)}}});
+  }
 
   // What the sweep was and how steady: per table its points, repeats and jitter, and the raw
   // medians of the tables the efficiencies condense (memory by kernel and size, launch).
@@ -347,6 +441,22 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   if (r.launch) {
     tables["launch"] = table_summary({*r.launch}, r.plan.repeats);
     tables["launch"]["per_sample"] = r.plan.launches_per_sample;
+  }
+  if (!r.collectives.empty()) {
+    std::vector<Stat> st;
+    Json rows = Json::array();
+    for (const auto& c : r.collectives) {
+      st.push_back(c.seconds);
+      rows.push_back({{"op", model::collective_name(c.op)},
+                      {"ranks", c.ranks},
+                      {"bytes", c.bytes},
+                      {"time_us", round4(c.seconds.median * 1e6)},
+                      {"algbw_gbps", round4(c.algbw() / 1e9)},
+                      {"busbw_gbps", round4(c.busbw() / 1e9)},
+                      {"jitter", std::round(c.seconds.jitter * 1e4) / 1e4}});
+    }
+    tables["collective"] = table_summary(st, r.plan.repeats);
+    tables["collective"]["rows"] = rows;
   }
   cal["tables"] = tables;
   cal["excluded"] = r.excluded;

@@ -12,10 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/model/collective.h"
+
 namespace arlsim::calib {
 
 // The measurements `--ops` selects.
-enum class Op { gemm, attention, memory, launch };
+enum class Op { gemm, attention, memory, launch, collective, p2p };
 struct OpInfo {
   Op op;
   std::string_view name;
@@ -48,6 +50,10 @@ struct DeviceInfo {
   std::string host_link_kind;
   int64_t compute_units = 0;  // SMs, or cores
   int64_t gemm_tile_m = 0, gemm_tile_n = 0;  // the GEMM kernel's output tile (quantisation outside the grid)
+  int64_t max_ranks = 0;       // the most ranks a collective can have (GPUs of the node; a CPU's threads: any)
+  int64_t cores = 0;           // a CPU's hardware threads (ranks beyond them share them)
+  std::string link_kind;       // what the ranks' collectives go over ("shared-memory", "nvlink4")
+  double link_bandwidth = 0;   // its nominal rate per rank, one way (0: unknown)
   double last_level_cache_bytes = 0;  // streaming sizes go past 4x it (STREAM's rule); 0: unknown
 };
 
@@ -67,6 +73,10 @@ class Device {
   // An empty kernel from launch to completion (on a CPU: a task handed to a worker thread and
   // waited for).
   virtual std::optional<double> launch() = 0;
+  // A collective over `ranks` ranks on `bytes` as nccl-tests counts them (the whole buffer: an
+  // all-gather's output, a reduce-scatter's input; a send/recv's message), out of place, with its
+  // result checked. `bytes` is rounded up to what splits evenly; `*used` gets the bytes run.
+  virtual std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) = 0;
   virtual std::string problem() const { return {}; }
 };
 
@@ -77,6 +87,8 @@ struct Plan {
   std::vector<int64_t> attention_seq;  // causal, both passes, at attention_head_dim
   int64_t attention_head_dim = 128;
   std::vector<double> memory_bytes;  // each kernel at each size
+  std::vector<int64_t> collective_ranks;  // each collective over each of these group sizes
+  std::vector<double> collective_bytes;   // at each of these sizes (powers of two from 8 B)
   int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
   int repeats = 3;   // at least 3: one sample of a large GEMM can swing 15-25% with the clocks
   int warmups = 1;
@@ -84,7 +96,8 @@ struct Plan {
 };
 // The default sweep for a device: geometric grids around the shapes transformer layers make (a
 // CPU's smaller), every op of `ops`. Quick: fewer points, the same repeats.
-Plan make_plan(const DeviceInfo& d, const std::vector<Op>& ops, bool quick);
+// `ranks`: the largest collective group (0: the device's default, two threads on a CPU).
+Plan make_plan(const DeviceInfo& d, const std::vector<Op>& ops, bool quick, int64_t ranks = 0);
 // Estimated seconds of the whole plan on a device that runs at the given rates (the progress
 // bar's first guess, refined as measurements come in).
 double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, double launch_s);
@@ -113,6 +126,16 @@ struct MemoryResult {
   double bytes = 0;
   Stat seconds;
 };
+struct CollectiveResult {
+  model::CollectiveOp op = model::CollectiveOp::all_reduce;
+  int64_t ranks = 0;
+  double bytes = 0;
+  Stat seconds;
+  double algbw() const { return bytes / seconds.median; }
+  // nccl-tests' bus bandwidth: algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
+  // reduce-scatter and all-to-all, 1 for broadcast and send/recv (model::bus_factor).
+  double busbw() const { return algbw() * model::bus_factor(op, ranks); }
+};
 struct Results {
   DeviceInfo info;
   Plan plan;
@@ -120,6 +143,7 @@ struct Results {
   std::vector<AttentionResult> attention;
   std::vector<MemoryResult> memory;
   std::optional<Stat> launch;
+  std::vector<CollectiveResult> collectives;
   std::vector<std::string> excluded;  // measurements whose check failed: reported, never written
   double seconds = 0;                 // wall time of the sweep
 };

@@ -40,10 +40,11 @@ contains calibrate-estimate-iteration "$tmp/out" '"iteration_s"'
 expect calibrate-compare 0 "$arlsim" calibrate compare h100-sxm "$tmp/cpu.json"
 contains calibrate-compare-header "$tmp/out" "B / A"
 contains calibrate-compare-gemm "$tmp/out" "GEMM"
+contains calibrate-compare-collectives "$tmp/out" "all_reduce intra_node ring x2"
 
 # Bad options: exit 2, the reason, no file.
 expect calibrate-bad-op 2 "$arlsim" calibrate --backend cpu --ops gemm,tensor-cores --out "$tmp/x.json"
-contains calibrate-bad-op-list "$tmp/err" 'unknown measurement "tensor-cores"; valid: gemm, attention, memory, launch'
+contains calibrate-bad-op-list "$tmp/err" 'unknown measurement "tensor-cores"; valid: gemm, attention, memory, launch, collective, p2p'
 expect calibrate-no-gemm 2 "$arlsim" calibrate --backend cpu --ops memory,launch --out "$tmp/x.json"
 contains calibrate-no-gemm-why "$tmp/err" "--ops must include gemm"
 expect calibrate-bad-backend 2 "$arlsim" calibrate --backend tpu --out "$tmp/x.json"
@@ -56,6 +57,12 @@ if [ -e "$tmp/x.json" ] || [ -e "$tmp/no/such/dir/p.json" ]; then
 else
   passed=$((passed + 1))
 fi
+expect calibrate-bad-ranks 2 "$arlsim" calibrate --backend cpu --ranks 1 --out "$tmp/x.json"
+contains calibrate-bad-ranks-why "$tmp/err" "--ranks must be between 2 and"
+# Four ranks on this machine's cores: collectives of 2 and 4 threads, the oversubscription noted.
+expect calibrate-ranks 0 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory,collective --ranks 4 --out "$tmp/r4.json"
+contains calibrate-ranks-4 "$tmp/r4.json" '"ranks": 4'
+contains calibrate-ranks-busbw "$tmp/r4.json" '"busbw_gbps"'
 expect calibrate-compare-missing 2 "$arlsim" calibrate compare h100-sxm "$tmp/none.json"
 expect calibrate-compare-usage 2 "$arlsim" calibrate compare h100-sxm
 

@@ -35,6 +35,8 @@ class FakeDevice final : public calib::Device {
     i.gemm_dtype = "bf16";
     i.memory_bytes = 16.0 * (1 << 30);
     i.compute_units = 100;
+    i.max_ranks = 8;
+    i.cores = 64;
     i.gemm_tile_m = i.gemm_tile_n = 128;
     if (nominal) {
       i.peak_flops = peak;
@@ -55,6 +57,16 @@ class FakeDevice final : public calib::Device {
     return swing(bytes / (0.8 * bandwidth), memory_calls_++);
   }
   std::optional<double> launch() override { return 7e-6; }
+  // Collectives: 3 us, 5 us per ring step (2(n - 1) for an all-reduce, n - 1 otherwise), and the
+  // bytes each rank moves (bytes x the bus factor) at 10 GB/s.
+  static double collective_seconds(model::CollectiveOp op, double bytes, int64_t n) {
+    const double steps = op == model::CollectiveOp::all_reduce ? 2.0 * static_cast<double>(n - 1) : static_cast<double>(n - 1);
+    return 3e-6 + steps * 5e-6 + bytes * model::bus_factor(op, n) / 10e9;
+  }
+  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t n, double* used) override {
+    *used = bytes;
+    return collective_seconds(op, bytes, n);
+  }
   std::string problem() const override { return "the fake's check failed"; }
 
  private:
@@ -112,7 +124,7 @@ TEST_CASE("calibrate: the ops --ops takes, and a plan of complete grids with at 
   CHECK(calib::find_op("gemm") == calib::Op::gemm);
   CHECK(calib::find_op("memory") == calib::Op::memory);
   CHECK(!calib::find_op("attention-v2"));
-  CHECK(calib::op_list() == "gemm, attention, memory, launch");
+  CHECK(calib::op_list() == "gemm, attention, memory, launch, collective, p2p");
   // FlashAttention's convention: causal forward 2 s^2 d per head, with the backward 3.5x.
   CHECK(calib::attention_flops(1024, 128, false) == 2.0 * 1024 * 1024 * 128);
   CHECK(calib::attention_flops(1024, 128, true) == 3.5 * 2.0 * 1024 * 1024 * 128);
@@ -208,4 +220,50 @@ TEST_CASE("calibrate: a profile is written whole or not at all") {
   CHECK(!calib::write_atomically(missing, "{}").empty());
   CHECK(!std::filesystem::exists(missing));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("calibrate: collectives in nccl-tests' bus bandwidth, the largest size per group, the ring's latency fitted") {
+  FakeDevice d;
+  calib::Plan p = calib::make_plan(d.info(), {calib::Op::gemm, calib::Op::memory, calib::Op::collective, calib::Op::p2p}, true, 4);
+  p.gemm_m = p.gemm_n = p.gemm_k = {1024};
+  p.memory_bytes = {1 << 20};
+  CHECK(p.collective_ranks == std::vector<int64_t>{2, 4});
+  CHECK(p.collective_bytes.front() == 8);
+  const auto r = calib::measure(d, p);
+  REQUIRE(r.collectives.size() == 2 * 6 * p.collective_bytes.size());
+  for (const auto& c : r.collectives) {
+    const double n = static_cast<double>(c.ranks);
+    double factor = 1;  // broadcast, send/recv
+    if (c.op == model::CollectiveOp::all_reduce) factor = 2 * (n - 1) / n;
+    if (c.op == model::CollectiveOp::all_gather || c.op == model::CollectiveOp::reduce_scatter ||
+        c.op == model::CollectiveOp::all_to_all)
+      factor = (n - 1) / n;
+    CHECK(c.algbw() == doctest::Approx(c.bytes / FakeDevice::collective_seconds(c.op, c.bytes, c.ranks)));
+    CHECK(c.busbw() == doctest::Approx(c.algbw() * factor));
+  }
+  const auto g = round_trip(r, "fake-collectives.json");
+  // One point per op and group size: its bus bandwidth at the largest size.
+  REQUIRE(g.collectives.size() == 12);
+  const double top = p.collective_bytes.back();
+  for (const auto& c : g.collectives) {
+    CHECK(c.scope == "intra_node");
+    const auto op = c.op == "all_reduce" ? model::CollectiveOp::all_reduce : c.op == "send_recv" ? model::CollectiveOp::send_recv
+                                                                                                : model::CollectiveOp::broadcast;
+    if (c.op != "all_reduce" && c.op != "send_recv" && c.op != "broadcast") continue;
+    CHECK(c.algorithm == (c.op == "send_recv" ? "direct" : "ring"));
+    const double want = top * model::bus_factor(op, c.ranks) / FakeDevice::collective_seconds(op, top, c.ranks);
+    CHECK(c.bus_bandwidth_bytes_per_s == doctest::Approx(want).epsilon(1e-4));
+  }
+  // t = base + 2(n - 1) hop from the 8-byte all-reduces of 2 and 4 ranks: 3 us and 5 us back.
+  REQUIRE(g.collective_protocols.size() == 1);
+  CHECK(g.collective_protocols[0].algorithm == "ring");
+  CHECK(g.collective_protocols[0].base.seconds() == doctest::Approx(3e-6).epsilon(1e-3));
+  CHECK(g.collective_protocols[0].hop_intra_node.seconds() == doctest::Approx(5e-6).epsilon(1e-3));
+  // The cost model prices collectives from it: the profile's all-reduce rate and latency come back.
+  input::ClusterSpec cluster;
+  cluster.gpu = g;
+  cluster.gpus_per_node = 4;
+  cluster.nodes = 1;
+  cluster.gpu_link = g.gpu_link;
+  REQUIRE(model::missing_collective_data(cluster).empty());
 }
