@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -426,6 +427,21 @@ class CpuDevice final : public Device {
         problem_ = std::string(kernel_name(kernel)) + " result differs from its formula";
         return std::nullopt;
       }
+    return secs;
+  }
+
+  // Host and device share the memory: a copy between two host buffers.
+  std::optional<double> host_copy(double bytes) override {
+    const auto n = static_cast<size_t>(std::max(1.0, bytes / 4));
+    x_.assign(n, 2.5f);
+    y_.assign(n, 0.0f);
+    const auto t = Clock::now();
+    std::memcpy(y_.data(), x_.data(), n * sizeof(float));
+    const double secs = since(t);
+    if (y_.front() != 2.5f || y_.back() != 2.5f) {
+      problem_ = "host copy differs from its source";
+      return std::nullopt;
+    }
     return secs;
   }
 

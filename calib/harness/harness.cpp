@@ -49,6 +49,7 @@ const std::vector<OpInfo>& all_ops() {
       {Op::launch, "launch", "an empty kernel (a task handed to a worker thread on a CPU), launch to completion"},
       {Op::collective, "collective", "all-reduce, all-gather, reduce-scatter, all-to-all and broadcast by size and group"},
       {Op::p2p, "p2p", "send/recv between neighbouring ranks by size"},
+      {Op::host, "host", "copies from pinned host memory to the device by size"},
   };
   return ops;
 }
@@ -106,6 +107,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     p.attention_seq = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
   }
   p.launches_per_sample = quick ? 200 : 1000;
+  p.host_bytes = quick ? std::vector<double>{64.0 * (1 << 20)} : std::vector<double>{1 << 20, 16 << 20, 256.0 * (1 << 20)};
   // Collectives: groups of 2, 4, ... up to the largest asked for; sizes in powers of two from 8 B
   // (every fourth in a quick sweep) to 32 MiB on a CPU, 8 GiB on a GPU.
   const int64_t most = ranks > 0 ? ranks : cpu ? 2 : std::max<int64_t>(2, dev.max_ranks);
@@ -131,6 +133,8 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
   if (has(Op::memory))
     for (double b : p.memory_bytes) s += runs * std::size(kMemoryKernels) * b / bytes_per_s;
   if (has(Op::launch)) s += runs * d(p.launches_per_sample) * launch_s;
+  if (has(Op::host))
+    for (double b : p.host_bytes) s += runs * b / bytes_per_s;
   const double ops = (has(Op::collective) ? 5.0 : 0.0) + (has(Op::p2p) ? 1.0 : 0.0);
   for (int64_t n : p.collective_ranks)
     for (double b : p.collective_bytes) s += runs * ops * (2 * b / bytes_per_s + 2 * d(n) * launch_s);
@@ -216,6 +220,11 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
     };
     if (auto s = sample(many, "launch", d(p.launches_per_sample) * launch_guess)) r.launch = *s;
   }
+  if (has(Op::host))
+    for (double b : p.host_bytes)
+      if (auto s = sample([&] { return dev.host_copy(b); }, "host copy " + std::to_string(static_cast<int64_t>(b)) + " B",
+                          b / byte_rate))
+        r.host.emplace_back(b, *s);
   std::vector<model::CollectiveOp> collective_ops;
   if (has(Op::collective))
     collective_ops = {model::CollectiveOp::all_reduce, model::CollectiveOp::all_gather, model::CollectiveOp::reduce_scatter,
@@ -285,7 +294,13 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   if (info.memory_bandwidth <= 0 && best_stream > 0)
     notes.push_back("memory bandwidth: the best streaming kernel at " + std::to_string(static_cast<int64_t>(largest)) +
                     " bytes (no nominal bandwidth known)");
-  const double host = info.host_link_bandwidth > 0 ? info.host_link_bandwidth : best_stream;
+  // The host link: the largest copy measured, else the nominal rate, else (a CPU, whose device
+  // memory is the host's) the streaming rate.
+  double host = info.host_link_bandwidth > 0 ? info.host_link_bandwidth : best_stream;
+  if (!r.host.empty()) {
+    const auto& top = *std::max_element(r.host.begin(), r.host.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    host = top.first / top.second.median;
+  }
   int64_t widest = 0;
   for (const auto& c : r.collectives) widest = std::max(widest, c.ranks);
   if (info.cores > 0 && widest > info.cores)
@@ -441,6 +456,16 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   if (r.launch) {
     tables["launch"] = table_summary({*r.launch}, r.plan.repeats);
     tables["launch"]["per_sample"] = r.plan.launches_per_sample;
+  }
+  if (!r.host.empty()) {
+    std::vector<Stat> st;
+    Json rows = Json::array();
+    for (const auto& [bytes, stat] : r.host) {
+      st.push_back(stat);
+      rows.push_back({{"bytes", bytes}, {"bandwidth", bandwidth_text(bytes / stat.median)}});
+    }
+    tables["host"] = table_summary(st, r.plan.repeats);
+    tables["host"]["rows"] = rows;
   }
   if (!r.collectives.empty()) {
     std::vector<Stat> st;

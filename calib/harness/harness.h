@@ -17,7 +17,7 @@
 namespace arlsim::calib {
 
 // The measurements `--ops` selects.
-enum class Op { gemm, attention, memory, launch, collective, p2p };
+enum class Op { gemm, attention, memory, launch, collective, p2p, host };
 struct OpInfo {
   Op op;
   std::string_view name;
@@ -73,6 +73,8 @@ class Device {
   // An empty kernel from launch to completion (on a CPU: a task handed to a worker thread and
   // waited for).
   virtual std::optional<double> launch() = 0;
+  // A copy of `bytes` from host memory to the device (pinned), as weights are loaded and offloaded.
+  virtual std::optional<double> host_copy(double bytes) = 0;
   // A collective over `ranks` ranks on `bytes` as nccl-tests counts them (the whole buffer: an
   // all-gather's output, a reduce-scatter's input; a send/recv's message), out of place, with its
   // result checked. `bytes` is rounded up to what splits evenly; `*used` gets the bytes run.
@@ -87,6 +89,7 @@ struct Plan {
   std::vector<int64_t> attention_seq;  // causal, both passes, at attention_head_dim
   int64_t attention_head_dim = 128;
   std::vector<double> memory_bytes;  // each kernel at each size
+  std::vector<double> host_bytes;         // host-to-device copies of these sizes
   std::vector<int64_t> collective_ranks;  // each collective over each of these group sizes
   std::vector<double> collective_bytes;   // at each of these sizes (powers of two from 8 B)
   int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
@@ -144,6 +147,7 @@ struct Results {
   std::vector<MemoryResult> memory;
   std::optional<Stat> launch;
   std::vector<CollectiveResult> collectives;
+  std::vector<std::pair<double, Stat>> host;  // bytes, seconds
   std::vector<std::string> excluded;  // measurements whose check failed: reported, never written
   double seconds = 0;                 // wall time of the sweep
 };

@@ -44,7 +44,7 @@ contains calibrate-compare-collectives "$tmp/out" "all_reduce intra_node ring x2
 
 # Bad options: exit 2, the reason, no file.
 expect calibrate-bad-op 2 "$arlsim" calibrate --backend cpu --ops gemm,tensor-cores --out "$tmp/x.json"
-contains calibrate-bad-op-list "$tmp/err" 'unknown measurement "tensor-cores"; valid: gemm, attention, memory, launch, collective, p2p'
+contains calibrate-bad-op-list "$tmp/err" 'unknown measurement "tensor-cores"; valid: gemm, attention, memory, launch, collective, p2p, host'
 expect calibrate-no-gemm 2 "$arlsim" calibrate --backend cpu --ops memory,launch --out "$tmp/x.json"
 contains calibrate-no-gemm-why "$tmp/err" "--ops must include gemm"
 expect calibrate-bad-backend 2 "$arlsim" calibrate --backend tpu --out "$tmp/x.json"

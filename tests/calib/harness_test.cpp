@@ -57,6 +57,7 @@ class FakeDevice final : public calib::Device {
     return swing(bytes / (0.8 * bandwidth), memory_calls_++);
   }
   std::optional<double> launch() override { return 7e-6; }
+  std::optional<double> host_copy(double bytes) override { return bytes / 20e9; }  // 20 GB/s
   // Collectives: 3 us, 5 us per ring step (2(n - 1) for an all-reduce, n - 1 otherwise), and the
   // bytes each rank moves (bytes x the bus factor) at 10 GB/s.
   static double collective_seconds(model::CollectiveOp op, double bytes, int64_t n) {
@@ -79,8 +80,8 @@ class FakeDevice final : public calib::Device {
 };
 
 calib::Plan small_plan(const calib::Device& d) {
-  calib::Plan p =
-      calib::make_plan(d.info(), {calib::Op::gemm, calib::Op::attention, calib::Op::memory, calib::Op::launch}, true);
+  calib::Plan p = calib::make_plan(
+      d.info(), {calib::Op::gemm, calib::Op::attention, calib::Op::memory, calib::Op::launch, calib::Op::host}, true);
   p.attention_seq = {512, 2048};
   p.gemm_m = {256, 1024};
   p.gemm_n = {512, 2048};
@@ -124,7 +125,7 @@ TEST_CASE("calibrate: the ops --ops takes, and a plan of complete grids with at 
   CHECK(calib::find_op("gemm") == calib::Op::gemm);
   CHECK(calib::find_op("memory") == calib::Op::memory);
   CHECK(!calib::find_op("attention-v2"));
-  CHECK(calib::op_list() == "gemm, attention, memory, launch, collective, p2p");
+  CHECK(calib::op_list() == "gemm, attention, memory, launch, collective, p2p, host");
   // FlashAttention's convention: causal forward 2 s^2 d per head, with the backward 3.5x.
   CHECK(calib::attention_flops(1024, 128, false) == 2.0 * 1024 * 1024 * 128);
   CHECK(calib::attention_flops(1024, 128, true) == 3.5 * 2.0 * 1024 * 1024 * 128);
@@ -167,6 +168,7 @@ TEST_CASE("calibrate: a fake device's known curves come back exactly, and the pr
   for (const auto& p : g.gemm_efficiency) CHECK(p.efficiency == doctest::Approx(FakeDevice::efficiency(p.k)).epsilon(1e-3));
   CHECK(g.memory_bound_efficiency == doctest::Approx(0.8));
   CHECK(g.memory_bandwidth_bytes_per_s == doctest::Approx(100e9).epsilon(1e-4));
+  CHECK(g.host_link.achieved() == doctest::Approx(20e9).epsilon(1e-4));  // measured, over the nominal 25
   CHECK(g.kernel_launch_overhead.seconds() == doctest::Approx(7e-6));
   REQUIRE(g.attention_efficiency.size() == 4);
   for (const auto& a : g.attention_efficiency) {
