@@ -15,6 +15,7 @@
 #include "app/commands.h"
 #include "app/options.h"
 #include "calib/cpu/cpu_device.h"
+#include "calib/cuda/cuda_device.h"
 #include "calib/harness/harness.h"
 #include "sim/input/check.h"
 #include "sim/model/compute.h"
@@ -136,7 +137,7 @@ int run_calibrate(const Args& args) {
       "Measures the device with microbenchmarks (a sweep of each table, warm-ups, 3 repeats, medians) and\n"
       "writes a device profile that `arlsim check` accepts and every command reads where a GPU profile\n"
       "goes (e.g. --set /cluster/gpu=PROFILE.json). `compare` prints two profiles side by side.\n\nOptions");
-  opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu (one core of this machine)")(
+  opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu (one core of this machine) or cuda (the first GPU; NCCL over the node's GPUs)")(
       "quick", "fewer points per table (the CPU's in well under a minute)")(
       "ops", po::value(&ops_text), ("what to measure, comma-separated: " + calib::op_list() + " (default: all)").c_str())(
       "ranks", po::value(&ranks), "the largest collective group (2, 4, ... up to it; default 2 threads on a CPU)")(
@@ -167,10 +168,20 @@ int run_calibrate(const Args& args) {
   if (backend == "cpu") {
     device = calib::make_cpu_device();
   } else if (backend == "cuda") {
-    std::cerr << "arlsim calibrate: --backend cuda is not part of this build; only \"cpu\" is\n";
+#ifdef ARLSIM_HAVE_CUDA_BACKEND
+    std::string problem;
+    device = calib::make_cuda_device(problem);
+    if (!device) {
+      std::cerr << "arlsim calibrate: --backend cuda: " << problem << "\n";
+      return kExitBadInput;
+    }
+#else
+    std::cerr << "arlsim calibrate: --backend cuda is not part of this build (no CUDA toolkit at configure time); "
+                 "only \"cpu\" is\n";
     return kExitBadInput;
+#endif
   } else {
-    std::cerr << "arlsim calibrate: --backend: unknown backend \"" << backend << "\"; valid: cpu\n";
+    std::cerr << "arlsim calibrate: --backend: unknown backend \"" << backend << "\"; valid: cpu, cuda\n";
     return kExitBadInput;
   }
   const calib::DeviceInfo info = device->info();

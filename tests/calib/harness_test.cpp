@@ -1,4 +1,5 @@
 #include "calib/harness/harness.h"
+#include "calib/cuda/cuda_peaks.h"
 
 #include <doctest/doctest.h>
 
@@ -268,4 +269,16 @@ TEST_CASE("calibrate: collectives in nccl-tests' bus bandwidth, the largest size
   cluster.nodes = 1;
   cluster.gpu_link = g.gpu_link;
   REQUIRE(model::missing_collective_data(cluster).empty());
+}
+
+TEST_CASE("calibrate: the CUDA backend's nominal rates from what the runtime reports") {
+  // A100: 108 SMs at 1,410 MHz, 2,048 dense bf16 FLOPs per SM per clock: 312 TFLOP/s.
+  CHECK(calib::nominal_bf16_peak(8, 0, 108, 1410000) == doctest::Approx(311.9e12).epsilon(1e-3));
+  CHECK(calib::bf16_flops_per_sm_clock(9, 0) == 4096);  // Hopper
+  CHECK(calib::bf16_flops_per_sm_clock(8, 9) == 1024);  // Ada
+  CHECK(calib::bf16_flops_per_sm_clock(7, 5) == 0);     // Turing: not known, the best GEMM stands in
+  // HBM: two transfers per memory clock over the bus. A100 80GB: 1,593 MHz x 5,120 bits = 2.04 TB/s;
+  // H100 SXM: 2,619 MHz x 5,120 bits = 3.35 TB/s.
+  CHECK(calib::nominal_memory_bandwidth(1593000, 5120) == doctest::Approx(2.039e12).epsilon(1e-3));
+  CHECK(calib::nominal_memory_bandwidth(2619000, 5120) == doctest::Approx(3.352e12).epsilon(1e-3));
 }

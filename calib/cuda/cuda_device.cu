@@ -1,0 +1,543 @@
+#include "calib/cuda/cuda_device.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#ifdef ARLSIM_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include "calib/cuda/cuda_peaks.h"
+
+namespace arlsim::calib {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Deterministic test values in [-1, 1] by index, the same on the device and the host: results can
+// be checked against a host reference without copying the inputs back.
+__host__ __device__ inline float test_value(uint64_t i, uint64_t seed) {
+  uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 32;
+  return static_cast<float>(static_cast<int64_t>(x % 17) - 8) / 8.0f;
+}
+
+__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16(test_value(i, seed));
+}
+
+__global__ void fill_float(float* p, size_t n, float v) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+
+__global__ void copy_kernel(const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    y[i] = x[i];
+}
+
+__global__ void triad_kernel(const float* x, const float* z, float* y, float s, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    y[i] = x[i] + s * z[i];
+}
+
+__global__ void silu_kernel(const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    y[i] = x[i] / (1.0f + __expf(-x[i]));
+}
+
+// RMS norm of rows of `cols`: one block per row, a shared-memory reduction of the squares.
+__global__ void rmsnorm_kernel(const float* x, float* y, size_t rows, size_t cols) {
+  __shared__ float part[256];
+  for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* in = x + row * cols;
+    float sum = 0;
+    for (size_t i = threadIdx.x; i < cols; i += blockDim.x) sum += in[i] * in[i];
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+      __syncthreads();
+    }
+    const float scale = rsqrtf(part[0] / static_cast<float>(cols) + 1e-6f);
+    for (size_t i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = in[i] * scale;
+    __syncthreads();
+  }
+}
+
+__global__ void empty_kernel() {}
+
+// Causal softmax of each row of `s x s` scores (rows of all heads one after another), in place:
+// row i keeps columns 0..i, the others become 0. One block per row.
+__global__ void causal_softmax(__nv_bfloat16* scores, int64_t s, int64_t rows, float scale) {
+  __shared__ float part[256];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    __nv_bfloat16* row = scores + r * s;
+    const int64_t visible = r % s + 1;
+    float top = -INFINITY;
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
+    part[threadIdx.x] = top;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+      if (threadIdx.x < k) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + k]);
+      __syncthreads();
+    }
+    top = part[0];
+    __syncthreads();
+    float sum = 0;
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += __expf(__bfloat162float(row[j]) * scale - top);
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+      if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    sum = part[0];
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
+      row[j] = __float2bfloat16(j < visible ? __expf(__bfloat162float(row[j]) * scale - top) / sum : 0.0f);
+    __syncthreads();
+  }
+}
+
+// Softmax backward, in place on dP: dS = P (dP - sum_j P dP), per row.
+__global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int64_t s, int64_t rows) {
+  __shared__ float part[256];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const __nv_bfloat16* pr = p + r * s;
+    __nv_bfloat16* dr = dp + r * s;
+    float sum = 0;
+    for (int64_t j = threadIdx.x; j < s; j += blockDim.x) sum += __bfloat162float(pr[j]) * __bfloat162float(dr[j]);
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+      if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    const float delta = part[0];
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
+      dr[j] = __float2bfloat16(__bfloat162float(pr[j]) * (__bfloat162float(dr[j]) - delta));
+    __syncthreads();
+  }
+}
+
+int grid_for(size_t n) { return static_cast<int>(std::min<size_t>(65535, (n + 255) / 256)); }
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice() = default;
+  ~CudaDevice() override {
+    if (blas_) cublasDestroy(blas_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+  }
+
+  bool init(std::string& problem) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+      cudaGetLastError();
+      problem = "no CUDA device (no GPU, or no driver) is visible";
+      return false;
+    }
+    devices_ = count;
+    if (!ok(cudaSetDevice(0), "cudaSetDevice") || !ok(cudaStreamCreate(&stream_), "cudaStreamCreate") ||
+        !ok(cudaEventCreate(&start_), "cudaEventCreate") || !ok(cudaEventCreate(&stop_), "cudaEventCreate") ||
+        cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas_, stream_) != CUBLAS_STATUS_SUCCESS) {
+      problem = problem_.empty() ? "cuBLAS could not start" : problem_;
+      return false;
+    }
+    return true;
+  }
+
+  DeviceInfo info() const override {
+    DeviceInfo i;
+    i.backend = "cuda";
+    cudaDeviceProp props{};
+    cudaGetDeviceProperties(&props, 0);
+    i.name = props.name;
+    int sms = 0, clock = 0, memory_clock = 0, bus = 0, driver = 0, runtime = 0, blas = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, 0);
+    cudaDeviceGetAttribute(&memory_clock, cudaDevAttrMemoryClockRate, 0);
+    cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, 0);
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    cublasGetVersion(blas_, &blas);
+    i.driver = "CUDA driver " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+    i.versions = "CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
+                 ", cuBLAS " + std::to_string(blas) + ", attention: unfused cuBLAS path (batched GEMMs over the whole "
+                 "s x s scores, a masked-softmax kernel)";
+#ifdef ARLSIM_HAVE_NCCL
+    int nccl = 0;
+    ncclGetVersion(&nccl);
+    i.versions += ", NCCL " + std::to_string(nccl);
+#endif
+    i.gemm_dtype = "bf16";
+    i.memory_bytes = static_cast<double>(props.totalGlobalMem);
+    i.compute_units = sms;
+    i.peak_flops = nominal_bf16_peak(props.major, props.minor, sms, clock);
+    i.memory_bandwidth = nominal_memory_bandwidth(memory_clock, bus);
+    i.host_link_kind = "pcie";
+    i.gemm_tile_m = 128;  // cuBLAS's large bf16 tiles, as the shipped profiles take them
+    i.gemm_tile_n = 256;
+    i.max_ranks = devices_;
+    i.link_kind = "nvlink";
+    return i;
+  }
+
+  std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
+    __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
+    const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
+    auto release = [&] {
+      cudaFree(a);
+      cudaFree(b);
+      cudaFree(c);
+    };
+    if (!ok(cudaMalloc(&a, na * 2), "cudaMalloc") || !ok(cudaMalloc(&b, nb * 2), "cudaMalloc") ||
+        !ok(cudaMalloc(&c, nc * 2), "cudaMalloc")) {
+      release();
+      return std::nullopt;
+    }
+    fill_bf16<<<grid_for(na), 256, 0, stream_>>>(a, na, 1);
+    fill_bf16<<<grid_for(nb), 256, 0, stream_>>>(b, nb, 2);
+    const float alpha = 1, beta = 0;
+    // Column-major: C (m x n) = A (m x k) B (k x n).
+    auto run = [&] {
+      return cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                          &alpha, a, CUDA_R_16BF, static_cast<int>(m), b, CUDA_R_16BF, static_cast<int>(k), &beta, c,
+                          CUDA_R_16BF, static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    };
+    const auto t = timed(run);
+    // Check C(i, j) for a few (i, j) against the host's sum over the same test values.
+    bool right = t.has_value();
+    for (int s = 0; right && s < 3; ++s) {
+      const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
+      __nv_bfloat16 got_bf16;
+      right = ok(cudaMemcpy(&got_bf16, c + i + j * m, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      double want = 0;
+      for (int64_t x = 0; x < k; ++x)
+        want += static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(i + x * m), 1)))) *
+                static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(x + j * k), 2))));
+      const double got = __bfloat162float(got_bf16);
+      if (right && std::abs(got - want) > 0.02 * std::abs(want) + 0.05 * std::sqrt(static_cast<double>(k))) {
+        problem_ = "GEMM result differs from the host reference";
+        right = false;
+      }
+    }
+    release();
+    return right ? t : std::nullopt;
+  }
+
+  // Unfused causal attention over `heads` heads, forward (S = Q K^T, causal softmax, O = P V) and
+  // backward (dV = P^T dO, dP = dO V^T, softmax backward, dQ = dS K, dK = dS^T Q), per head.
+  std::optional<double> attention(int64_t seq, int64_t d, bool backward) override {
+    // As many heads as keep the scores within 2 GiB (bf16), at least one.
+    const int64_t heads = std::max<int64_t>(1, (int64_t{1} << 30) / (seq * seq));
+    const size_t tokens = static_cast<size_t>(heads * seq * d), scores = static_cast<size_t>(heads * seq * seq);
+    std::vector<__nv_bfloat16*> buffers(8, nullptr);  // q k v o dO dq dk dv
+    __nv_bfloat16 *p = nullptr, *dp = nullptr;
+    auto release = [&] {
+      for (auto* b : buffers) cudaFree(b);
+      cudaFree(p);
+      cudaFree(dp);
+    };
+    bool fine = ok(cudaMalloc(&p, scores * 2), "cudaMalloc") && (!backward || ok(cudaMalloc(&dp, scores * 2), "cudaMalloc"));
+    for (size_t b = 0; fine && b < buffers.size(); ++b) {
+      fine = ok(cudaMalloc(&buffers[b], tokens * 2), "cudaMalloc");
+      if (fine) fill_bf16<<<grid_for(tokens), 256, 0, stream_>>>(buffers[b], tokens, 10 + b);
+    }
+    if (!fine) {
+      release();
+      return std::nullopt;
+    }
+    __nv_bfloat16 *q = buffers[0], *k = buffers[1], *v = buffers[2], *o = buffers[3], *d_o = buffers[4], *dq = buffers[5],
+                  *dk = buffers[6], *dv = buffers[7];
+    const float one = 1, zero = 0, scale = 1.0f / std::sqrt(static_cast<float>(d));
+    const int is = static_cast<int>(seq), id = static_cast<int>(d), ih = static_cast<int>(heads);
+    const long long sd = seq * d, ss = seq * seq;
+    // Row-major (s x d) per head is column-major (d x s); see docs/calibration.md for the algebra.
+    auto gemm = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int kk, const void* a, int lda, long long sa,
+                    const void* b, int ldb, long long sb, float alpha, void* c, int ldc, long long sc) {
+      return cublasGemmStridedBatchedEx(blas_, ta, tb, m, n, kk, &alpha, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF, ldb, sb,
+                                        &zero, c, CUDA_R_16BF, ldc, sc, ih, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    auto run = [&] {
+      bool good = gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, k, id, sd, q, id, sd, one, p, is, ss);  // S
+      causal_softmax<<<static_cast<int>(std::min<int64_t>(65535, heads * seq)), 256, 0, stream_>>>(p, seq, heads * seq, scale);
+      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, v, id, sd, p, is, ss, one, o, id, sd);  // O
+      if (!backward) return good;
+      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, d_o, id, sd, p, is, ss, one, dv, id, sd);  // dV
+      good = good && gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, v, id, sd, d_o, id, sd, one, dp, is, ss);  // dP
+      softmax_backward<<<static_cast<int>(std::min<int64_t>(65535, heads * seq)), 256, 0, stream_>>>(p, dp, seq, heads * seq);
+      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, k, id, sd, dp, is, ss, scale, dq, id, sd);  // dQ
+      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, q, id, sd, dp, is, ss, scale, dk, id, sd);  // dK
+      return good;
+    };
+    auto t = timed(run);
+    // The first query sees only the first key: its output row is that key's value row, and its
+    // gradient (backward) is zero.
+    if (t) {
+      std::vector<__nv_bfloat16> row(static_cast<size_t>(d) * 2);
+      fine = ok(cudaMemcpy(row.data(), o, static_cast<size_t>(d) * 2, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+             ok(cudaMemcpy(row.data() + d, backward ? dq : v, static_cast<size_t>(d) * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      for (int64_t c = 0; fine && c < d; ++c) {
+        const float got = __bfloat162float(row[static_cast<size_t>(c)]), ref = __bfloat162float(row[static_cast<size_t>(d + c)]);
+        if (!backward ? std::abs(got - ref) > 0.02f : std::abs(ref) > 0.02f) fine = false;
+      }
+      if (!fine) {
+        problem_ = "attention result differs from its reference rows";
+        t.reset();
+      }
+    }
+    release();
+    if (t) *t /= static_cast<double>(heads);  // per head, as the convention counts
+    return t;
+  }
+
+  std::optional<double> memory(MemoryKernel kernel, double bytes) override {
+    const int arrays = kernel == MemoryKernel::triad ? 3 : 2;
+    const auto n = static_cast<size_t>(std::max(1.0, bytes / (4.0 * arrays)));
+    float *x = nullptr, *y = nullptr, *z = nullptr;
+    auto release = [&] {
+      cudaFree(x);
+      cudaFree(y);
+      cudaFree(z);
+    };
+    if (!ok(cudaMalloc(&x, n * 4), "cudaMalloc") || !ok(cudaMalloc(&y, n * 4), "cudaMalloc") ||
+        (arrays == 3 && !ok(cudaMalloc(&z, n * 4), "cudaMalloc"))) {
+      release();
+      return std::nullopt;
+    }
+    fill_float<<<grid_for(n), 256, 0, stream_>>>(x, n, 1.5f);
+    if (z) fill_float<<<grid_for(n), 256, 0, stream_>>>(z, n, 0.25f);
+    const size_t cols = 4096, rows = (n + cols - 1) / cols;
+    auto run = [&] {
+      switch (kernel) {
+        case MemoryKernel::copy: copy_kernel<<<grid_for(n), 256, 0, stream_>>>(x, y, n); break;
+        case MemoryKernel::triad: triad_kernel<<<grid_for(n), 256, 0, stream_>>>(x, z, y, 3.0f, n); break;
+        case MemoryKernel::norm: rmsnorm_kernel<<<static_cast<int>(std::min<size_t>(65535, rows)), 256, 0, stream_>>>(x, y, n / cols, cols); break;
+        case MemoryKernel::activation: silu_kernel<<<grid_for(n), 256, 0, stream_>>>(x, y, n); break;
+      }
+      return cudaGetLastError() == cudaSuccess;
+    };
+    auto t = timed(run);
+    float first = 0;
+    const float want = kernel == MemoryKernel::copy ? 1.5f : kernel == MemoryKernel::triad ? 2.25f
+                       : kernel == MemoryKernel::norm ? 1.0f : 1.5f / (1.0f + std::exp(-1.5f));
+    const bool checked = n >= cols || kernel != MemoryKernel::norm;  // a norm needs one whole row
+    if (t && (!ok(cudaMemcpy(&first, y, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") ||
+              (checked && std::abs(first - want) > 1e-2f))) {
+      problem_ = std::string(kernel_name(kernel)) + " result differs from its formula";
+      t.reset();
+    }
+    release();
+    return t;
+  }
+
+  std::optional<double> launch() override {
+    const auto t = Clock::now();
+    empty_kernel<<<1, 1, 0, stream_>>>();
+    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) return std::nullopt;
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+
+  std::optional<double> host_copy(double bytes) override {
+    const auto n = static_cast<size_t>(std::max(4.0, bytes));
+    void *host = nullptr, *dev = nullptr;
+    if (!ok(cudaMallocHost(&host, n), "cudaMallocHost") || !ok(cudaMalloc(&dev, n), "cudaMalloc")) {
+      cudaFreeHost(host);
+      cudaFree(dev);
+      return std::nullopt;
+    }
+    static_cast<unsigned char*>(host)[0] = 42;
+    auto t = timed([&] { return cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, stream_) == cudaSuccess; });
+    unsigned char back = 0;
+    if (t && (!ok(cudaMemcpy(&back, dev, 1, cudaMemcpyDeviceToHost), "cudaMemcpy") || back != 42)) {
+      problem_ = "host copy differs from its source";
+      t.reset();
+    }
+    cudaFreeHost(host);
+    cudaFree(dev);
+    return t;
+  }
+
+  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) override;
+
+  std::string problem() const override { return problem_; }
+
+ private:
+  bool ok(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return true;
+    problem_ = std::string(what) + ": " + cudaGetErrorString(e);
+    return false;
+  }
+  // One run of `fn` on the stream between two events; nothing when it fails.
+  template <typename F>
+  std::optional<double> timed(F&& fn) {
+    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize") || !ok(cudaEventRecord(start_, stream_), "cudaEventRecord"))
+      return std::nullopt;
+    if (!fn()) {
+      if (problem_.empty()) problem_ = "a library call failed";
+      return std::nullopt;
+    }
+    float ms = 0;
+    if (!ok(cudaEventRecord(stop_, stream_), "cudaEventRecord") || !ok(cudaEventSynchronize(stop_), "cudaEventSynchronize") ||
+        !ok(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime"))
+      return std::nullopt;
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  int devices_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::string problem_;
+#ifdef ARLSIM_HAVE_NCCL
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> streams_;
+#endif
+};
+
+#ifdef ARLSIM_HAVE_NCCL
+// One process drives the node's first `ranks` GPUs (ncclCommInitAll). Buffers hold fp32 values:
+// rank r's input is r + 1 (all-to-all: r n + j + 1 in the chunk meant for rank j); after the
+// collective one element of each rank's output is checked.
+std::optional<double> CudaDevice::collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) {
+  using model::CollectiveOp;
+  const int n = static_cast<int>(ranks);
+  if (n > devices_) {
+    problem_ = "only " + std::to_string(devices_) + " GPUs are visible";
+    return std::nullopt;
+  }
+  if (static_cast<int>(comms_.size()) != n) {
+    for (auto c : comms_) ncclCommDestroy(c);
+    for (auto s : streams_) cudaStreamDestroy(s);
+    comms_.assign(static_cast<size_t>(n), nullptr);
+    streams_.assign(static_cast<size_t>(n), nullptr);
+    std::vector<int> devs(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      devs[static_cast<size_t>(r)] = r;
+      cudaSetDevice(r);
+      cudaStreamCreate(&streams_[static_cast<size_t>(r)]);
+    }
+    if (ncclCommInitAll(comms_.data(), n, devs.data()) != ncclSuccess) {
+      problem_ = "ncclCommInitAll failed";
+      comms_.clear();
+      return std::nullopt;
+    }
+  }
+  const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
+  size_t elements = static_cast<size_t>(std::max(1.0, bytes / 4));
+  if (by_rank) elements = (elements + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * static_cast<size_t>(n);
+  if (used) *used = 4.0 * static_cast<double>(elements);
+  const size_t chunk = by_rank ? elements / static_cast<size_t>(n) : elements;
+  std::vector<float*> in(static_cast<size_t>(n), nullptr), out(static_cast<size_t>(n), nullptr);
+  bool fine = true;
+  for (int r = 0; r < n && fine; ++r) {
+    cudaSetDevice(r);
+    fine = ok(cudaMalloc(&in[static_cast<size_t>(r)], elements * 4), "cudaMalloc") &&
+           ok(cudaMalloc(&out[static_cast<size_t>(r)], elements * 4), "cudaMalloc");
+    if (!fine) break;
+    auto* dst = in[static_cast<size_t>(r)];
+    if (op == CollectiveOp::all_to_all)
+      for (int j = 0; j < n; ++j) fill_float<<<grid_for(chunk), 256, 0, streams_[static_cast<size_t>(r)]>>>(dst + static_cast<size_t>(j) * chunk, chunk, static_cast<float>(r * n + j + 1));
+    else
+      fill_float<<<grid_for(elements), 256, 0, streams_[static_cast<size_t>(r)]>>>(dst, elements, static_cast<float>(r + 1));
+  }
+  for (int r = 0; r < n && fine; ++r) {
+    cudaSetDevice(r);
+    fine = ok(cudaStreamSynchronize(streams_[static_cast<size_t>(r)]), "cudaStreamSynchronize");
+  }
+  std::optional<double> t;
+  if (fine) {
+    const auto start = Clock::now();
+    ncclResult_t res = ncclGroupStart();
+    for (int r = 0; r < n && res == ncclSuccess; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      auto s = streams_[ri];
+      switch (op) {
+        case CollectiveOp::all_reduce: res = ncclAllReduce(in[ri], out[ri], elements, ncclFloat, ncclSum, comms_[ri], s); break;
+        case CollectiveOp::all_gather: res = ncclAllGather(in[ri] + ri * chunk, out[ri], chunk, ncclFloat, comms_[ri], s); break;
+        case CollectiveOp::reduce_scatter: res = ncclReduceScatter(in[ri], out[ri], chunk, ncclFloat, ncclSum, comms_[ri], s); break;
+        case CollectiveOp::broadcast: res = ncclBroadcast(in[ri], out[ri], elements, ncclFloat, 0, comms_[ri], s); break;
+        case CollectiveOp::all_to_all:
+          for (int j = 0; j < n && res == ncclSuccess; ++j) {
+            res = ncclSend(in[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
+            if (res == ncclSuccess) res = ncclRecv(out[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
+          }
+          break;
+        case CollectiveOp::send_recv:
+          res = ncclSend(in[ri], elements, ncclFloat, (r + 1) % n, comms_[ri], s);
+          if (res == ncclSuccess) res = ncclRecv(out[ri], elements, ncclFloat, (r + n - 1) % n, comms_[ri], s);
+          break;
+      }
+    }
+    const ncclResult_t ended = ncclGroupEnd();
+    if (res == ncclSuccess) res = ended;
+    for (int r = 0; r < n && fine; ++r) {
+      cudaSetDevice(r);
+      fine = ok(cudaStreamSynchronize(streams_[static_cast<size_t>(r)]), "cudaStreamSynchronize");
+    }
+    if (res != ncclSuccess) problem_ = std::string("NCCL: ") + ncclGetErrorString(res);
+    else if (fine) t = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  // Check one element of each rank's result.
+  const float total = static_cast<float>(n * (n + 1) / 2);
+  for (int r = 0; r < n && t; ++r) {
+    cudaSetDevice(r);
+    float got = 0;
+    size_t at = 0;
+    float want = total;
+    switch (op) {
+      case CollectiveOp::all_reduce: break;
+      case CollectiveOp::reduce_scatter: break;
+      case CollectiveOp::all_gather: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>((r + 1) % n + 1); break;
+      case CollectiveOp::broadcast: want = 1; break;
+      case CollectiveOp::all_to_all: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1); break;
+      case CollectiveOp::send_recv: want = static_cast<float>((r + n - 1) % n + 1); break;
+    }
+    if (!ok(cudaMemcpy(&got, out[static_cast<size_t>(r)] + at, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") ||
+        std::abs(got - want) > 1e-3f * want) {
+      problem_ = std::string(model::collective_name(op)) + " result differs from the reference on rank " + std::to_string(r);
+      t.reset();
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    cudaSetDevice(r);
+    cudaFree(in[static_cast<size_t>(r)]);
+    cudaFree(out[static_cast<size_t>(r)]);
+  }
+  cudaSetDevice(0);
+  return t;
+}
+#else
+std::optional<double> CudaDevice::collective(model::CollectiveOp, double, int64_t, double*) {
+  problem_ = "this build has no NCCL";
+  return std::nullopt;
+}
+#endif
+
+}  // namespace
+
+std::unique_ptr<Device> make_cuda_device(std::string& problem) {
+  auto d = std::make_unique<CudaDevice>();
+  if (!d->init(problem)) return nullptr;
+  return d;
+}
+
+}  // namespace arlsim::calib

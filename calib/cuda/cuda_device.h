@@ -1,0 +1,19 @@
+// The CUDA backend of `arlsim calibrate` (built when the CUDA toolkit is found): one GPU as the
+// device for GEMMs (cuBLAS, bf16 with fp32 accumulation), attention (the unfused cuBLAS path:
+// batched GEMMs around a masked-softmax kernel, forward and backward), streaming kernels, launches
+// and pinned host copies; NCCL among the node's GPUs, one process driving them all, for the
+// collectives. Its host-side arithmetic (nominal peaks and bandwidth) is in cuda_peaks.h, which is
+// built and tested everywhere.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "calib/harness/harness.h"
+
+namespace arlsim::calib {
+
+// The first GPU as a calibration device, or nothing and `problem` says why (no driver, no GPU).
+std::unique_ptr<Device> make_cuda_device(std::string& problem);
+
+}  // namespace arlsim::calib
