@@ -54,6 +54,29 @@ std::string band_text(const std::optional<model::ErrorBand>& band, double second
   return text;
 }
 
+// Prices with the profile's model and counts the GEMM shapes inside and outside its measured grid
+// (a calibrated profile's table; outside it the analytic model answers), so that the estimate can
+// say how much of it rests on measurements.
+class GridCounter final : public model::CostModel {
+ public:
+  GridCounter(const input::ClusterSpec& c, input::Dtype dtype) : analytic_(c, dtype), compute_(c.gpu, dtype) {}
+  model::OpCost cost(const model::Op& op) const override {
+    if (const auto* g = std::get_if<model::GemmOp>(&op)) {
+      ++gemms_;
+      if (g->groups == 1 && compute_.in_gemm_grid(g->m, g->n, g->k)) ++inside_;
+    }
+    return analytic_.cost(op);
+  }
+  double peak_flops() const override { return analytic_.peak_flops(); }
+  int64_t gemms() const { return gemms_; }
+  int64_t inside() const { return inside_; }
+
+ private:
+  model::AnalyticCostModel analytic_;
+  model::ComputeModel compute_;
+  mutable int64_t gemms_ = 0, inside_ = 0;
+};
+
 int estimate_train(const input::StageSpec& s, const std::string& file, bool json) {
   model::TrainRequest r;
   r.layout = s.train.layout;
@@ -67,7 +90,9 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
     std::cerr << file << ": /layout: " << problem << "\n";
     return kExitBadInput;
   }
-  const auto e = model::estimate_train(s.model, s.cluster, r);
+  const GridCounter counter(s.cluster, r.dtype);
+  const auto e = model::estimate_train(s.model, s.cluster, r, counter);
+  const bool gridded = s.cluster.gpu.gemm_efficiency.size() > 1;
   const auto& b = e.breakdown;
   const auto band = model::validation_band("training");
   if (json) {
@@ -90,6 +115,7 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
       j["mfu_high"] = band->rate_high(e.mfu);
     }
     j["micro_batches"] = e.micro_batches;
+    if (gridded) j["gemms_in_measured_grid"] = {{"inside", counter.inside()}, {"priced", counter.gemms()}};
     j["memory_per_rank_gib"] = memory_json(e.memory);
     j["fits"] = e.memory.fits();
     j["breakdown_s"] = {{"forward_per_micro_batch", b.forward_s}, {"backward_per_micro_batch", b.backward_s},
@@ -117,6 +143,9 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
   std::printf("  communication  exposed   hidden (s)\n");
   std::printf("    TP / micro-batch %9.4f %9.4f\n", b.tp_comm_exposed_s, b.tp_comm_s - b.tp_comm_exposed_s);
   std::printf("    DP / iteration   %9.4f %9.4f\n", b.dp_comm_exposed_s, std::max(0.0, b.dp_comm_s - b.dp_comm_exposed_s));
+  if (gridded)
+    std::printf("  GEMMs          %lld of %lld priced inside the profile's measured grid, the rest by the analytic model\n",
+                static_cast<long long>(counter.inside()), static_cast<long long>(counter.gemms()));
   std::printf("memory per rank\n%s", memory_text(e.memory).c_str());
   return kExitOk;
 }

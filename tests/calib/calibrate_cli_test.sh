@@ -36,6 +36,7 @@ cat >"$tmp/stage.json" <<JSON
 JSON
 expect calibrate-estimate 0 "$arlsim" estimate "$tmp/stage.json" --json
 contains calibrate-estimate-iteration "$tmp/out" '"iteration_s"'
+contains calibrate-estimate-grid "$tmp/out" '"gemms_in_measured_grid"'
 
 expect calibrate-compare 0 "$arlsim" calibrate compare h100-sxm "$tmp/cpu.json"
 contains calibrate-compare-header "$tmp/out" "B / A"
