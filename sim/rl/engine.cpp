@@ -96,6 +96,18 @@ void EngineScheduler::unref_prompt(int64_t prompt_id) {
   }
 }
 
+void EngineScheduler::cache_context(const Request& r) {
+  // An older entry of this trajectory (one its turn could not use) gives way to the new one.
+  ByTrajectory& where = of(r.trajectory);
+  if (where.cached >= 0) {
+    cached_blocks_ -= lru_[where.cached].blocks;
+    free_blocks_ += lru_[where.cached].blocks;
+    lru_.erase(where.cached);
+  }
+  where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+  cached_blocks_ += r.blocks;
+}
+
 bool EngineScheduler::evict(int64_t want) {
   if (lru_.empty()) return false;
   const int32_t first = lru_.front();
@@ -141,18 +153,8 @@ void EngineScheduler::preempt(int64_t id) {
   // caching the released blocks keep their hashes (vLLM frees them into the evictable pool), so
   // what survives until the request is admitted again is a cache hit, not recomputed.
   r.dropped = r.kv_tokens();
-  if (spec_.prefix_caching && r.blocks > 0) {
-    ByTrajectory& where = of(r.trajectory);
-    if (where.cached >= 0) {  // an older entry of this trajectory gives way
-      cached_blocks_ -= lru_[where.cached].blocks;
-      free_blocks_ += lru_[where.cached].blocks;
-      lru_.erase(where.cached);
-    }
-    where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
-    cached_blocks_ += r.blocks;
-  } else {
-    free_blocks_ += r.blocks;
-  }
+  if (spec_.prefix_caching && r.blocks > 0) cache_context(r);
+  else free_blocks_ += r.blocks;
   if (r.shared_tokens > 0) unref_prompt(r.prompt_id);
   prefill_pending_ -= r.context - r.computed;
   r.context += r.generated;
@@ -479,14 +481,7 @@ Request EngineScheduler::release(int64_t trajectory) {
   prefill_pending_ -= r.context - r.computed;
   running_.erase(std::find(running_.begin(), running_.end(), id));
   if (spec_.prefix_caching) {
-    // An older entry of this trajectory (one its turn could not use) gives way to the new one.
-    if (where.cached >= 0) {
-      cached_blocks_ -= lru_[where.cached].blocks;
-      free_blocks_ += lru_[where.cached].blocks;
-      lru_.erase(where.cached);
-    }
-    where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
-    cached_blocks_ += r.blocks;
+    cache_context(r);
   } else {
     free_blocks_ += r.blocks;
     forget(trajectory);

@@ -123,6 +123,8 @@ class EngineScheduler {
   // Frees up to `want` cached blocks from the least recently used entry: a context entry loses
   // its last blocks first and keeps its prefix, a shared prompt goes whole. False: nothing cached.
   bool evict(int64_t want);
+  // A request's blocks become its trajectory's cache entry (evictable), replacing an older one.
+  void cache_context(const Request& r);
   void preempt(int64_t id);
   // Planning: the decoding requests at once (false when one of them could go without its token
   // or its block), or the running requests one by one from running_[first].
