@@ -40,8 +40,13 @@ void draw_progress(double fraction, double elapsed) {
   bar.resize(kWidth, '.');
   char left[64] = "";
   if (fraction > 0.02 && fraction < 1) std::snprintf(left, sizeof left, "  about %.0f s left", elapsed / fraction * (1 - fraction));
+  static bool finished = false;  // the bar ends its line once
+  if (finished) return;
   std::fprintf(stderr, "\r[%s] %3.0f%%%s          ", bar.c_str(), 100 * fraction, left);
-  if (fraction >= 1) std::fprintf(stderr, "\n");
+  if (fraction >= 1) {
+    std::fprintf(stderr, "\n");
+    finished = true;
+  }
 }
 
 std::optional<input::GpuProfile> load_profile(const std::string& path) {
@@ -94,7 +99,16 @@ int compare(const std::string& a_path, const std::string& b_path) {
   std::set<std::tuple<int64_t, int64_t, int64_t>> points;
   for (const auto* p : {&*a, &*b})
     for (const auto& g : p->gemm_efficiency) points.insert({g.m, g.n, g.k});
-  if (common && !points.empty()) {
+  // Both profiles' compute models must be complete for the dtype (a profile measured without
+  // attention, say, is not).
+  const bool comparable = common && model::missing_compute_data(*a, *common).empty() &&
+                          model::missing_compute_data(*b, *common).empty();
+  if (common && !comparable && !points.empty()) {
+    std::printf("GEMM: not compared: %s lacks %s\n",
+                model::missing_compute_data(*a, *common).empty() ? b->name.c_str() : a->name.c_str(),
+                (model::missing_compute_data(*a, *common).empty() ? model::missing_compute_data(*b, *common)
+                                                                  : model::missing_compute_data(*a, *common)).c_str());
+  } else if (common && !points.empty()) {
     std::printf("GEMM %s, achieved (grid points of either; * outside that profile's grid: its analytic model)\n",
                 std::string(input::dtype_name(*common)).c_str());
     const model::ComputeModel ca(*a, *common), cb(*b, *common);
@@ -217,16 +231,20 @@ int run_calibrate(const Args& args) {
     if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.resize(name.size() - 5);
   }
   const std::string text = calib::profile_json(results, {name, command, today()});
-  if (const std::string problem = calib::write_atomically(out, text); !problem.empty()) {
-    std::cerr << "arlsim calibrate: " << problem << "\n";
+  // What is written must be a profile the rest of arlsim reads: checked before it replaces anything.
+  std::string unusable;
+  const auto check = [&](const std::string& written) {
+    input::Diagnostics diag;
+    if (input::check_document(written, input::SpecKind::gpu, {}, diag)) return std::string();
+    unusable = input::format_all(diag);
+    return std::string("the measurements make no usable profile");
+  };
+  if (const std::string problem = calib::write_atomically(out, text, check); !problem.empty()) {
+    std::cerr << "arlsim calibrate: " << problem << (unusable.empty() ? "" : ":\n" + unusable) << "\n";
     return kExitBadInput;
   }
-  // What was written must be a profile the rest of arlsim reads.
   const auto profile = load_profile(out);
-  if (!profile) {
-    std::cerr << "arlsim calibrate: the profile written to " << out << " does not check; this is a bug\n";
-    return kExitInternal;
-  }
+  if (!profile) return kExitInternal;
   std::printf("wrote %s in %.1f s: peak %s %s, memory %s, launch %s, %zu GEMM points, %zu memory points, %zu excluded\n",
               out.c_str(), results.seconds, info.gemm_dtype.c_str(),
               number(profile->peak(info.gemm_dtype == "fp32" ? input::Dtype::fp32 : input::Dtype::bf16) / 1e9, "GFLOP/s").c_str(),

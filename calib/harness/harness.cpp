@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 namespace arlsim::calib {
@@ -116,6 +118,13 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   const double top = cpu ? 32.0 * (1 << 20) : 8.0 * (1 << 30);
   for (double b = 8; b <= top; b *= quick ? 16 : 2) p.collective_bytes.push_back(b);
   if (p.collective_bytes.back() < top) p.collective_bytes.push_back(top);
+  // What was not asked for has no points (and leaves no trace in the profile's notes).
+  auto has = [&](Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
+  if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear();
+  if (!has(Op::attention)) p.attention_seq.clear();
+  if (!has(Op::memory)) p.memory_bytes.clear();
+  if (!has(Op::host)) p.host_bytes.clear();
+  if (!has(Op::collective) && !has(Op::p2p)) p.collective_ranks.clear(), p.collective_bytes.clear();
   return p;
 }
 
@@ -390,8 +399,15 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
         auto& s0 = smallest[c.ranks];
         if (!s0 || c.bytes < s0->bytes) s0 = &c;
       }
+    // Each op's own ring steps, as the cost model counts them: 2(n - 1) for an all-reduce, one hop
+    // for a send/recv, n - 1 otherwise.
+    auto steps = [](const CollectiveResult& c) {
+      if (c.op == model::CollectiveOp::all_reduce) return 2.0 * d(c.ranks - 1);
+      if (c.op == model::CollectiveOp::send_recv) return 1.0;
+      return d(c.ranks - 1);
+    };
     std::vector<std::pair<double, double>> xy;  // (steps, seconds)
-    for (const auto& [n, c] : smallest) xy.emplace_back(2.0 * d(n - 1), c->seconds.median);
+    for (const auto& [n, c] : smallest) xy.emplace_back(steps(*c), c->seconds.median);
     double base = 0, hop = 0;
     if (xy.size() >= 2) {
       double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -401,9 +417,11 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
         sxx += x * x;
         sxy += x * y;
       }
-      const double n = d(static_cast<int64_t>(xy.size()));
-      hop = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-      base = (sy - hop * sx) / n;
+      const double n = d(static_cast<int64_t>(xy.size())), denominator = n * sxx - sx * sx;
+      if (denominator > 1e-12 * n * sxx) {  // the group sizes give different step counts
+        hop = (n * sxy - sx * sy) / denominator;
+        base = (sy - hop * sx) / n;
+      }
     }
     if (xy.size() < 2 || hop <= 0 || base < 0) {
       base = 0;
@@ -489,11 +507,12 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   return j.dump(2) + "\n";
 }
 
-std::string write_atomically(const std::string& path, const std::string& text) {
+std::string write_atomically(const std::string& path, const std::string& text,
+                             const std::function<std::string(const std::string& written)>& check) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   fs::path tmp = target;
-  tmp += ".partial";
+  tmp += ".partial." + std::to_string(::getpid());  // concurrent runs do not share it
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return "cannot write " + tmp.string();
@@ -506,6 +525,11 @@ std::string write_atomically(const std::string& path, const std::string& text) {
     }
   }
   std::error_code ec;
+  if (check)
+    if (const std::string problem = check(tmp.string()); !problem.empty()) {
+      fs::remove(tmp, ec);
+      return problem;
+    }
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);

@@ -169,7 +169,9 @@ struct ProfileHeader {
 std::string profile_json(const Results& r, const ProfileHeader& h);
 
 // Writes `text` to `path` through a temporary file in the same folder and a rename, so that an
-// interrupted run leaves the old file or none, never half of one. "" or the problem.
-std::string write_atomically(const std::string& path, const std::string& text);
+// interrupted run leaves the old file or none, never half of one; `check`, when given, reads the
+// temporary file first and its problem ("" for none) stops the rename. "" or the problem.
+std::string write_atomically(const std::string& path, const std::string& text,
+                             const std::function<std::string(const std::string& written)>& check = {});
 
 }  // namespace arlsim::calib

@@ -11,6 +11,7 @@ source "$(dirname "$0")/../lib/checks.sh"
 expect calibrate-cpu-quick 0 "$arlsim" calibrate --backend cpu --quick --out "$tmp/cpu.json"
 contains calibrate-wrote "$tmp/out" "wrote $tmp/cpu.json"
 contains calibrate-points "$tmp/out" "27 GEMM points"
+contains calibrate-nothing-excluded "$tmp/out" "0 excluded"
 expect calibrate-check 0 "$arlsim" check "$tmp/cpu.json"
 contains calibrate-check-measured "$tmp/out" "measured"
 contains calibrate-check-fp32 "$tmp/out" "fp32"
@@ -42,6 +43,11 @@ expect calibrate-compare 0 "$arlsim" calibrate compare h100-sxm "$tmp/cpu.json"
 contains calibrate-compare-header "$tmp/out" "B / A"
 contains calibrate-compare-gemm "$tmp/out" "GEMM"
 contains calibrate-compare-collectives "$tmp/out" "all_reduce intra_node ring x2"
+
+# A profile without attention compares, saying what it cannot.
+expect calibrate-partial 0 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory --out "$tmp/gm.json"
+expect calibrate-compare-partial 0 "$arlsim" calibrate compare h100-sxm "$tmp/gm.json"
+contains calibrate-compare-partial-why "$tmp/out" "GEMM: not compared"
 
 # Bad options: exit 2, the reason, no file.
 expect calibrate-bad-op 2 "$arlsim" calibrate --backend cpu --ops gemm,tensor-cores --out "$tmp/x.json"
