@@ -41,5 +41,6 @@ int run_estimate(const Args& args);
 int run_default(const Args& args);
 int run_trace(const Args& args);
 int run_calibrate(const Args& args);
+int run_export(const Args& args);
 
 }  // namespace arlsim::app

@@ -29,6 +29,8 @@ constexpr Command kCommands[] = {
     {"list", "list presets: models, gpus, clusters, scenarios, workloads, policies (with the planner's selectors), and the step's stages", arlsim::app::run_list},
     {"trace", "context-growth traces: gen (synthetic), import (CSV summary, rollout dump), stats",
      arlsim::app::run_trace},
+    {"export", "a plan (or scenario) as a framework's launch: verl's command, an sbatch script, or JSON",
+     arlsim::app::run_export},
     {"calibrate", "measure this machine's device (microbenchmarks) into a profile; compare two profiles",
      arlsim::app::run_calibrate},
 };

@@ -196,4 +196,6 @@ std::string plan_json(const PlanDocument& d) {
   return j.dump(2) + "\n";
 }
 
+std::string document_json(const input::Value& v) { return to_json(v).dump(2) + "\n"; }
+
 }  // namespace arlsim::planner

@@ -33,5 +33,7 @@ struct PlanDocument {
 };
 
 std::string plan_json(const PlanDocument& d);
+// A parsed input document as indented JSON (what `arlsim export --format json` prints).
+std::string document_json(const input::Value& v);
 
 }  // namespace arlsim::planner

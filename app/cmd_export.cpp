@@ -1,0 +1,66 @@
+// `arlsim export PLAN|SCENARIO --format json|verl|slurm [--out FILE]`: a plan (or a scenario) as
+// the launch form of the framework that runs the cluster.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "calib/harness/harness.h"
+#include "planner/export/export.h"
+#include "sim/input/check.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+int run_export(const Args& args) {
+  std::string source, format_name, out;
+  std::vector<std::string> overrides;
+  po::options_description opts(
+      "arlsim export PLAN.json|SCENARIO --format json|verl|slurm [--out FILE]\n\n"
+      "Writes a plan (the plan.json of `arlsim plan`, or a scenario as it stands) as the launch form of\n"
+      "the framework that runs the cluster: verl's `python3 -m verl.trainer.main_ppo` with its Hydra\n"
+      "overrides, an sbatch script that starts Ray on the allocation and runs it (slurm), or the plan\n"
+      "itself, normalised (json). What the framework cannot express is listed at the top of the output\n"
+      "and on stderr. docs/export.md lists every key.\n\nOptions");
+  opts.add_options()("help,h", "this text")("format", po::value(&format_name), "json, verl or slurm")(
+      "out", po::value(&out), "write here instead of stdout")(
+      "set", po::value(&overrides)->composing(), "override a field of the plan's scenario: /json/pointer=value");
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, Positional{"plan", 1, po::value(&source)}, vm); status >= 0) return status;
+  if (source.empty() || format_name.empty()) {
+    std::cerr << "arlsim export: a plan (or scenario) and --format are required\n" << opts;
+    return kExitBadInput;
+  }
+  const auto format = planner::find_export_format(format_name);
+  if (!format) {
+    std::cerr << "arlsim export: --format: unknown format \"" << format_name << "\"; valid: "
+              << planner::export_format_list() << "\n";
+    return kExitBadInput;
+  }
+  input::Diagnostics diag;
+  input::Value document;
+  const auto scenario = input::load_scenario(source, overrides, diag, &document);
+  std::cerr << input::format_all(diag);
+  if (!scenario) return kExitBadInput;
+  planner::ExportRequest request;
+  request.format = *format;
+  request.source = source;
+  request.document = &document;
+  const auto result = planner::export_plan(*scenario, request);
+  if (!result.error.empty()) {
+    std::cerr << "arlsim export: " << source << ": " << result.error << "\n";
+    return kExitBadInput;
+  }
+  for (const auto& n : result.notes) std::cerr << "note: not expressible in " << format_name << ": " << n << "\n";
+  if (out.empty()) {
+    std::cout << result.text;
+    return kExitOk;
+  }
+  if (const std::string problem = calib::write_atomically(out, result.text); !problem.empty()) {
+    std::cerr << "arlsim export: " << problem << "\n";
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+}  // namespace arlsim::app
