@@ -13,16 +13,18 @@ namespace arlsim::app {
 namespace po = boost::program_options;
 
 int run_export(const Args& args) {
-  std::string source, format_name, out;
+  std::string source, format_name, out, version;
   std::vector<std::string> overrides;
   po::options_description opts(
-      "arlsim export PLAN.json|SCENARIO --format json|verl|slurm [--out FILE]\n\n"
+      "arlsim export PLAN.json|SCENARIO --format json|verl|slurm|openrlhf [--framework-version V] [--out FILE]\n\n"
       "Writes a plan (the plan.json of `arlsim plan`, or a scenario as it stands) as the launch form of\n"
       "the framework that runs the cluster: verl's `python3 -m verl.trainer.main_ppo` with its Hydra\n"
-      "overrides, an sbatch script that starts Ray on the allocation and runs it (slurm), or the plan\n"
+      "overrides, an sbatch script that starts Ray on the allocation and runs it (slurm), OpenRLHF's\n"
+      "`openrlhf.cli.train_ppo_ray` submitted to Ray (openrlhf), or the plan\n"
       "itself, normalised (json). What the framework cannot express is listed at the top of the output\n"
       "and on stderr. docs/export.md lists every key.\n\nOptions");
-  opts.add_options()("help,h", "this text")("format", po::value(&format_name), "json, verl or slurm")(
+  opts.add_options()("help,h", "this text")("format", po::value(&format_name), "json, verl, slurm or openrlhf")(
+      "framework-version", po::value(&version), "the framework's version where its options changed (OpenRLHF: flat before 0.10.2)")(
       "out", po::value(&out), "write here instead of stdout")(
       "set", po::value(&overrides)->composing(), "override a field of the plan's scenario: /json/pointer=value");
   po::variables_map vm;
@@ -46,6 +48,7 @@ int run_export(const Args& args) {
   request.format = *format;
   request.source = source;
   request.document = &document;
+  request.framework_version = version;
   const auto result = planner::export_plan(*scenario, request);
   if (!result.error.empty()) {
     std::cerr << "arlsim export: " << source << ": " << result.error << "\n";

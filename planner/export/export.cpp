@@ -312,16 +312,160 @@ VerlScript verl_script(const input::ScenarioSpec& s, const ExportRequest& r, std
   return {shell_header(s, r, notes), inputs, body};
 }
 
+// "0.10.1" before "0.10.2": the versions' numbers compared in turn.
+bool version_before(const std::string& v, std::vector<int> than) {
+  std::vector<int> parts;
+  std::stringstream in(v);
+  std::string item;
+  while (std::getline(in, item, '.')) {
+    try {
+      parts.push_back(std::stoi(item));
+    } catch (...) {
+      parts.push_back(0);
+    }
+  }
+  parts.resize(std::max(parts.size(), than.size()), 0);
+  than.resize(parts.size(), 0);
+  return parts < than;
+}
+
+// OpenRLHF's `openrlhf.cli.train_ppo_ray`: dotted options from v0.10.2 on, flat names before.
+// Training runs on DeepSpeed (data parallelism with ZeRO, ring attention); engines are vLLM's.
+std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r, std::vector<std::string>& notes,
+                            std::string& error) {
+  const auto& w = s.workload;
+  const auto& p = s.policy;
+  const auto& l = p.train;
+  const bool flat = !r.framework_version.empty() && version_before(r.framework_version, {0, 10, 2});
+  std::vector<std::pair<std::string, std::string>> args;  // option (dotted name, flat name), value ("" = a switch)
+  auto opt = [&](const char* dotted, const char* flat_name, const std::string& value) {
+    const char* name = flat ? flat_name : dotted;
+    if (!name) {
+      notes.push_back(std::string(dotted) + ": no flag before OpenRLHF 0.10.2; left out");
+      return;
+    }
+    args.emplace_back(name, value);
+  };
+  const int64_t per_node = s.cluster.gpus_per_node;
+  int64_t nodes = 0, gpus = 0;
+  if (!worker_grid(s.train_gpus(), per_node, nodes, gpus, error, "actor")) return {};
+  const auto& ro = p.rollout;
+  const int64_t engines = ro.replicas > 0 ? ro.replicas : s.rollout_gpus() / ro.gpus_per_engine();
+  if (ro.pp > 1) notes.push_back("pipeline-parallel engines: OpenRLHF's vLLM engines take tensor parallelism only; pp left out");
+  if (ro.ep > 1) notes.push_back("expert-parallel engines: not an OpenRLHF option; left out");
+  const bool colocated = p.placement == input::Placement::colocated;
+  if (colocated && s.train_gpus() != engines * ro.tp) {
+    error = "OpenRLHF's colocate-all needs the actor's GPUs (" + num(s.train_gpus()) + ") to equal engines x vLLM TP (" +
+            num(engines) + " x " + num(ro.tp) + ")";
+    return {};
+  }
+  const int64_t trajectories = w.trajectories_per_step();
+  if (w.mini_batches < 1 || trajectories % w.mini_batches != 0) {
+    error = "OpenRLHF's train batch (" + num(trajectories) + " samples) does not split into " + num(w.mini_batches) +
+            " optimizer steps";
+    return {};
+  }
+  opt("--actor.model_name_or_path", "--pretrain", "\"$MODEL_PATH\"");
+  opt("--data.prompt_dataset", "--prompt_data", "\"$TRAIN_FILES\"");
+  opt("--actor.num_nodes", "--actor_num_nodes", num(nodes));
+  opt("--actor.num_gpus_per_node", "--actor_num_gpus_per_node", num(gpus));
+  if (w.use_reference) {
+    opt("--ref.num_nodes", "--ref_num_nodes", num(nodes));
+    opt("--ref.num_gpus_per_node", "--ref_num_gpus_per_node", num(gpus));
+  }
+  opt("--vllm.num_engines", "--vllm_num_engines", num(engines));
+  opt("--vllm.tensor_parallel_size", "--vllm_tensor_parallel_size", num(ro.tp));
+  opt("--vllm.gpu_memory_utilization", "--vllm_gpu_memory_utilization", num(w.engine.gpu_memory_utilization));
+  if (colocated) {
+    opt("--train.colocate_all", "--colocate_all_models", "");
+    opt("--vllm.enable_sleep", "--vllm_enable_sleep", "");
+    opt("--ds.enable_sleep", "--deepspeed_enable_sleep", "");
+  }
+  // Training: DeepSpeed data parallelism with ZeRO and ring attention.
+  if (l.tp > 1 || l.pp > 1 || l.ep > 1)
+    notes.push_back("tensor, pipeline or expert parallelism in training: OpenRLHF trains with DeepSpeed (data "
+                    "parallelism with ZeRO); exported as data parallelism over the same GPUs");
+  opt("--ds.zero_stage", "--zero_stage", num(l.zero));
+  if (l.cp > 1) {
+    opt("--ds.ring_attn_size", "--ring_attn_size", num(l.cp));
+    if (l.ulysses) notes.push_back("Ulysses context parallelism: OpenRLHF's is ring attention; exported as its ring size");
+  }
+  opt("--ds.packing_samples", "--packing_samples", "");
+  if (l.recompute != input::Recompute::none) opt("--actor.gradient_checkpointing_enable", "--gradient_checkpointing", "");
+  if (l.offload_optimizer) opt("--ds.adam_offload", "--adam_offload", "");
+  if (l.offload_params) notes.push_back("offloaded parameters: OpenRLHF offloads the optimizer (Adam) only");
+  opt("--rollout.batch_size", "--rollout_batch_size", num(w.prompts_per_step));
+  opt("--rollout.n_samples_per_prompt", "--n_samples_per_prompt", num(w.samples_per_prompt));
+  opt("--train.batch_size", "--train_batch_size", num(trajectories / w.mini_batches));
+  opt("--train.micro_batch_size", "--micro_train_batch_size", num(l.micro_batch));
+  if (l.max_tokens_per_gpu > 0) {
+    opt("--train.dynamic_batch_enable", "--use_dynamic_batch", "");
+    opt("--train.max_tokens_per_gpu", nullptr, num(l.max_tokens_per_gpu));
+  }
+  opt("--train.max_epochs", "--max_epochs", num(w.ppo_epochs));
+  opt("--data.max_len", "--max_len", num(w.max_context_tokens));
+  opt("--rollout.max_new_tokens", "--max_new_tokens", num(w.max_response_tokens));
+  const char* estimator = "group_norm";
+  switch (w.algorithm) {
+    case input::Algorithm::grpo: break;
+    case input::Algorithm::dapo: notes.push_back("DAPO: exported as group_norm (GRPO); its dynamic sampling is OpenRLHF's own option"); break;
+    case input::Algorithm::ppo: estimator = "gae"; break;
+    case input::Algorithm::rloo: estimator = "rloo"; break;
+    case input::Algorithm::reinforce_pp: estimator = "reinforce"; break;
+    case input::Algorithm::reinforce:
+      estimator = "reinforce";
+      notes.push_back("REINFORCE: OpenRLHF's reinforce estimator is REINFORCE++; the closest");
+      break;
+  }
+  opt("--algo.advantage.estimator", "--advantage_estimator", estimator);
+  if (p.sync == input::SyncMode::async) {
+    if (colocated) notes.push_back("asynchronous training with colocate-all: OpenRLHF runs colocated models synchronously");
+    else {
+      opt("--train.async_enable", "--async_train", "");
+      opt("--train.async_queue_size", nullptr, num(std::max<int64_t>(1, p.staleness)));
+    }
+  }
+  if (p.partial_rollout > 0) opt("--train.partial_rollout_enable", "--partial_rollout", "");
+  if (w.max_turns > 1)
+    notes.push_back("multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here");
+  if (w.critic) notes.push_back("PPO's critic: set --critic.* with its model; not set here");
+  if (p.dispatch != input::DispatchMode::centralized)
+    notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) +
+                    ": OpenRLHF moves batches through Ray's object store from its driver");
+  if (!p.schedule.empty()) notes.push_back("a schedule of layouts: OpenRLHF keeps one layout per run; the first is exported");
+  notes.push_back("the run's length follows the dataset (episodes x prompts), not a step count: arlsim's " +
+                  num(run_steps(s)) + " steps are " + num(run_steps(s)) + " rollout batches of " + num(w.prompts_per_step) +
+                  " prompts");
+  std::sort(notes.begin(), notes.end());
+  notes.erase(std::unique(notes.begin(), notes.end()), notes.end());
+  std::ostringstream o;
+  o << "#!/usr/bin/env bash\n# Exported by `arlsim export --format openrlhf" << (flat ? " --framework-version " + r.framework_version : "")
+    << "` from " << r.source << " (scenario " << s.name << " on " << s.cluster.total_gpus() << " x " << s.cluster.gpu.name
+    << ", OpenRLHF " << (flat ? "flat options, before 0.10.2" : "dotted options, 0.10.2 and later") << ").\n";
+  if (!notes.empty()) {
+    o << "# Not expressible in OpenRLHF, the closest setting taken:\n";
+    for (const auto& n : notes) o << "#   - " << n << "\n";
+  }
+  o << "set -euo pipefail\n"
+    << "MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the model (a Hugging Face name or a local folder)}\n"
+    << "TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the prompt dataset}\n"
+    << "ray job submit --address=\"${RAY_DASHBOARD:-http://127.0.0.1:8265}\" -- python3 -m openrlhf.cli.train_ppo_ray";
+  for (const auto& [name, value] : args) o << " \\\n  " << name << (value.empty() ? "" : " " + value);
+  o << "\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::optional<ExportFormat> find_export_format(std::string_view name) {
   if (name == "json") return ExportFormat::json;
   if (name == "verl") return ExportFormat::verl;
   if (name == "slurm") return ExportFormat::slurm;
+  if (name == "openrlhf") return ExportFormat::openrlhf;
   return std::nullopt;
 }
 
-std::string_view export_format_list() { return "json, verl, slurm"; }
+std::string_view export_format_list() { return "json, verl, slurm, openrlhf"; }
 
 ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   ExportResult out;
@@ -329,6 +473,10 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   if (r.format == ExportFormat::json) {
     if (r.document) out.text = document_json(*r.document);
     else out.error = "no document to write";
+    return out;
+  }
+  if (r.format == ExportFormat::openrlhf) {
+    out.text = openrlhf_script(s, r, out.notes, out.error);
     return out;
   }
   if (w.mini_batches < 1 || w.prompts_per_step % w.mini_batches != 0) {

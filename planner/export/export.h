@@ -15,14 +15,15 @@
 
 namespace arlsim::planner {
 
-enum class ExportFormat { json, verl, slurm };
+enum class ExportFormat { json, verl, slurm, openrlhf };
 std::optional<ExportFormat> find_export_format(std::string_view name);
-std::string_view export_format_list();  // "json, verl, slurm"
+std::string_view export_format_list();  // "json, verl, slurm, openrlhf"
 
 struct ExportRequest {
   ExportFormat format = ExportFormat::verl;
   std::string source;                         // the plan or scenario as named on the command line
   const input::Value* document = nullptr;     // its resolved document (for json)
+  std::string framework_version;              // OpenRLHF: before 0.10.2 its flags are flat; "" = current
 };
 
 struct ExportResult {

@@ -33,6 +33,11 @@ golden moe-ep-pp.verl.sh default --format verl --set /model=qwen3-30b-a3b --set 
 golden fsdp-ulysses.verl.sh default --format verl --set /policy/train/tp=1 --set /policy/train/dp=8 --set /policy/train/cp=2 \
   --set '/policy/train/cp_kind="ulysses"' --set /policy/train/zero=3 --set /policy/train/sequence_parallel=false
 golden earl-testbed.slurm.sh earl-testbed --format slurm
+golden default.openrlhf.sh default --format openrlhf
+golden default.openrlhf-0.10.1.sh default --format openrlhf --framework-version 0.10.1
+golden disaggregated-async.openrlhf.sh disaggregated-async --format openrlhf
+contains export-openrlhf-flat-note "$here/golden/default.openrlhf-0.10.1.sh" "--train.max_tokens_per_gpu: no flag before OpenRLHF 0.10.2"
+contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "--train.async_enable"
 contains export-notes-stderr "$tmp/disaggregated-async.verl.sh.err" "note: not expressible in verl: dispatch decentralized"
 contains export-notes-header "$here/golden/disaggregated-async.verl.sh" "# Not expressible in verl, the closest setting taken:"
 
@@ -56,8 +61,10 @@ contains export-mini-batches-why "$tmp/err" "8 mini-batches do not divide it"
 expect export-grid 2 "$arlsim" export disaggregated-async --format verl --out "$tmp/x.sh" --set /policy/rollout_gpus=20 \
   --set /policy/train/tp=4 --set /policy/train/dp=3 --set /workload/prompts_per_step=96 --set /trace/generate/prompts_per_step=96
 contains export-grid-why "$tmp/err" "20 GPUs do not fill whole nodes of 8"
+expect export-colocate-all 2 "$arlsim" export default --format openrlhf --out "$tmp/x.sh" --set /policy/rollout/replicas=4
+contains export-colocate-all-why "$tmp/err" "colocate-all needs the actor's GPUs (16) to equal engines x vLLM TP (4 x 2)"
 expect export-format 2 "$arlsim" export default --format xml
-contains export-format-why "$tmp/err" 'unknown format "xml"; valid: json, verl, slurm'
+contains export-format-why "$tmp/err" 'unknown format "xml"; valid: json, verl, slurm, openrlhf'
 expect export-missing 2 "$arlsim" export "$tmp/none.json" --format verl
 if [ -e "$tmp/x.sh" ]; then failed=$((failed + 1)); echo "FAIL export-no-file"; else passed=$((passed + 1)); fi
 report
