@@ -16,14 +16,16 @@ int run_export(const Args& args) {
   std::string source, format_name, out, version;
   std::vector<std::string> overrides;
   po::options_description opts(
-      "arlsim export PLAN.json|SCENARIO --format json|verl|slurm|openrlhf [--framework-version V] [--out FILE]\n\n"
+      "arlsim export PLAN.json|SCENARIO --format json|verl|slurm|openrlhf|slime|areal [--framework-version V]\n"
+      "              [--out FILE]\n\n"
       "Writes a plan (the plan.json of `arlsim plan`, or a scenario as it stands) as the launch form of\n"
       "the framework that runs the cluster: verl's `python3 -m verl.trainer.main_ppo` with its Hydra\n"
       "overrides, an sbatch script that starts Ray on the allocation and runs it (slurm), OpenRLHF's\n"
-      "`openrlhf.cli.train_ppo_ray` submitted to Ray (openrlhf), or the plan\n"
-      "itself, normalised (json). What the framework cannot express is listed at the top of the output\n"
-      "and on stderr. docs/export.md lists every key.\n\nOptions");
-  opts.add_options()("help,h", "this text")("format", po::value(&format_name), "json, verl, slurm or openrlhf")(
+      "`openrlhf.cli.train_ppo_ray` submitted to Ray (openrlhf), slime's train.py or train_async.py,\n"
+      "AReaL's YAML configuration (areal), or the plan itself, normalised (json). What the framework\n"
+      "cannot express is listed at the top of the output and on stderr. docs/export.md lists every key.\n\n"
+      "Options");
+  opts.add_options()("help,h", "this text")("format", po::value(&format_name), "json, verl, slurm, openrlhf, slime or areal")(
       "framework-version", po::value(&version), "the framework's version where its options changed (OpenRLHF: flat before 0.10.2)")(
       "out", po::value(&out), "write here instead of stdout")(
       "set", po::value(&overrides)->composing(), "override a field of the plan's scenario: /json/pointer=value");

@@ -455,6 +455,162 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
   return o.str();
 }
 
+std::string header_lines(const std::string& framework, const input::ScenarioSpec& s, const ExportRequest& r,
+                         std::vector<std::string>& notes, const std::string& extra) {
+  std::sort(notes.begin(), notes.end());
+  notes.erase(std::unique(notes.begin(), notes.end()), notes.end());
+  std::ostringstream o;
+  o << "# Exported by `arlsim export --format " << framework << "` from " << r.source << " (scenario " << s.name << " on "
+    << s.cluster.total_gpus() << " x " << s.cluster.gpu.name << extra << ").\n";
+  if (!notes.empty()) {
+    o << "# Not expressible in " << framework << ", the closest setting taken:\n";
+    for (const auto& n : notes) o << "#   - " << n << "\n";
+  }
+  return o.str();
+}
+
+// slime: `train.py` (synchronous) or `train_async.py` (the next rollout overlaps training) under
+// `ray job submit`, with slime's flags, Megatron-LM's passed through and SGLang's `--sglang-*`.
+std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, std::vector<std::string>& notes,
+                         std::string& error) {
+  const auto& w = s.workload;
+  const auto& p = s.policy;
+  const auto& l = p.train;
+  const int64_t per_node = s.cluster.gpus_per_node;
+  int64_t nodes = 0, gpus = 0;
+  if (!worker_grid(s.train_gpus(), per_node, nodes, gpus, error, "actor")) return {};
+  const int64_t trajectories = w.trajectories_per_step();
+  if (w.mini_batches < 1 || trajectories % w.mini_batches != 0) {
+    error = "slime asserts rollout_batch_size x n_samples_per_prompt = global_batch_size x num_steps_per_rollout: " +
+            num(trajectories) + " samples do not split into " + num(w.mini_batches) + " steps";
+    return {};
+  }
+  std::vector<std::pair<std::string, std::string>> a;
+  auto flag_ = [&](const std::string& name, const std::string& value = "") { a.emplace_back(name, value); };
+  flag_("--hf-checkpoint", "\"$MODEL_PATH\"");
+  flag_("--ref-load", "\"$REF_LOAD\"");
+  flag_("--prompt-data", "\"$TRAIN_FILES\"");
+  flag_("--actor-num-nodes", num(nodes));
+  flag_("--actor-num-gpus-per-node", num(gpus));
+  flag_("--num-gpus-per-node", num(per_node));
+  const auto& ro = p.rollout;
+  flag_("--rollout-num-gpus", num(s.rollout_gpus()));
+  flag_("--rollout-num-gpus-per-engine", num(ro.gpus_per_engine()));
+  if (ro.pp > 1 || ro.ep > 1) notes.push_back("the engines' pipeline or expert parallelism: slime gives an engine its GPUs; set SGLang's own split with --sglang-* flags");
+  if (p.placement == input::Placement::colocated) flag_("--colocate");  // implies offloading each side in turn
+  // Megatron-LM's own flags, passed through.
+  flag_("--tensor-model-parallel-size", num(l.tp));
+  if (l.sequence_parallel) flag_("--sequence-parallel");
+  flag_("--pipeline-model-parallel-size", num(l.pp));
+  flag_("--context-parallel-size", num(l.cp));
+  if (l.ep > 1) flag_("--expert-model-parallel-size", num(l.ep));
+  if (l.recompute == input::Recompute::full) {
+    flag_("--recompute-granularity", "full");
+    flag_("--recompute-method", "uniform");
+    flag_("--recompute-num-layers", "1");
+  } else if (l.recompute == input::Recompute::selective) {
+    flag_("--recompute-granularity", "selective");
+  }
+  if (l.vpp > 1) notes.push_back("interleaved pipeline (vpp): pass Megatron-LM's own flag for it; not set here");
+  if (l.ulysses && l.cp > 1) notes.push_back("Ulysses context parallelism: Megatron-LM's is ring attention; exported as its cp");
+  if (l.max_tokens_per_gpu > 0) {
+    flag_("--use-dynamic-batch-size");
+    flag_("--max-tokens-per-gpu", num(l.max_tokens_per_gpu));
+    flag_("--log-probs-max-tokens-per-gpu", num(l.max_tokens_per_gpu));
+  } else {
+    flag_("--micro-batch-size", num(l.micro_batch));
+  }
+  if (p.batch_assignment != input::BatchAssignment::in_order) flag_("--balance-data");
+  flag_("--rollout-batch-size", num(w.prompts_per_step));
+  flag_("--n-samples-per-prompt", num(w.samples_per_prompt));
+  flag_("--global-batch-size", num(trajectories / w.mini_batches));
+  flag_("--num-steps-per-rollout", num(w.mini_batches));
+  flag_("--num-rollout", num(run_steps(s)));
+  flag_("--rollout-max-response-len", num(w.max_response_tokens));
+  flag_("--rollout-max-context-len", num(w.max_context_tokens));
+  flag_("--update-weight-buffer-size", num(static_cast<int64_t>(p.weight_sync_bucket_bytes)));
+  flag_("--sglang-mem-fraction-static", num(w.engine.gpu_memory_utilization));
+  if (p.partial_rollout > 0) flag_("--partial-rollout");
+  notes.push_back("the engines are SGLang's: the engine settings other than its memory share (batched tokens, "
+                  "sequences, chunked prefill, prefix caching) are SGLang's own");
+  if (w.ppo_epochs > 1) notes.push_back("PPO epochs: slime takes num_steps_per_rollout optimizer steps per rollout; one pass exported");
+  const bool async = p.sync == input::SyncMode::async;
+  if (async && p.staleness > 1) notes.push_back("staleness " + num(p.staleness) + ": train_async.py overlaps one rollout with training (staleness 1)");
+  if (p.dispatch != input::DispatchMode::centralized)
+    notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) + ": slime moves batches through Ray from its driver");
+  if (!p.schedule.empty()) notes.push_back("a schedule of layouts: slime keeps one layout per run; the first is exported");
+  if (w.max_turns > 1) notes.push_back("multi-turn agents: slime runs them through a custom rollout function (--custom-generate-function-path); not set here");
+  std::string out = "#!/usr/bin/env bash\n" + header_lines("slime", s, r, notes, ", " + num(run_steps(s)) + " rollouts");
+  out += "set -euo pipefail\n"
+         "MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the Hugging Face checkpoint}\n"
+         "REF_LOAD=${REF_LOAD:?set REF_LOAD to the Megatron (torch_dist) checkpoint of the reference model}\n"
+         "TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the prompt data}\n"
+         "# The model's architecture as Megatron-LM flags: slime's scripts/models/<model>.sh defines MODEL_ARGS.\n"
+         "source \"${MODEL_ARGS_FILE:?set MODEL_ARGS_FILE to slime's scripts/models/<model>.sh}\"\n"
+         "ray job submit --address=\"${RAY_DASHBOARD:-http://127.0.0.1:8265}\" -- python3 " +
+         std::string(async ? "train_async.py" : "train.py") + " \\\n  \"${MODEL_ARGS[@]}\"";
+  for (const auto& [name, value] : a) out += " \\\n  " + name + (value.empty() ? "" : " " + value);
+  return out + "\n";
+}
+
+// AReaL v2: one backend string per engine and the cluster's shape, as YAML.
+std::string areal_config(const input::ScenarioSpec& s, const ExportRequest& r, std::vector<std::string>& notes,
+                         std::string& error) {
+  const auto& w = s.workload;
+  const auto& p = s.policy;
+  const auto& l = p.train;
+  if (p.placement == input::Placement::colocated) {
+    error = "AReaL runs rollout and training on separate GPUs: a colocated plan has no AReaL form (plan it disaggregated)";
+    return {};
+  }
+  const auto& ro = p.rollout;
+  const int64_t engines = ro.replicas > 0 ? ro.replicas : s.rollout_gpus() / ro.gpus_per_engine();
+  const int64_t total = s.cluster.total_gpus();
+  const int64_t used = engines * ro.gpus_per_engine() + l.gpus();
+  if (used != total) {
+    error = "AReaL needs its backends' GPUs (" + num(used) + ") to equal cluster.n_nodes x cluster.n_gpus_per_node (" +
+            num(total) + ")";
+    return {};
+  }
+  const bool megatron = needs_megatron(l);
+  const std::string actor = megatron ? "megatron:d" + num(l.dp) + "p" + num(l.pp) + "t" + num(l.tp) + "c" + num(l.cp) + "e" + num(l.ep)
+                                     : "fsdp:d" + num(l.dp * l.cp) + "p1t1";
+  if (!megatron && l.cp > 1)
+    notes.push_back("Ulysses context parallelism on FSDP: exported as data parallelism over the same GPUs (d" +
+                    num(l.dp * l.cp) + ")");
+  const int64_t max_len = w.max_context_tokens;
+  if (l.max_tokens_per_gpu > 0 && l.max_tokens_per_gpu < max_len)
+    notes.push_back("actor.mb_spec.max_tokens_per_mb must hold one whole sequence: raised from " + num(l.max_tokens_per_gpu) +
+                    " to the longest context, " + num(max_len));
+  const int64_t mb_tokens = std::max(l.max_tokens_per_gpu > 0 ? l.max_tokens_per_gpu : max_len, max_len);
+  notes.push_back("the engines are SGLang's: settings other than its memory share are SGLang's own");
+  if (p.dispatch != input::DispatchMode::centralized)
+    notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) + ": AReaL's own data path");
+  if (!p.schedule.empty()) notes.push_back("a schedule of layouts: AReaL keeps one allocation per run; the first is exported");
+  std::ostringstream o;
+  o << header_lines("areal", s, r, notes, "");
+  o << "experiment_name: " << (s.name.empty() ? "arlsim-plan" : s.name) << "\n"
+    << "cluster:\n"
+    << "  n_nodes: " << s.cluster.nodes << "\n"
+    << "  n_gpus_per_node: " << s.cluster.gpus_per_node << "\n"
+    << "scheduler:\n"
+    << "  type: ray\n"
+    << "rollout:\n"
+    << "  backend: \"sglang:d" << engines << "p" << ro.pp << "t" << ro.tp << "\"\n"
+    << "  max_concurrent_rollouts: " << w.trajectories_per_step() << "\n"
+    << "  max_head_offpolicyness: " << (p.sync == input::SyncMode::async ? p.staleness : int64_t{0}) << "\n"
+    << "actor:\n"
+    << "  backend: \"" << actor << "\"\n"
+    << "  mb_spec:\n"
+    << "    max_tokens_per_mb: " << mb_tokens << "\n"
+    << "gconfig:\n"
+    << "  n_samples: " << w.samples_per_prompt << "\n"
+    << "  max_new_tokens: " << w.max_response_tokens << "\n"
+    << "sglang:\n"
+    << "  mem_fraction_static: " << num(w.engine.gpu_memory_utilization) << "\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::optional<ExportFormat> find_export_format(std::string_view name) {
@@ -462,10 +618,12 @@ std::optional<ExportFormat> find_export_format(std::string_view name) {
   if (name == "verl") return ExportFormat::verl;
   if (name == "slurm") return ExportFormat::slurm;
   if (name == "openrlhf") return ExportFormat::openrlhf;
+  if (name == "slime") return ExportFormat::slime;
+  if (name == "areal") return ExportFormat::areal;
   return std::nullopt;
 }
 
-std::string_view export_format_list() { return "json, verl, slurm, openrlhf"; }
+std::string_view export_format_list() { return "json, verl, slurm, openrlhf, slime, areal"; }
 
 ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   ExportResult out;
@@ -477,6 +635,14 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   }
   if (r.format == ExportFormat::openrlhf) {
     out.text = openrlhf_script(s, r, out.notes, out.error);
+    return out;
+  }
+  if (r.format == ExportFormat::slime) {
+    out.text = slime_script(s, r, out.notes, out.error);
+    return out;
+  }
+  if (r.format == ExportFormat::areal) {
+    out.text = areal_config(s, r, out.notes, out.error);
     return out;
   }
   if (w.mini_batches < 1 || w.prompts_per_step % w.mini_batches != 0) {

@@ -15,9 +15,9 @@
 
 namespace arlsim::planner {
 
-enum class ExportFormat { json, verl, slurm, openrlhf };
+enum class ExportFormat { json, verl, slurm, openrlhf, slime, areal };
 std::optional<ExportFormat> find_export_format(std::string_view name);
-std::string_view export_format_list();  // "json, verl, slurm, openrlhf"
+std::string_view export_format_list();  // "json, verl, slurm, openrlhf, slime, areal"
 
 struct ExportRequest {
   ExportFormat format = ExportFormat::verl;

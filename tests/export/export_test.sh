@@ -36,6 +36,11 @@ golden earl-testbed.slurm.sh earl-testbed --format slurm
 golden default.openrlhf.sh default --format openrlhf
 golden default.openrlhf-0.10.1.sh default --format openrlhf --framework-version 0.10.1
 golden disaggregated-async.openrlhf.sh disaggregated-async --format openrlhf
+golden default.slime.sh default --format slime
+golden disaggregated-async.slime.sh disaggregated-async --format slime
+golden disaggregated-async.areal.yaml disaggregated-async --format areal
+contains export-slime-async "$here/golden/disaggregated-async.slime.sh" "python3 train_async.py"
+contains export-areal-backends "$here/golden/disaggregated-async.areal.yaml" 'backend: "megatron:d8p1t2c1e1"'
 contains export-openrlhf-flat-note "$here/golden/default.openrlhf-0.10.1.sh" "--train.max_tokens_per_gpu: no flag before OpenRLHF 0.10.2"
 contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "--train.async_enable"
 contains export-notes-stderr "$tmp/disaggregated-async.verl.sh.err" "note: not expressible in verl: dispatch decentralized"
@@ -63,8 +68,10 @@ expect export-grid 2 "$arlsim" export disaggregated-async --format verl --out "$
 contains export-grid-why "$tmp/err" "20 GPUs do not fill whole nodes of 8"
 expect export-colocate-all 2 "$arlsim" export default --format openrlhf --out "$tmp/x.sh" --set /policy/rollout/replicas=4
 contains export-colocate-all-why "$tmp/err" "colocate-all needs the actor's GPUs (16) to equal engines x vLLM TP (4 x 2)"
+expect export-areal-colocated 2 "$arlsim" export default --format areal --out "$tmp/x.sh"
+contains export-areal-colocated-why "$tmp/err" "AReaL runs rollout and training on separate GPUs"
 expect export-format 2 "$arlsim" export default --format xml
-contains export-format-why "$tmp/err" 'unknown format "xml"; valid: json, verl, slurm, openrlhf'
+contains export-format-why "$tmp/err" 'unknown format "xml"; valid: json, verl, slurm, openrlhf, slime, areal'
 expect export-missing 2 "$arlsim" export "$tmp/none.json" --format verl
 if [ -e "$tmp/x.sh" ]; then failed=$((failed + 1)); echo "FAIL export-no-file"; else passed=$((passed + 1)); fi
 report
