@@ -42,5 +42,6 @@ int run_default(const Args& args);
 int run_trace(const Args& args);
 int run_calibrate(const Args& args);
 int run_export(const Args& args);
+int run_import_launch(const Args& args);
 
 }  // namespace arlsim::app

@@ -307,7 +307,7 @@ VerlScript verl_script(const input::ScenarioSpec& s, const ExportRequest& r, std
       "MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the model (a Hugging Face name or a local folder)}\n"
       "TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the training parquet files}\n"
       "VAL_FILES=${VAL_FILES:-$TRAIN_FILES}\n";
-  if (s.workload.max_turns > 1) inputs += "TOOL_CONFIG=${TOOL_CONFIG:?set TOOL_CONFIG to verl's tool configuration file}\n";
+  if (s.workload.max_turns > 1) inputs += "TOOL_CONFIG=${TOOL_CONFIG:?set TOOL_CONFIG to the verl tool configuration file}\n";
   if (s.workload.critic) inputs += "CRITIC_PATH=${CRITIC_PATH:?set CRITIC_PATH to the critic model}\n";
   return {shell_header(s, r, notes), inputs, body};
 }
@@ -546,7 +546,7 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
          "REF_LOAD=${REF_LOAD:?set REF_LOAD to the Megatron (torch_dist) checkpoint of the reference model}\n"
          "TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the prompt data}\n"
          "# The model's architecture as Megatron-LM flags: slime's scripts/models/<model>.sh defines MODEL_ARGS.\n"
-         "source \"${MODEL_ARGS_FILE:?set MODEL_ARGS_FILE to slime's scripts/models/<model>.sh}\"\n"
+         "source \"${MODEL_ARGS_FILE:?set MODEL_ARGS_FILE to the slime model script scripts/models/<model>.sh}\"\n"
          "ray job submit --address=\"${RAY_DASHBOARD:-http://127.0.0.1:8265}\" -- python3 " +
          std::string(async ? "train_async.py" : "train.py") + " \\\n  \"${MODEL_ARGS[@]}\"";
   for (const auto& [name, value] : a) out += " \\\n  " + name + (value.empty() ? "" : " " + value);

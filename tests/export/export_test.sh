@@ -46,6 +46,11 @@ contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "-
 contains export-notes-stderr "$tmp/disaggregated-async.verl.sh.err" "note: not expressible in verl: dispatch decentralized"
 contains export-notes-header "$here/golden/disaggregated-async.verl.sh" "# Not expressible in verl, the closest setting taken:"
 
+# Every shell script parses (bash -n).
+for script in "$here"/golden/*.sh; do
+  if bash -n "$script" 2>"$tmp/syntax"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL export-syntax $(basename "$script")"; cat "$tmp/syntax"; fi
+done
+
 # json: the plan itself, parseable.
 expect export-json 0 "$arlsim" export default --format json
 if python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["format"] == "arlsim-scenario/1"' "$tmp/out"; then
@@ -58,6 +63,50 @@ fi
 expect export-plan 0 "$arlsim" plan default --out "$tmp/plan.json"
 expect export-schedule 0 "$arlsim" export "$tmp/plan.json" --format verl --out "$tmp/plan.sh"
 contains export-schedule-engine "$tmp/plan.sh" "python3 -m verl.trainer.main_ppo"
+
+# Round trip: import(export(plan)) exports the same launch again (layouts, batch and engine settings).
+round_trip() {  # round_trip NAME MODEL EXPORT-ARGS...
+  local name="$1" model="$2"
+  shift 2
+  "$arlsim" export "$@" --format verl >"$tmp/rt-a.sh" 2>/dev/null
+  if ! "$arlsim" import "$tmp/rt-a.sh" --from verl --model "$model" --out "$tmp/rt.json" 2>"$tmp/rt.err"; then
+    failed=$((failed + 1)); echo "FAIL import-$name"; head -5 "$tmp/rt.err"; return
+  fi
+  "$arlsim" export "$tmp/rt.json" --format verl >"$tmp/rt-b.sh" 2>/dev/null
+  sed -n '/^set -euo/,$p' "$tmp/rt-a.sh" >"$tmp/rt-a.body"
+  sed -n '/^set -euo/,$p' "$tmp/rt-b.sh" >"$tmp/rt-b.body"
+  same "round-trip-$name" "$tmp/rt-a.body" "$tmp/rt-b.body"
+}
+round_trip default qwen3-8b default
+round_trip disaggregated-async qwen3-8b disaggregated-async
+round_trip moe qwen3-30b-a3b default --set /model=qwen3-30b-a3b --set /policy/train/tp=2 --set /policy/train/pp=2 \
+  --set /policy/train/dp=4 --set /policy/train/ep=4 --set /policy/rollout/tp=4 --set /policy/rollout/ep=4
+round_trip schedule qwen3-8b "$tmp/plan.json"
+
+# Import: what arlsim does not model is listed with its line; what it cannot parse is an error.
+cat >"$tmp/launch.sh" <<'LAUNCH'
+#!/usr/bin/env bash
+python3 -m verl.trainer.main_ppo \
+  data.train_batch_size=32 \
+  data.max_prompt_length=1024 data.max_response_length=4096 \
+  actor_rollout_ref.actor.ppo_mini_batch_size=8 \
+  actor_rollout_ref.rollout.n=4 \
+  actor_rollout_ref.actor.optim.lr=1e-6 \
+  trainer.nnodes=1 \
+  trainer.n_gpus_per_node=8
+LAUNCH
+expect import-unmodelled 0 "$arlsim" import "$tmp/launch.sh" --from verl --model qwen3-8b --out "$tmp/imported.json"
+contains import-unmodelled-line "$tmp/err" "launch.sh:7: actor_rollout_ref.actor.optim.lr: not modelled by arlsim"
+expect import-checks 0 "$arlsim" check "$tmp/imported.json"
+sed -i 's/trainer.nnodes=1/trainer.nnodes=one/' "$tmp/launch.sh"
+expect import-bad-value 2 "$arlsim" import "$tmp/launch.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
+contains import-bad-value-where "$tmp/err" 'launch.sh:8: trainer.nnodes: expected a number, got "one"'
+sed -i 's/trainer.nnodes=one/trainer.nnodes=1/; /data.max_prompt_length/d' "$tmp/launch.sh"
+expect import-required 2 "$arlsim" import "$tmp/launch.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
+contains import-required-why "$tmp/err" "data.max_prompt_length and data.max_response_length are required"
+expect import-no-launch 2 "$arlsim" import "$here/../lib/checks.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
+expect import-bad-from 2 "$arlsim" import "$tmp/launch.sh" --from megatron --model qwen3-8b --out "$tmp/bad.json"
+if [ -e "$tmp/bad.json" ]; then failed=$((failed + 1)); echo "FAIL import-no-file"; else passed=$((passed + 1)); fi
 
 # Invariants: exit 2, the reason, no file.
 expect export-mini-batches 2 "$arlsim" export default --format verl --out "$tmp/x.sh" --set /cluster/nodes=1 \

@@ -8,7 +8,7 @@ MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the Hugging Face checkpoint}
 REF_LOAD=${REF_LOAD:?set REF_LOAD to the Megatron (torch_dist) checkpoint of the reference model}
 TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the prompt data}
 # The model's architecture as Megatron-LM flags: slime's scripts/models/<model>.sh defines MODEL_ARGS.
-source "${MODEL_ARGS_FILE:?set MODEL_ARGS_FILE to slime's scripts/models/<model>.sh}"
+source "${MODEL_ARGS_FILE:?set MODEL_ARGS_FILE to the slime model script scripts/models/<model>.sh}"
 ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 train.py \
   "${MODEL_ARGS[@]}" \
   --hf-checkpoint "$MODEL_PATH" \

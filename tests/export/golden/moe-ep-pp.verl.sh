@@ -6,7 +6,7 @@ set -euo pipefail
 MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the model (a Hugging Face name or a local folder)}
 TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the training parquet files}
 VAL_FILES=${VAL_FILES:-$TRAIN_FILES}
-TOOL_CONFIG=${TOOL_CONFIG:?set TOOL_CONFIG to verl's tool configuration file}
+TOOL_CONFIG=${TOOL_CONFIG:?set TOOL_CONFIG to the verl tool configuration file}
 python3 -m verl.trainer.main_ppo \
   model_engine=megatron \
   algorithm.adv_estimator=grpo \

@@ -1,0 +1,78 @@
+// `arlsim import FILE|- --from verl --model M [--cluster C] --out SCENARIO.json`: a framework's
+// launch read back into a scenario.
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "app/commands.h"
+#include "app/options.h"
+#include "calib/harness/harness.h"
+#include "planner/export/import.h"
+#include "sim/input/check.h"
+
+namespace arlsim::app {
+namespace po = boost::program_options;
+
+int run_import_launch(const Args& args) {
+  std::string file, from, model, cluster = "dgx-h100", out;
+  po::options_description opts(
+      "arlsim import FILE|- --from verl --model MODEL [--cluster CLUSTER] --out SCENARIO.json\n\n"
+      "Reads a framework's launch (a shell script or command line; `-` reads stdin) and writes an arlsim\n"
+      "scenario with its layouts, batch and engine settings, so that `arlsim simulate` can say what it\n"
+      "costs and where it runs out of memory. The launch names a checkpoint, not a model arlsim knows:\n"
+      "--model gives it (a preset or a file). Keys arlsim does not model are listed on stderr; keys it\n"
+      "cannot parse are errors. A trace generated at the launch's length limits stands in for the\n"
+      "workload's. docs/export.md lists the keys.\n\nOptions");
+  opts.add_options()("help,h", "this text")("from", po::value(&from), "verl")(
+      "model", po::value(&model), "the model (an arlsim preset name or a file)")(
+      "cluster", po::value(&cluster), "the cluster preset or file the launch's GPUs are (default dgx-h100)")(
+      "out", po::value(&out), "the scenario to write");
+  po::variables_map vm;
+  if (int status = parse_options(args, opts, Positional{"file", 1, po::value(&file)}, vm); status >= 0) return status;
+  if (file.empty() || from.empty() || model.empty() || out.empty()) {
+    std::cerr << "arlsim import: a launch file, --from, --model and --out are required\n" << opts;
+    return kExitBadInput;
+  }
+  planner::ImportRequest r;
+  if (from == "verl") {
+    r.from = planner::ImportSource::verl;
+  } else {
+    std::cerr << "arlsim import: --from: unknown framework \"" << from << "\"; valid: verl\n";
+    return kExitBadInput;
+  }
+  std::stringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+    r.file = "<stdin>";
+  } else {
+    std::ifstream in(file);
+    if (!in) {
+      std::cerr << "arlsim import: " << file << ": cannot be read\n";
+      return kExitBadInput;
+    }
+    text << in.rdbuf();
+    r.file = file;
+  }
+  r.text = text.str();
+  r.model = model;
+  r.cluster = cluster;
+  const auto result = planner::import_launch(r);
+  for (const auto& u : result.unmodelled) std::cerr << "not modelled: " << u << "\n";
+  for (const auto& e : result.errors) std::cerr << e << "\n";
+  if (!result.errors.empty()) return kExitBadInput;
+  std::string diagnostics;
+  const auto check = [&](const std::string& written) {
+    input::Diagnostics diag;
+    if (input::check_document(written, input::SpecKind::scenario, {}, diag)) return std::string();
+    diagnostics = input::format_all(diag);
+    return std::string("the launch makes no valid scenario");
+  };
+  if (const std::string problem = calib::write_atomically(out, result.scenario, check); !problem.empty()) {
+    std::cerr << "arlsim import: " << problem << (diagnostics.empty() ? "" : ":\n" + diagnostics) << "\n";
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+}  // namespace arlsim::app

@@ -1,0 +1,398 @@
+#include "planner/export/import.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+namespace arlsim::planner {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// One shell word and the line it starts on.
+struct Word {
+  std::string text;
+  int line = 0;
+};
+
+// The shell words of a script: backslash-newline joins lines, `#` starts a comment at a word's
+// start, single and double quotes group (their text kept, the quotes dropped). Enough for launch
+// scripts; no expansion is done ($VAR stays as written).
+std::vector<std::vector<Word>> shell_commands(const std::string& text) {
+  std::vector<std::vector<Word>> commands(1);
+  Word word;
+  bool in_word = false;
+  char quote = 0;
+  int line = 1;
+  auto end_word = [&] {
+    if (in_word) commands.back().push_back(word);
+    word = Word{};
+    in_word = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      else word.text += c;
+      if (c == '\n') ++line;
+      continue;
+    }
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;
+      ++line;
+      end_word();
+      continue;
+    }
+    if (c == '\n' || c == ';' || c == '&' || c == '|') {
+      end_word();
+      if (!commands.back().empty()) commands.emplace_back();
+      if (c == '\n') ++line;
+      continue;
+    }
+    if (c == ' ' || c == '\t') {
+      end_word();
+      continue;
+    }
+    if (c == '#' && !in_word) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      --i;
+      continue;
+    }
+    if (!in_word) {
+      in_word = true;
+      word.line = line;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    else word.text += c;
+  }
+  end_word();
+  return commands;
+}
+
+std::optional<int64_t> integer(const std::string& s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(s);
+}
+std::optional<double> real(const std::string& s) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+std::optional<bool> boolean(const std::string& s) {
+  if (s == "True" || s == "true" || s == "1") return true;
+  if (s == "False" || s == "false" || s == "0") return false;
+  return std::nullopt;
+}
+
+// What one launch says, in arlsim's terms, before it becomes a scenario.
+struct Launch {
+  std::map<std::string, Json> workload, engine, rollout, train;
+  int64_t nodes = 0, gpus_per_node = 0, rollout_nodes = 0, rollout_gpus_per_node = 0;
+  int64_t prompts = 0, mini_batch_prompts = 0, train_batch_samples = 0, steps = 0, staleness = -1;
+  bool disaggregated = false, async = false, balance = true, megatron = false;
+  std::string name;
+};
+
+class Reader {
+ public:
+  Reader(const ImportRequest& r, ImportResult& out) : r_(r), out_(out) {}
+  void error(const Word& w, const std::string& key, const std::string& problem) {
+    out_.errors.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + problem);
+  }
+  void unmodelled(const Word& w, const std::string& key, const std::string& why) {
+    out_.unmodelled.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + why);
+  }
+  template <typename T>
+  bool number(const Word& w, const std::string& key, const std::string& value, std::optional<T> parsed, T& into) {
+    if (!parsed) {
+      error(w, key, "expected a number, got \"" + value + "\"");
+      return false;
+    }
+    into = *parsed;
+    return true;
+  }
+
+  // verl's Hydra overrides.
+  void verl(const std::vector<Word>& words, size_t from, Launch& l) {
+    for (size_t i = from; i < words.size(); ++i) {
+      const Word& w = words[i];
+      std::string t = w.text;
+      while (!t.empty() && t[0] == '+') t.erase(0, 1);  // Hydra's +key / ++key
+      const size_t eq = t.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        error(w, t, "expected a Hydra override key=value");
+        continue;
+      }
+      const std::string key = t.substr(0, eq), v = t.substr(eq + 1);
+      verl_key(w, key, v, l);
+    }
+  }
+
+  void verl_key(const Word& w, const std::string& key, const std::string& v, Launch& l) {
+    const std::string a = "actor_rollout_ref.actor.", m = a + "megatron.", f = a + "fsdp_config.",
+                      t = m + "override_transformer_config.", ro = "actor_rollout_ref.rollout.";
+    int64_t n = 0;
+    double x = 0;
+    bool b = false;
+    auto flag = [&](std::map<std::string, Json>& into, const char* name) {
+      if (number<bool>(w, key, v, boolean(v), b)) into[name] = b;
+    };
+    auto count = [&](std::map<std::string, Json>& into, const char* name) {
+      if (number<int64_t>(w, key, v, integer(v), n)) into[name] = n;
+    };
+    if (key == "model_engine") {
+      if (v != "dp" && v != "megatron") error(w, key, "expected dp or megatron, got \"" + v + "\"");
+      l.megatron = v == "megatron";
+    } else if (key == "algorithm.adv_estimator") {
+      static const std::map<std::string, std::string> alg{
+          {"grpo", "grpo"}, {"gae", "ppo"}, {"reinforce_plus_plus", "reinforce_pp"}, {"rloo", "rloo"}};
+      if (const auto it = alg.find(v); it != alg.end()) l.workload["algorithm"] = it->second;
+      else unmodelled(w, key, "estimator \"" + v + "\" is not one arlsim models; grpo assumed");
+    } else if (key == "data.train_batch_size") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.prompts = n;
+    } else if (key == "data.max_prompt_length") {
+      count(l.workload, "max_prompt_tokens");
+    } else if (key == "data.max_response_length") {
+      count(l.workload, "max_response_tokens");
+    } else if (key == ro + "max_model_len") {
+      count(l.workload, "max_context_tokens");
+    } else if (key == a + "ppo_mini_batch_size") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.mini_batch_prompts = n;
+    } else if (key == a + "ppo_epochs") {
+      count(l.workload, "ppo_epochs");
+    } else if (key == a + "use_kl_loss") {
+      flag(l.workload, "use_reference");
+    } else if (key == m + "tensor_model_parallel_size") {
+      count(l.train, "tp");
+    } else if (key == m + "pipeline_model_parallel_size") {
+      count(l.train, "pp");
+    } else if (key == m + "virtual_pipeline_model_parallel_size") {
+      count(l.train, "vpp");
+    } else if (key == m + "context_parallel_size") {
+      count(l.train, "cp");
+    } else if (key == m + "expert_model_parallel_size") {
+      count(l.train, "ep");
+    } else if (key == m + "sequence_parallel") {
+      flag(l.train, "sequence_parallel");
+    } else if (key == m + "param_offload" || key == f + "param_offload") {
+      flag(l.train, "offload_params");
+    } else if (key == m + "optimizer_offload" || key == f + "optimizer_offload") {
+      flag(l.train, "offload_optimizer");
+    } else if (key == t + "recompute_granularity") {
+      if (v == "full" || v == "selective") l.train["recompute"] = v;
+      else error(w, key, "expected full or selective, got \"" + v + "\"");
+    } else if (key == t + "recompute_method" || key == t + "recompute_num_layers") {
+      // arlsim's full recompute is Megatron's uniform method over one layer at a time.
+    } else if (key == t + "num_layers_in_first_pipeline_stage") {
+      count(l.train, "first_stage_layers");
+    } else if (key == t + "num_layers_in_last_pipeline_stage") {
+      count(l.train, "last_stage_layers");
+    } else if (key == a + "strategy") {
+      if (v != "fsdp" && v != "fsdp2") unmodelled(w, key, "strategy \"" + v + "\"");
+    } else if (key == a + "ulysses_sequence_parallel_size") {
+      if (number<int64_t>(w, key, v, integer(v), n)) {
+        l.train["cp"] = n;
+        if (n > 1) l.train["cp_kind"] = "ulysses";
+      }
+    } else if (key == f + "fsdp_size") {
+      if (number<int64_t>(w, key, v, integer(v), n) && n > 0) l.train["shard_group"] = n;
+    } else if (key == "actor_rollout_ref.model.enable_gradient_checkpointing") {
+      if (number<bool>(w, key, v, boolean(v), b)) l.train["recompute"] = b ? "full" : "none";
+    } else if (key == a + "use_dynamic_bsz") {
+      if (number<bool>(w, key, v, boolean(v), b)) dynamic_ = b;
+    } else if (key == a + "ppo_max_token_len_per_gpu") {
+      if (number<int64_t>(w, key, v, integer(v), n)) tokens_ = n;
+    } else if (key == a + "ppo_micro_batch_size_per_gpu") {
+      count(l.train, "micro_batch");
+    } else if (key.rfind("actor_rollout_ref.rollout.log_prob_", 0) == 0 || key.rfind("actor_rollout_ref.ref.log_prob_", 0) == 0) {
+      // The preparation passes micro-batch as training does in arlsim.
+    } else if (key == ro + "n") {
+      count(l.workload, "samples_per_prompt");
+    } else if (key == ro + "tensor_model_parallel_size") {
+      count(l.rollout, "tp");
+    } else if (key == ro + "pipeline_model_parallel_size") {
+      count(l.rollout, "pp");
+    } else if (key == ro + "expert_parallel_size") {
+      count(l.rollout, "ep");
+    } else if (key == ro + "gpu_memory_utilization") {
+      if (number<double>(w, key, v, real(v), x)) l.engine["gpu_memory_utilization"] = x;
+    } else if (key == ro + "max_num_batched_tokens") {
+      count(l.engine, "max_num_batched_tokens");
+    } else if (key == ro + "max_num_seqs") {
+      count(l.engine, "max_num_seqs");
+    } else if (key == ro + "enable_chunked_prefill") {
+      flag(l.engine, "chunked_prefill");
+    } else if (key == ro + "enable_prefix_caching") {
+      flag(l.engine, "prefix_caching");
+    } else if (key == ro + "enforce_eager") {
+      flag(l.engine, "enforce_eager");
+    } else if (key == ro + "free_cache_engine") {
+      if (number<bool>(w, key, v, boolean(v), b)) l.engine["sleep_level"] = b ? 1 : 0;
+    } else if (key == ro + "checkpoint_engine.update_weights_bucket_megabytes") {
+      if (number<int64_t>(w, key, v, integer(v), n)) bucket_mb_ = n;
+    } else if (key == ro + "multi_turn.enable") {
+      if (number<bool>(w, key, v, boolean(v), b)) multi_turn_ = b;
+    } else if (key == ro + "multi_turn.max_assistant_turns") {
+      if (number<int64_t>(w, key, v, integer(v), n)) turns_ = n;
+    } else if (key == ro + "name") {
+      if (v != "vllm") unmodelled(w, key, "engine \"" + v + "\": arlsim models vLLM's scheduler; vllm assumed");
+    } else if (key == ro + "mode") {
+    } else if (key == ro + "nnodes") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.rollout_nodes = n;
+    } else if (key == ro + "n_gpus_per_node") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.rollout_gpus_per_node = n;
+    } else if (key == "trainer.nnodes") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.nodes = n;
+    } else if (key == "trainer.n_gpus_per_node") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.gpus_per_node = n;
+    } else if (key == "trainer.balance_batch") {
+      if (number<bool>(w, key, v, boolean(v), b)) l.balance = b;
+    } else if (key == "trainer.total_training_steps") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.steps = n;
+    } else if (key == "trainer.experiment_name") {
+      l.name = v;
+    } else if (key == "trainer.v1.trainer_mode") {
+      if (v == "separate_async") l.disaggregated = true;
+      else unmodelled(w, key, "trainer mode \"" + v + "\"");
+    } else if (key == "trainer.v1.sampler.max_off_policy_threshold") {
+      if (number<int64_t>(w, key, v, integer(v), n)) l.staleness = n;
+    } else if (key.rfind("critic.", 0) == 0 && (key == "critic.model.path" || key == "critic.ppo_mini_batch_size" ||
+                                                 key == "critic.ppo_max_token_len_per_gpu" ||
+                                                 key == "critic.forward_max_token_len_per_gpu")) {
+      // The critic trains in the actor's layout and batches in arlsim.
+    } else if (key == "trainer.v1.separate_async.parameter_sync_step" || key == ro + "checkpoint_engine.backend" ||
+               key == "data.train_files" || key == "data.val_files" || key == "actor_rollout_ref.model.path" ||
+               key == "trainer.project_name" || key == "trainer.resume_mode" || key == ro + "multi_turn.tool_config_path") {
+      // Paths, names and what the batch settings already imply.
+    } else {
+      unmodelled(w, key, "not modelled by arlsim");
+    }
+  }
+
+  // After a launch's words: what depends on several keys.
+  void finish_verl(Launch& l) {
+    if (dynamic_ && tokens_ > 0) l.train["max_tokens_per_gpu"] = tokens_;
+    if (multi_turn_) l.workload["max_turns"] = std::max<int64_t>(2, turns_);
+    if (bucket_mb_ > 0) weight_sync_bucket_mb = bucket_mb_;
+    l.train["zero"] = l.megatron ? 1 : 3;  // the distributed optimizer; FSDP's full sharding
+    dynamic_ = multi_turn_ = false;
+    tokens_ = turns_ = bucket_mb_ = 0;
+  }
+
+  int64_t weight_sync_bucket_mb = 0;
+
+ private:
+  const ImportRequest& r_;
+  ImportResult& out_;
+  bool dynamic_ = false, multi_turn_ = false;
+  int64_t tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
+};
+
+Json layout_json(const std::map<std::string, Json>& m) {
+  Json j = Json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+}  // namespace
+
+ImportResult import_launch(const ImportRequest& r) {
+  ImportResult out;
+  Reader reader(r, out);
+  std::vector<Launch> launches;
+  for (const auto& words : shell_commands(r.text)) {
+    // verl: `python3 -m verl.trainer.main_ppo key=value ...`.
+    for (size_t i = 0; i < words.size(); ++i)
+      if (r.from == ImportSource::verl && words[i].text == "verl.trainer.main_ppo") {
+        Launch l;
+        reader.verl(words, i + 1, l);
+        reader.finish_verl(l);
+        launches.push_back(std::move(l));
+        break;
+      }
+  }
+  if (launches.empty()) {
+    out.errors.push_back(r.file + ": no verl launch (python3 -m verl.trainer.main_ppo ...) found");
+    return out;
+  }
+  if (!out.errors.empty()) return out;
+  const Launch& base = launches.front();
+  // Sizes: the GPUs the launch runs on, and the batch's split.
+  if (base.nodes <= 0 || base.gpus_per_node <= 0) {
+    out.errors.push_back(r.file + ": trainer.nnodes and trainer.n_gpus_per_node are required (the GPUs of the run)");
+    return out;
+  }
+  if (!base.workload.count("max_prompt_tokens") || !base.workload.count("max_response_tokens")) {
+    out.errors.push_back(r.file + ": data.max_prompt_length and data.max_response_length are required (the length limits "
+                                  "the simulation needs)");
+    return out;
+  }
+  if (base.prompts <= 0 || base.mini_batch_prompts <= 0 || base.prompts % base.mini_batch_prompts != 0) {
+    out.errors.push_back(r.file + ": data.train_batch_size and actor_rollout_ref.actor.ppo_mini_batch_size are required, the "
+                                  "first a multiple of the second");
+    return out;
+  }
+  auto train_layout = [&](const Launch& l) {
+    auto t = l.train;
+    const int64_t gpus = l.nodes * l.gpus_per_node;
+    const int64_t model = t.count("tp") ? t.at("tp").get<int64_t>() : 1, pp = t.count("pp") ? t.at("pp").get<int64_t>() : 1,
+                  cp = t.count("cp") ? t.at("cp").get<int64_t>() : 1;
+    t["dp"] = std::max<int64_t>(1, gpus / std::max<int64_t>(1, model * pp * cp));
+    if (!t.count("tp")) t["tp"] = 1;
+    return layout_json(t);
+  };
+  Json s;
+  s["format"] = "arlsim-scenario/1";
+  s["name"] = base.name.empty() ? "imported" : base.name;
+  s["description"] = "Imported from " + r.file + " (verl launch)";
+  const int64_t rollout_nodes = base.disaggregated ? base.rollout_nodes : 0;
+  s["cluster"] = {{"extends", r.cluster}, {"nodes", base.nodes + rollout_nodes}, {"gpus_per_node", base.gpus_per_node}};
+  s["model"] = r.model;
+  Json w = layout_json(base.workload);
+  // verl's default estimator is gae (PPO), whose critic starts from the actor's model.
+  if (!w.contains("algorithm")) w["algorithm"] = "ppo";
+  if (w["algorithm"] == "ppo") w["critic"] = r.model;
+  w["prompts_per_step"] = base.prompts;
+  w["mini_batches"] = base.prompts / base.mini_batch_prompts;
+  if (!base.engine.empty()) w["engine"] = layout_json(base.engine);
+  s["workload"] = w;
+  Json p;
+  p["placement"] = base.disaggregated ? "disaggregated" : "colocated";
+  if (base.disaggregated) p["rollout_gpus"] = base.rollout_nodes * base.rollout_gpus_per_node;
+  p["rollout"] = layout_json(base.rollout);
+  p["train"] = train_layout(base);
+  p["balance_batch"] = base.balance;
+  if (base.disaggregated && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
+  if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
+  // Later launches, each resuming: segments of a layout schedule.
+  if (launches.size() > 1) {
+    Json schedule = Json::array();
+    int64_t from = base.steps + 1;
+    for (size_t i = 1; i < launches.size(); ++i) {
+      const Launch& l = launches[i];
+      const std::string range = std::to_string(from) + ":" + (i + 1 < launches.size() ? std::to_string(l.steps) : "");
+      schedule.push_back({{"steps", range}, {"rollout", layout_json(l.rollout)}, {"train", train_layout(l)}});
+      from = l.steps + 1;
+    }
+    p["schedule"] = schedule;
+  }
+  s["policy"] = p;
+  const int64_t steps = std::max<int64_t>(1, launches.back().steps);
+  s["steps"] = steps;
+  // No trace comes with a launch: one generated at the launch's limits stands in.
+  Json options = Json::object();
+  if (base.workload.count("max_prompt_tokens")) options["prompt-limit"] = base.workload.at("max_prompt_tokens");
+  if (base.workload.count("max_response_tokens")) options["response-limit"] = base.workload.at("max_response_tokens");
+  s["trace"] = {{"generate", {{"steps", steps}, {"options", options}}}};
+  out.scenario = s.dump(2) + "\n";
+  return out;
+}
+
+}  // namespace arlsim::planner
