@@ -288,6 +288,168 @@ class Reader {
 
   int64_t weight_sync_bucket_mb = 0;
 
+  // `--name value` and `--switch` words after the program: a flag takes the next word as its value
+  // unless that is another flag (or there is none). Shell expansions ("${ARRAY[@]}") are skipped.
+  struct Flag {
+    Word word;
+    std::string name, value;
+    bool has_value = false;
+  };
+  static std::vector<Flag> flags(const std::vector<Word>& words, size_t from) {
+    std::vector<Flag> out;
+    for (size_t i = from; i < words.size(); ++i) {
+      const Word& w = words[i];
+      if (w.text.rfind("--", 0) != 0) continue;
+      Flag f{w, w.text.substr(2), "", false};
+      if (const size_t eq = f.name.find('='); eq != std::string::npos) {
+        f.value = f.name.substr(eq + 1);
+        f.name = f.name.substr(0, eq);
+        f.has_value = true;
+      } else if (i + 1 < words.size() && words[i + 1].text.rfind("--", 0) != 0) {
+        f.value = words[++i].text;
+        f.has_value = true;
+      }
+      out.push_back(f);
+    }
+    return out;
+  }
+
+  // OpenRLHF: dotted names from 0.10.2, flat before; both read.
+  void openrlhf(const std::vector<Word>& words, size_t from, Launch& l) {
+    static const std::map<std::string, std::string> flat{
+        {"pretrain", "actor.model_name_or_path"}, {"prompt_data", "data.prompt_dataset"},
+        {"actor_num_nodes", "actor.num_nodes"}, {"actor_num_gpus_per_node", "actor.num_gpus_per_node"},
+        {"ref_num_nodes", "ref.num_nodes"}, {"ref_num_gpus_per_node", "ref.num_gpus_per_node"},
+        {"vllm_num_engines", "vllm.num_engines"}, {"vllm_tensor_parallel_size", "vllm.tensor_parallel_size"},
+        {"vllm_gpu_memory_utilization", "vllm.gpu_memory_utilization"}, {"colocate_all_models", "train.colocate_all"},
+        {"vllm_enable_sleep", "vllm.enable_sleep"}, {"deepspeed_enable_sleep", "ds.enable_sleep"},
+        {"zero_stage", "ds.zero_stage"}, {"ring_attn_size", "ds.ring_attn_size"}, {"packing_samples", "ds.packing_samples"},
+        {"adam_offload", "ds.adam_offload"}, {"gradient_checkpointing", "actor.gradient_checkpointing_enable"},
+        {"rollout_batch_size", "rollout.batch_size"}, {"n_samples_per_prompt", "rollout.n_samples_per_prompt"},
+        {"train_batch_size", "train.batch_size"}, {"micro_train_batch_size", "train.micro_batch_size"},
+        {"use_dynamic_batch", "train.dynamic_batch_enable"}, {"max_epochs", "train.max_epochs"}, {"max_len", "data.max_len"},
+        {"max_new_tokens", "rollout.max_new_tokens"}, {"advantage_estimator", "algo.advantage.estimator"},
+        {"async_train", "train.async_enable"}, {"partial_rollout", "train.partial_rollout_enable"}};
+    int64_t engines = 0, max_len = 0, train_batch = 0, samples = 1, tokens = 0;
+    bool dynamic = false, colocated = false;
+    for (const auto& f : flags(words, from)) {
+      std::string key = f.name;
+      if (const auto it = flat.find(key); it != flat.end()) key = it->second;
+      int64_t n = 0;
+      double x = 0;
+      auto value = [&](auto parsed, auto& into) { return number(f.word, "--" + f.name, f.value, parsed, into); };
+      if (key == "actor.num_nodes") { if (value(integer(f.value), n)) l.nodes = n; }
+      else if (key == "actor.num_gpus_per_node") { if (value(integer(f.value), n)) l.gpus_per_node = n; }
+      else if (key == "ref.num_nodes" || key == "ref.num_gpus_per_node") l.workload["use_reference"] = true;
+      else if (key == "vllm.num_engines") { if (value(integer(f.value), n)) engines = n; }
+      else if (key == "vllm.tensor_parallel_size") { if (value(integer(f.value), n)) l.rollout["tp"] = n; }
+      else if (key == "vllm.gpu_memory_utilization") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
+      else if (key == "train.colocate_all") colocated = true;
+      else if (key == "vllm.enable_sleep" || key == "ds.enable_sleep") l.engine["sleep_level"] = 1;
+      else if (key == "ds.zero_stage") { if (value(integer(f.value), n)) l.train["zero"] = n; }
+      else if (key == "ds.ring_attn_size") { if (value(integer(f.value), n)) l.train["cp"] = n; }
+      else if (key == "ds.adam_offload") l.train["offload_optimizer"] = true;
+      else if (key == "actor.gradient_checkpointing_enable") l.train["recompute"] = "full";
+      else if (key == "rollout.batch_size") { if (value(integer(f.value), n)) l.prompts = n; }
+      else if (key == "rollout.n_samples_per_prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
+      else if (key == "train.batch_size") { if (value(integer(f.value), n)) train_batch = n; }
+      else if (key == "train.micro_batch_size") { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
+      else if (key == "train.dynamic_batch_enable") dynamic = true;
+      else if (key == "train.max_tokens_per_gpu") { if (value(integer(f.value), n)) tokens = n; }
+      else if (key == "train.max_epochs") { if (value(integer(f.value), n)) l.workload["ppo_epochs"] = n; }
+      else if (key == "data.max_len") { if (value(integer(f.value), n)) max_len = n; }
+      else if (key == "rollout.max_new_tokens") { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
+      else if (key == "algo.advantage.estimator") {
+        static const std::map<std::string, std::string> alg{
+            {"group_norm", "grpo"}, {"gae", "ppo"}, {"rloo", "rloo"}, {"reinforce", "reinforce_pp"}};
+        if (const auto it = alg.find(f.value); it != alg.end()) l.workload["algorithm"] = it->second;
+        else unmodelled(f.word, "--" + f.name, "estimator \"" + f.value + "\" is not one arlsim models; grpo assumed");
+      }
+      else if (key == "train.async_enable") l.async = true;
+      else if (key == "train.async_queue_size") { if (value(integer(f.value), n)) l.staleness = n; }
+      else if (key == "ds.packing_samples" || key == "actor.model_name_or_path" || key == "data.prompt_dataset") {}
+      else unmodelled(f.word, "--" + f.name, "not modelled by arlsim");
+    }
+    // Dynamic batching without a budget flag (OpenRLHF before 0.10.2): a budget of one longest sequence.
+    if (dynamic) l.train["max_tokens_per_gpu"] = tokens > 0 ? tokens : std::max<int64_t>(1, max_len);
+    if (max_len > 0) {
+      l.workload["max_context_tokens"] = max_len;
+      if (l.workload.count("max_response_tokens"))
+        l.workload["max_prompt_tokens"] = std::max<int64_t>(1, max_len - l.workload.at("max_response_tokens").get<int64_t>());
+    }
+    if (!l.workload.count("algorithm")) l.workload["algorithm"] = "grpo";
+    if (!l.workload.count("use_reference")) l.workload["use_reference"] = false;
+    // Mini-batches: the step's samples over the samples of one optimizer step.
+    if (train_batch > 0 && l.prompts > 0) l.mini_batch_prompts = train_batch / std::max<int64_t>(1, samples);
+    l.disaggregated = !colocated;
+    const int64_t tp = l.rollout.count("tp") ? l.rollout.at("tp").get<int64_t>() : 1;
+    if (!colocated) {
+      l.rollout_gpus_per_node = l.gpus_per_node;
+      l.rollout_nodes = (engines * tp + std::max<int64_t>(1, l.gpus_per_node) - 1) / std::max<int64_t>(1, l.gpus_per_node);
+    }
+    if (engines > 0) l.rollout["replicas"] = engines;
+    if (l.async && l.staleness < 0) l.staleness = 1;
+  }
+
+  // slime: its own flags, Megatron-LM's and SGLang's.
+  void slime(const std::vector<Word>& words, size_t from, bool async, Launch& l) {
+    int64_t rollout_gpus = 0, per_engine = 1, global = 0, steps_per_rollout = 0, tokens = 0, samples = 1;
+    bool dynamic = false, colocated = false;
+    for (const auto& f : flags(words, from)) {
+      const std::string& key = f.name;
+      int64_t n = 0;
+      double x = 0;
+      auto value = [&](auto parsed, auto& into) { return number(f.word, "--" + f.name, f.value, parsed, into); };
+      if (key == "actor-num-nodes") { if (value(integer(f.value), n)) l.nodes = n; }
+      else if (key == "actor-num-gpus-per-node") { if (value(integer(f.value), n)) l.gpus_per_node = n; }
+      else if (key == "rollout-num-gpus") { if (value(integer(f.value), n)) rollout_gpus = n; }
+      else if (key == "rollout-num-gpus-per-engine") { if (value(integer(f.value), n)) { per_engine = n; l.rollout["tp"] = n; } }
+      else if (key == "colocate") colocated = true;
+      else if (key == "tensor-model-parallel-size") { if (value(integer(f.value), n)) l.train["tp"] = n; }
+      else if (key == "sequence-parallel") l.train["sequence_parallel"] = true;
+      else if (key == "pipeline-model-parallel-size") { if (value(integer(f.value), n)) l.train["pp"] = n; }
+      else if (key == "context-parallel-size") { if (value(integer(f.value), n)) l.train["cp"] = n; }
+      else if (key == "expert-model-parallel-size") { if (value(integer(f.value), n)) l.train["ep"] = n; }
+      else if (key == "recompute-granularity") {
+        if (f.value == "full" || f.value == "selective") l.train["recompute"] = f.value;
+        else error(f.word, "--" + key, "expected full or selective, got \"" + f.value + "\"");
+      }
+      else if (key == "use-dynamic-batch-size") dynamic = true;
+      else if (key == "max-tokens-per-gpu") { if (value(integer(f.value), n)) tokens = n; }
+      else if (key == "micro-batch-size") { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
+      else if (key == "balance-data") l.balance = true;
+      else if (key == "rollout-batch-size") { if (value(integer(f.value), n)) l.prompts = n; }
+      else if (key == "n-samples-per-prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
+      else if (key == "global-batch-size") { if (value(integer(f.value), n)) global = n; }
+      else if (key == "num-steps-per-rollout") { if (value(integer(f.value), n)) steps_per_rollout = n; }
+      else if (key == "num-rollout") { if (value(integer(f.value), n)) l.steps = n; }
+      else if (key == "rollout-max-response-len") { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
+      else if (key == "rollout-max-context-len") { if (value(integer(f.value), n)) l.workload["max_context_tokens"] = n; }
+      else if (key == "update-weight-buffer-size") { if (value(integer(f.value), n)) weight_sync_bucket_mb = n / (1024 * 1024); }
+      else if (key == "sglang-mem-fraction-static") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
+      else if (key == "recompute-method" || key == "recompute-num-layers" || key == "log-probs-max-tokens-per-gpu" ||
+               key == "num-gpus-per-node" || key == "hf-checkpoint" || key == "ref-load" || key == "prompt-data") {}
+      else unmodelled(f.word, "--" + key, "not modelled by arlsim");
+    }
+    if (dynamic && tokens > 0) l.train["max_tokens_per_gpu"] = tokens;
+    if (l.workload.count("max_context_tokens") && l.workload.count("max_response_tokens"))
+      l.workload["max_prompt_tokens"] = std::max<int64_t>(1, l.workload.at("max_context_tokens").get<int64_t>() -
+                                                                 l.workload.at("max_response_tokens").get<int64_t>());
+    if (!l.workload.count("algorithm")) l.workload["algorithm"] = "grpo";
+    if (global > 0) l.mini_batch_prompts = global / std::max<int64_t>(1, samples);
+    else if (steps_per_rollout > 0 && l.prompts > 0) l.mini_batch_prompts = l.prompts / steps_per_rollout;
+    l.megatron = true;
+    l.train["zero"] = 1;
+    l.disaggregated = !colocated;
+    if (!colocated) {
+      l.rollout_gpus_per_node = l.gpus_per_node;
+      l.rollout_nodes = (rollout_gpus + std::max<int64_t>(1, l.gpus_per_node) - 1) / std::max<int64_t>(1, l.gpus_per_node);
+    }
+    (void)per_engine;
+    l.async = async;
+    if (async) l.staleness = 1;
+  }
+
  private:
   const ImportRequest& r_;
   ImportResult& out_;
@@ -308,18 +470,28 @@ ImportResult import_launch(const ImportRequest& r) {
   Reader reader(r, out);
   std::vector<Launch> launches;
   for (const auto& words : shell_commands(r.text)) {
-    // verl: `python3 -m verl.trainer.main_ppo key=value ...`.
-    for (size_t i = 0; i < words.size(); ++i)
-      if (r.from == ImportSource::verl && words[i].text == "verl.trainer.main_ppo") {
-        Launch l;
+    for (size_t i = 0; i < words.size(); ++i) {
+      const std::string& t = words[i].text;
+      Launch l;
+      if (r.from == ImportSource::verl && t == "verl.trainer.main_ppo") {  // python3 -m verl.trainer.main_ppo k=v ...
         reader.verl(words, i + 1, l);
         reader.finish_verl(l);
-        launches.push_back(std::move(l));
-        break;
+      } else if (r.from == ImportSource::openrlhf && t == "openrlhf.cli.train_ppo_ray") {
+        reader.openrlhf(words, i + 1, l);
+      } else if (r.from == ImportSource::slime && (t == "train.py" || t == "train_async.py" ||
+                                                   (t.size() > 9 && t.substr(t.size() - 9) == "/train.py"))) {
+        reader.slime(words, i + 1, t.find("train_async.py") != std::string::npos, l);
+      } else {
+        continue;
       }
+      launches.push_back(std::move(l));
+      break;
+    }
   }
   if (launches.empty()) {
-    out.errors.push_back(r.file + ": no verl launch (python3 -m verl.trainer.main_ppo ...) found");
+    static const char* programs[] = {"python3 -m verl.trainer.main_ppo", "python3 -m openrlhf.cli.train_ppo_ray",
+                                     "python3 train.py or train_async.py"};
+    out.errors.push_back(r.file + ": no launch (" + programs[static_cast<int>(r.from)] + " ...) found");
     return out;
   }
   if (!out.errors.empty()) return out;
@@ -351,7 +523,8 @@ ImportResult import_launch(const ImportRequest& r) {
   Json s;
   s["format"] = "arlsim-scenario/1";
   s["name"] = base.name.empty() ? "imported" : base.name;
-  s["description"] = "Imported from " + r.file + " (verl launch)";
+  static const char* frameworks[] = {"verl", "OpenRLHF", "slime"};
+  s["description"] = "Imported from " + r.file + " (" + frameworks[static_cast<int>(r.from)] + " launch)";
   const int64_t rollout_nodes = base.disaggregated ? base.rollout_nodes : 0;
   s["cluster"] = {{"extends", r.cluster}, {"nodes", base.nodes + rollout_nodes}, {"gpus_per_node", base.gpus_per_node}};
   s["model"] = r.model;
@@ -369,7 +542,7 @@ ImportResult import_launch(const ImportRequest& r) {
   p["rollout"] = layout_json(base.rollout);
   p["train"] = train_layout(base);
   p["balance_batch"] = base.balance;
-  if (base.disaggregated && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
+  if ((base.disaggregated || base.async) && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
   if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
   // Later launches, each resuming: segments of a layout schedule.
   if (launches.size() > 1) {
@@ -384,7 +557,8 @@ ImportResult import_launch(const ImportRequest& r) {
     p["schedule"] = schedule;
   }
   s["policy"] = p;
-  const int64_t steps = std::max<int64_t>(1, launches.back().steps);
+  // The run's length: the launch's (verl, slime), else ten steps (OpenRLHF runs over its dataset).
+  const int64_t steps = launches.back().steps > 0 ? launches.back().steps : 10;
   s["steps"] = steps;
   // No trace comes with a launch: one generated at the launch's limits stands in.
   Json options = Json::object();

@@ -82,6 +82,26 @@ round_trip disaggregated-async qwen3-8b disaggregated-async
 round_trip moe qwen3-30b-a3b default --set /model=qwen3-30b-a3b --set /policy/train/tp=2 --set /policy/train/pp=2 \
   --set /policy/train/dp=4 --set /policy/train/ep=4 --set /policy/rollout/tp=4 --set /policy/rollout/ep=4
 round_trip schedule qwen3-8b "$tmp/plan.json"
+# The same for OpenRLHF (dotted and flat options) and slime (train.py and train_async.py).
+round_trip_as() {  # round_trip_as FRAMEWORK NAME EXPORT-ARGS...
+  local fw="$1" name="$2"
+  shift 2
+  "$arlsim" export "$@" --format "$fw" >"$tmp/rt-a.sh" 2>/dev/null
+  if ! "$arlsim" import "$tmp/rt-a.sh" --from "$fw" --model qwen3-8b --out "$tmp/rt.json" 2>"$tmp/rt.err"; then
+    failed=$((failed + 1)); echo "FAIL import-$fw-$name"; head -5 "$tmp/rt.err"; return
+  fi
+  local version=()
+  if grep -q -- "--framework-version" "$tmp/rt-a.sh"; then version=(--framework-version 0.10.1); fi
+  "$arlsim" export "$tmp/rt.json" --format "$fw" "${version[@]}" >"$tmp/rt-b.sh" 2>/dev/null
+  sed -n '/^set -euo/,$p' "$tmp/rt-a.sh" >"$tmp/rt-a.body"
+  sed -n '/^set -euo/,$p' "$tmp/rt-b.sh" >"$tmp/rt-b.body"
+  same "round-trip-$fw-$name" "$tmp/rt-a.body" "$tmp/rt-b.body"
+}
+round_trip_as openrlhf default default
+round_trip_as openrlhf flat default --framework-version 0.10.1
+round_trip_as openrlhf disaggregated-async disaggregated-async
+round_trip_as slime default default
+round_trip_as slime disaggregated-async disaggregated-async
 
 # Import: what arlsim does not model is listed with its line; what it cannot parse is an error.
 cat >"$tmp/launch.sh" <<'LAUNCH'
@@ -106,6 +126,7 @@ expect import-required 2 "$arlsim" import "$tmp/launch.sh" --from verl --model q
 contains import-required-why "$tmp/err" "data.max_prompt_length and data.max_response_length are required"
 expect import-no-launch 2 "$arlsim" import "$here/../lib/checks.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
 expect import-bad-from 2 "$arlsim" import "$tmp/launch.sh" --from megatron --model qwen3-8b --out "$tmp/bad.json"
+contains import-bad-from-why "$tmp/err" 'unknown framework "megatron"; valid: verl, openrlhf, slime'
 if [ -e "$tmp/bad.json" ]; then failed=$((failed + 1)); echo "FAIL import-no-file"; else passed=$((passed + 1)); fi
 
 # Invariants: exit 2, the reason, no file.
