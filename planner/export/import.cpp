@@ -124,6 +124,11 @@ class Reader {
     for (size_t i = from; i < words.size(); ++i) {
       const Word& w = words[i];
       std::string t = w.text;
+      if (t.empty() || t[0] == '$') continue;  // a shell expansion ("$@"): nothing to read
+      if (t.rfind("--", 0) == 0) {  // Hydra's own options: the config chosen may be Megatron's
+        if (t.find("ppo_megatron_trainer") != std::string::npos) l.megatron = true;
+        continue;
+      }
       while (!t.empty() && t[0] == '+') t.erase(0, 1);  // Hydra's +key / ++key
       const size_t eq = t.find('=');
       if (eq == std::string::npos || eq == 0) {

@@ -103,6 +103,35 @@ round_trip_as openrlhf disaggregated-async disaggregated-async
 round_trip_as slime default default
 round_trip_as slime disaggregated-async disaggregated-async
 
+# Launches written as the frameworks' examples are: the expected scenario comes out, and simulates.
+expect_scenario() {  # expect_scenario NAME FRAMEWORK LAUNCH PYTHON-ASSERTIONS
+  local name="$1" fw="$2" launch="$3" assertions="$4"
+  if ! "$arlsim" import "$here/launches/$launch" --from "$fw" --model qwen3-8b --out "$tmp/$name.json" 2>"$tmp/$name.err"; then
+    failed=$((failed + 1)); echo "FAIL import-$name"; head -5 "$tmp/$name.err"; return
+  fi
+  if python3 -c "import json, sys; s = json.load(open(sys.argv[1])); w, p = s['workload'], s['policy']; $assertions" "$tmp/$name.json"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL import-$name-scenario"; cat "$tmp/$name.json" | head -40
+  fi
+  expect "import-$name-simulates" 0 "$arlsim" simulate "$tmp/$name.json" --set /steps=1
+}
+expect_scenario verl-megatron verl verl-megatron.sh \
+  "assert (p['train']['tp'], p['train']['pp'], p['train']['dp'], p['train']['recompute']) == (4, 2, 2, 'full'); \
+   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches']) == (256, 5, 4); \
+   assert p['rollout']['tp'] == 2 and p['placement'] == 'colocated' and s['steps'] == 20 and p['train']['max_tokens_per_gpu'] == 16384"
+contains import-verl-unmodelled "$tmp/verl-megatron.err" "verl-megatron.sh:19: actor_rollout_ref.actor.kl_loss_coef: not modelled by arlsim"
+expect_scenario openrlhf openrlhf openrlhf.sh \
+  "assert (p['train']['dp'], p['train']['zero'], p['train']['recompute']) == (8, 3, 'full'); \
+   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \
+   assert p['rollout'] == {'tp': 2, 'replicas': 4} and p['placement'] == 'colocated' and w['algorithm'] == 'grpo'"
+contains import-openrlhf-unmodelled "$tmp/openrlhf.err" "openrlhf.sh:15: --actor.adam.lr: not modelled by arlsim"
+expect_scenario slime slime slime.sh \
+  "assert (p['placement'], p['rollout_gpus'], p['rollout']['tp'], p['sync']['staleness']) == ('disaggregated', 8, 2, 1); \
+   assert (p['train']['tp'], p['train']['dp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 4, 'full', 9216); \
+   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], s['steps']) == (32, 8, 1, 30)"
+contains import-slime-unmodelled "$tmp/slime.err" "slime.sh:14: --eps-clip: not modelled by arlsim"
+
 # Import: what arlsim does not model is listed with its line; what it cannot parse is an error.
 cat >"$tmp/launch.sh" <<'LAUNCH'
 #!/usr/bin/env bash
