@@ -17,14 +17,14 @@ namespace po = boost::program_options;
 int run_import_launch(const Args& args) {
   std::string file, from, model, cluster = "dgx-h100", out;
   po::options_description opts(
-      "arlsim import FILE|- --from verl|openrlhf|slime --model MODEL [--cluster CLUSTER] --out SCENARIO.json\n\n"
+      "arlsim import FILE|- --from verl|openrlhf|slime|areal --model MODEL [--cluster CLUSTER] --out SCENARIO.json\n\n"
       "Reads a framework's launch (a shell script or command line; `-` reads stdin) and writes an arlsim\n"
       "scenario with its layouts, batch and engine settings, so that `arlsim simulate` can say what it\n"
       "costs and where it runs out of memory. The launch names a checkpoint, not a model arlsim knows:\n"
       "--model gives it (a preset or a file). Keys arlsim does not model are listed on stderr; keys it\n"
       "cannot parse are errors. A trace generated at the launch's length limits stands in for the\n"
       "workload's. docs/export.md lists the keys.\n\nOptions");
-  opts.add_options()("help,h", "this text")("from", po::value(&from), "verl, openrlhf or slime")(
+  opts.add_options()("help,h", "this text")("from", po::value(&from), "verl, openrlhf, slime or areal")(
       "model", po::value(&model), "the model (an arlsim preset name or a file)")(
       "cluster", po::value(&cluster), "the cluster preset or file the launch's GPUs are (default dgx-h100)")(
       "out", po::value(&out), "the scenario to write");
@@ -41,8 +41,10 @@ int run_import_launch(const Args& args) {
     r.from = planner::ImportSource::openrlhf;
   } else if (from == "slime") {
     r.from = planner::ImportSource::slime;
+  } else if (from == "areal") {
+    r.from = planner::ImportSource::areal;
   } else {
-    std::cerr << "arlsim import: --from: unknown framework \"" << from << "\"; valid: verl, openrlhf, slime\n";
+    std::cerr << "arlsim import: --from: unknown framework \"" << from << "\"; valid: verl, openrlhf, slime, areal\n";
     return kExitBadInput;
   }
   std::stringstream text;

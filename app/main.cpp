@@ -31,7 +31,7 @@ constexpr Command kCommands[] = {
      arlsim::app::run_trace},
     {"export", "a plan (or scenario) as a framework's launch: verl's command, an sbatch script, or JSON",
      arlsim::app::run_export},
-    {"import", "a framework's launch (verl, OpenRLHF, slime) read back into a scenario", arlsim::app::run_import_launch},
+    {"import", "a framework's launch (verl, OpenRLHF, slime, AReaL) read back into a scenario", arlsim::app::run_import_launch},
     {"calibrate", "measure this machine's device (microbenchmarks) into a profile; compare two profiles",
      arlsim::app::run_calibrate},
 };

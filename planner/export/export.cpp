@@ -599,13 +599,18 @@ std::string areal_config(const input::ScenarioSpec& s, const ExportRequest& r, s
     << "  backend: \"sglang:d" << engines << "p" << ro.pp << "t" << ro.tp << "\"\n"
     << "  max_concurrent_rollouts: " << w.trajectories_per_step() << "\n"
     << "  max_head_offpolicyness: " << (p.sync == input::SyncMode::async ? p.staleness : int64_t{0}) << "\n"
+    << "train_dataset:\n"
+    << "  batch_size: " << w.prompts_per_step << "\n"
     << "actor:\n"
     << "  backend: \"" << actor << "\"\n"
+    << "  gradient_checkpointing: " << (l.recompute != input::Recompute::none ? "true" : "false") << "\n"
+    << "  ppo_n_minibatches: " << w.mini_batches << "\n"
     << "  mb_spec:\n"
     << "    max_tokens_per_mb: " << mb_tokens << "\n"
     << "gconfig:\n"
     << "  n_samples: " << w.samples_per_prompt << "\n"
     << "  max_new_tokens: " << w.max_response_tokens << "\n"
+    << "  max_tokens: " << w.max_context_tokens << "\n"
     << "sglang:\n"
     << "  mem_fraction_static: " << num(w.engine.gpu_memory_utilization) << "\n";
   return o.str();

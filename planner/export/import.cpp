@@ -4,7 +4,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <set>
+#include <yaml-cpp/yaml.h>
 
 namespace arlsim::planner {
 
@@ -468,13 +470,127 @@ Json layout_json(const std::map<std::string, Json>& m) {
   return j;
 }
 
+// AReaL v2's YAML: the backend strings and the batch keys, every other key listed.
+bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(r.text);
+  } catch (const YAML::Exception& e) {
+    out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
+    return false;
+  }
+  if (!root.IsMap()) {
+    out.errors.push_back(r.file + ": expected AReaL's configuration, a YAML mapping");
+    return false;
+  }
+  auto where = [&](const YAML::Node& n) { return r.file + ":" + std::to_string(n.Mark().line + 1) + ": "; };
+  auto integer_at = [&](const YAML::Node& n, const std::string& key, int64_t& into) {
+    try {
+      into = n.as<int64_t>();
+      return true;
+    } catch (const YAML::Exception&) {
+      out.errors.push_back(where(n) + key + ": expected a whole number, got \"" + (n.IsScalar() ? n.Scalar() : "") + "\"");
+      return false;
+    }
+  };
+  // "engine:d4p1t2c1e1": the dimensions of a backend string.
+  auto backend = [&](const YAML::Node& n, const std::string& key, std::string& engine, std::map<char, int64_t>& dims) {
+    const std::string text = n.IsScalar() ? n.Scalar() : "";
+    static const std::regex form("([a-z_]+):((?:[dptce][0-9]+)+)");
+    std::smatch m;
+    if (!std::regex_match(text, m, form)) {
+      out.errors.push_back(where(n) + key + ": expected a backend string such as \"megatron:d2p2t2c1e4\", got \"" + text + "\"");
+      return false;
+    }
+    engine = m[1];
+    static const std::regex dim("([dptce])([0-9]+)");
+    const std::string spec = m[2];
+    for (std::sregex_iterator it(spec.begin(), spec.end(), dim), end; it != end; ++it) dims[(*it)[1].str()[0]] = std::stoll((*it)[2]);
+    return true;
+  };
+  std::set<std::string> read;  // dotted keys read
+  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n, const std::string& prefix) {
+    for (const auto& kv : n) {
+      const std::string key = prefix + kv.first.as<std::string>();
+      const YAML::Node& v = kv.second;
+      if (v.IsMap()) {
+        walk(v, key + ".");
+        continue;
+      }
+      int64_t x = 0;
+      if (key == "cluster.n_nodes") { if (integer_at(v, key, x)) l.nodes = x; }
+      else if (key == "cluster.n_gpus_per_node") { if (integer_at(v, key, x)) l.gpus_per_node = x; }
+      else if (key == "rollout.backend") {
+        std::string engine;
+        std::map<char, int64_t> d;
+        if (backend(v, key, engine, d)) {
+          if (engine != "sglang" && engine != "vllm") out.unmodelled.push_back(where(v) + key + ": engine \"" + engine + "\"");
+          l.rollout["replicas"] = d.count('d') ? d['d'] : 1;
+          l.rollout["tp"] = d.count('t') ? d['t'] : 1;
+          if (d.count('p') && d['p'] > 1) l.rollout["pp"] = d['p'];
+          l.rollout_gpus_per_node = (d.count('d') ? d['d'] : 1) * (d.count('t') ? d['t'] : 1) * (d.count('p') ? d['p'] : 1);
+        }
+      } else if (key == "actor.backend") {
+        std::string engine;
+        std::map<char, int64_t> d;
+        if (backend(v, key, engine, d)) {
+          l.megatron = engine == "megatron";
+          for (const auto& [c, name] : {std::pair{'d', "dp"}, {'p', "pp"}, {'t', "tp"}, {'c', "cp"}, {'e', "ep"}})
+            if (d.count(c)) l.train[name] = d[c];
+          l.train["zero"] = l.megatron ? 1 : 3;
+        }
+      } else if (key == "rollout.max_head_offpolicyness") { if (integer_at(v, key, x)) l.staleness = x; }
+      else if (key == "actor.mb_spec.max_tokens_per_mb") { if (integer_at(v, key, x)) l.train["max_tokens_per_gpu"] = x; }
+      else if (key == "actor.ppo_n_minibatches") { if (integer_at(v, key, x)) l.mini_batch_prompts = -x; }  // resolved below
+      else if (key == "actor.gradient_checkpointing") l.train["recompute"] = v.as<bool>(false) ? "full" : "none";
+      else if (key == "train_dataset.batch_size") { if (integer_at(v, key, x)) l.prompts = x; }
+      else if (key == "gconfig.n_samples") { if (integer_at(v, key, x)) l.workload["samples_per_prompt"] = x; }
+      else if (key == "gconfig.max_new_tokens") { if (integer_at(v, key, x)) l.workload["max_response_tokens"] = x; }
+      else if (key == "gconfig.max_tokens") { if (integer_at(v, key, x)) l.workload["max_context_tokens"] = x; }
+      else if (key == "sglang.mem_fraction_static") {
+        try {
+          l.engine["gpu_memory_utilization"] = v.as<double>();
+        } catch (const YAML::Exception&) {
+          out.errors.push_back(where(v) + key + ": expected a number");
+        }
+      } else if (key == "experiment_name") l.name = v.as<std::string>("");
+      else if (key == "scheduler.type" || key == "rollout.max_concurrent_rollouts" || key == "trial_name" ||
+               key.rfind("actor.path", 0) == 0 || key == "tokenizer_path" || key == "train_dataset.path") {}
+      else out.unmodelled.push_back(where(v) + key + ": not modelled by arlsim");
+    }
+  };
+  walk(root, "");
+  if (!out.errors.empty()) return false;
+  // AReaL's mini-batches: ppo_n_minibatches of the step's prompts.
+  if (l.mini_batch_prompts < 0 && l.prompts > 0) l.mini_batch_prompts = l.prompts / -l.mini_batch_prompts;
+  if (l.workload.count("max_context_tokens") && l.workload.count("max_response_tokens"))
+    l.workload["max_prompt_tokens"] = std::max<int64_t>(1, l.workload.at("max_context_tokens").get<int64_t>() -
+                                                               l.workload.at("max_response_tokens").get<int64_t>());
+  if (!l.workload.count("algorithm")) l.workload["algorithm"] = "grpo";
+  // The backends share the cluster: the rollout's GPUs, the actor's the rest.
+  l.disaggregated = true;
+  const int64_t rollout_gpus = l.rollout_gpus_per_node;
+  if (l.gpus_per_node > 0) {
+    l.rollout_nodes = (rollout_gpus + l.gpus_per_node - 1) / l.gpus_per_node;
+    l.nodes = std::max<int64_t>(1, l.nodes - l.rollout_nodes);
+    l.rollout_gpus_per_node = l.gpus_per_node;
+  }
+  l.async = l.staleness > 0;
+  return true;
+}
+
 }  // namespace
 
 ImportResult import_launch(const ImportRequest& r) {
   ImportResult out;
   Reader reader(r, out);
   std::vector<Launch> launches;
-  for (const auto& words : shell_commands(r.text)) {
+  if (r.from == ImportSource::areal) {
+    Launch l;
+    if (!areal(r, out, l)) return out;
+    launches.push_back(std::move(l));
+  }
+  for (const auto& words : r.from == ImportSource::areal ? std::vector<std::vector<Word>>{} : shell_commands(r.text)) {
     for (size_t i = 0; i < words.size(); ++i) {
       const std::string& t = words[i].text;
       Launch l;
@@ -495,7 +611,7 @@ ImportResult import_launch(const ImportRequest& r) {
   }
   if (launches.empty()) {
     static const char* programs[] = {"python3 -m verl.trainer.main_ppo", "python3 -m openrlhf.cli.train_ppo_ray",
-                                     "python3 train.py or train_async.py"};
+                                     "python3 train.py or train_async.py", "an AReaL configuration"};
     out.errors.push_back(r.file + ": no launch (" + programs[static_cast<int>(r.from)] + " ...) found");
     return out;
   }
@@ -528,7 +644,7 @@ ImportResult import_launch(const ImportRequest& r) {
   Json s;
   s["format"] = "arlsim-scenario/1";
   s["name"] = base.name.empty() ? "imported" : base.name;
-  static const char* frameworks[] = {"verl", "OpenRLHF", "slime"};
+  static const char* frameworks[] = {"verl", "OpenRLHF", "slime", "AReaL"};
   s["description"] = "Imported from " + r.file + " (" + frameworks[static_cast<int>(r.from)] + " launch)";
   const int64_t rollout_nodes = base.disaggregated ? base.rollout_nodes : 0;
   s["cluster"] = {{"extends", r.cluster}, {"nodes", base.nodes + rollout_nodes}, {"gpus_per_node", base.gpus_per_node}};
@@ -543,7 +659,11 @@ ImportResult import_launch(const ImportRequest& r) {
   s["workload"] = w;
   Json p;
   p["placement"] = base.disaggregated ? "disaggregated" : "colocated";
-  if (base.disaggregated) p["rollout_gpus"] = base.rollout_nodes * base.rollout_gpus_per_node;
+  if (base.disaggregated)
+    p["rollout_gpus"] = r.from == ImportSource::areal
+                            ? base.rollout.at("replicas").get<int64_t>() * base.rollout.at("tp").get<int64_t>() *
+                                  (base.rollout.count("pp") ? base.rollout.at("pp").get<int64_t>() : 1)
+                            : base.rollout_nodes * base.rollout_gpus_per_node;
   p["rollout"] = layout_json(base.rollout);
   p["train"] = train_layout(base);
   p["balance_batch"] = base.balance;

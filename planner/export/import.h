@@ -1,5 +1,5 @@
 // Framework launches back in as scenarios: a verl, OpenRLHF or slime launch script (or command
-// line) read into an arlsim scenario, so that a user can ask what their run costs and where it will
+// line), or an AReaL YAML configuration, read into an arlsim scenario, so that a user can ask what their run costs and where it will
 // run out of memory. Keys arlsim does not model are listed, not silently ignored; a key it cannot
 // parse is an error naming the file, the line and the key. export_plan's output reads back into
 // the same layouts and batch settings.
@@ -10,7 +10,7 @@
 
 namespace arlsim::planner {
 
-enum class ImportSource { verl, openrlhf, slime };
+enum class ImportSource { verl, openrlhf, slime, areal };
 
 struct ImportRequest {
   ImportSource from = ImportSource::verl;

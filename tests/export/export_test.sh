@@ -102,6 +102,16 @@ round_trip_as openrlhf flat default --framework-version 0.10.1
 round_trip_as openrlhf disaggregated-async disaggregated-async
 round_trip_as slime default default
 round_trip_as slime disaggregated-async disaggregated-async
+# AReaL's YAML: the configuration from experiment_name on.
+"$arlsim" export disaggregated-async --format areal >"$tmp/rt-a.yaml" 2>/dev/null
+if "$arlsim" import "$tmp/rt-a.yaml" --from areal --model qwen3-8b --out "$tmp/rt.json" 2>"$tmp/rt.err"; then
+  "$arlsim" export "$tmp/rt.json" --format areal >"$tmp/rt-b.yaml" 2>/dev/null
+  sed -n '/^experiment_name/,$p' "$tmp/rt-a.yaml" >"$tmp/rt-a.body"
+  sed -n '/^experiment_name/,$p' "$tmp/rt-b.yaml" >"$tmp/rt-b.body"
+  same round-trip-areal "$tmp/rt-a.body" "$tmp/rt-b.body"
+else
+  failed=$((failed + 1)); echo "FAIL import-areal"; head -5 "$tmp/rt.err"
+fi
 
 # Launches written as the frameworks' examples are: the expected scenario comes out, and simulates.
 expect_scenario() {  # expect_scenario NAME FRAMEWORK LAUNCH PYTHON-ASSERTIONS
@@ -131,6 +141,14 @@ expect_scenario slime slime slime.sh \
    assert (p['train']['tp'], p['train']['dp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 4, 'full', 9216); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], s['steps']) == (32, 8, 1, 30)"
 contains import-slime-unmodelled "$tmp/slime.err" "slime.sh:14: --eps-clip: not modelled by arlsim"
+expect_scenario areal areal areal.yaml \
+  "assert (p['placement'], p['rollout_gpus'], p['rollout'], p['sync']['staleness']) == ('disaggregated', 8, {'replicas': 4, 'tp': 2}, 2); \
+   assert (p['train']['dp'], p['train']['pp'], p['train']['tp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 2, 2, 'full', 10240); \
+   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (64, 8, 4, 1024)"
+contains import-areal-unmodelled "$tmp/areal.err" "areal.yaml:20: gconfig.temperature: not modelled by arlsim"
+sed 's/megatron:d2p2t2c1e1/megatron:two-by-two/' "$here/launches/areal.yaml" >"$tmp/bad.yaml"
+expect import-areal-bad 2 "$arlsim" import "$tmp/bad.yaml" --from areal --model qwen3-8b --out "$tmp/bad.json"
+contains import-areal-bad-where "$tmp/err" 'bad.yaml:22: actor.backend: expected a backend string such as "megatron:d2p2t2c1e4", got "megatron:two-by-two"'
 
 # Import: what arlsim does not model is listed with its line; what it cannot parse is an error.
 cat >"$tmp/launch.sh" <<'LAUNCH'
@@ -155,7 +173,7 @@ expect import-required 2 "$arlsim" import "$tmp/launch.sh" --from verl --model q
 contains import-required-why "$tmp/err" "data.max_prompt_length and data.max_response_length are required"
 expect import-no-launch 2 "$arlsim" import "$here/../lib/checks.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
 expect import-bad-from 2 "$arlsim" import "$tmp/launch.sh" --from megatron --model qwen3-8b --out "$tmp/bad.json"
-contains import-bad-from-why "$tmp/err" 'unknown framework "megatron"; valid: verl, openrlhf, slime'
+contains import-bad-from-why "$tmp/err" 'unknown framework "megatron"; valid: verl, openrlhf, slime, areal'
 if [ -e "$tmp/bad.json" ]; then failed=$((failed + 1)); echo "FAIL import-no-file"; else passed=$((passed + 1)); fi
 
 # Invariants: exit 2, the reason, no file.
