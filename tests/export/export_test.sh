@@ -39,6 +39,14 @@ golden disaggregated-async.openrlhf.sh disaggregated-async --format openrlhf
 golden default.slime.sh default --format slime
 golden disaggregated-async.slime.sh disaggregated-async --format slime
 golden disaggregated-async.areal.yaml disaggregated-async --format areal
+golden moe-ep-pp.slime.sh default --format slime --set /model=qwen3-30b-a3b --set /policy/train/tp=2 --set /policy/train/pp=2 \
+  --set /policy/train/dp=4 --set /policy/train/ep=4 --set /policy/rollout/tp=4 --set /policy/rollout/ep=4
+golden moe-ep-pp.openrlhf.sh default --format openrlhf --set /model=qwen3-30b-a3b --set /policy/train/tp=2 --set /policy/train/pp=2 \
+  --set /policy/train/dp=4 --set /policy/train/ep=4 --set /policy/rollout/tp=4 --set /policy/rollout/ep=4
+golden moe-ep-pp.areal.yaml disaggregated-async --format areal --set /model=qwen3-30b-a3b --set /policy/train/tp=2 \
+  --set /policy/train/pp=2 --set /policy/train/dp=4 --set /policy/train/ep=4 --set /policy/rollout/tp=4
+contains export-moe-slime "$here/golden/moe-ep-pp.slime.sh" "--expert-model-parallel-size 4"
+contains export-moe-areal "$here/golden/moe-ep-pp.areal.yaml" 'backend: "megatron:d4p2t2c1e4"'
 contains export-slime-async "$here/golden/disaggregated-async.slime.sh" "python3 train_async.py"
 contains export-areal-backends "$here/golden/disaggregated-async.areal.yaml" 'backend: "megatron:d8p1t2c1e1"'
 contains export-openrlhf-flat-note "$here/golden/default.openrlhf-0.10.1.sh" "--train.max_tokens_per_gpu: no flag before OpenRLHF 0.10.2"
