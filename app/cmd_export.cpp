@@ -13,7 +13,7 @@ namespace arlsim::app {
 namespace po = boost::program_options;
 
 int run_export(const Args& args) {
-  std::string source, format_name, out, version;
+  std::string source, format_name, out, version, framework = "verl";
   std::vector<std::string> overrides;
   po::options_description opts(
       "arlsim export PLAN.json|SCENARIO --format json|verl|slurm|openrlhf|slime|areal [--framework-version V]\n"
@@ -26,6 +26,7 @@ int run_export(const Args& args) {
       "cannot express is listed at the top of the output and on stderr. docs/export.md lists every key.\n\n"
       "Options");
   opts.add_options()("help,h", "this text")("format", po::value(&format_name), "json, verl, slurm, openrlhf, slime or areal")(
+      "framework", po::value(&framework), "slurm: the framework its Ray cluster runs (verl, openrlhf or slime)")(
       "framework-version", po::value(&version), "the framework's version where its options changed (OpenRLHF: flat before 0.10.2)")(
       "out", po::value(&out), "write here instead of stdout")(
       "set", po::value(&overrides)->composing(), "override a field of the plan's scenario: /json/pointer=value");
@@ -51,6 +52,12 @@ int run_export(const Args& args) {
   request.source = source;
   request.document = &document;
   request.framework_version = version;
+  if (framework == "verl" || framework == "openrlhf" || framework == "slime") {
+    request.framework = *planner::find_export_format(framework);
+  } else {
+    std::cerr << "arlsim export: --framework: expected verl, openrlhf or slime, not \"" << framework << "\"\n";
+    return kExitBadInput;
+  }
   const auto result = planner::export_plan(*scenario, request);
   if (!result.error.empty()) {
     std::cerr << "arlsim export: " << source << ": " << result.error << "\n";

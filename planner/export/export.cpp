@@ -630,6 +630,37 @@ std::optional<ExportFormat> find_export_format(std::string_view name) {
 
 std::string_view export_format_list() { return "json, verl, slurm, openrlhf, slime, areal"; }
 
+namespace {
+
+// An sbatch script: the header and input checks (`prologue`), a Ray cluster over the allocated
+// nodes (the head on the first), then `command`: verl's driver on the head, or a job submitted to
+// the head's dashboard.
+std::string slurm_wrap(const input::ScenarioSpec& s, const std::string& prologue, const std::string& command, bool submit) {
+  const int64_t nodes = s.cluster.nodes, g = s.cluster.gpus_per_node;
+  std::ostringstream sb;
+  sb << "#!/usr/bin/env bash\n"
+     << "#SBATCH --job-name=" << (s.name.empty() ? "arlsim-plan" : s.name) << "\n"
+     << "#SBATCH --nodes=" << nodes << "\n"
+     << "#SBATCH --ntasks-per-node=1\n"
+     << "#SBATCH --gpus-per-node=" << g << "\n"
+     << prologue
+     << "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\n"
+     << "head=${nodes[0]}\n"
+     << "head_ip=$(srun --nodes=1 --ntasks=1 -w \"$head\" hostname --ip-address | awk '{print $1}')\n"
+     << "srun --nodes=1 --ntasks=1 -w \"$head\" ray start --head --node-ip-address=\"$head_ip\" --port=6379 --num-gpus=" << g
+     << " --block &\n"
+     << "sleep 10\n"
+     << "for node in \"${nodes[@]:1}\"; do\n"
+     << "  srun --nodes=1 --ntasks=1 -w \"$node\" ray start --address \"$head_ip:6379\" --num-gpus=" << g << " --block &\n"
+     << "  sleep 5\n"
+     << "done\n"
+     << (submit ? "export RAY_DASHBOARD=\"http://$head_ip:8265\"\n" : "export RAY_ADDRESS=\"$head_ip:6379\"\n")
+     << command;
+  return sb.str();
+}
+
+}  // namespace
+
 ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   ExportResult out;
   const auto& w = s.workload;
@@ -655,36 +686,32 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
                 " prompts) into ppo_mini_batch_size mini-batches: " + num(w.mini_batches) + " mini-batches do not divide it";
     return out;
   }
+  if (r.format == ExportFormat::slurm && r.framework != ExportFormat::verl) {
+    // OpenRLHF's and slime's scripts submit their job to Ray: their header and input checks first,
+    // the Ray cluster next, then the submission to the head's dashboard.
+    ExportRequest inner = r;
+    inner.format = r.framework;
+    std::string script = r.framework == ExportFormat::openrlhf ? openrlhf_script(s, inner, out.notes, out.error)
+                                                               : slime_script(s, inner, out.notes, out.error);
+    if (!out.error.empty()) return out;
+    const std::string name = r.framework == ExportFormat::openrlhf ? "openrlhf" : "slime";
+    const std::string as = "`arlsim export --format " + name;
+    if (const size_t at = script.find(as); at != std::string::npos)
+      script.replace(at, as.size(), "`arlsim export --format slurm --framework " + name);
+    const size_t body = script.find("ray job submit");
+    out.text = slurm_wrap(s, script.substr(script.find('\n') + 1, body - script.find('\n') - 1), script.substr(body), true);
+    return out;
+  }
   const VerlScript verl = verl_script(s, r, out.notes, out.error);
   if (!out.error.empty()) return out;
   if (r.format == ExportFormat::verl) {
     out.text = "#!/usr/bin/env bash\n" + verl.header + "set -euo pipefail\n" + verl.inputs + verl.body;
     return out;
   }
-  // Slurm: the inputs checked first, then a Ray cluster over the allocated nodes, then the verl
-  // driver on the head.
-  const int64_t nodes = s.cluster.nodes, g = s.cluster.gpus_per_node;
-  std::ostringstream sb;
-  sb << "#!/usr/bin/env bash\n"
-     << "#SBATCH --job-name=" << (s.name.empty() ? "arlsim-plan" : s.name) << "\n"
-     << "#SBATCH --nodes=" << nodes << "\n"
-     << "#SBATCH --ntasks-per-node=1\n"
-     << "#SBATCH --gpus-per-node=" << g << "\n"
-     << verl.header << "set -euo pipefail\n" << verl.inputs
-     << "nodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\n"
-     << "head=${nodes[0]}\n"
-     << "head_ip=$(srun --nodes=1 --ntasks=1 -w \"$head\" hostname --ip-address | awk '{print $1}')\n"
-     << "srun --nodes=1 --ntasks=1 -w \"$head\" ray start --head --node-ip-address=\"$head_ip\" --port=6379 --num-gpus=" << g
-     << " --block &\n"
-     << "sleep 10\n"
-     << "for node in \"${nodes[@]:1}\"; do\n"
-     << "  srun --nodes=1 --ntasks=1 -w \"$node\" ray start --address \"$head_ip:6379\" --num-gpus=" << g << " --block &\n"
-     << "  sleep 5\n"
-     << "done\n"
-     << "export RAY_ADDRESS=\"$head_ip:6379\"\n"
-     << verl.body;
-  out.text = sb.str();
+  out.text = slurm_wrap(s, verl.header + "set -euo pipefail\n" + verl.inputs, verl.body, false);
   return out;
 }
+
+
 
 }  // namespace arlsim::planner

@@ -24,6 +24,7 @@ struct ExportRequest {
   std::string source;                         // the plan or scenario as named on the command line
   const input::Value* document = nullptr;     // its resolved document (for json)
   std::string framework_version;              // OpenRLHF: before 0.10.2 its flags are flat; "" = current
+  ExportFormat framework = ExportFormat::verl;  // slurm: the framework its Ray cluster runs (verl, openrlhf, slime)
 };
 
 struct ExportResult {

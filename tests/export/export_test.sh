@@ -33,6 +33,9 @@ golden moe-ep-pp.verl.sh default --format verl --set /model=qwen3-30b-a3b --set 
 golden fsdp-ulysses.verl.sh default --format verl --set /policy/train/tp=1 --set /policy/train/dp=8 --set /policy/train/cp=2 \
   --set '/policy/train/cp_kind="ulysses"' --set /policy/train/zero=3 --set /policy/train/sequence_parallel=false
 golden earl-testbed.slurm.sh earl-testbed --format slurm
+golden default.slurm-openrlhf.sh default --format slurm --framework openrlhf
+golden disaggregated-async.slurm-slime.sh disaggregated-async --format slurm --framework slime
+contains export-slurm-submit "$here/golden/default.slurm-openrlhf.sh" 'export RAY_DASHBOARD="http://$head_ip:8265"'
 golden default.openrlhf.sh default --format openrlhf
 golden default.openrlhf-0.10.1.sh default --format openrlhf --framework-version 0.10.1
 golden disaggregated-async.openrlhf.sh disaggregated-async --format openrlhf

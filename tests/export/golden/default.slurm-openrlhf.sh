@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+#SBATCH --job-name=default
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=8
+# Exported by `arlsim export --format slurm --framework openrlhf` from default (scenario default on 16 x h100-sxm, OpenRLHF dotted options, 0.10.2 and later).
+# Not expressible in OpenRLHF, the closest setting taken:
+#   - multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here
+#   - tensor, pipeline or expert parallelism in training: OpenRLHF trains with DeepSpeed (data parallelism with ZeRO); exported as data parallelism over the same GPUs
+#   - the run's length follows the dataset (episodes x prompts), not a step count: arlsim's 150 steps are 150 rollout batches of 64 prompts
+set -euo pipefail
+MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the model (a Hugging Face name or a local folder)}
+TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the prompt dataset}
+nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
+head=${nodes[0]}
+head_ip=$(srun --nodes=1 --ntasks=1 -w "$head" hostname --ip-address | awk '{print $1}')
+srun --nodes=1 --ntasks=1 -w "$head" ray start --head --node-ip-address="$head_ip" --port=6379 --num-gpus=8 --block &
+sleep 10
+for node in "${nodes[@]:1}"; do
+  srun --nodes=1 --ntasks=1 -w "$node" ray start --address "$head_ip:6379" --num-gpus=8 --block &
+  sleep 5
+done
+export RAY_DASHBOARD="http://$head_ip:8265"
+ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 -m openrlhf.cli.train_ppo_ray \
+  --actor.model_name_or_path "$MODEL_PATH" \
+  --data.prompt_dataset "$TRAIN_FILES" \
+  --actor.num_nodes 2 \
+  --actor.num_gpus_per_node 8 \
+  --ref.num_nodes 2 \
+  --ref.num_gpus_per_node 8 \
+  --vllm.num_engines 8 \
+  --vllm.tensor_parallel_size 2 \
+  --vllm.gpu_memory_utilization 0.6 \
+  --train.colocate_all \
+  --vllm.enable_sleep \
+  --ds.enable_sleep \
+  --ds.zero_stage 1 \
+  --ds.packing_samples \
+  --actor.gradient_checkpointing_enable \
+  --rollout.batch_size 64 \
+  --rollout.n_samples_per_prompt 8 \
+  --train.batch_size 128 \
+  --train.micro_batch_size 1 \
+  --train.dynamic_batch_enable \
+  --train.max_tokens_per_gpu 16384 \
+  --train.max_epochs 1 \
+  --data.max_len 20480 \
+  --rollout.max_new_tokens 16384 \
+  --algo.advantage.estimator group_norm

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+#SBATCH --job-name=disaggregated-async
+#SBATCH --nodes=4
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=8
+# Exported by `arlsim export --format slurm --framework slime` from disaggregated-async (scenario disaggregated-async on 32 x h100-sxm, 100 rollouts).
+# Not expressible in slime, the closest setting taken:
+#   - dispatch decentralized: slime moves batches through Ray from its driver
+#   - multi-turn agents: slime runs them through a custom rollout function (--custom-generate-function-path); not set here
+#   - the engines are SGLang's: the engine settings other than its memory share (batched tokens, sequences, chunked prefill, prefix caching) are SGLang's own
+set -euo pipefail
+MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the Hugging Face checkpoint}
+REF_LOAD=${REF_LOAD:?set REF_LOAD to the Megatron (torch_dist) checkpoint of the reference model}
+TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the prompt data}
+# The model's architecture as Megatron-LM flags: slime's scripts/models/<model>.sh defines MODEL_ARGS.
+source "${MODEL_ARGS_FILE:?set MODEL_ARGS_FILE to the slime model script scripts/models/<model>.sh}"
+nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
+head=${nodes[0]}
+head_ip=$(srun --nodes=1 --ntasks=1 -w "$head" hostname --ip-address | awk '{print $1}')
+srun --nodes=1 --ntasks=1 -w "$head" ray start --head --node-ip-address="$head_ip" --port=6379 --num-gpus=8 --block &
+sleep 10
+for node in "${nodes[@]:1}"; do
+  srun --nodes=1 --ntasks=1 -w "$node" ray start --address "$head_ip:6379" --num-gpus=8 --block &
+  sleep 5
+done
+export RAY_DASHBOARD="http://$head_ip:8265"
+ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 train_async.py \
+  "${MODEL_ARGS[@]}" \
+  --hf-checkpoint "$MODEL_PATH" \
+  --ref-load "$REF_LOAD" \
+  --prompt-data "$TRAIN_FILES" \
+  --actor-num-nodes 2 \
+  --actor-num-gpus-per-node 8 \
+  --num-gpus-per-node 8 \
+  --rollout-num-gpus 16 \
+  --rollout-num-gpus-per-engine 1 \
+  --tensor-model-parallel-size 2 \
+  --sequence-parallel \
+  --pipeline-model-parallel-size 1 \
+  --context-parallel-size 1 \
+  --recompute-granularity full \
+  --recompute-method uniform \
+  --recompute-num-layers 1 \
+  --use-dynamic-batch-size \
+  --max-tokens-per-gpu 32768 \
+  --log-probs-max-tokens-per-gpu 32768 \
+  --balance-data \
+  --rollout-batch-size 128 \
+  --n-samples-per-prompt 8 \
+  --global-batch-size 128 \
+  --num-steps-per-rollout 8 \
+  --num-rollout 100 \
+  --rollout-max-response-len 30720 \
+  --rollout-max-context-len 32768 \
+  --update-weight-buffer-size 536870912 \
+  --sglang-mem-fraction-static 0.9
