@@ -175,6 +175,12 @@ std::string summary_json(const rl::RunResult& r) {
                        {"gpu_hours", r.gpu_hours},
                        {"cost_usd", if_priced(r, r.cost_usd)},
                        {"price_usd_per_gpu_hour", if_priced(r, r.price_usd_per_gpu_hour)},
+                       {"steps_simulated", r.steps.size()},
+                       {"steps_total", r.steps_total > 0 ? r.steps_total : static_cast<int64_t>(r.steps.size())},
+                       {"projected", r.steps_total > 0 ? ordered_json{{"total_time_s", r.projected_total_time_s},
+                                                                      {"gpu_hours", r.projected_gpu_hours},
+                                                                      {"cost_usd", if_priced(r, r.projected_cost_usd)}}
+                                                       : ordered_json(nullptr)},
                        {"oom_events", std::move(ooms)},
                        {"warnings", std::move(warnings)},
                        {"pools", std::move(pools)},

@@ -103,6 +103,13 @@ std::string run_table(const rl::RunResult& r) {
            format_fixed(100 * band.covered_share, 0) + "% of stage time)\n";
   out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) + "\n";
   out += pad_right("cost", 16) + cost_line(r) + "\n";
+  if (r.steps_total > 0) {
+    // The figures above are the simulated steps'; the trace samples a longer run.
+    out += pad_right("whole run", 16) + std::to_string(r.steps.size()) + " of " + std::to_string(r.steps_total) +
+           " steps simulated; projected " + format_fixed(r.projected_total_time_s, 1) + " s (" +
+           clock_time(r.projected_total_time_s) + "), " + format_fixed(r.projected_gpu_hours, 1) + " GPU-hours" +
+           (r.price_usd_per_gpu_hour > 0 ? ", $" + format_fixed(r.projected_cost_usd, 2) : std::string()) + "\n";
+  }
   for (const auto& p : pool_summaries(r)) {
     if (p.act_s.count == 0) continue;
     const double busy = p.provisioned_resource_s > 0 ? p.busy_resource_s / p.provisioned_resource_s : 0;

@@ -73,6 +73,12 @@ struct RunResult {
   double total_time_s = 0;
   double gpu_hours = 0;
   double cost_usd = 0;  // 0 when the price is unknown
+  // The whole run when the trace samples it (every k-th step, or a step range): its length in
+  // steps, and its time, GPU-hours and cost projected from the simulated steps (each step between
+  // two simulated ones taking the time interpolated between them, the ends held). 0: the
+  // simulated steps are the whole run, or it stopped on an OOM.
+  int64_t steps_total = 0;
+  double projected_total_time_s = 0, projected_gpu_hours = 0, projected_cost_usd = 0;
   std::vector<OomEvent> oom_events;
   std::vector<RunWarning> warnings;
   // The step graph's activities and the parts of them the simulator looked inside, placed in time

@@ -4,6 +4,7 @@
 
 #include "sim/model/transformer.h"
 #include "sim/report/summary.h"
+#include "sim/report/table.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 #include "tests/model/model_fixtures.h"
@@ -631,4 +632,30 @@ TEST_CASE("step: colocated engines asleep at level 1 move their weights to host 
   // Disaggregated engines never sleep.
   const auto apart = test::preset_scenario("disaggregated-async", {});
   CHECK(rl::engine_sleep_wake_seconds(apart, apart.policy.rollout) == 0);
+}
+
+TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {
+  // Six steps, every second simulated (1, 3, 5): steps 2 and 4 take the mean of their neighbours,
+  // step 6 the last simulated one's time.
+  const auto s = scenario({"/steps=3", "/trace/generate/steps=6", "/trace/generate/every=2",
+                           "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});
+  const auto r = rl::simulate_run(s, small_trace(s), {});
+  REQUIRE(r.steps.size() == 3);
+  CHECK(r.steps[0].step == 1);
+  CHECK(r.steps[2].step == 5);
+  const double t1 = r.steps[0].time_s, t3 = r.steps[1].time_s, t5 = r.steps[2].time_s;
+  const double whole = t1 + (t1 + t3) / 2 + t3 + (t3 + t5) / 2 + t5 + t5;
+  CHECK(r.steps_total == 6);
+  CHECK(r.projected_total_time_s == test::near(r.total_time_s * whole / (t1 + t3 + t5)));
+  CHECK(r.projected_gpu_hours == test::near(r.gpu_hours * whole / (t1 + t3 + t5)));
+  const std::string json = report::summary_json(r);
+  CHECK(json.find("\"steps_total\": 6") != std::string::npos);
+  CHECK(json.find("\"steps_simulated\": 3") != std::string::npos);
+  CHECK(report::run_table(r).find("3 of 6 steps simulated") != std::string::npos);
+  // Every step simulated: nothing to project.
+  const auto all = scenario({"/steps=3", "/trace/generate/steps=3", "/trace/generate/every=1", "/trace/generate/prompts_per_step=8",
+                             "/trace/generate/group_size=4"});
+  const auto whole_run = rl::simulate_run(all, small_trace(all), {});
+  CHECK(whole_run.steps_total == 0);
+  CHECK(report::summary_json(whole_run).find("\"projected\": null") != std::string::npos);
 }
