@@ -79,7 +79,7 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
     }
     if (!a.json) std::cout << "wrote " << a.out << "/summary.json, steps.csv, timeline.json\n";
   }
-  return kExitOk;
+  return a.fail_on_oom && !r.oom_events.empty() ? kExitOom : kExitOk;
 }
 
 int run_simulate(const Args& args) {
@@ -97,6 +97,7 @@ int run_simulate(const Args& args) {
       "rollout-granularity", po::value(&granularity)->default_value("skip"),
       "\"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each")(
       "json", "print summary.json on stdout instead of the table")(
+      "fail-on-oom", "exit with status 3 when any step ran out of memory")(
       "detail", po::value(&detail), "\"pipeline\": the timeline shows each micro-batch on each pipeline stage");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
@@ -125,6 +126,7 @@ int run_simulate(const Args& args) {
   a.stop_on_oom = on_oom == "stop";
   a.per_iteration = granularity == "iteration";
   a.json = vm.count("json") > 0;
+  a.fail_on_oom = vm.count("fail-on-oom") > 0;
   return simulate_scenario(scenario, a);
 }
 

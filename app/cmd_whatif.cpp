@@ -162,7 +162,11 @@ void print_table(const std::vector<Column>& cols) {
   std::vector<std::string> cost, ooms, ratio;
   for (const auto& c : cols) {
     cost.push_back(c.result.price_usd_per_gpu_hour > 0 ? cell(c.result.cost_usd, 2) : "unknown");
-    ooms.push_back(std::to_string(c.result.oom_events.size()));
+    // A variant an OOM stopped is not a whole run: say where it stopped.
+    ooms.push_back(std::to_string(c.result.oom_events.size()) +
+                   (c.result.stopped_on_oom && !c.result.oom_events.empty()
+                        ? " (stopped at step " + std::to_string(c.result.oom_events.front().step) + ")"
+                        : std::string()));
     const double base = cols.front().stats.step_time_s.mean;
     ratio.push_back(base > 0 ? cell(c.stats.step_time_s.mean / base, 3) : "-");
   }

@@ -11,6 +11,7 @@ namespace arlsim::app {
 constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitOom = 3;  // simulate --fail-on-oom: the run ran out of memory
 
 using Args = std::vector<std::string>;
 
@@ -24,6 +25,7 @@ struct SimulateArgs {
   bool per_iteration = false;
   bool detail_pipeline = false;
   bool json = false;
+  bool fail_on_oom = false;  // exit kExitOom when any step ran out of memory
 };
 // Runs `arlsim simulate` on a scenario (file or preset name).
 int simulate_scenario(const std::string& scenario, const SimulateArgs& a);

@@ -175,6 +175,12 @@ std::string summary_json(const rl::RunResult& r) {
                        {"gpu_hours", r.gpu_hours},
                        {"cost_usd", if_priced(r, r.cost_usd)},
                        {"price_usd_per_gpu_hour", if_priced(r, r.price_usd_per_gpu_hour)},
+                       {"stopped", r.stopped_on_oom && !r.oom_events.empty()
+                                       ? ordered_json{{"step", r.oom_events.front().step},
+                                                      {"stage", r.oom_events.front().stage},
+                                                      {"steps_run", r.steps.size()},
+                                                      {"steps_planned", r.steps_planned}}
+                                       : ordered_json(nullptr)},
                        {"steps_simulated", r.steps.size()},
                        {"steps_total", r.steps_total > 0 ? r.steps_total : static_cast<int64_t>(r.steps.size())},
                        {"projected", r.steps_total > 0 ? ordered_json{{"total_time_s", r.projected_total_time_s},

@@ -93,8 +93,19 @@ std::string oom_lines(const rl::RunResult& r) {
 std::string run_table(const rl::RunResult& r) {
   const RunStats s = run_stats(r);
   std::string out = r.scenario + ": " + std::to_string(r.gpus) + " GPUs, " + std::to_string(r.steps.size()) +
-                    (r.steps.size() == 1 ? " step\n\n" : " steps\n\n");
+                    (r.steps.size() == 1 ? " step" : " steps");
+  if (r.stopped_on_oom && !r.oom_events.empty())
+    out += "; STOPPED at step " + std::to_string(r.oom_events.front().step) + " (" + std::to_string(r.steps.size()) + " of " +
+           std::to_string(r.steps_planned) + "): OOM in " + r.oom_events.front().stage;
+  out += "\n\n";
   if (!r.steps.empty()) out += step_time_lines(s) + "\n" + stage_lines(s, r.steps.size()) + "\n";
+  if (r.stopped_on_oom) {
+    // Not a whole run: its figures would read as one.
+    out += pad_right("before the OOM", 16) + format_fixed(r.total_time_s, 3) + " s, " + format_fixed(r.gpu_hours, 3) +
+           " GPU-hours over the steps before it; no throughput or cost is given for a run that stopped\n";
+    out += pad_right("OOM", 16) + oom_lines(r);
+    return out;
+  }
   out += pad_right("throughput", 16) + format_fixed(s.tokens_per_s, 1) + " tokens/s\n";
   out += pad_right("total time", 16) + format_fixed(r.total_time_s, 3) + " s (" + clock_time(r.total_time_s) + ")\n";
   if (const TotalBand band = total_time_band(r, s); band.covered_share > 0 && r.total_time_s > 0)

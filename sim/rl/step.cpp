@@ -564,6 +564,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   }
   const int64_t limit = o_.max_steps > 0 ? o_.max_steps : s_.steps;
   if (static_cast<int64_t>(steps.size()) > limit) steps.resize(static_cast<size_t>(limit));
+  result_.steps_planned = static_cast<int64_t>(steps.size());
   // First every step's costs, in order (a step's rollout depends on what the one before left
   // paused), each step's activities added to the step graph and its rollout's timeline events kept
   // relative to its start; then the graph runs on the event executor, where steps contend for
@@ -635,7 +636,10 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     pending.push_back(std::move(step));
     result_.steps.push_back(rec);
     if (progress) progress(static_cast<int64_t>(i) + 1, static_cast<int64_t>(steps.size()));
-    if (stop) break;
+    if (stop) {
+      result_.stopped_on_oom = true;
+      break;
+    }
   }
 
   const std::vector<exec::ActivityRecord> records = exec::run_events(graph_.graph());

@@ -78,6 +78,10 @@ struct RunResult {
   // two simulated ones taking the time interpolated between them, the ends held). 0: the
   // simulated steps are the whole run, or it stopped on an OOM.
   int64_t steps_total = 0;
+  // The steps the run set out to simulate, and whether an OOM stopped it before their end (the
+  // OOM's step is the last record; its stage is the first OOM event's).
+  int64_t steps_planned = 0;
+  bool stopped_on_oom = false;
   double projected_total_time_s = 0, projected_gpu_hours = 0, projected_cost_usd = 0;
   std::vector<OomEvent> oom_events;
   std::vector<RunWarning> warnings;

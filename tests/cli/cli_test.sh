@@ -233,4 +233,18 @@ expect list-models 0 "$arlsim" list models
 contains list-models-table "$tmp/out" "qwen3-30b-a3b"
 expect list-bad 2 "$arlsim" list gadgets
 
+# A run an OOM stopped says so, gives no throughput or cost as if whole, and --fail-on-oom exits 3.
+expect oom-stopped 0 "$arlsim" simulate default --set /workload/engine/gpu_memory_utilization=0.12
+contains oom-stopped-header "$tmp/out" "STOPPED at step 1 (1 of 10): OOM in rollout"
+contains oom-stopped-no-cost "$tmp/out" "no throughput or cost is given for a run that stopped"
+if grep -q "^throughput" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL oom-stopped-throughput"; else passed=$((passed + 1)); fi
+expect oom-fail 3 "$arlsim" simulate default --set /workload/engine/gpu_memory_utilization=0.12 --fail-on-oom
+expect oom-json 0 "$arlsim" simulate default --set /workload/engine/gpu_memory_utilization=0.12 --json
+contains oom-json-stopped "$tmp/out" '"stopped": {'
+expect oom-whatif 0 "$arlsim" whatif default --vary /workload/engine/gpu_memory_utilization=0.12,0.6 --set /steps=2
+contains oom-whatif-marked "$tmp/out" "(stopped at step 1)"
+# A sampled trace's whole run is projected.
+expect projected 0 "$arlsim" simulate default --set /steps=2
+contains projected-line "$tmp/out" "2 of 150 steps simulated; projected"
+
 report

@@ -20,8 +20,8 @@ TEST_CASE("summary.json holds the run, its steps and OOMs under the documented k
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"band_covered_share", "cost_usd", "gpu_hours", "gpus", "oom_events", "pools",
                                          "price_usd_per_gpu_hour", "projected", "scenario", "stats", "steps",
-                                         "steps_simulated", "steps_total", "total_time_s", "total_time_s_high",
-                                         "total_time_s_low", "warnings"});  // json sorts keys
+                                         "steps_simulated", "steps_total", "stopped", "total_time_s",
+                                         "total_time_s_high", "total_time_s_low", "warnings"});  // json sorts keys
   CHECK(j["scenario"] == "demo");
   CHECK(j["gpus"] == 16);
   CHECK(j["total_time_s"] == 30.0);
@@ -68,7 +68,7 @@ TEST_CASE("summary.json keeps the contract's key order") {
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"scenario", "gpus", "steps", "total_time_s", "total_time_s_low",
                                          "total_time_s_high", "band_covered_share", "gpu_hours", "cost_usd",
-                                         "price_usd_per_gpu_hour", "steps_simulated", "steps_total", "projected",
+                                         "price_usd_per_gpu_hour", "stopped", "steps_simulated", "steps_total", "projected",
                                          "oom_events", "warnings", "pools", "stats"});
   keys.clear();
   for (const auto& [k, v] : j["steps"][0].items()) keys.push_back(k);
