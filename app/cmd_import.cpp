@@ -71,7 +71,10 @@ int run_import_launch(const Args& args) {
   const auto check = [&](const std::string& written) {
     input::Diagnostics diag;
     if (input::check_document(written, input::SpecKind::scenario, {}, diag)) return std::string();
+    // The diagnostics name the file being written; the user knows it by its final name.
     diagnostics = input::format_all(diag);
+    for (size_t at = diagnostics.find(written); at != std::string::npos; at = diagnostics.find(written, at + out.size()))
+      diagnostics.replace(at, written.size(), out);
     return std::string("the launch makes no valid scenario");
   };
   if (const std::string problem = calib::write_atomically(out, result.scenario, check); !problem.empty()) {

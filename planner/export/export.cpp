@@ -1,6 +1,7 @@
 #include "planner/export/export.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -18,6 +19,22 @@ std::string num(double v) {
   return buf;
 }
 std::string flag(bool b) { return b ? "True" : "False"; }
+
+// Text for a comment line: no line breaks.
+std::string one_line(std::string t) {
+  std::replace(t.begin(), t.end(), '\n', ' ');
+  std::replace(t.begin(), t.end(), '\r', ' ');
+  return t;
+}
+
+// A scenario's name as a word a shell, Hydra, Slurm and YAML take as is: letters, digits, `.`, `_`
+// and `-`, anything else a `-`.
+std::string safe_name(const std::string& name) {
+  std::string out = name.empty() ? std::string("arlsim-plan") : name;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '-';
+  return out;
+}
 
 // The training run's length in steps: a generated trace's steps (which a sampled trace, every
 // k-th step kept, still spans), else the scenario's.
@@ -101,8 +118,9 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     } else if (l.recompute == input::Recompute::selective) {
       o.set(t + ".recompute_granularity", "selective");
     }
-    if (l.first_stage_layers > 0) o.set(t + ".num_layers_in_first_pipeline_stage", num(l.first_stage_layers));
-    if (l.last_stage_layers > 0) o.set(t + ".num_layers_in_last_pipeline_stage", num(l.last_stage_layers));
+    // Megatron-Core fields verl's configuration does not list: Hydra adds them with `+`.
+    if (l.first_stage_layers > 0) o.set("+" + t + ".num_layers_in_first_pipeline_stage", num(l.first_stage_layers));
+    if (l.last_stage_layers > 0) o.set("+" + t + ".num_layers_in_last_pipeline_stage", num(l.last_stage_layers));
     if (l.ulysses && l.cp > 1)
       notes.push_back("Ulysses context parallelism: verl's Megatron engine runs ring attention; exported as its cp");
     if (l.zero == 0 || l.zero >= 2)
@@ -122,17 +140,21 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     if (l.recompute == input::Recompute::selective)
       notes.push_back("selective recompute: verl's FSDP engine checkpoints whole layers; exported as gradient checkpointing");
   }
-  // Micro-batches: the token budget (dynamic batching), or a fixed count of sequences.
+  // Micro-batches: the token budget (dynamic batching), or a fixed count of sequences. verl's
+  // budget must hold one whole sequence (prompt and response).
   const bool dynamic = l.max_tokens_per_gpu > 0;
+  const int64_t budget = std::max(l.max_tokens_per_gpu, s.workload.max_context_tokens);
+  if (dynamic && budget > l.max_tokens_per_gpu)
+    notes.push_back("a token budget of " + num(l.max_tokens_per_gpu) + " below the longest sequence: verl's must hold one "
+                    "whole sequence; raised to " + num(budget));
   o.set(actor + ".use_dynamic_bsz", flag(dynamic));
-  if (dynamic) o.set(actor + ".ppo_max_token_len_per_gpu", num(l.max_tokens_per_gpu));
+  if (dynamic) o.set(actor + ".ppo_max_token_len_per_gpu", num(budget));
   else o.set(actor + ".ppo_micro_batch_size_per_gpu", num(l.micro_batch));
   for (const std::string part : {"actor_rollout_ref.rollout", "actor_rollout_ref.ref"}) {
     o.set(part + ".log_prob_use_dynamic_bsz", flag(dynamic));
-    if (dynamic) o.set(part + ".log_prob_max_token_len_per_gpu", num(l.max_tokens_per_gpu));
+    if (dynamic) o.set(part + ".log_prob_max_token_len_per_gpu", num(budget));
     else o.set(part + ".log_prob_micro_batch_size_per_gpu", num(l.micro_batch));
   }
-  (void)s;
 }
 
 // One verl launch for the steps [first, last] with these layouts.
@@ -180,8 +202,9 @@ std::string verl_command(const input::ScenarioSpec& s, const input::RolloutLayou
     o.set("critic.model.path", "\"$CRITIC_PATH\"");
     o.set("critic.ppo_mini_batch_size", num(w.prompts_per_step / w.mini_batches));
     if (train.max_tokens_per_gpu > 0) {
-      o.set("critic.ppo_max_token_len_per_gpu", num(train.max_tokens_per_gpu));
-      o.set("critic.forward_max_token_len_per_gpu", num(train.max_tokens_per_gpu));
+      const int64_t budget = std::max(train.max_tokens_per_gpu, w.max_context_tokens);
+      o.set("critic.ppo_max_token_len_per_gpu", num(budget));
+      o.set("critic.forward_max_token_len_per_gpu", num(budget));
     }
   }
   // Placement and sync mode.
@@ -212,7 +235,7 @@ std::string verl_command(const input::ScenarioSpec& s, const input::RolloutLayou
   o.set("trainer.balance_batch", flag(p.batch_assignment != input::BatchAssignment::in_order));
   o.set("trainer.total_training_steps", num(last_step));
   o.set("trainer.project_name", "arlsim");
-  o.set("trainer.experiment_name", s.name.empty() ? std::string("plan") : s.name);
+  o.set("trainer.experiment_name", safe_name(s.name));
   if (resume) o.set("trainer.resume_mode", "auto");
   std::string text = "python3 -m verl.trainer.main_ppo";
   for (const auto& [k, v] : o.items) text += " \\\n  " + k + "=" + v;
@@ -241,7 +264,7 @@ void verl_notes(const input::ScenarioSpec& s, std::vector<std::string>& notes) {
 std::string shell_header(const input::ScenarioSpec& s, const ExportRequest& r, const std::vector<std::string>& notes) {
   std::ostringstream h;
   h << "# Exported by `arlsim export --format " << (r.format == ExportFormat::slurm ? "slurm" : "verl") << "` from "
-    << r.source << " (scenario " << s.name << " on " << s.cluster.total_gpus() << " x " << s.cluster.gpu.name << ", "
+    << one_line(r.source) << " (scenario " << safe_name(s.name) << " on " << s.cluster.total_gpus() << " x " << s.cluster.gpu.name << ", "
     << run_steps(s) << " steps).\n";
   if (!notes.empty()) {
     h << "# Not expressible in verl, the closest setting taken:\n";
@@ -376,6 +399,7 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
   opt("--vllm.num_engines", "--vllm_num_engines", num(engines));
   opt("--vllm.tensor_parallel_size", "--vllm_tensor_parallel_size", num(ro.tp));
   opt("--vllm.gpu_memory_utilization", "--vllm_gpu_memory_utilization", num(w.engine.gpu_memory_utilization));
+  if (!colocated && w.use_reference) opt("--train.colocate_actor_ref", "--colocate_actor_ref", "");  // ref on the actor's GPUs
   if (colocated) {
     opt("--train.colocate_all", "--colocate_all_models", "");
     opt("--vllm.enable_sleep", "--vllm_enable_sleep", "");
@@ -440,7 +464,7 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
   notes.erase(std::unique(notes.begin(), notes.end()), notes.end());
   std::ostringstream o;
   o << "#!/usr/bin/env bash\n# Exported by `arlsim export --format openrlhf" << (flat ? " --framework-version " + r.framework_version : "")
-    << "` from " << r.source << " (scenario " << s.name << " on " << s.cluster.total_gpus() << " x " << s.cluster.gpu.name
+    << "` from " << one_line(r.source) << " (scenario " << safe_name(s.name) << " on " << s.cluster.total_gpus() << " x " << s.cluster.gpu.name
     << ", OpenRLHF " << (flat ? "flat options, before 0.10.2" : "dotted options, 0.10.2 and later") << ").\n";
   if (!notes.empty()) {
     o << "# Not expressible in OpenRLHF, the closest setting taken:\n";
@@ -460,7 +484,7 @@ std::string header_lines(const std::string& framework, const input::ScenarioSpec
   std::sort(notes.begin(), notes.end());
   notes.erase(std::unique(notes.begin(), notes.end()), notes.end());
   std::ostringstream o;
-  o << "# Exported by `arlsim export --format " << framework << "` from " << r.source << " (scenario " << s.name << " on "
+  o << "# Exported by `arlsim export --format " << framework << "` from " << one_line(r.source) << " (scenario " << safe_name(s.name) << " on "
     << s.cluster.total_gpus() << " x " << s.cluster.gpu.name << extra << ").\n";
   if (!notes.empty()) {
     o << "# Not expressible in " << framework << ", the closest setting taken:\n";
@@ -589,7 +613,7 @@ std::string areal_config(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (!p.schedule.empty()) notes.push_back("a schedule of layouts: AReaL keeps one allocation per run; the first is exported");
   std::ostringstream o;
   o << header_lines("areal", s, r, notes, "");
-  o << "experiment_name: " << (s.name.empty() ? "arlsim-plan" : s.name) << "\n"
+  o << "experiment_name: " << safe_name(s.name) << "\n"
     << "cluster:\n"
     << "  n_nodes: " << s.cluster.nodes << "\n"
     << "  n_gpus_per_node: " << s.cluster.gpus_per_node << "\n"
@@ -639,7 +663,7 @@ std::string slurm_wrap(const input::ScenarioSpec& s, const std::string& prologue
   const int64_t nodes = s.cluster.nodes, g = s.cluster.gpus_per_node;
   std::ostringstream sb;
   sb << "#!/usr/bin/env bash\n"
-     << "#SBATCH --job-name=" << (s.name.empty() ? "arlsim-plan" : s.name) << "\n"
+     << "#SBATCH --job-name=" << safe_name(s.name) << "\n"
      << "#SBATCH --nodes=" << nodes << "\n"
      << "#SBATCH --ntasks-per-node=1\n"
      << "#SBATCH --gpus-per-node=" << g << "\n"

@@ -23,29 +23,56 @@ struct Word {
 // The shell words of a script: backslash-newline joins lines, `#` starts a comment at a word's
 // start, single and double quotes group (their text kept, the quotes dropped). Enough for launch
 // scripts; no expansion is done ($VAR stays as written).
-std::vector<std::vector<Word>> shell_commands(const std::string& text) {
+std::vector<std::vector<Word>> shell_commands(const std::string& raw, int& unclosed_quote_line) {
+  // Carriage returns (a script saved with CRLF line ends) are not part of any word.
+  std::string text;
+  text.reserve(raw.size());
+  for (char c : raw)
+    if (c != '\r') text += c;
   std::vector<std::vector<Word>> commands(1);
   Word word;
   bool in_word = false;
   char quote = 0;
-  int line = 1;
+  int line = 1, quote_line = 0;
+  bool redirect_target = false;  // the word after a redirection (`> log`) is a file, not an argument
   auto end_word = [&] {
-    if (in_word) commands.back().push_back(word);
+    if (in_word) {
+      // Redirections (`2>&1`, `>`, `> log`, `<in`) are the shell's, not the program's.
+      const std::string& t = word.text;
+      const bool redirect = !t.empty() && (t.find_first_of("<>") != std::string::npos) &&
+                            t.find('=') == std::string::npos;
+      if (redirect_target) redirect_target = false;
+      else if (redirect) redirect_target = t.back() == '>' || t.back() == '<';
+      else commands.back().push_back(word);
+    }
     word = Word{};
     in_word = false;
   };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (quote) {
-      if (c == quote) quote = 0;
-      else word.text += c;
+      if (c == quote) {
+        quote = 0;
+      } else if (quote == '"' && c == '\\' && i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\')) {
+        word.text += text[++i];
+      } else {
+        word.text += c;
+      }
       if (c == '\n') ++line;
       continue;
     }
-    if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
-      ++i;
-      ++line;
-      end_word();
+    if (c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] == '\n') {  // a continuation
+        ++i;
+        ++line;
+        end_word();
+        continue;
+      }
+      if (!in_word) {  // an escaped character starts a word
+        in_word = true;
+        word.line = line;
+      }
+      word.text += text[++i];
       continue;
     }
     if (c == '\n' || c == ';' || c == '&' || c == '|') {
@@ -67,15 +94,21 @@ std::vector<std::vector<Word>> shell_commands(const std::string& text) {
       in_word = true;
       word.line = line;
     }
-    if (c == '"' || c == '\'') quote = c;
-    else word.text += c;
+    if (c == '"' || c == '\'') {
+      quote = c;
+      quote_line = line;
+    } else {
+      word.text += c;
+    }
   }
   end_word();
+  unclosed_quote_line = quote ? quote_line : 0;
   return commands;
 }
 
+// A whole number from 0 to 10^17 (a launch's counts); nothing otherwise.
 std::optional<int64_t> integer(const std::string& s) {
-  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (s.empty() || s.size() > 17 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::stoll(s);
 }
 std::optional<double> real(const std::string& s) {
@@ -336,7 +369,8 @@ class Reader {
         {"train_batch_size", "train.batch_size"}, {"micro_train_batch_size", "train.micro_batch_size"},
         {"use_dynamic_batch", "train.dynamic_batch_enable"}, {"max_epochs", "train.max_epochs"}, {"max_len", "data.max_len"},
         {"max_new_tokens", "rollout.max_new_tokens"}, {"advantage_estimator", "algo.advantage.estimator"},
-        {"async_train", "train.async_enable"}, {"partial_rollout", "train.partial_rollout_enable"}};
+        {"async_train", "train.async_enable"}, {"partial_rollout", "train.partial_rollout_enable"},
+        {"colocate_actor_ref", "train.colocate_actor_ref"}};
     int64_t engines = 0, max_len = 0, train_batch = 0, samples = 1, tokens = 0;
     bool dynamic = false, colocated = false;
     for (const auto& f : flags(words, from)) {
@@ -374,7 +408,8 @@ class Reader {
       }
       else if (key == "train.async_enable") l.async = true;
       else if (key == "train.async_queue_size") { if (value(integer(f.value), n)) l.staleness = n; }
-      else if (key == "ds.packing_samples" || key == "actor.model_name_or_path" || key == "data.prompt_dataset") {}
+      else if (key == "ds.packing_samples" || key == "actor.model_name_or_path" || key == "data.prompt_dataset" ||
+               key == "train.colocate_actor_ref") {}
       else unmodelled(f.word, "--" + f.name, "not modelled by arlsim");
     }
     // Dynamic batching without a budget flag (OpenRLHF before 0.10.2): a budget of one longest sequence.
@@ -401,7 +436,7 @@ class Reader {
   // slime: its own flags, Megatron-LM's and SGLang's.
   void slime(const std::vector<Word>& words, size_t from, bool async, Launch& l) {
     int64_t rollout_gpus = 0, per_engine = 1, global = 0, steps_per_rollout = 0, tokens = 0, samples = 1;
-    bool dynamic = false, colocated = false;
+    bool dynamic = false, colocated = false, balance = false;
     for (const auto& f : flags(words, from)) {
       const std::string& key = f.name;
       int64_t n = 0;
@@ -424,7 +459,7 @@ class Reader {
       else if (key == "use-dynamic-batch-size") dynamic = true;
       else if (key == "max-tokens-per-gpu") { if (value(integer(f.value), n)) tokens = n; }
       else if (key == "micro-batch-size") { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
-      else if (key == "balance-data") l.balance = true;
+      else if (key == "balance-data") balance = true;
       else if (key == "rollout-batch-size") { if (value(integer(f.value), n)) l.prompts = n; }
       else if (key == "n-samples-per-prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
       else if (key == "global-batch-size") { if (value(integer(f.value), n)) global = n; }
@@ -438,6 +473,7 @@ class Reader {
                key == "num-gpus-per-node" || key == "hf-checkpoint" || key == "ref-load" || key == "prompt-data") {}
       else unmodelled(f.word, "--" + key, "not modelled by arlsim");
     }
+    l.balance = balance;
     if (dynamic && tokens > 0) l.train["max_tokens_per_gpu"] = tokens;
     if (l.workload.count("max_context_tokens") && l.workload.count("max_response_tokens"))
       l.workload["max_prompt_tokens"] = std::max<int64_t>(1, l.workload.at("max_context_tokens").get<int64_t>() -
@@ -505,7 +541,15 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
     engine = m[1];
     static const std::regex dim("([dptce])([0-9]+)");
     const std::string spec = m[2];
-    for (std::sregex_iterator it(spec.begin(), spec.end(), dim), end; it != end; ++it) dims[(*it)[1].str()[0]] = std::stoll((*it)[2]);
+    for (std::sregex_iterator it(spec.begin(), spec.end(), dim), end; it != end; ++it) {
+      const auto value = integer((*it)[2]);
+      if (!value || *value < 1) {
+        out.errors.push_back(where(n) + key + ": dimension " + (*it)[1].str() + " must be a whole number of at least 1, got " +
+                             (*it)[2].str());
+        return false;
+      }
+      dims[(*it)[1].str()[0]] = *value;
+    }
     return true;
   };
   std::set<std::string> read;  // dotted keys read
@@ -541,8 +585,18 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
         }
       } else if (key == "rollout.max_head_offpolicyness") { if (integer_at(v, key, x)) l.staleness = x; }
       else if (key == "actor.mb_spec.max_tokens_per_mb") { if (integer_at(v, key, x)) l.train["max_tokens_per_gpu"] = x; }
-      else if (key == "actor.ppo_n_minibatches") { if (integer_at(v, key, x)) l.mini_batch_prompts = -x; }  // resolved below
-      else if (key == "actor.gradient_checkpointing") l.train["recompute"] = v.as<bool>(false) ? "full" : "none";
+      else if (key == "actor.ppo_n_minibatches") {
+        if (integer_at(v, key, x)) {
+          if (x < 1) out.errors.push_back(where(v) + key + ": must be at least 1, got " + std::to_string(x));
+          else l.mini_batch_prompts = -x;  // prompts per mini-batch, resolved below
+        }
+      } else if (key == "actor.gradient_checkpointing") {
+        try {
+          l.train["recompute"] = v.as<bool>() ? "full" : "none";
+        } catch (const YAML::Exception&) {
+          out.errors.push_back(where(v) + key + ": expected true or false, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
+        }
+      }
       else if (key == "train_dataset.batch_size") { if (integer_at(v, key, x)) l.prompts = x; }
       else if (key == "gconfig.n_samples") { if (integer_at(v, key, x)) l.workload["samples_per_prompt"] = x; }
       else if (key == "gconfig.max_new_tokens") { if (integer_at(v, key, x)) l.workload["max_response_tokens"] = x; }
@@ -559,22 +613,25 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
       else out.unmodelled.push_back(where(v) + key + ": not modelled by arlsim");
     }
   };
-  walk(root, "");
+  try {
+    walk(root, "");
+  } catch (const YAML::Exception& e) {
+    out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
   if (!out.errors.empty()) return false;
+  if (!l.rollout.count("replicas") || !l.train.count("dp")) {
+    out.errors.push_back(r.file + ": rollout.backend and actor.backend are required (the engines and the actor's layout)");
+    return false;
+  }
   // AReaL's mini-batches: ppo_n_minibatches of the step's prompts.
   if (l.mini_batch_prompts < 0 && l.prompts > 0) l.mini_batch_prompts = l.prompts / -l.mini_batch_prompts;
   if (l.workload.count("max_context_tokens") && l.workload.count("max_response_tokens"))
     l.workload["max_prompt_tokens"] = std::max<int64_t>(1, l.workload.at("max_context_tokens").get<int64_t>() -
                                                                l.workload.at("max_response_tokens").get<int64_t>());
   if (!l.workload.count("algorithm")) l.workload["algorithm"] = "grpo";
-  // The backends share the cluster: the rollout's GPUs, the actor's the rest.
+  // The backends share the cluster, each with its own GPUs (the rollout pool is the engines').
   l.disaggregated = true;
-  const int64_t rollout_gpus = l.rollout_gpus_per_node;
-  if (l.gpus_per_node > 0) {
-    l.rollout_nodes = (rollout_gpus + l.gpus_per_node - 1) / l.gpus_per_node;
-    l.nodes = std::max<int64_t>(1, l.nodes - l.rollout_nodes);
-    l.rollout_gpus_per_node = l.gpus_per_node;
-  }
+  l.rollout_nodes = 0;
   l.async = l.staleness > 0;
   return true;
 }
@@ -590,7 +647,13 @@ ImportResult import_launch(const ImportRequest& r) {
     if (!areal(r, out, l)) return out;
     launches.push_back(std::move(l));
   }
-  for (const auto& words : r.from == ImportSource::areal ? std::vector<std::vector<Word>>{} : shell_commands(r.text)) {
+  int unclosed = 0;
+  const auto commands = r.from == ImportSource::areal ? std::vector<std::vector<Word>>{} : shell_commands(r.text, unclosed);
+  if (unclosed > 0) {
+    out.errors.push_back(r.file + ":" + std::to_string(unclosed) + ": a quote opened here is never closed");
+    return out;
+  }
+  for (const auto& words : commands) {
     for (size_t i = 0; i < words.size(); ++i) {
       const std::string& t = words[i].text;
       Launch l;
@@ -618,18 +681,31 @@ ImportResult import_launch(const ImportRequest& r) {
   if (!out.errors.empty()) return out;
   const Launch& base = launches.front();
   // Sizes: the GPUs the launch runs on, and the batch's split.
+  // The keys each framework names for what a scenario needs.
+  struct Required {
+    const char *nodes, *lengths, *batch;
+  };
+  static const Required required[] = {
+      {"trainer.nnodes and trainer.n_gpus_per_node", "data.max_prompt_length and data.max_response_length",
+       "data.train_batch_size and actor_rollout_ref.actor.ppo_mini_batch_size, the first a multiple of the second"},
+      {"--actor.num_nodes and --actor.num_gpus_per_node", "--data.max_len and --rollout.max_new_tokens",
+       "--rollout.batch_size and --train.batch_size, the step's samples (batch x --rollout.n_samples_per_prompt) a "
+       "multiple of the second"},
+      {"--actor-num-nodes and --actor-num-gpus-per-node", "--rollout-max-context-len and --rollout-max-response-len",
+       "--rollout-batch-size and --global-batch-size, the step's samples a multiple of the second"},
+      {"cluster.n_nodes and cluster.n_gpus_per_node", "gconfig.max_tokens and gconfig.max_new_tokens",
+       "train_dataset.batch_size and actor.ppo_n_minibatches, the first a multiple of the second"}};
+  const Required& need = required[static_cast<int>(r.from)];
   if (base.nodes <= 0 || base.gpus_per_node <= 0) {
-    out.errors.push_back(r.file + ": trainer.nnodes and trainer.n_gpus_per_node are required (the GPUs of the run)");
+    out.errors.push_back(r.file + ": " + need.nodes + " are required (the GPUs of the run)");
     return out;
   }
   if (!base.workload.count("max_prompt_tokens") || !base.workload.count("max_response_tokens")) {
-    out.errors.push_back(r.file + ": data.max_prompt_length and data.max_response_length are required (the length limits "
-                                  "the simulation needs)");
+    out.errors.push_back(r.file + ": " + need.lengths + " are required (the length limits the simulation needs)");
     return out;
   }
   if (base.prompts <= 0 || base.mini_batch_prompts <= 0 || base.prompts % base.mini_batch_prompts != 0) {
-    out.errors.push_back(r.file + ": data.train_batch_size and actor_rollout_ref.actor.ppo_mini_batch_size are required, the "
-                                  "first a multiple of the second");
+    out.errors.push_back(r.file + ": " + need.batch + " are required");
     return out;
   }
   auto train_layout = [&](const Launch& l) {
@@ -637,7 +713,7 @@ ImportResult import_launch(const ImportRequest& r) {
     const int64_t gpus = l.nodes * l.gpus_per_node;
     const int64_t model = t.count("tp") ? t.at("tp").get<int64_t>() : 1, pp = t.count("pp") ? t.at("pp").get<int64_t>() : 1,
                   cp = t.count("cp") ? t.at("cp").get<int64_t>() : 1;
-    t["dp"] = std::max<int64_t>(1, gpus / std::max<int64_t>(1, model * pp * cp));
+    if (!t.count("dp")) t["dp"] = std::max<int64_t>(1, gpus / std::max<int64_t>(1, model * pp * cp));
     if (!t.count("tp")) t["tp"] = 1;
     return layout_json(t);
   };

@@ -187,6 +187,40 @@ expect import-bad-from 2 "$arlsim" import "$tmp/launch.sh" --from megatron --mod
 contains import-bad-from-why "$tmp/err" 'unknown framework "megatron"; valid: verl, openrlhf, slime, areal'
 if [ -e "$tmp/bad.json" ]; then failed=$((failed + 1)); echo "FAIL import-no-file"; else passed=$((passed + 1)); fi
 
+# Odd input: never a crash (exit 1), always a located reason (exit 2) or a scenario.
+odd() {  # odd NAME STATUS FRAMEWORK FILE [TEXT]
+  local name="$1" want="$2" fw="$3" file="$4"
+  expect "odd-$name" "$want" "$arlsim" import "$file" --from "$fw" --model qwen3-8b --out "$tmp/odd.json"
+}
+printf 'experiment_name: x\ncluster: {n_nodes: 1, n_gpus_per_node: 8}\n' >"$tmp/no-backend.yaml"
+odd areal-no-backend 2 areal "$tmp/no-backend.yaml"
+contains odd-areal-no-backend-why "$tmp/err" "rollout.backend and actor.backend are required"
+sed 's/sglang:d4p1t2/sglang:d99999999999999999999p1t2/' "$here/launches/areal.yaml" >"$tmp/huge.yaml"
+odd areal-huge 2 areal "$tmp/huge.yaml"
+contains odd-areal-huge-why "$tmp/err" "huge.yaml:13: rollout.backend: dimension d must be a whole number of at least 1"
+printf '? [a, b]\n: 1\n' >"$tmp/complex.yaml"
+odd areal-complex-key 2 areal "$tmp/complex.yaml"
+printf 'cluster: [\n' >"$tmp/broken.yaml"
+odd areal-not-yaml 2 areal "$tmp/broken.yaml"
+sed 's/ppo_n_minibatches: 4/ppo_n_minibatches: 0/' "$here/launches/areal.yaml" >"$tmp/zero.yaml"
+odd areal-zero-minibatches 2 areal "$tmp/zero.yaml"
+contains odd-areal-zero-why "$tmp/err" "actor.ppo_n_minibatches: must be at least 1, got 0"
+# One node: the rollout engines' GPUs and the actor's side by side.
+printf 'cluster: {n_nodes: 1, n_gpus_per_node: 8}\ntrain_dataset: {batch_size: 32}\nrollout: {backend: "sglang:d4p1t1"}\nactor: {backend: "fsdp:d4p1t1", ppo_n_minibatches: 2}\ngconfig: {n_samples: 4, max_new_tokens: 2048, max_tokens: 3072}\n' >"$tmp/one-node.yaml"
+odd areal-one-node 0 areal "$tmp/one-node.yaml"
+expect odd-areal-one-node-checks 0 "$arlsim" check "$tmp/odd.json"
+# A verl launch as people write it: `"$@"`, output to a log through tee, CRLF line ends.
+printf 'python3 -m verl.trainer.main_ppo \\\r\n data.train_batch_size=32 data.max_prompt_length=512 \\\r\n data.max_response_length=1024 actor_rollout_ref.actor.ppo_mini_batch_size=8 \\\r\n trainer.nnodes=1 trainer.n_gpus_per_node=8 "$@" 2>&1 | tee log.txt\r\n' >"$tmp/crlf.sh"
+odd verl-crlf-tee 0 verl "$tmp/crlf.sh"
+printf 'python3 -m verl.trainer.main_ppo data.train_batch_size=32 trainer.experiment_name="unclosed\n' >"$tmp/quote.sh"
+odd verl-unclosed-quote 2 verl "$tmp/quote.sh"
+contains odd-verl-unclosed-quote-why "$tmp/err" "quote.sh:1: a quote opened here is never closed"
+printf 'python3 -m openrlhf.cli.train_ppo_ray --rollout.batch_size\n' >"$tmp/flag-at-end.sh"
+odd openrlhf-flag-at-end 2 openrlhf "$tmp/flag-at-end.sh"
+contains odd-openrlhf-flag-at-end-why "$tmp/err" 'flag-at-end.sh:1: --rollout.batch_size: expected a number, got ""'
+printf '' >"$tmp/empty.sh"
+odd verl-empty 2 verl "$tmp/empty.sh"
+
 # Invariants: exit 2, the reason, no file.
 expect export-mini-batches 2 "$arlsim" export default --format verl --out "$tmp/x.sh" --set /cluster/nodes=1 \
   --set /policy/train/dp=4 --set /workload/prompts_per_step=12 --set /workload/mini_batches=8 --set /trace/generate/prompts_per_step=12

@@ -18,6 +18,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 -m
   --vllm.num_engines 16 \
   --vllm.tensor_parallel_size 1 \
   --vllm.gpu_memory_utilization 0.9 \
+  --train.colocate_actor_ref \
   --ds.zero_stage 1 \
   --ds.packing_samples \
   --actor.gradient_checkpointing_enable \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Exported by `arlsim export --format verl` from default (scenario default on 16 x h100-sxm, 150 steps).
 # Not expressible in verl, the closest setting taken:
+#   - a token budget of 16384 below the longest sequence: verl's must hold one whole sequence; raised to 20480
 #   - selective recompute: verl's FSDP engine checkpoints whole layers; exported as gradient checkpointing
 #   - tool policy: verl's agent loop runs each trajectory's tools itself; pooled sandboxes are the tool server's business
 set -euo pipefail
@@ -26,11 +27,11 @@ python3 -m verl.trainer.main_ppo \
   actor_rollout_ref.actor.fsdp_config.optimizer_offload=False \
   actor_rollout_ref.model.enable_gradient_checkpointing=True \
   actor_rollout_ref.actor.use_dynamic_bsz=True \
-  actor_rollout_ref.actor.ppo_max_token_len_per_gpu=16384 \
+  actor_rollout_ref.actor.ppo_max_token_len_per_gpu=20480 \
   actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=True \
-  actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=16384 \
+  actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=20480 \
   actor_rollout_ref.ref.log_prob_use_dynamic_bsz=True \
-  actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=16384 \
+  actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=20480 \
   actor_rollout_ref.rollout.name=vllm \
   actor_rollout_ref.rollout.mode=async \
   actor_rollout_ref.rollout.n=8 \
