@@ -418,7 +418,10 @@ bool apply_override(Value& root, std::string_view assignment, Diagnostics& diag)
   Value value = parse_json_or_string(assignment.substr(eq + 1), file);
   value.set_origin_recursive(file, {});
   if (node->is_object()) {
-    node->set(last, std::move(value));
+    // null deletes the key, as an RFC 7386 merge patch does (`--set /policy/rollout_gpus=null`
+    // takes a field back to its default, so that colocated vs disaggregated is one --vary).
+    if (value.is_null()) node->erase(last);
+    else node->set(last, std::move(value));
     return true;
   }
   if (node->is_array() && !last.empty() && last.size() < 10 && last.find_first_not_of("0123456789") == std::string::npos &&

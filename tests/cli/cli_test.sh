@@ -247,4 +247,9 @@ contains oom-whatif-marked "$tmp/out" "(stopped at step 1)"
 expect projected 0 "$arlsim" simulate default --set /steps=2
 contains projected-line "$tmp/out" "2 of 150 steps simulated; projected"
 
+# --set /ptr=null deletes the key (a merge patch's null): a default comes back, a required key goes.
+expect set-null-default 0 "$arlsim" check default --set /workload/engine=null
+expect set-null-required 2 "$arlsim" check default --set /policy/rollout=null
+contains set-null-required-why "$tmp/err" 'missing required key "rollout"'
+
 report
