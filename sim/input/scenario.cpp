@@ -370,6 +370,7 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
       r.error("trace", "no such trace file " + quote(path.lexically_normal().string()));
     s.trace_path = path.lexically_normal().string();
   }
+  r.read("trace_sets_batch", s.trace_sets_batch, Presence::optional);
   r.read("steps", s.steps, Presence::optional, 1, 1000000);
   int64_t seed = 1;
   if (r.read("seed", seed, Presence::optional, 0, std::numeric_limits<int64_t>::max())) s.seed = static_cast<uint64_t>(seed);

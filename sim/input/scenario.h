@@ -43,6 +43,9 @@ struct ScenarioSpec {
     std::vector<std::pair<std::string, std::string>> options;
   };
   std::optional<GeneratedTrace> generated_trace;
+  // A trace file's steps set the batch (their trajectories), not the workload's prompts x samples;
+  // otherwise a step of another size is an error.
+  bool trace_sets_batch = false;
   int64_t steps = 1;
   uint64_t seed = 1;
 

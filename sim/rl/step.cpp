@@ -69,13 +69,57 @@ class StepSelection {
 
 }  // namespace
 
+namespace {
+
+// A trace file's steps against the workload's batch: each step must hold prompts x samples
+// trajectories, unless the scenario says the trace sets the batch (then steps whose size differs
+// from the first's are reported: samples the trace lacks).
+bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, const trace::Trace& t,
+                       input::Diagnostics& diag) {
+  std::vector<std::pair<int64_t, int64_t>> sizes;  // step, trajectories
+  for (size_t i = 0; i < t.size(); ++i) {
+    const int64_t step = t.trajectory(i).info.step;
+    if (sizes.empty() || sizes.back().first != step) sizes.emplace_back(step, 0);
+    ++sizes.back().second;
+  }
+  const int64_t want = s.workload.trajectories_per_step();
+  for (const auto& [step, n] : sizes) {
+    if (!s.trace_sets_batch && n != want) {
+      diag.error_global(path + ": step " + std::to_string(step) + " has " + std::to_string(n) + " trajectories; the workload's " +
+                            std::to_string(s.workload.prompts_per_step) + " prompts x " +
+                            std::to_string(s.workload.samples_per_prompt) + " samples make " + std::to_string(want) + " a step",
+                        "set /workload/prompts_per_step and /workload/samples_per_prompt to the trace's, or "
+                        "\"trace_sets_batch\": true to take each step's trajectories as its batch");
+      return false;
+    }
+    if (s.trace_sets_batch && n != sizes.front().second) {
+      input::Diagnostic d;
+      d.severity = input::Severity::warning;
+      d.file = path;
+      d.message = "step " + std::to_string(step) + " has " + std::to_string(n) + " trajectories, step " +
+                  std::to_string(sizes.front().first) + " " + std::to_string(sizes.front().second) +
+                  ": the trace lacks samples, and the step runs with what it has";
+      diag.add(d);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
                                                 input::Diagnostics& diag, const RunOptions* run) {
   const std::string path = override_path.empty() ? s.trace_path : override_path;
   if (!path.empty()) {
-    if (!run) return trace::load_trace(path, diag);
-    StepSelection selection(s, *run);
-    return trace::load_trace(path, diag, {}, [&](const trace::TrajectoryInfo& t) { return selection.keep(t.step); });
+    std::optional<trace::Trace> t;
+    if (!run) {
+      t = trace::load_trace(path, diag);
+    } else {
+      StepSelection selection(s, *run);
+      t = trace::load_trace(path, diag, {}, [&](const trace::TrajectoryInfo& info) { return selection.keep(info.step); });
+    }
+    if (t && !check_trace_batch(s, path, *t, diag)) return std::nullopt;
+    return t;
   }
   if (!s.generated_trace) {
     diag.error_global("the scenario names no trace: set \"trace\" (a file, or {\"generate\": {\"preset\": ...}}) or pass --trace");

@@ -252,4 +252,10 @@ expect set-null-default 0 "$arlsim" check default --set /workload/engine=null
 expect set-null-required 2 "$arlsim" check default --set /policy/rollout=null
 contains set-null-required-why "$tmp/err" 'missing required key "rollout"'
 
+# A trace file whose steps are not the workload's batch is refused, unless the scenario says the
+# trace sets it.
+expect trace-batch 2 "$arlsim" simulate default --trace traces/code-tool.jsonl --set /steps=1
+contains trace-batch-why "$tmp/err" "traces/code-tool.jsonl: step 1 has 32 trajectories; the workload's 64 prompts x 8 samples make 512 a step"
+expect trace-sets-batch 0 "$arlsim" simulate default --trace traces/code-tool.jsonl --set /steps=1 --set /trace_sets_batch=true
+
 report
