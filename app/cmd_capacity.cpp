@@ -2,6 +2,7 @@
 // GPU type, node count and placement, each with its best layouts over the trace; the Pareto
 // frontier of time against cost, the cheapest configuration within a deadline and the fastest
 // within a budget. A table, --json or --csv.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -151,7 +152,7 @@ int run_capacity(const Args& args) {
   o.threads = std::max(1, threads);
   o.steps = steps;
   if (!(o_overhead >= 0 && o_overhead <= 1e6)) return usage("--switch-overhead must be 0 to 1000000 seconds");
-  if (steps < 0) return usage("--steps must be positive");
+  if (vm.count("steps") && steps < 1) return usage("--steps must be at least 1, got " + std::to_string(steps));
   if (confirm < 0) return usage("--confirm must be 0 or more");
   o.confirm = confirm;
   if (!parse_placements(placements_text, o.placements))
@@ -188,6 +189,13 @@ int run_capacity(const Args& args) {
       return kExitBadInput;
     }
   }
+  // A price names one of the GPUs evaluated.
+  for (const auto& [gpu, usd] : o.prices)
+    if (std::find(o.gpus.begin(), o.gpus.end(), gpu) == o.gpus.end()) {
+      std::string list;
+      for (const auto& g : o.gpus) list += (list.empty() ? "" : ", ") + g;
+      return usage("--price: \"" + gpu + "\" is not one of the GPUs evaluated (" + list + ")");
+    }
   if (o.nodes.empty()) o.nodes = {s.cluster.nodes};
   o.switch_overhead_s = switch_overhead(s, vm, o_overhead);
   if (features.empty()) return usage(scenario + ": the trace has no steps");

@@ -109,6 +109,10 @@ contains capacity-budget "$tmp/out" "fastest within the budget: "
 contains capacity-simulated "$tmp/out" "by the event simulator against"
 expect capacity-bad-confirm 2 "$arlsim" capacity default --confirm -1
 contains capacity-bad-confirm "$tmp/err" "--confirm must be 0 or more"
+expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0
+contains capacity-bad-steps "$tmp/err" "--steps must be at least 1, got 0"
+expect capacity-price-unknown-gpu 2 "$arlsim" capacity default --gpus h100-sxm --price b200=3
+contains capacity-price-unknown-gpu "$tmp/err" "\"b200\" is not one of the GPUs evaluated (h100-sxm)"
 expect capacity-csv 0 "$arlsim" capacity default --nodes 2 --csv
 contains capacity-csv "$tmp/out" "gpu,nodes,gpus,placement,rollout_share,feasible,reason,step_time_s"
 expect capacity-bad-nodes 2 "$arlsim" capacity default --nodes 0..4x
