@@ -9,6 +9,8 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QShowEvent>
+#include <QTimer>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -76,12 +78,11 @@ ViewerWindow::ViewerWindow(std::vector<Timeline> timelines, QWidget* parent) : Q
     bl->addWidget(diff_, 1);
     fill_difference();
   }
-  auto* split = new QSplitter(Qt::Vertical);
+  auto* split = split_ = new QSplitter(Qt::Vertical);
   split->addWidget(panes);
   split->addWidget(bottom);
-  split->setStretchFactor(0, 5);
-  split->setStretchFactor(1, 1);
-  split->setSizes({500, 100});
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 0);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
   layout->addWidget(split, 1);
@@ -106,6 +107,17 @@ ViewerWindow::ViewerWindow(std::vector<Timeline> timelines, QWidget* parent) : Q
     for (auto* v : views_) v->set_search(s);
   });
   connect(fit, &QPushButton::clicked, this, [this] { select_step(steps_->currentData().toInt()); });
+}
+
+// The timelines take six sevenths of the height until the user moves the divider.
+void ViewerWindow::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (sized_) return;
+  sized_ = true;
+  QTimer::singleShot(0, this, [this] {  // once the layout has given the splitter its height
+    const int h = split_->height();
+    split_->setSizes({h * 6 / 7, h - h * 6 / 7});
+  });
 }
 
 void ViewerWindow::show_seconds(double t0_s, double t1_s) {

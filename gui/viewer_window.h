@@ -14,6 +14,7 @@ class QCheckBox;
 class QLineEdit;
 class QPlainTextEdit;
 class QTableWidget;
+class QSplitter;
 
 namespace arlsim::view {
 
@@ -31,6 +32,9 @@ class ViewerWindow : public QWidget {
   const std::vector<TimelineView*>& views() const { return views_; }
   QTableWidget* difference_table() const { return diff_; }
 
+ protected:
+  void showEvent(QShowEvent* e) override;
+
  private:
   void fill_difference();
   void show_range_stats(size_t pane, double t0_us, double t1_us);
@@ -43,6 +47,8 @@ class ViewerWindow : public QWidget {
   QLineEdit* search_ = nullptr;
   QPlainTextEdit* details_ = nullptr;
   QTableWidget* diff_ = nullptr;
+  QSplitter* split_ = nullptr;
+  bool sized_ = false;
   bool syncing_ = false;
 };
 
