@@ -2,6 +2,9 @@
 // of stage times, memory and OOMs (summary.json, steps.csv, timeline.json) and a table on stdout.
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <iostream>
 #include <unistd.h>
 
@@ -10,6 +13,7 @@
 #include "sim/report/outputs.h"
 #include "sim/report/summary.h"
 #include "sim/report/table.h"
+#include "sim/report/timeline.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 
@@ -58,32 +62,61 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   o.per_iteration = a.per_iteration;
   o.stop_on_oom = a.stop_on_oom;
   o.timeline = !a.out.empty();
-  o.detail_pipeline = a.detail_pipeline;
+  report::TimelineOptions timeline;
+  report::parse_detail(a.timeline_detail, timeline.detail);  // checked by run_simulate
+  timeline.first_step = a.timeline_first;
+  timeline.last_step = a.timeline_last;
+  timeline.pipeline = a.detail_pipeline;
+  // The full timeline has the pipeline stages' micro-batches too.
+  o.detail_pipeline = a.detail_pipeline || timeline.detail == report::TimelineOptions::Detail::full;
   input::Diagnostics trace_diag;
   auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
   std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
   const bool tty = isatty(STDERR_FILENO) != 0 && !a.json;
+  // With --out the timeline is written while the run goes: memory stays flat in the steps.
+  std::string error;
+  std::unique_ptr<std::ofstream> timeline_file;
+  std::unique_ptr<report::TimelineStream> stream;
+  if (!a.out.empty()) {
+    timeline_file = report::open_timeline_file(a.out, error);
+    if (!timeline_file) {
+      std::cerr << "arlsim simulate: " << error << "\n";
+      return kExitInternal;
+    }
+    const int64_t max_processes = s->cluster.nodes + static_cast<int64_t>(s->cluster.pools.size()) + 3;
+    stream = std::make_unique<report::TimelineStream>(*timeline_file, timeline, max_processes);
+    o.sink = stream.get();
+  }
   const auto r = rl::simulate_run(*s, *t, o, tty ? rl::Progress(progress_bar) : rl::Progress());
+  if (stream) {
+    stream->finish(r);
+    if (!report::close_timeline_file(*timeline_file, a.out, error)) {
+      std::cerr << "arlsim simulate: " << error << "\n";
+      return kExitInternal;
+    }
+  }
   if (r.steps.empty()) {
     std::cerr << scenario << ": the trace has no step in the requested range\n";
+    if (stream) std::remove((std::filesystem::path(a.out) / report::kTimelineFile).c_str());  // nothing to show
     return kExitBadInput;
   }
   if (a.json) std::cout << report::summary_json(r);
   else std::cout << report::run_table(r);
   if (!a.out.empty()) {
-    std::string error;
-    if (!report::write_outputs(r, a.out, error)) {
+    if (!report::write_summary_outputs(r, a.out, error)) {
       std::cerr << "arlsim simulate: " << error << "\n";
       return kExitInternal;
     }
-    if (!a.json) std::cout << "wrote " << a.out << "/summary.json, steps.csv, timeline.json\n";
+    if (!a.json)
+      std::cout << "wrote " << a.out << "/summary.json, steps.csv, timeline.json (" << stream->events_written()
+                << " timeline events, detail " << report::detail_name(timeline.detail) << ")\n";
   }
   return a.fail_on_oom && !r.oom_events.empty() ? kExitOom : kExitOk;
 }
 
 int run_simulate(const Args& args) {
-  std::string scenario, steps, on_oom = "stop", granularity = "skip", detail;
+  std::string scenario, steps, on_oom = "stop", granularity = "skip", detail, timeline_steps;
   SimulateArgs a;
   po::options_description opts("arlsim simulate SCENARIO [options]\n\n"
                                "Simulates RL steps of a scenario (a file or a preset name) over its trace and prints\n"
@@ -98,7 +131,11 @@ int run_simulate(const Args& args) {
       "\"skip\" jumps over decode iterations whose batch does not change; \"iteration\" simulates each")(
       "json", "print summary.json on stdout instead of the table")(
       "fail-on-oom", "exit with status 3 when any step ran out of memory")(
-      "detail", po::value(&detail), "\"pipeline\": the timeline shows each micro-batch on each pipeline stage");
+      "detail", po::value(&detail), "\"pipeline\": the timeline shows each micro-batch on each pipeline stage")(
+      "timeline-detail", po::value(&a.timeline_detail)->default_value("engines"),
+      "what timeline.json holds: \"stages\" (stages, mini-batches, GPU memory), \"engines\" (and each engine's "
+      "iterations and KV use) or \"full\" (and every tool call and pipeline micro-batch)")(
+      "timeline-steps", po::value(&timeline_steps), "only these steps on the timeline: A:B, A: or A");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
     return status;
@@ -123,6 +160,16 @@ int run_simulate(const Args& args) {
     return kExitBadInput;
   }
   a.detail_pipeline = detail == "pipeline";
+  report::TimelineOptions::Detail level{};
+  if (!report::parse_detail(a.timeline_detail, level)) {
+    std::cerr << "arlsim simulate: --timeline-detail must be \"stages\", \"engines\" or \"full\", not \""
+              << a.timeline_detail << "\"\n";
+    return kExitBadInput;
+  }
+  if (!timeline_steps.empty() && !parse_step_range(timeline_steps, a.timeline_first, a.timeline_last)) {
+    std::cerr << "arlsim simulate: --timeline-steps expects A:B, A: or A (step numbers), got \"" << timeline_steps << "\"\n";
+    return kExitBadInput;
+  }
   a.stop_on_oom = on_oom == "stop";
   a.per_iteration = granularity == "iteration";
   a.json = vm.count("json") > 0;

@@ -24,6 +24,8 @@ struct SimulateArgs {
   bool stop_on_oom = true;
   bool per_iteration = false;
   bool detail_pipeline = false;
+  std::string timeline_detail = "engines";           // stages, engines or full
+  int64_t timeline_first = -1, timeline_last = -1;   // steps on the timeline (-1: unbounded)
   bool json = false;
   bool fail_on_oom = false;  // exit kExitOom when any step ran out of memory
 };

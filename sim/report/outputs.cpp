@@ -63,4 +63,41 @@ bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& 
   }
 }
 
+bool write_summary_outputs(const rl::RunResult& r, const std::string& dir, std::string& error) {
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  try {
+    if (!make_directory(root, error)) return false;
+    auto text = [](std::string s) { return [s = std::move(s)](std::ostream& os) { os << s; }; };
+    return write_file(root / kSummaryFile, text(summary_json(r)), error) &&
+           write_file(root / kStepsFile, text(steps_csv(r)), error);
+  } catch (const std::bad_alloc&) {
+    error = "out of memory while writing the outputs to " + quoted(root);
+    return false;
+  }
+}
+
+std::unique_ptr<std::ofstream> open_timeline_file(const std::string& dir, std::string& error) {
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  if (!make_directory(root, error)) return nullptr;
+  errno = 0;
+  auto os = std::make_unique<std::ofstream>(root / kTimelineFile, std::ios::binary | std::ios::trunc);
+  if (!*os) {
+    error = "cannot open " + quoted(root / kTimelineFile) + " for writing: " + last_error();
+    return nullptr;
+  }
+  return os;
+}
+
+bool close_timeline_file(std::ofstream& os, const std::string& dir, std::string& error) {
+  const fs::path path = (dir.empty() ? fs::path(".") : fs::path(dir)) / kTimelineFile;
+  const bool written = static_cast<bool>(os);
+  errno = 0;
+  os.close();
+  if (!written || !os) {
+    error = "cannot write " + quoted(path) + ": " + last_error();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace arlsim::report

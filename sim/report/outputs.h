@@ -2,6 +2,8 @@
 // `arlsim simulate --out DIR` produces; formats in docs/formats.md).
 #pragma once
 
+#include <fstream>
+#include <memory>
 #include <string>
 
 #include "sim/rl/step_result.h"
@@ -17,5 +19,12 @@ inline constexpr const char* kTimelineFile = "timeline.json";
 // ("cannot create directory 'out/run': Not a directory"); files written before the failure stay.
 // I/O problems never throw; an InternalError from a broken invariant (see write_timeline) does.
 bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& error);
+// The same without timeline.json: a run that streamed it (open_timeline_file) writes the rest so.
+bool write_summary_outputs(const rl::RunResult& r, const std::string& dir, std::string& error);
+// Creates `dir` when missing and opens DIR/timeline.json for a run to stream into (see
+// TimelineStream); null with `error` naming the path and the reason when it cannot.
+std::unique_ptr<std::ofstream> open_timeline_file(const std::string& dir, std::string& error);
+// Closes it, and says whether every write reached the file.
+bool close_timeline_file(std::ofstream& os, const std::string& dir, std::string& error);
 
 }  // namespace arlsim::report

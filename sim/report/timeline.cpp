@@ -20,70 +20,6 @@ namespace {
 // Text is handed to the stream in chunks of about this size.
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
-// Which pid and tid each event and counter goes to, and the names behind them. Views point into
-// the RunResult, which outlives the writing.
-struct Tracks {
-  std::vector<std::string_view> processes;                        // pid - 1
-  std::vector<std::pair<uint32_t, std::string_view>> threads;     // tid - first_tid(): (pid, name)
-  std::vector<uint32_t> event_pid, event_thread;                  // per event; thread as tid - first_tid()
-  std::vector<uint32_t> counter_pid;                              // per counter
-  uint32_t first_tid() const { return static_cast<uint32_t>(processes.size()) + 1; }
-};
-
-uint32_t intern(std::unordered_map<std::string_view, uint32_t>& ids, std::string_view name, uint32_t next) {
-  return ids.try_emplace(name, next).first->second;
-}
-
-Tracks assign_tracks(const Timeline& r) {
-  Tracks t;
-  std::unordered_map<std::string_view, uint32_t> pids;
-  auto pid_of = [&](std::string_view name) {
-    const uint32_t pid = intern(pids, name, static_cast<uint32_t>(t.processes.size()) + 1);
-    if (pid > t.processes.size()) t.processes.push_back(name);
-    return pid;
-  };
-  for (const auto& name : r.process_order) pid_of(name);
-  std::vector<std::unordered_map<std::string_view, uint32_t>> threads_of;  // per pid - 1
-  t.event_pid.reserve(r.events.size());
-  t.event_thread.reserve(r.events.size());
-  for (const auto& e : r.events) {
-    const uint32_t pid = pid_of(e.process);
-    if (threads_of.size() < pid) threads_of.resize(pid);
-    const uint32_t thread = intern(threads_of[pid - 1], e.thread, static_cast<uint32_t>(t.threads.size()));
-    if (thread == t.threads.size()) t.threads.emplace_back(pid, e.thread);
-    t.event_pid.push_back(pid);
-    t.event_thread.push_back(thread);
-  }
-  t.counter_pid.reserve(r.counters.size());
-  for (const auto& c : r.counters) t.counter_pid.push_back(pid_of(c.process));
-  return t;
-}
-
-// One line of the output; counters sort as if they were zero-length activities on tid = pid.
-struct Entry {
-  int64_t ts_ns;
-  uint32_t pid, tid;
-  int64_t neg_end_ns;  // longer activities first at the same start, so parents precede children
-  size_t index;        // events first, then counters at events.size() + i
-  auto key() const { return std::tie(ts_ns, pid, tid, neg_end_ns, index); }
-};
-
-std::vector<Entry> sorted_entries(const Timeline& r, const Tracks& t) {
-  std::vector<Entry> entries;
-  entries.reserve(r.events.size() + r.counters.size());
-  for (size_t i = 0; i < r.events.size(); ++i) {
-    const auto& e = r.events[i];
-    ARLSIM_ASSERT(e.end >= e.start);
-    entries.push_back({e.start.ns(), t.event_pid[i], t.first_tid() + t.event_thread[i], -e.end.ns(), i});
-  }
-  for (size_t i = 0; i < r.counters.size(); ++i) {
-    const auto& c = r.counters[i];
-    entries.push_back({c.time.ns(), t.counter_pid[i], t.counter_pid[i], -c.time.ns(), r.events.size() + i});
-  }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key() < b.key(); });
-  return entries;
-}
-
 class TraceText {
  public:
   explicit TraceText(std::ostream& os) : os_(os) { text_.reserve(kFlushBytes + 4096); }
@@ -178,22 +114,128 @@ void append_other_data(std::string& out, const Timeline& r) {
   out += ",\"gpus\":" + std::to_string(r.gpus) + ",\"steps\":" + std::to_string(r.steps) + "}";
 }
 
+// Writes timelines part by part: each part's new processes and threads get their numbers and
+// metadata, then its events go out sorted by (ts, pid, tid, longer first, input order), counters
+// as zero-length activities on tid = pid. Processes are numbered 1, 2, ... (a part's
+// process_order first, then by first appearance: events, then counters), threads from first_tid
+// on by first appearance of their (process, thread) pair.
+class PartWriter {
+ public:
+  // first_tid 0: the first part's process count + 1 (a whole timeline in one part).
+  PartWriter(std::ostream& os, uint32_t first_tid) : w_(os), first_tid_(first_tid) { w_.text() += "{\"traceEvents\":["; }
+
+  void part(const Timeline& t) {
+    const size_t old_processes = processes_.size(), old_threads = threads_.size();
+    for (const auto& name : t.process_order) pid_of(name);
+    std::vector<uint32_t> event_pid(t.events.size()), counter_pid(t.counters.size());
+    for (size_t i = 0; i < t.events.size(); ++i) event_pid[i] = pid_of(t.events[i].process);
+    for (size_t i = 0; i < t.counters.size(); ++i) counter_pid[i] = pid_of(t.counters[i].process);
+    if (first_tid_ == 0) first_tid_ = static_cast<uint32_t>(processes_.size()) + 1;
+    ARLSIM_ASSERT(processes_.size() < first_tid_);  // a pid never reaches the tids
+    struct Entry {
+      int64_t ts_ns;
+      uint32_t pid, tid;
+      int64_t neg_end_ns;  // longer activities first at the same start, so parents precede children
+      size_t index;        // events first, then counters at events.size() + i
+      auto key() const { return std::tie(ts_ns, pid, tid, neg_end_ns, index); }
+    };
+    std::vector<Entry> entries;
+    entries.reserve(t.events.size() + t.counters.size());
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      const auto& e = t.events[i];
+      ARLSIM_ASSERT(e.end >= e.start);
+      entries.push_back({e.start.ns(), event_pid[i], tid_of(event_pid[i], e.thread), -e.end.ns(), i});
+    }
+    for (size_t i = 0; i < t.counters.size(); ++i) {
+      const auto& c = t.counters[i];
+      entries.push_back({c.time.ns(), counter_pid[i], counter_pid[i], -c.time.ns(), t.events.size() + i});
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key() < b.key(); });
+    for (size_t p = old_processes; p < processes_.size(); ++p)
+      append_metadata(w_, "process", static_cast<uint32_t>(p) + 1, static_cast<uint32_t>(p) + 1, processes_[p]);
+    for (size_t i = old_threads; i < threads_.size(); ++i)
+      append_metadata(w_, "thread", threads_[i].first, first_tid_ + static_cast<uint32_t>(i), threads_[i].second);
+    for (const Entry& e : entries) {
+      w_.begin_event();
+      if (e.index < t.events.size()) append_activity(w_.text(), t.events[e.index], e.pid, e.tid);
+      else append_counter(w_.text(), t.counters[e.index - t.events.size()], e.pid);
+    }
+    events_ += entries.size();
+  }
+
+  void finish(const Timeline& header) {
+    w_.text() += "\n],\"displayTimeUnit\":\"ms\",";
+    append_other_data(w_.text(), header);
+    w_.text() += "}\n";
+    w_.flush();
+  }
+  size_t events() const { return events_; }
+
+ private:
+  uint32_t pid_of(const std::string& name) {
+    auto [it, added] = pids_.try_emplace(name, static_cast<uint32_t>(processes_.size()) + 1);
+    if (added) processes_.push_back(name);
+    return it->second;
+  }
+  // Threads are numbered after every pid is known (first_tid_ set).
+  uint32_t tid_of(uint32_t pid, const std::string& thread) {
+    if (threads_of_.size() < pid) threads_of_.resize(pid);
+    auto [it, added] = threads_of_[pid - 1].try_emplace(thread, static_cast<uint32_t>(threads_.size()));
+    if (added) threads_.emplace_back(pid, thread);
+    return first_tid_ + it->second;
+  }
+
+  TraceText w_;
+  uint32_t first_tid_;
+  std::unordered_map<std::string, uint32_t> pids_;
+  std::vector<std::string> processes_;  // pid - 1
+  std::vector<std::unordered_map<std::string, uint32_t>> threads_of_;  // per pid - 1: thread -> index
+  std::vector<std::pair<uint32_t, std::string>> threads_;  // index: (pid, name)
+  size_t events_ = 0;
+};
+
 }  // namespace
 
-Timeline timeline_of(const rl::RunResult& r) {
-  Timeline t;
-  t.scenario = r.scenario;
-  t.gpus = r.gpus;
-  t.steps = r.steps.size();
+namespace {
+
+bool keeps(const TimelineOptions& o, const exec::ActivityRecord& a) {
+  if (!o.keeps_step(a.step)) return false;
+  using D = TimelineOptions::Detail;
+  switch (a.kind) {
+    case exec::RecordKind::stage: return true;
+    case exec::RecordKind::engine_span: return o.detail != D::stages;
+    case exec::RecordKind::tool_call: return o.detail == D::full;
+    case exec::RecordKind::pipeline_op: return o.detail == D::full || o.pipeline;
+  }
+  return true;
+}
+
+bool keeps(const TimelineOptions& o, const rl::CounterSample& c) {
+  return c.kind == rl::CounterSample::Kind::gpu_memory_gib || o.detail != TimelineOptions::Detail::stages;
+}
+
+// Names records as tracks; keeps what must last across a run's steps (each pool's slots).
+class Namer {
+ public:
+  explicit Namer(const TimelineOptions& o) : o_(o) {}
+  void name(const rl::RunResult& r, const std::vector<exec::ActivityRecord>& records,
+            const std::vector<rl::CounterSample>& counters, Timeline& t);
+
+ private:
+  TimelineOptions o_;
+  std::map<int64_t, std::vector<SimTime>> slots_;  // per pool: when each slot is free
+};
+
+void Namer::name(const rl::RunResult& r, const std::vector<exec::ActivityRecord>& records,
+                 const std::vector<rl::CounterSample>& counters, Timeline& t) {
   const auto node = [&](int64_t gpu) { return "node " + std::to_string(gpu / std::max<int64_t>(1, r.gpus_per_node)); };
-  // Tool calls go to the first free slot of their pool, so that a slot's calls never overlap.
-  std::map<int64_t, std::vector<SimTime>> slots;
   struct Whole {
     SimTime start, end;
     double flops = 0, bytes = 0;
   };
   std::map<int64_t, Whole> train;  // per step: its training as a whole
-  for (const auto& a : r.activities) {
+  for (const auto& a : records) {
+    if (!keeps(o_, a)) continue;
     const SimTime start = SimTime::from_seconds(a.start_s), end = SimTime::from_seconds(a.end_s);
     const std::string stage(graph::stage_name(a.stage));
     switch (a.kind) {
@@ -227,8 +269,9 @@ Timeline timeline_of(const rl::RunResult& r) {
         break;
       }
       case exec::RecordKind::tool_call: {
+        // Tool calls go to the first free slot of their pool, so that a slot's calls never overlap.
         const bool pooled = a.index >= 0 && static_cast<size_t>(a.index) < r.pool_names.size();
-        auto& free_at = slots[a.index];
+        auto& free_at = slots_[a.index];
         size_t slot = 0;
         while (slot < free_at.size() && free_at[slot] > start) ++slot;
         if (slot == free_at.size()) free_at.push_back(end);
@@ -243,7 +286,8 @@ Timeline timeline_of(const rl::RunResult& r) {
         break;
     }
   }
-  for (const auto& c : r.counters) {
+  for (const auto& c : counters) {
+    if (!keeps(o_, c)) continue;
     if (c.kind == rl::CounterSample::Kind::gpu_memory_gib)
       t.counters.push_back({"node " + std::to_string(c.node), "GPU memory (GiB)", c.time, c.value});
     else
@@ -256,38 +300,104 @@ Timeline timeline_of(const rl::RunResult& r) {
   for (const auto& e : t.events) names.insert(e.process);
   for (const auto& c : t.counters) names.insert(c.process);
   std::vector<std::pair<std::pair<int, int64_t>, std::string>> ranked;
-  for (const auto& name : names) {
+  for (const auto& n : names) {
     std::pair<int, int64_t> rank{1, 0};
-    if (name.rfind("node ", 0) == 0) rank = {0, std::stoll(name.substr(5))};
-    else if (name == "rollout") rank = {2, 0};
-    else if (name == "training") rank = {3, 0};
-    ranked.push_back({rank, name});
+    if (n.rfind("node ", 0) == 0) rank = {0, std::stoll(n.substr(5))};
+    else if (n == "rollout") rank = {2, 0};
+    else if (n == "training") rank = {3, 0};
+    ranked.push_back({rank, n});
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [rank, name] : ranked) t.process_order.push_back(std::move(name));
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [rank, n] : ranked) t.process_order.push_back(std::move(n));
+}
+
+}  // namespace
+
+const char* detail_name(TimelineOptions::Detail d) {
+  switch (d) {
+    case TimelineOptions::Detail::stages: return "stages";
+    case TimelineOptions::Detail::engines: return "engines";
+    case TimelineOptions::Detail::full: return "full";
+  }
+  return "full";
+}
+
+bool parse_detail(const std::string& text, TimelineOptions::Detail& d) {
+  for (auto v : {TimelineOptions::Detail::stages, TimelineOptions::Detail::engines, TimelineOptions::Detail::full})
+    if (text == detail_name(v)) {
+      d = v;
+      return true;
+    }
+  return false;
+}
+
+Timeline timeline_of(const rl::RunResult& r, const TimelineOptions& o) {
+  Timeline t;
+  t.scenario = r.scenario;
+  t.gpus = r.gpus;
+  // Counter samples within the kept steps' span (all of them without a step range).
+  double from = -1e300, to = 1e300;
+  t.steps = 0;
+  if (o.first_step >= 0 || o.last_step >= 0) {
+    from = 1e300;
+    to = -1e300;
+  }
+  for (const auto& rec : r.steps)
+    if (o.keeps_step(rec.step)) {
+      ++t.steps;
+      if (o.first_step >= 0 || o.last_step >= 0) {
+        from = std::min(from, rec.start_s);
+        to = std::max(to, rec.end_s);
+      }
+    }
+  std::vector<rl::CounterSample> counters;
+  for (const auto& c : r.counters)
+    if (c.time.seconds() >= from && c.time.seconds() <= to) counters.push_back(c);
+  Namer(o).name(r, r.activities, counters, t);
   return t;
 }
 
-void write_timeline(const rl::RunResult& r, std::ostream& os) { write_timeline(timeline_of(r), os); }
+void write_timeline(const rl::RunResult& r, std::ostream& os, const TimelineOptions& o) {
+  write_timeline(timeline_of(r, o), os);
+}
+
+struct TimelineStream::State {
+  State(std::ostream& os, const TimelineOptions& o, int64_t max_processes)
+      : writer(os, static_cast<uint32_t>(std::max<int64_t>(1, max_processes)) + 1), options(o), namer(o) {}
+  PartWriter writer;
+  TimelineOptions options;
+  Namer namer;
+  size_t steps = 0;
+};
+
+TimelineStream::TimelineStream(std::ostream& os, const TimelineOptions& o, int64_t max_processes)
+    : state_(std::make_unique<State>(os, o, max_processes)) {}
+TimelineStream::~TimelineStream() = default;
+
+void TimelineStream::step_placed(const rl::RunResult& run, const std::vector<exec::ActivityRecord>& records,
+                                 const std::vector<rl::CounterSample>& counters) {
+  // A step's records all carry its number; its counters go with it.
+  if (records.empty() || !state_->options.keeps_step(records.front().step)) return;
+  Timeline part;
+  state_->namer.name(run, records, counters, part);
+  state_->writer.part(part);
+  ++state_->steps;
+}
+
+void TimelineStream::finish(const rl::RunResult& run) {
+  Timeline header;
+  header.scenario = run.scenario;
+  header.gpus = run.gpus;
+  header.steps = state_->steps;
+  state_->writer.finish(header);
+}
+
+size_t TimelineStream::events_written() const { return state_->writer.events(); }
 
 void write_timeline(const Timeline& r, std::ostream& os) {
-  const Tracks tracks = assign_tracks(r);
-  const std::vector<Entry> entries = sorted_entries(r, tracks);
-  TraceText w(os);
-  w.text() += "{\"traceEvents\":[";
-  for (uint32_t p = 0; p < tracks.processes.size(); ++p)
-    append_metadata(w, "process", p + 1, p + 1, tracks.processes[p]);
-  for (uint32_t i = 0; i < tracks.threads.size(); ++i)
-    append_metadata(w, "thread", tracks.threads[i].first, tracks.first_tid() + i, tracks.threads[i].second);
-  for (const Entry& e : entries) {
-    w.begin_event();
-    if (e.index < r.events.size()) append_activity(w.text(), r.events[e.index], e.pid, e.tid);
-    else append_counter(w.text(), r.counters[e.index - r.events.size()], e.pid);
-  }
-  w.text() += "\n],\"displayTimeUnit\":\"ms\",";
-  append_other_data(w.text(), r);
-  w.text() += "}\n";
-  w.flush();
+  PartWriter w(os, 0);
+  w.part(r);
+  w.finish(r);
 }
 
 }  // namespace arlsim::report

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,30 @@ struct Timeline {
   std::vector<std::string> process_order;
 };
 
+// What goes on a timeline. `detail`: `stages`, the step graph's stages and training's
+// mini-batches with each node's GPU memory; `engines`, also each rollout engine's iterations and
+// KV-cache use; `full`, also every tool call and (when the run recorded them) the pipeline stages'
+// micro-batches. Steps outside [first_step, last_step] (-1: unbounded) are left out, with the
+// counter samples outside the kept steps' span.
+struct TimelineOptions {
+  enum class Detail : uint8_t { stages, engines, full };
+  Detail detail = Detail::full;
+  int64_t first_step = -1, last_step = -1;
+  bool pipeline = false;  // the pipeline stages' micro-batches below `full` too
+  bool keeps_step(int64_t step) const {
+    return (first_step < 0 || step >= first_step) && (last_step < 0 || step <= last_step);
+  }
+};
+const char* detail_name(TimelineOptions::Detail d);
+// "stages", "engines" or "full"; false for another word.
+bool parse_detail(const std::string& text, TimelineOptions::Detail& d);
+
 // The run's activity records and counter samples as named tracks: engines on their nodes
 // ("node N" / "engine E (GPU a-b)"), tool calls on the first free slot of their pool ("pool NAME" /
 // "slot K"), the step graph's stages ("rollout" or "training" / "stages"), training's
 // mini-batches and pipeline stages ("training" / "mini-batches", "pipeline stage S"), and the
 // counters of each node. Zero-length stages are left out.
-Timeline timeline_of(const rl::RunResult& r);
+Timeline timeline_of(const rl::RunResult& r, const TimelineOptions& o = {});
 
 // Streams the timeline to `os` as JSON text, one event per line, without building a document
 // tree (timelines may hold millions of events). Processes get pids 1, 2, ... in order of first
@@ -60,7 +79,29 @@ Timeline timeline_of(const rl::RunResult& r);
 // activities follow their parents. Write errors are left in the stream's state for the caller.
 // Throws InternalError when an event ends before it starts (a simulator bug).
 void write_timeline(const Timeline& t, std::ostream& os);
-// timeline_of(r), written.
-void write_timeline(const rl::RunResult& r, std::ostream& os);
+// timeline_of(r, o), written.
+void write_timeline(const rl::RunResult& r, std::ostream& os, const TimelineOptions& o = {});
+
+// The timeline written while the run goes (rl::RunOptions::sink): each step's records, named as
+// timeline_of names them, as the run places the step; nothing is kept but the track names and the
+// pools' slots. Each step's part of the file is written as write_timeline writes a whole one:
+// metadata of the tracks it adds first, then its events sorted; steps overlap in time where the
+// run is asynchronous. Processes take pids in the order write_timeline gives them within the
+// first step that has them; tids start above `max_processes` (the most processes the run can
+// have: nodes, pools, tools and the two sides), so that they never meet a pid.
+class TimelineStream final : public rl::RecordSink {
+ public:
+  TimelineStream(std::ostream& os, const TimelineOptions& o, int64_t max_processes);
+  ~TimelineStream() override;
+  void step_placed(const rl::RunResult& run, const std::vector<exec::ActivityRecord>& records,
+                   const std::vector<rl::CounterSample>& counters) override;
+  // Closes the file's JSON (otherData names the scenario, GPUs and the steps on the timeline).
+  void finish(const rl::RunResult& run);
+  size_t events_written() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace arlsim::report

@@ -1,7 +1,9 @@
 #include "sim/rl/step.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <type_traits>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -148,6 +150,55 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
 namespace {
 
 // Simulates one scenario step by step; see step.h.
+// Records that wait for their placement in a temporary file (memory when no file can be had):
+// a long run's rollout parts would otherwise be held for every step until the end.
+template <typename T>
+class Spill {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  struct Range {
+    long offset = -1;  // in the file; -1: in memory (`kept`)
+    size_t count = 0, kept = 0;
+  };
+  Spill() : file_(std::tmpfile()) {}
+  ~Spill() {
+    if (file_) std::fclose(file_);
+  }
+  Spill(const Spill&) = delete;
+  Spill& operator=(const Spill&) = delete;
+  Range put(const T* data, size_t count) {
+    Range r;
+    r.count = count;
+    if (file_ && std::fseek(file_, 0, SEEK_END) == 0) {
+      const long at = std::ftell(file_);
+      if (at >= 0 && std::fwrite(data, sizeof(T), count, file_) == count) {
+        r.offset = at;
+        return r;
+      }
+    }
+    r.kept = kept_.size();
+    kept_.emplace_back(data, data + count);
+    return r;
+  }
+  // Appends the range's records to `out` (and frees what memory held them).
+  void take(const Range& r, std::vector<T>& out) {
+    if (r.offset < 0) {
+      out.insert(out.end(), kept_[r.kept].begin(), kept_[r.kept].end());
+      kept_[r.kept] = {};
+      return;
+    }
+    const size_t at = out.size();
+    out.resize(at + r.count);
+    const bool ok = std::fseek(file_, r.offset, SEEK_SET) == 0 && std::fread(out.data() + at, sizeof(T), r.count, file_) == r.count;
+    ARLSIM_ASSERT(ok);  // what this run wrote to its own temporary file reads back
+  }
+
+ private:
+  std::FILE* file_;
+  std::vector<std::vector<T>> kept_;
+};
+
 class RunSimulator {
  public:
   RunSimulator(const input::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
@@ -617,8 +668,17 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     StagePlan plan;  // without its rollout result
     graph::StepNodes nodes;
     size_t events_begin = 0, events_end = 0, counters_begin = 0, counters_end = 0;
+    Spill<exec::ActivityRecord>::Range spilled_events;  // with a sink: the rollout's parts, until placed
+    Spill<CounterSample>::Range spilled_counters;
   };
   std::vector<Pending> pending;
+  const bool streaming = o_.timeline && o_.sink;
+  std::unique_ptr<Spill<exec::ActivityRecord>> event_spill;
+  std::unique_ptr<Spill<CounterSample>> counter_spill;
+  if (streaming) {
+    event_spill = std::make_unique<Spill<exec::ActivityRecord>>();
+    counter_spill = std::make_unique<Spill<CounterSample>>();
+  }
   for (size_t i = 0; i < steps.size(); ++i) {
     StepData d{steps[i].step, {}};
     d.trajectories.reserve(steps[i].end - steps[i].first);
@@ -666,6 +726,12 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     add_rollout_events(d, l, p.rollout);
     step.events_end = result_.activities.size();
     step.counters_end = result_.counters.size();
+    if (streaming) {
+      step.spilled_events = event_spill->put(result_.activities.data(), result_.activities.size());
+      step.spilled_counters = counter_spill->put(result_.counters.data(), result_.counters.size());
+      result_.activities.clear();
+      result_.counters.clear();
+    }
     step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
     record_lengths(d);
     trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
@@ -689,7 +755,14 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   const std::vector<exec::ActivityRecord> records = exec::run_events(graph_.graph());
   double previous_end = 0;
   for (size_t i = 0; i < pending.size(); ++i) {
-    const Pending& step = pending[i];
+    Pending& step = pending[i];
+    if (streaming) {  // the step's rollout parts back from the file, the only records held now
+      event_spill->take(step.spilled_events, result_.activities);
+      counter_spill->take(step.spilled_counters, result_.counters);
+      step.events_begin = step.counters_begin = 0;
+      step.events_end = result_.activities.size();
+      step.counters_end = result_.counters.size();
+    }
     const StagePlan& p = step.plan;
     StepRecord& rec = result_.steps[i];
     const auto record = [&](graph::ActivityId id) -> const exec::ActivityRecord& { return records[static_cast<size_t>(id)]; };
@@ -724,6 +797,11 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
         add_pipeline_events(p, a, a.start_s);
     }
     previous_end = std::max(previous_end, end);
+    if (streaming) {
+      o_.sink->step_placed(result_, result_.activities, result_.counters);
+      result_.activities.clear();
+      result_.counters.clear();
+    }
   }
   result_.total_time_s = previous_end;
   result_.gpu_hours = real(result_.gpus) * result_.total_time_s / 3600.0;

@@ -32,6 +32,10 @@ struct RunOptions {
   bool stop_on_oom = true;  // else record the OOM and go on with the next step
   bool timeline = true;     // collect timeline events
   bool detail_pipeline = false;  // timeline: each micro-batch's forward and backward on each stage
+  // With timeline: each step's records go here as the step is placed, and RunResult::activities
+  // and counters stay empty; the rollouts' parts wait for their placement in a temporary file, so
+  // that memory does not grow with the steps.
+  RecordSink* sink = nullptr;
 };
 
 // The scenario's trace: its file (or `override_path`), or the one it asks to generate. With `run`,

@@ -104,4 +104,15 @@ struct RunResult {
   std::vector<PoolRun> pools;
 };
 
+// Takes each step's records as the run places it, so that a long run's timeline is written as
+// it goes instead of held to the end: `records` and `counters` are the step's (its stage records,
+// the parts the simulator looked inside, its counter samples), cleared by the run after the call.
+// `run` is the result so far (its names: scenario, pools, GPUs per node).
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  virtual void step_placed(const RunResult& run, const std::vector<exec::ActivityRecord>& records,
+                           const std::vector<CounterSample>& counters) = 0;
+};
+
 }  // namespace arlsim::rl

@@ -28,6 +28,34 @@ contains simulate-timeline "$tmp/run/timeline.json" '"traceEvents"'
 same simulate-skip-vs-iteration "$tmp/a.json" "$tmp/b.json"
 "$arlsim" simulate default --json --steps 15:30 >"$tmp/c.json"
 same simulate-deterministic "$tmp/a.json" "$tmp/c.json"
+# Timeline detail levels: stages < engines < full events; a step range keeps only its steps.
+for level in stages engines full; do
+  expect "timeline-$level" 0 "$arlsim" simulate default --steps 1:16 --out "$tmp/tl-$level" --timeline-detail $level
+  contains "timeline-$level" "$tmp/out" "detail $level)"
+done
+if python3 - "$tmp" <<'PY'
+import json, sys
+n = {l: json.load(open(f"{sys.argv[1]}/tl-{l}/timeline.json"))["traceEvents"] for l in ("stages", "engines", "full")}
+x = {l: sum(e["ph"] == "X" for e in v) for l, v in n.items()}
+assert 0 < x["stages"] < x["engines"] < x["full"], x
+assert not any(e.get("name") == "tool call" for e in n["engines"])
+assert any(e.get("name") == "tool call" for e in n["full"])
+assert not any(e["ph"] == "C" and e["name"].startswith("KV") for e in n["stages"])
+PY
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL timeline-levels"; fi
+expect timeline-steps 0 "$arlsim" simulate default --steps 1:31 --out "$tmp/tl-range" --timeline-steps 16:16
+if python3 - "$tmp/tl-range/timeline.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+steps = {e["args"]["step"] for e in j["traceEvents"] if e["ph"] == "X"}
+assert steps == {16}, steps
+assert j["otherData"]["steps"] == 1
+PY
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL timeline-steps-only"; fi
+expect timeline-bad-detail 2 "$arlsim" simulate default --out "$tmp/x" --timeline-detail everything
+contains timeline-bad-detail "$tmp/err" '--timeline-detail must be "stages", "engines" or "full", not "everything"'
+expect timeline-bad-steps 2 "$arlsim" simulate default --out "$tmp/x" --timeline-steps 5:2
+contains timeline-bad-steps "$tmp/err" "--timeline-steps expects A:B"
 expect simulate-pipeline 0 "$arlsim" simulate earl-testbed --steps 1:1 --detail pipeline --out "$tmp/pipe"
 contains simulate-pipeline "$tmp/pipe/timeline.json" '"pipeline stage 3"'
 expect simulate-bad-detail 2 "$arlsim" simulate default --detail everything

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -195,4 +196,117 @@ TEST_CASE("timeline: records become named tracks, and tool calls take the first 
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "M" && e["name"] == "process_name") processes.push_back(e["args"]["name"]);
   CHECK(processes == t.process_order);
+}
+
+namespace {
+// Two steps of records: each a rollout stage, an engine span, a tool call and a KV sample, the
+// second step's engine on a node the first did not use.
+rl::RunResult two_step_run() {
+  rl::RunResult r;
+  r.scenario = "two";
+  r.gpus = 16;
+  r.gpus_per_node = 8;
+  r.pool_names = {"python"};
+  for (int64_t step : {1, 2}) {
+    exec::ActivityRecord stage;
+    stage.step = step;
+    stage.start_s = 10.0 * static_cast<double>(step - 1);
+    stage.end_s = stage.start_s + 5;
+    exec::ActivityRecord span = stage, call = stage;
+    span.kind = exec::RecordKind::engine_span;
+    span.index = step == 1 ? 0 : 1;
+    span.devices = {step == 1 ? 0 : 8, 8};
+    call.kind = exec::RecordKind::tool_call;
+    call.index = 0;
+    call.start_s += 1;
+    call.end_s = stage.start_s + 3;
+    r.activities.insert(r.activities.end(), {stage, span, call});
+    r.counters.push_back({rl::CounterSample::Kind::kv_used_percent, step - 1, span.index,
+                          SimTime::from_seconds(stage.start_s + 1), 10.0 * static_cast<double>(step)});
+    rl::StepRecord rec;
+    rec.step = step;
+    rec.start_s = stage.start_s;
+    rec.end_s = stage.end_s;
+    r.steps.push_back(rec);
+  }
+  return r;
+}
+
+json streamed(const rl::RunResult& r, const TimelineOptions& o) {
+  std::ostringstream os;
+  TimelineStream stream(os, o, 5);
+  for (int64_t step : {1, 2}) {
+    std::vector<exec::ActivityRecord> records;
+    for (const auto& a : r.activities)
+      if (a.step == step) records.push_back(a);
+    stream.step_placed(r, records, {r.counters[static_cast<size_t>(step - 1)]});
+  }
+  stream.finish(r);
+  return json::parse(os.str());
+}
+
+size_t count(const json& ev, const std::string& ph) {
+  size_t n = 0;
+  for (const auto& e : ev) n += e["ph"] == ph;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("timeline stream: each step's tracks named when they first appear, tids above every possible pid") {
+  const rl::RunResult r = two_step_run();
+  const json j = streamed(r, {});
+  const json& ev = j["traceEvents"];
+  CHECK(j["otherData"]["steps"] == 2);
+  // Step 1: node 0, pool python, rollout (pids 1-3) and their threads (tids from 6: at most 5
+  // processes); then step 2 adds node 1 (pid 4) and its engine.
+  std::vector<std::string> processes;
+  std::set<int> pids, tids;
+  for (const auto& e : ev) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.push_back(e["args"]["name"]);
+    if (e["ph"] == "M" && e["name"] == "process_name") pids.insert(e["pid"].get<int>());
+    if (e["ph"] == "M" && e["name"] == "thread_name") tids.insert(e["tid"].get<int>());
+  }
+  CHECK(processes == std::vector<std::string>{"node 0", "pool python", "rollout", "node 1"});
+  CHECK(pids == std::set<int>{1, 2, 3, 4});
+  CHECK(*tids.begin() == 6);
+  // node 1's metadata comes after step 1's events, before step 2's.
+  size_t node1 = 0, first_step2 = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i]["ph"] == "M" && ev[i]["args"].value("name", "") == "node 1") node1 = i;
+    if (ev[i]["ph"] == "X" && ev[i]["args"]["step"] == 2 && first_step2 == 0) first_step2 = i;
+  }
+  CHECK(node1 > 0);
+  CHECK(node1 < first_step2);
+  CHECK(count(ev, "X") == 6);
+  CHECK(count(ev, "C") == 2);
+}
+
+TEST_CASE("timeline: detail levels and a step range choose what goes on it") {
+  const rl::RunResult r = two_step_run();
+  TimelineOptions o;
+  o.detail = TimelineOptions::Detail::stages;
+  CHECK(count(streamed(r, o)["traceEvents"], "X") == 2);  // the two rollout stages
+  CHECK(count(streamed(r, o)["traceEvents"], "C") == 0);  // KV use is the engines' detail
+  o.detail = TimelineOptions::Detail::engines;
+  CHECK(count(streamed(r, o)["traceEvents"], "X") == 4);  // and the engines' spans
+  CHECK(count(streamed(r, o)["traceEvents"], "C") == 2);
+  o.detail = TimelineOptions::Detail::full;
+  CHECK(count(streamed(r, o)["traceEvents"], "X") == 6);  // and the tool calls
+  o.first_step = o.last_step = 2;
+  const json two = streamed(r, o);
+  CHECK(two["otherData"]["steps"] == 1);
+  CHECK(count(two["traceEvents"], "X") == 3);
+  for (const auto& e : two["traceEvents"])
+    if (e["ph"] == "X") CHECK(e["args"]["step"] == 2);
+  // The held writer gives the same choice (counters by the kept steps' span).
+  std::ostringstream os;
+  write_timeline(r, os, o);
+  const json held = json::parse(os.str());
+  CHECK(count(held["traceEvents"], "X") == 3);
+  CHECK(count(held["traceEvents"], "C") == 1);
+  CHECK(held["otherData"]["steps"] == 1);
+  TimelineOptions::Detail d{};
+  CHECK(parse_detail("engines", d));
+  CHECK(d == TimelineOptions::Detail::engines);
+  CHECK_FALSE(parse_detail("all", d));
 }
