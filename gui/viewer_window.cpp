@@ -14,6 +14,7 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -194,9 +195,18 @@ void ViewerWindow::show_range_stats(size_t pane, double t0_us, double t1_us) {
 
 void ViewerWindow::fill_difference() {
   const auto a = timelines_[0]->stage_totals_us(), b = timelines_[1]->stage_totals_us();
-  std::set<std::string> names;
-  for (const auto& [k, v] : a) names.insert(k);
-  for (const auto& [k, v] : b) names.insert(k);
+  // arlsim's stages in the step's order, then any other names alphabetically.
+  static const std::vector<std::string> order = {"rollout", "reward",   "old_logprob", "ref_logprob",
+                                                 "critic",  "dispatch", "train",       "weight_sync"};
+  const auto rank = [&](const std::string& n) {
+    const auto it = std::find(order.begin(), order.end(), n);
+    return std::make_pair(static_cast<size_t>(it - order.begin()), n);
+  };
+  std::set<std::pair<size_t, std::string>> ranked;
+  for (const auto& [k, v] : a) ranked.insert(rank(k));
+  for (const auto& [k, v] : b) ranked.insert(rank(k));
+  std::vector<std::string> names;
+  for (const auto& [r, n] : ranked) names.push_back(n);
   diff_->setColumnCount(5);
   diff_->setHorizontalHeaderLabels({"stage", "A (s)", "B (s)", "B - A (s)", "B / A - 1"});
   diff_->setRowCount(static_cast<int>(names.size()));
@@ -215,6 +225,7 @@ void ViewerWindow::fill_difference() {
   }
   diff_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   diff_->verticalHeader()->setVisible(false);
+  diff_->verticalHeader()->setDefaultSectionSize(diff_->fontMetrics().height() + 6);
 }
 
 }  // namespace arlsim::view
