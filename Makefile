@@ -21,6 +21,7 @@ demo: build
 	$(BUILD)/app/arlsim
 
 test: build
+	@scripts/setup-deps.sh --test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu
 
 test-asan: deps

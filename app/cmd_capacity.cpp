@@ -14,6 +14,8 @@
 #include "app/options.h"
 #include "app/planning_input.h"
 #include "planner/capacity.h"
+#include "sim/report/html_report.h"
+#include "sim/report/outputs.h"
 #include "sim/report/text.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
@@ -114,7 +116,7 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
 }  // namespace
 
 int run_capacity(const Args& args) {
-  std::string scenario, gpus_text, nodes_text, placements_text, deadline_text, trace_path;
+  std::string scenario, gpus_text, nodes_text, placements_text, deadline_text, trace_path, out_dir;
   std::vector<std::string> overrides, price_text;
   int64_t steps = 0, confirm = 1;
   double budget = 0;
@@ -140,7 +142,8 @@ int run_capacity(const Args& args) {
       "rollout layouts the event simulator confirms per context range of each configuration (0: analytic only)")(
       "threads", po::value(&threads), "worker threads (default: the cores)")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field of the scenario: /json/pointer=value")(
-      "json", "print the candidates as JSON")("csv", "print the candidates as CSV");
+      "json", "print the candidates as JSON")("csv", "print the candidates as CSV")(
+      "out", po::value(&out_dir), "write report.html (the time-cost plane) and capacity.json (as --json) to this folder");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0) return status;
   auto usage = [&](const std::string& message) {
@@ -235,8 +238,8 @@ int run_capacity(const Args& args) {
                                       {"simulated_s", simulated ? nlohmann::ordered_json(*simulated) : nlohmann::ordered_json(nullptr)}};
     return nlohmann::ordered_json(nullptr);
   };
-  if (vm.count("json")) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  {
     for (const auto& r : results)
       j.push_back({{"gpu", r.config.gpu},
                    {"nodes", r.config.nodes},
@@ -256,6 +259,37 @@ int run_capacity(const Args& args) {
                    {"cheapest_within_deadline", &r == cheapest},
                    {"fastest_within_budget", &r == fastest},
                    {"agreement", agreement(r)}});
+  }
+  if (!out_dir.empty()) {
+    report::CapacityReport cr;
+    cr.scenario = s.name;
+    cr.steps = n;
+    if (deadline_s > 0) cr.deadline_s = deadline_s;
+    if (budget > 0) cr.budget_usd = budget;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      report::CapacityPoint p;
+      p.label = r.config.gpu + " x " + std::to_string(r.config.nodes) + " nodes, " + placement_name(r.config);
+      p.gpus = r.gpus;
+      p.feasible = r.feasible;
+      p.reason = r.reason;
+      p.total_time_s = r.total_time_s;
+      p.gpu_hours = r.gpu_hours;
+      p.cost_usd = r.cost_usd;
+      p.pareto = r.pareto;
+      p.layouts = r.rollout_layouts + " / " + r.train_layouts;
+      if (&r == cheapest) cr.cheapest_in_deadline = i;
+      if (&r == fastest) cr.fastest_in_budget = i;
+      cr.points.push_back(std::move(p));
+    }
+    std::string error;
+    if (!report::write_text_file(out_dir, report::kReportFile, report::capacity_report_html(cr), error) ||
+        !report::write_text_file(out_dir, "capacity.json", j.dump(2) + "\n", error)) {
+      std::cerr << "arlsim capacity: " << error << "\n";
+      return kExitInternal;
+    }
+  }
+  if (vm.count("json")) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -285,6 +319,7 @@ int run_capacity(const Args& args) {
     else
       std::printf("the event simulator's run hits an OOM the analytic plan did not foresee\n");
   }
+  if (!out_dir.empty()) std::printf("wrote %s/report.html, capacity.json\n", out_dir.c_str());
   return kExitOk;
 }
 

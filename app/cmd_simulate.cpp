@@ -109,7 +109,7 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
       return kExitInternal;
     }
     if (!a.json)
-      std::cout << "wrote " << a.out << "/summary.json, steps.csv, timeline.json (" << stream->events_written()
+      std::cout << "wrote " << a.out << "/summary.json, steps.csv, report.html, timeline.json (" << stream->events_written()
                 << " timeline events, detail " << report::detail_name(timeline.detail) << ")\n";
   }
   return a.fail_on_oom && !r.oom_events.empty() ? kExitOom : kExitOk;
@@ -123,7 +123,7 @@ int run_simulate(const Args& args) {
                                "step-time percentiles, stage shares, throughput and OOMs.\n\nOptions");
   opts.add_options()("help,h", "this text")("trace", po::value(&a.trace), "trace file to use instead of the scenario's")(
       "steps", po::value(&steps), "trace steps to run: A:B (inclusive), A: or A")(
-      "out", po::value(&a.out), "write summary.json, steps.csv and timeline.json to this folder")(
+      "out", po::value(&a.out), "write summary.json, steps.csv, report.html and timeline.json to this folder")(
       "seed", po::value(&a.seed), "seed of a generated trace")(
       "set", po::value(&a.overrides)->composing(), "override a field: /json/pointer=value (repeatable)")(
       "on-oom", po::value(&on_oom)->default_value("stop"), "stop at the first OOM, or skip the step and go on")(

@@ -10,6 +10,8 @@
 #include "app/options.h"
 #include "planner/analytic_run.h"
 #include "planner/features.h"
+#include "sim/report/html_report.h"
+#include "sim/report/outputs.h"
 #include "sim/report/summary.h"
 #include "sim/report/text.h"
 #include "sim/rl/step.h"
@@ -194,7 +196,7 @@ void print_table(const std::vector<Column>& cols) {
 }  // namespace
 
 int run_whatif(const Args& args) {
-  std::string scenario, steps;
+  std::string scenario, steps, out_dir;
   std::vector<std::string> vary_text, overrides;
   std::string trace_path;
   po::options_description opts("arlsim whatif SCENARIO --vary /json/pointer=v1,v2 [--vary ...] [options]\n\n"
@@ -208,7 +210,8 @@ int run_whatif(const Args& args) {
       "steps", po::value(&steps), "trace steps to run: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
       "analytic", "the planner's analytic run of each variant's layouts instead of the simulator: fast, for wide "
                   "sweeps; preparation and training are reported together as train")(
-      "json", "print each variant's summary.json as a JSON array");
+      "json", "print each variant's summary.json as a JSON array")(
+      "out", po::value(&out_dir), "write report.html (the variants side by side) and variants.json (as --json) to this folder");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
     return status;
@@ -260,13 +263,29 @@ int run_whatif(const Args& args) {
     std::cerr << "arlsim whatif: variant" << label << ":\n" << input::format_all(diag);
     return kExitBadInput;
   }
+  std::string summaries = "[\n";
+  for (size_t i = 0; i < cols.size(); ++i) summaries += report::summary_json(cols[i].result) + (i + 1 < cols.size() ? ",\n" : "");
+  summaries += "]\n";
+  if (!out_dir.empty()) {
+    std::vector<report::ReportVariant> variants;
+    for (const auto& c : cols) {
+      std::string label;
+      for (const auto& v : c.overrides) label += (label.empty() ? "" : " ") + v;
+      variants.push_back({label, &c.result});
+    }
+    std::string error;
+    if (!report::write_text_file(out_dir, report::kReportFile, report::whatif_report_html(scenario, variants), error) ||
+        !report::write_text_file(out_dir, "variants.json", summaries, error)) {
+      std::cerr << "arlsim whatif: " << error << "\n";
+      return kExitInternal;
+    }
+  }
   if (vm.count("json")) {
-    std::cout << "[\n";
-    for (size_t i = 0; i < cols.size(); ++i) std::cout << report::summary_json(cols[i].result) << (i + 1 < cols.size() ? ",\n" : "");
-    std::cout << "]\n";
+    std::cout << summaries;
     return kExitOk;
   }
   print_table(cols);
+  if (!out_dir.empty()) std::cout << "wrote " << out_dir << "/report.html, variants.json\n";
   return kExitOk;
 }
 

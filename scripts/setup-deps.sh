@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages arlsim builds with, only when one of them is missing.
+# Installs the Debian packages arlsim builds with, only when one of them is missing; with --test,
+# also those its tests use.
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,9 @@ packages=(
   qt6-base-dev libgl-dev xvfb xauth fonts-dejavu-core
   libopenmpi-dev openmpi-bin python3
 )
+
+# The tests also render the HTML reports in a headless browser.
+[ "${1:-}" = "--test" ] && packages+=(chromium)
 
 missing=()
 for p in "${packages[@]}"; do

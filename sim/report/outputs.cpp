@@ -8,6 +8,7 @@
 #include <new>
 #include <system_error>
 
+#include "sim/report/html_report.h"
 #include "sim/report/summary.h"
 #include "sim/report/timeline.h"
 
@@ -56,6 +57,7 @@ bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& 
     auto text = [](std::string s) { return [s = std::move(s)](std::ostream& os) { os << s; }; };
     return write_file(root / kSummaryFile, text(summary_json(r)), error) &&
            write_file(root / kStepsFile, text(steps_csv(r)), error) &&
+           write_file(root / kReportFile, text(run_report_html(r)), error) &&
            write_file(root / kTimelineFile, [&r](std::ostream& os) { write_timeline(r, os); }, error);
   } catch (const std::bad_alloc&) {
     error = "out of memory while writing the outputs to " + quoted(root);
@@ -69,11 +71,18 @@ bool write_summary_outputs(const rl::RunResult& r, const std::string& dir, std::
     if (!make_directory(root, error)) return false;
     auto text = [](std::string s) { return [s = std::move(s)](std::ostream& os) { os << s; }; };
     return write_file(root / kSummaryFile, text(summary_json(r)), error) &&
-           write_file(root / kStepsFile, text(steps_csv(r)), error);
+           write_file(root / kStepsFile, text(steps_csv(r)), error) &&
+           write_file(root / kReportFile, text(run_report_html(r)), error);
   } catch (const std::bad_alloc&) {
     error = "out of memory while writing the outputs to " + quoted(root);
     return false;
   }
+}
+
+bool write_text_file(const std::string& dir, const std::string& name, const std::string& text, std::string& error) {
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  if (!make_directory(root, error)) return false;
+  return write_file(root / name, [&text](std::ostream& os) { os << text; }, error);
 }
 
 std::unique_ptr<std::ofstream> open_timeline_file(const std::string& dir, std::string& error) {

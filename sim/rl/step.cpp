@@ -206,6 +206,7 @@ class RunSimulator {
     result_.gpus = s.cluster.total_gpus();
     result_.gpus_per_node = s.cluster.gpus_per_node;
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
+    result_.gpu_memory_gib = s.cluster.gpu.memory_bytes / (1024.0 * 1024.0 * 1024.0);
   }
 
   RunResult run(const trace::Trace& t, const Progress& progress);
@@ -701,12 +702,17 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     rec.step = d.step;
     // The tokens the step's trajectories hold as simulated: cut at the context limit or the turn
     // limit where the rollout cut them, not as long as the trace made them.
+    std::vector<double> contexts;
+    contexts.reserve(d.trajectories.size());
     for (size_t j = 0; j < d.trajectories.size(); ++j) {
       if (!p.rollout.done.empty() && !p.rollout.done[j]) continue;
-      rec.tokens += j < p.rollout.context_tokens.size() ? p.rollout.context_tokens[j]
-                                                        : std::min(d.trajectories[j].context_tokens(),
-                                                                   s_.workload.max_context_tokens);
+      const int64_t context = j < p.rollout.context_tokens.size()
+                                  ? p.rollout.context_tokens[j]
+                                  : std::min(d.trajectories[j].context_tokens(), s_.workload.max_context_tokens);
+      rec.tokens += context;
+      contexts.push_back(real(context));
     }
+    rec.contexts = summarize(std::move(contexts));
     rec.stages = p.times;
     rec.memory_peak_gib = {{"rollout", p.rollout_memory_gib}, {"train", p.train_memory_gib}};
     record_pools(p.rollout);

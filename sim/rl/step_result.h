@@ -12,6 +12,7 @@
 #include "sim/core/time.h"
 #include "sim/exec/analytic.h"
 #include "sim/graph/stage.h"
+#include "sim/rl/metrics.h"
 
 namespace arlsim::rl {
 
@@ -36,6 +37,7 @@ struct StepRecord {
   double time_s = 0;
   StageTimes stages;
   int64_t tokens = 0;  // prompt and response tokens of the step's trajectories
+  Distribution contexts;  // the finished trajectories' context lengths (tokens) as simulated
   double tokens_per_s = 0;
   std::vector<std::pair<std::string, double>> memory_peak_gib;  // per stage: the largest rank's use
   std::optional<OomEvent> oom;
@@ -69,6 +71,7 @@ struct RunResult {
   std::string scenario;
   int64_t gpus = 0;
   double price_usd_per_gpu_hour = 0;  // 0: unknown
+  double gpu_memory_gib = 0;          // each GPU's memory
   std::vector<StepRecord> steps;
   double total_time_s = 0;
   double gpu_hours = 0;
