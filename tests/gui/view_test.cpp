@@ -6,6 +6,8 @@
 #include <QApplication>
 #include <QImage>
 #include <QTableWidget>
+#include <QTest>
+#include <QWheelEvent>
 #include <string>
 
 #include "gui/timeline_view.h"
@@ -95,4 +97,52 @@ TEST_CASE("two timelines side by side: ranges kept together, aligned by step, di
   CHECK(diff->item(0, 4)->text() == "50.0%");  // 150 us against 100 us
   CHECK(diff->item(1, 0)->text() == "weight_sync");
   CHECK(diff->item(1, 4)->text() == "0.0%");
+}
+
+TEST_CASE("keys, wheel and mouse: zoom and pan, a click selects a slice or collapses a process, Shift+drag a range") {
+  app();
+  const Timeline tl = parse_timeline(stages_timeline(0, 100), "a.json");
+  TimelineView v(tl);
+  v.resize(800, 200);
+  v.set_range(0, 200);
+  render(v);
+  QString details;
+  std::pair<double, double> range{-1, -1};
+  QObject::connect(&v, &TimelineView::slice_selected, [&](const QString& d) { details = d; });
+  QObject::connect(&v, &TimelineView::range_selected, [&](double a, double b) { range = {a, b}; });
+  // W zooms in about the middle, S out again; D pans right by a tenth of the view.
+  QTest::keyClick(&v, Qt::Key_W);
+  CHECK(v.range_end() - v.range_start() == doctest::Approx(160));
+  QTest::keyClick(&v, Qt::Key_S);
+  CHECK(v.range_end() - v.range_start() == doctest::Approx(200));
+  const double before = v.range_start();
+  QTest::keyClick(&v, Qt::Key_D);
+  CHECK(v.range_start() == doctest::Approx(before + 20));
+  v.set_range(0, 200);
+  // Ctrl+wheel zooms at the pointer: the time under it stays put.
+  const QPointF at(490, v.track_y(0) + 8);  // 100 us
+  QWheelEvent zoom(at, v.mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::ControlModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(&v, &zoom);
+  CHECK(v.range_end() - v.range_start() == doctest::Approx(160));
+  CHECK(v.range_start() + (490.0 - 180.0) / 620.0 * 160.0 == doctest::Approx(100));
+  v.set_range(0, 200);
+  // A click on the train slice gives its details.
+  QTest::mouseClick(&v, Qt::LeftButton, Qt::NoModifier, QPoint(300, v.track_y(0) + 8));
+  CHECK(details.startsWith("train\n"));
+  CHECK(details.contains("duration: 100.000 us"));
+  CHECK(details.contains("step: 1"));
+  // A click on empty space clears it.
+  QTest::mouseClick(&v, Qt::LeftButton, Qt::NoModifier, QPoint(750, v.track_y(0) + 8));
+  CHECK(details.isEmpty());
+  // Shift+drag from 50 us to 100 us selects that range.
+  QTest::mousePress(&v, Qt::LeftButton, Qt::ShiftModifier, QPoint(335, v.track_y(0) + 8));
+  QMouseEvent move(QEvent::MouseMove, QPointF(490, v.track_y(0) + 8), v.mapToGlobal(QPointF(490, v.track_y(0) + 8)),
+                   Qt::NoButton, Qt::LeftButton, Qt::ShiftModifier);
+  QApplication::sendEvent(&v, &move);
+  QTest::mouseRelease(&v, Qt::LeftButton, Qt::ShiftModifier, QPoint(490, v.track_y(0) + 8));
+  CHECK(range.first == doctest::Approx(50));
+  CHECK(range.second == doctest::Approx(100));
+  // A click on the process header collapses it: its track is no longer laid out.
+  QTest::mouseClick(&v, Qt::LeftButton, Qt::NoModifier, QPoint(300, v.track_y(0) - 10));
+  CHECK(v.track_y(0) == -1);
 }
