@@ -22,7 +22,7 @@ namespace {
 
 // One event's fields as the reader meets them.
 struct RawEvent {
-  std::string ph, name, cat, arg_name, arg_stage;
+  std::string ph, name, cat, arg_name, arg_stage, arg_op;
   double pid = 0, tid = 0, ts = 0, dur = 0;
   bool has_ts = false, has_dur = false, has_pid = false;
   double step = -1, flops = 0, bytes = 0, sort_index = 0;
@@ -114,6 +114,7 @@ class Reader {
       if (s) {
         if (k == "name") ev_.arg_name = *s;
         else if (k == "stage") ev_.arg_stage = *s;
+        else if (k == "op") ev_.arg_op = *s;
         return true;
       }
       if (k == "step") ev_.step = v;
@@ -214,6 +215,7 @@ void Reader::finish_event() {
   s.start_us = e.ts;
   s.name = intern(e.name);
   s.cat = intern(e.cat.empty() ? e.arg_stage : e.cat);
+  if (!e.arg_op.empty()) s.op = intern(e.arg_op);
   s.step = e.step >= 0 && e.step < 2e9 ? static_cast<int32_t>(e.step) : -1;
   s.flops = std::isfinite(e.flops) ? e.flops : 0;
   s.bytes = std::isfinite(e.bytes) ? e.bytes : 0;

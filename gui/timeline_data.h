@@ -23,6 +23,8 @@ class LoadError : public std::runtime_error {
 struct Slice {
   double start_us = 0, end_us = 0;
   uint32_t name = 0, cat = 0;  // into Timeline::strings
+  uint32_t op = kNone;         // args.op (what the cost model priced it as), into strings
+  static constexpr uint32_t kNone = 0xffffffffu;
   int32_t step = -1;           // -1: none
   double flops = 0, bytes = 0;
 };

@@ -272,6 +272,7 @@ QString TimelineView::details(const Hit& h) const {
   const Slice& s = t.depths[h.depth][h.index];
   QString out = QString::fromStdString(tl_.str(s.name)) + "\n";
   out += "stage: " + QString::fromStdString(tl_.str(s.cat)) + "\n";
+  if (s.op != Slice::kNone) out += "op: " + QString::fromStdString(tl_.str(s.op)) + "\n";
   out += "where: " + QString::fromStdString(t.name);
   for (const auto& p : tl_.processes)
     if (p.pid == t.pid) out += ", " + QString::fromStdString(p.name);

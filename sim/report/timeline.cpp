@@ -91,6 +91,11 @@ void append_activity(std::string& out, const TimelineEvent& e, uint32_t pid, uin
   out += std::to_string(e.step);
   out += ",\"stage\":";
   append_json_string(out, e.stage);
+  if (e.op) {
+    out += ",\"op\":\"";
+    out += e.op;
+    out += '"';
+  }
   if (e.flops > 0) out += ",\"flops\":" + format_json_number(e.flops);
   if (e.bytes > 0) out += ",\"bytes\":" + format_json_number(e.bytes);
   out += "}}";
@@ -238,6 +243,7 @@ void Namer::name(const rl::RunResult& r, const std::vector<exec::ActivityRecord>
     if (!keeps(o_, a)) continue;
     const SimTime start = SimTime::from_seconds(a.start_s), end = SimTime::from_seconds(a.end_s);
     const std::string stage(graph::stage_name(a.stage));
+    const char* op = graph::op_name(a.op);
     switch (a.kind) {
       case exec::RecordKind::stage:
         if (a.stage == graph::Stage::train) {
@@ -245,7 +251,7 @@ void Namer::name(const rl::RunResult& r, const std::vector<exec::ActivityRecord>
           // stage whole on the stages track, from its first to its last.
           if (end > start)
             t.events.push_back({"training", "mini-batches", "epoch " + std::to_string(a.a) + " mini-batch " + std::to_string(a.b),
-                                start, end, a.step, stage});
+                                start, end, a.step, stage, 0, 0, op});
           auto& whole = train[a.step];
           if (a.part == 0) whole = {start, end, a.flops, a.bytes};
           else {
@@ -254,18 +260,18 @@ void Namer::name(const rl::RunResult& r, const std::vector<exec::ActivityRecord>
             whole.bytes += a.bytes;
           }
           if (a.part + 1 == a.parts && whole.end > whole.start)
-            t.events.push_back({"training", "stages", stage, whole.start, whole.end, a.step, stage, whole.flops, whole.bytes});
+            t.events.push_back({"training", "stages", stage, whole.start, whole.end, a.step, stage, whole.flops, whole.bytes, op});
           break;
         }
         if (end > start)
           t.events.push_back({a.side == graph::Side::rollout ? "rollout" : "training", "stages", stage, start, end, a.step, stage,
-                              a.flops, a.bytes});
+                              a.flops, a.bytes, op});
         break;
       case exec::RecordKind::engine_span: {
         const int64_t gpu = a.devices.first;
         const std::string thread = "engine " + std::to_string(a.index) + " (GPU " + std::to_string(gpu) +
                                    (a.devices.count > 1 ? "-" + std::to_string(gpu + a.devices.count - 1) : "") + ")";
-        t.events.push_back({node(gpu), thread, a.a ? "prefill+decode" : "decode", start, end, a.step, stage});
+        t.events.push_back({node(gpu), thread, a.a ? "prefill+decode" : "decode", start, end, a.step, stage, 0, 0, op});
         break;
       }
       case exec::RecordKind::tool_call: {
@@ -282,7 +288,7 @@ void Namer::name(const rl::RunResult& r, const std::vector<exec::ActivityRecord>
       }
       case exec::RecordKind::pipeline_op:
         t.events.push_back({"training", "pipeline stage " + std::to_string(a.index),
-                            (a.b ? "F " : "B ") + std::to_string(a.a), start, end, a.step, stage});
+                            (a.b ? "F " : "B ") + std::to_string(a.a), start, end, a.step, stage, 0, 0, op});
         break;
     }
   }

@@ -23,6 +23,7 @@ struct TimelineEvent {
   int64_t step = 0;
   std::string stage;
   double flops = 0, bytes = 0;  // a stage's work; written as args when not 0
+  const char* op = nullptr;     // what the cost model priced it as (graph::op_name); none for a tool call
 };
 
 // A sample of a counter track (memory in GiB, KV utilisation).

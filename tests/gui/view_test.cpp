@@ -23,7 +23,7 @@ void app() { REQUIRE(QApplication::instance() != nullptr); }
 std::string stages_timeline(double offset, double train_us) {
   const auto x = [&](const char* name, double ts, double dur) {
     return std::string(R"({"ph":"X","pid":1,"tid":2,"ts":)") + std::to_string(offset + ts) + R"(,"dur":)" +
-           std::to_string(dur) + R"(,"name":")" + name + R"(","cat":")" + name + R"(","args":{"step":1}})";
+           std::to_string(dur) + R"(,"name":")" + name + R"(","cat":")" + name + R"(","args":{"step":1,"op":"train"}})";
   };
   return std::string(R"({"traceEvents":[{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"training"}},)") +
          R"({"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"stages"}},)" + x("train", 0, train_us) + "," +
@@ -130,6 +130,7 @@ TEST_CASE("keys, wheel and mouse: zoom and pan, a click selects a slice or colla
   QTest::mouseClick(&v, Qt::LeftButton, Qt::NoModifier, QPoint(300, v.track_y(0) + 8));
   CHECK(details.startsWith("train\n"));
   CHECK(details.contains("duration: 100.000 us"));
+  CHECK(details.contains("op: train"));
   CHECK(details.contains("step: 1"));
   // A click on empty space clears it.
   QTest::mouseClick(&v, Qt::LeftButton, Qt::NoModifier, QPoint(750, v.track_y(0) + 8));
