@@ -89,28 +89,48 @@ std::string placement_name(const planner::CapacityConfig& c) {
 
 std::string money(const std::optional<double>& v) { return v ? report::format_fixed(*v, 0) : "unknown"; }
 
+// A recommended configuration, by its simulated figures (it is recommended only when confirmed).
+std::string describe(const planner::CapacityResult& r) {
+  const double sim = r.simulated_total_s.value_or(r.total_time_s), scale = sim / r.total_time_s;
+  return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.config.nodes) + " nodes, " +
+         placement_name(r.config) + "): " + report::format_fixed(sim / 3600, 2) + " h, " +
+         money(r.cost_usd ? std::optional<double>(*r.cost_usd * scale) : std::nullopt) + " USD, simulated";
+}
+
 void print_table(const std::vector<planner::CapacityResult>& results, int64_t steps, const planner::CapacityResult* cheapest,
                  const planner::CapacityResult* fastest, bool deadline, bool budget) {
-  std::printf("%-12s%6s%7s%-12s%12s%14s%12s%12s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
-              "GPU-hours", "cost (USD)", "pareto / layouts or reason");
+  std::printf("%-12s%6s%7s%-12s%12s%14s%14s%12s%12s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
+              "simulated (h)", "GPU-hours", "cost (USD)", "pareto / layouts or reason");
+  bool marked = false, unpriced = false;
   for (const auto& r : results) {
     std::printf("%-12s%6lld%7lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.config.nodes),
                 static_cast<long long>(r.gpus), placement_name(r.config).c_str());
     if (!r.feasible) {
-      std::printf("%12s%14s%12s%12s  %s\n", "-", "-", "-", "-", r.reason.c_str());
+      std::printf("%12s%14s%14s%12s%12s  %s\n", "-", "-", "-", "-", "-", r.reason.c_str());
       continue;
     }
-    std::printf("%12s%14s%12s%12s  %s rollout %s; train %s\n", report::format_fixed(r.step_time_s, 1).c_str(),
-                report::format_fixed(r.total_time_s / 3600, 2).c_str(), report::format_fixed(r.gpu_hours, 1).c_str(),
-                money(r.cost_usd).c_str(), r.pareto ? "*" : " ", r.rollout_layouts.c_str(), r.train_layouts.c_str());
+    std::string simulated = "-";
+    if (r.confirmed) simulated = r.simulated_total_s ? report::format_fixed(*r.simulated_total_s / 3600, 2) : "OOM";
+    if (r.beyond_tolerance) simulated += " !";
+    marked = marked || r.beyond_tolerance;
+    unpriced = unpriced || !r.cost_usd;
+    std::printf("%12s%14s%14s%12s%12s  %s rollout %s; train %s\n", report::format_fixed(r.step_time_s, 1).c_str(),
+                report::format_fixed(r.total_time_s / 3600, 2).c_str(), simulated.c_str(),
+                report::format_fixed(r.gpu_hours, 1).c_str(), money(r.cost_usd).c_str(), r.pareto ? "*" : " ",
+                r.rollout_layouts.c_str(), r.train_layouts.c_str());
   }
-  std::printf("\n%lld steps; * = on the Pareto frontier of total time and cost\n", static_cast<long long>(steps));
-  auto describe = [](const planner::CapacityResult& r) {
-    return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.config.nodes) + " nodes, " +
-           placement_name(r.config) + "): " + report::format_fixed(r.total_time_s / 3600, 2) + " h, " + money(r.cost_usd) + " USD";
-  };
-  if (deadline) std::printf("cheapest within the deadline: %s\n", cheapest ? describe(*cheapest).c_str() : "none");
-  if (budget) std::printf("fastest within the budget: %s\n", fastest ? describe(*fastest).c_str() : "none");
+  std::printf("\n%lld steps; * = on the Pareto frontier of total time and cost; simulated = the event simulator's total "
+              "for the configurations it confirmed\n",
+              static_cast<long long>(steps));
+  if (marked)
+    std::printf("! = the event simulator's total differs from the analytic one by more than %.0f%% (or its run hit an OOM)\n",
+                100 * planner::kConfirmTolerance);
+  if (unpriced) std::printf("cost unknown: the GPU profile has no price; give one with --price GPU=USD\n");
+  if (deadline)
+    std::printf("cheapest within the deadline: %s\n",
+                cheapest ? describe(*cheapest).c_str() : "none that the event simulator confirms");
+  if (budget)
+    std::printf("fastest within the budget: %s\n", fastest ? describe(*fastest).c_str() : "none that the event simulator confirms");
 }
 
 }  // namespace
@@ -204,40 +224,26 @@ int run_capacity(const Args& args) {
   if (features.empty()) return usage(scenario + ": the trace has no steps");
   const int64_t n = steps > 0 ? steps : static_cast<int64_t>(features.size());
   o.trace = &t;
-  const auto results = planner::plan_capacity(s, document, features, o);
-
-  const planner::CapacityResult *cheapest = nullptr, *fastest = nullptr;
-  for (const auto& r : results) {
-    if (!r.feasible) continue;
-    if (deadline_s > 0 && r.total_time_s <= deadline_s && r.cost_usd && (!cheapest || *r.cost_usd < *cheapest->cost_usd))
-      cheapest = &r;
-    if (budget > 0 && r.cost_usd && *r.cost_usd <= budget && (!fastest || r.total_time_s < fastest->total_time_s)) fastest = &r;
-  }
-  // The configurations recommended (or, with neither a deadline nor a budget, the fastest) are
-  // simulated by the event simulator with their planned layouts, to show how far the analytic
-  // answer is from it.
-  std::vector<std::pair<const planner::CapacityResult*, std::optional<double>>> checked;
-  auto check = [&](const planner::CapacityResult* r) {
-    if (!r) return;
-    for (const auto& c : checked)
-      if (c.first == r) return;
-    checked.emplace_back(r, planner::simulated_total_seconds(s, document, t, features, *r, o));
-  };
-  check(cheapest);
-  check(fastest);
-  if (deadline_s <= 0 && budget <= 0) {
-    const planner::CapacityResult* best = nullptr;
-    for (const auto& r : results)
-      if (r.feasible && (!best || r.total_time_s < best->total_time_s)) best = &r;
-    check(best);
-  }
+  auto results = planner::plan_capacity(s, document, features, o);
+  // The answers are the event simulator's: the Pareto frontier and the best candidates for the
+  // deadline, the budget (or, with neither, the fastest) run with their planned layouts.
+  const auto rec = planner::confirm_and_recommend(
+      results, deadline_s > 0 ? std::optional<double>(deadline_s) : std::nullopt,
+      budget > 0 ? std::optional<double>(budget) : std::nullopt,
+      [&](const planner::CapacityResult& r) { return planner::simulated_total_seconds(s, document, t, features, r, o); },
+      o.threads);
+  const auto at = [&](const std::optional<size_t>& i) -> const planner::CapacityResult* { return i ? &results[*i] : nullptr; };
+  const planner::CapacityResult *cheapest = at(rec.cheapest_in_deadline), *fastest = at(rec.fastest_in_budget);
+  std::vector<const planner::CapacityResult*> recommended;
+  for (const auto* r : {cheapest, fastest, at(rec.fastest)})
+    if (r && std::find(recommended.begin(), recommended.end(), r) == recommended.end()) recommended.push_back(r);
   auto agreement = [&](const planner::CapacityResult& r) {
-    for (const auto& [c, simulated] : checked)
-      if (c == &r)
-        return nlohmann::ordered_json{{"analytic_s", r.total_time_s},
-                                      {"simulated_s", simulated ? nlohmann::ordered_json(*simulated) : nlohmann::ordered_json(nullptr)}};
-    return nlohmann::ordered_json(nullptr);
+    if (!r.confirmed) return nlohmann::ordered_json(nullptr);
+    return nlohmann::ordered_json{
+        {"analytic_s", r.total_time_s},
+        {"simulated_s", r.simulated_total_s ? nlohmann::ordered_json(*r.simulated_total_s) : nlohmann::ordered_json(nullptr)}};
   };
+  const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   {
     for (const auto& r : results)
@@ -258,6 +264,10 @@ int run_capacity(const Args& args) {
                    {"train_layouts", r.train_layouts},
                    {"cheapest_within_deadline", &r == cheapest},
                    {"fastest_within_budget", &r == fastest},
+                   {"confirmed", r.confirmed},
+                   {"simulated_step_time_s", or_null(r.simulated_total_s ? std::optional<double>(*r.simulated_total_s / static_cast<double>(n)) : std::nullopt)},
+                   {"simulated_total_time_s", or_null(r.simulated_total_s)},
+                   {"beyond_tolerance", r.beyond_tolerance},
                    {"agreement", agreement(r)}});
   }
   if (!out_dir.empty()) {
@@ -278,6 +288,9 @@ int run_capacity(const Args& args) {
       p.cost_usd = r.cost_usd;
       p.pareto = r.pareto;
       p.layouts = r.rollout_layouts + " / " + r.train_layouts;
+      p.confirmed = r.confirmed;
+      p.simulated_total_s = r.simulated_total_s;
+      p.beyond_tolerance = r.beyond_tolerance;
       if (&r == cheapest) cr.cheapest_in_deadline = i;
       if (&r == fastest) cr.fastest_in_budget = i;
       cr.points.push_back(std::move(p));
@@ -310,15 +323,13 @@ int run_capacity(const Args& args) {
     return kExitOk;
   }
   print_table(results, n, cheapest, fastest, deadline_s > 0, budget > 0);
-  for (const auto& [r, simulated] : checked) {
-    std::printf("simulated: %s x %lld (%s): ", r->config.gpu.c_str(), static_cast<long long>(r->gpus),
-                placement_name(r->config).c_str());
-    if (simulated)
-      std::printf("%s h by the event simulator against %s h here (%+.1f%%)\n", report::format_fixed(*simulated / 3600, 2).c_str(),
-                  report::format_fixed(r->total_time_s / 3600, 2).c_str(), 100.0 * (r->total_time_s / *simulated - 1));
-    else
-      std::printf("the event simulator's run hits an OOM the analytic plan did not foresee\n");
-  }
+  if (deadline_s <= 0 && budget <= 0)
+    std::printf("fastest: %s\n", at(rec.fastest) ? describe(*at(rec.fastest)).c_str() : "none the event simulator confirms");
+  for (const auto* r : recommended)
+    std::printf("simulated: %s x %lld (%s): %s h by the event simulator against %s h here (%+.1f%%)%s\n", r->config.gpu.c_str(),
+                static_cast<long long>(r->gpus), placement_name(r->config).c_str(),
+                report::format_fixed(*r->simulated_total_s / 3600, 2).c_str(), report::format_fixed(r->total_time_s / 3600, 2).c_str(),
+                100.0 * (r->total_time_s / *r->simulated_total_s - 1), r->beyond_tolerance ? "  ! beyond the 10% tolerance" : "");
   if (!out_dir.empty()) std::printf("wrote %s/report.html, capacity.json\n", out_dir.c_str());
   return kExitOk;
 }

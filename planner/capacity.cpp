@@ -1,6 +1,7 @@
 #include "planner/capacity.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <thread>
 
@@ -178,6 +179,72 @@ std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, c
   if (!run.oom_events.empty() || run.steps.empty()) return std::nullopt;
   const int64_t n = o.steps > 0 ? o.steps : static_cast<int64_t>(features.size());
   return run.total_time_s / static_cast<double>(run.steps.size()) * static_cast<double>(n);
+}
+
+Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                                     std::optional<double> budget_usd, const Simulate& simulate, int threads) {
+  const double slack = 1 + kConfirmTolerance;
+  // The feasible results passing `keep`, best first by `better`, at most kConfirmCandidates.
+  const auto candidates = [&](auto keep, auto better) {
+    std::vector<size_t> c;
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].feasible && results[i].total_time_s > 0 && keep(results[i])) c.push_back(i);
+    std::stable_sort(c.begin(), c.end(), [&](size_t a, size_t b) { return better(results[a], results[b]); });
+    if (c.size() > kConfirmCandidates) c.resize(kConfirmCandidates);
+    return c;
+  };
+  std::vector<size_t> in_deadline, in_budget, fast;
+  if (deadline_s)
+    in_deadline = candidates([&](const CapacityResult& r) { return r.cost_usd && r.total_time_s <= *deadline_s * slack; },
+                             [](const CapacityResult& a, const CapacityResult& b) { return *a.cost_usd < *b.cost_usd; });
+  if (budget_usd)
+    in_budget = candidates([&](const CapacityResult& r) { return r.cost_usd && *r.cost_usd <= *budget_usd * slack; },
+                           [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
+  if (!deadline_s && !budget_usd)
+    fast = candidates([](const CapacityResult&) { return true; },
+                      [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
+  // Everything to confirm, run on the threads: the frontier and the candidates.
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const bool wanted = results[i].pareto || std::count(in_deadline.begin(), in_deadline.end(), i) ||
+                        std::count(in_budget.begin(), in_budget.end(), i) || std::count(fast.begin(), fast.end(), i);
+    if (wanted && results[i].feasible && !results[i].confirmed) todo.push_back(i);
+  }
+  std::vector<std::optional<double>> simulated(todo.size());
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t k; (k = next++) < todo.size();) simulated[k] = simulate(results[todo[k]]);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, threads) && static_cast<size_t>(t) < todo.size(); ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  for (size_t k = 0; k < todo.size(); ++k) {
+    CapacityResult& r = results[todo[k]];
+    r.confirmed = true;
+    r.simulated_total_s = simulated[k];
+    r.beyond_tolerance = !r.simulated_total_s || std::abs(*r.simulated_total_s / r.total_time_s - 1) > kConfirmTolerance;
+  }
+  const auto simulated_cost = [](const CapacityResult& r) {
+    return *r.cost_usd * (*r.simulated_total_s / r.total_time_s);  // cost goes with time
+  };
+  Recommendation out;
+  for (size_t i : in_deadline) {
+    const auto& r = results[i];
+    if (!r.simulated_total_s || *r.simulated_total_s > *deadline_s) continue;
+    if (!out.cheapest_in_deadline || simulated_cost(r) < simulated_cost(results[*out.cheapest_in_deadline]))
+      out.cheapest_in_deadline = i;
+  }
+  for (size_t i : in_budget) {
+    const auto& r = results[i];
+    if (!r.simulated_total_s || simulated_cost(r) > *budget_usd) continue;
+    if (!out.fastest_in_budget || *r.simulated_total_s < *results[*out.fastest_in_budget].simulated_total_s)
+      out.fastest_in_budget = i;
+  }
+  for (size_t i : fast)
+    if (results[i].simulated_total_s && (!out.fastest || *results[i].simulated_total_s < *results[*out.fastest].simulated_total_s))
+      out.fastest = i;
+  return out;
 }
 
 void mark_pareto(std::vector<CapacityResult>& results) {

@@ -330,6 +330,13 @@ std::string capacity_report_html(const CapacityReport& cr) {
             p.label + ": " + hours(p.total_time_s) + (p.cost_usd ? ", " + usd(*p.cost_usd) : "") + ", " +
                 short_number(p.gpu_hours) + " GPU-h");
     if (p.pareto) frontier.emplace_back(x, y);
+    if (p.simulated_total_s) {  // the simulator's figure, joined to the analytic one
+      const double scale = *p.simulated_total_s / p.total_time_s;
+      const double sx = *p.simulated_total_s / 3600, sy = priced ? y * scale : p.gpu_hours * scale;
+      c.line({{x, y}, {sx, sy}}, p.beyond_tolerance ? "#b00020" : "#555", 1);
+      c.ring(sx, sy, p.beyond_tolerance ? "#b00020" : "#555", 5,
+             p.label + ", simulated: " + hours(*p.simulated_total_s) + (p.beyond_tolerance ? " (beyond the tolerance)" : ""));
+    }
   }
   std::sort(frontier.begin(), frontier.end());
   c.line(frontier, series_color(0), 1.5);
@@ -343,22 +350,24 @@ std::string capacity_report_html(const CapacityReport& cr) {
   };
   mark(cr.cheapest_in_deadline, "cheapest within the deadline");
   mark(cr.fastest_in_budget, "fastest within the budget");
-  c.legend({{series_color(0), "Pareto frontier"}, {"#aaa", "other feasible configurations"}});
+  c.legend({{series_color(0), "Pareto frontier (analytic)"}, {"#aaa", "other feasible configurations"},
+            {"#555", "simulated (ring), joined to the analytic point"}, {"#b00020", "simulated beyond the tolerance"}});
   h += "<h2>Configurations</h2>\n" + c.svg();
   if (cr.deadline_s && !show_deadline)
     h += "<p class=\"note\">The deadline, " + hours(*cr.deadline_s) + ", lies beyond the plotted range.</p>\n";
   if (cr.budget_usd && priced && !show_budget)
     h += "<p class=\"note\">The budget, " + usd(*cr.budget_usd) + ", lies beyond the plotted range.</p>\n";
   if (cr.budget_usd && !priced) h += "<p class=\"note\">No configuration has a price: the budget cannot be drawn.</p>\n";
-  h += "<table>" + head({"configuration", "GPUs", "run time", "GPU-hours", "cost", "Pareto", "layouts"});
+  h += "<table>" + head({"configuration", "GPUs", "run time", "simulated", "GPU-hours", "cost", "Pareto", "layouts"});
   for (const auto& p : cr.points) {
     if (!p.feasible) {
-      h += "<tr>" + cell(p.label, true) + cell(std::to_string(p.gpus)) + "<td class=\"l warn\" colspan=\"5\">" +
+      h += "<tr>" + cell(p.label, true) + cell(std::to_string(p.gpus)) + "<td class=\"l warn\" colspan=\"6\">" +
            xml_escape(p.reason) + "</td></tr>\n";
       continue;
     }
+    const std::string sim = !p.confirmed ? "" : p.simulated_total_s ? hours(*p.simulated_total_s) : "OOM";
     h += "<tr>" + cell(p.label, true) + cell(std::to_string(p.gpus)) + cell(hours(p.total_time_s)) +
-         cell(short_number(p.gpu_hours)) + cell(p.cost_usd ? usd(*p.cost_usd) : "-") + cell(p.pareto ? "yes" : "") +
+         cell(sim + (p.beyond_tolerance ? " !" : "")) + cell(short_number(p.gpu_hours)) + cell(p.cost_usd ? usd(*p.cost_usd) : "-") + cell(p.pareto ? "yes" : "") +
          cell(p.layouts, true) + "</tr>\n";
   }
   h += "</table>\n";

@@ -34,6 +34,9 @@ struct CapacityPoint {
   std::optional<double> cost_usd;
   bool pareto = false;
   std::string layouts;
+  bool confirmed = false;                  // run by the event simulator
+  std::optional<double> simulated_total_s;  // its total (none: its run hit an OOM)
+  bool beyond_tolerance = false;
 };
 struct CapacityReport {
   std::string scenario;

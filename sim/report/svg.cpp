@@ -153,6 +153,14 @@ void SvgChart::point(double x, double y, const char* color, double radius, std::
   marks_ += "</circle>\n";
 }
 
+void SvgChart::ring(double x, double y, const char* color, double radius, std::string_view tip) {
+  if (!finite(x, y)) return;
+  marks_ += "<circle cx=\"" + num(px(x)) + "\" cy=\"" + num(py(y)) + "\" r=\"" + num(radius) + "\" fill=\"none\" stroke=\"" +
+            color + "\" stroke-width=\"2\">";
+  if (!tip.empty()) marks_ += "<title>" + xml_escape(tip) + "</title>";
+  marks_ += "</circle>\n";
+}
+
 void SvgChart::cross(double x, double y, const char* color, std::string_view text) {
   if (!finite(x, y)) return;
   const double a = px(x), b = py(y);

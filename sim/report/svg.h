@@ -38,6 +38,7 @@ class SvgChart {
   void area(const std::vector<std::pair<double, double>>& upper, const std::vector<std::pair<double, double>>& lower,
             const char* color, double opacity = 0.25);
   void point(double x, double y, const char* color, double radius = 3.5, std::string_view tip = {});
+  void ring(double x, double y, const char* color, double radius = 5, std::string_view tip = {});
   void cross(double x, double y, const char* color, std::string_view label = {});
   void hline(double y, const char* color, std::string_view label, bool dashed = true);
   void vline(double x, const char* color, std::string_view label, bool dashed = true);

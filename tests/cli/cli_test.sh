@@ -116,7 +116,8 @@ contains plan-no-scenario "$tmp/err" "a plan must carry its scenario"
 
 # capacity: candidates with the stable keys; more nodes never turn a feasible GPU type infeasible.
 expect capacity 0 "$arlsim" capacity earl-testbed --gpus h100-sxm,a100-sxm-80g --nodes 1..16 --placements colocated --json
-for key in '"gpu"' '"nodes"' '"feasible"' '"reason"' '"step_time_s"' '"total_time_s"' '"cost_usd"' '"pareto"' '"agreement"'; do
+for key in '"gpu"' '"nodes"' '"feasible"' '"reason"' '"step_time_s"' '"total_time_s"' '"cost_usd"' '"pareto"' '"agreement"' \
+  '"confirmed"' '"simulated_step_time_s"' '"simulated_total_time_s"' '"beyond_tolerance"'; do
   contains "capacity-json-$key" "$tmp/out" "$key"
 done
 if python3 - "$tmp/out" <<'PY'
@@ -135,6 +136,19 @@ expect capacity-table 0 "$arlsim" capacity default --nodes 1,2 --deadline 1h --b
 contains capacity-deadline "$tmp/out" "cheapest within the deadline: "
 contains capacity-budget "$tmp/out" "fastest within the budget: "
 contains capacity-simulated "$tmp/out" "by the event simulator against"
+contains capacity-simulated-column "$tmp/out" "simulated (h)"
+contains capacity-recommended-simulated "$tmp/out" "USD, simulated"
+# Every configuration on the Pareto frontier is confirmed by the event simulator.
+"$arlsim" capacity default --nodes 1,2 --json >"$tmp/cap.json"
+if python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert all(x['confirmed'] for x in c if x['pareto']), c
+for x in c:
+    if x['confirmed'] and x['simulated_total_time_s'] is not None:
+        assert abs(x['simulated_step_time_s'] * 10 - x['simulated_total_time_s']) < 1e-6 * x['simulated_total_time_s']
+        assert x['beyond_tolerance'] == (abs(x['simulated_total_time_s'] / x['total_time_s'] - 1) > 0.10)
+" "$tmp/cap.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-confirmed"; fi
 expect capacity-bad-confirm 2 "$arlsim" capacity default --confirm -1
 contains capacity-bad-confirm "$tmp/err" "--confirm must be 0 or more"
 expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "planner/capacity.h"
 #include "planner/analytic.h"
 #include "planner/dispatch_plan.h"
 #include "planner/features.h"
@@ -260,4 +261,53 @@ TEST_CASE("plan: a rollout layout that thrashes its KV cache when simulated is i
   for (const auto& c : p.rollout)
     if (c.misfit.find("preemptions recompute") != std::string::npos) ++thrashing;
   CHECK(thrashing > 0);
+}
+
+TEST_CASE("capacity: recommendations are the event simulator's, confirmed, re-ranked and marked") {
+  // Four priced configurations: a (cheapest, fast on paper, but its simulation takes 30% longer),
+  // b, c and d, one infeasible; the frontier is a, b, c.
+  auto make = [](double hours, double usd) {
+    planner::CapacityResult r;
+    r.feasible = true;
+    r.total_time_s = hours * 3600;
+    r.cost_usd = usd;
+    return r;
+  };
+  std::vector<planner::CapacityResult> results = {make(10, 100), make(12, 150), make(6, 300), make(20, 400)};
+  planner::CapacityResult bad;
+  bad.reason = "does not fit";
+  results.push_back(bad);
+  planner::mark_pareto(results);
+  CHECK(results[0].pareto);
+  CHECK_FALSE(results[3].pareto);
+  int runs = 0;
+  const planner::Simulate simulate = [&](const planner::CapacityResult& r) -> std::optional<double> {
+    ++runs;
+    if (r.total_time_s == 10 * 3600) return 13 * 3600.0;  // a: 30% slower than its analytic run
+    if (r.total_time_s == 20 * 3600) return std::nullopt;  // d: an OOM the analytic run missed
+    return r.total_time_s * 1.02;
+  };
+  const auto rec = planner::confirm_and_recommend(results, 12 * 3600.0, 320.0, simulate);
+  // Deadline 12 h: a would be cheapest by its analytic 10 h, but simulated it takes 13 h: b (12.24 h)
+  // misses too, so the cheapest confirmed within the deadline is c.
+  REQUIRE(rec.cheapest_in_deadline);
+  CHECK(*rec.cheapest_in_deadline == 2);
+  // Budget $320: c's simulated cost 306 is within it and it is the fastest.
+  REQUIRE(rec.fastest_in_budget);
+  CHECK(*rec.fastest_in_budget == 2);
+  CHECK(results[0].confirmed);
+  CHECK(results[0].beyond_tolerance);  // 30% > 10%
+  CHECK(*results[0].simulated_total_s == 13 * 3600.0);
+  CHECK_FALSE(results[1].beyond_tolerance);  // 2%
+  CHECK_FALSE(results[4].confirmed);         // infeasible: never simulated
+  CHECK(runs == 3);                          // a, b, c once each (d is neither on the frontier nor within a limit)
+  // With neither a deadline nor a budget: the fastest by simulation among the fastest on paper; d's
+  // OOM marks it.
+  for (auto& r : results) r.confirmed = false;
+  const auto any = planner::confirm_and_recommend(results, std::nullopt, std::nullopt, simulate);
+  REQUIRE(any.fastest);
+  CHECK(*any.fastest == 2);
+  CHECK(results[3].confirmed);
+  CHECK_FALSE(results[3].simulated_total_s);
+  CHECK(results[3].beyond_tolerance);
 }
