@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "app/commands.h"
+#include "app/task_farm.h"
 #include "app/options.h"
 #include "app/planning_input.h"
 #include "planner/capacity.h"
@@ -88,6 +89,38 @@ std::string placement_name(const planner::CapacityConfig& c) {
 }
 
 std::string money(const std::optional<double>& v) { return v ? report::format_fixed(*v, 0) : "unknown"; }
+
+// A configuration's result as text between processes (its planned policy stays where it was made).
+std::string pack_result(const planner::CapacityResult& r) {
+  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return nlohmann::json{{"gpu", r.config.gpu}, {"nodes", r.config.nodes}, {"placement", r.config.placement},
+                        {"rollout_share", r.config.rollout_share}, {"gpus", r.gpus}, {"feasible", r.feasible},
+                        {"reason", r.reason}, {"step_time_s", r.step_time_s}, {"total_time_s", r.total_time_s},
+                        {"gpu_hours", r.gpu_hours}, {"cost_usd", opt(r.cost_usd)},
+                        {"price_usd_per_gpu_hour", r.price_usd_per_gpu_hour}, {"rollout_layouts", r.rollout_layouts},
+                        {"train_layouts", r.train_layouts}}
+      .dump();
+}
+
+planner::CapacityResult unpack_result(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  planner::CapacityResult r;
+  r.config.gpu = j.at("gpu");
+  r.config.nodes = j.at("nodes");
+  r.config.placement = j.at("placement");
+  r.config.rollout_share = j.at("rollout_share");
+  r.gpus = j.at("gpus");
+  r.feasible = j.at("feasible");
+  r.reason = j.at("reason");
+  r.step_time_s = j.at("step_time_s");
+  r.total_time_s = j.at("total_time_s");
+  r.gpu_hours = j.at("gpu_hours");
+  if (!j.at("cost_usd").is_null()) r.cost_usd = j.at("cost_usd").get<double>();
+  r.price_usd_per_gpu_hour = j.at("price_usd_per_gpu_hour");
+  r.rollout_layouts = j.at("rollout_layouts");
+  r.train_layouts = j.at("train_layouts");
+  return r;
+}
 
 // A recommended configuration, by its simulated figures (it is recommended only when confirmed).
 std::string describe(const planner::CapacityResult& r) {
@@ -224,14 +257,45 @@ int run_capacity(const Args& args) {
   if (features.empty()) return usage(scenario + ": the trace has no steps");
   const int64_t n = steps > 0 ? steps : static_cast<int64_t>(features.size());
   o.trace = &t;
-  auto results = planner::plan_capacity(s, document, features, o);
-  // The answers are the event simulator's: the Pareto frontier and the best candidates for the
-  // deadline, the budget (or, with neither, the fastest) run with their planned layouts.
-  const auto rec = planner::confirm_and_recommend(
-      results, deadline_s > 0 ? std::optional<double>(deadline_s) : std::nullopt,
-      budget > 0 ? std::optional<double>(budget) : std::nullopt,
-      [&](const planner::CapacityResult& r) { return planner::simulated_total_seconds(s, document, t, features, r, o); },
-      o.threads);
+  const std::optional<double> deadline = deadline_s > 0 ? std::optional<double>(deadline_s) : std::nullopt;
+  const std::optional<double> budget_limit = budget > 0 ? std::optional<double>(budget) : std::nullopt;
+  const auto simulate = [&](const planner::CapacityResult& r) {
+    return planner::simulated_total_seconds(s, document, t, features, r, o);
+  };
+  std::vector<planner::CapacityResult> results;
+  planner::Recommendation rec;
+  if (launched_by_mpirun()) {
+    // Under mpirun the configurations, then their confirmations, are shared out; rank 0 writes.
+    TaskFarm farm;
+    const auto configs = planner::capacity_configs(o);
+    std::vector<planner::CapacityResult> mine(configs.size());  // what this rank evaluated (with its policy)
+    std::vector<int> owner;
+    const auto packed = farm.map(configs.size(), [&](size_t i) {
+      mine[i] = planner::evaluate_capacity_config(s, document, features, configs[i], o);
+      return pack_result(mine[i]);
+    }, owner);
+    std::vector<size_t> todo;
+    if (farm.rank() == 0) {
+      results.resize(configs.size());
+      for (size_t i = 0; i < configs.size(); ++i) results[i] = owner[i] == 0 ? mine[i] : unpack_result(packed[i]);
+      planner::mark_pareto(results);
+      todo = planner::confirmation_list(results, deadline, budget_limit);
+    }
+    const auto simulated = farm.run_on_owners(todo, owner, [&](size_t i) {
+      const auto total = simulate(mine[i]);
+      return total ? report::format_json_number(*total) : std::string("null");
+    });
+    if (farm.rank() != 0) return kExitOk;
+    for (size_t k = 0; k < todo.size(); ++k)
+      planner::record_confirmation(results[todo[k]], simulated[k] == "null" ? std::nullopt
+                                                                             : std::optional<double>(std::stod(simulated[k])));
+    rec = planner::recommend(results, deadline, budget_limit);
+  } else {
+    results = planner::plan_capacity(s, document, features, o);
+    // The answers are the event simulator's: the Pareto frontier and the best candidates for the
+    // deadline, the budget (or, with neither, the fastest) run with their planned layouts.
+    rec = planner::confirm_and_recommend(results, deadline, budget_limit, simulate, o.threads);
+  }
   const auto at = [&](const std::optional<size_t>& i) -> const planner::CapacityResult* { return i ? &results[*i] : nullptr; };
   const planner::CapacityResult *cheapest = at(rec.cheapest_in_deadline), *fastest = at(rec.fastest_in_budget);
   std::vector<const planner::CapacityResult*> recommended;

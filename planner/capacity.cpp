@@ -48,7 +48,9 @@ std::string first_misfit(const Schedule& sch, const std::vector<Candidate>& cand
   return {};
 }
 
-CapacityResult evaluate_config(const input::ScenarioSpec& base, const input::Value& document, const std::vector<StepFeatures>& f,
+}  // namespace
+
+CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const input::Value& document, const std::vector<StepFeatures>& f,
                                const CapacityConfig& config, const CapacityOptions& o) {
   CapacityResult r;
   r.config = config;
@@ -91,7 +93,7 @@ CapacityResult evaluate_config(const input::ScenarioSpec& base, const input::Val
   return r;
 }
 
-}  // namespace
+
 
 std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
                         input::ScenarioSpec& out) {
@@ -181,11 +183,18 @@ std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, c
   return run.total_time_s / static_cast<double>(run.steps.size()) * static_cast<double>(n);
 }
 
-Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,
-                                     std::optional<double> budget_usd, const Simulate& simulate, int threads) {
+namespace {
+
+// The candidates for each answer, by analytic figures: the feasible results passing `keep`, best
+// first by `better`, at most kConfirmCandidates.
+struct Candidates {
+  std::vector<size_t> in_deadline, in_budget, fastest;
+};
+
+Candidates candidates_of(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                         std::optional<double> budget_usd) {
   const double slack = 1 + kConfirmTolerance;
-  // The feasible results passing `keep`, best first by `better`, at most kConfirmCandidates.
-  const auto candidates = [&](auto keep, auto better) {
+  const auto pick = [&](auto keep, auto better) {
     std::vector<size_t> c;
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i].feasible && results[i].total_time_s > 0 && keep(results[i])) c.push_back(i);
@@ -193,23 +202,67 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
     if (c.size() > kConfirmCandidates) c.resize(kConfirmCandidates);
     return c;
   };
-  std::vector<size_t> in_deadline, in_budget, fast;
+  Candidates c;
   if (deadline_s)
-    in_deadline = candidates([&](const CapacityResult& r) { return r.cost_usd && r.total_time_s <= *deadline_s * slack; },
-                             [](const CapacityResult& a, const CapacityResult& b) { return *a.cost_usd < *b.cost_usd; });
+    c.in_deadline = pick([&](const CapacityResult& r) { return r.cost_usd && r.total_time_s <= *deadline_s * slack; },
+                         [](const CapacityResult& a, const CapacityResult& b) { return *a.cost_usd < *b.cost_usd; });
   if (budget_usd)
-    in_budget = candidates([&](const CapacityResult& r) { return r.cost_usd && *r.cost_usd <= *budget_usd * slack; },
-                           [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
+    c.in_budget = pick([&](const CapacityResult& r) { return r.cost_usd && *r.cost_usd <= *budget_usd * slack; },
+                       [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
   if (!deadline_s && !budget_usd)
-    fast = candidates([](const CapacityResult&) { return true; },
-                      [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
-  // Everything to confirm, run on the threads: the frontier and the candidates.
+    c.fastest = pick([](const CapacityResult&) { return true; },
+                     [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
+  return c;
+}
+
+}  // namespace
+
+std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                                      std::optional<double> budget_usd) {
+  const Candidates c = candidates_of(results, deadline_s, budget_usd);
   std::vector<size_t> todo;
   for (size_t i = 0; i < results.size(); ++i) {
-    const bool wanted = results[i].pareto || std::count(in_deadline.begin(), in_deadline.end(), i) ||
-                        std::count(in_budget.begin(), in_budget.end(), i) || std::count(fast.begin(), fast.end(), i);
+    const bool wanted = results[i].pareto || std::count(c.in_deadline.begin(), c.in_deadline.end(), i) ||
+                        std::count(c.in_budget.begin(), c.in_budget.end(), i) || std::count(c.fastest.begin(), c.fastest.end(), i);
     if (wanted && results[i].feasible && !results[i].confirmed) todo.push_back(i);
   }
+  return todo;
+}
+
+void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s) {
+  r.confirmed = true;
+  r.simulated_total_s = simulated_total_s;
+  r.beyond_tolerance = !simulated_total_s || std::abs(*simulated_total_s / r.total_time_s - 1) > kConfirmTolerance;
+}
+
+Recommendation recommend(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                         std::optional<double> budget_usd) {
+  const Candidates c = candidates_of(results, deadline_s, budget_usd);
+  const auto simulated_cost = [](const CapacityResult& r) {
+    return *r.cost_usd * (*r.simulated_total_s / r.total_time_s);  // cost goes with time
+  };
+  Recommendation out;
+  for (size_t i : c.in_deadline) {
+    const auto& r = results[i];
+    if (!r.simulated_total_s || *r.simulated_total_s > *deadline_s) continue;
+    if (!out.cheapest_in_deadline || simulated_cost(r) < simulated_cost(results[*out.cheapest_in_deadline]))
+      out.cheapest_in_deadline = i;
+  }
+  for (size_t i : c.in_budget) {
+    const auto& r = results[i];
+    if (!r.simulated_total_s || simulated_cost(r) > *budget_usd) continue;
+    if (!out.fastest_in_budget || *r.simulated_total_s < *results[*out.fastest_in_budget].simulated_total_s)
+      out.fastest_in_budget = i;
+  }
+  for (size_t i : c.fastest)
+    if (results[i].simulated_total_s && (!out.fastest || *results[i].simulated_total_s < *results[*out.fastest].simulated_total_s))
+      out.fastest = i;
+  return out;
+}
+
+Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                                     std::optional<double> budget_usd, const Simulate& simulate, int threads) {
+  const std::vector<size_t> todo = confirmation_list(results, deadline_s, budget_usd);
   std::vector<std::optional<double>> simulated(todo.size());
   std::atomic<size_t> next{0};
   const auto work = [&] {
@@ -219,32 +272,8 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
   for (int t = 1; t < std::max(1, threads) && static_cast<size_t>(t) < todo.size(); ++t) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
-  for (size_t k = 0; k < todo.size(); ++k) {
-    CapacityResult& r = results[todo[k]];
-    r.confirmed = true;
-    r.simulated_total_s = simulated[k];
-    r.beyond_tolerance = !r.simulated_total_s || std::abs(*r.simulated_total_s / r.total_time_s - 1) > kConfirmTolerance;
-  }
-  const auto simulated_cost = [](const CapacityResult& r) {
-    return *r.cost_usd * (*r.simulated_total_s / r.total_time_s);  // cost goes with time
-  };
-  Recommendation out;
-  for (size_t i : in_deadline) {
-    const auto& r = results[i];
-    if (!r.simulated_total_s || *r.simulated_total_s > *deadline_s) continue;
-    if (!out.cheapest_in_deadline || simulated_cost(r) < simulated_cost(results[*out.cheapest_in_deadline]))
-      out.cheapest_in_deadline = i;
-  }
-  for (size_t i : in_budget) {
-    const auto& r = results[i];
-    if (!r.simulated_total_s || simulated_cost(r) > *budget_usd) continue;
-    if (!out.fastest_in_budget || *r.simulated_total_s < *results[*out.fastest_in_budget].simulated_total_s)
-      out.fastest_in_budget = i;
-  }
-  for (size_t i : fast)
-    if (results[i].simulated_total_s && (!out.fastest || *results[i].simulated_total_s < *results[*out.fastest].simulated_total_s))
-      out.fastest = i;
-  return out;
+  for (size_t k = 0; k < todo.size(); ++k) record_confirmation(results[todo[k]], simulated[k]);
+  return recommend(results, deadline_s, budget_usd);
 }
 
 void mark_pareto(std::vector<CapacityResult>& results) {
@@ -263,8 +292,7 @@ void mark_pareto(std::vector<CapacityResult>& results) {
   }
 }
 
-std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
-                                          const std::vector<StepFeatures>& features, const CapacityOptions& o) {
+std::vector<CapacityConfig> capacity_configs(const CapacityOptions& o) {
   std::vector<CapacityConfig> configs;
   for (const auto& gpu : o.gpus)
     for (int64_t n : o.nodes)
@@ -273,10 +301,16 @@ std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const
         c.nodes = n;
         configs.push_back(c);
       }
+  return configs;
+}
+
+std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
+                                          const std::vector<StepFeatures>& features, const CapacityOptions& o) {
+  const std::vector<CapacityConfig> configs = capacity_configs(o);
   std::vector<CapacityResult> results(configs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < configs.size(); i = next++) results[i] = evaluate_config(base, document, features, configs[i], o);
+    for (size_t i = next++; i < configs.size(); i = next++) results[i] = evaluate_capacity_config(base, document, features, configs[i], o);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(work);

@@ -66,6 +66,12 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
 
 std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o);
+// Its parts, for callers that spread the configurations over processes: the configurations in
+// plan_capacity's order, and one configuration's evaluation (mark_pareto over all afterwards).
+std::vector<CapacityConfig> capacity_configs(const CapacityOptions& o);
+CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const input::Value& document,
+                                        const std::vector<StepFeatures>& features, const CapacityConfig& config,
+                                        const CapacityOptions& o);
 
 // The event simulator's run of a feasible result's configuration with its planned policy over the
 // trace steps of `features`, scaled to the result's N steps: the check of its analytic total
@@ -100,6 +106,13 @@ using Simulate = std::function<std::optional<double>(const CapacityResult&)>;
 // its result; and recommends by the simulated figures (a candidate's cost scales with its
 // simulated time). A candidate whose simulation misses the deadline or the budget, or hits an
 // OOM, is not recommended. The simulations run on `threads` threads (`simulate` must allow it).
+// Its parts: the results to confirm (indices), a confirmation recorded, and the recommendation from
+// the confirmations recorded.
+std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                                      std::optional<double> budget_usd);
+void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s);
+Recommendation recommend(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
+                         std::optional<double> budget_usd);
 Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                                      std::optional<double> budget_usd, const Simulate& simulate, int threads = 1);
 

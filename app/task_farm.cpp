@@ -1,0 +1,159 @@
+#include "app/task_farm.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#ifdef ARLSIM_WITH_MPI_FARM
+#include <mpi.h>
+#endif
+
+namespace arlsim::app {
+
+bool launched_by_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    const char* value = std::getenv(v);
+    if (value && *value) return true;
+  }
+  return false;
+}
+
+#ifndef ARLSIM_WITH_MPI_FARM
+
+TaskFarm::TaskFarm() = default;
+TaskFarm::~TaskFarm() = default;
+
+std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string(size_t)>& task, std::vector<int>& owner) {
+  std::vector<std::string> out(n);
+  owner.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) out[i] = task(i);
+  return out;
+}
+
+std::vector<std::string> TaskFarm::run_on_owners(const std::vector<size_t>& indices, const std::vector<int>&,
+                                                 const std::function<std::string(size_t)>& task) {
+  std::vector<std::string> out;
+  for (size_t i : indices) out.push_back(task(i));
+  return out;
+}
+
+#else
+
+namespace {
+
+constexpr int kResultTag = 1, kTaskTag = 2, kOwnedTag = 3;
+
+// A message: the task's index (8 bytes, -1 for none) and its result.
+std::string pack(int64_t index, const std::string& payload) {
+  std::string m(sizeof index, '\0');
+  std::memcpy(m.data(), &index, sizeof index);
+  return m + payload;
+}
+
+std::string receive(int source, int tag, int& from, int64_t& index) {
+  MPI_Status st;
+  MPI_Probe(source, tag, MPI_COMM_WORLD, &st);
+  int count = 0;
+  MPI_Get_count(&st, MPI_CHAR, &count);
+  std::string m(static_cast<size_t>(count), '\0');
+  MPI_Recv(m.data(), count, MPI_CHAR, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  from = st.MPI_SOURCE;
+  std::memcpy(&index, m.data(), sizeof index);
+  return m.substr(sizeof index);
+}
+
+void send(int to, int tag, const std::string& m) {
+  MPI_Send(m.data(), static_cast<int>(m.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+TaskFarm::TaskFarm() {
+  if (!launched_by_mpirun()) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  started_ = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+TaskFarm::~TaskFarm() {
+  if (started_) MPI_Finalize();
+}
+
+std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string(size_t)>& task, std::vector<int>& owner) {
+  std::vector<std::string> out;
+  if (rank_ != 0) {
+    send(0, kResultTag, pack(-1, ""));  // ready
+    for (;;) {
+      int64_t index = -1;
+      MPI_Recv(&index, 1, MPI_INT64_T, 0, kTaskTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (index < 0) return out;
+      send(0, kResultTag, pack(index, task(static_cast<size_t>(index))));
+    }
+  }
+  out.resize(n);
+  owner.assign(n, 0);
+  std::mutex m;
+  size_t next = 0;
+  const auto take = [&]() -> int64_t {
+    std::lock_guard<std::mutex> lock(m);
+    return next < n ? static_cast<int64_t>(next++) : -1;
+  };
+  // Rank 0's own share runs beside the queue, which this thread serves.
+  std::thread local([&] {
+    for (int64_t i; (i = take()) >= 0;) out[static_cast<size_t>(i)] = task(static_cast<size_t>(i));
+  });
+  for (int active = size_ - 1; active > 0;) {
+    int from = 0;
+    int64_t index = -1;
+    std::string result = receive(MPI_ANY_SOURCE, kResultTag, from, index);
+    if (index >= 0) {
+      out[static_cast<size_t>(index)] = std::move(result);
+      owner[static_cast<size_t>(index)] = from;
+    }
+    const int64_t next_task = take();
+    MPI_Send(&next_task, 1, MPI_INT64_T, from, kTaskTag, MPI_COMM_WORLD);
+    if (next_task < 0) --active;
+  }
+  local.join();
+  return out;
+}
+
+std::vector<std::string> TaskFarm::run_on_owners(const std::vector<size_t>& indices, const std::vector<int>& owner,
+                                                 const std::function<std::string(size_t)>& task) {
+  // Rank 0's list of (index, owner) to everyone.
+  std::vector<int64_t> pairs;
+  if (rank_ == 0)
+    for (size_t i : indices) pairs.insert(pairs.end(), {static_cast<int64_t>(i), owner[i]});
+  int64_t count = static_cast<int64_t>(pairs.size());
+  MPI_Bcast(&count, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  pairs.resize(static_cast<size_t>(count));
+  MPI_Bcast(pairs.data(), static_cast<int>(count), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  if (rank_ != 0) {
+    for (size_t k = 0; k < pairs.size(); k += 2)
+      if (pairs[k + 1] == rank_) send(0, kOwnedTag, pack(pairs[k], task(static_cast<size_t>(pairs[k]))));
+    return out;
+  }
+  out.resize(pairs.size() / 2);
+  size_t remote = 0;
+  for (size_t k = 0; k < pairs.size(); k += 2) {
+    if (pairs[k + 1] == 0) out[k / 2] = task(static_cast<size_t>(pairs[k]));
+    else ++remote;
+  }
+  for (; remote > 0; --remote) {
+    int from = 0;
+    int64_t index = -1;
+    std::string result = receive(MPI_ANY_SOURCE, kOwnedTag, from, index);
+    for (size_t k = 0; k < pairs.size(); k += 2)
+      if (pairs[k] == index) out[k / 2] = std::move(result);
+  }
+  return out;
+}
+
+#endif
+
+}  // namespace arlsim::app

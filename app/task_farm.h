@@ -1,0 +1,44 @@
+// Processes sharing a sweep when the program runs under mpirun (Open MPI's, from Debian); one
+// process alone otherwise, with nothing started. Rank 0 hands out tasks by index as the other
+// ranks ask for them (a master-worker queue: the costs of candidates vary a lot) and runs tasks
+// itself on a second thread; results come back to rank 0 as text. MPI calls stay on the main
+// thread (MPI_THREAD_FUNNELED).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace arlsim::app {
+
+class TaskFarm {
+ public:
+  // Starts MPI when the environment says mpirun launched this process; alone otherwise.
+  TaskFarm();
+  ~TaskFarm();
+  TaskFarm(const TaskFarm&) = delete;
+  TaskFarm& operator=(const TaskFarm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool distributed() const { return size_ > 1; }
+
+  // Runs task(i) once for every i < n, across the processes; on rank 0 returns every result by
+  // index and fills owner[i] with the rank that ran i; elsewhere returns nothing.
+  std::vector<std::string> map(size_t n, const std::function<std::string(size_t)>& task, std::vector<int>& owner);
+  // Rank 0 names `indices` with `owner` (map's); every rank runs task(i) for those it owns, and
+  // rank 0 gets the results in the order of `indices`. The other ranks pass anything: rank 0's
+  // lists reach them.
+  std::vector<std::string> run_on_owners(const std::vector<size_t>& indices, const std::vector<int>& owner,
+                                         const std::function<std::string(size_t)>& task);
+
+ private:
+  int rank_ = 0, size_ = 1;
+  bool started_ = false;
+};
+
+// Whether mpirun (or another process manager) launched this process with others.
+bool launched_by_mpirun();
+
+}  // namespace arlsim::app

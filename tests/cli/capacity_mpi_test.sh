@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `mpirun -n N arlsim capacity ...` gives byte for byte the single process's output (table, --json,
+# and report.html with --out), for 2 and 3 processes. Skipped (77) without Open MPI's mpirun.
+# Usage: capacity_mpi_test.sh ARLSIM
+set -uo pipefail
+arlsim=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+same() {  # name a b
+  if cmp -s "$2" "$3"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1"; diff "$2" "$3" | head -20; fi
+}
+args=(capacity default --nodes 1,2,4 --deadline 1h --budget 60)
+"$arlsim" "${args[@]}" >"$tmp/one.txt" || echo "FAIL single table"
+"$arlsim" "${args[@]}" --json >"$tmp/one.json" || echo "FAIL single json"
+"$arlsim" "${args[@]}" --out "$tmp/one-out" >/dev/null || echo "FAIL single out"
+for n in 2 3; do
+  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" >"$tmp/mpi$n.txt" || echo "FAIL mpirun -n $n table"
+  same "table-$n" "$tmp/one.txt" "$tmp/mpi$n.txt"
+  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" --json >"$tmp/mpi$n.json" || echo "FAIL mpirun -n $n json"
+  same "json-$n" "$tmp/one.json" "$tmp/mpi$n.json"
+done
+timeout 300 mpirun -n 2 "$arlsim" "${args[@]}" --out "$tmp/mpi-out" >/dev/null || echo "FAIL mpirun out"
+same report "$tmp/one-out/report.html" "$tmp/mpi-out/report.html"
+same capacity-json "$tmp/one-out/capacity.json" "$tmp/mpi-out/capacity.json"
+# Bad input stops every process with status 2.
+timeout 120 mpirun -n 2 "$arlsim" capacity default --steps 0 >/dev/null 2>"$tmp/err"
+status=$?
+if [ "$status" -eq 2 ] && grep -q -- "--steps must be at least 1" "$tmp/err"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL bad-input: status $status"; cat "$tmp/err"; fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
