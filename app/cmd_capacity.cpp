@@ -234,6 +234,10 @@ int run_capacity(const Args& args) {
     o.prices.emplace_back(p.substr(0, eq), usd);
   }
 
+  if (std::string error; !out_dir.empty() && !report::prepare_output_dir(out_dir, error)) {
+    std::cerr << "arlsim capacity: --out: " << error << "\n";
+    return kExitBadInput;
+  }
   const auto in = load_planning_input(scenario, overrides, trace_path, {});
   if (!in) return kExitBadInput;
   const auto& [s, document, t, features] = *in;
@@ -388,7 +392,11 @@ int run_capacity(const Args& args) {
   }
   print_table(results, n, cheapest, fastest, deadline_s > 0, budget > 0);
   if (deadline_s <= 0 && budget <= 0)
-    std::printf("fastest: %s\n", at(rec.fastest) ? describe(*at(rec.fastest)).c_str() : "none the event simulator confirms");
+  {
+    const bool any = std::any_of(results.begin(), results.end(), [](const auto& r) { return r.feasible; });
+    std::printf("fastest: %s\n", at(rec.fastest) ? describe(*at(rec.fastest)).c_str()
+                                 : any ? "none that the event simulator confirms" : "none: no configuration can run");
+  }
   for (const auto* r : recommended)
     std::printf("simulated: %s x %lld (%s): %s h by the event simulator against %s h here (%+.1f%%)%s\n", r->config.gpu.c_str(),
                 static_cast<long long>(r->gpus), placement_name(r->config).c_str(),

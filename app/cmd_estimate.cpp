@@ -267,6 +267,17 @@ int run_estimate(const Args& args) {
   }
   input::Diagnostics diag;
   auto doc = input::check_document(file, input::SpecKind::stage, overrides, diag);
+  if (!doc) {
+    // Another kind of document (a scenario, a model): say what estimate takes instead of why it
+    // is not a stage.
+    input::Diagnostics other_diag;
+    if (auto other = input::check_document(file, std::nullopt, {}, other_diag); other && other->kind != input::SpecKind::stage) {
+      const std::string kind(input::kind_name(other->kind));
+      std::cerr << "arlsim estimate: " << file << " is a " << kind << "; estimate takes a stage (scenarios/stages/, `arlsim list stages`)"
+                << (other->kind == input::SpecKind::scenario ? "; a scenario runs with `arlsim simulate`" : "") << "\n";
+      return kExitBadInput;
+    }
+  }
   std::cerr << input::format_all(diag);
   if (!doc) return kExitBadInput;
   const auto& s = std::get<input::StageSpec>(doc->spec);

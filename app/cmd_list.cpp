@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "sim/report/text.h"
 #include "app/summaries.h"
 #include "planner/dispatch_plan.h"
 #include "planner/selector.h"
@@ -64,6 +65,11 @@ int run_list(const Args& args) {
       } else {
         std::visit([&](const auto& s) { text = s.description; }, doc->spec);
         if (text.empty()) text = describe(*doc);
+        if (doc->kind == input::SpecKind::gpu) {
+          const double price = std::get<input::GpuProfile>(doc->spec).price_usd_per_gpu_hour;
+          text += price > 0 ? "; $" + report::format_fixed(price, 2) + " per GPU-hour"
+                            : "; unpriced (give --price GPU=USD to capacity, or price_usd_per_gpu_hour)";
+        }
       }
       std::string padded(name);
       padded.resize(width + 2, ' ');

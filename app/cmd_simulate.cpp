@@ -80,9 +80,9 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   std::unique_ptr<report::TimelineStream> stream;
   if (!a.out.empty()) {
     timeline_file = report::open_timeline_file(a.out, error);
-    if (!timeline_file) {
-      std::cerr << "arlsim simulate: " << error << "\n";
-      return kExitInternal;
+    if (!timeline_file) {  // checked before the run, not after it
+      std::cerr << "arlsim simulate: --out: " << error << "\n";
+      return kExitBadInput;
     }
     const int64_t max_processes = s->cluster.nodes + static_cast<int64_t>(s->cluster.pools.size()) + 3;
     stream = std::make_unique<report::TimelineStream>(*timeline_file, timeline, max_processes);

@@ -237,6 +237,10 @@ int run_whatif(const Args& args) {
                   << vary.front().values.size() << ", " << v.pointer << " has " << v.values.size() << ")\n";
         return kExitBadInput;
       }
+  if (std::string error; !out_dir.empty() && !report::prepare_output_dir(out_dir, error)) {
+    std::cerr << "arlsim whatif: --out: " << error << "\n";
+    return kExitBadInput;
+  }
   rl::RunOptions o;
   o.timeline = false;
   if (!steps.empty() && !parse_step_range(steps, o.first_step, o.last_step)) {

@@ -85,6 +85,16 @@ bool write_text_file(const std::string& dir, const std::string& name, const std:
   return write_file(root / name, [&text](std::ostream& os) { os << text; }, error);
 }
 
+bool prepare_output_dir(const std::string& dir, std::string& error) {
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  if (!make_directory(root, error)) return false;
+  const fs::path probe = root / ".arlsim-write-check";
+  if (!write_file(probe, [](std::ostream&) {}, error)) return false;
+  std::error_code ec;
+  fs::remove(probe, ec);
+  return true;
+}
+
 std::unique_ptr<std::ofstream> open_timeline_file(const std::string& dir, std::string& error) {
   const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
   if (!make_directory(root, error)) return nullptr;

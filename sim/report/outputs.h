@@ -24,6 +24,9 @@ bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& 
 // write_text_file: one file of text into `dir` (created when missing), as the others are written.
 bool write_text_file(const std::string& dir, const std::string& name, const std::string& text, std::string& error);
 bool write_summary_outputs(const rl::RunResult& r, const std::string& dir, std::string& error);
+// Creates `dir` when missing and checks that a file can be written in it (a command checks its
+// --out before a long run, not after).
+bool prepare_output_dir(const std::string& dir, std::string& error);
 // Creates `dir` when missing and opens DIR/timeline.json for a run to stream into (see
 // TimelineStream); null with `error` naming the path and the reason when it cannot.
 std::unique_ptr<std::ofstream> open_timeline_file(const std::string& dir, std::string& error);

@@ -151,6 +151,25 @@ for x in c:
 " "$tmp/cap.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-confirmed"; fi
 expect capacity-bad-confirm 2 "$arlsim" capacity default --confirm -1
 contains capacity-bad-confirm "$tmp/err" "--confirm must be 0 or more"
+# --out that cannot be written is refused before any work, with status 2.
+: >"$tmp/a-file"
+expect simulate-bad-out 2 "$arlsim" simulate default --out "$tmp/a-file/run"
+contains simulate-bad-out "$tmp/err" "--out: cannot create directory"
+expect whatif-bad-out 2 "$arlsim" whatif default --vary /policy/rollout/tp=1,2 --out "$tmp/a-file/w"
+contains whatif-bad-out "$tmp/err" "--out: cannot create directory"
+expect capacity-bad-out 2 "$arlsim" capacity default --out "$tmp/a-file/c"
+contains capacity-bad-out "$tmp/err" "--out: cannot create directory"
+# estimate given a scenario or a model says what it takes.
+expect estimate-scenario 2 "$arlsim" estimate default
+contains estimate-scenario "$tmp/err" "default is a scenario; estimate takes a stage"
+expect estimate-model 2 "$arlsim" estimate qwen3-8b
+contains estimate-model "$tmp/err" "qwen3-8b is a model; estimate takes a stage"
+# list gpus gives each profile's price, or says it has none.
+expect list-gpus 0 "$arlsim" list gpus
+contains list-gpus-priced "$tmp/out" "h100-sxm"
+contains list-gpus-price "$tmp/out" '$3.00 per GPU-hour'
+contains list-gpus-unpriced "$tmp/out" "b200-sxm"
+contains list-gpus-unpriced-note "$tmp/out" "unpriced (give --price GPU=USD"
 expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0
 contains capacity-bad-steps "$tmp/err" "--steps must be at least 1, got 0"
 expect capacity-price-unknown-gpu 2 "$arlsim" capacity default --gpus h100-sxm --price b200=3
