@@ -179,6 +179,7 @@ void parse_hf_mla(ObjectReader& r, ModelSpec& m) {
 
 void parse_hf(ObjectReader& r, ModelSpec& m) {
   m.source = "huggingface";
+  r.allow_unknown_keys();
   std::string type;
   if (!r.read("model_type", type, Presence::required)) {
     r.finish_ignoring_unknown();
@@ -231,7 +232,10 @@ void parse_hf(ObjectReader& r, ModelSpec& m) {
   read_nullable(r, "hidden_dropout", m.hidden_dropout, 0.0, 0.99);
   if (type == "deepseek_v2" || type == "deepseek_v3") parse_hf_mla(r, m);
   parse_hf_moe(r, type, m);
-  r.finish_ignoring_unknown();
+  // The published config keeps keys arlsim does not read; keys added over it (a document that
+  // extends it, --set) must be ones arlsim reads.
+  const Value* base = r.field("model_type");
+  r.finish_allowing_unknown_from(base && base->file() ? base->file().get() : nullptr);
 }
 
 void check_model(const Value& v, const std::string& pointer, Diagnostics& diag, ModelSpec& m) {

@@ -56,7 +56,15 @@ const Value* ObjectReader::field(std::string_view key, Presence p) {
   if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
   const Value* f = v_.find(key);
   if (!f && p == Presence::required) {
-    diag_.error(v_, pointer_.empty() ? std::string() : pointer_, "missing required key " + quote(key));
+    // A key beside it that looks like a slip of it (a Hugging Face config keeps keys arlsim does
+    // not read, so the misspelling would otherwise go unremarked).
+    std::string near;
+    if (lenient_)
+      for (const auto& m : v_.members())
+        if (m.key.size() >= 4 && edit_distance(m.key, key) <= 2 && (near.empty() || edit_distance(m.key, key) < edit_distance(near, key)))
+          near = m.key;
+    diag_.error(v_, pointer_.empty() ? std::string() : pointer_, "missing required key " + quote(key),
+                near.empty() ? std::string() : quote(near) + " is here: did you mean " + quote(key) + "?");
   }
   return f;
 }
@@ -175,11 +183,14 @@ void ObjectReader::report_bad_enum(const Value& v, std::string_view key, const s
               guess.empty() ? std::string() : "did you mean " + quote(guess) + "?");
 }
 
-void ObjectReader::finish() {
+void ObjectReader::finish() { finish_allowing_unknown_from(nullptr); }
+
+void ObjectReader::finish_allowing_unknown_from(const SourceFile* file) {
   if (finished_) return;
   finished_ = true;
   for (const auto& m : v_.members()) {
     if (std::find(known_.begin(), known_.end(), m.key) != known_.end()) continue;
+    if (file && m.value->file().get() == file) continue;
     const std::string guess = closest_match(m.key, known_);
     Diagnostic d;
     d.file = m.value->file() ? m.value->file()->display_name : std::string();

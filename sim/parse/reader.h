@@ -112,6 +112,12 @@ class ObjectReader {
   void finish();
   // For published third-party formats (Hugging Face config.json): other keys are allowed.
   void finish_ignoring_unknown() { finished_ = true; }
+  // Says, before reading, that keys nobody asks for will be allowed: a required key then missing
+  // names a key beside it that looks like a slip of it (the unknown-key check cannot).
+  void allow_unknown_keys() { lenient_ = true; }
+  // finish(), but keys written in `file` (the published document itself) may be unknown: those a
+  // document extending it adds, or --set, may not.
+  void finish_allowing_unknown_from(const SourceFile* file);
 
   void error(std::string_view key, std::string message, std::string hint = {});
   // A key the format names but the simulator does not model: an error saying why, when present,
@@ -128,6 +134,7 @@ class ObjectReader {
   Diagnostics& diag_;
   bool object_ = false;
   bool finished_ = false;
+  bool lenient_ = false;
   std::vector<std::string> known_;
 };
 
