@@ -1,9 +1,13 @@
 // `arlsim check FILE...`: validate inputs of any kind and print every diagnostic.
+#include <set>
+#include <fstream>
 #include <boost/program_options.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "sim/trace/reader.h"
+#include "sim/trace/json_text.h"
 #include "app/options.h"
 #include "app/summaries.h"
 #include "sim/model/transformer.h"
@@ -58,6 +62,35 @@ ordered_json model_json(const input::ModelSpec& m, int64_t context) {
 
 }  // namespace
 
+namespace {
+
+// A context-growth trace: named by --kind trace, a .jsonl name, or its first line's format.
+bool is_trace(const std::string& path, const std::string& kind_text) {
+  if (kind_text == "trace") return true;
+  if (!kind_text.empty()) return false;
+  if (path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0) return true;
+  std::ifstream in(path);
+  std::string first(64, '\0');
+  in.read(first.data(), static_cast<std::streamsize>(first.size()));
+  first.resize(static_cast<size_t>(in.gcount()));
+  return first.find("\"arlsim-trace/") != std::string::npos;
+}
+
+// Checks a trace as a run reads it: every line, across lines (steps, duplicates); counts.
+struct TraceCount final : trace::TraceSink {
+  std::set<int64_t> steps;
+  size_t trajectories = 0, turns = 0;
+  void header(const trace::TraceHeader&) override {}
+  void tool_kind(int16_t, std::string_view) override {}
+  void trajectory(const trace::TrajectoryView& t) override {
+    steps.insert(t.info.step);
+    ++trajectories;
+    turns += t.turns.size();
+  }
+};
+
+}  // namespace
+
 int run_check(const Args& args) {
   std::vector<std::string> files, overrides;
   std::string kind_text;
@@ -68,10 +101,11 @@ int run_check(const Args& args) {
                                "FILE:LINE:COL: /json/pointer: message. A name that is not a file is looked up among\n"
                                "the presets. Exit status: 0 all valid, 2 any invalid.\n\nOptions");
   opts.add_options()("help,h", "this text")("kind", po::value(&kind_text),
-                                            "read every FILE as this kind instead of detecting it")(
+                                            "read every FILE as this kind instead of detecting it (or \"trace\": a context-growth trace, as .jsonl files are)")(
       "json", "print a JSON object per file (an array for several files) with derived figures")(
       "context", po::value(&context)->default_value(4096), "context length for flops_per_token")(
-      "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)");
+      "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value (repeatable)")(
+      "resolved", "print each valid document as it takes effect (references resolved, extends merged, --set applied)");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"file", -1, po::value(&files)->composing()}, vm); status >= 0)
     return status;
@@ -84,24 +118,43 @@ int run_check(const Args& args) {
     return kExitBadInput;
   }
   std::optional<input::SpecKind> kind;
-  if (!kind_text.empty()) {
+  if (!kind_text.empty() && kind_text != "trace") {
     kind = input::kind_from_name(kind_text);
     if (!kind) {
       std::cerr << "arlsim check: unknown --kind '" << kind_text << "'; expected one of "
-                << input::join_quoted(input::kind_names()) << "\n";
+                << input::join_quoted(input::kind_names()) << " or \"trace\"\n";
       return kExitBadInput;
     }
   }
-  const bool json = vm.count("json") > 0;
+  const bool json = vm.count("json") > 0, resolved = vm.count("resolved") > 0;
   ordered_json results = ordered_json::array();
   bool all_ok = true;
   for (const auto& f : files) {
     input::Diagnostics diag;
+    if (is_trace(f, kind_text)) {
+      TraceCount counted;
+      const bool ok = trace::read_trace_file(f, counted, diag);
+      all_ok &= ok;
+      const std::string what = std::to_string(counted.steps.size()) + " steps, " + std::to_string(counted.trajectories) +
+                               " trajectories, " + std::to_string(counted.turns) + " turns";
+      if (!json) {
+        std::cerr << input::format_all(diag);
+        if (ok) std::cout << f << ": ok (trace: " << what << ")\n";
+        continue;
+      }
+      ordered_json j{{"file", f}, {"ok", ok}};
+      if (ok) j.update(ordered_json{{"kind", "trace"}, {"steps", counted.steps.size()}, {"trajectories", counted.trajectories},
+                                    {"turns", counted.turns}});
+      j["diagnostics"] = diagnostics_json(diag);
+      results.push_back(j);
+      continue;
+    }
     auto doc = input::check_document(f, kind, overrides, diag);
     all_ok &= doc.has_value();
     if (!json) {
       std::cerr << input::format_all(diag);
-      if (doc) std::cout << f << ": ok (" << describe(*doc) << ")\n";
+      if (doc && resolved) std::cout << ordered_json::parse(trace::to_json(doc->document)).dump(2) << "\n";
+      else if (doc) std::cout << f << ": ok (" << describe(*doc) << ")\n";
       continue;
     }
     ordered_json j;
@@ -109,6 +162,7 @@ int run_check(const Args& args) {
     j["ok"] = doc.has_value();
     if (doc) j["kind"] = input::kind_name(doc->kind);
     if (doc && doc->kind == input::SpecKind::model) j.update(model_json(std::get<input::ModelSpec>(doc->spec), context));
+    if (doc && resolved) j["resolved"] = ordered_json::parse(trace::to_json(doc->document));
     j["diagnostics"] = diagnostics_json(diag);
     results.push_back(j);
   }

@@ -170,6 +170,15 @@ contains list-gpus-priced "$tmp/out" "h100-sxm"
 contains list-gpus-price "$tmp/out" '$3.00 per GPU-hour'
 contains list-gpus-unpriced "$tmp/out" "b200-sxm"
 contains list-gpus-unpriced-note "$tmp/out" "unpriced (give --price GPU=USD"
+# check reads traces (.jsonl or --kind trace) and prints the effective document with --resolved.
+expect check-trace 0 "$arlsim" check traces/earl-game.jsonl
+contains check-trace "$tmp/out" "traces/earl-game.jsonl: ok (trace: 15 steps, 480 trajectories, 2075 turns)"
+printf '{"format":"arlsim-trace/1"}\n{"step": 1}\n' >"$tmp/bad-trace.txt"
+expect check-trace-kind 2 "$arlsim" check --kind trace "$tmp/bad-trace.txt"
+contains check-trace-kind "$tmp/err" "bad-trace.txt:2: missing required key \"turns\""
+expect check-resolved 0 "$arlsim" check default --set /cluster/nodes=4 --set /policy/train/dp=16 --resolved
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['cluster']['nodes'] == 4 and d['policy']['train']['dp'] == 16 and d['cluster']['gpu']['name'] == 'h100-sxm'" "$tmp/out"
+then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL check-resolved-content"; fi
 expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0
 contains capacity-bad-steps "$tmp/err" "--steps must be at least 1, got 0"
 expect capacity-price-unknown-gpu 2 "$arlsim" capacity default --gpus h100-sxm --price b200=3
