@@ -1,4 +1,5 @@
 // `arlsim check FILE...`: validate inputs of any kind and print every diagnostic.
+#include <cmath>
 #include <set>
 #include <fstream>
 #include <boost/program_options.hpp>
@@ -41,11 +42,13 @@ ordered_json model_json(const input::ModelSpec& m, int64_t context) {
   j["name"] = m.name;
   j["family"] = m.family;
   j["source"] = m.source;
-  j["params_total"] = c.total;
-  j["params_active"] = c.active;
-  j["params_embedding"] = c.embedding;
-  j["params_non_embedding"] = c.non_embedding();
-  if (m.mtp_layers > 0) j["params_mtp"] = c.mtp;
+  // Counts are integers in JSON (computed as doubles: they exceed 2^31 and stay exact below 2^53).
+  const auto count = [](double v) { return static_cast<int64_t>(std::llround(v)); };
+  j["params_total"] = count(c.total);
+  j["params_active"] = count(c.active);  // every parameter a token passes through, embeddings included
+  j["params_embedding"] = count(c.embedding);
+  j["params_non_embedding"] = count(c.non_embedding());
+  if (m.mtp_layers > 0) j["params_mtp"] = count(c.mtp);
   j["kv_bytes_per_token"] = model::kv_bytes_per_token(m);
   j["context"] = context;
   j["flops_per_token"] = model::forward_flops_per_token(m, context);
