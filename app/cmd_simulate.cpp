@@ -73,6 +73,23 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
   std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
+  // A --timeline-steps range must hold a step the run simulates, or the timeline would be empty.
+  if (a.timeline_first >= 0 && !a.out.empty()) {
+    bool any = false;
+    std::vector<int64_t> steps;
+    for (size_t i = 0; i < t->size() && !any; ++i) {
+      const int64_t step = t->trajectory(i).info.step;
+      any = timeline.keeps_step(step);
+      if (steps.empty() || steps.back() != step) steps.push_back(step);
+    }
+    if (!any) {
+      std::string list;
+      for (size_t i = 0; i < steps.size() && i < 6; ++i) list += (i ? ", " : "") + std::to_string(steps[i]);
+      std::cerr << "arlsim simulate: --timeline-steps: no step the run simulates is in it (its steps: " << list
+                << (steps.size() > 6 ? ", ..." : "") << ")\n";
+      return kExitBadInput;
+    }
+  }
   const bool tty = isatty(STDERR_FILENO) != 0 && !a.json;
   // With --out the timeline is written while the run goes: memory stays flat in the steps.
   std::string error;

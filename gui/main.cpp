@@ -32,7 +32,12 @@ int main(int argc, char** argv) {
   bool screenshot = false;
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--screenshot" || std::string(argv[i]).rfind("--screenshot=", 0) == 0) screenshot = true;
-  if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  // Without a screen (no DISPLAY, no Wayland, no platform chosen) Qt would abort: parse the
+  // options offscreen and say so instead of opening a window.
+  const bool platform_chosen = !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+  const bool has_display = platform_chosen || !qEnvironmentVariableIsEmpty("DISPLAY") ||
+                           !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+  if ((screenshot && !platform_chosen) || !has_display) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setApplicationName("arlsim-view");
 
@@ -50,12 +55,15 @@ int main(int argc, char** argv) {
   QCommandLineOption step("step", "show step N", "N");
   QCommandLineOption align("align", "two timelines: align them by the step shown");
   cli.addOptions({shot, size, range, step, align});
-  cli.process(app);
-
   auto usage = [&](const QString& what) {
     std::cerr << "arlsim-view: " << what.toStdString() << "\n";
     return kExitBadInput;
   };
+  // parse(), not process(): an unknown option is a usage error with status 2, as elsewhere.
+  if (!cli.parse(QApplication::arguments())) return usage(cli.errorText());
+  if (cli.isSet("help")) cli.showHelp(0);
+  if (!screenshot && !has_display)
+    return usage("no display to show the window on (DISPLAY is not set); --screenshot OUT.png renders without one");
   const QStringList files = cli.positionalArguments();
   if (files.isEmpty() || files.size() > 2) return usage("give one or two timeline files (see --help)");
   double w = 0, h = 0, r0 = 0, r1 = 0;

@@ -49,14 +49,14 @@ class Reader {
   }
   bool start_object(size_t) {
     open('o');
-    if (events_depth_ >= 0 && depth() == events_depth_ + 1) {
+    if (collecting() && depth() == events_depth_ + 1) {
       ev_ = RawEvent{};
       ++index_;
     }
     return true;
   }
   bool end_object() {
-    if (events_depth_ >= 0 && depth() == events_depth_ + 1) finish_event();
+    if (collecting() && depth() == events_depth_ + 1) finish_event();
     close();
     return true;
   }
@@ -68,6 +68,7 @@ class Reader {
     return true;
   }
   bool end_array() {
+    if (events_depth_ >= 0 && depth() == events_depth_) events_done_ = true;  // what follows is not an event
     close();
     return true;
   }
@@ -87,6 +88,7 @@ class Reader {
 
  private:
   int depth() const { return static_cast<int>(kinds_.size()); }
+  bool collecting() const { return events_depth_ >= 0 && !events_done_; }
   void open(char kind) {
     kinds_.push_back(kind);
     keys_.emplace_back();
@@ -96,7 +98,7 @@ class Reader {
     keys_.pop_back();
   }
   bool scalar(double v, json::string_t* s) {
-    if (events_depth_ < 0) return true;
+    if (!collecting()) return true;
     if (depth() == events_depth_ + 1 && kinds_.back() == 'o') {
       const std::string& k = keys_.back();
       if (s) {
@@ -139,7 +141,8 @@ class Reader {
     int64_t sort = 0;
     bool named = false, sorted = false;
     std::vector<Slice> slices;
-    std::vector<Slice> open;  // "B" events waiting for their "E"
+    // "B" and "E" events (an "E" has end_us = 1), paired in time order when the file is read.
+    std::vector<std::pair<Slice, bool>> begin_end;
   };
   RawTrack& track(int64_t pid, int64_t tid) {
     auto [it, added] = track_index_.try_emplace({pid, tid}, tracks_.size());
@@ -168,7 +171,7 @@ class Reader {
   std::vector<char> kinds_;
   std::vector<std::string> keys_;
   int events_depth_ = -1;
-  bool saw_events_ = false;
+  bool saw_events_ = false, events_done_ = false;
   size_t index_ = 0, events_ = 0;
   RawEvent ev_;
   std::vector<std::string> strings_;
@@ -183,17 +186,22 @@ class Reader {
 void Reader::finish_event() {
   const RawEvent& e = ev_;
   if (e.ph.empty()) fail("it has no \"ph\" (the event type)");
-  const auto pid = static_cast<int64_t>(e.pid), tid = static_cast<int64_t>(e.tid);
+  // pid and tid are integers in the format; anything else is refused rather than cast.
+  const auto whole = [&](double v, const char* key) {
+    if (!(std::isfinite(v) && std::abs(v) < 9e15 && v == std::floor(v))) fail(std::string("\"") + key + "\" must be an integer");
+    return static_cast<int64_t>(v);
+  };
+  const int64_t pid = whole(e.pid, "pid"), tid = whole(e.tid, "tid");
   if (e.ph == "M") {
     if (e.name == "process_name") process(pid).name = e.arg_name;
-    else if (e.name == "process_sort_index") process(pid).sort = static_cast<int64_t>(e.sort_index);
+    else if (e.name == "process_sort_index") process(pid).sort = whole(e.sort_index, "sort_index");
     else if (e.name == "thread_name") {
       auto& t = track(pid, tid);
       t.name = e.arg_name;
       t.named = true;
     } else if (e.name == "thread_sort_index") {
       auto& t = track(pid, tid);
-      t.sort = static_cast<int64_t>(e.sort_index);
+      t.sort = whole(e.sort_index, "sort_index");
       t.sorted = true;
     }
     return;
@@ -225,15 +233,8 @@ void Reader::finish_event() {
     if (!std::isfinite(e.dur) || e.dur < 0) fail("\"dur\" must be a finite number of microseconds, 0 or more");
     s.end_us = e.ts + e.dur;
     t.slices.push_back(s);
-  } else if (e.ph == "B") {
-    t.open.push_back(s);
   } else {
-    if (t.open.empty()) fail("an end (\"ph\": \"E\") without its begin on the same thread");
-    Slice b = t.open.back();
-    t.open.pop_back();
-    if (e.ts < b.start_us) fail("an end (\"ph\": \"E\") before its begin");
-    b.end_us = e.ts;
-    t.slices.push_back(b);
+    t.begin_end.emplace_back(s, e.ph == "B");
   }
 }
 
@@ -245,6 +246,40 @@ Timeline Reader::finish() {
   tl.events = events_;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   std::map<int32_t, StepSpan> steps;
+  // Begins and ends pair by time on their thread, as Chrome's and Perfetto's readers pair them
+  // (ends first at equal times); a begin never ended lasts to the end of the file.
+  double last_ts = -std::numeric_limits<double>::infinity();
+  for (const auto& rt : tracks_) {
+    for (const auto& sl : rt.slices) last_ts = std::max(last_ts, sl.end_us);
+    for (const auto& be : rt.begin_end) last_ts = std::max(last_ts, be.first.start_us);
+  }
+  for (const auto& [key, points] : counters_)
+    for (const auto& p : points) last_ts = std::max(last_ts, p.first);
+  for (auto& rt : tracks_) {
+    std::stable_sort(rt.begin_end.begin(), rt.begin_end.end(), [](const auto& a, const auto& b) {
+      return a.first.start_us != b.first.start_us ? a.first.start_us < b.first.start_us : !a.second && b.second;
+    });
+    std::vector<Slice> open;
+    for (auto& [slice, begins] : rt.begin_end) {
+      if (begins) {
+        open.push_back(slice);
+        continue;
+      }
+      if (open.empty())
+        throw LoadError(path_ + ": an end (\"ph\": \"E\") at " + std::to_string(slice.start_us) +
+                        " us without a begin before it on thread " + std::to_string(rt.tid) + " of process " +
+                        std::to_string(rt.pid));
+      Slice b = open.back();
+      open.pop_back();
+      b.end_us = slice.start_us;
+      rt.slices.push_back(b);
+    }
+    for (auto& b : open) {
+      b.end_us = last_ts;
+      rt.slices.push_back(b);
+    }
+    rt.begin_end.clear();
+  }
   for (auto& rt : tracks_) {
     auto& sl = rt.slices;
     std::stable_sort(sl.begin(), sl.end(), [](const Slice& a, const Slice& b) {
@@ -260,7 +295,8 @@ Timeline Reader::finish() {
     std::vector<double> last_end;
     for (const Slice& s : sl) {
       size_t d = 0;
-      while (d < last_end.size() && last_end[d] > s.start_us + 5e-4) ++d;
+      // (only for a slice that also ends no earlier, so that each depth's ends stay sorted).
+      while (d < last_end.size() && (last_end[d] > s.start_us + 5e-4 || (last_end[d] > s.start_us && s.end_us < last_end[d]))) ++d;
       if (d == last_end.size()) {
         last_end.push_back(s.end_us);
         t.depths.emplace_back();

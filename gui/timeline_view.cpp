@@ -103,7 +103,10 @@ double TimelineView::t_of(double x) const {
 
 void TimelineView::set_range(double a0_us, double a1_us) {
   if (!(a1_us > a0_us) || !std::isfinite(a0_us) || !std::isfinite(a1_us)) return;
-  a1_us = std::max(a1_us, a0_us + 1e-3);  // a nanosecond across at least
+  // A nanosecond across at least, and many times the spacing of doubles there (times counted
+  // from the epoch are ~1e15 us, where a nanosecond is below it).
+  const double spacing = std::max(std::abs(a0_us + origin_), std::abs(a1_us + origin_)) * 1e-15;
+  a1_us = std::max(a1_us, a0_us + std::max(1e-3, 64 * spacing));
   if (a0_us == a0_ && a1_us == a1_) return;
   a0_ = a0_us;
   a1_ = a1_us;
@@ -142,7 +145,12 @@ void TimelineView::draw_ruler(QPainter& p) {
   p.fillRect(0, 0, width(), kRulerHeight, QColor(245, 245, 245));
   p.setPen(QColor(90, 90, 90));
   const double step = nice_step(a1_ - a0_, std::max(2.0, (width() - kLabelWidth) / 110.0));
-  for (double a = std::ceil(a0_ / step) * step; a <= a1_; a += step) {
+  // Ticks by index, never more than the width allows (a float step below the values' spacing
+  // would not advance).
+  const double first = std::ceil(a0_ / step);
+  for (int k = 0; k < 64; ++k) {
+    const double a = (first + k) * step;
+    if (a > a1_) break;
     const double x = x_of(a + origin_);
     p.drawLine(QPointF(x, kRulerHeight - 6), QPointF(x, kRulerHeight));
     p.drawText(QPointF(x + 3, kRulerHeight - 8), seconds_text(a, step));
@@ -173,14 +181,20 @@ void TimelineView::draw_slices(QPainter& p, const Row& r) {
       p.drawText(QRect(px0 + 3, y, px1 - px0 - 6, kRowHeight), Qt::AlignVCenter | Qt::AlignLeft,
                  fm.elidedText(QString::fromStdString(tl_.str(s.name)), Qt::ElideRight, px1 - px0 - 6));
     }
-    if (selected_ && selected_->track == r.track && selected_->depth == r.depth && selected_->index == i) {
-      p.setPen(QPen(Qt::black, 2));
-      p.drawRect(px0, y + 1, px1 - px0 - 1, kRowHeight - 3);
-    }
     // Every slice that ends inside the pixels just filled is covered: jump past them.
     const double t_next = t_of(px1);
     if (i + 1 < d.size() && d[i + 1].end_us <= t_next) i = std::max(i + 1, first_ending_after(d, t_next));
     else ++i;
+  }
+  // The selected slice's outline over whatever decimation drew there.
+  if (selected_ && selected_->track == r.track && selected_->depth == r.depth && selected_->index < d.size()) {
+    const Slice& s = d[selected_->index];
+    if (s.end_us >= t0 && s.start_us <= t1) {
+      const int px0 = static_cast<int>(std::floor(std::max<double>(kLabelWidth, x_of(s.start_us))));
+      const int px1 = std::max(px0 + 1, static_cast<int>(std::ceil(std::min<double>(width(), x_of(s.end_us)))));
+      p.setPen(QPen(Qt::black, 2));
+      p.drawRect(px0, y + 1, px1 - px0 - 1, kRowHeight - 3);
+    }
   }
 }
 

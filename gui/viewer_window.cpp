@@ -58,9 +58,11 @@ ViewerWindow::ViewerWindow(std::vector<Timeline> timelines, QWidget* parent) : Q
     auto* v = new QVBoxLayout(pane);
     v->setContentsMargins(2, 2, 2, 2);
     const QString tag = timelines_.size() == 2 ? (i == 0 ? "A: " : "B: ") : "";
-    v->addWidget(new QLabel(tag + QFileInfo(QString::fromStdString(tl.path)).fileName() + "  (" +
-                            QString::number(tl.events) + " events, " + QString::number(tl.steps.size()) + " steps, " +
-                            fixed((tl.end_us - tl.start_us) / 1e6, 3) + " s)"));
+    label_texts_.push_back(tag + QFileInfo(QString::fromStdString(tl.path)).fileName() + "  (" + QString::number(tl.events) +
+                           " events, " + QString::number(tl.steps.size()) + " steps, " +
+                           fixed((tl.end_us - tl.start_us) / 1e6, 3) + " s)");
+    labels_.push_back(new QLabel(label_texts_.back()));
+    v->addWidget(labels_.back());
     auto* view = new TimelineView(tl);
     views_.push_back(view);
     v->addWidget(view, 1);
@@ -146,11 +148,15 @@ void ViewerWindow::align() {
   for (size_t i = 0; i < views_.size(); ++i) {
     const Timeline& tl = *timelines_[i];
     double origin = 0;
-    if (on && !tl.steps.empty()) {
-      const StepSpan* s = chosen >= 0 ? tl.step(chosen) : &tl.steps.front();
-      origin = s ? s->start_us : tl.steps.front().start_us;
+    QString note;
+    if (on) {
+      // A pane without the chosen step keeps its own time, and says so.
+      const StepSpan* s = tl.steps.empty() ? nullptr : chosen >= 0 ? tl.step(chosen) : &tl.steps.front();
+      if (s) origin = s->start_us;
+      else note = chosen >= 0 ? "  [no step " + QString::number(chosen) + ": not aligned]" : "  [no steps: not aligned]";
     }
     views_[i]->set_origin(origin);
+    labels_[i]->setText(label_texts_[i] + note);
   }
 }
 

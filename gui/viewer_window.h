@@ -15,6 +15,7 @@ class QLineEdit;
 class QPlainTextEdit;
 class QTableWidget;
 class QSplitter;
+class QLabel;
 
 namespace arlsim::view {
 
@@ -42,6 +43,8 @@ class ViewerWindow : public QWidget {
 
   std::vector<std::unique_ptr<Timeline>> timelines_;
   std::vector<TimelineView*> views_;
+  std::vector<QLabel*> labels_;  // each pane's header
+  std::vector<QString> label_texts_;
   QComboBox* steps_ = nullptr;
   QCheckBox* align_ = nullptr;
   QLineEdit* search_ = nullptr;

@@ -277,9 +277,11 @@ std::string whatif_report_html(const std::string& scenario, const std::vector<Re
             letter(i) + " " + std::string(graph::kStages[k].name) + ": " + short_number(v) + " s per step");
       y += v;
     }
-    c.point(static_cast<double>(i), stats[i].step_time_s.mean, "#222", 4,
-            letter(i) + ": step " + short_number(stats[i].step_time_s.mean) + " s");
-    if (!variants[i].result->oom_events.empty()) c.cross(static_cast<double>(i), y, "#b00020", "OOM");
+    if (!variants[i].result->stopped_on_oom)
+      c.point(static_cast<double>(i), stats[i].step_time_s.mean, "#222", 4,
+              letter(i) + ": step " + short_number(stats[i].step_time_s.mean) + " s");
+    if (!variants[i].result->oom_events.empty())
+      c.cross(static_cast<double>(i), y, "#b00020", variants[i].result->stopped_on_oom ? "stopped: OOM" : "OOM");
   }
   std::vector<std::pair<const char*, std::string>> legend;
   for (size_t k = 0; k < kStageCount; ++k) legend.emplace_back(stage_color(k), std::string(graph::kStages[k].name));
@@ -288,13 +290,19 @@ std::string whatif_report_html(const std::string& scenario, const std::vector<Re
   h += "<h2>Variants</h2>\n" + c.svg();
   h += "<table>" + head({"variant", "overrides", "step mean s", "step p90 s", "tokens/s", "run time", "GPU-hours", "cost",
                          "vs A", "OOMs"});
+  // A variant an OOM stopped has no figures to compare: "-" for them, and against it.
+  const bool a_whole = !variants[0].result->stopped_on_oom && stats[0].step_time_s.mean > 0;
   for (size_t i = 0; i < variants.size(); ++i) {
     const auto& r = *variants[i].result;
-    const double rel = stats[0].step_time_s.mean > 0 ? stats[i].step_time_s.mean / stats[0].step_time_s.mean - 1 : 0;
-    h += "<tr>" + cell(letter(i), true) + cell(variants[i].label, true) + cell(short_number(stats[i].step_time_s.mean)) +
-         cell(short_number(stats[i].step_time_s.p90)) + cell(short_number(stats[i].tokens_per_s)) +
-         cell(hours(r.total_time_s)) + cell(short_number(r.gpu_hours)) + cell(r.cost_usd > 0 ? usd(r.cost_usd) : "-") +
-         cell((rel >= 0 ? "+" : "") + format_fixed(100 * rel, 1) + "%") + cell(std::to_string(r.oom_events.size())) + "</tr>\n";
+    const bool whole = !r.stopped_on_oom;
+    const double rel = a_whole ? stats[i].step_time_s.mean / stats[0].step_time_s.mean - 1 : 0;
+    const auto fig = [&](const std::string& v) { return cell(whole ? v : "-"); };
+    h += "<tr>" + cell(letter(i), true) + cell(variants[i].label, true) + fig(short_number(stats[i].step_time_s.mean)) +
+         fig(short_number(stats[i].step_time_s.p90)) + fig(short_number(stats[i].tokens_per_s)) + fig(hours(r.total_time_s)) +
+         fig(short_number(r.gpu_hours)) + fig(r.cost_usd > 0 ? usd(r.cost_usd) : "-") +
+         cell(whole && a_whole ? (rel >= 0 ? "+" : "") + format_fixed(100 * rel, 1) + "%" : "-") +
+         cell(std::to_string(r.oom_events.size()) + (whole ? "" : " (stopped at step " + std::to_string(r.oom_events.front().step) + ")")) +
+         "</tr>\n";
   }
   h += "</table>\n";
   return h + page_end();

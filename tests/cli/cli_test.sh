@@ -52,6 +52,8 @@ assert steps == {16}, steps
 assert j["otherData"]["steps"] == 1
 PY
 then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL timeline-steps-only"; fi
+expect timeline-steps-none 2 "$arlsim" simulate default --out "$tmp/x" --timeline-steps 2:10
+contains timeline-steps-none "$tmp/err" "--timeline-steps: no step the run simulates is in it (its steps: 1, 16, 31, 46, 61, 76, ...)"
 expect timeline-bad-detail 2 "$arlsim" simulate default --out "$tmp/x" --timeline-detail everything
 contains timeline-bad-detail "$tmp/err" '--timeline-detail must be "stages", "engines" or "full", not "everything"'
 expect timeline-bad-steps 2 "$arlsim" simulate default --out "$tmp/x" --timeline-steps 5:2

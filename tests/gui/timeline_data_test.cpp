@@ -108,6 +108,35 @@ TEST_CASE("first_ending_after is a binary search over a depth's ends") {
   CHECK(first_ending_after(d, 35) == 4);
 }
 
+TEST_CASE("begin and end events pair by time, not by file order; a begin never ended lasts to the end") {
+  const Timeline tl = parse_timeline(R"([{"ph":"E","pid":1,"tid":2,"ts":9},{"ph":"B","pid":1,"tid":2,"ts":4,"name":"a"},
+{"ph":"B","pid":1,"tid":2,"ts":12,"name":"open"},{"ph":"X","pid":1,"tid":3,"ts":0,"dur":20,"name":"x"}])", "t.json");
+  const Track& t = tl.tracks[0];
+  REQUIRE(t.slice_count() == 2);
+  CHECK(t.depths[0][0].start_us == 4);
+  CHECK(t.depths[0][0].end_us == 9);
+  CHECK(t.depths[0][1].start_us == 12);
+  CHECK(t.depths[0][1].end_us == 20);  // the file's last time
+}
+
+TEST_CASE("objects after the trace events (metadata, stack frames) are not events") {
+  const Timeline tl = parse_timeline(R"({"traceEvents":[{"ph":"X","pid":1,"tid":2,"ts":0,"dur":1,"name":"a"}],
+"metadata":{"x":{"y":1}},"stackFrames":{"1":{"name":"f"}},"samples":[{"ts":1}]})", "t.json");
+  CHECK(tl.events == 1);
+}
+
+TEST_CASE("a slice ending before its neighbour's end keeps each depth's ends sorted") {
+  // A [0,10], B [9.9998, 9.9998], C [10,20]: B may not share A's depth, or A's end would follow B's.
+  const Timeline tl = parse_timeline(R"([{"ph":"X","pid":1,"tid":2,"ts":0,"dur":10,"name":"A"},
+{"ph":"X","pid":1,"tid":2,"ts":9.9998,"dur":0,"name":"B"},{"ph":"X","pid":1,"tid":2,"ts":10,"dur":10,"name":"C"}])", "t.json");
+  for (const auto& d : tl.tracks[0].depths)
+    for (size_t i = 1; i < d.size(); ++i) CHECK(d[i - 1].end_us <= d[i].end_us);
+  const auto stats = tl.range_stats(9.99985, 30);
+  bool a = false;
+  for (const auto& st : stats) a = a || st.name == "A";
+  CHECK(a);
+}
+
 TEST_CASE("a slice that overlaps its neighbour by the files' nanosecond rounding stays on its depth") {
   const Timeline tl = parse_timeline(R"([{"ph":"X","pid":1,"tid":2,"ts":0,"dur":1.0004,"name":"a"},
 {"ph":"X","pid":1,"tid":2,"ts":1.000,"dur":1,"name":"b"}])", "t.json");
@@ -126,7 +155,9 @@ TEST_CASE("files the viewer cannot read are named with the problem") {
         "t.json: event 2 of the trace events: \"dur\" must be a finite number of microseconds, 0 or more");
   CHECK(error_of(R"([{"pid":1}])") == "t.json: event 1 of the trace events: it has no \"ph\" (the event type)");
   CHECK(error_of(R"([{"ph":"E","pid":1,"tid":1,"ts":3}])") ==
-        "t.json: event 1 of the trace events: an end (\"ph\": \"E\") without its begin on the same thread");
+        "t.json: an end (\"ph\": \"E\") at 3.000000 us without a begin before it on thread 1 of process 1");
+  CHECK(error_of(R"([{"ph":"X","pid":1.5,"tid":1,"ts":0,"dur":1,"name":"a"}])") ==
+        "t.json: event 1 of the trace events: \"pid\" must be an integer");
   CHECK(error_of(R"([{"ph":"X","pid":1,"tid":1,"dur":1,"name":"a"}])") ==
         "t.json: event 1 of the trace events: \"ph\": \"X\" needs \"ts\"");
   CHECK(error_of(R"([{"ph":"M","pid":1,"tid":1,"name":"process_name","args":{"name":"p"}}])") ==

@@ -56,7 +56,21 @@ contains missing "$tmp/err" "$tmp/none.json: cannot be opened"
 expect second-bad 2 "$view" --screenshot "$tmp/x.png" "$tmp/a/timeline.json" "$tmp/broken.json"
 contains second-bad "$tmp/err" "broken.json:2:"
 
+# Times counted from the epoch (~1.7e15 us), zoomed to a nanosecond: drawn, not hung.
+printf '[{"ph":"X","pid":1,"tid":1,"ts":1700000000000000,"dur":1000,"name":"a"}]' >"$tmp/epoch.json"
+expect epoch 0 timeout 60 "$view" --screenshot "$tmp/epoch.png" --range 1700000000:1700000000.0000005 "$tmp/epoch.json"
+# Objects after the events (metadata, stack frames) are not events.
+printf '{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":0,"dur":5,"name":"a"}],"metadata":{"x":{"y":1}}}' >"$tmp/meta.json"
+expect metadata-after 0 "$view" --screenshot "$tmp/meta.png" "$tmp/meta.json"
+# Aligning on a step one timeline lacks leaves that pane as it is, and says so.
+"$arlsim" simulate disaggregated-async --steps 1:11 --out "$tmp/c" >/dev/null || bad "simulate c"
+expect align-missing 0 "$view" --screenshot "$tmp/align.png" --step 16 --align "$tmp/a/timeline.json" "$tmp/c/timeline.json"
+
 # Options it refuses.
+expect unknown-option 2 "$view" --bogus "$tmp/a/timeline.json"
+contains unknown-option "$tmp/err" "Unknown option 'bogus'"
+expect no-display 2 env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$view" "$tmp/a/timeline.json"
+contains no-display "$tmp/err" "no display to show the window on"
 expect no-file 2 "$view" --screenshot "$tmp/x.png"
 contains no-file "$tmp/err" "give one or two timeline files"
 expect three 2 "$view" --screenshot "$tmp/x.png" "$tmp/a/timeline.json" "$tmp/a/timeline.json" "$tmp/a/timeline.json"

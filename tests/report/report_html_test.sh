@@ -45,6 +45,13 @@ check oom-marked grep -q "Stopped at step 1: out of memory" "$tmp/oom/report.htm
 check oom-structure python3 "$tmp/structure.py" "$tmp/oom/report.html" step-times memory
 check whatif-structure python3 "$tmp/structure.py" "$tmp/whatif/report.html" variants
 check whatif-rows grep -q "/policy/rollout/tp=2" "$tmp/whatif/report.html"
+"$arlsim" whatif default --steps 1:1 --vary /workload/engine/gpu_memory_utilization=0.9,0.12 --out "$tmp/whatif-oom" >/dev/null 2>&1
+check whatif-oom-no-figures python3 -c "
+import re, sys
+t = open(sys.argv[1]).read()
+row = re.search(r'<tr><td class=\"l\">B</td>.*?</tr>', t).group(0)
+assert '(stopped at step 1)' in row and '-100' not in row and '>0.000<' not in row, row
+" "$tmp/whatif-oom/report.html"
 check whatif-json python3 -c "import json,sys; assert len(json.load(open('$tmp/whatif/variants.json'))) == 2"
 check capacity-structure python3 "$tmp/structure.py" "$tmp/capacity/report.html" pareto
 check capacity-lines grep -q "deadline 2" "$tmp/capacity/report.html"
