@@ -50,7 +50,10 @@ bool make_directory(const fs::path& dir, std::string& error) {
 
 }  // namespace
 
-bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& error) {
+namespace {
+
+// summary.json, steps.csv, report.html and, with `timeline`, timeline.json.
+bool write_run_files(const rl::RunResult& r, const std::string& dir, bool timeline, std::string& error) {
   const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
   try {
     if (!make_directory(root, error)) return false;
@@ -58,25 +61,21 @@ bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& 
     return write_file(root / kSummaryFile, text(summary_json(r)), error) &&
            write_file(root / kStepsFile, text(steps_csv(r)), error) &&
            write_file(root / kReportFile, text(run_report_html(r)), error) &&
-           write_file(root / kTimelineFile, [&r](std::ostream& os) { write_timeline(r, os); }, error);
+           (!timeline || write_file(root / kTimelineFile, [&r](std::ostream& os) { write_timeline(r, os); }, error));
   } catch (const std::bad_alloc&) {
     error = "out of memory while writing the outputs to " + quoted(root);
     return false;
   }
 }
 
+}  // namespace
+
+bool write_outputs(const rl::RunResult& r, const std::string& dir, std::string& error) {
+  return write_run_files(r, dir, true, error);
+}
+
 bool write_summary_outputs(const rl::RunResult& r, const std::string& dir, std::string& error) {
-  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
-  try {
-    if (!make_directory(root, error)) return false;
-    auto text = [](std::string s) { return [s = std::move(s)](std::ostream& os) { os << s; }; };
-    return write_file(root / kSummaryFile, text(summary_json(r)), error) &&
-           write_file(root / kStepsFile, text(steps_csv(r)), error) &&
-           write_file(root / kReportFile, text(run_report_html(r)), error);
-  } catch (const std::bad_alloc&) {
-    error = "out of memory while writing the outputs to " + quoted(root);
-    return false;
-  }
+  return write_run_files(r, dir, false, error);
 }
 
 bool write_text_file(const std::string& dir, const std::string& name, const std::string& text, std::string& error) {
