@@ -38,10 +38,12 @@ Topology::Topology(const input::ClusterSpec& c, std::optional<ControllerLink> co
   std::vector<size_t> leaf_vertex;
   for (int64_t l = 0; l < leaves; ++l) leaf_vertex.push_back(add_vertex());
   const size_t spine = leaves > 1 ? add_vertex() : 0;
+  nodes_per_leaf_ = nodes_per_leaf;
   for (int64_t l = 0; l < leaves && leaves > 1; ++l) {
     // Uplink capacity: the leaf's NIC bandwidth divided by the oversubscription ratio.
     const int64_t nodes_here = std::min(nodes_per_leaf, c.nodes - l * nodes_per_leaf);
     const double up = static_cast<double>(nodes_here * c.nics_per_node) * nic / c.oversubscription;
+    leaf_spine_link_.push_back(links_.size());
     connect(leaf_vertex[l], spine, "leaf" + std::to_string(l), "spine", up);
   }
   for (int64_t n = 0; n < c.nodes; ++n) {
@@ -50,6 +52,7 @@ Topology::Topology(const input::ClusterSpec& c, std::optional<ControllerLink> co
     std::vector<size_t> nics;
     for (int64_t i = 0; i < c.nics_per_node; ++i) {
       nics.push_back(add_vertex());
+      nic_leaf_link_.push_back(links_.size());
       connect(nics.back(), leaf_vertex[n / nodes_per_leaf], node + ".nic" + std::to_string(i),
               "leaf" + std::to_string(n / nodes_per_leaf), nic);
     }
@@ -57,8 +60,11 @@ Topology::Topology(const input::ClusterSpec& c, std::optional<ControllerLink> co
       const size_t v = add_vertex();
       graph_->gpu_vertex.push_back(v);
       const std::string gpu = "gpu" + std::to_string(n * c.gpus_per_node + i);
+      gpu_switch_link_.push_back(links_.size());
       connect(v, sw, gpu, node + ".nvswitch", nvlink);
       // Each GPU reaches the network through its own NIC (shared round-robin when fewer).
+      gpu_nic_link_.push_back(links_.size());
+      gpu_nic_.push_back(n * c.nics_per_node + i % c.nics_per_node);
       connect(v, nics[static_cast<size_t>(i % c.nics_per_node)], gpu,
               node + ".nic" + std::to_string(i % c.nics_per_node), nic);
     }
@@ -68,6 +74,7 @@ Topology::Topology(const input::ClusterSpec& c, std::optional<ControllerLink> co
     ARLSIM_ASSERT(controller_->node >= 0 && controller_->node < c.nodes);
     const int64_t leaf = controller_->node / nodes_per_leaf;
     controller_vertex_ = add_vertex();
+    controller_leaf_link_ = links_.size();
     connect(controller_vertex_, leaf_vertex[leaf], "controller", "leaf" + std::to_string(leaf),
             controller_->capacity_bytes_per_s);
   }
@@ -128,9 +135,52 @@ std::vector<size_t> Topology::path(int64_t src, int64_t dst) const {
 std::vector<size_t> Topology::gpu_path(int64_t src, int64_t dst, Trees& trees) const {
   ARLSIM_ASSERT(src >= 0 && src < gpus_ && dst >= 0 && dst < gpus_);
   if (src == dst) return {};
-  // A shortest path never relays through a third GPU: such a route is always longer than the
-  // direct one through the NVSwitch or the two GPUs' NICs.
-  return vertex_path(graph_->gpu_vertex[static_cast<size_t>(src)], graph_->gpu_vertex[static_cast<size_t>(dst)], trees);
+  (void)trees;
+  return closed_route({EndpointKind::gpu, src}, {EndpointKind::gpu, dst});
+}
+
+// The fat tree's shortest paths, as the breadth-first search finds them: within a node through
+// the NVSwitch (its link is each GPU's first, so the search meets it before a shared NIC); across
+// nodes up through the source GPU's NIC to its leaf, over the spine when the leaves differ, and
+// down through the destination GPU's own NIC (any other NIC would add the hops through a third
+// GPU). The controller hangs off its node's leaf.
+std::vector<size_t> Topology::closed_route(Endpoint src, Endpoint dst) const {
+  using enum EndpointKind;
+  const auto leaf_of = [&](Endpoint e) {
+    return e.kind == controller ? controller_->node / nodes_per_leaf_ : e.index / gpus_per_node_ / nodes_per_leaf_;
+  };
+  std::vector<size_t> out;
+  if (src.kind == gpu && dst.kind == gpu && src.index / gpus_per_node_ == dst.index / gpus_per_node_) {
+    out = {gpu_switch_link_[static_cast<size_t>(src.index)], gpu_switch_link_[static_cast<size_t>(dst.index)] + 1};
+    return out;
+  }
+  if (src.kind == controller) out.push_back(controller_leaf_link_);
+  else {
+    out.push_back(gpu_nic_link_[static_cast<size_t>(src.index)]);
+    out.push_back(nic_leaf_link_[static_cast<size_t>(gpu_nic_[static_cast<size_t>(src.index)])]);
+  }
+  const int64_t a = leaf_of(src), b = leaf_of(dst);
+  if (a != b) {
+    out.push_back(leaf_spine_link_[static_cast<size_t>(a)]);
+    out.push_back(leaf_spine_link_[static_cast<size_t>(b)] + 1);
+  }
+  if (dst.kind == controller) out.push_back(controller_leaf_link_ + 1);
+  else {
+    out.push_back(nic_leaf_link_[static_cast<size_t>(gpu_nic_[static_cast<size_t>(dst.index)])] + 1);
+    out.push_back(gpu_nic_link_[static_cast<size_t>(dst.index)] + 1);
+  }
+  return out;
+}
+
+std::vector<size_t> Topology::searched_route(Endpoint src, Endpoint dst) const {
+  using enum EndpointKind;
+  ARLSIM_ASSERT(src.kind != host && dst.kind != host);
+  if (src == dst) return {};
+  const auto vertex = [&](Endpoint e) {
+    return e.kind == controller ? controller_vertex_ : graph_->gpu_vertex[static_cast<size_t>(e.index)];
+  };
+  Trees trees(0);
+  return vertex_path(vertex(src), vertex(dst), trees);
 }
 
 std::vector<size_t> Topology::vertex_path(size_t s, size_t d, Trees& trees) const {
@@ -189,12 +239,8 @@ std::vector<size_t> Topology::route(Endpoint src, Endpoint dst, Trees& trees) co
   if (src.kind == gpu && dst.kind == gpu) return gpu_path(src.index, dst.index, trees);
   if (src.kind == host || dst.kind == host) return host_route(src, dst, trees);
   ARLSIM_ASSERT(controller_.has_value());
-  const auto vertex = [&](Endpoint e) {
-    if (e.kind == controller) return controller_vertex_;
-    ARLSIM_ASSERT(e.index >= 0 && e.index < gpus_);
-    return graph_->gpu_vertex[static_cast<size_t>(e.index)];
-  };
-  return vertex_path(vertex(src), vertex(dst), trees);
+  for (Endpoint e : {src, dst}) ARLSIM_ASSERT(e.kind == controller || (e.index >= 0 && e.index < gpus_));
+  return closed_route(src, dst);
 }
 
 std::vector<size_t> Topology::host_route(Endpoint src, Endpoint dst, Trees& trees) const {

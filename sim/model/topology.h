@@ -91,6 +91,10 @@ class Topology {
   std::vector<std::vector<size_t>> routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs) const;
   std::vector<std::vector<size_t>> routes(const std::vector<std::pair<Endpoint, Endpoint>>& pairs,
                                           RouteCache& cache) const;
+  // The same route found by a breadth-first search of the graph: the reference the closed-form
+  // routes above are tested against (they follow the fat tree's structure instead of searching,
+  // so that a route costs its length, not the cluster's size).
+  std::vector<size_t> searched_route(Endpoint src, Endpoint dst) const;
   // The node an endpoint sits on (the controller's node for the controller).
   int64_t node_of(Endpoint e) const;
   // Every link's capacity, indexed by link id (what max_min_fair_rates takes).
@@ -118,6 +122,14 @@ class Topology {
   int64_t nics_per_node_ = 1;
   std::optional<ControllerLink> controller_;
   size_t controller_vertex_ = 0;
+  // The fat tree's structure, for routes in closed form (each id is a -> b; b -> a is the next).
+  std::vector<size_t> gpu_switch_link_, gpu_nic_link_;  // per GPU: to its node's NVSwitch, to its NIC
+  std::vector<int64_t> gpu_nic_;                        // per GPU: its NIC (node x nics_per_node + i)
+  std::vector<size_t> nic_leaf_link_;                   // per NIC: to its leaf
+  std::vector<size_t> leaf_spine_link_;                 // per leaf: to the spine (none with one leaf)
+  int64_t nodes_per_leaf_ = 1;
+  size_t controller_leaf_link_ = 0;
+  std::vector<size_t> closed_route(Endpoint src, Endpoint dst) const;  // gpu or controller ends
   std::vector<size_t> gpu_to_host_;  // per GPU: the link id of gpu -> host (host -> gpu is next)
   std::vector<size_t> host_to_nic_;  // per node x NIC: the link id of host -> nic (nic -> host is next)
 };

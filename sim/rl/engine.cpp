@@ -407,8 +407,7 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
           sp.tokens = shared;
           sp.blocks = shared / block_size_;
           sp.refs = 1;
-          if (prompts_.size() <= static_cast<size_t>(r.prompt_id)) prompts_.resize(static_cast<size_t>(r.prompt_id) + 1);
-          prompts_[static_cast<size_t>(r.prompt_id)] = sp;
+          prompts_[r.prompt_id] = sp;
           r.blocks -= sp.blocks;
           r.shared_tokens = shared;
         }

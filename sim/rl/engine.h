@@ -19,6 +19,7 @@
 #include <deque>
 #include <optional>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/core/assert.h"
@@ -261,10 +262,14 @@ class EngineScheduler {
     int64_t refs = 0;
     int32_t lru = -1;  // its entry in lru_ when refs == 0
   };
-  std::vector<SharedPrompt> prompts_;  // by prompt id: small dense integers (negative: no prompt)
+  // By prompt id (negative: no prompt). A map, not a vector by id: each of many engines sees a
+  // few of a step's prompts, and a vector as long as the largest id on every engine took
+  // gigabytes at 50,000 engines. Node-based, so a pointer to an entry survives an insert.
+  std::unordered_map<int64_t, SharedPrompt> prompts_;
   SharedPrompt* prompt(int64_t id) {
-    return id >= 0 && id < static_cast<int64_t>(prompts_.size()) && prompts_[static_cast<size_t>(id)].present
-               ? &prompts_[static_cast<size_t>(id)]
+    const auto it = id >= 0 ? prompts_.find(id) : prompts_.end();
+    return it != prompts_.end() && it->second.present
+               ? &it->second
                : nullptr;
   }
   const SharedPrompt* prompt(int64_t id) const { return const_cast<EngineScheduler*>(this)->prompt(id); }

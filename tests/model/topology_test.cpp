@@ -131,3 +131,29 @@ TEST_CASE("topology: host memory and controller endpoints") {
   CHECK(names(t.path(0, 3)) == std::vector<std::string>{"gpu0->node0.nvswitch", "node0.nvswitch->gpu3"});
   CHECK(t.capacities().size() == t.link_count());
 }
+
+TEST_CASE("topology: closed-form routes are the breadth-first search's on every kind of fat tree") {
+  // One leaf, several leaves (with a partial last one), fewer NICs than GPUs, a controller on a
+  // leaf of its own: every GPU and controller pair.
+  struct Shape {
+    int64_t nodes, nodes_per_leaf, nics_per_node;
+  };
+  for (const Shape sh : {Shape{2, 0, 8}, Shape{5, 2, 8}, Shape{4, 1, 2}, Shape{3, 2, 1}}) {
+    auto c = test::preset_cluster("dgx-h100", sh.nodes);
+    c.nodes_per_leaf = sh.nodes_per_leaf;
+    if (sh.nodes_per_leaf > 0) c.topology = input::NetworkTopology::fat_tree;
+    c.nics_per_node = sh.nics_per_node;
+    const model::Topology t(c, model::ControllerLink{sh.nodes - 1, 3.125e9});
+    using model::Endpoint;
+    std::vector<Endpoint> ends{Endpoint::controller()};
+    for (int64_t g = 0; g < t.gpu_count(); ++g) ends.push_back(Endpoint::gpu(g));
+    size_t checked = 0;
+    for (const auto& a : ends)
+      for (const auto& b : ends) {
+        if (a == b) continue;
+        CHECK(t.route(a, b) == t.searched_route(a, b));
+        ++checked;
+      }
+    CHECK(checked == ends.size() * (ends.size() - 1));
+  }
+}
