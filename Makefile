@@ -37,6 +37,7 @@ bench: build
 	$(BUILD)/tests/planner_bench
 	tests/bench/capacity_bench.sh $(BUILD)
 	tests/bench/timeline_memory.sh $(BUILD) 100 1000
+	tests/bench/scale_bench.sh $(BUILD)
 	if [ -x $(BUILD)/tests/view_bench ]; then d=$$(mktemp -d); (cd $$d && QT_QPA_PLATFORM=offscreen $(CURDIR)/$(BUILD)/tests/view_bench); s=$$?; rm -rf $$d; exit $$s; fi
 	$(BUILD)/tests/dispatch_validation
 	tests/bench/agreement.sh $(BUILD)

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# One RL step at the planner's largest scales (the default scenario, Qwen3-8B, stretched): 100,000
+# GPUs (12,500 nodes of 8, TP2 engines: 50,000 of them) with 50,000 trajectories, and 1,000,000
+# trajectories on 1,000 GPUs. Prints wall time and peak memory of each `arlsim simulate` run
+# (trace generation included). Targets: each under 10 s and 4 GB on one core. Numbers to read,
+# not a pass/fail test.
+# Usage: tests/bench/scale_bench.sh [BUILD_DIR]
+set -euo pipefail
+build="${1:-build}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+measure() {  # measure LABEL ARGS...
+  local label=$1
+  shift
+  local start
+  start=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o "$tmp/rss" "$build/app/arlsim" simulate default --steps 1:1 "$@" >/dev/null
+  printf '%-46s %7.1f s   peak memory %6.0f MiB\n' "$label" "$(echo "$(date +%s.%N) - $start" | bc -l)" \
+    "$(awk '{ print $1 / 1024 }' "$tmp/rss")"
+}
+measure "100,000 GPUs, 50,000 trajectories" --set /cluster/nodes=12500 --set /policy/train/tp=8 \
+  --set /policy/train/dp=12500 --set /workload/prompts_per_step=3125 --set /workload/samples_per_prompt=16 \
+  --set /workload/mini_batches=1
+measure "1,000 GPUs, 1,000,000 trajectories" --set /cluster/nodes=125 --set /policy/train/dp=500 \
+  --set /workload/prompts_per_step=62500 --set /workload/samples_per_prompt=16 --set /workload/mini_batches=1
