@@ -96,7 +96,23 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
               l.sequence_parallel = tp > 1;
               if (tp == 1) l.overlap.tp_comm.reset();  // nothing to overlap
               l.recompute = recompute;
+              // What users do when memory is short: with the states sharded and every activation
+              // recomputed, the optimizer states (and then the parameters) offloaded to host
+              // memory — searched only where the states do not fit without, so that offload
+              // never lengthens the search of a model that fits.
               add(l);
+              if (zero == 3 && recompute == input::Recompute::full && l.gpus() == gpus) {
+                // The states alone (a mini-batch of one short sequence) decide it.
+                const auto short_run = [&](const input::TrainLayout& x) { return rl::train_memory_at(s, x, x.dp, 1024).fits(); };
+                if (!short_run(l)) {
+                  l.offload_optimizer = true;
+                  add(l);
+                  if (!short_run(l)) {
+                    l.offload_params = true;
+                    add(l);
+                  }
+                }
+              }
             }
       }
   }

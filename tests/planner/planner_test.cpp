@@ -311,3 +311,25 @@ TEST_CASE("capacity: recommendations are the event simulator's, confirmed, re-ra
   CHECK_FALSE(results[3].simulated_total_s);
   CHECK(results[3].beyond_tolerance);
 }
+
+TEST_CASE("space: offload is searched where the training states do not fit without it, and only there") {
+  const auto count_offload = [](const input::ScenarioSpec& s, bool& fits) {
+    size_t n = 0;
+    fits = false;
+    for (const auto& c : planner::train_space(s)) {
+      if (!c.layout.offload_optimizer) continue;
+      ++n;
+      CHECK(c.layout.zero == 3);
+      CHECK(c.layout.recompute == input::Recompute::full);
+      fits = fits || rl::train_memory_at(s, c.layout, c.layout.dp, 1024).fits();
+    }
+    return n;
+  };
+  bool fits = false;
+  // Qwen2.5-72B on one node of 8 H100: 72e9 x 16 bytes of states over 8 GPUs is 144 GB each.
+  const auto big = scenario({"/model=\"qwen2.5-72b\"", "/cluster/nodes=1", "/policy/train/dp=4"});
+  CHECK(count_offload(big, fits) > 0);
+  CHECK(fits);  // and some offloaded layout holds them
+  // Qwen3-8B fits without: no offload candidates lengthen its search.
+  CHECK(count_offload(scenario({}), fits) == 0);
+}
