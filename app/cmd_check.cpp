@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "sim/report/text.h"
+#include "sim/rl/step.h"
 #include "sim/trace/reader.h"
 #include "sim/trace/json_text.h"
 #include "app/options.h"
@@ -92,6 +94,23 @@ struct TraceCount final : trace::TraceSink {
   }
 };
 
+// A scenario that parses can still not run: its first step simulated says whether a stage does
+// not fit in memory or the engines thrash their KV cache. A warning: the file itself is valid.
+void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
+  rl::RunOptions o;
+  o.timeline = false;
+  o.max_steps = 1;
+  input::Diagnostics diag;
+  const auto t = rl::load_scenario_trace(s, "", diag, &o);
+  if (!t) return;  // a trace problem is the run's to report
+  const rl::RunResult r = rl::simulate_run(s, *t, o);
+  for (const auto& oom : r.oom_events)
+    std::cerr << file << ": warning: step " << oom.step << ": " << oom.stage << " does not fit: it needs "
+              << report::format_fixed(oom.needed_gib, 1) << " GiB per GPU, " << report::format_fixed(oom.available_gib, 1)
+              << " GiB available\n";
+  for (const auto& w : r.warnings) std::cerr << file << ": warning: step " << w.step << ": " << w.message << "\n";
+}
+
 }  // namespace
 
 int run_check(const Args& args) {
@@ -158,6 +177,7 @@ int run_check(const Args& args) {
       std::cerr << input::format_all(diag);
       if (doc && resolved) std::cout << ordered_json::parse(trace::to_json(doc->document)).dump(2) << "\n";
       else if (doc) std::cout << f << ": ok (" << describe(*doc) << ")\n";
+      if (doc && doc->kind == input::SpecKind::scenario) warn_first_step(f, std::get<input::ScenarioSpec>(doc->spec));
       continue;
     }
     ordered_json j;

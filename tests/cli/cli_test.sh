@@ -181,6 +181,9 @@ contains check-trace-kind "$tmp/err" "bad-trace.txt:2: missing required key \"tu
 expect check-resolved 0 "$arlsim" check default --set /cluster/nodes=4 --set /policy/train/dp=16 --resolved
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['cluster']['nodes'] == 4 and d['policy']['train']['dp'] == 16 and d['cluster']['gpu']['name'] == 'h100-sxm'" "$tmp/out"
 then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL check-resolved-content"; fi
+# check simulates a scenario's first step and warns when a stage does not fit (the file is valid).
+expect check-first-step 0 "$arlsim" check default --set /workload/engine/gpu_memory_utilization=0.12
+contains check-first-step "$tmp/err" "default: warning: step 1: rollout does not fit: it needs 10.0 GiB per GPU, 9.6 GiB available"
 expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0
 contains capacity-bad-steps "$tmp/err" "--steps must be at least 1, got 0"
 expect capacity-price-unknown-gpu 2 "$arlsim" capacity default --gpus h100-sxm --price b200=3
