@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -261,6 +262,14 @@ int run_capacity(const Args& args) {
   if (features.empty()) return usage(scenario + ": the trace has no steps");
   const int64_t n = steps > 0 ? steps : static_cast<int64_t>(features.size());
   o.trace = &t;
+  // A progress line on a terminal (the sweep takes seconds to minutes).
+  const bool tty = isatty(STDERR_FILENO) != 0 && !vm.count("json") && !vm.count("csv");
+  if (tty)
+    o.progress = [](size_t done, size_t total) {
+      std::fprintf(stderr, "\r  capacity: %zu/%zu configurations evaluated", done, total);
+      if (done == total) std::fprintf(stderr, "; confirming by simulation...\n");
+      std::fflush(stderr);
+    };
   const std::optional<double> deadline = deadline_s > 0 ? std::optional<double>(deadline_s) : std::nullopt;
   const std::optional<double> budget_limit = budget > 0 ? std::optional<double>(budget) : std::nullopt;
   const auto simulate = [&](const planner::CapacityResult& r) {

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
@@ -248,7 +249,14 @@ int run_whatif(const Args& args) {
     return kExitBadInput;
   }
   std::vector<Column> cols;
-  for (const auto& variant : variants(vary, zip)) {
+  const auto all_variants = variants(vary, zip);
+  const bool tty = isatty(STDERR_FILENO) != 0 && !vm.count("json");
+  for (const auto& variant : all_variants) {
+    if (tty) {  // a progress line on a terminal
+      std::fprintf(stderr, "\r  whatif: variant %zu/%zu", cols.size() + 1, all_variants.size());
+      if (cols.size() + 1 == all_variants.size()) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    }
     auto all = overrides;
     all.insert(all.end(), variant.begin(), variant.end());
     input::Diagnostics diag;

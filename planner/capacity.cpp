@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "planner/analytic_run.h"
@@ -309,8 +310,16 @@ std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const
   const std::vector<CapacityConfig> configs = capacity_configs(o);
   std::vector<CapacityResult> results(configs.size());
   std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  size_t done = 0;
   auto work = [&] {
-    for (size_t i = next++; i < configs.size(); i = next++) results[i] = evaluate_capacity_config(base, document, features, configs[i], o);
+    for (size_t i = next++; i < configs.size(); i = next++) {
+      results[i] = evaluate_capacity_config(base, document, features, configs[i], o);
+      if (o.progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        o.progress(++done, configs.size());
+      }
+    }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::max(1, o.threads); ++t) pool.emplace_back(work);

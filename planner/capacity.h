@@ -52,6 +52,8 @@ struct CapacityOptions {
   int64_t steps = 0;                       // N; 0: the trace's steps
   std::vector<std::pair<std::string, double>> prices;  // per GPU profile, over the profile's own
   int threads = 1;
+  // Called after each configuration is evaluated (done, total), from any thread, one call at a time.
+  std::function<void(size_t, size_t)> progress;
   double switch_overhead_s = 30;  // see PlanOptions
   // Rollout layouts the event simulator confirms per context range of each configuration (see
   // PlanOptions::confirm); 0: analytic costs only. Needs the trace.
