@@ -3,6 +3,7 @@
 // frontier of time against cost, the cheapest configuration within a deadline and the fastest
 // within a budget. A table, --json or --csv.
 #include <algorithm>
+#include <cmath>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -117,7 +118,7 @@ planner::CapacityResult unpack_result(const std::string& text) {
   r.total_time_s = j.at("total_time_s");
   r.gpu_hours = j.at("gpu_hours");
   if (!j.at("cost_usd").is_null()) r.cost_usd = j.at("cost_usd").get<double>();
-  r.price_usd_per_gpu_hour = j.at("price_usd_per_gpu_hour");
+  r.price_usd_per_gpu_hour = j.at("price_usd_per_gpu_hour").is_null() ? 0.0 : j.at("price_usd_per_gpu_hour").get<double>();
   r.rollout_layouts = j.at("rollout_layouts");
   r.train_layouts = j.at("train_layouts");
   return r;
@@ -231,7 +232,8 @@ int run_capacity(const Args& args) {
       usd = eq == std::string::npos ? 0 : std::stod(p.substr(eq + 1));
     } catch (const std::exception&) {
     }
-    if (eq == std::string::npos || eq == 0 || !(usd > 0)) return usage("--price expects GPU=USD (e.g. h100-sxm=2.5), got \"" + p + "\"");
+    if (eq == std::string::npos || eq == 0 || !(usd > 0) || !std::isfinite(usd))
+      return usage("--price expects GPU=USD (e.g. h100-sxm=2.5), got \"" + p + "\"");
     o.prices.emplace_back(p.substr(0, eq), usd);
   }
 
@@ -243,6 +245,8 @@ int run_capacity(const Args& args) {
   if (!in) return kExitBadInput;
   const auto& [s, document, t, features] = *in;
   o.gpus = gpus_text.empty() ? std::vector<std::string>{s.cluster.gpu.name} : split(gpus_text, ',');
+  if (o.gpus.empty() || std::any_of(o.gpus.begin(), o.gpus.end(), [](const std::string& g) { return g.empty(); }))
+    return usage("--gpus expects GPU profiles separated by commas (e.g. h100-sxm,h200-sxm), got \"" + gpus_text + "\"");
   for (const auto& g : o.gpus) {
     input::Diagnostics gd;
     if (!input::check_document(g, input::SpecKind::gpu, {}, gd)) {
@@ -289,10 +293,14 @@ int run_capacity(const Args& args) {
     }, owner);
     std::vector<size_t> todo;
     if (farm.rank() == 0) {
-      results.resize(configs.size());
-      for (size_t i = 0; i < configs.size(); ++i) results[i] = owner[i] == 0 ? mine[i] : unpack_result(packed[i]);
-      planner::mark_pareto(results);
-      todo = planner::confirmation_list(results, deadline, budget_limit);
+      try {  // the other ranks wait for rank 0's list: a failure here must end them too
+        results.resize(configs.size());
+        for (size_t i = 0; i < configs.size(); ++i) results[i] = owner[i] == 0 ? mine[i] : unpack_result(packed[i]);
+        planner::mark_pareto(results);
+        todo = planner::confirmation_list(results, deadline, budget_limit);
+      } catch (const std::exception& e) {
+        farm.abort(std::string("arlsim capacity: internal error on rank 0: ") + e.what(), kExitInternal);
+      }
     }
     const auto simulated = farm.run_on_owners(todo, owner, [&](size_t i) {
       const auto total = simulate(mine[i]);

@@ -1,9 +1,11 @@
 #include "app/task_farm.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #ifdef ARLSIM_WITH_MPI_FARM
@@ -22,11 +24,21 @@ bool launched_by_mpirun() {
 
 #ifndef ARLSIM_WITH_MPI_FARM
 
-TaskFarm::TaskFarm() = default;
+TaskFarm::TaskFarm() {
+  if (!launched_by_mpirun()) return;
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* value = std::getenv(v); value && *value) {
+      rank_ = std::atoi(value);
+      break;
+    }
+  if (rank_ == 0) std::fprintf(stderr, "arlsim: built without MPI: rank 0 runs the whole sweep alone, the other ranks nothing\n");
+}
 TaskFarm::~TaskFarm() = default;
 
 std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string(size_t)>& task, std::vector<int>& owner) {
-  std::vector<std::string> out(n);
+  std::vector<std::string> out;
+  if (rank_ != 0) return out;
+  out.resize(n);
   owner.assign(n, 0);
   for (size_t i = 0; i < n; ++i) out[i] = task(i);
   return out;
@@ -35,8 +47,14 @@ std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string
 std::vector<std::string> TaskFarm::run_on_owners(const std::vector<size_t>& indices, const std::vector<int>&,
                                                  const std::function<std::string(size_t)>& task) {
   std::vector<std::string> out;
+  if (rank_ != 0) return out;
   for (size_t i : indices) out.push_back(task(i));
   return out;
+}
+
+void TaskFarm::abort(const std::string& message, int status) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::exit(status);
 }
 
 #else
@@ -83,6 +101,24 @@ TaskFarm::~TaskFarm() {
   if (started_) MPI_Finalize();
 }
 
+void TaskFarm::abort(const std::string& message, int status) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stderr);
+  if (started_) MPI_Abort(MPI_COMM_WORLD, status);
+  std::exit(status);
+}
+
+namespace {
+// A task's result, or the abort of every process when it throws.
+std::string run_task(TaskFarm& farm, const std::function<std::string(size_t)>& task, size_t i) {
+  try {
+    return task(i);
+  } catch (const std::exception& e) {
+    farm.abort("arlsim: internal error on rank " + std::to_string(farm.rank()) + ": " + e.what(), 1);
+  }
+}
+}  // namespace
+
 std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string(size_t)>& task, std::vector<int>& owner) {
   std::vector<std::string> out;
   if (rank_ != 0) {
@@ -91,7 +127,7 @@ std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string
       int64_t index = -1;
       MPI_Recv(&index, 1, MPI_INT64_T, 0, kTaskTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (index < 0) return out;
-      send(0, kResultTag, pack(index, task(static_cast<size_t>(index))));
+      send(0, kResultTag, pack(index, run_task(*this, task, static_cast<size_t>(index))));
     }
   }
   out.resize(n);
@@ -102,9 +138,17 @@ std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string
     std::lock_guard<std::mutex> lock(m);
     return next < n ? static_cast<int64_t>(next++) : -1;
   };
-  // Rank 0's own share runs beside the queue, which this thread serves.
+  // Rank 0's own share runs beside the queue, which this thread serves; a failure there is
+  // reported from this thread (MPI is called from it only) once the queue is done.
+  std::string failure;
   std::thread local([&] {
-    for (int64_t i; (i = take()) >= 0;) out[static_cast<size_t>(i)] = task(static_cast<size_t>(i));
+    try {
+      for (int64_t i; (i = take()) >= 0;) out[static_cast<size_t>(i)] = task(static_cast<size_t>(i));
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(m);
+      failure = e.what();
+      next = n;  // nothing more for anyone
+    }
   });
   for (int active = size_ - 1; active > 0;) {
     int from = 0;
@@ -119,6 +163,7 @@ std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string
     if (next_task < 0) --active;
   }
   local.join();
+  if (!failure.empty()) abort("arlsim: internal error on rank 0: " + failure, 1);
   return out;
 }
 
@@ -135,13 +180,13 @@ std::vector<std::string> TaskFarm::run_on_owners(const std::vector<size_t>& indi
   std::vector<std::string> out;
   if (rank_ != 0) {
     for (size_t k = 0; k < pairs.size(); k += 2)
-      if (pairs[k + 1] == rank_) send(0, kOwnedTag, pack(pairs[k], task(static_cast<size_t>(pairs[k]))));
+      if (pairs[k + 1] == rank_) send(0, kOwnedTag, pack(pairs[k], run_task(*this, task, static_cast<size_t>(pairs[k]))));
     return out;
   }
   out.resize(pairs.size() / 2);
   size_t remote = 0;
   for (size_t k = 0; k < pairs.size(); k += 2) {
-    if (pairs[k + 1] == 0) out[k / 2] = task(static_cast<size_t>(pairs[k]));
+    if (pairs[k + 1] == 0) out[k / 2] = run_task(*this, task, static_cast<size_t>(pairs[k]));
     else ++remote;
   }
   for (; remote > 0; --remote) {

@@ -14,7 +14,9 @@ namespace arlsim::app {
 
 class TaskFarm {
  public:
-  // Starts MPI when the environment says mpirun launched this process; alone otherwise.
+  // Starts MPI when the environment says mpirun launched this process; alone otherwise. A
+  // program built without MPI under mpirun knows its rank from the environment: the ranks but 0
+  // then do nothing, and rank 0 runs the whole sweep alone.
   TaskFarm();
   ~TaskFarm();
   TaskFarm(const TaskFarm&) = delete;
@@ -25,13 +27,17 @@ class TaskFarm {
   bool distributed() const { return size_ > 1; }
 
   // Runs task(i) once for every i < n, across the processes; on rank 0 returns every result by
-  // index and fills owner[i] with the rank that ran i; elsewhere returns nothing.
+  // index and fills owner[i] with the rank that ran i; elsewhere returns nothing. A task that
+  // throws ends every process (abort).
   std::vector<std::string> map(size_t n, const std::function<std::string(size_t)>& task, std::vector<int>& owner);
   // Rank 0 names `indices` with `owner` (map's); every rank runs task(i) for those it owns, and
   // rank 0 gets the results in the order of `indices`. The other ranks pass anything: rank 0's
   // lists reach them.
   std::vector<std::string> run_on_owners(const std::vector<size_t>& indices, const std::vector<int>& owner,
                                          const std::function<std::string(size_t)>& task);
+  // Ends every process with `status` after printing `message` (a rank that fails must not leave
+  // the others waiting for it). Alone, prints and exits.
+  [[noreturn]] void abort(const std::string& message, int status);
 
  private:
   int rank_ = 0, size_ = 1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <atomic>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -203,13 +204,26 @@ Candidates candidates_of(const std::vector<CapacityResult>& results, std::option
     if (c.size() > kConfirmCandidates) c.resize(kConfirmCandidates);
     return c;
   };
+  // The best within the limit and, apart, the best just beyond it (by the tolerance): near misses
+  // on paper may make it when simulated, but never crowd out those within.
+  const auto both = [](std::vector<size_t> a, const std::vector<size_t>& b) {
+    for (size_t i : b)
+      if (std::find(a.begin(), a.end(), i) == a.end()) a.push_back(i);
+    return a;
+  };
+  const auto cheaper = [](const CapacityResult& a, const CapacityResult& b) { return *a.cost_usd < *b.cost_usd; };
+  const auto faster = [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; };
   Candidates c;
   if (deadline_s)
-    c.in_deadline = pick([&](const CapacityResult& r) { return r.cost_usd && r.total_time_s <= *deadline_s * slack; },
-                         [](const CapacityResult& a, const CapacityResult& b) { return *a.cost_usd < *b.cost_usd; });
+    c.in_deadline = both(pick([&](const CapacityResult& r) { return r.cost_usd && r.total_time_s <= *deadline_s; }, cheaper),
+                         pick([&](const CapacityResult& r) {
+                           return r.cost_usd && r.total_time_s > *deadline_s && r.total_time_s <= *deadline_s * slack;
+                         }, cheaper));
   if (budget_usd)
-    c.in_budget = pick([&](const CapacityResult& r) { return r.cost_usd && *r.cost_usd <= *budget_usd * slack; },
-                       [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
+    c.in_budget = both(pick([&](const CapacityResult& r) { return r.cost_usd && *r.cost_usd <= *budget_usd; }, faster),
+                       pick([&](const CapacityResult& r) {
+                         return r.cost_usd && *r.cost_usd > *budget_usd && *r.cost_usd <= *budget_usd * slack;
+                       }, faster));
   if (!deadline_s && !budget_usd)
     c.fastest = pick([](const CapacityResult&) { return true; },
                      [](const CapacityResult& a, const CapacityResult& b) { return a.total_time_s < b.total_time_s; });
@@ -233,31 +247,36 @@ std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results
 void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s) {
   r.confirmed = true;
   r.simulated_total_s = simulated_total_s;
-  r.beyond_tolerance = !simulated_total_s || std::abs(*simulated_total_s / r.total_time_s - 1) > kConfirmTolerance;
+  r.beyond_tolerance = !simulated_total_s || !(r.total_time_s > 0) ||
+                       std::abs(*simulated_total_s / r.total_time_s - 1) > kConfirmTolerance;
 }
 
 Recommendation recommend(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                          std::optional<double> budget_usd) {
-  const Candidates c = candidates_of(results, deadline_s, budget_usd);
   const auto simulated_cost = [](const CapacityResult& r) {
     return *r.cost_usd * (*r.simulated_total_s / r.total_time_s);  // cost goes with time
   };
+  // Every confirmed result is a candidate (the frontier's too), not only those confirmation_list
+  // picked for the limits.
+  std::vector<size_t> confirmed;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].confirmed && results[i].simulated_total_s && results[i].total_time_s > 0) confirmed.push_back(i);
   Recommendation out;
-  for (size_t i : c.in_deadline) {
+  for (size_t i : confirmed) {
     const auto& r = results[i];
-    if (!r.simulated_total_s || *r.simulated_total_s > *deadline_s) continue;
+    if (!deadline_s || !r.cost_usd || *r.simulated_total_s > *deadline_s) continue;
     if (!out.cheapest_in_deadline || simulated_cost(r) < simulated_cost(results[*out.cheapest_in_deadline]))
       out.cheapest_in_deadline = i;
   }
-  for (size_t i : c.in_budget) {
+  for (size_t i : confirmed) {
     const auto& r = results[i];
-    if (!r.simulated_total_s || simulated_cost(r) > *budget_usd) continue;
+    if (!budget_usd || !r.cost_usd || simulated_cost(r) > *budget_usd) continue;
     if (!out.fastest_in_budget || *r.simulated_total_s < *results[*out.fastest_in_budget].simulated_total_s)
       out.fastest_in_budget = i;
   }
-  for (size_t i : c.fastest)
-    if (results[i].simulated_total_s && (!out.fastest || *results[i].simulated_total_s < *results[*out.fastest].simulated_total_s))
-      out.fastest = i;
+  if (!deadline_s && !budget_usd)
+    for (size_t i : confirmed)
+      if (!out.fastest || *results[i].simulated_total_s < *results[*out.fastest].simulated_total_s) out.fastest = i;
   return out;
 }
 
@@ -266,13 +285,22 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
   const std::vector<size_t> todo = confirmation_list(results, deadline_s, budget_usd);
   std::vector<std::optional<double>> simulated(todo.size());
   std::atomic<size_t> next{0};
+  std::mutex failed_mutex;
+  std::exception_ptr failed;  // the first simulation that threw, rethrown on this thread
   const auto work = [&] {
-    for (size_t k; (k = next++) < todo.size();) simulated[k] = simulate(results[todo[k]]);
+    for (size_t k; (k = next++) < todo.size();) try {
+        simulated[k] = simulate(results[todo[k]]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed) failed = std::current_exception();
+        next = todo.size();
+      }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::max(1, threads) && static_cast<size_t>(t) < todo.size(); ++t) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
+  if (failed) std::rethrow_exception(failed);
   for (size_t k = 0; k < todo.size(); ++k) record_confirmation(results[todo[k]], simulated[k]);
   return recommend(results, deadline_s, budget_usd);
 }

@@ -103,11 +103,12 @@ struct Recommendation {
 // fake in tests); none when its run hits an OOM.
 using Simulate = std::function<std::optional<double>(const CapacityResult&)>;
 // Runs the event simulator on the Pareto frontier and on the analytic best candidates for the
-// deadline (cheapest first, among those within it by the tolerance), the budget (fastest first)
-// or, with neither, the fastest, at most kConfirmCandidates each; records each confirmation in
-// its result; and recommends by the simulated figures (a candidate's cost scales with its
-// simulated time). A candidate whose simulation misses the deadline or the budget, or hits an
-// OOM, is not recommended. The simulations run on `threads` threads (`simulate` must allow it).
+// deadline (cheapest first: up to kConfirmCandidates within it and as many more just beyond it,
+// by the tolerance), the budget (fastest first, the same) or, with neither, the fastest; records
+// each confirmation in its result; and recommends among all confirmed results by the simulated
+// figures (a result's cost scales with its simulated time). A result whose simulation misses the
+// deadline or the budget, or hits an OOM, is not recommended. A simulation that throws is
+// rethrown here once the others are done. The simulations run on `threads` threads (`simulate` must allow it).
 // Its parts: the results to confirm (indices), a confirmation recorded, and the recommendation from
 // the confirmations recorded.
 std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,

@@ -184,6 +184,10 @@ then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL check-resol
 # check simulates a scenario's first step and warns when a stage does not fit (the file is valid).
 expect check-first-step 0 "$arlsim" check default --set /workload/engine/gpu_memory_utilization=0.12
 contains check-first-step "$tmp/err" "default: warning: step 1: rollout does not fit: it needs 10.0 GiB per GPU, 9.6 GiB available"
+expect capacity-price-inf 2 "$arlsim" capacity default --price h100-sxm=inf
+contains capacity-price-inf "$tmp/err" "--price expects GPU=USD"
+expect capacity-gpus-empty 2 "$arlsim" capacity default --gpus ,
+contains capacity-gpus-empty "$tmp/err" "--gpus expects GPU profiles separated by commas"
 expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0
 contains capacity-bad-steps "$tmp/err" "--steps must be at least 1, got 0"
 expect capacity-price-unknown-gpu 2 "$arlsim" capacity default --gpus h100-sxm --price b200=3

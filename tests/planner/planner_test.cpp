@@ -333,3 +333,33 @@ TEST_CASE("space: offload is searched where the training states do not fit witho
   // Qwen3-8B fits without: no offload candidates lengthen its search.
   CHECK(count_offload(scenario({}), fits) == 0);
 }
+
+TEST_CASE("capacity: near misses on paper never crowd out a configuration within the limit") {
+  // Four cheaper configurations just beyond a 10 h deadline (within the tolerance) and one well
+  // within it; every simulation equals its analytic time. The one within must be recommended.
+  auto make = [](double hours, double usd) {
+    planner::CapacityResult r;
+    r.feasible = true;
+    r.total_time_s = hours * 3600;
+    r.cost_usd = usd;
+    return r;
+  };
+  std::vector<planner::CapacityResult> late = {make(10.5, 50), make(10.6, 60), make(10.7, 70), make(10.8, 80), make(9, 100)};
+  planner::mark_pareto(late);
+  const planner::Simulate exact = [](const planner::CapacityResult& r) -> std::optional<double> { return r.total_time_s; };
+  const auto in_time = planner::confirm_and_recommend(late, 10 * 3600.0, std::nullopt, exact);
+  REQUIRE(in_time.cheapest_in_deadline);
+  CHECK(*in_time.cheapest_in_deadline == 4);
+  // The same for a budget: four faster ones just over $100, one within it.
+  std::vector<planner::CapacityResult> dear = {make(1, 105), make(2, 106), make(3, 107), make(4, 108), make(5, 90)};
+  planner::mark_pareto(dear);
+  const auto in_budget = planner::confirm_and_recommend(dear, std::nullopt, 100.0, exact);
+  REQUIRE(in_budget.fastest_in_budget);
+  CHECK(*in_budget.fastest_in_budget == 4);
+  // A simulation that throws is rethrown to the caller (on any thread count), not a crash.
+  const planner::Simulate broken = [](const planner::CapacityResult&) -> std::optional<double> {
+    throw std::runtime_error("broken");
+  };
+  for (auto& r : dear) r.confirmed = false;
+  CHECK_THROWS_AS(planner::confirm_and_recommend(dear, std::nullopt, 100.0, broken, 2), std::runtime_error);
+}
