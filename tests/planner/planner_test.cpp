@@ -263,16 +263,20 @@ TEST_CASE("plan: a rollout layout that thrashes its KV cache when simulated is i
   CHECK(thrashing > 0);
 }
 
+namespace {
+// A feasible, priced capacity result of `hours` for the N steps.
+planner::CapacityResult make(double hours, double usd) {
+  planner::CapacityResult r;
+  r.feasible = true;
+  r.total_time_s = hours * 3600;
+  r.cost_usd = usd;
+  return r;
+}
+}  // namespace
+
 TEST_CASE("capacity: recommendations are the event simulator's, confirmed, re-ranked and marked") {
   // Four priced configurations: a (cheapest, fast on paper, but its simulation takes 30% longer),
   // b, c and d, one infeasible; the frontier is a, b, c.
-  auto make = [](double hours, double usd) {
-    planner::CapacityResult r;
-    r.feasible = true;
-    r.total_time_s = hours * 3600;
-    r.cost_usd = usd;
-    return r;
-  };
   std::vector<planner::CapacityResult> results = {make(10, 100), make(12, 150), make(6, 300), make(20, 400)};
   planner::CapacityResult bad;
   bad.reason = "does not fit";
@@ -337,13 +341,6 @@ TEST_CASE("space: offload is searched where the training states do not fit witho
 TEST_CASE("capacity: near misses on paper never crowd out a configuration within the limit") {
   // Four cheaper configurations just beyond a 10 h deadline (within the tolerance) and one well
   // within it; every simulation equals its analytic time. The one within must be recommended.
-  auto make = [](double hours, double usd) {
-    planner::CapacityResult r;
-    r.feasible = true;
-    r.total_time_s = hours * 3600;
-    r.cost_usd = usd;
-    return r;
-  };
   std::vector<planner::CapacityResult> late = {make(10.5, 50), make(10.6, 60), make(10.7, 70), make(10.8, 80), make(9, 100)};
   planner::mark_pareto(late);
   const planner::Simulate exact = [](const planner::CapacityResult& r) -> std::optional<double> { return r.total_time_s; };
