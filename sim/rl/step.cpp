@@ -170,6 +170,7 @@ class Spill {
   Range put(const T* data, size_t count) {
     Range r;
     r.count = count;
+    if (count == 0) return r;  // nothing to keep (and no buffer to pass to the C library)
     if (file_ && std::fseek(file_, 0, SEEK_END) == 0) {
       const long at = std::ftell(file_);
       if (at >= 0 && std::fwrite(data, sizeof(T), count, file_) == count) {
@@ -183,6 +184,7 @@ class Spill {
   }
   // Appends the range's records to `out` (and frees what memory held them).
   void take(const Range& r, std::vector<T>& out) {
+    if (r.count == 0) return;
     if (r.offset < 0) {
       out.insert(out.end(), kept_[r.kept].begin(), kept_[r.kept].end());
       kept_[r.kept] = {};
