@@ -291,24 +291,24 @@ int run_capacity(const Args& args) {
       mine[i] = planner::evaluate_capacity_config(s, document, features, configs[i], o);
       return pack_result(mine[i]);
     }, owner);
-    std::vector<size_t> todo;
+    std::vector<size_t> to_confirm;
     if (farm.rank() == 0) {
       try {  // the other ranks wait for rank 0's list: a failure here must end them too
         results.resize(configs.size());
         for (size_t i = 0; i < configs.size(); ++i) results[i] = owner[i] == 0 ? mine[i] : unpack_result(packed[i]);
         planner::mark_pareto(results);
-        todo = planner::confirmation_list(results, deadline, budget_limit);
+        to_confirm = planner::confirmation_list(results, deadline, budget_limit);
       } catch (const std::exception& e) {
         farm.abort(std::string("arlsim capacity: internal error on rank 0: ") + e.what(), kExitInternal);
       }
     }
-    const auto simulated = farm.run_on_owners(todo, owner, [&](size_t i) {
+    const auto simulated = farm.run_on_owners(to_confirm, owner, [&](size_t i) {
       const auto total = simulate(mine[i]);
       return total ? report::format_json_number(*total) : std::string("null");
     });
     if (farm.rank() != 0) return kExitOk;
-    for (size_t k = 0; k < todo.size(); ++k)
-      planner::record_confirmation(results[todo[k]], simulated[k] == "null" ? std::nullopt
+    for (size_t k = 0; k < to_confirm.size(); ++k)
+      planner::record_confirmation(results[to_confirm[k]], simulated[k] == "null" ? std::nullopt
                                                                              : std::optional<double>(std::stod(simulated[k])));
     rec = planner::recommend(results, deadline, budget_limit);
   } else {

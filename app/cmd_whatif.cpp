@@ -275,9 +275,12 @@ int run_whatif(const Args& args) {
     std::cerr << "arlsim whatif: variant" << label << ":\n" << input::format_all(diag);
     return kExitBadInput;
   }
-  std::string summaries = "[\n";
-  for (size_t i = 0; i < cols.size(); ++i) summaries += report::summary_json(cols[i].result) + (i + 1 < cols.size() ? ",\n" : "");
-  summaries += "]\n";
+  // Each variant's summary.json, as --json prints it and variants.json keeps it.
+  const auto summaries_json = [&] {
+    std::string out = "[\n";
+    for (size_t i = 0; i < cols.size(); ++i) out += report::summary_json(cols[i].result) + (i + 1 < cols.size() ? ",\n" : "");
+    return out + "]\n";
+  };
   if (!out_dir.empty()) {
     std::vector<report::ReportVariant> variants;
     for (const auto& c : cols) {
@@ -287,13 +290,13 @@ int run_whatif(const Args& args) {
     }
     std::string error;
     if (!report::write_text_file(out_dir, report::kReportFile, report::whatif_report_html(scenario, variants), error) ||
-        !report::write_text_file(out_dir, "variants.json", summaries, error)) {
+        !report::write_text_file(out_dir, "variants.json", summaries_json(), error)) {
       std::cerr << "arlsim whatif: " << error << "\n";
       return kExitInternal;
     }
   }
   if (vm.count("json")) {
-    std::cout << summaries;
+    std::cout << summaries_json();
     return kExitOk;
   }
   print_table(cols);

@@ -235,13 +235,13 @@ Candidates candidates_of(const std::vector<CapacityResult>& results, std::option
 std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                                       std::optional<double> budget_usd) {
   const Candidates c = candidates_of(results, deadline_s, budget_usd);
-  std::vector<size_t> todo;
+  std::vector<size_t> to_confirm;
   for (size_t i = 0; i < results.size(); ++i) {
     const bool wanted = results[i].pareto || std::count(c.in_deadline.begin(), c.in_deadline.end(), i) ||
                         std::count(c.in_budget.begin(), c.in_budget.end(), i) || std::count(c.fastest.begin(), c.fastest.end(), i);
-    if (wanted && results[i].feasible && !results[i].confirmed) todo.push_back(i);
+    if (wanted && results[i].feasible && !results[i].confirmed) to_confirm.push_back(i);
   }
-  return todo;
+  return to_confirm;
 }
 
 void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s) {
@@ -282,26 +282,26 @@ Recommendation recommend(const std::vector<CapacityResult>& results, std::option
 
 Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                                      std::optional<double> budget_usd, const Simulate& simulate, int threads) {
-  const std::vector<size_t> todo = confirmation_list(results, deadline_s, budget_usd);
-  std::vector<std::optional<double>> simulated(todo.size());
+  const std::vector<size_t> to_confirm = confirmation_list(results, deadline_s, budget_usd);
+  std::vector<std::optional<double>> simulated(to_confirm.size());
   std::atomic<size_t> next{0};
   std::mutex failed_mutex;
   std::exception_ptr failed;  // the first simulation that threw, rethrown on this thread
   const auto work = [&] {
-    for (size_t k; (k = next++) < todo.size();) try {
-        simulated[k] = simulate(results[todo[k]]);
+    for (size_t k; (k = next++) < to_confirm.size();) try {
+        simulated[k] = simulate(results[to_confirm[k]]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failed_mutex);
         if (!failed) failed = std::current_exception();
-        next = todo.size();
+        next = to_confirm.size();
       }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads) && static_cast<size_t>(t) < todo.size(); ++t) pool.emplace_back(work);
+  for (int t = 1; t < std::max(1, threads) && static_cast<size_t>(t) < to_confirm.size(); ++t) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
   if (failed) std::rethrow_exception(failed);
-  for (size_t k = 0; k < todo.size(); ++k) record_confirmation(results[todo[k]], simulated[k]);
+  for (size_t k = 0; k < to_confirm.size(); ++k) record_confirmation(results[to_confirm[k]], simulated[k]);
   return recommend(results, deadline_s, budget_usd);
 }
 

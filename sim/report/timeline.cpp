@@ -342,19 +342,13 @@ Timeline timeline_of(const rl::RunResult& r, const TimelineOptions& o) {
   t.scenario = r.scenario;
   t.gpus = r.gpus;
   // Counter samples within the kept steps' span (all of them without a step range).
-  double from = -1e300, to = 1e300;
+  const bool ranged = o.first_step >= 0 || o.last_step >= 0;
+  double from = ranged ? 1e300 : -1e300, to = ranged ? -1e300 : 1e300;
   t.steps = 0;
-  if (o.first_step >= 0 || o.last_step >= 0) {
-    from = 1e300;
-    to = -1e300;
-  }
   for (const auto& rec : r.steps)
     if (o.keeps_step(rec.step)) {
       ++t.steps;
-      if (o.first_step >= 0 || o.last_step >= 0) {
-        from = std::min(from, rec.start_s);
-        to = std::max(to, rec.end_s);
-      }
+      if (ranged) from = std::min(from, rec.start_s), to = std::max(to, rec.end_s);
     }
   std::vector<rl::CounterSample> counters;
   for (const auto& c : r.counters)

@@ -1,9 +1,7 @@
 #include "sim/rl/step.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
-#include <type_traits>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,6 +15,7 @@
 #include "sim/model/transformer.h"
 #include "sim/rl/dispatch.h"
 #include "sim/rl/rollout.h"
+#include "sim/rl/spill.h"
 #include "sim/trace/generator.h"
 #include "sim/trace/reader.h"
 
@@ -150,57 +149,6 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
 namespace {
 
 // Simulates one scenario step by step; see step.h.
-// Records that wait for their placement in a temporary file (memory when no file can be had):
-// a long run's rollout parts would otherwise be held for every step until the end.
-template <typename T>
-class Spill {
-  static_assert(std::is_trivially_copyable_v<T>);
-
- public:
-  struct Range {
-    long offset = -1;  // in the file; -1: in memory (`kept`)
-    size_t count = 0, kept = 0;
-  };
-  Spill() : file_(std::tmpfile()) {}
-  ~Spill() {
-    if (file_) std::fclose(file_);
-  }
-  Spill(const Spill&) = delete;
-  Spill& operator=(const Spill&) = delete;
-  Range put(const T* data, size_t count) {
-    Range r;
-    r.count = count;
-    if (count == 0) return r;  // nothing to keep (and no buffer to pass to the C library)
-    if (file_ && std::fseek(file_, 0, SEEK_END) == 0) {
-      const long at = std::ftell(file_);
-      if (at >= 0 && std::fwrite(data, sizeof(T), count, file_) == count) {
-        r.offset = at;
-        return r;
-      }
-    }
-    r.kept = kept_.size();
-    kept_.emplace_back(data, data + count);
-    return r;
-  }
-  // Appends the range's records to `out` (and frees what memory held them).
-  void take(const Range& r, std::vector<T>& out) {
-    if (r.count == 0) return;
-    if (r.offset < 0) {
-      out.insert(out.end(), kept_[r.kept].begin(), kept_[r.kept].end());
-      kept_[r.kept] = {};
-      return;
-    }
-    const size_t at = out.size();
-    out.resize(at + r.count);
-    const bool ok = std::fseek(file_, r.offset, SEEK_SET) == 0 && std::fread(out.data() + at, sizeof(T), r.count, file_) == r.count;
-    ARLSIM_ASSERT(ok);  // what this run wrote to its own temporary file reads back
-  }
-
- private:
-  std::FILE* file_;
-  std::vector<std::vector<T>> kept_;
-};
-
 class RunSimulator {
  public:
   RunSimulator(const input::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
