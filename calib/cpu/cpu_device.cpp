@@ -1,5 +1,7 @@
 #include "calib/cpu/cpu_device.h"
 
+#include "calib/cpu/kernels.h"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -60,51 +62,6 @@ double last_level_cache() {
   }
   return largest;
 }
-
-// A worker thread that runs one empty task per launch: the cost of handing work to another
-// thread and learning that it is done, the CPU's counterpart of a kernel launch.
-class Worker {
- public:
-  Worker() : thread_([this] { loop(); }) {}
-  ~Worker() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  // One task, launch to completion; false when the task did not run.
-  bool run_one() {
-    const int64_t before = ran_.load();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++posted_;
-    }
-    cv_.notify_one();
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_cv_.wait(lock, [&] { return done_ == posted_; });
-    return ran_.load() == before + 1;
-  }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stop_ || done_ < posted_; });
-      if (stop_) return;
-      ran_.fetch_add(1);  // the empty task
-      ++done_;
-      done_cv_.notify_one();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_, done_cv_;
-  int64_t posted_ = 0, done_ = 0;
-  std::atomic<int64_t> ran_{0};
-  bool stop_ = false;
-  std::thread thread_;
-};
 
 // n threads that run one function together, each with its rank, and a barrier for the steps of
 // an algorithm: the ranks of the collectives among threads.
@@ -218,44 +175,16 @@ class CpuDevice final : public Device {
   // block of kBlock queries scores the keys up to its last one, takes the softmax (the diagonal
   // block masked) and weighs the values; the backward recomputes the block's probabilities and
   // accumulates dQ, dK and dV. fp32 throughout, Eigen's products for the five GEMMs.
+  // Causal attention of one head (cpu::Attention, the runtime's kernel), checked against a
+  // double-precision reference.
   std::optional<double> attention(int64_t seq_len, int64_t head_dim, bool backward) override {
-    using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    constexpr int64_t kBlock = 128;
     const auto s = static_cast<Eigen::Index>(seq_len), dh = static_cast<Eigen::Index>(head_dim);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    Mat q = Mat::Random(s, dh), k = Mat::Random(s, dh), v = Mat::Random(s, dh), o(s, dh);
-    Mat d_o = Mat::Random(s, dh), dq = Mat::Zero(s, dh), dk = Mat::Zero(s, dh), dv = Mat::Zero(s, dh);
-    auto probabilities = [&](Eigen::Index r0, Eigen::Index rows, Mat& p) {
-      const Eigen::Index keys = r0 + rows;
-      p.noalias() = (q.middleRows(r0, rows) * k.topRows(keys).transpose()) * scale;
-      for (Eigen::Index i = 0; i < rows; ++i) {
-        auto row = p.row(i);
-        const Eigen::Index visible = r0 + i + 1;  // causal: keys 0 .. r0 + i
-        row.tail(keys - visible).setConstant(-std::numeric_limits<float>::infinity());
-        const float top = row.head(visible).maxCoeff();
-        row = (row.array() - top).exp();
-        row /= row.sum();
-      }
-    };
-    Mat p, dp;
+    attention_.prepare(seq_len, head_dim);
+    const float scale = attention_.scale;
+    const auto &q = attention_.q, &k = attention_.k, &v = attention_.v, &o = attention_.o, &d_o = attention_.d_o;
+    const auto &dq = attention_.dq, &dk = attention_.dk, &dv = attention_.dv;
     const auto t = Clock::now();
-    for (Eigen::Index r0 = 0; r0 < s; r0 += kBlock) {
-      const Eigen::Index rows = std::min<Eigen::Index>(kBlock, s - r0), keys = r0 + rows;
-      probabilities(r0, rows, p);
-      o.middleRows(r0, rows).noalias() = p * v.topRows(keys);
-    }
-    if (backward) {
-      for (Eigen::Index r0 = 0; r0 < s; r0 += kBlock) {
-        const Eigen::Index rows = std::min<Eigen::Index>(kBlock, s - r0), keys = r0 + rows;
-        probabilities(r0, rows, p);
-        dv.topRows(keys).noalias() += p.transpose() * d_o.middleRows(r0, rows);
-        dp.noalias() = d_o.middleRows(r0, rows) * v.topRows(keys).transpose();
-        const Eigen::VectorXf delta = (d_o.middleRows(r0, rows).array() * o.middleRows(r0, rows).array()).rowwise().sum();
-        dp = (p.array() * (dp.colwise() - delta).array()).matrix();  // dS
-        dq.middleRows(r0, rows).noalias() = (dp * k.topRows(keys)) * scale;
-        dk.topRows(keys).noalias() += (dp.transpose() * q.middleRows(r0, rows)) * scale;
-      }
-    }
+    attention_.run(backward);
     const double secs = since(t);
     // Check against a plain double-precision reference at a middle and the last query: the output
     // row, and (backward) the rows of dV and dK that only the last query reaches, dV[s-1] =
@@ -346,50 +275,7 @@ class CpuDevice final : public Device {
       team_->step();
       if (r == 0) start = Clock::now();
       team_->step();
-      auto& from = out_[left(r)];
-      switch (op) {
-        case CollectiveOp::all_reduce:
-        case CollectiveOp::reduce_scatter:
-          for (int64_t s = 0; s + 1 < n; ++s) {  // chunk r - s - 1 accumulates the left's
-            float* dst = span(mine, r - s - 1);
-            const float* src = span(from, r - s - 1);
-            for (size_t i = 0; i < chunk; ++i) dst[i] += src[i];
-            team_->step();
-          }
-          if (op == CollectiveOp::reduce_scatter) break;
-          for (int64_t s = 0; s + 1 < n; ++s) {  // the reduced chunks travel round
-            std::copy(span(from, r - s), span(from, r - s) + chunk, span(mine, r - s));
-            team_->step();
-          }
-          break;
-        case CollectiveOp::all_gather:
-          for (int64_t s = 0; s + 1 < n; ++s) {
-            std::copy(span(from, r - s - 1), span(from, r - s - 1) + chunk, span(mine, r - s - 1));
-            team_->step();
-          }
-          break;
-        case CollectiveOp::all_to_all:
-          for (int64_t j = 0; j < n; ++j) std::copy(span(in_[static_cast<size_t>(j)], r), span(in_[static_cast<size_t>(j)], r) + chunk, span(mine, j));
-          break;
-        case CollectiveOp::broadcast: {
-          const size_t pieces = std::min<size_t>(64, e), piece = (e + pieces - 1) / pieces;
-          for (int64_t t = 0; t < static_cast<int64_t>(pieces) + n - 2; ++t) {
-            const int64_t p = t - (r - 1);
-            if (r > 0 && p >= 0 && p < static_cast<int64_t>(pieces)) {
-              const size_t a = std::min(e, static_cast<size_t>(p) * piece), b = std::min(e, a + piece);
-              std::copy(from.begin() + static_cast<std::ptrdiff_t>(a), from.begin() + static_cast<std::ptrdiff_t>(b),
-                        mine.begin() + static_cast<std::ptrdiff_t>(a));
-            }
-            team_->step();
-          }
-          break;
-        }
-        case CollectiveOp::send_recv: {
-          const auto& sent = in_[left(r)];
-          std::copy(sent.begin(), sent.end(), mine.begin());
-          break;
-        }
-      }
+      cpu::ring_collective(op, r, n, in_, out_, e, [&] { team_->step(); });
       team_->step();
       if (r == 0) end = Clock::now();
       // Check: the first and last element of every chunk this rank should hold.
@@ -430,29 +316,7 @@ class CpuDevice final : public Device {
     if (arrays == 3) z_.assign(n, 0.25f);
     const float s = 3.0f;
     const auto t = Clock::now();
-    switch (kernel) {
-      case MemoryKernel::copy:
-        for (size_t i = 0; i < n; ++i) y_[i] = x_[i];
-        break;
-      case MemoryKernel::triad:
-        for (size_t i = 0; i < n; ++i) y_[i] = x_[i] + s * z_[i];
-        break;
-      case MemoryKernel::norm: {
-        // Rows of 4,096: each row's mean square, then the row scaled (an RMS norm).
-        constexpr size_t kRow = 4096;
-        for (size_t r0 = 0; r0 < n; r0 += kRow) {
-          const size_t r1 = std::min(n, r0 + kRow);
-          float sum = 0;
-          for (size_t i = r0; i < r1; ++i) sum += x_[i] * x_[i];
-          const float scale = 1.0f / std::sqrt(sum / static_cast<float>(r1 - r0) + 1e-6f);
-          for (size_t i = r0; i < r1; ++i) y_[i] = x_[i] * scale;
-        }
-        break;
-      }
-      case MemoryKernel::activation:
-        for (size_t i = 0; i < n; ++i) y_[i] = x_[i] / (1.0f + std::exp(-x_[i]));  // SiLU
-        break;
-    }
+    cpu::stream(kernel, x_.data(), y_.data(), arrays == 3 ? z_.data() : nullptr, n);
     const double secs = since(t);
     // Check the first and last elements against the kernel's formula.
     float want = 0;
@@ -487,7 +351,8 @@ class CpuDevice final : public Device {
 
   std::optional<double> launch() override {
     const auto t = Clock::now();
-    const bool ok = worker_.run_one();
+    static const std::function<void()> empty = [] {};
+    const bool ok = worker_.run(empty);
     const double s = since(t);
     if (!ok) {
       problem_ = "the worker thread did not run its task";
@@ -502,7 +367,8 @@ class CpuDevice final : public Device {
   std::vector<float> x_, y_, z_;
   std::vector<std::vector<float>> in_, out_;
   std::unique_ptr<ThreadTeam> team_;
-  Worker worker_;
+  cpu::Worker worker_;
+  cpu::Attention attention_;
   std::string problem_;
 };
 

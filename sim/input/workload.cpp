@@ -101,7 +101,9 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
   r.read("use_reference", w.use_reference, Presence::optional);
   r.read("use_rollout_log_probs", w.use_rollout_log_probs, Presence::optional);
   r.read("moe_imbalance", w.moe_imbalance, Presence::optional, 1.0, 64.0);
-  static const EnumName<Dtype> dtypes[] = {{"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}};
+  // fp32: a device measured by `arlsim calibrate --backend cpu` has only an fp32 peak.
+  static const EnumName<Dtype> dtypes[] = {
+      {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}, {"fp32", Dtype::fp32}};
   r.read_enum("dtype", w.dtype, Presence::optional, dtypes);
   read_attention_kernel(r, w.unfused_attention);
   if (const Value* c = r.field("critic"); c && !c->is_null()) {

@@ -50,8 +50,12 @@ int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const
   return n;
 }
 
+input::Dtype serving_dtype(const input::GpuProfile& gpu) {
+  return gpu.peak(input::Dtype::bf16) > 0 || gpu.peak(input::Dtype::fp32) <= 0 ? input::Dtype::bf16 : input::Dtype::fp32;
+}
+
 InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec)
-    : InferenceModel(m, c, layout, spec, std::make_shared<AnalyticCostModel>(c, input::Dtype::bf16)) {}
+    : InferenceModel(m, c, layout, spec, std::make_shared<AnalyticCostModel>(c, serving_dtype(c.gpu))) {}
 
 InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec,
                                std::shared_ptr<const CostModel> cost)

@@ -430,6 +430,7 @@ void Rollout::plan(int64_t e) {
                                       : eng.im->iteration(eng.plan.batch).seconds;
   }
   eng.end_s = eng.start_s + seconds;
+  if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, eng.end_s, eng.plan.batch, eng.iterations});
   sim_.set_timer(eng.timer, SimTime::from_seconds(eng.end_s), kWorkPhase, this,
                  encode(kEngineDone, static_cast<uint64_t>(e)));
 }

@@ -57,6 +57,7 @@ struct RolloutOptions {
   double stop_fraction = 1.0;
   // Seeds the draws of tool latencies from a pool's `latency` for calls whose trace gives none.
   uint64_t seed = 1;
+  bool log_iterations = false;  // keep every planned iteration in RolloutResult::iterations
 };
 
 struct RolloutInput {
@@ -100,6 +101,15 @@ struct KvSample {
 };
 
 // A contiguous run of one kind of iterations on an engine, for timelines.
+// One planned iteration of an engine (or `iterations` decode-only iterations run as one window,
+// the KV growing by a token per sequence each): what a runtime executes again.
+struct IterationRecord {
+  int64_t engine = 0;
+  double start_s = 0, end_s = 0;
+  model::IterationBatch batch;
+  int64_t iterations = 1;
+};
+
 struct EngineSpan {
   int64_t engine = 0;
   bool prefill = false;  // iterations with prefill work (else decode only)
@@ -127,6 +137,7 @@ struct RolloutResult {
   std::vector<EngineRecord> engines;  // the policy's engines, then the reward model's
   std::vector<PoolRecord> pools;
   std::vector<EngineSpan> spans;
+  std::vector<IterationRecord> iterations;  // with RolloutOptions::log_iterations
   std::vector<KvSample> kv;  // KV use over time, every kv_sample_interval per engine
   int64_t generated_tokens = 0;
   uint64_t events = 0;

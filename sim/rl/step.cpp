@@ -237,6 +237,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   RolloutOptions ro = rollout_options(s_, l.rollout);
   ro.per_iteration = o_.per_iteration;
   ro.seed = rollout_seed(s_, d.step);
+  ro.log_iterations = static_cast<bool>(o_.on_step);
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
   RolloutInput in;
   in.trajectories = d.trajectories;
@@ -458,6 +459,20 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   p.work.bytes[static_cast<size_t>(graph::Stage::weight_sync)] =
       2.0 * model::count_params(s_.model).total * real(rollout_engines(s_, l.rollout));
   p.training_s += p.times.weight_sync;
+  if (o_.on_step) {
+    StepExecution e;
+    e.step = d.step;
+    e.rollout = l.rollout;
+    e.train = l.train;
+    e.rollout_s = p.times.rollout;
+    e.iterations = std::move(p.rollout.iterations);
+    e.tokens = x.tokens;
+    e.producer_gpu = x.producer_gpu;
+    e.rank = x.rank;
+    e.mean_len = x.mean_len;
+    e.attention_len = x.attention_len;
+    o_.on_step(std::move(e));
+  }
   return p;
 }
 

@@ -24,6 +24,19 @@
 
 namespace arlsim::rl {
 
+// What a step ran, for a runtime that executes it again (`arlsim validate`): the layouts, the
+// rollout engines' iterations, and the finished samples with the GPU that produced each and the
+// training rank that takes each.
+struct StepExecution {
+  int64_t step = 0;
+  input::RolloutLayout rollout;
+  input::TrainLayout train;
+  double rollout_s = 0;  // the rollout's generation, from its start
+  std::vector<IterationRecord> iterations;
+  std::vector<int64_t> tokens, producer_gpu, rank;
+  int64_t mean_len = 1, attention_len = 1;
+};
+
 struct RunOptions {
   int64_t first_step = -1;  // trace steps to run, inclusive; -1: from the first / to the last
   int64_t last_step = -1;
@@ -36,6 +49,9 @@ struct RunOptions {
   // and counters stay empty; the rollouts' parts wait for their placement in a temporary file, so
   // that memory does not grow with the steps.
   RecordSink* sink = nullptr;
+  // Called with each step's execution record once its stages are priced (engines' iterations
+  // are then logged).
+  std::function<void(StepExecution&&)> on_step;
 };
 
 // The scenario's trace: its file (or `override_path`), or the one it asks to generate. With `run`,
@@ -167,9 +183,10 @@ class MicroBatchTimer {
   MicroBatchTimer(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l, bool value_head);
   double forward(const MicroBatch& b);
   double train(const MicroBatch& b);
+  // The training request a micro-batch is priced as: one packed sequence per rank.
+  model::TrainRequest request(const MicroBatch& b) const;
 
  private:
-  model::TrainRequest request(const MicroBatch& b) const;
   const input::ScenarioSpec& s_;
   const input::ModelSpec& m_;
   input::TrainLayout l_;

@@ -1,0 +1,73 @@
+// The CPU kernels that `arlsim calibrate --backend cpu` times and the CPU runtime
+// (runtime/cpu) executes: one set, so that what calibration measured is what the runtime runs.
+// fp32 throughout. Included by those two only (it brings Eigen).
+#pragma once
+
+#include <Eigen/Core>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "calib/harness/harness.h"
+#include "sim/model/collective.h"
+
+namespace arlsim::calib::cpu {
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Causal attention of one head, blocked by rows of queries as FlashAttention blocks it: each
+// block of 128 queries scores the keys up to its last one, takes the softmax (the diagonal block
+// masked) and weighs the values; the backward recomputes the block's probabilities and
+// accumulates dQ, dK and dV. Eigen's products for the five GEMMs.
+struct Attention {
+  RowMat q, k, v, o, d_o, dq, dk, dv;
+  float scale = 1;
+  // Random inputs of `seq_len` x `head_dim` (zero gradients).
+  void prepare(int64_t seq_len, int64_t head_dim);
+  void run(bool backward);
+
+ private:
+  RowMat p_, dp_;
+  void probabilities(Eigen::Index r0, Eigen::Index rows);
+};
+
+// One streaming kernel over n floats (x read, y written, z read by the triad).
+void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_t n);
+
+// One rank's part of a collective among n threads over shared memory, as NCCL's ring algorithms
+// move data: each rank reads its left neighbour's buffer chunk by chunk, `step()` (a barrier of
+// the n ranks) between steps. all-reduce is a reduce-scatter then an all-gather (2(n - 1) steps),
+// all-gather and reduce-scatter take n - 1, broadcast (from rank 0) is pipelined down the ring in
+// 64 pieces, all-to-all and send/recv (from the left neighbour) are direct reads. `out[r]` holds
+// rank r's data in place (`elements` floats, chunk c of elements / n at c x chunk); all-to-all
+// and send/recv read `in` instead. Every rank must call it, with the same arguments but r.
+void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<std::vector<float>>& in,
+                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step);
+
+// A worker thread that runs the tasks handed to it one at a time, the caller waiting for each:
+// the CPU's counterpart of launching a kernel and waiting for it (an empty task measures the
+// launch itself).
+class Worker {
+ public:
+  Worker();
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  // Runs `task` on the worker and returns when it is done; false when it did not run.
+  bool run(const std::function<void()>& task);
+
+ private:
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void()>* task_ = nullptr;
+  int64_t posted_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace arlsim::calib::cpu
