@@ -45,6 +45,7 @@ int run_estimate(const Args& args);
 int run_default(const Args& args);
 int run_trace(const Args& args);
 int run_calibrate(const Args& args);
+int run_validate(const Args& args);
 int run_export(const Args& args);
 int run_import_launch(const Args& args);
 

@@ -34,6 +34,8 @@ constexpr Command kCommands[] = {
     {"import", "a framework's launch (verl, OpenRLHF, slime, AReaL) read back into a scenario", arlsim::app::run_import_launch},
     {"calibrate", "measure this machine's device (microbenchmarks) into a profile; compare two profiles",
      arlsim::app::run_calibrate},
+    {"validate", "execute a scenario's steps for real on this machine (CPU threads) and compare with the prediction",
+     arlsim::app::run_validate},
 };
 
 void print_usage(std::ostream& out) {

@@ -1,0 +1,296 @@
+#include "runtime/cpu/cpu_backend.h"
+
+#include <atomic>
+#include <barrier>
+#include <boost/crc.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "calib/cpu/kernels.h"
+
+namespace arlsim::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+size_t floats(double bytes) { return static_cast<size_t>(std::max(1.0, std::ceil(bytes / 4.0))); }
+
+// Deterministic synthetic data: a buffer's contents depend on its seed only.
+void fill(std::vector<float>& v, size_t n, uint64_t seed) {
+  if (v.size() < n) v.resize(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = static_cast<float>(x & 0xFFFFFF) * (1.0f / 16777216.0f);
+  }
+}
+
+const char* kind_name(Kernel::Kind k) {
+  switch (k) {
+    case Kernel::Kind::gemm: return "gemm";
+    case Kernel::Kind::attention: return "attention";
+    case Kernel::Kind::decode_attention: return "decode attention";
+    case Kernel::Kind::memory: return "memory-bound";
+    case Kernel::Kind::collective: return "collective";
+    case Kernel::Kind::copy: return "copy";
+    case Kernel::Kind::wait: return "wait";
+  }
+  return "kernel";
+}
+
+}  // namespace
+
+uint32_t checksum(const void* data, size_t bytes) {
+  boost::crc_32_type crc;
+  crc.process_bytes(data, bytes);
+  return crc.checksum();
+}
+
+void KernelSeconds::add(Kernel::Kind kind, double s) {
+  switch (kind) {
+    case Kernel::Kind::gemm: gemm += s; break;
+    case Kernel::Kind::attention: attention += s; break;
+    case Kernel::Kind::decode_attention: decode_attention += s; break;
+    case Kernel::Kind::memory: memory += s; break;
+    case Kernel::Kind::collective: collective += s; break;
+    case Kernel::Kind::copy: copy += s; break;
+    case Kernel::Kind::wait: wait += s; break;
+  }
+}
+
+KernelSeconds& KernelSeconds::operator+=(const KernelSeconds& o) {
+  gemm += o.gemm;
+  attention += o.attention;
+  decode_attention += o.decode_attention;
+  memory += o.memory;
+  collective += o.collective;
+  copy += o.copy;
+  wait += o.wait;
+  return *this;
+}
+
+// A device: its worker (the "GPU") and its buffers, grown to the largest request and reused.
+struct Device {
+  calib::cpu::Worker worker;
+  std::vector<float> a, b, c, x, y, host, source;
+  calib::cpu::Attention attention;
+  int64_t attention_seq = -1, attention_dim = -1;
+  std::atomic<int64_t> kernel{-1};  // the kernel it runs (for a hang report)
+};
+
+// A collective group of one run: its barrier and each member's buffer.
+struct Group {
+  explicit Group(size_t n) : step(static_cast<std::ptrdiff_t>(n)), in(n), out(n), sums(n) {}
+  std::barrier<> step;
+  std::vector<std::vector<float>> in, out;
+  std::vector<uint32_t> sums;  // all-gather: each member's chunk checksum, as sent
+};
+
+struct CpuBackend::Impl {
+  std::vector<std::unique_ptr<Device>> devices;
+  double timeout_s = 600;
+  std::atomic<bool> corrupt{false};
+};
+
+CpuBackend::CpuBackend(int64_t devices, double timeout_s) : impl_(std::make_unique<Impl>()) {
+  for (int64_t i = 0; i < devices; ++i) impl_->devices.push_back(std::make_unique<Device>());
+  impl_->timeout_s = timeout_s;
+}
+CpuBackend::~CpuBackend() = default;
+int64_t CpuBackend::devices() const { return static_cast<int64_t>(impl_->devices.size()); }
+void CpuBackend::corrupt_next_copy() { impl_->corrupt = true; }
+
+RunStats CpuBackend::run(const Program& p, const std::string& activity) {
+  RunStats stats;
+  std::vector<std::unique_ptr<Group>> groups;
+  for (const auto& g : p.groups) groups.push_back(std::make_unique<Group>(g.size()));
+  std::mutex mutex;
+  std::condition_variable finished;
+  size_t done = 0;
+  std::vector<std::thread> threads;
+  std::vector<double> clocks(p.devices.size(), 0);
+  std::vector<KernelSeconds> kernels(p.devices.size());
+  std::atomic<int64_t> failures{0};
+  std::atomic<double> verified{0};
+  auto add_verified = [&](double bytes) {
+    double old = verified.load();
+    while (!verified.compare_exchange_weak(old, old + bytes)) {
+    }
+  };
+  for (size_t slot = 0; slot < p.devices.size(); ++slot) {
+    threads.emplace_back([&, slot] {
+      const int64_t id = p.devices[slot].first;
+      Device& dev = *impl_->devices[static_cast<size_t>(id)];
+      double clock = 0;
+      int64_t index = 0;
+      for (const Kernel& k : p.devices[slot].second) {
+        dev.kernel = index++;
+        double took = 0;
+        switch (k.kind) {
+          case Kernel::Kind::gemm: {
+            const auto need = [](std::vector<float>& v, int64_t r, int64_t c) {
+              if (v.size() < static_cast<size_t>(r * c)) v.assign(static_cast<size_t>(r * c), 0.5f);
+            };
+            need(dev.a, k.m, k.k);
+            need(dev.b, k.k, k.n);
+            need(dev.c, k.m, k.n);
+            Eigen::Map<Eigen::MatrixXf> a(dev.a.data(), k.m, k.k), b(dev.b.data(), k.k, k.n), c(dev.c.data(), k.m, k.n);
+            const std::function<void()> task = [&] {
+              for (int64_t g = 0; g < k.groups; ++g) c.noalias() = a * b;
+            };
+            const auto t = Clock::now();
+            dev.worker.run(task);
+            took = since(t);
+            break;
+          }
+          case Kernel::Kind::attention: {
+            if (dev.attention_seq != k.seq_len || dev.attention_dim != k.head_dim) {
+              dev.attention.prepare(k.seq_len, k.head_dim);
+              dev.attention_seq = k.seq_len;
+              dev.attention_dim = k.head_dim;
+              if (k.backward) dev.attention.run(false);  // the forward a backward follows
+            }
+            const std::function<void()> task = [&] {
+              for (int64_t h = 0; h < k.heads; ++h) dev.attention.run(false, k.backward);
+            };
+            const auto t = Clock::now();
+            dev.worker.run(task);
+            took = since(t);
+            break;
+          }
+          case Kernel::Kind::decode_attention: {
+            const size_t n = floats(k.bytes);
+            if (dev.x.size() < n) dev.x.assign(n, 0.25f);
+            volatile float sink = 0;
+            const std::function<void()> task = [&] {
+              float sum = 0;
+              for (size_t i = 0; i < n; ++i) sum += dev.x[i];
+              sink = sum;
+            };
+            const auto t = Clock::now();
+            dev.worker.run(task);
+            took = since(t);
+            (void)sink;
+            break;
+          }
+          case Kernel::Kind::memory: {
+            // A copy kernel reads and writes: bytes / 8 floats per launch.
+            const int64_t launches = std::max<int64_t>(1, k.launches);
+            const size_t n = static_cast<size_t>(std::max(1.0, k.bytes / 8.0 / static_cast<double>(launches)));
+            if (dev.x.size() < n) dev.x.assign(n, 1.5f);
+            if (dev.y.size() < n) dev.y.assign(n, 0.0f);
+            const std::function<void()> task = [&] {
+              calib::cpu::stream(calib::MemoryKernel::copy, dev.x.data(), dev.y.data(), nullptr, n);
+            };
+            const auto t = Clock::now();
+            if (k.launches == 0) {
+              task();  // replayed from a graph: no launch of its own
+            } else {
+              for (int64_t l = 0; l < launches; ++l) dev.worker.run(task);
+            }
+            took = since(t);
+            break;
+          }
+          case Kernel::Kind::collective: {
+            const auto& members = p.groups[static_cast<size_t>(k.group)];
+            Group& g = *groups[static_cast<size_t>(k.group)];
+            const auto n = static_cast<int64_t>(members.size());
+            int64_t r = 0;
+            while (members[static_cast<size_t>(r)] != id) ++r;
+            const bool by_rank = k.op != model::CollectiveOp::send_recv && k.op != model::CollectiveOp::broadcast;
+            size_t e = floats(k.bytes);
+            if (by_rank) e = (e + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * static_cast<size_t>(n);
+            const size_t chunk = by_rank ? e / static_cast<size_t>(n) : e;
+            auto& mine = g.out[static_cast<size_t>(r)];
+            const bool gather = k.op == model::CollectiveOp::all_gather;
+            if (gather) {
+              fill(mine, e, static_cast<uint64_t>(id) * 7919 + static_cast<uint64_t>(index));
+              std::memmove(mine.data() + static_cast<size_t>(r) * chunk, mine.data(), chunk * sizeof(float));
+              g.sums[static_cast<size_t>(r)] = checksum(mine.data() + static_cast<size_t>(r) * chunk, chunk * sizeof(float));
+            } else if (mine.size() < e) {
+              mine.assign(e, 1.0f);
+            }
+            if (k.op == model::CollectiveOp::all_to_all || k.op == model::CollectiveOp::send_recv)
+              g.in[static_cast<size_t>(r)].assign(e, 1.0f);
+            g.step.arrive_and_wait();  // every member's buffer is ready
+            const auto t = Clock::now();
+            calib::cpu::ring_collective(k.op, r, n, g.in, g.out, e, [&] { g.step.arrive_and_wait(); });
+            g.step.arrive_and_wait();
+            took = since(t);
+            if (gather) {
+              for (int64_t c = 0; c < n; ++c) {
+                if (c == r) continue;
+                if (checksum(mine.data() + static_cast<size_t>(c) * chunk, chunk * sizeof(float)) != g.sums[static_cast<size_t>(c)])
+                  ++failures;
+                add_verified(static_cast<double>(chunk * sizeof(float)));
+              }
+            }
+            g.step.arrive_and_wait();  // nobody refills before all have checked
+            break;
+          }
+          case Kernel::Kind::copy: {
+            const size_t n = floats(k.bytes);
+            fill(dev.source, n, static_cast<uint64_t>(id) * 104729 + static_cast<uint64_t>(index));
+            const uint32_t sent = checksum(dev.source.data(), n * sizeof(float));
+            std::vector<float>& dst = k.peer < 0 ? dev.host : dev.y;
+            if (dst.size() < n) dst.resize(n);
+            const auto t = Clock::now();
+            std::memcpy(dst.data(), dev.source.data(), n * sizeof(float));
+            took = since(t);
+            if (impl_->corrupt.exchange(false)) reinterpret_cast<unsigned char*>(dst.data())[n * sizeof(float) / 2] ^= 0x5A;
+            if (checksum(dst.data(), n * sizeof(float)) != sent) ++failures;
+            add_verified(static_cast<double>(n * sizeof(float)));
+            break;
+          }
+          case Kernel::Kind::wait: {
+            const auto t = Clock::now();
+            std::this_thread::sleep_for(std::chrono::duration<double>(k.seconds));
+            took = since(t);
+            break;
+          }
+        }
+        clock += took;
+        kernels[slot].add(k.kind, took);
+      }
+      dev.kernel = -1;
+      clocks[slot] = clock;
+      std::lock_guard<std::mutex> lock(mutex);
+      ++done;
+      finished.notify_one();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!finished.wait_for(lock, std::chrono::duration<double>(impl_->timeout_s), [&] { return done == threads.size(); })) {
+      for (const auto& [id, ks] : p.devices) {
+        const int64_t k = impl_->devices[static_cast<size_t>(id)]->kernel.load();
+        if (k >= 0)
+          std::fprintf(stderr, "arlsim: device %lld did not finish %s within %.0f s: stuck in kernel %lld (%s); stopping\n",
+                       static_cast<long long>(id), activity.c_str(), impl_->timeout_s, static_cast<long long>(k),
+                       kind_name(ks[static_cast<size_t>(k)].kind));
+      }
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (size_t slot = 0; slot < p.devices.size(); ++slot) {
+    stats.device_seconds.emplace_back(p.devices[slot].first, clocks[slot]);
+    stats.seconds = std::max(stats.seconds, clocks[slot]);
+    stats.kernels += kernels[slot];
+  }
+  stats.bytes_verified = verified.load();
+  stats.checksum_failures = failures.load();
+  return stats;
+}
+
+}  // namespace arlsim::runtime

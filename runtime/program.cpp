@@ -1,0 +1,276 @@
+#include "runtime/program.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/model/memory.h"
+#include "sim/model/transformer.h"
+#include "sim/rl/rollout.h"
+
+namespace arlsim::runtime {
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+Kernel gemm(int64_t m, int64_t n, int64_t k) {
+  Kernel g;
+  g.kind = Kernel::Kind::gemm;
+  g.m = std::max<int64_t>(1, m);
+  g.n = std::max<int64_t>(1, n);
+  g.k = std::max<int64_t>(1, k);
+  return g;
+}
+Kernel memory(double bytes, int64_t launches) {
+  Kernel k;
+  k.kind = Kernel::Kind::memory;
+  k.bytes = bytes;
+  k.launches = launches;
+  return k;
+}
+// Causal attention doing `forward_flops` of work at length `seq_len`: as many heads of the
+// calibration's kernel (2 s^2 d FLOPs forward per head, FlashAttention's convention) as make it.
+Kernel attention(double forward_flops, int64_t seq_len, int64_t head_dim, bool backward) {
+  Kernel k;
+  k.kind = Kernel::Kind::attention;
+  k.seq_len = std::max<int64_t>(1, seq_len);
+  k.head_dim = head_dim;
+  k.backward = backward;
+  const double per_head = 2.0 * d(k.seq_len) * d(k.seq_len) * d(head_dim);
+  k.heads = std::max<int64_t>(1, std::llround(forward_flops / per_head));
+  return k;
+}
+Kernel collective(model::CollectiveOp op, double bytes, int32_t group) {
+  Kernel k;
+  k.kind = Kernel::Kind::collective;
+  k.op = op;
+  k.bytes = bytes;
+  k.group = group;
+  return k;
+}
+Kernel copy(double bytes, int64_t peer) {
+  Kernel k;
+  k.kind = Kernel::Kind::copy;
+  k.bytes = bytes;
+  k.peer = peer;
+  return k;
+}
+
+}  // namespace
+
+std::vector<Kernel>& Program::on(int64_t device) {
+  for (auto& [dev, kernels] : devices)
+    if (dev == device) return kernels;
+  devices.emplace_back(device, std::vector<Kernel>{});
+  return devices.back().second;
+}
+
+int32_t Program::group(const DeviceGroup& g) {
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i] == g) return static_cast<int32_t>(i);
+  groups.push_back(g);
+  return static_cast<int32_t>(groups.size() - 1);
+}
+
+std::string unsupported_reason(const input::ScenarioSpec& s) {
+  const auto& m = s.model;
+  const auto& t = s.policy.train;
+  const auto& r = s.policy.rollout;
+  if (m.has_moe) return "/model: a mixture-of-experts model (the runtime executes dense models)";
+  if (m.attention == input::AttentionKind::mla) return "/model: multi-head latent attention (the runtime executes standard attention)";
+  if (s.policy.placement != input::Placement::colocated) return "/policy/placement: disaggregated (the runtime executes colocated plans)";
+  if (s.policy.sync != input::SyncMode::sync) return "/policy/sync/mode: async (the runtime executes synchronous steps)";
+  if (t.pp != 1 || t.cp != 1 || t.ep != 1) return "/policy/train: pp, cp and ep must be 1 (the runtime executes tp x dp)";
+  if (t.sequence_parallel && t.tp > 1) return "/policy/train/sequence_parallel: not executed yet";
+  if (t.offload_optimizer || t.offload_params) return "/policy/train: offload is not executed yet";
+  if (t.overlaps_tp_comm() || t.overlaps_grad_reduce() || t.overlaps_param_gather())
+    return "/policy/train/overlap: overlapped communication is not executed yet (set its switches to false)";
+  if (t.zero >= 3) return "/policy/train/zero: ZeRO-3 is not executed yet";
+  if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
+  if (r.pp != 1 || r.ep != 1) return "/policy/rollout: pp and ep must be 1";
+  if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
+  if (s.workload.engine.enforce_eager) return "/workload/engine/enforce_eager: eager dispatch is not executed yet";
+  if (s.workload.critic) return "/workload/critic: a critic is not executed yet";
+  if (s.policy.old_logprob || s.policy.ref_logprob) return "/policy: pass layouts other than the training layout are not executed yet";
+  if (s.policy.partial_rollout > 0) return "/policy/sync/partial_rollout: partial rollout is not executed yet";
+  if (!s.policy.schedule.empty()) return "/policy/schedule: layout switches are not executed yet";
+  if (s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::allgather_swap &&
+      s.policy.weight_sync != input::WeightSync::offload)
+    return "/policy/weight_sync/method: broadcast is not executed yet";
+  return {};
+}
+
+void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine, const model::IterationBatch& batch,
+                          int64_t iterations) {
+  const int64_t tp = static_cast<int64_t>(engine.size()), h = m.hidden_size, layers = m.num_layers;
+  const int64_t qk = m.head_dim, qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
+  const bool gated = m.mlp == input::MlpKind::gated;
+  const int32_t group = tp > 1 ? p.group(engine) : -1;
+  const double kv_per_token = model::kv_bytes_per_token_per_gpu(m, tp, 1);
+  for (int64_t it = 0; it < iterations; ++it) {
+    const int64_t decode_rows = batch.decode_seqs * batch.decode_rows_per_seq;
+    int64_t prefill = 0, sampled = decode_rows;
+    for (const auto& ch : batch.prefill) {
+      prefill += ch.tokens;
+      sampled += ch.completes ? 1 : 0;
+    }
+    const int64_t rows = prefill + decode_rows;
+    for (int64_t device : engine) {
+      auto& ks = p.on(device);
+      for (int64_t layer = 0; layer < layers; ++layer) {
+        ks.push_back(gemm(rows, qkv / tp, h));
+        for (const auto& ch : batch.prefill) {
+          const double pairs = d(ch.tokens) * d(ch.context) + d(ch.tokens) * d(ch.tokens + 1) / 2;
+          ks.push_back(attention(2.0 * d(m.num_heads / tp) * d(2 * qk) * pairs, ch.context + ch.tokens, qk, false));
+        }
+        if (batch.decode_seqs > 0) {
+          Kernel a;
+          a.kind = Kernel::Kind::decode_attention;
+          a.bytes = kv_per_token * (d(batch.decode_kv_tokens) + d(it * batch.decode_seqs)) / d(layers);
+          ks.push_back(a);
+        }
+        ks.push_back(gemm(rows, h, out_in / tp));
+        if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
+        ks.push_back(gemm(rows, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h));
+        ks.push_back(gemm(rows, h, m.ffn_hidden_size / tp));
+        if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
+      }
+      // The short kernels replay from a graph: their work without launches of their own.
+      ks.push_back(memory(2.0 * d(rows) * (10.0 * d(h) + 3.0 * d(m.ffn_hidden_size) / d(tp)) * d(layers), 0));
+      if (sampled > 0) {
+        ks.push_back(gemm(sampled, m.vocab_size / tp, h));
+        ks.push_back(memory(3.0 * 4.0 * d(sampled) * d(m.vocab_size) / d(tp), 2));
+      }
+    }
+  }
+}
+
+void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                     bool forward_only) {
+  const auto& l = r.layout;
+  const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len;
+  const int64_t qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
+  const bool gated = m.mlp == input::MlpKind::gated;
+  const int32_t group = tp > 1 ? p.group(tp_group) : -1;
+  const std::vector<Kernel> gemms = {gemm(tokens, qkv / tp, h), gemm(tokens, h, out_in / tp),
+                                     gemm(tokens, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h),
+                                     gemm(tokens, h, m.ffn_hidden_size / tp)};
+  const int64_t attention_len = r.attention_len > 0 ? r.attention_len : r.seq_len;
+  const double attention_flops =
+      d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(2 * m.head_dim) * d(r.seq_len) * (d(attention_len) + 1) / 2;
+  const Kernel attn = attention(attention_flops, attention_len, m.head_dim, false);
+  Kernel attn_backward = attn;
+  attn_backward.backward = true;
+  const auto forward_kernels = model::layer_elementwise_kernels(m, r, tokens, m.ffn_hidden_size / tp, false);
+  const auto backward_kernels = model::layer_elementwise_kernels(m, r, tokens, m.ffn_hidden_size / tp, true);
+  const double tp_bytes = d(tokens) * d(h) * 2;
+  struct {
+    int64_t m, n, k;
+  } const head{tokens, r.value_head ? 1 : m.vocab_size / tp, h};
+  const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(tp);
+  for (int64_t device : tp_group) {
+    auto& ks = p.on(device);
+    auto layer_forward = [&] {
+      ks.push_back(gemms[0]);
+      ks.push_back(attn);
+      ks.push_back(gemms[1]);
+      if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
+      ks.push_back(gemms[2]);
+      ks.push_back(gemms[3]);
+      if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
+      for (const auto& e : forward_kernels) ks.push_back(memory(e.bytes, 1));
+    };
+    ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
+    for (int64_t layer = 0; layer < m.num_layers; ++layer) layer_forward();
+    ks.push_back(gemm(head.m, head.n, head.k));
+    ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
+    if (forward_only) continue;
+    // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
+    // gradients, the attention's backward (recomputing what the layout's recompute drops).
+    ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
+    ks.push_back(gemm(head.m, head.k, head.n));
+    ks.push_back(gemm(head.k, head.n, head.m));
+    for (int64_t layer = 0; layer < m.num_layers; ++layer) {
+      if (l.recompute == input::Recompute::full) layer_forward();
+      if (l.recompute == input::Recompute::selective) ks.push_back(attn);
+      for (const auto& e : backward_kernels) ks.push_back(memory(e.bytes, 1));
+      for (size_t g = gemms.size(); g-- > 0;) {
+        if (group >= 0 && (g == 3 || g == 1)) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
+        ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n));
+        ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
+        if (g == 1) ks.push_back(attn_backward);
+      }
+    }
+  }
+}
+
+void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group) {
+  const model::StageParams params = model::largest_stage_params(m, l);
+  const double grad_bytes = 2.0 * params.dense;  // bf16 gradient buckets, as train.cpp counts them
+  const int64_t ranks = static_cast<int64_t>(dp_group.size());
+  const int32_t group = ranks > 1 ? p.group(dp_group) : -1;
+  const double shard = l.zero >= 1 ? params.dense / d(l.sharding_ranks()) : params.total();
+  for (int64_t device : dp_group) {
+    auto& ks = p.on(device);
+    if (group >= 0 && l.zero == 0) ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes, group));
+    if (group >= 0 && l.zero >= 1) ks.push_back(collective(model::CollectiveOp::reduce_scatter, grad_bytes, group));
+    ks.push_back(memory(30.0 * shard, 4));  // Adam: 30 bytes per parameter of the shard
+    if (group >= 0 && l.zero >= 1 && l.zero < 3) ks.push_back(collective(model::CollectiveOp::all_gather, grad_bytes, group));
+  }
+}
+
+void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t) {
+  const double params = model::count_params(s.model).total;
+  const double rollout_shard = 2.0 * params / d(r.gpus_per_engine());
+  const int64_t gpus = t.gpus();
+  input::WeightSync method = s.policy.weight_sync;
+  if (method == input::WeightSync::automatic)
+    method = t.dp * t.tp >= r.tp ? input::WeightSync::allgather_swap : input::WeightSync::offload;
+  const model::TrainingState state = model::training_state(s.model, t, s.workload.dtype);
+  for (int64_t device = 0; device < gpus; ++device) {
+    if (method == input::WeightSync::allgather_swap) {
+      // Gradients and optimizer states out to host memory and back; the rollout shard gathered
+      // from the training shards, over groups of as many ranks as hold its parts.
+      const double held = 2.0 * params / d(t.tp * t.pp);
+      const int64_t size = std::min<int64_t>(gpus, std::max<int64_t>(2, static_cast<int64_t>(std::ceil(rollout_shard / held))));
+      DeviceGroup g;
+      const int64_t first = device / size * size;
+      for (int64_t i = first; i < std::min(gpus, first + size); ++i) g.push_back(i);
+      if (g.size() > 1) p.on(device).push_back(collective(model::CollectiveOp::all_gather, rollout_shard, p.group(g)));
+      p.on(device).push_back(copy(state.gradients + state.optimizer, -1));
+      p.on(device).push_back(copy(state.gradients + state.optimizer, device));
+    } else {
+      p.on(device).push_back(copy(state.total(), -1));
+      p.on(device).push_back(copy(state.total() + rollout_shard, device));
+    }
+    // The engine's weights to host memory after the rollout and back before the next (sleep level 1).
+    if (s.workload.engine.sleep_level == 1) {
+      p.on(device).push_back(copy(rollout_shard, -1));
+      p.on(device).push_back(copy(rollout_shard, device));
+    }
+  }
+}
+
+void add_dispatch(Program& p, const std::vector<double>& bytes, const std::vector<int64_t>& producer,
+                  const std::vector<int64_t>& receiver) {
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    Kernel in = copy(bytes[i], -1);  // producer to the controller's memory
+    in.m = producer[i];
+    p.on(receiver[i]).push_back(in);
+    p.on(receiver[i]).push_back(copy(bytes[i], receiver[i]));  // the controller to the rank
+  }
+}
+
+DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp) {
+  DeviceGroup g;
+  for (int64_t i = 0; i < l.tp; ++i) g.push_back(first_device + dp * l.tp + i);
+  return g;
+}
+
+DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp) {
+  DeviceGroup g;
+  for (int64_t i = 0; i < l.dp; ++i) g.push_back(first_device + i * l.tp + tp);
+  return g;
+}
+
+}  // namespace arlsim::runtime

@@ -1,0 +1,85 @@
+// What a runtime executes for each activity of a step graph: a program of kernels per device,
+// built from the same shapes the cost model priced (sim/model/inference.cpp for an engine
+// iteration, sim/model/train.cpp for a micro-batch and an optimizer step, sim/rl/step_costs.cpp
+// for weight sync), so that prediction and measurement differ only by what the cost model gets
+// wrong. Backend-independent: a backend (runtime/cpu) runs the kernels.
+//
+// Executable plans, for now: dense models with standard attention; training and forward passes
+// with tp and dp (pp = cp = ep = 1), without sequence parallelism, communication overlap or
+// offload; engines with tp (pp = ep = 1), no speculation; synchronous colocated steps with weight
+// sync by all-gather and swap or by offload. unsupported_reason() names what else a plan asks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/input/scenario.h"
+#include "sim/model/collective.h"
+#include "sim/model/inference.h"
+#include "sim/model/train.h"
+
+namespace arlsim::runtime {
+
+struct Kernel {
+  enum class Kind : uint8_t {
+    gemm,              // m x n x k, `groups` times
+    attention,         // causal, `heads` heads of seq_len x head_dim; backward: the backward pass only
+    decode_attention,  // `launches` kernels streaming `bytes` of KV cache in all
+    memory,            // element-wise work streaming `bytes` in `launches` kernels (0: no launch of its own)
+    collective,        // `op` over the devices of group `group`, on `bytes` (as nccl-tests counts them)
+    copy,              // `bytes` to device `peer` (-1: host memory), checksummed at the receiver
+    wait,              // `seconds` without using the device
+  };
+  Kind kind = Kind::gemm;
+  int64_t m = 0, n = 0, k = 0, groups = 1;
+  int64_t seq_len = 0, head_dim = 0, heads = 1;
+  bool backward = false;
+  double bytes = 0;
+  int64_t launches = 1;
+  model::CollectiveOp op = model::CollectiveOp::all_reduce;
+  int32_t group = -1;
+  int64_t peer = -1;
+  double seconds = 0;
+};
+
+// A group of devices that run collectives together (an engine's tp ranks, a data-parallel group).
+using DeviceGroup = std::vector<int64_t>;
+
+// Every device's kernels for one activity, in the order each device runs them; a collective's
+// group refers to `groups`.
+struct Program {
+  std::vector<DeviceGroup> groups;
+  std::vector<std::pair<int64_t, std::vector<Kernel>>> devices;  // (device, kernels)
+  std::vector<Kernel>& on(int64_t device);
+  int32_t group(const DeviceGroup& g);  // its index, added when new
+};
+
+// What in the scenario the runtime cannot execute yet, as "/pointer: reason"; "" when it can.
+std::string unsupported_reason(const input::ScenarioSpec& s);
+
+// One engine iteration (or `iterations` decode-only iterations, the KV growing by one token per
+// sequence each) on every device of `engine`.
+void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine,
+                          const model::IterationBatch& batch, int64_t iterations);
+// One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
+// forward, and unless forward_only the backward with the layout's recompute.
+void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                     bool forward_only);
+// The end of an optimizer step on a data-parallel group (each device one rank): the gradients
+// reduced (all-reduce, or reduce-scatter and all-gather under ZeRO 1-2) and Adam over the shard.
+void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group);
+// Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the
+// engines' sleep and wake).
+void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t);
+
+// Dispatch: each sample's tensors (`bytes`) from the device that produced it through the
+// controller's host memory to its training rank's device, run by the receiving device.
+void add_dispatch(Program& p, const std::vector<double>& bytes, const std::vector<int64_t>& producer,
+                  const std::vector<int64_t>& receiver);
+
+// The devices of the training layout's groups: tp groups and dp groups (pp = cp = 1).
+DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp);
+DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp);
+
+}  // namespace arlsim::runtime

@@ -1,0 +1,275 @@
+#include "runtime/validate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/program.h"
+#include "sim/core/assert.h"
+#include "sim/rl/dispatch.h"
+
+namespace arlsim::runtime {
+
+namespace {
+
+double median_abs(std::vector<double> v) {
+  if (v.empty()) return 0;
+  for (double& x : v) x = std::abs(x);
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The program of one activity of a step, from the step's execution record.
+Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, const exec::ActivityRecord& a,
+                   double* tail_s) {
+  Program p;
+  const auto& l = e.train;
+  const graph::Placement ranks = rl::train_placement(s, l);
+  switch (a.stage) {
+    case graph::Stage::rollout: {
+      // Each engine runs its iterations as the scheduler formed them, idle (its requests at their
+      // tools) for as long as the simulator had it idle.
+      const graph::Placement engines = rl::rollout_placement(s, e.rollout);
+      std::map<int64_t, double> last_end;
+      double latest = 0;
+      for (const auto& it : e.iterations) {
+        DeviceGroup devices;
+        for (int64_t d : engines.replica_devices(it.engine)) devices.push_back(d);
+        const double gap = it.start_s - last_end[it.engine];
+        if (gap > 1e-9)
+          for (int64_t d : devices) {
+            Kernel w;
+            w.kind = Kernel::Kind::wait;
+            w.seconds = gap;
+            p.on(d).push_back(w);
+          }
+        add_engine_iteration(p, s.model, devices, it.batch, it.iterations);
+        last_end[it.engine] = it.end_s;
+        latest = std::max(latest, it.end_s);
+      }
+      *tail_s = std::max(0.0, e.rollout_s - latest);  // the last tool calls after the engines' work
+      break;
+    }
+    case graph::Stage::reward:
+      *tail_s = a.end_s - a.start_s;  // rule rewards on the host: a timer
+      break;
+    case graph::Stage::old_logprob:
+    case graph::Stage::ref_logprob: {
+      rl::MicroBatchTimer timer(s, s.model, l, false);
+      const auto by_rank = rl::samples_by_rank(e.tokens, e.rank, l.dp, 0, 1);
+      const auto batches = rl::micro_batches_of_ranks(by_rank, l);
+      for (int64_t dp = 0; dp < l.dp; ++dp)
+        for (const auto& b : batches[static_cast<size_t>(dp)])
+          if (b.tokens > 0) add_micro_batch(p, s.model, timer.request(b), tp_group(l, ranks.first_device(), dp), true);
+      break;
+    }
+    case graph::Stage::dispatch: {
+      std::vector<double> bytes;
+      std::vector<int64_t> receiver;
+      const auto tensors = rl::dispatch_tensors(s.workload.use_reference, s.workload.critic.has_value());
+      for (size_t i = 0; i < e.tokens.size(); ++i) {
+        double b = 0;
+        for (const auto& t : tensors) b += t.bytes_per_token * static_cast<double>(e.tokens[i]) + t.bytes_per_sample;
+        bytes.push_back(b);
+        receiver.push_back(ranks.replica_device(e.rank[i]));
+      }
+      add_dispatch(p, bytes, e.producer_gpu, receiver);
+      break;
+    }
+    case graph::Stage::train: {
+      const int64_t mini_batches = s.workload.mini_batches;
+      const int64_t part = a.part % mini_batches;
+      rl::MicroBatchTimer timer(s, s.model, l, false);
+      const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, e.rank, l.dp, part, mini_batches), l);
+      for (int64_t dp = 0; dp < l.dp; ++dp)
+        for (const auto& b : batches[static_cast<size_t>(dp)])
+          if (b.tokens > 0) add_micro_batch(p, s.model, timer.request(b), tp_group(l, ranks.first_device(), dp), false);
+      for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, s.model, l, dp_group(l, ranks.first_device(), tp));
+      break;
+    }
+    case graph::Stage::weight_sync: add_weight_sync(p, s, e.rollout, l); break;
+    case graph::Stage::critic: break;  // no critic (unsupported_reason): the activity is empty
+  }
+  return p;
+}
+
+}  // namespace
+
+ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
+                          CpuBackend& backend) {
+  ARLSIM_ASSERT(unsupported_reason(s).empty());
+  ValidationReport report;
+  std::map<int64_t, rl::StepExecution> executions;
+  rl::RunOptions o = options;
+  o.timeline = true;
+  o.sink = nullptr;
+  o.on_step = [&](rl::StepExecution&& e) { executions[e.step] = std::move(e); };
+  report.predicted = rl::simulate_run(s, t, o);
+  const rl::RunResult& pred = report.predicted;
+
+  // Every activity of the step graph, in its order (ids are a topological order), run for real.
+  std::vector<exec::ActivityRecord> stages;
+  for (const auto& a : pred.activities)
+    if (a.kind == exec::RecordKind::stage) stages.push_back(a);
+  std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
+  std::vector<double> measured(stages.size(), 0);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const auto& a = stages[i];
+    const auto it = executions.find(a.step);
+    ARLSIM_ASSERT(it != executions.end());
+    double tail = 0;
+    const Program p = program_of(s, it->second, a, &tail);
+    const std::string name = "step " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage));
+    const RunStats r = backend.run(p, name);
+    if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
+    measured[i] = r.seconds + tail;
+    report.kernels += r.kernels;
+    report.kernels.wait += tail;
+    report.bytes_verified += r.bytes_verified;
+    report.checksum_failures += r.checksum_failures;
+  }
+
+  // The measured run: the same records, placed by the measured durations. A synchronous
+  // colocated step is a chain (each activity waits for the one before), so each starts when the
+  // one before ended.
+  rl::RunResult& m = report.measured;
+  m.scenario = pred.scenario;
+  m.gpus = pred.gpus;
+  m.gpus_per_node = pred.gpus_per_node;
+  m.price_usd_per_gpu_hour = pred.price_usd_per_gpu_hour;
+  m.gpu_memory_gib = pred.gpu_memory_gib;
+  m.pool_names = pred.pool_names;
+  double cursor = 0;
+  std::map<int64_t, size_t> step_index;
+  for (const auto& st : pred.steps) {
+    step_index[st.step] = m.steps.size();
+    rl::StepRecord r;
+    r.step = st.step;
+    r.tokens = st.tokens;
+    r.contexts = st.contexts;
+    r.memory_peak_gib = st.memory_peak_gib;
+    r.start_s = -1;
+    m.steps.push_back(r);
+  }
+  for (size_t i = 0; i < stages.size(); ++i) {
+    exec::ActivityRecord a = stages[i];
+    a.start_s = cursor;
+    a.end_s = cursor + measured[i];
+    cursor = a.end_s;
+    m.activities.push_back(a);
+    rl::StepRecord& r = m.steps[step_index[a.step]];
+    if (r.start_s < 0) r.start_s = a.start_s;
+    r.end_s = a.end_s;
+    r.stages[a.stage] += measured[i];
+  }
+  double previous = 0;
+  for (auto& r : m.steps) {
+    r.start_s = std::max(0.0, r.start_s);
+    r.time_s = r.end_s - previous;
+    previous = r.end_s;
+    r.tokens_per_s = r.time_s > 0 ? static_cast<double>(r.tokens) / r.time_s : 0;
+  }
+  m.total_time_s = previous;
+  m.gpu_hours = static_cast<double>(m.gpus) * m.total_time_s / 3600.0;
+  m.cost_usd = m.price_usd_per_gpu_hour > 0 ? m.gpu_hours * m.price_usd_per_gpu_hour : 0;
+  m.steps_planned = static_cast<int64_t>(m.steps.size());
+
+  // Predicted vs measured, per stage and per kind of activity.
+  std::map<graph::Stage, Comparison> by_stage;
+  std::map<graph::OpKind, Comparison> by_kind;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const auto& a = stages[i];
+    auto& st = by_stage[a.stage];
+    st.name = std::string(graph::stage_name(a.stage));
+    st.predicted_s += a.end_s - a.start_s;
+    st.measured_s += measured[i];
+    auto& k = by_kind[a.op];
+    k.name = graph::op_name(a.op);
+    k.predicted_s += a.end_s - a.start_s;
+    k.measured_s += measured[i];
+  }
+  std::vector<double> stage_errors, kind_errors;
+  for (const auto& [stage, c] : by_stage) {
+    if (c.predicted_s <= 0 && c.measured_s <= 0) continue;
+    report.stages.push_back(c);
+    stage_errors.push_back(c.error());
+  }
+  for (const auto& [kind, c] : by_kind) {
+    if (c.predicted_s <= 0 && c.measured_s <= 0) continue;
+    report.activities.push_back(c);
+    kind_errors.push_back(c.error());
+  }
+  report.median_abs_stage_error = median_abs(stage_errors);
+  report.median_abs_activity_error = median_abs(kind_errors);
+  for (double e : stage_errors) report.worst_abs_stage_error = std::max(report.worst_abs_stage_error, std::abs(e));
+  for (double e : kind_errors) report.worst_abs_activity_error = std::max(report.worst_abs_activity_error, std::abs(e));
+  return report;
+}
+
+std::string report_table(const ValidationReport& r) {
+  std::string out;
+  char line[256];
+  auto rows = [&](const char* title, const std::vector<Comparison>& cs) {
+    std::snprintf(line, sizeof line, "%-14s %13s %13s %9s\n", title, "predicted (s)", "measured (s)", "error");
+    out += line;
+    for (const auto& c : cs) {
+      std::snprintf(line, sizeof line, "  %-12s %13.4f %13.4f %+8.1f%%\n", c.name.c_str(), c.predicted_s, c.measured_s,
+                    100 * c.error());
+      out += line;
+    }
+  };
+  out += r.predicted.scenario + ": " + std::to_string(r.predicted.steps.size()) + " step(s) predicted and executed on " +
+         std::to_string(r.predicted.gpus) + " devices\n\n";
+  rows("stage", r.stages);
+  out += "\n";
+  rows("activity", r.activities);
+  std::snprintf(line, sizeof line,
+                "\n|error| per stage     median %.1f%%, worst %.1f%%\n|error| per activity  median %.1f%%, worst %.1f%%\n",
+                100 * r.median_abs_stage_error, 100 * r.worst_abs_stage_error, 100 * r.median_abs_activity_error,
+                100 * r.worst_abs_activity_error);
+  out += line;
+  std::snprintf(line, sizeof line, "total time    predicted %.3f s, measured %.3f s\n", r.predicted.total_time_s,
+                r.measured.total_time_s);
+  out += line;
+  std::snprintf(line, sizeof line, "data          %.1f MiB moved with checksums, %lld checksum failure%s%s\n",
+                r.bytes_verified / (1024.0 * 1024.0), static_cast<long long>(r.checksum_failures),
+                r.checksum_failures == 1 ? "" : "s", r.checksum_failures == 0 ? ": nothing lost or corrupted" : "");
+  out += line;
+  return out;
+}
+
+std::string report_json(const ValidationReport& r) {
+  using nlohmann::ordered_json;
+  auto list = [](const std::vector<Comparison>& cs, const char* key) {
+    ordered_json a = ordered_json::array();
+    for (const auto& c : cs)
+      a.push_back({{key, c.name}, {"predicted_s", c.predicted_s}, {"measured_s", c.measured_s}, {"error", c.error()}});
+    return a;
+  };
+  ordered_json j;
+  j["scenario"] = r.predicted.scenario;
+  j["steps"] = r.predicted.steps.size();
+  j["devices"] = r.predicted.gpus;
+  j["stages"] = list(r.stages, "stage");
+  j["activities"] = list(r.activities, "kind");
+  j["median_abs_stage_error"] = r.median_abs_stage_error;
+  j["worst_abs_stage_error"] = r.worst_abs_stage_error;
+  j["median_abs_activity_error"] = r.median_abs_activity_error;
+  j["worst_abs_activity_error"] = r.worst_abs_activity_error;
+  j["predicted_total_s"] = r.predicted.total_time_s;
+  j["measured_total_s"] = r.measured.total_time_s;
+  j["kernels_measured_s"] = {{"gemm", r.kernels.gemm},          {"attention", r.kernels.attention},
+                             {"decode_attention", r.kernels.decode_attention}, {"memory", r.kernels.memory},
+                             {"collective", r.kernels.collective}, {"copy", r.kernels.copy},
+                             {"wait", r.kernels.wait}};
+  j["bytes_verified"] = r.bytes_verified;
+  j["checksum_failures"] = r.checksum_failures;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace arlsim::runtime

@@ -1,0 +1,43 @@
+// `arlsim validate`: predict a plan's steps with the event simulator, execute every activity of
+// the same step graph for real on a backend (runtime/cpu), and compare them activity by activity.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu/cpu_backend.h"
+#include "sim/input/scenario.h"
+#include "sim/rl/step.h"
+#include "sim/rl/step_result.h"
+#include "sim/trace/trace.h"
+
+namespace arlsim::runtime {
+
+struct Comparison {
+  std::string name;
+  double predicted_s = 0, measured_s = 0;
+  // Signed, as a fraction of the measured value: (predicted - measured) / measured.
+  double error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0.0; }
+};
+
+struct ValidationReport {
+  rl::RunResult predicted, measured;
+  std::vector<Comparison> stages;      // per stage, summed over the steps
+  std::vector<Comparison> activities;  // per activity kind (graph::OpKind)
+  KernelSeconds kernels;               // measured, per kind of kernel, summed over devices
+  double bytes_verified = 0;
+  int64_t checksum_failures = 0;
+  double median_abs_stage_error = 0, worst_abs_stage_error = 0;
+  double median_abs_activity_error = 0, worst_abs_activity_error = 0;
+};
+
+// Runs the scenario's steps (options.first_step / last_step) on the backend. The scenario must
+// be executable (unsupported_reason) and need no more devices than the backend has.
+ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
+                          CpuBackend& backend);
+
+std::string report_table(const ValidationReport& r);
+std::string report_json(const ValidationReport& r);
+
+}  // namespace arlsim::runtime
