@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <thread>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/options.h"
@@ -91,7 +92,15 @@ int run_validate(const Args& args) {
       calibrate.push_back("--ranks");
       calibrate.push_back(std::to_string(devices));
     }
-    if (const int rc = run_calibrate(calibrate); rc != kExitOk) return rc;
+    // Its report goes to stderr: stdout carries validate's own (JSON with --json).
+    std::fflush(stdout);
+    const int saved = dup(STDOUT_FILENO);
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    const int rc = run_calibrate(calibrate);
+    std::fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    if (rc != kExitOk) return rc;
   }
   overrides.push_back("/cluster/gpu=" + profile);
   input::Diagnostics diag2;

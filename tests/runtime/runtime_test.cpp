@@ -1,0 +1,222 @@
+// The runtime's pieces against hand-checked cases: checksums, copies and gathers (bytes moved,
+// a corrupted buffer caught), the ring collectives against a reference reduction, the attention
+// backward alone against the whole pass, and the programs' kernels against the shapes the cost
+// model prices.
+#include <doctest/doctest.h>
+
+#include <barrier>
+#include <cstring>
+#include <thread>
+
+#include "calib/cpu/kernels.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/program.h"
+#include "sim/input/check.h"
+#include "sim/model/memory.h"
+#include "sim/model/transformer.h"
+
+using namespace arlsim;
+using runtime::Kernel;
+
+namespace {
+
+input::ModelSpec tiny_model() {
+  input::ModelSpec m;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 128;
+  m.num_heads = 4;
+  m.num_kv_heads = 2;
+  m.head_dim = 16;
+  m.num_layers = 2;
+  m.vocab_size = 256;
+  m.mlp = input::MlpKind::gated;
+  return m;
+}
+
+int count(const std::vector<Kernel>& ks, Kernel::Kind kind) {
+  int n = 0;
+  for (const auto& k : ks) n += k.kind == kind ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("checksum: the CRC-32 check value") {
+  const char* text = "123456789";
+  CHECK(runtime::checksum(text, 9) == 0xCBF43926u);
+}
+
+TEST_CASE("copies move their bytes and a corrupted buffer is caught") {
+  runtime::CpuBackend cpu(2, 60);
+  runtime::Program p;
+  Kernel c;
+  c.kind = Kernel::Kind::copy;
+  c.bytes = 1 << 20;
+  c.peer = -1;
+  p.on(0).push_back(c);
+  c.peer = 1;
+  p.on(1).push_back(c);
+  const auto ok = cpu.run(p, "copies");
+  CHECK(ok.bytes_verified == doctest::Approx(2.0 * (1 << 20)));
+  CHECK(ok.checksum_failures == 0);
+  CHECK(ok.kernels.copy > 0);
+  cpu.corrupt_next_copy();
+  const auto bad = cpu.run(p, "copies");
+  CHECK(bad.checksum_failures == 1);
+}
+
+TEST_CASE("an all-gather's chunks arrive intact on every member") {
+  runtime::CpuBackend cpu(3, 60);
+  runtime::Program p;
+  const int32_t g = p.group({0, 1, 2});
+  Kernel k;
+  k.kind = Kernel::Kind::collective;
+  k.op = model::CollectiveOp::all_gather;
+  k.bytes = 3 * 4096;
+  k.group = g;
+  for (int64_t d = 0; d < 3; ++d) p.on(d).push_back(k);
+  const auto r = cpu.run(p, "gather");
+  CHECK(r.checksum_failures == 0);
+  CHECK(r.bytes_verified == doctest::Approx(3 * 2 * 4096.0));  // each member checks the 2 chunks it received
+  CHECK(r.device_seconds.size() == 3);
+}
+
+TEST_CASE("ring collectives equal a reference reduction") {
+  using model::CollectiveOp;
+  const int64_t n = 3;
+  const size_t e = 6;  // two elements per chunk
+  for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
+                          CollectiveOp::broadcast, CollectiveOp::all_to_all, CollectiveOp::send_recv}) {
+    CAPTURE(model::collective_name(op));
+    std::vector<std::vector<float>> in(n, std::vector<float>(e)), out(n, std::vector<float>(e, 0));
+    for (int64_t r = 0; r < n; ++r)
+      for (size_t i = 0; i < e; ++i) {
+        in[r][i] = static_cast<float>(100 * r + i);
+        out[r][i] = op == CollectiveOp::all_gather ? (i / 2 == static_cast<size_t>(r) ? static_cast<float>(100 * r + i) : 0)
+                    : op == CollectiveOp::broadcast ? (r == 0 ? static_cast<float>(i) : 0)
+                                                   : static_cast<float>(100 * r + i);
+      }
+    std::barrier<> step(n);
+    std::vector<std::thread> threads;
+    for (int64_t r = 0; r < n; ++r)
+      threads.emplace_back([&, r] { calib::cpu::ring_collective(op, r, n, in, out, e, [&] { step.arrive_and_wait(); }); });
+    for (auto& t : threads) t.join();
+    for (int64_t r = 0; r < n; ++r)
+      for (size_t i = 0; i < e; ++i) {
+        const auto chunk = static_cast<int64_t>(i / 2);
+        float want = 0;
+        switch (op) {
+          case CollectiveOp::all_reduce: want = static_cast<float>(300 + 3 * i); break;  // 0 + 100 + 200 + 3i
+          case CollectiveOp::reduce_scatter:
+            if (chunk != (r + 1) % n) continue;  // each rank owns one reduced chunk
+            want = static_cast<float>(300 + 3 * i);
+            break;
+          case CollectiveOp::all_gather: want = static_cast<float>(100 * chunk + static_cast<int64_t>(i)); break;
+          case CollectiveOp::broadcast: want = static_cast<float>(i); break;
+          case CollectiveOp::all_to_all:  // chunk j of rank r: chunk r of rank j's input
+            want = static_cast<float>(100 * chunk + 2 * r + static_cast<int64_t>(i % 2));
+            break;
+          case CollectiveOp::send_recv: want = static_cast<float>(100 * ((r + n - 1) % n) + static_cast<int64_t>(i)); break;
+        }
+        CHECK(out[r][i] == want);
+      }
+  }
+}
+
+TEST_CASE("the attention's backward alone gives the gradients of the whole pass") {
+  calib::cpu::Attention whole, split;
+  whole.prepare(200, 16);
+  split.q = whole.q;
+  split.k = whole.k;
+  split.v = whole.v;
+  split.d_o = whole.d_o;
+  split.o.resize(200, 16);
+  split.scale = whole.scale;
+  split.dq.setZero(200, 16);
+  split.dk.setZero(200, 16);
+  split.dv.setZero(200, 16);
+  whole.run(true);
+  split.run(false);
+  split.run(false, true);
+  CHECK((whole.dq - split.dq).cwiseAbs().maxCoeff() < 1e-5f);
+  CHECK((whole.dk - split.dk).cwiseAbs().maxCoeff() < 1e-5f);
+  CHECK((whole.dv - split.dv).cwiseAbs().maxCoeff() < 1e-5f);
+}
+
+TEST_CASE("an engine iteration's kernels are the shapes the inference model prices") {
+  const auto m = tiny_model();
+  runtime::Program p;
+  model::IterationBatch b;
+  b.prefill.push_back({10, 5, true});
+  b.decode_seqs = 3;
+  b.decode_kv_tokens = 30;
+  runtime::add_engine_iteration(p, m, {0}, b, 2);
+  const auto& ks = p.devices.at(0).second;
+  // Per iteration: 4 GEMMs a layer and the LM head; one prefill attention and one decode
+  // attention a layer; the graph-replayed element-wise work and the sampling.
+  CHECK(count(ks, Kernel::Kind::gemm) == 2 * (4 * 2 + 1));
+  CHECK(count(ks, Kernel::Kind::attention) == 2 * 2);
+  CHECK(count(ks, Kernel::Kind::decode_attention) == 2 * 2);
+  CHECK(count(ks, Kernel::Kind::collective) == 0);
+  CHECK(ks.front().m == 13);                                   // 10 prefill rows + 3 decode rows
+  CHECK(ks.front().n == (4 + 2 * 2) * 16);                     // q, k and v
+  CHECK(ks.front().k == 64);
+  // The second iteration's decode attention reads one more token per sequence.
+  const double kv = model::kv_bytes_per_token_per_gpu(m, 1, 1);
+  std::vector<double> decode;
+  for (const auto& k : ks)
+    if (k.kind == Kernel::Kind::decode_attention) decode.push_back(k.bytes);
+  CHECK(decode.front() == doctest::Approx(kv * 30 / 2));
+  CHECK(decode.back() == doctest::Approx(kv * 33 / 2));
+  // Under tp 2: every layer all-reduces twice, on both devices of the engine.
+  runtime::Program tp2;
+  runtime::add_engine_iteration(tp2, m, {0, 1}, b, 1);
+  CHECK(count(tp2.devices.at(1).second, Kernel::Kind::collective) == 2 * 2);
+  CHECK(tp2.groups.size() == 1);
+}
+
+TEST_CASE("a micro-batch and an optimizer step run the training model's kernels") {
+  const auto m = tiny_model();
+  model::TrainRequest r;
+  r.layout.tp = 1;
+  r.layout.dp = 2;
+  r.layout.micro_batch = 1;
+  r.seq_len = 100;
+  runtime::Program p;
+  runtime::add_micro_batch(p, m, r, {0}, true);
+  const auto forward_gemms = count(p.devices.at(0).second, Kernel::Kind::gemm);
+  CHECK(forward_gemms == 4 * 2 + 1);
+  runtime::Program t;
+  runtime::add_micro_batch(t, m, r, {0}, false);
+  // Backward: each GEMM's input and weight gradients.
+  CHECK(count(t.devices.at(0).second, Kernel::Kind::gemm) == 3 * forward_gemms);
+  CHECK(count(t.devices.at(0).second, Kernel::Kind::attention) == 2 * 2);
+  runtime::Program o;
+  input::TrainLayout l = r.layout;
+  l.zero = 1;
+  runtime::add_optimizer_step(o, m, l, {0, 1});
+  const auto& ks = o.devices.at(1).second;
+  REQUIRE(ks.size() == 3);
+  CHECK(ks[0].op == model::CollectiveOp::reduce_scatter);
+  CHECK(ks[2].op == model::CollectiveOp::all_gather);
+  const double params = model::largest_stage_params(m, l).dense;
+  CHECK(ks[0].bytes == doctest::Approx(2 * params));
+  CHECK(ks[1].bytes == doctest::Approx(30 * params / 2));  // Adam over a ZeRO-1 shard
+}
+
+TEST_CASE("validate refuses what the runtime cannot execute, naming the field") {
+  input::Diagnostics diag;
+  std::vector<std::string> overrides;
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  CHECK(runtime::unsupported_reason(*s).empty());
+  auto pp = *s;
+  pp.policy.train.pp = 2;
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train", 0) == 0);
+  auto async = *s;
+  async.policy.sync = input::SyncMode::async;
+  CHECK(runtime::unsupported_reason(async).rfind("/policy/sync", 0) == 0);
+  auto disaggregated = *s;
+  disaggregated.policy.placement = input::Placement::disaggregated;
+  CHECK(runtime::unsupported_reason(disaggregated).rfind("/policy/placement", 0) == 0);
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `arlsim validate` end to end on the shipped CPU scenario: calibrate, predict, execute, compare.
+# Checks that the report exists and is well formed, that predicted and measured outputs share one
+# record format, and that no checksum failed; not the timings (tests/bench/validate_runtime.sh
+# prints those). Bad options and plans the runtime cannot execute exit 2 with the reason.
+# Usage: validate_cli_test.sh PATH/TO/arlsim
+set -u
+arlsim="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../lib/checks.sh"
+scenario=scenarios/cpu-validate.json
+
+expect validate-runs 0 "$arlsim" validate "$scenario" --backend cpu --steps 1:1 --out "$tmp/v" --json
+cp "$tmp/out" "$tmp/report.json"
+if python3 - "$tmp/report.json" "$tmp/v" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-report"; fi
+import csv, json, math, os, sys
+r = json.load(open(sys.argv[1]))
+out = sys.argv[2]
+for key in ("stages", "activities", "median_abs_stage_error", "median_abs_activity_error", "bytes_verified", "checksum_failures"):
+    assert key in r, key
+names = {s["stage"] for s in r["stages"]}
+assert {"rollout", "old_logprob", "ref_logprob", "train", "weight_sync"} <= names, names
+for row in r["stages"] + r["activities"]:
+    for k in ("predicted_s", "measured_s", "error"):
+        assert math.isfinite(row[k]), row
+    assert row["measured_s"] > 0, row
+    assert abs(row["error"] - (row["predicted_s"] - row["measured_s"]) / row["measured_s"]) < 1e-9, row
+assert r["checksum_failures"] == 0
+assert r["bytes_verified"] > 0
+# One record format: both sides have the same files, summary keys and CSV columns.
+for f in ("summary.json", "steps.csv", "timeline.json", "report.html"):
+    assert os.path.exists(os.path.join(out, "predicted", f)), f
+    assert os.path.exists(os.path.join(out, "measured", f)), f
+p = json.load(open(os.path.join(out, "predicted", "summary.json")))
+m = json.load(open(os.path.join(out, "measured", "summary.json")))
+assert set(p) == set(m), set(p) ^ set(m)
+hp = next(csv.reader(open(os.path.join(out, "predicted", "steps.csv"))))
+hm = next(csv.reader(open(os.path.join(out, "measured", "steps.csv"))))
+assert hp == hm, (hp, hm)
+t = json.load(open(os.path.join(out, "measured", "timeline.json")))
+assert any(e.get("name") == "train" for e in t["traceEvents"])
+assert json.load(open(os.path.join(out, "validation.json")))["stages"] == r["stages"]
+PY
+contains validate-profile "$tmp/v/profile.json" '"kind": "measured"'
+
+# The table, with a given profile (no calibration).
+expect validate-table 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 2:2
+contains validate-table-stage "$tmp/out" "weight_sync"
+contains validate-table-median "$tmp/out" "|error| per stage"
+contains validate-table-data "$tmp/out" "0 checksum failures: nothing lost or corrupted"
+
+# Bad input.
+expect validate-cuda 2 "$arlsim" validate "$scenario" --backend cuda
+contains validate-cuda-message "$tmp/err" "no CUDA runtime"
+expect validate-backend 2 "$arlsim" validate "$scenario" --backend tpu
+contains validate-backend-message "$tmp/err" 'unknown backend "tpu"'
+expect validate-no-backend 2 "$arlsim" validate "$scenario"
+expect validate-steps 2 "$arlsim" validate "$scenario" --backend cpu --steps x
+contains validate-steps-message "$tmp/err" "--steps"
+expect validate-pp 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/tp=1 --set /policy/train/dp=1 \
+  --set /policy/train/pp=2
+contains validate-pp-message "$tmp/err" "/policy/train: pp, cp and ep must be 1"
+expect validate-devices 2 "$arlsim" validate "$scenario" --backend cpu --set /cluster/gpus_per_node=64 \
+  --set /policy/train/dp=64 --set /workload/prompts_per_step=64 --set /workload/mini_batches=1
+contains validate-devices-message "$tmp/err" "needs 64 devices and the CPU backend has"
+expect validate-missing 2 "$arlsim" validate no-such-scenario.json --backend cpu
+expect validate-profile-missing 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/none.json"
+contains validate-profile-missing-message "$tmp/err" "none.json"
+report
