@@ -13,8 +13,9 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-Kernel gemm(int64_t m, int64_t n, int64_t k) {
+Kernel gemm(int64_t m, int64_t n, int64_t k, int32_t weight = -1) {
   Kernel g;
+  g.weight = weight;
   g.kind = Kernel::Kind::gemm;
   g.m = std::max<int64_t>(1, m);
   g.n = std::max<int64_t>(1, n);
@@ -118,7 +119,8 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
     for (int64_t device : engine) {
       auto& ks = p.on(device);
       for (int64_t layer = 0; layer < layers; ++layer) {
-        ks.push_back(gemm(rows, qkv / tp, h));
+        const auto w = static_cast<int32_t>(4 * layer);
+        ks.push_back(gemm(rows, qkv / tp, h, w));
         for (const auto& ch : batch.prefill) {
           const double pairs = d(ch.tokens) * d(ch.context) + d(ch.tokens) * d(ch.tokens + 1) / 2;
           ks.push_back(attention(2.0 * d(m.num_heads / tp) * d(2 * qk) * pairs, ch.context + ch.tokens, qk, false));
@@ -129,16 +131,16 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
           a.bytes = kv_per_token * (d(batch.decode_kv_tokens) + d(it * batch.decode_seqs)) / d(layers);
           ks.push_back(a);
         }
-        ks.push_back(gemm(rows, h, out_in / tp));
+        ks.push_back(gemm(rows, h, out_in / tp, w + 1));
         if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
-        ks.push_back(gemm(rows, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h));
-        ks.push_back(gemm(rows, h, m.ffn_hidden_size / tp));
+        ks.push_back(gemm(rows, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h, w + 2));
+        ks.push_back(gemm(rows, h, m.ffn_hidden_size / tp, w + 3));
         if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
       }
       // The short kernels replay from a graph: their work without launches of their own.
       ks.push_back(memory(2.0 * d(rows) * (10.0 * d(h) + 3.0 * d(m.ffn_hidden_size) / d(tp)) * d(layers), 0));
       if (sampled > 0) {
-        ks.push_back(gemm(sampled, m.vocab_size / tp, h));
+        ks.push_back(gemm(sampled, m.vocab_size / tp, h, static_cast<int32_t>(4 * layers)));
         ks.push_back(memory(3.0 * 4.0 * d(sampled) * d(m.vocab_size) / d(tp), 2));
       }
     }
@@ -170,33 +172,38 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
   const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(tp);
   for (int64_t device : tp_group) {
     auto& ks = p.on(device);
-    auto layer_forward = [&] {
-      ks.push_back(gemms[0]);
+    auto with_weight = [](Kernel g, int64_t layer, size_t i) {
+      g.weight = static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
+      return g;
+    };
+    auto layer_forward = [&](int64_t layer) {
+      ks.push_back(with_weight(gemms[0], layer, 0));
       ks.push_back(attn);
-      ks.push_back(gemms[1]);
+      ks.push_back(with_weight(gemms[1], layer, 1));
       if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
-      ks.push_back(gemms[2]);
-      ks.push_back(gemms[3]);
+      ks.push_back(with_weight(gemms[2], layer, 2));
+      ks.push_back(with_weight(gemms[3], layer, 3));
       if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
       for (const auto& e : forward_kernels) ks.push_back(memory(e.bytes, 1));
     };
     ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
-    for (int64_t layer = 0; layer < m.num_layers; ++layer) layer_forward();
-    ks.push_back(gemm(head.m, head.n, head.k));
+    for (int64_t layer = 0; layer < m.num_layers; ++layer) layer_forward(layer);
+    const auto head_weight = static_cast<int32_t>(4 * m.num_layers);
+    ks.push_back(gemm(head.m, head.n, head.k, head_weight));
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
     if (forward_only) continue;
     // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
     // gradients, the attention's backward (recomputing what the layout's recompute drops).
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
-    ks.push_back(gemm(head.m, head.k, head.n));
+    ks.push_back(gemm(head.m, head.k, head.n, head_weight));  // the input's gradient reads the weight
     ks.push_back(gemm(head.k, head.n, head.m));
-    for (int64_t layer = 0; layer < m.num_layers; ++layer) {
-      if (l.recompute == input::Recompute::full) layer_forward();
+    for (int64_t layer = m.num_layers; layer-- > 0;) {
+      if (l.recompute == input::Recompute::full) layer_forward(layer);
       if (l.recompute == input::Recompute::selective) ks.push_back(attn);
       for (const auto& e : backward_kernels) ks.push_back(memory(e.bytes, 1));
       for (size_t g = gemms.size(); g-- > 0;) {
         if (group >= 0 && (g == 3 || g == 1)) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
-        ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n));
+        ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
         ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
         if (g == 1) ks.push_back(attn_backward);
       }

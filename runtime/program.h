@@ -33,6 +33,9 @@ struct Kernel {
   };
   Kind kind = Kind::gemm;
   int64_t m = 0, n = 0, k = 0, groups = 1;
+  // gemm: the weight matrix it reads (a layer's own, as a model's layers each have theirs, so
+  // that caches see the model's footprint); -1 for an operand of the moment.
+  int32_t weight = -1;
   int64_t seq_len = 0, head_dim = 0, heads = 1;
   bool backward = false;
   double bytes = 0;

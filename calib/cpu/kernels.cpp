@@ -32,15 +32,15 @@ void Attention::probabilities(Eigen::Index r0, Eigen::Index rows) {
   }
 }
 
-void Attention::run(bool backward) {
+void Attention::run(bool backward, bool backward_only) {
   constexpr Eigen::Index kBlock = 128;
   const Eigen::Index s = q.rows();
-  for (Eigen::Index r0 = 0; r0 < s; r0 += kBlock) {
+  for (Eigen::Index r0 = 0; r0 < s && !backward_only; r0 += kBlock) {
     const Eigen::Index rows = std::min<Eigen::Index>(kBlock, s - r0), keys = r0 + rows;
     probabilities(r0, rows);
     o.middleRows(r0, rows).noalias() = p_ * v.topRows(keys);
   }
-  if (!backward) return;
+  if (!backward && !backward_only) return;
   for (Eigen::Index r0 = 0; r0 < s; r0 += kBlock) {
     const Eigen::Index rows = std::min<Eigen::Index>(kBlock, s - r0), keys = r0 + rows;
     probabilities(r0, rows);

@@ -28,7 +28,9 @@ struct Attention {
   float scale = 1;
   // Random inputs of `seq_len` x `head_dim` (zero gradients).
   void prepare(int64_t seq_len, int64_t head_dim);
-  void run(bool backward);
+  // The forward, then with `backward` the backward; backward_only: the backward alone (after a
+  // forward over the same inputs left `o`).
+  void run(bool backward, bool backward_only = false);
 
  private:
   RowMat p_, dp_;

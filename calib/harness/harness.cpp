@@ -89,9 +89,12 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   p.quick = quick;
   const bool cpu = dev.gemm_dtype == "fp32";
   if (cpu) {
-    // One core's fp32 GEMMs: from cache-resident tiles to sizes past the last-level cache.
-    p.gemm_m = quick ? std::vector<int64_t>{128, 512, 1024} : geometric(64, 2048, 2);
-    p.gemm_n = p.gemm_m;
+    // One core's fp32 GEMMs: from cache-resident tiles to sizes past the last-level cache. Rows
+    // from 4: an engine's decode iterations multiply a batch of a few sequences (m = the
+    // sequences), a shape the analytic model's tile quantisation extrapolates to poorly.
+    p.gemm_m = quick ? std::vector<int64_t>{4, 16, 128, 512, 1024} : geometric(4, 2048, 2);
+    // Columns to a small vocabulary's LM head.
+    p.gemm_n = quick ? std::vector<int64_t>{128, 512, 2048, 8192} : geometric(64, 8192, 2);
     p.gemm_k = quick ? std::vector<int64_t>{128, 512, 1024} : geometric(64, 2048, 2);
     // From inside the caches to well past them: STREAM asks for arrays 4x the last-level cache.
     const double largest = std::min(std::max((quick ? 64.0 : 256.0) * (1 << 20), 4 * dev.last_level_cache_bytes),

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -82,6 +83,7 @@ KernelSeconds& KernelSeconds::operator+=(const KernelSeconds& o) {
 struct Device {
   calib::cpu::Worker worker;
   std::vector<float> a, b, c, x, y, host, source;
+  std::map<int32_t, std::vector<float>> weights;  // by Kernel::weight
   calib::cpu::Attention attention;
   int64_t attention_seq = -1, attention_dim = -1;
   std::atomic<int64_t> kernel{-1};  // the kernel it runs (for a hang report)
@@ -140,10 +142,11 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             const auto need = [](std::vector<float>& v, int64_t r, int64_t c) {
               if (v.size() < static_cast<size_t>(r * c)) v.assign(static_cast<size_t>(r * c), 0.5f);
             };
+            std::vector<float>& bv = k.weight >= 0 ? dev.weights[k.weight] : dev.b;
             need(dev.a, k.m, k.k);
-            need(dev.b, k.k, k.n);
+            need(bv, k.k, k.n);
             need(dev.c, k.m, k.n);
-            Eigen::Map<Eigen::MatrixXf> a(dev.a.data(), k.m, k.k), b(dev.b.data(), k.k, k.n), c(dev.c.data(), k.m, k.n);
+            Eigen::Map<Eigen::MatrixXf> a(dev.a.data(), k.m, k.k), b(bv.data(), k.k, k.n), c(dev.c.data(), k.m, k.n);
             const std::function<void()> task = [&] {
               for (int64_t g = 0; g < k.groups; ++g) c.noalias() = a * b;
             };

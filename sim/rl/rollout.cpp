@@ -430,7 +430,6 @@ void Rollout::plan(int64_t e) {
                                       : eng.im->iteration(eng.plan.batch).seconds;
   }
   eng.end_s = eng.start_s + seconds;
-  if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, eng.end_s, eng.plan.batch, eng.iterations});
   sim_.set_timer(eng.timer, SimTime::from_seconds(eng.end_s), kWorkPhase, this,
                  encode(kEngineDone, static_cast<uint64_t>(e)));
 }
@@ -457,6 +456,8 @@ void Rollout::work_done(int64_t e) {
   const double end_s = eng.end_s;
   eng.busy_s += end_s - eng.start_s;
   add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
+  // As run: a window cut short by an arrival ends here with the iterations it kept.
+  if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, end_s, eng.plan.batch, eng.iterations});
   scratch_finished_.clear();
   scratch_first_.clear();
   eng.sched->complete(eng.plan, eng.iterations, scratch_finished_, scratch_first_);
