@@ -52,7 +52,32 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
         last_end[it.engine] = it.end_s;
         latest = std::max(latest, it.end_s);
       }
-      *tail_s = std::max(0.0, e.rollout_s - latest);
+      *tail_s = std::max(0.0, e.rollout_s - latest);  // the last tool calls after the engines' work
+      break;
+    }
+    case graph::Stage::reward:
+      *tail_s = a.end_s - a.start_s;  // rule rewards on the host: a timer
+      break;
+    case graph::Stage::old_logprob:
+    case graph::Stage::ref_logprob: {
+      rl::MicroBatchTimer timer(s, s.model, l, false);
+      const auto by_rank = rl::samples_by_rank(e.tokens, e.rank, l.dp, 0, 1);
+      const auto batches = rl::micro_batches_of_ranks(by_rank, l);
+      for (int64_t dp = 0; dp < l.dp; ++dp)
+        for (const auto& b : batches[static_cast<size_t>(dp)])
+          if (b.tokens > 0) add_micro_batch(p, s.model, timer.request(b), tp_group(l, ranks.first_device(), dp), true);
+      break;
+    }
+    case graph::Stage::dispatch: {
+      std::vector<double> bytes;
+      std::vector<int64_t> receiver;
+      const auto tensors = rl::dispatch_tensors(s.workload.use_reference, s.workload.critic.has_value());
+      for (size_t i = 0; i < e.tokens.size(); ++i) {
+        double b = 0;
+        for (const auto& t : tensors) b += t.bytes_per_token * static_cast<double>(e.tokens[i]) + t.bytes_per_sample;
+        bytes.push_back(b);
+        receiver.push_back(ranks.replica_device(e.rank[i]));
+      }
       add_dispatch(p, bytes, e.producer_gpu, receiver);
       break;
     }
