@@ -66,10 +66,12 @@ int run_validate(const Args& args) {
     std::cerr << "arlsim validate: --out: " << error << "\n";
     return kExitBadInput;
   }
-  // The scenario as given first: its devices, and whether the runtime can execute it.
+  // The scenario, with the given profile as its device; without one, as written first (for its
+  // devices and whether the runtime can execute it), then again with the profile measured now.
+  const bool calibrate_first = profile.empty();
+  if (!calibrate_first) overrides.push_back("/cluster/gpu=" + profile);
   input::Diagnostics diag;
-  std::vector<std::string> first_overrides = overrides;
-  auto s = input::load_scenario(scenario, first_overrides, diag);
+  auto s = input::load_scenario(scenario, overrides, diag);
   std::cerr << input::format_all(diag);
   if (!s) return kExitBadInput;
   if (const std::string why = runtime::unsupported_reason(*s); !why.empty()) {
@@ -83,7 +85,7 @@ int run_validate(const Args& args) {
               << " (one per hardware thread)\n";
     return kExitBadInput;
   }
-  if (profile.empty()) {
+  if (calibrate_first) {
     profile = out.empty() ? (std::filesystem::temp_directory_path() / "arlsim-validate-profile.json").string()
                           : (std::filesystem::path(out) / "profile.json").string();
     std::cerr << "calibrating this machine first (no --profile given)\n";
@@ -101,12 +103,12 @@ int run_validate(const Args& args) {
     dup2(saved, STDOUT_FILENO);
     close(saved);
     if (rc != kExitOk) return rc;
+    overrides.push_back("/cluster/gpu=" + profile);
+    input::Diagnostics measured_diag;
+    s = input::load_scenario(scenario, overrides, measured_diag);
+    std::cerr << input::format_all(measured_diag);
+    if (!s) return kExitBadInput;
   }
-  overrides.push_back("/cluster/gpu=" + profile);
-  input::Diagnostics diag2;
-  s = input::load_scenario(scenario, overrides, diag2);
-  std::cerr << input::format_all(diag2);
-  if (!s) return kExitBadInput;
   input::Diagnostics trace_diag;
   auto t = rl::load_scenario_trace(*s, "", trace_diag, &o);
   std::cerr << input::format_all(trace_diag);

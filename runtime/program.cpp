@@ -6,6 +6,7 @@
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
 #include "sim/rl/rollout.h"
+#include "sim/rl/step.h"
 
 namespace arlsim::runtime {
 
@@ -227,19 +228,15 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
 }
 
 void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t) {
-  const double params = model::count_params(s.model).total;
-  const double rollout_shard = 2.0 * params / d(r.gpus_per_engine());
+  const rl::RefitShape shape = rl::refit_shape(s, r, t);
+  const double rollout_shard = shape.rollout_shard_bytes;
   const int64_t gpus = t.gpus();
-  input::WeightSync method = s.policy.weight_sync;
-  if (method == input::WeightSync::automatic)
-    method = t.dp * t.tp >= r.tp ? input::WeightSync::allgather_swap : input::WeightSync::offload;
   const model::TrainingState state = model::training_state(s.model, t, s.workload.dtype);
   for (int64_t device = 0; device < gpus; ++device) {
-    if (method == input::WeightSync::allgather_swap) {
+    if (shape.method == input::WeightSync::allgather_swap) {
       // Gradients and optimizer states out to host memory and back; the rollout shard gathered
       // from the training shards, over groups of as many ranks as hold its parts.
-      const double held = 2.0 * params / d(t.tp * t.pp);
-      const int64_t size = std::min<int64_t>(gpus, std::max<int64_t>(2, static_cast<int64_t>(std::ceil(rollout_shard / held))));
+      const int64_t size = std::min<int64_t>(gpus, shape.gather_ranks);
       DeviceGroup g;
       const int64_t first = device / size * size;
       for (int64_t i = first; i < std::min(gpus, first + size); ++i) g.push_back(i);

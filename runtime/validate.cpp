@@ -10,18 +10,18 @@
 
 #include "runtime/program.h"
 #include "sim/core/assert.h"
+#include "sim/core/percentile.h"
 #include "sim/rl/dispatch.h"
 
 namespace arlsim::runtime {
 
 namespace {
 
+// The median of the absolute values, by the nearest rank as every report takes percentiles.
 double median_abs(std::vector<double> v) {
-  if (v.empty()) return 0;
   for (double& x : v) x = std::abs(x);
   std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return nearest_rank(v, 50);
 }
 
 // The program of one activity of a step, from the step's execution record.

@@ -123,11 +123,6 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
   std::vector<KernelSeconds> kernels(p.devices.size());
   std::atomic<int64_t> failures{0};
   std::atomic<double> verified{0};
-  auto add_verified = [&](double bytes) {
-    double old = verified.load();
-    while (!verified.compare_exchange_weak(old, old + bytes)) {
-    }
-  };
   for (size_t slot = 0; slot < p.devices.size(); ++slot) {
     threads.emplace_back([&, slot] {
       const int64_t id = p.devices[slot].first;
@@ -234,7 +229,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
                 if (c == r) continue;
                 if (checksum(mine.data() + static_cast<size_t>(c) * chunk, chunk * sizeof(float)) != g.sums[static_cast<size_t>(c)])
                   ++failures;
-                add_verified(static_cast<double>(chunk * sizeof(float)));
+                verified.fetch_add(static_cast<double>(chunk * sizeof(float)));
               }
             }
             g.step.arrive_and_wait();  // nobody refills before all have checked
@@ -251,7 +246,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             took = since(t);
             if (impl_->corrupt.exchange(false)) reinterpret_cast<unsigned char*>(dst.data())[n * sizeof(float) / 2] ^= 0x5A;
             if (checksum(dst.data(), n * sizeof(float)) != sent) ++failures;
-            add_verified(static_cast<double>(n * sizeof(float)));
+            verified.fetch_add(static_cast<double>(n * sizeof(float)));
             break;
           }
           case Kernel::Kind::wait: {

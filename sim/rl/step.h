@@ -210,6 +210,15 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
 // batching): what decides an OOM of experience preparation.
 model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                          int64_t longest, bool value_head = false);
+// What a refit moves, as refit_seconds prices it and a runtime executes it: the method (the
+// policy's, or the one `automatic` picks for the placement), each rollout GPU's bf16 shard, and
+// for all-gather-swap the ranks each shard is gathered from.
+struct RefitShape {
+  input::WeightSync method = input::WeightSync::broadcast;
+  double rollout_shard_bytes = 0;
+  int64_t gather_ranks = 0;
+};
+RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // Weight sync after training: the refit and, colocated, the engines' sleep and wake.
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // The refit: the new weights into the rollout engines by the policy's method (or the one

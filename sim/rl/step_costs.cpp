@@ -319,26 +319,35 @@ double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLay
   return refit_seconds(s, r, train) + engine_sleep_wake_seconds(s, r);
 }
 
-double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
+RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
+  RefitShape shape;
   const double params = model::count_params(s.model).total;
-  const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
   const bool colocated = s.policy.placement == input::Placement::colocated;
-  input::WeightSync method = s.policy.weight_sync;
-  if (method == input::WeightSync::automatic)
-    method = colocated ? (train.dp * train.tp >= r.tp ? input::WeightSync::allgather_swap : input::WeightSync::offload)
-                       : input::WeightSync::broadcast;
-  const double rollout_shard = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
-  switch (method) {
+  shape.method = s.policy.weight_sync;
+  if (shape.method == input::WeightSync::automatic)
+    shape.method = colocated ? (train.dp * train.tp >= r.tp ? input::WeightSync::allgather_swap : input::WeightSync::offload)
+                             : input::WeightSync::broadcast;
+  shape.rollout_shard_bytes = 2.0 * params / real(r.gpus_per_engine());  // bf16 bytes per rollout GPU
+  // MindSpeed RL's all-gather-swap: each rollout GPU must end up with its engine's whole shard;
+  // it holds the part of it its training rank kept (the training shard: 1 / (tp x pp) of the
+  // weights, and 1 / dp more under ZeRO-3) and receives the rest from the ranks holding the other
+  // parts — an all-gather over that many pieces.
+  const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.sharding_ranks() : 1));
+  shape.gather_ranks = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(shape.rollout_shard_bytes / held)));
+  return shape;
+}
+
+double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
+  const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
+  const RefitShape shape = refit_shape(s, r, train);
+  const double rollout_shard = shape.rollout_shard_bytes;
+  switch (shape.method) {
     case input::WeightSync::allgather_swap: {
-      // MindSpeed RL: all-gather the training shards into whole rollout tp shards per pipeline
-      // stage, and swap the training state to host memory and back around the rollout.
-      // Each rollout GPU must end up with its engine's whole shard; it holds the part of it its
-      // training rank kept (the training shard: 1 / (tp x pp) of the weights, and 1 / dp more
-      // under ZeRO-3) and receives the rest from the ranks holding the other parts — an
-      // all-gather over that many pieces, across nodes when they do not fit one.
-      const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.sharding_ranks() : 1));
+      // All-gather the training shards into whole rollout tp shards per pipeline stage (across
+      // nodes when the pieces do not fit one), and swap the training state to host memory and
+      // back around the rollout.
       model::CollectiveGroup g;
-      g.ranks = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(rollout_shard / held)));
+      g.ranks = shape.gather_ranks;
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
