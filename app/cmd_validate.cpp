@@ -11,6 +11,7 @@
 
 #include "app/commands.h"
 #include "app/options.h"
+#include "runtime/cpu/cpu_backend.h"
 #include "runtime/program.h"
 #include "runtime/validate.h"
 #include "sim/input/check.h"

@@ -101,7 +101,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
 }  // namespace
 
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          CpuBackend& backend) {
+                          Backend& backend) {
   ARLSIM_ASSERT(unsupported_reason(s).empty());
   ValidationReport report;
   std::map<int64_t, rl::StepExecution> executions;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu/cpu_backend.h"
+#include "runtime/backend.h"
 #include "sim/input/scenario.h"
 #include "sim/rl/step.h"
 #include "sim/rl/step_result.h"
@@ -35,7 +35,7 @@ struct ValidationReport {
 // Runs the scenario's steps (options.first_step / last_step) on the backend. The scenario must
 // be executable (unsupported_reason) and need no more devices than the backend has.
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          CpuBackend& backend);
+                          Backend& backend);
 
 std::string report_table(const ValidationReport& r);
 std::string report_json(const ValidationReport& r);

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <barrier>
-#include <boost/crc.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -13,6 +12,8 @@
 #include <thread>
 
 #include "calib/cpu/kernels.h"
+#include "runtime/pattern.h"
+#include "runtime/rank.h"
 
 namespace arlsim::runtime {
 
@@ -21,18 +22,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-size_t floats(double bytes) { return static_cast<size_t>(std::max(1.0, std::ceil(bytes / 4.0))); }
-
-// Deterministic synthetic data: a buffer's contents depend on its seed only.
+// Deterministic synthetic data (runtime/pattern.h): a buffer's contents depend on its seed only.
 void fill(std::vector<float>& v, size_t n, uint64_t seed) {
   if (v.size() < n) v.resize(n);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    v[i] = static_cast<float>(x & 0xFFFFFF) * (1.0f / 16777216.0f);
-  }
+  for (size_t i = 0; i < n; ++i) v[i] = pattern_value(i, seed);
 }
 
 const char* kind_name(Kernel::Kind k) {
@@ -49,35 +42,6 @@ const char* kind_name(Kernel::Kind k) {
 }
 
 }  // namespace
-
-uint32_t checksum(const void* data, size_t bytes) {
-  boost::crc_32_type crc;
-  crc.process_bytes(data, bytes);
-  return crc.checksum();
-}
-
-void KernelSeconds::add(Kernel::Kind kind, double s) {
-  switch (kind) {
-    case Kernel::Kind::gemm: gemm += s; break;
-    case Kernel::Kind::attention: attention += s; break;
-    case Kernel::Kind::decode_attention: decode_attention += s; break;
-    case Kernel::Kind::memory: memory += s; break;
-    case Kernel::Kind::collective: collective += s; break;
-    case Kernel::Kind::copy: copy += s; break;
-    case Kernel::Kind::wait: wait += s; break;
-  }
-}
-
-KernelSeconds& KernelSeconds::operator+=(const KernelSeconds& o) {
-  gemm += o.gemm;
-  attention += o.attention;
-  decode_attention += o.decode_attention;
-  memory += o.memory;
-  collective += o.collective;
-  copy += o.copy;
-  wait += o.wait;
-  return *this;
-}
 
 // A device: its worker (the "GPU") and its buffers, grown to the largest request and reused.
 struct Device {
@@ -166,7 +130,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
           case Kernel::Kind::decode_attention: {
-            const size_t n = floats(k.bytes);
+            const size_t n = buffer_floats(k.bytes);
             if (dev.x.size() < n) dev.x.assign(n, 0.25f);
             volatile float sink = 0;
             const std::function<void()> task = [&] {
@@ -204,14 +168,11 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             const auto n = static_cast<int64_t>(members.size());
             int64_t r = 0;
             while (members[static_cast<size_t>(r)] != id) ++r;
-            const bool by_rank = k.op != model::CollectiveOp::send_recv && k.op != model::CollectiveOp::broadcast;
-            size_t e = floats(k.bytes);
-            if (by_rank) e = (e + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * static_cast<size_t>(n);
-            const size_t chunk = by_rank ? e / static_cast<size_t>(n) : e;
+            const auto [e, chunk] = collective_size(k.op, k.bytes, n);
             auto& mine = g.out[static_cast<size_t>(r)];
             const bool gather = k.op == model::CollectiveOp::all_gather;
             if (gather) {
-              fill(mine, e, static_cast<uint64_t>(id) * 7919 + static_cast<uint64_t>(index));
+              fill(mine, e, copy_seed(id, index));
               std::memmove(mine.data() + static_cast<size_t>(r) * chunk, mine.data(), chunk * sizeof(float));
               g.sums[static_cast<size_t>(r)] = checksum(mine.data() + static_cast<size_t>(r) * chunk, chunk * sizeof(float));
             } else if (mine.size() < e) {
@@ -236,8 +197,8 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
           case Kernel::Kind::copy: {
-            const size_t n = floats(k.bytes);
-            fill(dev.source, n, static_cast<uint64_t>(id) * 104729 + static_cast<uint64_t>(index));
+            const size_t n = buffer_floats(k.bytes);
+            fill(dev.source, n, copy_seed(id, index));
             const uint32_t sent = checksum(dev.source.data(), n * sizeof(float));
             std::vector<float>& dst = k.peer < 0 ? dev.host : dev.y;
             if (dst.size() < n) dst.resize(n);

@@ -11,36 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "runtime/program.h"
+#include "runtime/backend.h"
 
 namespace arlsim::runtime {
 
-// Seconds measured per kind of kernel, summed over a run's devices.
-struct KernelSeconds {
-  double gemm = 0, attention = 0, decode_attention = 0, memory = 0, collective = 0, copy = 0, wait = 0;
-  void add(Kernel::Kind kind, double s);
-  KernelSeconds& operator+=(const KernelSeconds& o);
-};
-
-struct RunStats {
-  // The activity's measured duration: the slowest device's time in its kernels (collectives wait
-  // for their slowest member, so a device's time includes those waits). Filling buffers with
-  // synthetic data and checking checksums happen outside it.
-  double seconds = 0;
-  std::vector<std::pair<int64_t, double>> device_seconds;
-  KernelSeconds kernels;
-  double bytes_verified = 0;  // bytes moved by copies and gathers whose checksum was checked
-  int64_t checksum_failures = 0;
-};
-
-class CpuBackend {
+class CpuBackend final : public Backend {
  public:
   // `devices` thread-devices; a run that outlives `timeout_s` is reported with the device and
   // kernel it hung in, and the process exits (threads cannot be cancelled).
   explicit CpuBackend(int64_t devices, double timeout_s = 600);
-  ~CpuBackend();
-  int64_t devices() const;
-  RunStats run(const Program& p, const std::string& activity);
+  ~CpuBackend() override;
+  int64_t devices() const override;
+  RunStats run(const Program& p, const std::string& activity) override;
   // Tests: the next checked copy gets one byte flipped after it lands (before its check).
   void corrupt_next_copy();
 
@@ -48,8 +30,5 @@ class CpuBackend {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// The CRC-32 of a buffer (Boost.CRC's crc_32_type).
-uint32_t checksum(const void* data, size_t bytes);
 
 }  // namespace arlsim::runtime

@@ -1,0 +1,72 @@
+// What every runtime backend offers `arlsim validate`: run one activity's program on its devices
+// and say how long it took and what it moved. runtime/cpu runs thread-devices in this process;
+// runtime/rank.h runs one process's devices (a GPU per process under mpirun, runtime/cuda) and
+// gathers every process's figures through a Transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/program.h"
+
+namespace arlsim::runtime {
+
+// Seconds measured per kind of kernel, summed over a run's devices.
+struct KernelSeconds {
+  double gemm = 0, attention = 0, decode_attention = 0, memory = 0, collective = 0, copy = 0, wait = 0;
+  void add(Kernel::Kind kind, double s);
+  KernelSeconds& operator+=(const KernelSeconds& o);
+};
+
+struct RunStats {
+  // The activity's measured duration: the slowest device's time (collectives wait for their
+  // slowest member, so a device's time includes those waits). Filling buffers with synthetic data
+  // and checking checksums happen outside it.
+  double seconds = 0;
+  std::vector<std::pair<int64_t, double>> device_seconds;
+  KernelSeconds kernels;
+  double bytes_verified = 0;  // bytes moved by copies and gathers whose checksum was checked
+  int64_t checksum_failures = 0;
+};
+
+// The CRC-32 of a buffer (Boost.CRC's crc_32_type): every backend's check of the data it moved.
+uint32_t checksum(const void* data, size_t bytes);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int64_t devices() const = 0;
+  // Every device's kernels of `p`; `activity` names it in a hang report. Every process of a
+  // distributed backend calls it with the same program.
+  virtual RunStats run(const Program& p, const std::string& activity) = 0;
+};
+
+// The processes a distributed backend spans (MPI's world under mpirun; this process alone
+// otherwise). Every process calls each collective operation in the same order.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The process-local index among the processes on this machine (which GPU a process takes).
+  virtual int local_rank() const = 0;
+  // `bytes` as `root` has it, on every process.
+  virtual void broadcast(std::string& bytes, int root) = 0;
+  // Every process's `mine`, by rank, on every process.
+  virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+};
+
+// This process alone.
+class LocalTransport final : public Transport {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  void broadcast(std::string&, int) override {}
+  std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
+};
+
+}  // namespace arlsim::runtime
