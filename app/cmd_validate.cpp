@@ -1,17 +1,22 @@
-// `arlsim validate SCENARIO --backend cpu`: predict the scenario's steps with the event simulator,
-// execute every activity of the same step graph for real (runtime/), and compare them activity by
-// activity. Without --profile the device is calibrated first (calibrate --quick), so that the
-// prediction is for the machine the runtime runs on.
+// `arlsim validate SCENARIO --backend cpu|cuda`: predict the scenario's steps with the event
+// simulator, execute every activity of the same step graph for real (runtime/), and compare them
+// activity by activity. Without --profile the device is calibrated first (calibrate --quick), so
+// that the prediction is for the machine the runtime runs on. The CUDA backend runs one process
+// per GPU under mpirun (app/task_farm.h carries NCCL's bootstrap and the gathered figures).
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <thread>
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/farm_transport.h"
 #include "app/options.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "runtime/program.h"
 #include "runtime/validate.h"
 #include "sim/input/check.h"
@@ -20,17 +25,36 @@
 namespace arlsim::app {
 namespace po = boost::program_options;
 
+namespace {
+
+// Runs `calibrate` with its report on stderr: stdout carries validate's own (JSON with --json).
+int calibrate_quietly(const Args& calibrate) {
+  std::fflush(stdout);
+  const int saved = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  const int rc = run_calibrate(calibrate);
+  std::fflush(stdout);
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+  return rc;
+}
+
+}  // namespace
+
 int run_validate(const Args& args) {
   std::string scenario, backend, profile, steps, out;
   std::vector<std::string> overrides;
   double timeout_s = 600;
   po::options_description opts(
-      "arlsim validate SCENARIO --backend cpu [options]\n\n"
+      "arlsim validate SCENARIO --backend cpu|cuda [options]\n"
+      "mpirun -n GPUS arlsim validate SCENARIO --backend cuda [options]\n\n"
       "Predicts the scenario's steps with the simulator, executes every activity of the same step graph\n"
-      "for real on this machine (CPU threads as devices: the kernels, collectives and copies the plan\n"
-      "makes, with synthetic data and a checksum on every buffer moved) and compares them per stage and\n"
-      "per kind of activity. Without --profile, the CPU is calibrated first (calibrate --quick).\n\nOptions");
-  opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu (the CUDA runtime is not built yet)")(
+      "for real on this machine (the kernels, collectives and copies the plan makes, with synthetic data\n"
+      "and a checksum on every buffer moved) and compares them per stage and per kind of activity.\n"
+      "cpu: CPU threads as devices. cuda: one process per GPU (under mpirun when the plan has more than\n"
+      "one), cuBLAS kernels and NCCL collectives timed with CUDA events. Without --profile, the device is\n"
+      "calibrated first (calibrate --quick).\n\nOptions");
+  opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu or cuda")(
       "profile", po::value(&profile), "the device profile to predict with (default: calibrate this machine now)")(
       "steps", po::value(&steps), "trace steps to run, A:B inclusive (default: the scenario's)")(
       "set", po::value(&overrides)->composing(), "/json/pointer=value override (repeatable)")(
@@ -44,26 +68,25 @@ int run_validate(const Args& args) {
     std::cerr << "arlsim validate: a scenario and --backend are required\n" << opts;
     return kExitBadInput;
   }
-  if (backend == "cuda") {
-    std::cerr << "arlsim validate: --backend cuda: this build has no CUDA runtime (only runtime/cpu exists); "
-                 "use --backend cpu\n";
+  if (backend != "cpu" && backend != "cuda") {
+    std::cerr << "arlsim validate: --backend: unknown backend \"" << backend << "\"; expected cpu or cuda\n";
     return kExitBadInput;
   }
-  if (backend != "cpu") {
-    std::cerr << "arlsim validate: --backend: unknown backend \"" << backend << "\"; expected cpu\n";
-    return kExitBadInput;
-  }
+  const bool cuda = backend == "cuda";
   if (!(timeout_s > 0 && timeout_s <= 86400)) {
     std::cerr << "arlsim validate: --timeout must be between 0 and 86400 seconds\n";
     return kExitBadInput;
   }
+  // Processes: the CUDA backend runs one per GPU; the CPU backend runs in one. Rank 0 speaks for all.
+  TaskFarm farm;
+  const bool root = farm.rank() == 0;
   rl::RunOptions o;
   if (!steps.empty() && !parse_step_range(steps, o.first_step, o.last_step)) {
     std::cerr << "arlsim validate: --steps: expected A:B, A: or A (step numbers), not \"" << steps << "\"\n";
     return kExitBadInput;
   }
   std::string error;
-  if (!out.empty() && !report::prepare_output_dir(out, error)) {
+  if (!out.empty() && root && !report::prepare_output_dir(out, error)) {
     std::cerr << "arlsim validate: --out: " << error << "\n";
     return kExitBadInput;
   }
@@ -73,50 +96,114 @@ int run_validate(const Args& args) {
   if (!calibrate_first) overrides.push_back("/cluster/gpu=" + profile);
   input::Diagnostics diag;
   auto s = input::load_scenario(scenario, overrides, diag);
-  std::cerr << input::format_all(diag);
+  if (root) std::cerr << input::format_all(diag);
   if (!s) return kExitBadInput;
   if (const std::string why = runtime::unsupported_reason(*s); !why.empty()) {
-    std::cerr << scenario << ": " << why << "\n";
+    if (root) std::cerr << scenario << ": " << why << "\n";
     return kExitBadInput;
   }
   const int64_t devices = s->cluster.total_gpus();
-  const int64_t available = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-  if (devices > available) {
-    std::cerr << scenario << ": /cluster: the plan needs " << devices << " devices and the CPU backend has " << available
-              << " (one per hardware thread)\n";
-    return kExitBadInput;
+  if (cuda) {
+    if (devices != farm.size()) {
+      if (root)
+        std::cerr << scenario << ": /cluster: the plan has " << devices << " GPU(s) and the CUDA backend runs one process per GPU: "
+                  << (devices == 1 ? std::string("run it without mpirun") : "run it as mpirun -n " + std::to_string(devices) + " arlsim validate ...")
+                  << " (this run has " << farm.size() << " process" << (farm.size() == 1 ? "" : "es") << ")\n";
+      return kExitBadInput;
+    }
+    if (s->workload.dtype != input::Dtype::bf16) {
+      if (root) std::cerr << scenario << ": /workload/dtype: the CUDA runtime executes bf16 models; set \"dtype\": \"bf16\"\n";
+      return kExitBadInput;
+    }
+  } else {
+    if (farm.distributed()) {
+      if (root) std::cerr << "arlsim validate: --backend cpu runs in one process (its devices are threads): run it without mpirun\n";
+      return kExitBadInput;
+    }
+    const int64_t available = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+    if (devices > available) {
+      std::cerr << scenario << ": /cluster: the plan needs " << devices << " devices and the CPU backend has " << available
+                << " (one per hardware thread)\n";
+      return kExitBadInput;
+    }
   }
   if (calibrate_first) {
+    // Rank 0 measures (calibration drives the machine's GPUs from one process) and hands the
+    // profile to the others.
     profile = out.empty() ? (std::filesystem::temp_directory_path() / "arlsim-validate-profile.json").string()
                           : (std::filesystem::path(out) / "profile.json").string();
-    std::cerr << "calibrating this machine first (no --profile given)\n";
-    Args calibrate = {"--backend", "cpu", "--quick", "--out", profile, "--name", "cpu"};
-    if (devices >= 2) {
-      calibrate.push_back("--ranks");
-      calibrate.push_back(std::to_string(devices));
+    std::string text;
+    int rc = kExitOk;
+    if (root) {
+      std::cerr << "calibrating this machine first (no --profile given)\n";
+      const int64_t ranks = cuda ? std::min(devices, s->cluster.gpus_per_node) : devices;
+      Args calibrate = {"--backend", backend, "--quick", "--out", profile, "--name", backend};
+      if (ranks >= 2) {
+        calibrate.push_back("--ranks");
+        calibrate.push_back(std::to_string(ranks));
+      }
+      rc = calibrate_quietly(calibrate);
+      if (rc == kExitOk && farm.distributed()) {
+        std::ifstream in(profile);
+        std::stringstream content;
+        content << in.rdbuf();
+        text = content.str();
+        if (!in || text.empty()) {
+          std::cerr << "arlsim validate: " << profile << ": cannot read the profile just measured\n";
+          rc = kExitInternal;
+        }
+      }
     }
-    // Its report goes to stderr: stdout carries validate's own (JSON with --json).
-    std::fflush(stdout);
-    const int saved = dup(STDOUT_FILENO);
-    dup2(STDERR_FILENO, STDOUT_FILENO);
-    const int rc = run_calibrate(calibrate);
-    std::fflush(stdout);
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
+    if (farm.distributed()) {
+      std::string status = std::to_string(rc);
+      farm.broadcast(status, 0);
+      rc = std::stoi(status);
+      if (rc == kExitOk) farm.broadcast(text, 0);
+      if (rc == kExitOk && !root) {
+        profile = (std::filesystem::temp_directory_path() / ("arlsim-validate-profile-" + std::to_string(farm.rank()) + ".json")).string();
+        std::string why;
+        if (!report::write_text_file(std::filesystem::temp_directory_path().string(), std::filesystem::path(profile).filename().string(),
+                                     text, why)) {
+          std::cerr << "arlsim validate: rank " << farm.rank() << ": " << why << "\n";
+          farm.abort("arlsim validate: the measured profile could not be shared", kExitInternal);
+        }
+      }
+    }
     if (rc != kExitOk) return rc;
     overrides.push_back("/cluster/gpu=" + profile);
     input::Diagnostics measured_diag;
     s = input::load_scenario(scenario, overrides, measured_diag);
-    std::cerr << input::format_all(measured_diag);
+    if (root) std::cerr << input::format_all(measured_diag);
     if (!s) return kExitBadInput;
   }
   input::Diagnostics trace_diag;
   auto t = rl::load_scenario_trace(*s, "", trace_diag, &o);
-  std::cerr << input::format_all(trace_diag);
+  if (root) std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
 
-  runtime::CpuBackend cpu(devices, timeout_s);
-  const runtime::ValidationReport r = runtime::validate(*s, *t, o, cpu);
+  std::unique_ptr<runtime::Backend> device;
+  FarmTransport transport(farm);
+  if (cuda) {
+    std::string problem;
+    auto ops = runtime::make_cuda_ops(transport, problem);
+    if (!ops) {
+      const std::string message = "arlsim validate: --backend cuda: " + problem;
+      if (farm.distributed()) farm.abort(message, kExitBadInput);
+      std::cerr << message << "\n";
+      return kExitBadInput;
+    }
+    device = std::make_unique<runtime::RankBackend>(std::move(ops), transport, timeout_s);
+  } else {
+    device = std::make_unique<runtime::CpuBackend>(devices, timeout_s);
+  }
+  runtime::ValidationReport r;
+  try {
+    r = runtime::validate(*s, *t, o, *device);
+  } catch (const std::runtime_error& e) {
+    // A device failed (a CUDA, cuBLAS or NCCL call): the others must not wait for it.
+    farm.abort("arlsim validate: device " + std::to_string(farm.rank()) + ": " + e.what(), kExitInternal);
+  }
+  if (!root) return r.checksum_failures > 0 ? kExitInternal : kExitOk;  // rank 0 reports for all
   if (r.predicted.steps.empty()) {
     std::cerr << scenario << ": the trace has no step in the requested range\n";
     return kExitBadInput;

@@ -22,6 +22,13 @@ bool launched_by_mpirun() {
   return false;
 }
 
+int TaskFarm::local_rank() const {
+  if (size_ <= 1) return 0;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
+    if (const char* value = std::getenv(v); value && *value) return std::atoi(value);
+  return rank_;
+}
+
 #ifndef ARLSIM_WITH_MPI_FARM
 
 TaskFarm::TaskFarm() {
@@ -57,7 +64,36 @@ void TaskFarm::abort(const std::string& message, int status) {
   std::exit(status);
 }
 
+void TaskFarm::broadcast(std::string&, int) {}
+std::vector<std::string> TaskFarm::all_gather(const std::string& mine) { return {mine}; }
+
 #else
+
+void TaskFarm::broadcast(std::string& bytes, int root) {
+  if (!started_) return;
+  int64_t n = static_cast<int64_t>(bytes.size());
+  MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD);
+  bytes.resize(static_cast<size_t>(n));
+  MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_CHAR, root, MPI_COMM_WORLD);
+}
+
+std::vector<std::string> TaskFarm::all_gather(const std::string& mine) {
+  if (!started_) return {mine};
+  const int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+  MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (size_t r = 0; r < counts.size(); ++r)
+    out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
+  return out;
+}
 
 namespace {
 

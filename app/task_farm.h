@@ -35,6 +35,13 @@ class TaskFarm {
   // lists reach them.
   std::vector<std::string> run_on_owners(const std::vector<size_t>& indices, const std::vector<int>& owner,
                                          const std::function<std::string(size_t)>& task);
+  // Collective operations every process calls in the same order (alone: nothing to exchange).
+  // `bytes` as `root` has it, on every process.
+  void broadcast(std::string& bytes, int root);
+  // Every process's `mine`, by rank, on every process.
+  std::vector<std::string> all_gather(const std::string& mine);
+  // This process's index among those on its machine (Open MPI's local rank; 0 when alone).
+  int local_rank() const;
   // Ends every process with `status` after printing `message` (a rank that fails must not leave
   // the others waiting for it). Alone, prints and exits.
   [[noreturn]] void abort(const std::string& message, int status);

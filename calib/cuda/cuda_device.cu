@@ -16,129 +16,15 @@
 #endif
 
 #include "calib/cuda/cuda_peaks.h"
+#include "calib/cuda/kernels.cuh"
 
 namespace arlsim::calib {
 
 namespace {
 
+using namespace cuda_kernels;
+
 using Clock = std::chrono::steady_clock;
-
-// Threads per block of every kernel here; the reductions' shared arrays have one slot per thread
-// and halve it, so it must be a power of two.
-constexpr int kThreads = 256;
-
-// Deterministic test values in [-1, 1] by index, the same on the device and the host: results can
-// be checked against a host reference without copying the inputs back.
-__host__ __device__ inline float test_value(uint64_t i, uint64_t seed) {
-  uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 32;
-  return static_cast<float>(static_cast<int64_t>(x % 17) - 8) / 8.0f;
-}
-
-__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = __float2bfloat16(test_value(i, seed));
-}
-
-__global__ void fill_float(float* p, size_t n, float v) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    p[i] = v;
-}
-
-__global__ void copy_kernel(const float* x, float* y, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    y[i] = x[i];
-}
-
-__global__ void triad_kernel(const float* x, const float* z, float* y, float s, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    y[i] = x[i] + s * z[i];
-}
-
-__global__ void silu_kernel(const float* x, float* y, size_t n) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    y[i] = x[i] / (1.0f + __expf(-x[i]));
-}
-
-// RMS norm of rows of `cols`: one block per row, a shared-memory reduction of the squares.
-__global__ void rmsnorm_kernel(const float* x, float* y, size_t rows, size_t cols) {
-  __shared__ float part[kThreads];
-  for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* in = x + row * cols;
-    float sum = 0;
-    for (size_t i = threadIdx.x; i < cols; i += blockDim.x) sum += in[i] * in[i];
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-      __syncthreads();
-    }
-    const float scale = rsqrtf(part[0] / static_cast<float>(cols) + 1e-6f);
-    for (size_t i = threadIdx.x; i < cols; i += blockDim.x) y[row * cols + i] = in[i] * scale;
-    __syncthreads();
-  }
-}
-
-__global__ void empty_kernel() {}
-
-// Causal softmax of each row of `s x s` scores (rows of all heads one after another), in place:
-// row i keeps columns 0..i, the others become 0. One block per row.
-__global__ void causal_softmax(__nv_bfloat16* scores, int64_t s, int64_t rows, float scale) {
-  __shared__ float part[kThreads];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    __nv_bfloat16* row = scores + r * s;
-    const int64_t visible = r % s + 1;
-    float top = -INFINITY;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
-    part[threadIdx.x] = top;
-    __syncthreads();
-    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
-      if (threadIdx.x < k) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + k]);
-      __syncthreads();
-    }
-    top = part[0];
-    __syncthreads();
-    float sum = 0;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += __expf(__bfloat162float(row[j]) * scale - top);
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
-      if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
-      __syncthreads();
-    }
-    sum = part[0];
-    __syncthreads();
-    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
-      row[j] = __float2bfloat16(j < visible ? __expf(__bfloat162float(row[j]) * scale - top) / sum : 0.0f);
-    __syncthreads();
-  }
-}
-
-// Softmax backward, in place on dP: dS = P (dP - sum_j P dP), per row.
-__global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int64_t s, int64_t rows) {
-  __shared__ float part[kThreads];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const __nv_bfloat16* pr = p + r * s;
-    __nv_bfloat16* dr = dp + r * s;
-    float sum = 0;
-    for (int64_t j = threadIdx.x; j < s; j += blockDim.x) sum += __bfloat162float(pr[j]) * __bfloat162float(dr[j]);
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
-      if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
-      __syncthreads();
-    }
-    const float delta = part[0];
-    __syncthreads();
-    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
-      dr[j] = __float2bfloat16(__bfloat162float(pr[j]) * (__bfloat162float(dr[j]) - delta));
-    __syncthreads();
-  }
-}
-
-int grid_for(size_t n) { return static_cast<int>(std::min<size_t>(65535, (n + kThreads - 1) / kThreads)); }
 
 class CudaDevice final : public Device {
  public:
@@ -282,31 +168,10 @@ class CudaDevice final : public Device {
     }
     __nv_bfloat16 *q = buffers[0], *k = buffers[1], *v = buffers[2], *o = buffers[3], *d_o = buffers[4], *dq = buffers[5],
                   *dk = buffers[6], *dv = buffers[7];
-    const float one = 1, zero = 0, scale = 1.0f / std::sqrt(static_cast<float>(d));
-    const int is = static_cast<int>(seq), id = static_cast<int>(d), ih = static_cast<int>(heads);
-    const long long sd = seq * d, ss = seq * seq;
-    // Row-major (s x d) per head is column-major (d x s): S' = K'^T Q', O' = V' P', dV' = dO' P'^T,
-    // dP' = V'^T dO', dQ' = scale K' dS', dK' = scale Q' dS'^T, where X' is X read column-major.
-    auto gemm = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int kk, const void* a, int lda, long long sa,
-                    const void* b, int ldb, long long sb, float alpha, void* c, int ldc, long long sc) {
-      return cublasGemmStridedBatchedEx(blas_, ta, tb, m, n, kk, &alpha, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF, ldb, sb,
-                                        &zero, c, CUDA_R_16BF, ldc, sc, ih, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) ==
-             CUBLAS_STATUS_SUCCESS;
-    };
-    auto run = [&] {
-      bool good = gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, k, id, sd, q, id, sd, one, p, is, ss);  // S
-      causal_softmax<<<static_cast<int>(std::min<int64_t>(65535, heads * seq)), kThreads, 0, stream_>>>(p, seq, heads * seq, scale);
-      good = good && cudaGetLastError() == cudaSuccess;
-      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, v, id, sd, p, is, ss, one, o, id, sd);  // O
-      if (!backward) return good;
-      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, d_o, id, sd, p, is, ss, one, dv, id, sd);  // dV
-      good = good && gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, v, id, sd, d_o, id, sd, one, dp, is, ss);  // dP
-      softmax_backward<<<static_cast<int>(std::min<int64_t>(65535, heads * seq)), kThreads, 0, stream_>>>(p, dp, seq, heads * seq);
-      good = good && cudaGetLastError() == cudaSuccess;
-      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, k, id, sd, dp, is, ss, scale, dq, id, sd);  // dQ
-      good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, q, id, sd, dp, is, ss, scale, dk, id, sd);  // dK
-      return good;
-    };
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    AttentionBuffers ab;
+    ab.q = q, ab.k = k, ab.v = v, ab.o = o, ab.d_o = d_o, ab.dq = dq, ab.dk = dk, ab.dv = dv, ab.p = p, ab.dp = dp;
+    auto run = [&] { return unfused_attention(blas_, stream_, heads, seq, d, ab, true, backward); };
     auto t = timed(run);
     // Check head 0's last query against the host: its probabilities over every key, its output
     // row, and (backward) dV's last row, which only the last query reaches: P[s-1][s-1] dO[s-1].

@@ -1,3 +1,5 @@
+#include "calib/cuda/module.h"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -10,10 +12,6 @@ namespace arlsim::calib {
 
 namespace {
 
-constexpr const char* kModule = "libarlsim_calib_cuda.so";
-constexpr const char* kEntry = "arlsim_calib_make_cuda_device";
-constexpr const char* kAbi = "arlsim_calib_cuda_abi";
-
 // The folder of the running program.
 std::filesystem::path program_dir() {
   std::error_code ec;
@@ -23,14 +21,15 @@ std::filesystem::path program_dir() {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cuda_device(std::string& problem) {
+void* load_module(const char* file, const char* abi_symbol, int abi_version, std::string& problem) {
   const auto dir = program_dir();
   if (dir.empty() || !dir.is_absolute()) {
-    problem = "the folder of the running program is not known (/proc/self/exe), so the CUDA backend cannot be found";
+    problem = std::string("the folder of the running program is not known (/proc/self/exe), so ") + file +
+              " cannot be found";
     return nullptr;
   }
   std::string tried;
-  for (const auto& candidate : {dir / kModule, dir / ".." / "lib" / "arlsim" / kModule}) {
+  for (const auto& candidate : {dir / file, dir / ".." / "lib" / "arlsim" / file}) {
     std::error_code ec;
     if (!std::filesystem::exists(candidate, ec)) {
       tried += (tried.empty() ? "" : ", ") + candidate.string();
@@ -39,26 +38,38 @@ std::unique_ptr<Device> make_cuda_device(std::string& problem) {
     void* module = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!module) {
       const char* e = dlerror();
-      problem = "the CUDA backend " + candidate.string() + " cannot be loaded: " + (e ? e : "unknown error");
+      problem = candidate.string() + " cannot be loaded: " + (e ? e : "unknown error");
       return nullptr;
     }
     using Abi = int (*)();
-    using Make = Device* (*)(std::string*);
-    auto abi = reinterpret_cast<Abi>(dlsym(module, kAbi));
-    auto make = reinterpret_cast<Make>(dlsym(module, kEntry));
-    if (!abi || !make || abi() != kCudaModuleAbi) {
-      problem = candidate.string() + " is not a CUDA backend of this arlsim (" +
-                (!abi || !make ? std::string("missing entry points") : "interface " + std::to_string(abi()) + ", expected " +
-                                                                          std::to_string(kCudaModuleAbi)) +
+    auto abi = reinterpret_cast<Abi>(dlsym(module, abi_symbol));
+    if (!abi || abi() != abi_version) {
+      problem = candidate.string() + " is not a module of this arlsim (" +
+                (!abi ? std::string("missing entry points")
+                      : "interface " + std::to_string(abi()) + ", expected " + std::to_string(abi_version)) +
                 "); rebuild it with this arlsim";
       dlclose(module);
       return nullptr;
     }
-    // The module stays loaded for the life of the program: the device's code lives in it.
-    return std::unique_ptr<Device>(make(&problem));
+    return module;
   }
-  problem = std::string("the CUDA backend is not installed beside this arlsim (looked for ") + tried + ")";
+  problem = std::string(file) + " is not installed beside this arlsim (looked for " + tried + ")";
   return nullptr;
+}
+
+std::unique_ptr<Device> make_cuda_device(std::string& problem) {
+  void* module = load_module("libarlsim_calib_cuda.so", "arlsim_calib_cuda_abi", kCudaModuleAbi, problem);
+  if (!module) {
+    problem = "the CUDA backend: " + problem;
+    return nullptr;
+  }
+  using Make = Device* (*)(std::string*);
+  auto make = reinterpret_cast<Make>(dlsym(module, "arlsim_calib_make_cuda_device"));
+  if (!make) {
+    problem = "the CUDA backend has no arlsim_calib_make_cuda_device; rebuild it with this arlsim";
+    return nullptr;
+  }
+  return std::unique_ptr<Device>(make(&problem));
 }
 
 }  // namespace arlsim::calib

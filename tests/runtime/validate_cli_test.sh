@@ -51,8 +51,16 @@ contains validate-table-median "$tmp/out" "|error| per stage"
 contains validate-table-data "$tmp/out" "0 checksum failures: nothing lost or corrupted"
 
 # Bad input.
-expect validate-cuda 2 "$arlsim" validate "$scenario" --backend cuda
-contains validate-cuda-message "$tmp/err" "no CUDA runtime"
+# The CUDA backend: one process per GPU, bf16; without a GPU (or without the toolkit) a clear refusal.
+expect validate-cuda-processes 2 "$arlsim" validate "$scenario" --backend cuda --profile calib/profiles/h100-sxm.json
+contains validate-cuda-processes-message "$tmp/err" "run it as mpirun -n 2 arlsim validate"
+expect validate-cuda-dtype 2 "$arlsim" validate "$scenario" --backend cuda --profile calib/profiles/h100-sxm.json \
+  --set /cluster/gpus_per_node=1 --set /policy/train/dp=1
+contains validate-cuda-dtype-message "$tmp/err" "/workload/dtype: the CUDA runtime executes bf16"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect validate-cuda-no-gpu 2 "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile calib/profiles/h100-sxm.json
+  contains validate-cuda-no-gpu-message "$tmp/err" "arlsim validate: --backend cuda: "
+fi
 expect validate-backend 2 "$arlsim" validate "$scenario" --backend tpu
 contains validate-backend-message "$tmp/err" 'unknown backend "tpu"'
 expect validate-no-backend 2 "$arlsim" validate "$scenario"

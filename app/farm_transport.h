@@ -1,0 +1,26 @@
+// The processes of an mpirun (app/task_farm.h) as the runtime's transport (runtime/backend.h):
+// NCCL's bootstrap and the gathered figures of `validate --backend cuda` travel over it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/task_farm.h"
+#include "runtime/backend.h"
+
+namespace arlsim::app {
+
+class FarmTransport final : public runtime::Transport {
+ public:
+  explicit FarmTransport(TaskFarm& farm) : farm_(farm) {}
+  int rank() const override { return farm_.rank(); }
+  int size() const override { return farm_.size(); }
+  int local_rank() const override { return farm_.local_rank(); }
+  void broadcast(std::string& bytes, int root) override { farm_.broadcast(bytes, root); }
+  std::vector<std::string> all_gather(const std::string& mine) override { return farm_.all_gather(mine); }
+
+ private:
+  TaskFarm& farm_;
+};
+
+}  // namespace arlsim::app

@@ -1,0 +1,469 @@
+#include "runtime/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef ARLSIM_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include "calib/cuda/kernels.cuh"
+#include "runtime/pattern.h"
+
+namespace arlsim::runtime {
+
+namespace {
+
+using namespace cuda_kernels;
+using Clock = std::chrono::steady_clock;
+
+// The runtime's synthetic data on the device: the values the host computes (runtime/pattern.h).
+__global__ void fill_pattern(float* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = pattern_value(i, seed);
+}
+
+// Decode attention's traffic: every byte of the KV cache read once, reduced to one value per
+// block so that the reads cannot be dropped.
+__global__ void read_kernel(const float* x, size_t n, float* sink) {
+  __shared__ float part[kThreads];
+  float sum = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    sum += x[i];
+  part[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sink[blockIdx.x] = part[0];
+}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(e)));
+}
+#ifdef ARLSIM_HAVE_NCCL
+void check(ncclResult_t e, const char* what) {
+  if (e != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(e));
+}
+#endif
+
+// A device buffer that grows to the largest request and is reused.
+struct Buffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+  ~Buffer() { cudaFree(data); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+};
+
+// Pinned host memory, the same way.
+struct HostBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+  ~HostBuffer() { cudaFreeHost(data); }
+};
+
+// The host's copy of the synthetic values with `seed`, and their checksum.
+uint32_t expected_checksum(size_t floats, uint64_t seed, std::vector<float>& scratch) {
+  scratch.resize(floats);
+  for (size_t i = 0; i < floats; ++i) scratch[i] = pattern_value(i, seed);
+  return checksum(scratch.data(), floats * sizeof(float));
+}
+
+class CudaOps final : public DeviceOps {
+ public:
+  ~CudaOps() override {
+    cudaSetDevice(gpu_);
+#ifdef ARLSIM_HAVE_NCCL
+    for (auto c : comms_)
+      if (c) ncclCommDestroy(c);
+    if (world_) ncclCommDestroy(world_);
+#endif
+    for (auto e : events_) cudaEventDestroy(e);
+    if (blas_) cublasDestroy(blas_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  bool init(Transport& t, std::string& problem) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count <= 0) {
+      cudaGetLastError();
+      problem = "no CUDA device (no GPU, or no driver) is visible";
+      return false;
+    }
+    if (t.local_rank() >= count) {
+      problem = "process " + std::to_string(t.rank()) + " is number " + std::to_string(t.local_rank()) +
+                " on its machine, which has " + std::to_string(count) + " GPU(s): run one process per GPU";
+      return false;
+    }
+    gpu_ = t.local_rank();
+    try {
+      check(cudaSetDevice(gpu_), "cudaSetDevice");
+      check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+      check(cublasCreate(&blas_), "cublasCreate");
+      check(cublasSetStream(blas_, stream_), "cublasSetStream");
+      events_.resize(kEvents);
+      for (auto& e : events_) check(cudaEventCreate(&e), "cudaEventCreate");
+      check(cudaMalloc(&sink_, 65536 * sizeof(float)), "cudaMalloc");
+#ifdef ARLSIM_HAVE_NCCL
+      // NCCL's bootstrap as nccl-tests does it: rank 0's unique id, broadcast by the transport.
+      ncclUniqueId id{};
+      if (t.rank() == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      std::string bytes(reinterpret_cast<const char*>(&id), sizeof id);
+      t.broadcast(bytes, 0);
+      if (bytes.size() != sizeof id) throw std::runtime_error("NCCL's unique id arrived damaged");
+      std::memcpy(&id, bytes.data(), sizeof id);
+      check(ncclCommInitRank(&world_, t.size(), id, t.rank()), "ncclCommInitRank");
+#else
+      if (t.size() > 1) throw std::runtime_error("this build has no NCCL, so its GPUs cannot run collectives together");
+#endif
+    } catch (const std::exception& e) {
+      problem = e.what();
+      return false;
+    }
+    return true;
+  }
+
+  int32_t join_group(const DeviceGroup& members, int64_t rank) override {
+#ifdef ARLSIM_HAVE_NCCL
+    ncclComm_t comm = nullptr;
+    (void)members;
+    check(ncclCommSplit(world_, rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, rank >= 0 ? static_cast<int>(rank) : 0, &comm, nullptr),
+          "ncclCommSplit");
+    comms_.push_back(comm);
+    return static_cast<int32_t>(comms_.size() - 1);
+#else
+    if (rank >= 0 && members.size() > 1) throw std::runtime_error("this build has no NCCL");
+    return -1;
+#endif
+  }
+
+  void begin() override {
+    result_ = {};
+    marks_.clear();
+  }
+
+  void enqueue(const Kernel& k, const KernelContext& c) override {
+    switch (k.kind) {
+      case Kernel::Kind::gemm: gemm(k); break;
+      case Kernel::Kind::attention: attention(k); break;
+      case Kernel::Kind::decode_attention: {
+        const int64_t launches = std::max<int64_t>(1, k.launches);
+        const size_t n = buffer_floats(k.bytes / static_cast<double>(launches));
+        ensure(kv_, n * sizeof(float), 0.25f);
+        open_segment();
+        for (int64_t l = 0; l < launches; ++l)
+          read_kernel<<<static_cast<int>(std::min<size_t>(65535, (n + kThreads - 1) / kThreads)), kThreads, 0, stream_>>>(
+              kv_.as<float>(), n, sink_);
+        check(cudaGetLastError(), "decode attention");
+        mark(k.kind);
+        break;
+      }
+      case Kernel::Kind::memory: {
+        // A copy kernel reads and writes: bytes / 8 floats per launch; 0 launches (replayed from a
+        // graph) is the whole work in one.
+        const int64_t launches = std::max<int64_t>(1, k.launches);
+        const size_t n = static_cast<size_t>(std::max(1.0, k.bytes / 8.0 / static_cast<double>(launches)));
+        ensure(x_, n * sizeof(float), 1.5f);
+        ensure(y_, n * sizeof(float), 0.0f);
+        open_segment();
+        for (int64_t l = 0; l < launches; ++l) copy_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), n);
+        check(cudaGetLastError(), "memory-bound kernel");
+        mark(k.kind);
+        break;
+      }
+      case Kernel::Kind::collective: collective(k, c); break;
+      case Kernel::Kind::copy: copy(k, c); break;
+      case Kernel::Kind::wait: {
+        flush();
+        const auto t = Clock::now();
+        std::this_thread::sleep_for(std::chrono::duration<double>(k.seconds));
+        const double took = std::chrono::duration<double>(Clock::now() - t).count();
+        result_.seconds += took;
+        result_.kernels.wait += took;
+        break;
+      }
+    }
+  }
+
+  DeviceResult end() override {
+    flush();
+    return result_;
+  }
+
+  void corrupt_next_copy() override { corrupt_ = true; }
+
+ private:
+  static constexpr size_t kEvents = 4096;
+
+  // Timing: an event opens a segment of back-to-back kernels, and one more follows each kernel;
+  // a kernel's time is the span between its event and the one before. A segment closes (the
+  // stream is waited for and its times harvested) before a wait, before a buffer is allocated or
+  // filled, and when the events run out, so that only the kernels' own device time counts.
+  void open_segment() {
+    if (marks_.empty()) record(Kernel::Kind::wait);  // the segment's opening event (its kind unused)
+  }
+  void mark(Kernel::Kind kind) {
+    record(kind);
+    if (marks_.size() + 2 > kEvents) flush();
+  }
+  void record(Kernel::Kind kind) {
+    cudaEvent_t e = events_[marks_.size()];
+    check(cudaEventRecord(e, stream_), "cudaEventRecord");
+    marks_.emplace_back(e, kind);
+  }
+  void flush() {
+    if (!marks_.empty()) {
+      check(cudaEventSynchronize(marks_.back().first), "a kernel");
+      for (size_t i = 1; i < marks_.size(); ++i) {
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, marks_[i - 1].first, marks_[i].first), "cudaEventElapsedTime");
+        const double s = static_cast<double>(ms) * 1e-3;
+        result_.kernels.add(marks_[i].second, s);
+        result_.seconds += s;
+      }
+      marks_.clear();
+    }
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    // A check may allocate (and so flush) itself: it finds nothing left to run.
+    const auto pending = std::move(checks_);
+    checks_.clear();
+    for (const auto& f : pending) f();
+  }
+
+  // `b` of at least `bytes`, every float set to `value` when it is (re)allocated; outside timing.
+  void ensure(Buffer& b, size_t bytes, float value) {
+    if (b.bytes >= bytes) return;
+    flush();
+    cudaFree(b.data);
+    b.data = nullptr;
+    b.bytes = 0;
+    check(cudaMalloc(&b.data, bytes), "cudaMalloc");
+    b.bytes = bytes;
+    const size_t n = bytes / sizeof(float);
+    fill_float<<<grid_for(n), kThreads, 0, stream_>>>(b.as<float>(), n, value);
+    check(cudaGetLastError(), "filling a buffer");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  void ensure_bf16(Buffer& b, size_t elements, uint64_t seed) {
+    if (b.bytes >= elements * 2) return;
+    flush();
+    cudaFree(b.data);
+    b.data = nullptr;
+    b.bytes = 0;
+    check(cudaMalloc(&b.data, elements * 2), "cudaMalloc");
+    b.bytes = elements * 2;
+    fill_bf16<<<grid_for(elements), kThreads, 0, stream_>>>(b.as<__nv_bfloat16>(), elements, seed);
+    check(cudaGetLastError(), "filling a buffer");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  void ensure_host(HostBuffer& b, size_t bytes) {
+    if (b.bytes >= bytes) return;
+    flush();
+    cudaFreeHost(b.data);
+    b.data = nullptr;
+    b.bytes = 0;
+    check(cudaMallocHost(&b.data, bytes), "cudaMallocHost");
+    b.bytes = bytes;
+  }
+
+  // bf16 inputs and output, fp32 accumulation (column-major C = A B), `groups` times; a layer's
+  // weight is its own buffer.
+  void gemm(const Kernel& k) {
+    const auto m = static_cast<size_t>(k.m), n = static_cast<size_t>(k.n), kk = static_cast<size_t>(k.k);
+    ensure_bf16(a_, m * kk, 1);
+    Buffer& w = k.weight >= 0 ? weights_[k.weight] : b_;
+    ensure_bf16(w, kk * n, 2 + static_cast<uint64_t>(std::max(0, k.weight)));
+    ensure_bf16(c_, m * n, 3);
+    const float alpha = 1, beta = 0;
+    open_segment();
+    for (int64_t g = 0; g < k.groups; ++g)
+      check(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(kk), &alpha,
+                         a_.as<__nv_bfloat16>(), CUDA_R_16BF, static_cast<int>(m), w.as<__nv_bfloat16>(), CUDA_R_16BF,
+                         static_cast<int>(kk), &beta, c_.as<__nv_bfloat16>(), CUDA_R_16BF, static_cast<int>(m),
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+    mark(k.kind);
+  }
+
+  // `heads` heads of causal attention, the forward or the backward alone, in batches of heads
+  // whose scores fit in 1 GiB.
+  void attention(const Kernel& k) {
+    const int64_t s = k.seq_len, d = k.head_dim;
+    const int64_t per_batch = std::clamp<int64_t>((int64_t{1} << 29) / std::max<int64_t>(1, s * s), 1, k.heads);
+    const auto tokens = static_cast<size_t>(per_batch * s * d), scores = static_cast<size_t>(per_batch * s * s);
+    AttentionBuffers b;
+    Buffer* inputs[] = {&q_, &k_, &v_, &o_, &do_, &dq_, &dk_, &dv_};
+    __nv_bfloat16** slots[] = {&b.q, &b.k, &b.v, &b.o, &b.d_o, &b.dq, &b.dk, &b.dv};
+    for (size_t i = 0; i < 8; ++i) {
+      ensure_bf16(*inputs[i], tokens, 10 + i);
+      *slots[i] = inputs[i]->as<__nv_bfloat16>();
+    }
+    ensure_bf16(p_, scores, 20);
+    b.p = p_.as<__nv_bfloat16>();
+    if (k.backward) {
+      ensure_bf16(dp_, scores, 21);
+      b.dp = dp_.as<__nv_bfloat16>();
+    }
+    open_segment();
+    for (int64_t done = 0; done < k.heads; done += per_batch) {
+      const int64_t h = std::min(per_batch, k.heads - done);
+      if (!unfused_attention(blas_, stream_, h, s, d, b, !k.backward, k.backward))
+        throw std::runtime_error("attention: a cuBLAS call or the softmax kernel failed");
+    }
+    mark(k.kind);
+  }
+
+  void collective(const Kernel& k, const KernelContext& c) {
+#ifdef ARLSIM_HAVE_NCCL
+    using model::CollectiveOp;
+    const auto [elements, chunk] = collective_size(k.op, k.bytes, c.group_size);
+    ensure(in_, elements * sizeof(float), 1.0f);
+    ensure(out_, elements * sizeof(float), 0.0f);
+    float* in = in_.as<float>();
+    float* out = out_.as<float>();
+    const auto r = static_cast<size_t>(c.group_rank);
+    const int n = static_cast<int>(c.group_size);
+    ncclComm_t comm = comms_.at(static_cast<size_t>(c.comm));
+    const bool gather = k.op == CollectiveOp::all_gather;
+    if (gather) {
+      // This member's chunk, in place in the output: its synthetic data (outside timing).
+      flush();
+      fill_pattern<<<grid_for(chunk), kThreads, 0, stream_>>>(out + r * chunk, chunk, c.seed);
+      check(cudaGetLastError(), "filling a gathered chunk");
+      check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    }
+    open_segment();
+    switch (k.op) {
+      case CollectiveOp::all_reduce: check(ncclAllReduce(in, out, elements, ncclFloat, ncclSum, comm, stream_), "ncclAllReduce"); break;
+      case CollectiveOp::all_gather: check(ncclAllGather(out + r * chunk, out, chunk, ncclFloat, comm, stream_), "ncclAllGather"); break;
+      case CollectiveOp::reduce_scatter: check(ncclReduceScatter(in, out, chunk, ncclFloat, ncclSum, comm, stream_), "ncclReduceScatter"); break;
+      case CollectiveOp::broadcast: check(ncclBroadcast(in, out, elements, ncclFloat, 0, comm, stream_), "ncclBroadcast"); break;
+      case CollectiveOp::all_to_all:
+        check(ncclGroupStart(), "ncclGroupStart");
+        for (int j = 0; j < n; ++j) {
+          check(ncclSend(in + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm, stream_), "ncclSend");
+          check(ncclRecv(out + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm, stream_), "ncclRecv");
+        }
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+      case CollectiveOp::send_recv:
+        check(ncclGroupStart(), "ncclGroupStart");
+        check(ncclSend(in, elements, ncclFloat, (c.group_rank + 1) % n, comm, stream_), "ncclSend");
+        check(ncclRecv(out, elements, ncclFloat, (c.group_rank + n - 1) % n, comm, stream_), "ncclRecv");
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+    }
+    mark(k.kind);
+    if (gather) {
+      // Every other member's chunk, checked at this receiver against the checksum of what that
+      // member sent (its seed: runtime/rank.h).
+      const std::vector<uint64_t> seeds = c.chunk_seeds;
+      checks_.push_back([this, out, r, n, chunk = chunk, seeds] {
+        ensure_host(landed_, chunk * sizeof(float));
+        for (int m = 0; m < n; ++m) {
+          if (static_cast<size_t>(m) == r) continue;
+          check(cudaMemcpy(landed_.data, out + static_cast<size_t>(m) * chunk, chunk * sizeof(float), cudaMemcpyDeviceToHost),
+                "cudaMemcpy");
+          if (checksum(landed_.data, chunk * sizeof(float)) != expected_checksum(chunk, seeds[static_cast<size_t>(m)], scratch_))
+            ++result_.checksum_failures;
+          result_.bytes_verified += static_cast<double>(chunk * sizeof(float));
+        }
+      });
+      flush();
+    }
+#else
+    (void)k;
+    (void)c;
+    throw std::runtime_error("this build has no NCCL, so collectives cannot run");
+#endif
+  }
+
+  // To host memory (peer -1) or from it to this device, pinned; the receiver's checksum is
+  // compared with that of the values the sender filled in.
+  void copy(const Kernel& k, const KernelContext& c) {
+    const size_t n = buffer_floats(k.bytes), bytes = n * sizeof(float);
+    ensure(staging_, bytes, 0.0f);
+    ensure_host(host_, bytes);
+    flush();
+    if (k.peer < 0) {
+      fill_pattern<<<grid_for(n), kThreads, 0, stream_>>>(staging_.as<float>(), n, c.seed);
+      check(cudaGetLastError(), "filling a copy's source");
+      check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    } else {
+      auto* h = static_cast<float*>(host_.data);
+      for (size_t i = 0; i < n; ++i) h[i] = pattern_value(i, c.seed);
+    }
+    open_segment();
+    if (k.peer < 0)
+      check(cudaMemcpyAsync(host_.data, staging_.data, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    else
+      check(cudaMemcpyAsync(staging_.data, host_.data, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    mark(k.kind);
+    const bool to_host = k.peer < 0;
+    const uint64_t seed = c.seed;
+    checks_.push_back([this, to_host, n, bytes, seed] {
+      void* landed = host_.data;
+      if (!to_host) {
+        ensure_host(landed_, bytes);
+        check(cudaMemcpy(landed_.data, staging_.data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+        landed = landed_.data;
+      }
+      if (corrupt_) {
+        static_cast<unsigned char*>(landed)[bytes / 2] ^= 0x5A;
+        corrupt_ = false;
+      }
+      if (checksum(landed, bytes) != expected_checksum(n, seed, scratch_)) ++result_.checksum_failures;
+      result_.bytes_verified += static_cast<double>(bytes);
+    });
+    flush();
+  }
+
+  int gpu_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+  std::vector<std::pair<cudaEvent_t, Kernel::Kind>> marks_;
+  std::vector<std::function<void()>> checks_;  // run after the stream is waited for
+  DeviceResult result_;
+  bool corrupt_ = false;
+  float* sink_ = nullptr;
+  Buffer a_, b_, c_, x_, y_, kv_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
+  std::map<int32_t, Buffer> weights_;
+  HostBuffer host_, landed_;
+  std::vector<float> scratch_;
+#ifdef ARLSIM_HAVE_NCCL
+  ncclComm_t world_ = nullptr;
+  std::vector<ncclComm_t> comms_;
+#endif
+};
+
+}  // namespace
+
+}  // namespace arlsim::runtime
+
+// The module's entry points (see cuda_backend.h): its interface version, and this process's GPU
+// or null with *problem saying why.
+extern "C" __attribute__((visibility("default"))) int arlsim_runtime_cuda_abi() { return arlsim::runtime::kRuntimeCudaAbi; }
+
+extern "C" __attribute__((visibility("default"))) arlsim::runtime::DeviceOps* arlsim_runtime_make_cuda_ops(
+    arlsim::runtime::Transport* transport, std::string* problem) {
+  auto ops = std::make_unique<arlsim::runtime::CudaOps>();
+  if (!ops->init(*transport, *problem)) return nullptr;
+  return ops.release();
+}
