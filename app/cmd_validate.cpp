@@ -18,6 +18,7 @@
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/program.h"
+#include "runtime/scale.h"
 #include "runtime/validate.h"
 #include "sim/input/check.h"
 #include "sim/report/outputs.h"
@@ -45,6 +46,7 @@ int run_validate(const Args& args) {
   std::string scenario, backend, profile, steps, out;
   std::vector<std::string> overrides;
   double timeout_s = 600;
+  double scale = 1;
   po::options_description opts(
       "arlsim validate SCENARIO --backend cpu|cuda [options]\n"
       "mpirun -n GPUS arlsim validate SCENARIO --backend cuda [options]\n\n"
@@ -60,6 +62,8 @@ int run_validate(const Args& args) {
       "set", po::value(&overrides)->composing(), "/json/pointer=value override (repeatable)")(
       "out", po::value(&out), "write predicted/ and measured/ (summary.json, steps.csv, timeline.json, report.html), "
                               "profile.json and validation.json here")(
+      "scale", po::value(&scale), "run the plan smaller, S in (0, 1]: layers x S, every sequence's tokens x S, prompts per "
+                                  "step x S; predicted and executed alike (1)")(
       "timeout", po::value(&timeout_s), "seconds an activity may take before its devices count as hung (600)")(
       "json", "print the comparison as JSON");
   po::variables_map vm;
@@ -73,6 +77,10 @@ int run_validate(const Args& args) {
     return kExitBadInput;
   }
   const bool cuda = backend == "cuda";
+  if (!(scale > 0 && scale <= 1)) {
+    std::cerr << "arlsim validate: --scale must be in (0, 1], not " << scale << "\n";
+    return kExitBadInput;
+  }
   if (!(timeout_s > 0 && timeout_s <= 86400)) {
     std::cerr << "arlsim validate: --timeout must be between 0 and 86400 seconds\n";
     return kExitBadInput;
@@ -180,6 +188,10 @@ int run_validate(const Args& args) {
   auto t = rl::load_scenario_trace(*s, "", trace_diag, &o);
   if (root) std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
+  if (scale < 1) {
+    const runtime::ScaleNote note = runtime::scale_plan(*s, *t, scale);
+    if (root) std::cerr << scenario << ": " << note.text() << "\n";
+  }
 
   std::unique_ptr<runtime::Backend> device;
   FarmTransport transport(farm);
@@ -199,6 +211,7 @@ int run_validate(const Args& args) {
   runtime::ValidationReport r;
   try {
     r = runtime::validate(*s, *t, o, *device);
+    r.scale = scale;
   } catch (const std::runtime_error& e) {
     // A device failed (a CUDA, cuBLAS or NCCL call): the others must not wait for it.
     farm.abort("arlsim validate: device " + std::to_string(farm.rank()) + ": " + e.what(), kExitInternal);

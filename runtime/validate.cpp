@@ -224,7 +224,12 @@ std::string report_table(const ValidationReport& r) {
     }
   };
   out += r.predicted.scenario + ": " + std::to_string(r.predicted.steps.size()) + " step(s) predicted and executed on " +
-         std::to_string(r.predicted.gpus) + " devices\n\n";
+         std::to_string(r.predicted.gpus) + " devices";
+  if (r.scale < 1) {
+    std::snprintf(line, sizeof line, " (the plan scaled by %g)", r.scale);
+    out += line;
+  }
+  out += "\n\n";
   rows("stage", r.stages);
   out += "\n";
   rows("activity", r.activities);
@@ -255,6 +260,7 @@ std::string report_json(const ValidationReport& r) {
   j["scenario"] = r.predicted.scenario;
   j["steps"] = r.predicted.steps.size();
   j["devices"] = r.predicted.gpus;
+  j["scale"] = r.scale;
   j["stages"] = list(r.stages, "stage");
   j["activities"] = list(r.activities, "kind");
   j["median_abs_stage_error"] = r.median_abs_stage_error;

@@ -30,6 +30,7 @@ struct ValidationReport {
   int64_t checksum_failures = 0;
   double median_abs_stage_error = 0, worst_abs_stage_error = 0;
   double median_abs_activity_error = 0, worst_abs_activity_error = 0;
+  double scale = 1;  // --scale: the plan as predicted and executed (runtime/scale.h)
 };
 
 // Runs the scenario's steps (options.first_step / last_step) on the backend. The scenario must

@@ -11,6 +11,7 @@
 #include "calib/cpu/kernels.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/program.h"
+#include "runtime/scale.h"
 #include "sim/input/check.h"
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
@@ -219,4 +220,56 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto disaggregated = *s;
   disaggregated.policy.placement = input::Placement::disaggregated;
   CHECK(runtime::unsupported_reason(disaggregated).rfind("/policy/placement", 0) == 0);
+}
+
+TEST_CASE("--scale: fewer layers, shorter sequences, fewer prompts, limits that still hold") {
+  input::Diagnostics diag;
+  std::vector<std::string> overrides;
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  input::ScenarioSpec spec = *s;
+  spec.workload.prompts_per_step = 6;  // 6 x 4 = 24 trajectories in 2 mini-batches
+  trace::Trace t;
+  t.intern_tool("python");
+  for (int32_t step = 1; step <= 2; ++step)
+    for (int64_t prompt = 0; prompt < 6; ++prompt)
+      for (int32_t sample = 0; sample < 4; ++sample) {
+        trace::TrajectoryInfo info;
+        info.step = step;
+        info.sample = sample;
+        info.prompt_id = 100 * step + prompt;
+        std::vector<trace::Turn> turns(2);
+        turns[0].prefill_tokens = 101;
+        turns[0].gen_tokens = 3 + sample;
+        turns[0].obs_tokens = 1;
+        turns[0].tool = 0;
+        turns[1].gen_tokens = 50;
+        t.add(info, turns);
+      }
+  const auto note = runtime::scale_plan(spec, t, 0.25);
+  CHECK(note.layers_from == 4);
+  CHECK(spec.model.num_layers == 1);
+  // round(6 x 0.25) = 2 prompts: 8 trajectories split into 2 mini-batches
+  CHECK(spec.workload.prompts_per_step == 2);
+  REQUIRE(t.size() == 2 * 2 * 4);
+  CHECK(t.trajectory(0).info.prompt_id == 100);
+  CHECK(t.trajectory(7).info.prompt_id == 101);
+  CHECK(t.trajectory(8).info.prompt_id == 200);
+  const auto v = t.trajectory(3);
+  CHECK(v.turns[0].prefill_tokens == 26);  // ceil(101 / 4)
+  CHECK(v.turns[0].gen_tokens == 2);       // ceil(6 / 4)
+  CHECK(v.turns[0].obs_tokens == 1);       // a non-zero count stays non-zero
+  CHECK(v.turns[1].prefill_tokens == 0);   // and a zero stays zero
+  CHECK(v.turns[1].gen_tokens == 13);
+  CHECK(spec.workload.max_prompt_tokens >= 26);
+  CHECK(spec.workload.max_response_tokens >= v.response_tokens());
+  CHECK(t.tool_names() == std::vector<std::string>{"python"});
+
+  // Prompts rounded up until the trajectories split into the mini-batches: 3 x 4 = 12 into 8 no, 4 x 4 = 16 yes.
+  input::ScenarioSpec odd = *s;
+  odd.workload.prompts_per_step = 6;
+  odd.workload.mini_batches = 8;
+  trace::Trace empty;
+  runtime::scale_plan(odd, empty, 0.5);
+  CHECK(odd.workload.prompts_per_step == 4);
 }

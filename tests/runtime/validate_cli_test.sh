@@ -50,6 +50,14 @@ contains validate-table-stage "$tmp/out" "weight_sync"
 contains validate-table-median "$tmp/out" "|error| per stage"
 contains validate-table-data "$tmp/out" "0 checksum failures: nothing lost or corrupted"
 
+# --scale: a smaller plan, predicted and executed alike.
+expect validate-scale 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 --scale 0.5 --json
+contains validate-scale-json "$tmp/out" '"scale": 0.5'
+contains validate-scale-note "$tmp/err" "scaled by 0.5: 2 of 4 layers, 2 of 4 prompts per step"
+expect validate-scale-zero 2 "$arlsim" validate "$scenario" --backend cpu --scale 0
+contains validate-scale-zero-message "$tmp/err" "--scale must be in (0, 1]"
+expect validate-scale-big 2 "$arlsim" validate "$scenario" --backend cpu --scale 2
+
 # Bad input.
 # The CUDA backend: one process per GPU, bf16; without a GPU (or without the toolkit) a clear refusal.
 expect validate-cuda-processes 2 "$arlsim" validate "$scenario" --backend cuda --profile calib/profiles/h100-sxm.json

@@ -1,0 +1,80 @@
+#include "runtime/scale.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace arlsim::runtime {
+
+namespace {
+
+int32_t scaled(int32_t n, double f) {
+  if (n <= 0) return n;
+  return std::max<int32_t>(1, static_cast<int32_t>(std::ceil(static_cast<double>(n) * f - 1e-9)));
+}
+int64_t scaled(int64_t n, double f) {
+  if (n <= 0) return n;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(n) * f - 1e-9)));
+}
+
+}  // namespace
+
+std::string ScaleNote::text() const {
+  char line[256];
+  std::snprintf(line, sizeof line, "scaled by %g: %lld of %lld layers, %lld of %lld prompts per step, tokens x %g",
+                tokens_factor, static_cast<long long>(layers_to), static_cast<long long>(layers_from),
+                static_cast<long long>(prompts_to), static_cast<long long>(prompts_from), tokens_factor);
+  return line;
+}
+
+ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
+  ScaleNote note;
+  note.tokens_factor = factor;
+  note.layers_from = s.model.num_layers;
+  s.model.num_layers = std::max<int64_t>(1, std::llround(static_cast<double>(s.model.num_layers) * factor));
+  note.layers_to = s.model.num_layers;
+
+  auto& w = s.workload;
+  note.prompts_from = w.prompts_per_step;
+  int64_t prompts = std::max<int64_t>(1, std::llround(static_cast<double>(w.prompts_per_step) * factor));
+  const int64_t mb = std::max<int64_t>(1, w.mini_batches);
+  while (prompts < w.prompts_per_step && (prompts * w.samples_per_prompt) % mb != 0) ++prompts;
+  w.prompts_per_step = prompts;
+  note.prompts_to = prompts;
+
+  // The trace: each step's first `prompts` groups (in their order of appearance), shorter.
+  trace::Trace out;
+  out.header = t.header;
+  for (const auto& name : t.tool_names()) out.intern_tool(name);
+  std::map<int32_t, std::vector<int64_t>> groups;  // step -> prompt ids kept
+  std::vector<trace::Turn> turns;
+  int64_t longest_prompt = 0, longest_response = 0, longest_context = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const trace::TrajectoryView v = t.trajectory(i);
+    auto& kept = groups[v.info.step];
+    if (std::find(kept.begin(), kept.end(), v.info.prompt_id) == kept.end()) {
+      if (static_cast<int64_t>(kept.size()) >= prompts) continue;
+      kept.push_back(v.info.prompt_id);
+    }
+    turns.assign(v.turns.begin(), v.turns.end());
+    for (auto& turn : turns) {
+      turn.prefill_tokens = scaled(turn.prefill_tokens, factor);
+      turn.gen_tokens = scaled(turn.gen_tokens, factor);
+      turn.obs_tokens = scaled(turn.obs_tokens, factor);
+    }
+    out.add(v.info, turns);
+    const trace::TrajectoryView back = out.trajectory(out.size() - 1);
+    longest_prompt = std::max(longest_prompt, back.prompt_tokens());
+    longest_response = std::max(longest_response, back.response_tokens());
+    longest_context = std::max(longest_context, back.context_tokens());
+  }
+  t = std::move(out);
+  w.max_prompt_tokens = std::max(scaled(w.max_prompt_tokens, factor), longest_prompt);
+  w.max_response_tokens = std::max(scaled(w.max_response_tokens, factor), longest_response);
+  if (w.max_context_tokens > 0) w.max_context_tokens = std::max(scaled(w.max_context_tokens, factor), longest_context);
+  return note;
+}
+
+}  // namespace arlsim::runtime
