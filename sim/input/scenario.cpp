@@ -254,6 +254,19 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                    " gives no NIC bandwidth",
                "set /cluster/network/nic_bandwidth");
   }
+  // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in
+  // fp32 on a device without a bf16 peak: sim/model/inference.h).
+  if (s.cluster.gpu.peak(s.workload.dtype) <= 0) {
+    std::string has;
+    for (Dtype d : {Dtype::fp32, Dtype::tf32, Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::int8})
+      if (s.cluster.gpu.peak(d) > 0) has += std::string(has.empty() ? "" : ", ") + dtype_name(d);
+    const Value* w = v.find("workload");
+    const Value* field = w && w->is_object() ? w->find("dtype") : nullptr;
+    diag.error(field ? *field : v, field ? "/workload/dtype" : "",
+               std::string("the workload computes in ") + dtype_name(s.workload.dtype) + " and GPU profile " +
+                   s.cluster.gpu.name + " gives no peak rate for it (it has " + (has.empty() ? "none" : has) + ")",
+               has.empty() ? "give the profile a peak" : "set /workload/dtype to one the profile has, or use another profile");
+  }
   if (s.workload.max_context_tokens > s.model.max_context) {
     const Value* w = v.find("workload");
     const Value* field = w && w->is_object() ? w->find("max_context_tokens") : nullptr;
