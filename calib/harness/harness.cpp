@@ -92,10 +92,12 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     // One core's fp32 GEMMs: from cache-resident tiles to sizes past the last-level cache. Rows
     // from 4: an engine's decode iterations multiply a batch of a few sequences (m = the
     // sequences), a shape the analytic model's tile quantisation extrapolates to poorly.
-    p.gemm_m = quick ? std::vector<int64_t>{4, 16, 128, 512, 1024} : geometric(4, 2048, 2);
+    // Rows from one decoding sequence (a rollout's tail decodes a few; below the grid the model
+    // would fall back to the analytic efficiency) to a prefill chunk.
+    p.gemm_m = quick ? std::vector<int64_t>{1, 2, 4, 16, 128, 512, 1024} : geometric(1, 2048, 2);
     // Columns to a small vocabulary's LM head.
     p.gemm_n = quick ? std::vector<int64_t>{128, 512, 2048, 8192} : geometric(64, 8192, 2);
-    p.gemm_k = quick ? std::vector<int64_t>{128, 512, 1024} : geometric(64, 2048, 2);
+    p.gemm_k = quick ? std::vector<int64_t>{128, 512, 2048} : geometric(64, 2048, 2);
     // From inside the caches to well past them: STREAM asks for arrays 4x the last-level cache.
     const double largest = std::min(std::max((quick ? 64.0 : 256.0) * (1 << 20), 4 * dev.last_level_cache_bytes),
                                     std::max(64.0 * (1 << 20), dev.memory_bytes / 8));
@@ -103,9 +105,10 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     p.memory_bytes.push_back(largest);
     p.attention_seq = quick ? std::vector<int64_t>{256, 1024} : geometric(128, 4096, 2);
   } else {
-    // A transformer layer's GEMMs at the TP degrees of interest: tokens (m) from a decode batch to
-    // a long prefill chunk, widths (n, k) from a TP-8 slice of a 4K model to an MLP of 16K and more.
-    p.gemm_m = quick ? std::vector<int64_t>{256, 2048, 16384} : geometric(64, 16384, 2);
+    // A transformer layer's GEMMs at the TP degrees of interest: tokens (m) from one decoding
+    // sequence (a rollout's tail) through decode batches to a long prefill chunk, widths (n, k)
+    // from a TP-8 slice of a 4K model to an MLP of 16K and more.
+    p.gemm_m = quick ? std::vector<int64_t>{1, 16, 128, 1024, 16384} : geometric(1, 16384, 2);
     p.gemm_n = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
     p.gemm_k = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
     for (double b = 1 << 20; b <= 4.0 * (1 << 30); b *= quick ? 16 : 4) p.memory_bytes.push_back(b);

@@ -331,9 +331,10 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
   // MindSpeed RL's all-gather-swap: each rollout GPU must end up with its engine's whole shard;
   // it holds the part of it its training rank kept (the training shard: 1 / (tp x pp) of the
   // weights, and 1 / dp more under ZeRO-3) and receives the rest from the ranks holding the other
-  // parts — an all-gather over that many pieces.
+  // parts — an all-gather over that many pieces. A rank that already holds its engine's whole
+  // shard (training sharded no finer than the engine) gathers nothing: one piece.
   const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.sharding_ranks() : 1));
-  shape.gather_ranks = std::max<int64_t>(2, static_cast<int64_t>(std::ceil(shape.rollout_shard_bytes / held)));
+  shape.gather_ranks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(shape.rollout_shard_bytes / held - 1e-9)));
   return shape;
 }
 

@@ -412,6 +412,25 @@ TEST_CASE("step: colocated weight sync sends every rollout GPU its engine's shar
   }
 }
 
+TEST_CASE("step: a training rank that holds its engine's whole shard gathers nothing (one GPU, or dp replicas)") {
+  auto s = test::preset_scenario("default", {"/cluster/nodes=1", "/cluster/gpus_per_node=1", "/policy/train/dp=1",
+                                            "/policy/train/tp=1", "/policy/train/sequence_parallel=false",
+                                            "/policy/rollout/tp=1",
+                                            "/policy/weight_sync={\"method\": \"allgather-swap\"}"});
+  CHECK(rl::refit_shape(s, s.policy.rollout, s.policy.train).gather_ranks == 1);
+  const double one = rl::weight_sync_seconds(s, s.policy.rollout, s.policy.train);
+  CHECK(std::isfinite(one));
+  CHECK(one > 0);  // the training state still goes to host memory and back
+  // dp replicas under ZeRO-1 each hold the whole model: still nothing to gather.
+  input::TrainLayout t = s.policy.train;
+  t.dp = 8;
+  t.zero = 1;
+  CHECK(rl::refit_shape(s, s.policy.rollout, t).gather_ranks == 1);
+  // Training tp 2 under a tp-1 engine: each rank holds half of what its engine needs.
+  t.tp = 2;
+  CHECK(rl::refit_shape(s, s.policy.rollout, t).gather_ranks == 2);
+}
+
 TEST_CASE("step: a KV cache too small for the batch is a preemption storm, reported as a warning") {
   // Without prefix caching a preempted request keeps none of its KV: all of it is computed again.
   const auto tight =
