@@ -140,7 +140,7 @@ class CpuDevice final : public Device {
     i.gemm_dtype = "fp32";
     i.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
     i.host_link_kind = "host-memory";  // device and host share the memory: the copy rate stands in
-    i.last_level_cache_bytes = last_level_cache();
+    i.last_level_cache_bytes = last_level_cache_;
     // Eigen's GEMM micro-kernel: mr x nr outputs per register block, one core.
     i.gemm_tile_m = Eigen::internal::gebp_traits<float, float>::mr;
     i.gemm_tile_n = Eigen::internal::gebp_traits<float, float>::nr;
@@ -154,18 +154,38 @@ class CpuDevice final : public Device {
   std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
     // The output is written once before timing: a kernel in a running program writes memory that
     // is already mapped, and first touches (page faults) would otherwise be timed with it.
-    // A product shorter than a millisecond is repeated to fill one, after a first run that is not
-    // counted, and the mean taken: the steady state of kernels run one after another, above the
-    // clock's resolution.
-    Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), b = Eigen::MatrixXf::Random(k, n), c = Eigen::MatrixXf::Zero(m, n);
+    // The weight operand (B) is read from memory, not from a cache: in a model's step every layer
+    // reads its own weights once per pass, so a layer's weights are evicted by the others' before
+    // they are read again (as GPU benchmarks flush the L2 cache between runs). The products run
+    // over copies of B that together exceed twice the last-level cache; the activations (A) stay
+    // hot, as the previous kernel wrote them. The output is written once before timing: a kernel
+    // in a running program writes memory that is already mapped. A product shorter than a
+    // millisecond is repeated to fill one and the mean taken, after a first run not counted.
+    Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), c = Eigen::MatrixXf::Zero(m, n);
+    const auto b_floats = static_cast<size_t>(k * n);
+    const double cache = last_level_cache_ > 0 ? last_level_cache_ : 32.0 * (1 << 20);
+    const auto copies = static_cast<size_t>(std::clamp(std::ceil(2 * cache / (4.0 * static_cast<double>(b_floats))), 1.0, 1e6));
+    // The copies are consecutive slices of one pool of random values, filled once and reused.
+    if (weights_.size() < copies * b_floats) {
+      const auto old = weights_.size();
+      weights_.resize(copies * b_floats);
+      std::mt19937 rng(12345 + static_cast<unsigned>(old));
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      for (size_t i = old; i < weights_.size(); ++i) weights_[i] = u(rng);
+    }
+    std::vector<Eigen::Map<const Eigen::MatrixXf>> bs;
+    for (size_t i = 0; i < copies; ++i) bs.emplace_back(weights_.data() + i * b_floats, k, n);
+    const auto& b = bs.front();
+    c.noalias() = a * bs.back();  // first run, not counted (bs.front() is now the coldest copy)
     auto t = Clock::now();
     c.noalias() = a * b;
     double s = since(t);
     if (s < 1e-3) {
       const int runs = static_cast<int>(std::min(1000.0, std::ceil(1e-3 / std::max(s, 1e-7))));
       t = Clock::now();
-      for (int r = 0; r < runs; ++r) c.noalias() = a * b;
+      for (int r = 0; r < runs; ++r) c.noalias() = a * bs[static_cast<size_t>(r + 1) % copies];
       s = since(t) / runs;
+      c.noalias() = a * b;  // the result checked below
     }
     // Check a few entries against plain dot products.
     std::mt19937_64 rng(static_cast<uint64_t>(m * 1315423911 + n * 2654435761 + k));
@@ -377,6 +397,8 @@ class CpuDevice final : public Device {
  private:
   std::vector<float> x_, y_, z_;
   std::vector<std::vector<float>> in_, out_;
+  double last_level_cache_ = last_level_cache();
+  std::vector<float> weights_;  // GEMM weight copies (gemm)
   std::unique_ptr<ThreadTeam> team_;
   cpu::Worker worker_;
   cpu::Attention attention_;

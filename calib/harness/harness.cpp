@@ -93,8 +93,15 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     // from 4: an engine's decode iterations multiply a batch of a few sequences (m = the
     // sequences), a shape the analytic model's tile quantisation extrapolates to poorly.
     // Rows from one decoding sequence (a rollout's tail decodes a few; below the grid the model
-    // would fall back to the analytic efficiency) to a prefill chunk.
-    p.gemm_m = quick ? std::vector<int64_t>{1, 2, 4, 16, 128, 512, 1024} : geometric(1, 2048, 2);
+    // would fall back to the analytic efficiency) to a prefill chunk. A CPU GEMM's time is a
+    // staircase in the rows (Eigen's register blocks take 8 rows at a time with AVX: 12 rows can
+    // take 1.5x as long as 16), so decode batch sizes are swept densely, not only at powers of two.
+    if (quick) {
+      p.gemm_m = {1, 2, 3, 4, 6, 8, 12, 14, 16, 32, 128, 512, 1024};
+    } else {
+      for (int64_t m = 1; m <= 16; ++m) p.gemm_m.push_back(m);
+      for (int64_t m = 24; m <= 2048; m = m % 3 == 0 ? m / 3 * 4 : m / 2 * 3) p.gemm_m.push_back(m);
+    }
     // Columns to a small vocabulary's LM head.
     p.gemm_n = quick ? std::vector<int64_t>{128, 512, 2048, 8192} : geometric(64, 8192, 2);
     p.gemm_k = quick ? std::vector<int64_t>{128, 512, 2048} : geometric(64, 2048, 2);

@@ -130,16 +130,20 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
           case Kernel::Kind::decode_attention: {
-            const size_t n = buffer_floats(k.bytes);
-            if (dev.x.size() < n) dev.x.assign(n, 0.25f);
+            // One kernel per layer, each reading its layer's share of the KV cache once with a
+            // vectorised reduction (Eigen's): memory-bound, as decode attention is.
+            const int64_t launches = std::max<int64_t>(1, k.launches);
+            const size_t n = buffer_floats(k.bytes / static_cast<double>(launches));
+            const size_t total = n * static_cast<size_t>(launches);
+            if (dev.x.size() < total) dev.x.assign(total, 0.25f);
             volatile float sink = 0;
+            int64_t layer = 0;
             const std::function<void()> task = [&] {
-              float sum = 0;
-              for (size_t i = 0; i < n; ++i) sum += dev.x[i];
-              sink = sum;
+              sink = Eigen::Map<const Eigen::VectorXf>(dev.x.data() + static_cast<size_t>(layer) * n,
+                                                       static_cast<Eigen::Index>(n)).sum();
             };
             const auto t = Clock::now();
-            dev.worker.run(task);
+            for (layer = 0; layer < launches; ++layer) dev.worker.run(task);
             took = since(t);
             (void)sink;
             break;

@@ -10,7 +10,7 @@ source "$(dirname "$0")/../lib/checks.sh"
 
 expect calibrate-cpu-quick 0 "$arlsim" calibrate --backend cpu --quick --out "$tmp/cpu.json"
 contains calibrate-wrote "$tmp/out" "wrote $tmp/cpu.json"
-contains calibrate-points "$tmp/out" "84 GEMM points"
+contains calibrate-points "$tmp/out" "156 GEMM points"
 contains calibrate-nothing-excluded "$tmp/out" "0 excluded"
 expect calibrate-check 0 "$arlsim" check "$tmp/cpu.json"
 contains calibrate-check-measured "$tmp/out" "measured"
