@@ -95,6 +95,8 @@ int run_validate(const Args& args) {
   }
   std::string error;
   if (!out.empty() && root && !report::prepare_output_dir(out, error)) {
+    // The other processes must not wait for rank 0 in the steps below.
+    if (farm.distributed()) farm.abort("arlsim validate: --out: " + error, kExitBadInput);
     std::cerr << "arlsim validate: --out: " << error << "\n";
     return kExitBadInput;
   }
@@ -112,6 +114,12 @@ int run_validate(const Args& args) {
   }
   const int64_t devices = s->cluster.total_gpus();
   if (cuda) {
+    if (launched_by_mpirun() && !farm.distributed()) {
+      if (root)
+        std::cerr << "arlsim validate: --backend cuda under mpirun needs an arlsim built with MPI (this one was not): "
+                     "its processes cannot reach each other\n";
+      return kExitBadInput;
+    }
     if (devices != farm.size()) {
       if (root)
         std::cerr << scenario << ": /cluster: the plan has " << devices << " GPU(s) and the CUDA backend runs one process per GPU: "
@@ -124,7 +132,7 @@ int run_validate(const Args& args) {
       return kExitBadInput;
     }
   } else {
-    if (farm.distributed()) {
+    if (launched_by_mpirun()) {
       if (root) std::cerr << "arlsim validate: --backend cpu runs in one process (its devices are threads): run it without mpirun\n";
       return kExitBadInput;
     }
@@ -212,8 +220,8 @@ int run_validate(const Args& args) {
   try {
     r = runtime::validate(*s, *t, o, *device);
     r.scale = scale;
-  } catch (const std::runtime_error& e) {
-    // A device failed (a CUDA, cuBLAS or NCCL call): the others must not wait for it.
+  } catch (const std::exception& e) {
+    // A device failed (a CUDA, cuBLAS or NCCL call, memory): the others must not wait for it.
     farm.abort("arlsim validate: device " + std::to_string(farm.rank()) + ": " + e.what(), kExitInternal);
   }
   if (!root) return r.checksum_failures > 0 ? kExitInternal : kExitOk;  // rank 0 reports for all

@@ -84,6 +84,39 @@ int64_t RankBackend::devices() const { return transport_.size(); }
 
 RunStats RankBackend::run(const Program& p, const std::string& activity) {
   const int64_t device = transport_.rank();
+  // The watchdog covers the whole activity on every process (communicators made, kernels, the
+  // figures gathered): a process stuck anywhere in it (a collective whose peer never came) is
+  // reported and ends.
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  int64_t current = -1;  // -1: making communicators or gathering figures
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!finished.wait_for(lock, std::chrono::duration<double>(timeout_s_), [&] { return done; })) {
+      std::fprintf(stderr, "arlsim: device %lld did not finish %s within %.0f s: stuck %s%lld; stopping\n",
+                   static_cast<long long>(device), activity.c_str(), timeout_s_,
+                   current < 0 ? "outside its kernels (communicators or the gathering of figures), at " : "in or after kernel ",
+                   static_cast<long long>(current));
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  });
+  struct Stop {  // the watchdog ends with the activity, however it ends
+    std::mutex& m;
+    std::condition_variable& cv;
+    bool& done;
+    std::thread& t;
+    ~Stop() {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        done = true;
+      }
+      cv.notify_one();
+      t.join();
+    }
+  } stop{mutex, finished, done, watchdog};
+
   // Communicators for the groups not seen before, in the program's order on every process.
   for (const auto& g : p.groups) {
     if (comms_.count(g)) continue;
@@ -96,63 +129,38 @@ RunStats RankBackend::run(const Program& p, const std::string& activity) {
 
   std::string result;  // empty: this device has nothing in the activity
   if (mine && !mine->empty()) {
-    // The watchdog: a device stuck in a kernel (a collective whose peer never came) is reported.
-    std::mutex mutex;
-    std::condition_variable finished;
-    bool done = false;
-    int64_t current = -1;
-    std::thread watchdog([&] {
-      std::unique_lock<std::mutex> lock(mutex);
-      if (!finished.wait_for(lock, std::chrono::duration<double>(timeout_s_), [&] { return done; })) {
-        std::fprintf(stderr, "arlsim: device %lld did not finish %s within %.0f s: stuck in or after kernel %lld; stopping\n",
-                     static_cast<long long>(device), activity.c_str(), timeout_s_, static_cast<long long>(current));
-        std::fflush(stderr);
-        std::_Exit(3);
-      }
-    });
-    DeviceResult r;
-    try {
-      ops_->begin();
-      int64_t index = 0;
-      for (const Kernel& k : *mine) {
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          current = index;
-        }
-        KernelContext c;
-        c.index = index;
-        c.seed = copy_seed(device, index);
-        if (k.kind == Kernel::Kind::collective) {
-          const DeviceGroup& g = p.groups.at(static_cast<size_t>(k.group));
-          c.comm = comms_.at(g);
-          c.group_size = static_cast<int64_t>(g.size());
-          c.group_rank = std::find(g.begin(), g.end(), device) - g.begin();
-          if (c.group_rank >= c.group_size)
-            throw std::runtime_error("device " + std::to_string(device) + " runs a collective of a group it is not in");
-          const int64_t seq = sequence_[g]++;
-          for (int64_t m = 0; m < c.group_size; ++m) c.chunk_seeds.push_back(chunk_seed(g, seq, m));
-          c.seed = c.chunk_seeds[static_cast<size_t>(c.group_rank)];
-        }
-        ops_->enqueue(k, c);
-        ++index;
-      }
-      r = ops_->end();
-    } catch (...) {
+    ops_->begin();
+    int64_t index = 0;
+    for (const Kernel& k : *mine) {
       {
         std::lock_guard<std::mutex> lock(mutex);
-        done = true;
+        current = index;
       }
-      finished.notify_one();
-      watchdog.join();
-      throw;
+      KernelContext c;
+      c.index = index;
+      c.seed = copy_seed(device, index);
+      if (k.kind == Kernel::Kind::collective) {
+        if (k.group < 0 || static_cast<size_t>(k.group) >= p.groups.size())
+          throw std::runtime_error("device " + std::to_string(device) + " runs a collective of group " +
+                                   std::to_string(k.group) + ", which the program does not have");
+        const DeviceGroup& g = p.groups[static_cast<size_t>(k.group)];
+        c.comm = comms_.at(g);
+        c.group_size = static_cast<int64_t>(g.size());
+        c.group_rank = std::find(g.begin(), g.end(), device) - g.begin();
+        if (c.group_rank >= c.group_size)
+          throw std::runtime_error("device " + std::to_string(device) + " runs a collective of a group it is not in");
+        const int64_t seq = sequence_[g]++;
+        for (int64_t m = 0; m < c.group_size; ++m) c.chunk_seeds.push_back(chunk_seed(g, seq, m));
+        c.seed = c.chunk_seeds[static_cast<size_t>(c.group_rank)];
+      }
+      ops_->enqueue(k, c);
+      ++index;
     }
     {
       std::lock_guard<std::mutex> lock(mutex);
-      done = true;
+      current = -1;
     }
-    finished.notify_one();
-    watchdog.join();
-    result = encode(device, r);
+    result = encode(device, ops_->end());
   }
 
   RunStats stats;

@@ -5,6 +5,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <boost/crc.hpp>
+#include <limits>
+#include <set>
+#include <tuple>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -66,6 +70,9 @@ void check(ncclResult_t e, const char* what) {
 struct Buffer {
   void* data = nullptr;
   size_t bytes = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { cudaFree(data); }
   template <typename T>
   T* as() const { return static_cast<T*>(data); }
@@ -75,14 +82,29 @@ struct Buffer {
 struct HostBuffer {
   void* data = nullptr;
   size_t bytes = 0;
+  HostBuffer() = default;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
   ~HostBuffer() { cudaFreeHost(data); }
 };
 
-// The host's copy of the synthetic values with `seed`, and their checksum.
-uint32_t expected_checksum(size_t floats, uint64_t seed, std::vector<float>& scratch) {
-  scratch.resize(floats);
-  for (size_t i = 0; i < floats; ++i) scratch[i] = pattern_value(i, seed);
-  return checksum(scratch.data(), floats * sizeof(float));
+// The checksum of the synthetic values with `seed`, computed in blocks (a copy can be many GB).
+uint32_t expected_checksum(size_t floats, uint64_t seed) {
+  boost::crc_32_type crc;
+  std::vector<float> block(std::min<size_t>(floats, size_t{1} << 20));
+  for (size_t at = 0; at < floats; at += block.size()) {
+    const size_t n = std::min(block.size(), floats - at);
+    for (size_t i = 0; i < n; ++i) block[i] = pattern_value(at + i, seed);
+    crc.process_bytes(block.data(), n * sizeof(float));
+  }
+  return crc.checksum();
+}
+
+// cuBLAS takes int dimensions: a larger one is refused rather than wrapped.
+int dim(int64_t v, const char* what) {
+  if (v < 0 || v > std::numeric_limits<int>::max())
+    throw std::runtime_error(std::string(what) + " of " + std::to_string(v) + " is beyond what cuBLAS takes (int)");
+  return static_cast<int>(v);
 }
 
 class CudaOps final : public DeviceOps {
@@ -95,6 +117,7 @@ class CudaOps final : public DeviceOps {
     if (world_) ncclCommDestroy(world_);
 #endif
     for (auto e : events_) cudaEventDestroy(e);
+    cudaFree(sink_);
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -106,12 +129,13 @@ class CudaOps final : public DeviceOps {
       problem = "no CUDA device (no GPU, or no driver) is visible";
       return false;
     }
-    if (t.local_rank() >= count) {
+    // One GPU visible (a launcher that sets CUDA_VISIBLE_DEVICES per process): that one.
+    if (count > 1 && t.local_rank() >= count) {
       problem = "process " + std::to_string(t.rank()) + " is number " + std::to_string(t.local_rank()) +
                 " on its machine, which has " + std::to_string(count) + " GPU(s): run one process per GPU";
       return false;
     }
-    gpu_ = t.local_rank();
+    gpu_ = count == 1 ? 0 : t.local_rank();
     try {
       check(cudaSetDevice(gpu_), "cudaSetDevice");
       check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -146,6 +170,11 @@ class CudaOps final : public DeviceOps {
     check(ncclCommSplit(world_, rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, rank >= 0 ? static_cast<int>(rank) : 0, &comm, nullptr),
           "ncclCommSplit");
     comms_.push_back(comm);
+    if (comm) {
+      // NCCL connects a communicator's peers on its first operation: do it now, untimed.
+      check(ncclAllReduce(sink_, sink_, 1, ncclFloat, ncclSum, comm, stream_), "ncclAllReduce (connecting a group)");
+      check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    }
     return static_cast<int32_t>(comms_.size() - 1);
 #else
     if (rank >= 0 && members.size() > 1) throw std::runtime_error("this build has no NCCL");
@@ -282,6 +311,16 @@ class CudaOps final : public DeviceOps {
     b.bytes = bytes;
   }
 
+  // A kernel's first run at a shape (cuBLAS choosing and loading its kernel, CUDA's lazy module
+  // loading) is run once untimed, so that the measurement is of the steady state.
+  template <typename F>
+  void warm_up(const std::tuple<int, int64_t, int64_t, int64_t>& shape, F&& run) {
+    if (!warmed_.insert(shape).second) return;
+    flush();
+    run();
+    check(cudaStreamSynchronize(stream_), "a kernel's first run");
+  }
+
   // bf16 inputs and output, fp32 accumulation (column-major C = A B), `groups` times; a layer's
   // weight is its own buffer.
   void gemm(const Kernel& k) {
@@ -291,13 +330,16 @@ class CudaOps final : public DeviceOps {
     ensure_bf16(w, kk * n, 2 + static_cast<uint64_t>(std::max(0, k.weight)));
     ensure_bf16(c_, m * n, 3);
     const float alpha = 1, beta = 0;
-    open_segment();
-    for (int64_t g = 0; g < k.groups; ++g)
-      check(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(kk), &alpha,
-                         a_.as<__nv_bfloat16>(), CUDA_R_16BF, static_cast<int>(m), w.as<__nv_bfloat16>(), CUDA_R_16BF,
-                         static_cast<int>(kk), &beta, c_.as<__nv_bfloat16>(), CUDA_R_16BF, static_cast<int>(m),
+    const int im = dim(k.m, "a GEMM's m"), in = dim(k.n, "a GEMM's n"), ik = dim(k.k, "a GEMM's k");
+    auto run = [&] {
+      check(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a_.as<__nv_bfloat16>(), CUDA_R_16BF, im,
+                         w.as<__nv_bfloat16>(), CUDA_R_16BF, ik, &beta, c_.as<__nv_bfloat16>(), CUDA_R_16BF, im,
                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
+    };
+    warm_up(std::make_tuple(0, k.m, k.n, k.k), run);
+    open_segment();
+    for (int64_t g = 0; g < k.groups; ++g) run();
     mark(k.kind);
   }
 
@@ -307,10 +349,16 @@ class CudaOps final : public DeviceOps {
     const int64_t s = k.seq_len, d = k.head_dim;
     const int64_t per_batch = std::clamp<int64_t>((int64_t{1} << 29) / std::max<int64_t>(1, s * s), 1, k.heads);
     const auto tokens = static_cast<size_t>(per_batch * s * d), scores = static_cast<size_t>(per_batch * s * s);
+    dim(s * s * per_batch, "attention's scores");
+    dim(std::max(s, d), "attention's length");
     AttentionBuffers b;
+    // The forward reads q, k, v and writes o and the scores; the backward reads q, k, v, dO and
+    // the scores and writes dQ, dK, dV and dP.
     Buffer* inputs[] = {&q_, &k_, &v_, &o_, &do_, &dq_, &dk_, &dv_};
     __nv_bfloat16** slots[] = {&b.q, &b.k, &b.v, &b.o, &b.d_o, &b.dq, &b.dk, &b.dv};
     for (size_t i = 0; i < 8; ++i) {
+      if (i == 3 && k.backward) continue;  // o
+      if (i >= 4 && !k.backward) continue;
       ensure_bf16(*inputs[i], tokens, 10 + i);
       *slots[i] = inputs[i]->as<__nv_bfloat16>();
     }
@@ -320,6 +368,10 @@ class CudaOps final : public DeviceOps {
       ensure_bf16(dp_, scores, 21);
       b.dp = dp_.as<__nv_bfloat16>();
     }
+    warm_up(std::make_tuple(k.backward ? 2 : 1, s, d, per_batch), [&] {
+      if (!unfused_attention(blas_, stream_, per_batch, s, d, b, !k.backward, k.backward))
+        throw std::runtime_error("attention: a cuBLAS call or the softmax kernel failed");
+    });
     open_segment();
     for (int64_t done = 0; done < k.heads; done += per_batch) {
       const int64_t h = std::min(per_batch, k.heads - done);
@@ -333,42 +385,58 @@ class CudaOps final : public DeviceOps {
 #ifdef ARLSIM_HAVE_NCCL
     using model::CollectiveOp;
     const auto [elements, chunk] = collective_size(k.op, k.bytes, c.group_size);
-    ensure(in_, elements * sizeof(float), 1.0f);
-    ensure(out_, elements * sizeof(float), 0.0f);
-    float* in = in_.as<float>();
+    // In place where NCCL allows it (all-reduce, reduce-scatter, all-gather, broadcast), as
+    // frameworks run them; all-to-all and send/recv need a second buffer.
+    const bool two_buffers = k.op == CollectiveOp::all_to_all || k.op == CollectiveOp::send_recv;
+    if (two_buffers) ensure(in_, elements * sizeof(float), 1.0f);
+    ensure(out_, elements * sizeof(float), 1.0f);
+    float* in = two_buffers ? in_.as<float>() : out_.as<float>();
     float* out = out_.as<float>();
     const auto r = static_cast<size_t>(c.group_rank);
     const int n = static_cast<int>(c.group_size);
     ncclComm_t comm = comms_.at(static_cast<size_t>(c.comm));
     const bool gather = k.op == CollectiveOp::all_gather;
+    auto run = [&] {
+      switch (k.op) {
+        case CollectiveOp::all_reduce: check(ncclAllReduce(out, out, elements, ncclFloat, ncclSum, comm, stream_), "ncclAllReduce"); break;
+        case CollectiveOp::all_gather: check(ncclAllGather(out + r * chunk, out, chunk, ncclFloat, comm, stream_), "ncclAllGather"); break;
+        case CollectiveOp::reduce_scatter:
+          check(ncclReduceScatter(out, out + r * chunk, chunk, ncclFloat, ncclSum, comm, stream_), "ncclReduceScatter");
+          break;
+        case CollectiveOp::broadcast: check(ncclBroadcast(out, out, elements, ncclFloat, 0, comm, stream_), "ncclBroadcast"); break;
+        case CollectiveOp::all_to_all:
+          check(ncclGroupStart(), "ncclGroupStart");
+          for (int j = 0; j < n; ++j) {
+            check(ncclSend(in + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm, stream_), "ncclSend");
+            check(ncclRecv(out + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm, stream_), "ncclRecv");
+          }
+          check(ncclGroupEnd(), "ncclGroupEnd");
+          break;
+        case CollectiveOp::send_recv:
+          check(ncclGroupStart(), "ncclGroupStart");
+          check(ncclSend(in, elements, ncclFloat, (c.group_rank + 1) % n, comm, stream_), "ncclSend");
+          check(ncclRecv(out, elements, ncclFloat, (c.group_rank + n - 1) % n, comm, stream_), "ncclRecv");
+          check(ncclGroupEnd(), "ncclGroupEnd");
+          break;
+      }
+    };
+    // Every member makes the same decisions here (same kernels, same order), so the untimed runs
+    // below stay matched across the group: the first run of an operation at a size on a
+    // communicator (NCCL connects peers lazily), then a one-element all-reduce as a barrier, so
+    // that no member's time includes waiting for another's untimed work (a buffer filled, a
+    // checksum) — as the CPU backend's barrier before each collective.
+    warm_up(std::make_tuple(10 + static_cast<int>(k.op), static_cast<int64_t>(c.comm), static_cast<int64_t>(elements), 0), run);
     if (gather) {
-      // This member's chunk, in place in the output: its synthetic data (outside timing).
+      // This member's chunk, in place in the output: its synthetic data.
       flush();
       fill_pattern<<<grid_for(chunk), kThreads, 0, stream_>>>(out + r * chunk, chunk, c.seed);
       check(cudaGetLastError(), "filling a gathered chunk");
-      check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     }
+    flush();
+    check(ncclAllReduce(sink_, sink_, 1, ncclFloat, ncclSum, comm, stream_), "ncclAllReduce (barrier)");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     open_segment();
-    switch (k.op) {
-      case CollectiveOp::all_reduce: check(ncclAllReduce(in, out, elements, ncclFloat, ncclSum, comm, stream_), "ncclAllReduce"); break;
-      case CollectiveOp::all_gather: check(ncclAllGather(out + r * chunk, out, chunk, ncclFloat, comm, stream_), "ncclAllGather"); break;
-      case CollectiveOp::reduce_scatter: check(ncclReduceScatter(in, out, chunk, ncclFloat, ncclSum, comm, stream_), "ncclReduceScatter"); break;
-      case CollectiveOp::broadcast: check(ncclBroadcast(in, out, elements, ncclFloat, 0, comm, stream_), "ncclBroadcast"); break;
-      case CollectiveOp::all_to_all:
-        check(ncclGroupStart(), "ncclGroupStart");
-        for (int j = 0; j < n; ++j) {
-          check(ncclSend(in + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm, stream_), "ncclSend");
-          check(ncclRecv(out + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm, stream_), "ncclRecv");
-        }
-        check(ncclGroupEnd(), "ncclGroupEnd");
-        break;
-      case CollectiveOp::send_recv:
-        check(ncclGroupStart(), "ncclGroupStart");
-        check(ncclSend(in, elements, ncclFloat, (c.group_rank + 1) % n, comm, stream_), "ncclSend");
-        check(ncclRecv(out, elements, ncclFloat, (c.group_rank + n - 1) % n, comm, stream_), "ncclRecv");
-        check(ncclGroupEnd(), "ncclGroupEnd");
-        break;
-    }
+    run();
     mark(k.kind);
     if (gather) {
       // Every other member's chunk, checked at this receiver against the checksum of what that
@@ -380,7 +448,7 @@ class CudaOps final : public DeviceOps {
           if (static_cast<size_t>(m) == r) continue;
           check(cudaMemcpy(landed_.data, out + static_cast<size_t>(m) * chunk, chunk * sizeof(float), cudaMemcpyDeviceToHost),
                 "cudaMemcpy");
-          if (checksum(landed_.data, chunk * sizeof(float)) != expected_checksum(chunk, seeds[static_cast<size_t>(m)], scratch_))
+          if (checksum(landed_.data, chunk * sizeof(float)) != expected_checksum(chunk, seeds[static_cast<size_t>(m)]))
             ++result_.checksum_failures;
           result_.bytes_verified += static_cast<double>(chunk * sizeof(float));
         }
@@ -418,17 +486,15 @@ class CudaOps final : public DeviceOps {
     const bool to_host = k.peer < 0;
     const uint64_t seed = c.seed;
     checks_.push_back([this, to_host, n, bytes, seed] {
+      // What landed: in host memory already, or copied back from the device over the source
+      // (no longer needed: the expected checksum comes from the seed).
       void* landed = host_.data;
-      if (!to_host) {
-        ensure_host(landed_, bytes);
-        check(cudaMemcpy(landed_.data, staging_.data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-        landed = landed_.data;
-      }
+      if (!to_host) check(cudaMemcpy(host_.data, staging_.data, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
       if (corrupt_) {
         static_cast<unsigned char*>(landed)[bytes / 2] ^= 0x5A;
         corrupt_ = false;
       }
-      if (checksum(landed, bytes) != expected_checksum(n, seed, scratch_)) ++result_.checksum_failures;
+      if (checksum(landed, bytes) != expected_checksum(n, seed)) ++result_.checksum_failures;
       result_.bytes_verified += static_cast<double>(bytes);
     });
     flush();
@@ -445,8 +511,8 @@ class CudaOps final : public DeviceOps {
   float* sink_ = nullptr;
   Buffer a_, b_, c_, x_, y_, kv_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
   std::map<int32_t, Buffer> weights_;
+  std::set<std::tuple<int, int64_t, int64_t, int64_t>> warmed_;
   HostBuffer host_, landed_;
-  std::vector<float> scratch_;
 #ifdef ARLSIM_HAVE_NCCL
   ncclComm_t world_ = nullptr;
   std::vector<ncclComm_t> comms_;

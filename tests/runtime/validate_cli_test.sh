@@ -69,6 +69,18 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   expect validate-cuda-no-gpu 2 "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile calib/profiles/h100-sxm.json
   contains validate-cuda-no-gpu-message "$tmp/err" "arlsim validate: --backend cuda: "
 fi
+# Under mpirun: the CPU backend refuses (its devices are threads of one process); the CUDA one
+# without a GPU stops every process with status 2.
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  expect validate-cpu-mpirun 2 timeout 120 mpirun -n 2 "$arlsim" validate "$scenario" --backend cpu
+  contains validate-cpu-mpirun-message "$tmp/err" "--backend cpu runs in one process"
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    expect validate-cuda-mpirun-no-gpu 2 timeout 120 mpirun -n 2 "$arlsim" validate "$scenario" --backend cuda \
+      --profile calib/profiles/h100-sxm.json --set '/workload/dtype="bf16"'
+    contains validate-cuda-mpirun-no-gpu-message "$tmp/err" "arlsim validate: --backend cuda: "
+  fi
+fi
 expect validate-backend 2 "$arlsim" validate "$scenario" --backend tpu
 contains validate-backend-message "$tmp/err" 'unknown backend "tpu"'
 expect validate-no-backend 2 "$arlsim" validate "$scenario"
