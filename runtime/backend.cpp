@@ -33,4 +33,12 @@ KernelSeconds& KernelSeconds::operator+=(const KernelSeconds& o) {
   return *this;
 }
 
+void add_busy(std::vector<BusySpan>& spans, double start, double end, int8_t phase) {
+  if (!spans.empty() && start - spans.back().end <= 1e-12 && spans.back().phase == phase) {
+    spans.back().end = end;
+    return;
+  }
+  spans.push_back({start, end, phase});
+}
+
 }  // namespace arlsim::runtime

@@ -21,6 +21,15 @@ struct KernelSeconds {
   KernelSeconds& operator+=(const KernelSeconds& o);
 };
 
+// A stretch of a device's work without a wait in it, in seconds of the device's time from the
+// activity's start (the time the activity's duration counts), of one Kernel::phase.
+struct BusySpan {
+  double start = 0, end = 0;
+  int8_t phase = 0;
+};
+// Appends `[start, end)` to `spans`, joined to the last one when they touch and share the phase.
+void add_busy(std::vector<BusySpan>& spans, double start, double end, int8_t phase);
+
 struct RunStats {
   // The activity's measured duration: the slowest device's time (collectives wait for their
   // slowest member, so a device's time includes those waits). Filling buffers with synthetic data
@@ -30,6 +39,7 @@ struct RunStats {
   KernelSeconds kernels;
   double bytes_verified = 0;  // bytes moved by copies and gathers whose checksum was checked
   int64_t checksum_failures = 0;
+  std::vector<std::pair<int64_t, std::vector<BusySpan>>> busy;  // (device, its spans of work)
 };
 
 // The CRC-32 of a buffer (Boost.CRC's crc_32_type): every backend's check of the data it moved.

@@ -44,6 +44,9 @@ struct Kernel {
   int32_t group = -1;
   int64_t peer = -1;
   double seconds = 0;
+  // An engine iteration's kernels: 1 decode only, 2 with prefill work (0 otherwise). The measured
+  // engine spans are split where it changes, as the simulator's are.
+  int8_t phase = 0;
 };
 
 // A group of devices that run collectives together (an engine's tp ranks, a data-parallel group).

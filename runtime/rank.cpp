@@ -62,6 +62,12 @@ std::string encode(int64_t device, const DeviceResult& r) {
                    r.kernels.collective, r.kernels.copy, r.kernels.wait, r.bytes_verified})
     put(s, v);
   put(s, r.checksum_failures);
+  put(s, static_cast<int64_t>(r.busy.size()));
+  for (const auto& b : r.busy) {
+    put(s, b.start);
+    put(s, b.end);
+    put(s, b.phase);
+  }
   return s;
 }
 
@@ -73,6 +79,16 @@ std::pair<int64_t, DeviceResult> decode(const std::string& s) {
                     &r.kernels.collective, &r.kernels.copy, &r.kernels.wait, &r.bytes_verified})
     *v = take<double>(s, at);
   r.checksum_failures = take<int64_t>(s, at);
+  const auto spans = take<int64_t>(s, at);
+  if (spans < 0 || static_cast<size_t>(spans) > (s.size() - at) / (2 * sizeof(double) + 1))
+    throw std::runtime_error("a device's result arrived with a malformed span count");
+  for (int64_t i = 0; i < spans; ++i) {
+    BusySpan b;
+    b.start = take<double>(s, at);
+    b.end = take<double>(s, at);
+    b.phase = take<int8_t>(s, at);
+    r.busy.push_back(b);
+  }
   if (at != s.size()) throw std::runtime_error("a device's result arrived with extra bytes");
   return {device, r};
 }
@@ -172,6 +188,7 @@ RunStats RankBackend::run(const Program& p, const std::string& activity) {
     stats.kernels += r.kernels;
     stats.bytes_verified += r.bytes_verified;
     stats.checksum_failures += r.checksum_failures;
+    stats.busy.emplace_back(d, r.busy);
   }
   return stats;
 }

@@ -45,6 +45,7 @@ struct DeviceResult {
   KernelSeconds kernels;
   double bytes_verified = 0;
   int64_t checksum_failures = 0;
+  std::vector<BusySpan> busy;  // its work, waits excluded (add_busy)
 };
 
 class DeviceOps {

@@ -48,7 +48,14 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
             w.seconds = gap;
             p.on(d).push_back(w);
           }
+        std::vector<size_t> before;
+        for (int64_t d : devices) before.push_back(p.on(d).size());
         add_engine_iteration(p, s.model, devices, it.batch, it.iterations);
+        const int8_t phase = it.batch.prefill.empty() ? 1 : 2;
+        for (size_t j = 0; j < devices.size(); ++j) {
+          auto& ks = p.on(devices[j]);
+          for (size_t x = before[j]; x < ks.size(); ++x) ks[x].phase = phase;
+        }
         last_end[it.engine] = it.end_s;
         latest = std::max(latest, it.end_s);
       }
@@ -118,6 +125,8 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     if (a.kind == exec::RecordKind::stage) stages.push_back(a);
   std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
   std::vector<double> measured(stages.size(), 0);
+  // Each rollout's engines as measured: their spans of work, from the activity's start.
+  std::vector<std::vector<exec::ActivityRecord>> engine_spans(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& a = stages[i];
     const auto it = executions.find(a.step);
@@ -126,6 +135,32 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     const Program p = program_of(s, it->second, a, &tail);
     const std::string name = "step " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage));
     const RunStats r = backend.run(p, name);
+    if (a.stage == graph::Stage::rollout) {
+      const graph::Placement engines = rl::rollout_placement(s, it->second.rollout);
+      const int64_t per_engine = it->second.rollout.gpus_per_engine();
+      std::map<int64_t, bool> seen;
+      for (const auto& iteration : it->second.iterations) seen[iteration.engine] = true;
+      for (const auto& [engine, unused] : seen) {
+        const int64_t first = engines.replica_device(engine);
+        for (const auto& [device, spans] : r.busy) {
+          if (device != first) continue;
+          for (const BusySpan& b : spans) {
+            exec::ActivityRecord e;
+            e.step = a.step;
+            e.stage = graph::Stage::rollout;
+            e.op = graph::OpKind::engine_run;
+            e.side = graph::Side::rollout;
+            e.kind = exec::RecordKind::engine_span;
+            e.index = engine;
+            e.a = b.phase == 2 ? 1 : 0;
+            e.devices = {first, per_engine};
+            e.start_s = b.start;
+            e.end_s = b.end;
+            engine_spans[i].push_back(e);
+          }
+        }
+      }
+    }
     if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
     measured[i] = r.seconds + tail;
     report.kernels += r.kernels;
@@ -160,6 +195,11 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     exec::ActivityRecord a = stages[i];
     a.start_s = cursor;
     a.end_s = cursor + measured[i];
+    for (exec::ActivityRecord e : engine_spans[i]) {
+      e.start_s += a.start_s;
+      e.end_s += a.start_s;
+      m.activities.push_back(e);
+    }
     cursor = a.end_s;
     m.activities.push_back(a);
     rl::StepRecord& r = m.steps[step_index[a.step]];

@@ -85,6 +85,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
   std::vector<std::thread> threads;
   std::vector<double> clocks(p.devices.size(), 0);
   std::vector<KernelSeconds> kernels(p.devices.size());
+  std::vector<std::vector<BusySpan>> busy(p.devices.size());
   std::atomic<int64_t> failures{0};
   std::atomic<double> verified{0};
   for (size_t slot = 0; slot < p.devices.size(); ++slot) {
@@ -221,6 +222,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
         }
+        if (k.kind != Kernel::Kind::wait) add_busy(busy[slot], clock, clock + took, k.phase);
         clock += took;
         kernels[slot].add(k.kind, took);
       }
@@ -250,6 +252,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
     stats.device_seconds.emplace_back(p.devices[slot].first, clocks[slot]);
     stats.seconds = std::max(stats.seconds, clocks[slot]);
     stats.kernels += kernels[slot];
+    stats.busy.emplace_back(p.devices[slot].first, std::move(busy[slot]));
   }
   stats.bytes_verified = verified.load();
   stats.checksum_failures = failures.load();

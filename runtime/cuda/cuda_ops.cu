@@ -185,9 +185,11 @@ class CudaOps final : public DeviceOps {
   void begin() override {
     result_ = {};
     marks_.clear();
+    phases_.clear();
   }
 
   void enqueue(const Kernel& k, const KernelContext& c) override {
+    phase_ = k.phase;
     switch (k.kind) {
       case Kernel::Kind::gemm: gemm(k); break;
       case Kernel::Kind::attention: attention(k); break;
@@ -255,6 +257,7 @@ class CudaOps final : public DeviceOps {
     cudaEvent_t e = events_[marks_.size()];
     check(cudaEventRecord(e, stream_), "cudaEventRecord");
     marks_.emplace_back(e, kind);
+    phases_.push_back(phase_);
   }
   void flush() {
     if (!marks_.empty()) {
@@ -264,9 +267,11 @@ class CudaOps final : public DeviceOps {
         check(cudaEventElapsedTime(&ms, marks_[i - 1].first, marks_[i].first), "cudaEventElapsedTime");
         const double s = static_cast<double>(ms) * 1e-3;
         result_.kernels.add(marks_[i].second, s);
+        add_busy(result_.busy, result_.seconds, result_.seconds + s, phases_[i]);
         result_.seconds += s;
       }
       marks_.clear();
+      phases_.clear();
     }
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     // A check may allocate (and so flush) itself: it finds nothing left to run.
@@ -505,6 +510,8 @@ class CudaOps final : public DeviceOps {
   cublasHandle_t blas_ = nullptr;
   std::vector<cudaEvent_t> events_;
   std::vector<std::pair<cudaEvent_t, Kernel::Kind>> marks_;
+  std::vector<int8_t> phases_;  // each mark's kernel's phase (Kernel::phase)
+  int8_t phase_ = 0;            // the phase of the kernel being enqueued
   std::vector<std::function<void()>> checks_;  // run after the stream is waited for
   DeviceResult result_;
   bool corrupt_ = false;

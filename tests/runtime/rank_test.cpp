@@ -186,6 +186,7 @@ TEST_CASE("a device's result survives the transport, and a damaged one is refuse
   r.kernels.wait = 0.25;
   r.bytes_verified = 4096;
   r.checksum_failures = 2;
+  r.busy = {{0.0, 0.5, 2}, {0.75, 1.25, 1}};
   const std::string bytes = runtime::encode(7, r);
   const auto [device, back] = runtime::decode(bytes);
   CHECK(device == 7);
@@ -194,6 +195,10 @@ TEST_CASE("a device's result survives the transport, and a damaged one is refuse
   CHECK(back.kernels.wait == 0.25);
   CHECK(back.bytes_verified == 4096);
   CHECK(back.checksum_failures == 2);
+  REQUIRE(back.busy.size() == 2);
+  CHECK(back.busy[1].start == 0.75);
+  CHECK(back.busy[1].end == 1.25);
+  CHECK(back.busy[0].phase == 2);
   CHECK_THROWS_AS(runtime::decode(bytes.substr(0, bytes.size() - 1)), std::runtime_error);
   CHECK_THROWS_AS(runtime::decode(bytes + "x"), std::runtime_error);
 }
@@ -219,4 +224,16 @@ TEST_CASE("pattern: the same values on every side, different per seed") {
     const float v = runtime::pattern_value(i, 99);
     CHECK((v >= 0.0f && v < 1.0f));
   }
+}
+
+TEST_CASE("busy spans: touching work of one phase joins, a gap or another phase starts a new span") {
+  std::vector<runtime::BusySpan> spans;
+  runtime::add_busy(spans, 0, 1, 1);
+  runtime::add_busy(spans, 1, 2, 1);    // touches, same phase: joined
+  runtime::add_busy(spans, 2, 3, 2);    // another phase
+  runtime::add_busy(spans, 3.5, 4, 2);  // after a wait
+  REQUIRE(spans.size() == 3);
+  CHECK(spans[0].end == 2);
+  CHECK(spans[1].start == 2);
+  CHECK(spans[2].start == 3.5);
 }
