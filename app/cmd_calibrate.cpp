@@ -1,16 +1,17 @@
 // `arlsim calibrate`: measures a device with microbenchmarks and writes the profile the cost model
 // reads; `arlsim calibrate compare A B` puts two profiles side by side.
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/options.h"
@@ -162,6 +163,18 @@ int run_calibrate(const Args& args) {
   if (backend.empty() || out.empty()) {
     std::cerr << "arlsim calibrate: --backend and --out are required\n" << opts;
     return kExitBadInput;
+  }
+  {
+    // Checked before measuring: a sweep takes minutes, and its profile must have somewhere to go.
+    const std::filesystem::path target(out);
+    const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0) {
+      std::cerr << "arlsim calibrate: --out: cannot write " << out << ": "
+                << (std::filesystem::is_directory(dir, ec) ? "its folder is not writable" : "no such folder " + dir.string())
+                << "\n";
+      return kExitBadInput;
+    }
   }
   std::vector<calib::Op> ops;
   if (ops_text.empty()) {
