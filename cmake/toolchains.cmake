@@ -62,3 +62,19 @@ if(NOT ARLSIM_WITH_MPI STREQUAL "OFF")
   endif()
 endif()
 arlsim_check_required(MPI ARLSIM_HAVE_MPI)
+
+# A CUDA module of arlsim (calibration's device, the runtime's device): a shared object loaded on
+# demand (calib/cuda/module.h), so that arlsim itself links no CUDA library. It links cuBLAS (and
+# NCCL when found), and lives beside the arlsim program in the build tree, in lib/arlsim when
+# installed. It compiles and links without a GPU.
+function(arlsim_cuda_module target)
+  add_library(${target} MODULE ${ARGN})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas)
+  if(ARLSIM_HAVE_NCCL)
+    target_link_libraries(${target} PRIVATE arlsim::nccl)
+    target_compile_definitions(${target} PRIVATE ARLSIM_HAVE_NCCL)
+  endif()
+  set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/app)
+  install(TARGETS ${target} LIBRARY DESTINATION lib/arlsim)
+endfunction()

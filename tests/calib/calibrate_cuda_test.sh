@@ -9,11 +9,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$arlsim" calibrate --backend cuda --quick --ops gemm,memory,launch,host --out "$tmp/gpu.json" >"$tmp/out" 2>"$tmp/err"
 status=$?
-if [ "$status" -eq 2 ] && grep -qE "no CUDA device|not part of this build" "$tmp/err"; then
-  echo "skipped: $(cat "$tmp/err")"
-  exit 77
-fi
 source "$(dirname "$0")/../lib/checks.sh"
+skip_without_gpu "$status" "$tmp/err"
 if [ "$status" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL calibrate-cuda: exit $status"; cat "$tmp/err"; fi
 expect calibrate-cuda-check 0 "$arlsim" check "$tmp/gpu.json"
 contains calibrate-cuda-measured "$tmp/gpu.json" '"kind": "measured"'

@@ -42,3 +42,10 @@ report() {  # prints the closing line; returns non-zero when anything failed
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
+
+skip_without_gpu() {  # skip_without_gpu STATUS ERRFILE: exit 77 (CTest's skip) when a CUDA command found no GPU
+  if [ "$1" -eq 2 ] && grep -qE "no CUDA device|not part of this build|without the CUDA toolkit|not installed beside" "$2"; then
+    echo "skipped: $(cat "$2")"
+    exit 77
+  fi
+}

@@ -12,11 +12,8 @@ trap 'rm -rf "$tmp"' EXIT
 "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile calib/profiles/h100-sxm.json --steps 1:1 \
   --out "$tmp/v" --json >"$tmp/out" 2>"$tmp/err"
 status=$?
-if [ "$status" -eq 2 ] && grep -qE "no CUDA device|without the CUDA toolkit|not installed beside" "$tmp/err"; then
-  echo "skipped: $(cat "$tmp/err")"
-  exit 77
-fi
 source "$(dirname "$0")/../lib/checks.sh"
+skip_without_gpu "$status" "$tmp/err"
 if [ "$status" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-cuda: exit $status"; cat "$tmp/err"; fi
 if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-cuda-report"; fi
 import json, math, sys
