@@ -80,7 +80,9 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   const auto& r = s.policy.rollout;
   if (m.has_moe) return "/model: a mixture-of-experts model (the runtime executes dense models)";
   if (m.attention == input::AttentionKind::mla) return "/model: multi-head latent attention (the runtime executes standard attention)";
-  if (s.policy.placement != input::Placement::colocated) return "/policy/placement: disaggregated (the runtime executes colocated plans)";
+  const bool colocated = s.policy.placement == input::Placement::colocated;
+  if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
+    return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
   if (s.policy.sync != input::SyncMode::sync) return "/policy/sync/mode: async (the runtime executes synchronous steps)";
   if (t.pp != 1 || t.cp != 1 || t.ep != 1) return "/policy/train: pp, cp and ep must be 1 (the runtime executes tp x dp)";
   if (t.sequence_parallel && t.tp > 1) return "/policy/train/sequence_parallel: not executed yet";
@@ -96,9 +98,8 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   if (s.policy.old_logprob || s.policy.ref_logprob) return "/policy: pass layouts other than the training layout are not executed yet";
   if (s.policy.partial_rollout > 0) return "/policy/sync/partial_rollout: partial rollout is not executed yet";
   if (!s.policy.schedule.empty()) return "/policy/schedule: layout switches are not executed yet";
-  if (s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::allgather_swap &&
-      s.policy.weight_sync != input::WeightSync::offload)
-    return "/policy/weight_sync/method: broadcast is not executed yet";
+  if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)
+    return "/policy/weight_sync/method: a disaggregated plan's weights are broadcast to its engines";
   return {};
 }
 
@@ -231,6 +232,23 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
   const rl::RefitShape shape = rl::refit_shape(s, r, t);
   const double rollout_shard = shape.rollout_shard_bytes;
   const int64_t gpus = t.gpus();
+  if (shape.method == input::WeightSync::broadcast) {
+    // Disaggregated: each rollout tp rank's shard broadcast in buckets from a training rank to that
+    // rank of every engine (one NCCL broadcast per bucket over the group, as frameworks push
+    // weights to their engines), checked at every receiver.
+    const graph::Placement engines = rl::rollout_placement(s, r);
+    const graph::Placement ranks = rl::train_placement(s, t);
+    const int64_t per_engine = r.gpus_per_engine(), count = engines.shape().dp;
+    const double bucket = std::max(1.0, s.policy.weight_sync_bucket_bytes);
+    for (int64_t j = 0; j < per_engine; ++j) {
+      DeviceGroup g{ranks.first_device() + j % gpus};
+      for (int64_t e = 0; e < count; ++e) g.push_back(engines.replica_device(e) + j);
+      const int32_t group = p.group(g);
+      for (double sent = 0; sent < rollout_shard; sent += bucket)
+        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, std::min(bucket, rollout_shard - sent), group));
+    }
+    return;
+  }
   const model::TrainingState state = model::training_state(s.model, t, s.workload.dtype);
   for (int64_t device = 0; device < gpus; ++device) {
     if (shape.method == input::WeightSync::allgather_swap) {

@@ -176,10 +176,15 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             const auto [e, chunk] = collective_size(k.op, k.bytes, n);
             auto& mine = g.out[static_cast<size_t>(r)];
             const bool gather = k.op == model::CollectiveOp::all_gather;
+            // A broadcast moves the root's tensor to every member: checked at each receiver.
+            const bool broadcast = k.op == model::CollectiveOp::broadcast;
             if (gather) {
               fill(mine, e, copy_seed(id, index));
               std::memmove(mine.data() + static_cast<size_t>(r) * chunk, mine.data(), chunk * sizeof(float));
               g.sums[static_cast<size_t>(r)] = checksum(mine.data() + static_cast<size_t>(r) * chunk, chunk * sizeof(float));
+            } else if (broadcast && r == 0) {
+              fill(mine, e, copy_seed(id, index));
+              g.sums[0] = checksum(mine.data(), e * sizeof(float));
             } else if (mine.size() < e) {
               mine.assign(e, 1.0f);
             }
@@ -190,6 +195,10 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             calib::cpu::ring_collective(k.op, r, n, g.in, g.out, e, [&] { g.step.arrive_and_wait(); });
             g.step.arrive_and_wait();
             took = since(t);
+            if (broadcast && r > 0) {
+              if (checksum(mine.data(), e * sizeof(float)) != g.sums[0]) ++failures;
+              verified.fetch_add(static_cast<double>(e * sizeof(float)));
+            }
             if (gather) {
               for (int64_t c = 0; c < n; ++c) {
                 if (c == r) continue;

@@ -431,11 +431,14 @@ class CudaOps final : public DeviceOps {
     // that no member's time includes waiting for another's untimed work (a buffer filled, a
     // checksum) — as the CPU backend's barrier before each collective.
     warm_up(std::make_tuple(10 + static_cast<int>(k.op), static_cast<int64_t>(c.comm), static_cast<int64_t>(elements), 0), run);
-    if (gather) {
-      // This member's chunk, in place in the output: its synthetic data.
+    const bool broadcast = k.op == CollectiveOp::broadcast;
+    if (gather || (broadcast && r == 0)) {
+      // This member's chunk (all-gather, in place in the output) or the root's tensor (broadcast):
+      // its synthetic data.
       flush();
-      fill_pattern<<<grid_for(chunk), kThreads, 0, stream_>>>(out + r * chunk, chunk, c.seed);
-      check(cudaGetLastError(), "filling a gathered chunk");
+      const size_t count = gather ? chunk : elements;
+      fill_pattern<<<grid_for(count), kThreads, 0, stream_>>>(out + (gather ? r * chunk : 0), count, c.seed);
+      check(cudaGetLastError(), "filling a collective's data");
     }
     flush();
     check(ncclAllReduce(sink_, sink_, 1, ncclFloat, ncclSum, comm, stream_), "ncclAllReduce (barrier)");
@@ -443,6 +446,17 @@ class CudaOps final : public DeviceOps {
     open_segment();
     run();
     mark(k.kind);
+    if (broadcast && r > 0) {
+      // The root's tensor, checked at this receiver against the checksum of what the root sent.
+      const uint64_t root_seed = c.chunk_seeds.front();
+      checks_.push_back([this, out, elements = elements, root_seed] {
+        ensure_host(landed_, elements * sizeof(float));
+        check(cudaMemcpy(landed_.data, out, elements * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+        if (checksum(landed_.data, elements * sizeof(float)) != expected_checksum(elements, root_seed)) ++result_.checksum_failures;
+        result_.bytes_verified += static_cast<double>(elements * sizeof(float));
+      });
+      flush();
+    }
     if (gather) {
       // Every other member's chunk, checked at this receiver against the checksum of what that
       // member sent (its seed: runtime/rank.h).

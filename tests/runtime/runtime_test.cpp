@@ -13,6 +13,7 @@
 #include "runtime/program.h"
 #include "runtime/scale.h"
 #include "sim/input/check.h"
+#include "sim/rl/step.h"
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
 
@@ -217,9 +218,47 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto async = *s;
   async.policy.sync = input::SyncMode::async;
   CHECK(runtime::unsupported_reason(async).rfind("/policy/sync", 0) == 0);
+  // Disaggregated plans run, their weights broadcast to the engines; the other methods are refused there.
   auto disaggregated = *s;
   disaggregated.policy.placement = input::Placement::disaggregated;
-  CHECK(runtime::unsupported_reason(disaggregated).rfind("/policy/placement", 0) == 0);
+  CHECK(runtime::unsupported_reason(disaggregated).empty());
+  disaggregated.policy.weight_sync = input::WeightSync::allgather_swap;
+  CHECK(runtime::unsupported_reason(disaggregated).rfind("/policy/weight_sync/method", 0) == 0);
+  auto broadcast = *s;
+  broadcast.policy.weight_sync = input::WeightSync::broadcast;
+  CHECK(runtime::unsupported_reason(broadcast).rfind("/policy/weight_sync/method", 0) == 0);
+}
+
+TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {
+  input::Diagnostics diag;
+  std::vector<std::string> overrides = {"/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=1", "/policy/train/dp=1"};
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  s->policy.weight_sync_bucket_bytes = 4 << 20;
+  runtime::Program p;
+  runtime::add_weight_sync(p, *s, s->policy.rollout, s->policy.train);
+  const double shard = rl::refit_shape(*s, s->policy.rollout, s->policy.train).rollout_shard_bytes;
+  REQUIRE(p.groups.size() == 1);
+  const auto& g = p.groups[0];
+  REQUIRE(g.size() == 2);
+  CHECK(g[0] == rl::train_placement(*s, s->policy.train).first_device());  // the root: a training rank
+  CHECK(g[1] == rl::rollout_placement(*s, s->policy.rollout).replica_device(0));
+  for (int64_t d : g) {
+    const auto& ks = p.on(d);
+    CHECK(static_cast<double>(ks.size()) == std::ceil(shard / (4 << 20)));
+    double bytes = 0;
+    for (const auto& k : ks) {
+      CHECK(k.kind == Kernel::Kind::collective);
+      CHECK(k.op == model::CollectiveOp::broadcast);
+      bytes += k.bytes;
+    }
+    CHECK(bytes == doctest::Approx(shard));
+  }
+  // Every byte arrives checked: the receiver's copy against the root's checksum.
+  runtime::CpuBackend cpu(2, 60);
+  const auto r = cpu.run(p, "broadcast");
+  CHECK(r.checksum_failures == 0);
+  CHECK(r.bytes_verified >= shard);
 }
 
 TEST_CASE("--scale: fewer layers, shorter sequences, fewer prompts, limits that still hold") {

@@ -62,6 +62,17 @@ expect validate-scale-zero 2 "$arlsim" validate "$scenario" --backend cpu --scal
 contains validate-scale-zero-message "$tmp/err" "--scale must be in (0, 1]"
 expect validate-scale-big 2 "$arlsim" validate "$scenario" --backend cpu --scale 2
 
+# A disaggregated plan: one engine GPU, one training GPU, the weights broadcast between them.
+expect validate-disaggregated 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=1 --set /policy/train/dp=1 --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-disaggregated-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+sync = next(s for s in r["stages"] if s["stage"] == "weight_sync")
+assert sync["measured_s"] > 0 and sync["predicted_s"] > 0, sync
+assert r["checksum_failures"] == 0 and r["bytes_verified"] > 2**20, r["bytes_verified"]
+PY
+
 # Bad input.
 # The CUDA backend: one process per GPU, bf16; without a GPU (or without the toolkit) a clear refusal.
 expect validate-cuda-processes 2 "$arlsim" validate "$scenario" --backend cuda --profile calib/profiles/h100-sxm.json
@@ -92,6 +103,9 @@ contains validate-backend-message "$tmp/err" 'unknown backend "tpu"'
 expect validate-no-backend 2 "$arlsim" validate "$scenario"
 expect validate-steps 2 "$arlsim" validate "$scenario" --backend cpu --steps x
 contains validate-steps-message "$tmp/err" "--steps"
+expect validate-disaggregated-gather 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/placement="disaggregated"' \
+  --set /policy/rollout_gpus=1 --set /policy/train/dp=1 --set '/policy/weight_sync={"method": "allgather-swap"}'
+contains validate-disaggregated-gather-message "$tmp/err" "/policy/weight_sync/method: a disaggregated plan's weights are broadcast"
 expect validate-pp 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/tp=1 --set /policy/train/dp=1 \
   --set /policy/train/pp=2
 contains validate-pp-message "$tmp/err" "/policy/train: pp, cp and ep must be 1"
