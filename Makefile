@@ -44,6 +44,7 @@ bench: build
 	$(BUILD)/tests/dispatch_validation
 	tests/bench/agreement.sh $(BUILD)
 	tests/bench/validate_model.sh $(BUILD)
+	tests/bench/validate_runtime.sh $(BUILD) 3
 	d=$$(mktemp -d); tests/bench/trace_load_bench.sh $(BUILD) $$d && tests/bench/simulate_bench.sh $(BUILD) $$d; \
 	  s=$$?; rm -rf $$d; exit $$s
 
