@@ -169,10 +169,17 @@ int run_calibrate(const Args& args) {
     const std::filesystem::path target(out);
     const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
     std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0) {
-      std::cerr << "arlsim calibrate: --out: cannot write " << out << ": "
-                << (std::filesystem::is_directory(dir, ec) ? "its folder is not writable" : "no such folder " + dir.string())
-                << "\n";
+    std::string why;
+    if (std::filesystem::is_directory(target, ec) || (!out.empty() && out.back() == '/'))
+      why = "it is a folder; give a file name";
+    else if (!std::filesystem::is_directory(dir, ec))
+      why = "no such folder " + dir.string();
+    else if (access(dir.c_str(), W_OK) != 0)
+      why = "its folder is not writable";
+    else if (std::filesystem::exists(target, ec) && access(target.c_str(), W_OK) != 0)
+      why = "the file is not writable";
+    if (!why.empty()) {
+      std::cerr << "arlsim calibrate: --out: cannot write " << out << ": " << why << "\n";
       return kExitBadInput;
     }
   }

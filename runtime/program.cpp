@@ -244,8 +244,11 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
       DeviceGroup g{ranks.first_device() + j % gpus};
       for (int64_t e = 0; e < count; ++e) g.push_back(engines.replica_device(e) + j);
       const int32_t group = p.group(g);
-      for (double sent = 0; sent < rollout_shard; sent += bucket)
-        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, std::min(bucket, rollout_shard - sent), group));
+      const auto buckets = static_cast<int64_t>(std::ceil(rollout_shard / bucket));  // as refit_seconds counts them
+      for (int64_t b = 0; b < buckets; ++b) {
+        const double bytes = std::min(bucket, rollout_shard - static_cast<double>(b) * bucket);
+        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, bytes, group));
+      }
     }
     return;
   }

@@ -32,8 +32,9 @@ uint64_t copy_seed(int64_t device, int64_t index) {
 }
 
 uint64_t chunk_seed(const DeviceGroup& members, int64_t sequence, int64_t member) {
-  // The group is named by its first member and size: groups of one program never share both.
-  const uint64_t group = static_cast<uint64_t>(members.front()) * 65537 + members.size();
+  // The group is named by all its members (two groups may share a first member and a size).
+  uint64_t group = members.size();
+  for (int64_t m : members) group = pattern_seed(group, static_cast<uint64_t>(m));
   return pattern_seed(static_cast<uint64_t>(members[static_cast<size_t>(member)]),
                       (group << 32) ^ static_cast<uint64_t>(sequence) ^ 0xA5A5A5A5ull);
 }
@@ -87,6 +88,8 @@ std::pair<int64_t, DeviceResult> decode(const std::string& s) {
     b.start = take<double>(s, at);
     b.end = take<double>(s, at);
     b.phase = take<int8_t>(s, at);
+    if (!(std::isfinite(b.start) && std::isfinite(b.end) && b.start >= 0 && b.end >= b.start) || b.phase < 0 || b.phase > 2)
+      throw std::runtime_error("a device's result arrived with a malformed span");
     r.busy.push_back(b);
   }
   if (at != s.size()) throw std::runtime_error("a device's result arrived with extra bytes");

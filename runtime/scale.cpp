@@ -39,8 +39,9 @@ ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
   auto& w = s.workload;
   note.prompts_from = w.prompts_per_step;
   int64_t prompts = std::max<int64_t>(1, std::llround(static_cast<double>(w.prompts_per_step) * factor));
-  const int64_t mb = std::max<int64_t>(1, w.mini_batches);
-  while (prompts < w.prompts_per_step && (prompts * w.samples_per_prompt) % mb != 0) ++prompts;
+  // Each mini-batch must still split evenly over the data-parallel ranks.
+  const int64_t split = std::max<int64_t>(1, w.mini_batches) * std::max<int64_t>(1, s.policy.train.dp);
+  while (prompts < w.prompts_per_step && (prompts * w.samples_per_prompt) % split != 0) ++prompts;
   w.prompts_per_step = prompts;
   note.prompts_to = prompts;
 
@@ -58,6 +59,8 @@ ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
       if (static_cast<int64_t>(kept.size()) >= prompts) continue;
       kept.push_back(v.info.prompt_id);
     }
+    // A trajectory the context limit cuts stays cut: it does not raise the scaled limit.
+    const bool cut = w.max_context_tokens > 0 && v.context_tokens() > w.max_context_tokens;
     turns.assign(v.turns.begin(), v.turns.end());
     for (auto& turn : turns) {
       turn.prefill_tokens = scaled(turn.prefill_tokens, factor);
@@ -66,6 +69,7 @@ ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
     }
     out.add(v.info, turns);
     const trace::TrajectoryView back = out.trajectory(out.size() - 1);
+    if (cut) continue;
     longest_prompt = std::max(longest_prompt, back.prompt_tokens());
     longest_response = std::max(longest_response, back.response_tokens());
     longest_context = std::max(longest_context, back.context_tokens());
@@ -73,7 +77,12 @@ ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
   t = std::move(out);
   w.max_prompt_tokens = std::max(scaled(w.max_prompt_tokens, factor), longest_prompt);
   w.max_response_tokens = std::max(scaled(w.max_response_tokens, factor), longest_response);
-  if (w.max_context_tokens > 0) w.max_context_tokens = std::max(scaled(w.max_context_tokens, factor), longest_context);
+  if (w.max_context_tokens > 0) {
+    // The limit scaled (never below an uncut trajectory, nor below prompt + response as the
+    // workload requires): rounding up each count may add a token or two, never the cut it made.
+    w.max_context_tokens = std::max({scaled(w.max_context_tokens, factor), longest_context,
+                                     w.max_prompt_tokens + w.max_response_tokens});
+  }
   return note;
 }
 

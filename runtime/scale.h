@@ -20,9 +20,10 @@ struct ScaleNote {
 
 // Scales `s` and `t` by `factor` in (0, 1]: layers round(L x S) (at least 1); every turn's prompt,
 // generated and observation tokens ceil(n x S) (a non-zero count stays at least 1) and the
-// workload's length limits as much (never below what the scaled trace holds); the first
-// round(P x S) prompts' groups of each step (at least 1, rounded up so that the trajectories
-// still split into the mini-batches). Tool latencies are unchanged.
+// workload's length limits as much (never below what the scaled trace's uncut trajectories hold:
+// one the context limit cut stays cut); the first round(P x S) prompts' groups of each step (at
+// least 1, rounded up so that the trajectories still split into the mini-batches and each
+// mini-batch over the data-parallel ranks). Tool latencies are unchanged.
 ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor);
 
 }  // namespace arlsim::runtime

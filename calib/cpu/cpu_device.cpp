@@ -152,14 +152,13 @@ class CpuDevice final : public Device {
   }
 
   std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
-    // The output is written once before timing: a kernel in a running program writes memory that
-    // is already mapped, and first touches (page faults) would otherwise be timed with it.
     // The weight operand (B) is read from memory, not from a cache: in a model's step every layer
     // reads its own weights once per pass, so a layer's weights are evicted by the others' before
     // they are read again (as GPU benchmarks flush the L2 cache between runs). The products run
     // over copies of B that together exceed twice the last-level cache; the activations (A) stay
     // hot, as the previous kernel wrote them. The output is written once before timing: a kernel
-    // in a running program writes memory that is already mapped. A product shorter than a
+    // in a running program writes memory that is already mapped (first touches, page faults,
+    // would be timed otherwise). A product shorter than a
     // millisecond is repeated to fill one and the mean taken, after a first run not counted.
     Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), c = Eigen::MatrixXf::Zero(m, n);
     const auto b_floats = static_cast<size_t>(k * n);

@@ -90,9 +90,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   const bool cpu = dev.gemm_dtype == "fp32";
   if (cpu) {
     // One core's fp32 GEMMs: from cache-resident tiles to sizes past the last-level cache. Rows
-    // from 4: an engine's decode iterations multiply a batch of a few sequences (m = the
-    // sequences), a shape the analytic model's tile quantisation extrapolates to poorly.
-    // Rows from one decoding sequence (a rollout's tail decodes a few; below the grid the model
+    // from one decoding sequence (a rollout's tail decodes a few; below the grid the model
     // would fall back to the analytic efficiency) to a prefill chunk. A CPU GEMM's time is a
     // staircase in the rows (Eigen's register blocks take 8 rows at a time with AVX: 12 rows can
     // take 1.5x as long as 16), so decode batch sizes are swept densely, not only at powers of two.

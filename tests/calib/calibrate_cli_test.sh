@@ -59,6 +59,8 @@ contains calibrate-bad-backend-why "$tmp/err" 'unknown backend "tpu"'
 expect calibrate-no-out 2 "$arlsim" calibrate --backend cpu
 expect calibrate-unwritable 2 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory --out "$tmp/no/such/dir/p.json"
 contains calibrate-unwritable-why "$tmp/err" "cannot write"
+expect calibrate-out-folder 2 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory --out "$tmp/"
+contains calibrate-out-folder-why "$tmp/err" "it is a folder; give a file name"
 if [ -e "$tmp/x.json" ] || [ -e "$tmp/no/such/dir/p.json" ]; then
   failed=$((failed + 1)); echo "FAIL calibrate-no-file: a refused run left a file"
 else

@@ -304,11 +304,29 @@ TEST_CASE("--scale: fewer layers, shorter sequences, fewer prompts, limits that 
   CHECK(spec.workload.max_response_tokens >= v.response_tokens());
   CHECK(t.tool_names() == std::vector<std::string>{"python"});
 
-  // Prompts rounded up until the trajectories split into the mini-batches: 3 x 4 = 12 into 8 no, 4 x 4 = 16 yes.
+  // Prompts rounded up until the trajectories split into the mini-batches and each over dp:
+  // 3 x 4 = 12 into 8 no, 4 x 4 = 16 yes.
   input::ScenarioSpec odd = *s;
   odd.workload.prompts_per_step = 6;
-  odd.workload.mini_batches = 8;
+  odd.workload.mini_batches = 4;
+  odd.policy.train.dp = 2;
   trace::Trace empty;
   runtime::scale_plan(odd, empty, 0.5);
   CHECK(odd.workload.prompts_per_step == 4);
+
+  // A trajectory the context limit cuts stays cut: the scaled limit does not grow to hold it.
+  input::ScenarioSpec capped = *s;
+  capped.workload.max_prompt_tokens = 100;
+  capped.workload.max_response_tokens = 100;
+  capped.workload.max_context_tokens = 200;
+  trace::Trace long_one;
+  trace::TrajectoryInfo info;
+  info.step = 1;
+  std::vector<trace::Turn> turns(1);
+  turns[0].prefill_tokens = 100;
+  turns[0].gen_tokens = 1000;  // cut at 200 by the limit
+  long_one.add(info, turns);
+  runtime::scale_plan(capped, long_one, 0.5);
+  CHECK(capped.workload.max_context_tokens == 100);
+  CHECK(capped.workload.max_prompt_tokens + capped.workload.max_response_tokens <= capped.workload.max_context_tokens);
 }
