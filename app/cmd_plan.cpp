@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/options.h"
@@ -131,6 +132,24 @@ int run_plan(const Args& args) {
   po_.confirm = confirm;
   po_.online_window = window;
   po_.switch_overhead_s = switch_overhead(s, vm, overhead);
+  // Progress on a terminal (stderr): the phase, and a bar while each replay runs.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto phase = [&](const char* what) {
+    if (!tty) return;
+    std::fprintf(stderr, "\r\033[K  plan: %s", what);
+    std::fflush(stderr);
+  };
+  auto bar = [&](const char* what) {
+    return tty ? rl::Progress([what](int64_t done, int64_t total) {
+      const int width = 30;
+      const int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+      std::fprintf(stderr, "\r\033[K  plan: %s [%.*s%*s] step %lld/%lld", what, filled, "##############################",
+                   width - filled, "", static_cast<long long>(done), static_cast<long long>(total));
+      std::fflush(stderr);
+    })
+               : rl::Progress();
+  };
+  phase("choosing layouts for every step");
   auto plan = planner::make_plan(s, features, &t, po_);
 
   // The dispatch plans on the dispatch step, in the layouts the schedule has there; the best one a
@@ -150,13 +169,14 @@ int run_plan(const Args& args) {
   ro.stop_on_oom = false;
   ro.first_step = fo.first_step;
   ro.last_step = fo.last_step;
-  const auto predicted = rl::simulate_run(planned, t, ro);
+  const auto predicted = rl::simulate_run(planned, t, ro, bar("simulating the plan"));
 
   const auto analytic = planner::analytic_run(planned, plan, features, selector);
   const double analytic_s = analytic ? analytic->total_s : 0.0;
   // The scenario as configured, simulated and composed the same way: what the plan saves, and the
   // planner's agreement with the simulator on the layouts the user chose.
-  const auto configured = rl::simulate_run(s, t, ro);
+  const auto configured = rl::simulate_run(s, t, ro, bar("simulating the scenario as configured"));
+  if (tty) std::fprintf(stderr, "\r\033[K");  // the progress line cleared before the report
   const auto configured_analytic = planner::analytic_run(s, plan, features, "configured");
   const double configured_analytic_s = configured_analytic ? configured_analytic->total_s : 0.0;
   const std::string json =
