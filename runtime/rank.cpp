@@ -156,7 +156,6 @@ RunStats RankBackend::run(const Program& p, const std::string& activity) {
         current = index;
       }
       KernelContext c;
-      c.index = index;
       c.seed = copy_seed(device, index);
       if (k.kind == Kernel::Kind::collective) {
         if (k.group < 0 || static_cast<size_t>(k.group) >= p.groups.size())

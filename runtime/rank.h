@@ -32,7 +32,6 @@ uint64_t chunk_seed(const DeviceGroup& members, int64_t sequence, int64_t member
 
 // One kernel's surroundings, as a device needs them.
 struct KernelContext {
-  int64_t index = 0;           // in the device's list
   int32_t comm = -1;           // collectives: the communicator join_group returned
   int64_t group_rank = -1, group_size = 0;
   uint64_t seed = 0;                // the data this device sends

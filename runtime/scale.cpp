@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <unordered_set>
 #include <vector>
 
 namespace arlsim::runtime {
@@ -23,15 +24,15 @@ int64_t scaled(int64_t n, double f) {
 
 std::string ScaleNote::text() const {
   char line[256];
-  std::snprintf(line, sizeof line, "scaled by %g: %lld of %lld layers, %lld of %lld prompts per step, tokens x %g",
-                tokens_factor, static_cast<long long>(layers_to), static_cast<long long>(layers_from),
-                static_cast<long long>(prompts_to), static_cast<long long>(prompts_from), tokens_factor);
+  std::snprintf(line, sizeof line, "scaled by %g: %lld of %lld layers, %lld of %lld prompts per step, every sequence's tokens",
+                factor, static_cast<long long>(layers_to), static_cast<long long>(layers_from),
+                static_cast<long long>(prompts_to), static_cast<long long>(prompts_from));
   return line;
 }
 
 ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
   ScaleNote note;
-  note.tokens_factor = factor;
+  note.factor = factor;
   note.layers_from = s.model.num_layers;
   s.model.num_layers = std::max<int64_t>(1, std::llround(static_cast<double>(s.model.num_layers) * factor));
   note.layers_to = s.model.num_layers;
@@ -49,15 +50,15 @@ ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
   trace::Trace out;
   out.header = t.header;
   for (const auto& name : t.tool_names()) out.intern_tool(name);
-  std::map<int32_t, std::vector<int64_t>> groups;  // step -> prompt ids kept
+  std::map<int32_t, std::unordered_set<int64_t>> groups;  // step -> prompt ids kept
   std::vector<trace::Turn> turns;
   int64_t longest_prompt = 0, longest_response = 0, longest_context = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     const trace::TrajectoryView v = t.trajectory(i);
     auto& kept = groups[v.info.step];
-    if (std::find(kept.begin(), kept.end(), v.info.prompt_id) == kept.end()) {
+    if (!kept.count(v.info.prompt_id)) {
       if (static_cast<int64_t>(kept.size()) >= prompts) continue;
-      kept.push_back(v.info.prompt_id);
+      kept.insert(v.info.prompt_id);
     }
     // A trajectory the context limit cuts stays cut: it does not raise the scaled limit.
     const bool cut = w.max_context_tokens > 0 && v.context_tokens() > w.max_context_tokens;

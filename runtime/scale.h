@@ -14,7 +14,7 @@ namespace arlsim::runtime {
 struct ScaleNote {
   int64_t layers_from = 0, layers_to = 0;
   int64_t prompts_from = 0, prompts_to = 0;
-  double tokens_factor = 1;
+  double factor = 1;
   std::string text() const;  // one line for the report
 };
 

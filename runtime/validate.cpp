@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -138,26 +139,27 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     if (a.stage == graph::Stage::rollout) {
       const graph::Placement engines = rl::rollout_placement(s, it->second.rollout);
       const int64_t per_engine = it->second.rollout.gpus_per_engine();
-      std::map<int64_t, bool> seen;
-      for (const auto& iteration : it->second.iterations) seen[iteration.engine] = true;
-      for (const auto& [engine, unused] : seen) {
+      std::set<int64_t> active;  // the engines that ran
+      for (const auto& iteration : it->second.iterations) active.insert(iteration.engine);
+      std::map<int64_t, const std::vector<BusySpan>*> busy;
+      for (const auto& [device, spans] : r.busy) busy[device] = &spans;
+      for (int64_t engine : active) {
         const int64_t first = engines.replica_device(engine);
-        for (const auto& [device, spans] : r.busy) {
-          if (device != first) continue;
-          for (const BusySpan& b : spans) {
-            exec::ActivityRecord e;
-            e.step = a.step;
-            e.stage = graph::Stage::rollout;
-            e.op = graph::OpKind::engine_run;
-            e.side = graph::Side::rollout;
-            e.kind = exec::RecordKind::engine_span;
-            e.index = engine;
-            e.a = b.phase == 2 ? 1 : 0;
-            e.devices = {first, per_engine};
-            e.start_s = b.start;
-            e.end_s = b.end;
-            engine_spans[i].push_back(e);
-          }
+        const auto found = busy.find(first);
+        if (found == busy.end()) continue;
+        for (const BusySpan& b : *found->second) {
+          exec::ActivityRecord e;
+          e.step = a.step;
+          e.stage = graph::Stage::rollout;
+          e.op = graph::OpKind::engine_run;
+          e.side = graph::Side::rollout;
+          e.kind = exec::RecordKind::engine_span;
+          e.index = engine;
+          e.a = b.phase == 2 ? 1 : 0;
+          e.devices = {first, per_engine};
+          e.start_s = b.start;
+          e.end_s = b.end;
+          engine_spans[i].push_back(e);
         }
       }
     }
@@ -169,9 +171,9 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     report.checksum_failures += r.checksum_failures;
   }
 
-  // The measured run: the same records, placed by the measured durations. A synchronous
-  // colocated step is a chain (each activity waits for the one before), so each starts when the
-  // one before ended.
+  // The measured run: the same records, placed by the measured durations. A synchronous step,
+  // colocated or disaggregated, is a chain (each activity waits for the one before), so each
+  // starts when the one before ended.
   rl::RunResult& m = report.measured;
   m.scenario = pred.scenario;
   m.gpus = pred.gpus;

@@ -66,27 +66,30 @@ void check(ncclResult_t e, const char* what) {
 }
 #endif
 
-// A device buffer that grows to the largest request and is reused.
-struct Buffer {
+// Memory that grows to the largest request and is reused: on the device (Buffer) or pinned on
+// the host (HostBuffer). `reset` frees it and allocates `n` bytes of undefined contents.
+template <cudaError_t (*Alloc)(void**, size_t), cudaError_t (*Free)(void*)>
+struct Memory {
   void* data = nullptr;
   size_t bytes = 0;
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { cudaFree(data); }
+  Memory() = default;
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+  ~Memory() { Free(data); }
   template <typename T>
   T* as() const { return static_cast<T*>(data); }
+  void reset(size_t n) {
+    Free(data);
+    data = nullptr;
+    bytes = 0;
+    check(Alloc(&data, n), "allocating a buffer");
+    bytes = n;
+  }
 };
-
-// Pinned host memory, the same way.
-struct HostBuffer {
-  void* data = nullptr;
-  size_t bytes = 0;
-  HostBuffer() = default;
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  ~HostBuffer() { cudaFreeHost(data); }
-};
+cudaError_t device_alloc(void** p, size_t n) { return cudaMalloc(p, n); }
+cudaError_t host_alloc(void** p, size_t n) { return cudaMallocHost(p, n); }
+using Buffer = Memory<device_alloc, cudaFree>;
+using HostBuffer = Memory<host_alloc, cudaFreeHost>;
 
 // The checksum of the synthetic values with `seed`, computed in blocks (a copy can be many GB).
 uint32_t expected_checksum(size_t floats, uint64_t seed) {
@@ -280,41 +283,31 @@ class CudaOps final : public DeviceOps {
     for (const auto& f : pending) f();
   }
 
-  // `b` of at least `bytes`, every float set to `value` when it is (re)allocated; outside timing.
-  void ensure(Buffer& b, size_t bytes, float value) {
-    if (b.bytes >= bytes) return;
+  // `b` of at least `bytes`; true when it had to grow (outside timing: the stream is waited for
+  // first, and the caller fills it).
+  template <typename B>
+  bool grow(B& b, size_t bytes) {
+    if (b.bytes >= bytes) return false;
     flush();
-    cudaFree(b.data);
-    b.data = nullptr;
-    b.bytes = 0;
-    check(cudaMalloc(&b.data, bytes), "cudaMalloc");
-    b.bytes = bytes;
+    b.reset(bytes);
+    return true;
+  }
+  // A device buffer of at least `bytes`, every float set to `value` when it grows.
+  void ensure(Buffer& b, size_t bytes, float value) {
+    if (!grow(b, bytes)) return;
     const size_t n = bytes / sizeof(float);
     fill_float<<<grid_for(n), kThreads, 0, stream_>>>(b.as<float>(), n, value);
     check(cudaGetLastError(), "filling a buffer");
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
+  // `elements` bf16 values of calibration's test data with `seed` when it grows.
   void ensure_bf16(Buffer& b, size_t elements, uint64_t seed) {
-    if (b.bytes >= elements * 2) return;
-    flush();
-    cudaFree(b.data);
-    b.data = nullptr;
-    b.bytes = 0;
-    check(cudaMalloc(&b.data, elements * 2), "cudaMalloc");
-    b.bytes = elements * 2;
+    if (!grow(b, elements * 2)) return;
     fill_bf16<<<grid_for(elements), kThreads, 0, stream_>>>(b.as<__nv_bfloat16>(), elements, seed);
     check(cudaGetLastError(), "filling a buffer");
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
-  void ensure_host(HostBuffer& b, size_t bytes) {
-    if (b.bytes >= bytes) return;
-    flush();
-    cudaFreeHost(b.data);
-    b.data = nullptr;
-    b.bytes = 0;
-    check(cudaMallocHost(&b.data, bytes), "cudaMallocHost");
-    b.bytes = bytes;
-  }
+  void ensure_host(HostBuffer& b, size_t bytes) { grow(b, bytes); }
 
   // A kernel's first run at a shape (cuBLAS choosing and loading its kernel, CUDA's lazy module
   // loading) is run once untimed, so that the measurement is of the steady state.
