@@ -262,7 +262,8 @@ int run_whatif(const Args& args) {
     input::Diagnostics diag;
     auto s = input::load_scenario(scenario, all, diag);
     if (s) {
-      auto t = rl::load_scenario_trace(*s, trace_path, diag);
+      if (!trace_path.empty()) s->generated_trace.reset();  // the file replaces the generated trace
+      auto t = rl::load_scenario_trace(*s, trace_path, diag, &o);
       if (t) {
         Column c{variant, vm.count("analytic") ? analytic_result(*s, *t, o) : rl::simulate_run(*s, *t, o), {}};
         c.stats = report::run_stats(c.result);

@@ -108,6 +108,24 @@ bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, co
 
 }  // namespace
 
+namespace {
+
+// The generator's parameters for a scenario's generated trace ("trace": {"generate": ...}).
+trace::GenParams scenario_gen_params(const input::ScenarioSpec& s) {
+  const auto& g = *s.generated_trace;
+  trace::GenParams p = g.preset.empty() ? trace::GenParams{} : trace::preset_params(*trace::find_gen_preset(g.preset));
+  for (const auto& problem : trace::apply_gen_options(p, g.options))  // checked when the scenario was read
+    ARLSIM_ASSERT(problem.empty());
+  p.seed = g.seed;
+  if (g.steps > 0) p.steps = static_cast<int>(g.steps);
+  p.prompts_per_step = static_cast<int>(g.prompts_per_step > 0 ? g.prompts_per_step : s.workload.prompts_per_step);
+  p.group_size = static_cast<int>(g.group_size > 0 ? g.group_size : s.workload.samples_per_prompt);
+  p.every = static_cast<int>(g.every);
+  return p;
+}
+
+}  // namespace
+
 std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
                                                 input::Diagnostics& diag, const RunOptions* run) {
   const std::string path = override_path.empty() ? s.trace_path : override_path;
@@ -126,22 +144,19 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
     diag.error_global("the scenario names no trace: set \"trace\" (a file, or {\"generate\": {\"preset\": ...}}) or pass --trace");
     return std::nullopt;
   }
-  const auto& g = *s.generated_trace;
-  trace::GenParams p = g.preset.empty() ? trace::GenParams{} : trace::preset_params(*trace::find_gen_preset(g.preset));
-  for (const auto& problem : trace::apply_gen_options(p, g.options))  // checked when the scenario was read
-    ARLSIM_ASSERT(problem.empty());
-  p.seed = g.seed;
-  if (g.steps > 0) p.steps = static_cast<int>(g.steps);
-  p.prompts_per_step = static_cast<int>(g.prompts_per_step > 0 ? g.prompts_per_step : s.workload.prompts_per_step);
-  p.group_size = static_cast<int>(g.group_size > 0 ? g.group_size : s.workload.samples_per_prompt);
-  p.every = static_cast<int>(g.every);
+  const trace::GenParams p = scenario_gen_params(s);
   if (const auto problems = trace::check_gen_params(p); !problems.empty()) {
     for (const auto& problem : problems) diag.error_global("trace generator: " + problem);
     return std::nullopt;
   }
   trace::Trace t;
   trace::TraceBuilder builder(t);
-  trace::generate(p, builder);
+  if (!run) {
+    trace::generate(p, builder);
+  } else {
+    StepSelection selection(s, *run);  // only the steps the run simulates are drawn
+    trace::generate(p, builder, [&](int step) { return selection.keep(step); });
+  }
   return t;
 }
 
@@ -794,10 +809,11 @@ void project_whole_run(const input::ScenarioSpec& s, const trace::Trace& t, RunR
   }
   if (first > last) return;
   int64_t total = last - first + 1;
-  if (const auto& g = s.generated_trace) {
-    if (g->steps > 0) total = g->steps;
-    else if (const trace::GenPreset* preset = g->preset.empty() ? nullptr : trace::find_gen_preset(g->preset))
-      total = trace::preset_params(*preset).steps;
+  if (s.generated_trace) {
+    // A generated trace holds only the simulated steps; the run spans the generator's.
+    const trace::GenParams p = scenario_gen_params(s);
+    first = p.first_step;
+    total = p.steps;
   }
   const auto simulated = static_cast<int64_t>(r.steps.size());
   if (total <= simulated) return;

@@ -91,9 +91,8 @@ std::vector<std::string> check_gen_params(const GenParams& p) {
   return problems;
 }
 
-void generate(const GenParams& p, TraceSink& sink) {
+void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)>& keep_step) {
   sink.header(gen_header(p));
-  Rng rng(p.seed);
   const LengthDistribution lengths(p.shape);
   TurnBuilder builder(TurnShape{p.tools, p.obs_tokens, p.obs_sigma, p.turn_prefill_tokens});
   ToolAnnouncer tools(p.tools, sink);
@@ -101,6 +100,8 @@ void generate(const GenParams& p, TraceSink& sink) {
   std::vector<Turn> turns;
   const int first = p.first_step, last = p.last_step();
   for (int step = first, index = 0; step <= last; step += p.every, ++index) {
+    if (keep_step && !keep_step(step)) continue;
+    Rng rng(Rng::stream_seed(p.seed, static_cast<uint64_t>(step)));
     const double mean = p.response_mean.at(step, first, last);
     const double turns_mean = p.turns_mean.at(step, first, last);
     const double response_limit = p.response_limit.at(step, first, last);

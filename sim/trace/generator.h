@@ -3,11 +3,14 @@
 // within each step, lengths correlated within a group, turns whose number grows too, tool calls
 // with latencies and cold starts, and length limits that truncate (and can be raised at given
 // steps). Every parameter is listed with its default by `arlsim trace gen --help` (gen_options.h).
-// The output depends only on the parameters: one Rng seeded with `seed`, drawn in a fixed order
-// (step, prompt, sample, then each trajectory's draws), so a seed gives byte-identical traces.
+// The output depends only on the parameters: each step draws from its own Rng, seeded with
+// (`seed`, step number), in a fixed order (prompt, sample, then each trajectory's draws), so a
+// seed gives byte-identical traces, and a step's trajectories are the same whichever other steps
+// are generated (a run that simulates a few steps generates only those).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,7 +59,8 @@ struct GenParams {
 // Problems with a parameter set, each as "--name: what is wrong"; empty when it can be generated.
 std::vector<std::string> check_gen_params(const GenParams& p);
 
-// Streams the trace into `sink` (header first). `p` must pass check_gen_params.
-void generate(const GenParams& p, TraceSink& sink);
+// Streams the trace into `sink` (header first). `p` must pass check_gen_params. With `keep_step`,
+// only the steps it accepts (asked once per step, in order) are drawn and written.
+void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)>& keep_step = {});
 
 }  // namespace arlsim::trace

@@ -7,6 +7,15 @@
 
 namespace arlsim::trace {
 
+uint64_t Rng::stream_seed(uint64_t seed, uint64_t stream) {
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  return mix(mix(seed + 0x9e3779b97f4a7c15ULL) + stream);
+}
+
 double Rng::uniform01() {
   return (static_cast<double>(engine_() >> 11) + 0.5) * 0x1.0p-53;
 }

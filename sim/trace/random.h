@@ -1,4 +1,4 @@
-// The generators' random numbers: one std::mt19937_64 per run (its output sequence is fixed by
+// The generators' random numbers: one std::mt19937_64 per stream (its output sequence is fixed by
 // the C++ standard) and our own transforms on top of it, because the std:: distributions are
 // implemented differently by each standard library and would break byte-identical traces.
 #pragma once
@@ -11,6 +11,9 @@ namespace arlsim::trace {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : engine_(seed) {}
+  // The seed of stream `stream` of a run seeded with `seed`: SplitMix64's finaliser over the pair,
+  // so neighbouring streams (steps) start far apart in the engine's state space.
+  static uint64_t stream_seed(uint64_t seed, uint64_t stream);
 
   // Uniform in the open interval (0, 1): 53 random bits, centred in their cell.
   double uniform01();

@@ -174,7 +174,7 @@ contains list-gpus-unpriced "$tmp/out" "b200-sxm"
 contains list-gpus-unpriced-note "$tmp/out" "unpriced (give --price GPU=USD"
 # check reads traces (.jsonl or --kind trace) and prints the effective document with --resolved.
 expect check-trace 0 "$arlsim" check traces/earl-game.jsonl
-contains check-trace "$tmp/out" "traces/earl-game.jsonl: ok (trace: 15 steps, 480 trajectories, 2075 turns)"
+contains check-trace "$tmp/out" "traces/earl-game.jsonl: ok (trace: 15 steps, 480 trajectories, 2035 turns)"
 printf '{"format":"arlsim-trace/1"}\n{"step": 1}\n' >"$tmp/bad-trace.txt"
 expect check-trace-kind 2 "$arlsim" check --kind trace "$tmp/bad-trace.txt"
 contains check-trace-kind "$tmp/err" "bad-trace.txt:2: missing required key \"turns\""

@@ -39,6 +39,38 @@ GenParams small() {
 
 }  // namespace
 
+TEST_CASE("generator: a step's trajectories are the same whichever other steps are generated") {
+  GenParams p = small();
+  p.every = 3;  // steps 1, 4, 7, ...
+  const Trace all = run(p);
+  Trace some;
+  TraceBuilder builder(some);
+  std::vector<int> asked;
+  generate(p, builder, [&](int step) {
+    asked.push_back(step);
+    return step == 7 || step == 13;
+  });
+  CHECK(asked == std::vector<int>{1, 4, 7, 10, 13, 16, 19});
+  REQUIRE(some.size() == 2u * 16 * 8);
+  size_t j = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const TrajectoryView a = all.trajectory(i);
+    if (a.info.step != 7 && a.info.step != 13) continue;
+    const TrajectoryView b = some.trajectory(j++);
+    CHECK(a.info == b.info);
+    REQUIRE(a.turns.size() == b.turns.size());
+    for (size_t k = 0; k < a.turns.size(); ++k) {
+      CHECK(a.turns[k].prefill_tokens == b.turns[k].prefill_tokens);
+      CHECK(a.turns[k].gen_tokens == b.turns[k].gen_tokens);
+      CHECK(a.turns[k].obs_tokens == b.turns[k].obs_tokens);
+      CHECK(a.turns[k].tool_latency == b.turns[k].tool_latency);
+      auto name = [](const Trace& t, int16_t tool) { return tool == kNoTool ? std::string() : t.tool_names()[tool]; };
+      CHECK(name(all, a.turns[k].tool) == name(some, b.turns[k].tool));
+    }
+  }
+  CHECK(j == some.size());
+}
+
 TEST_CASE("generator: a seed gives byte-identical output, another seed does not") {
   GenParams p = preset_params(*find_gen_preset("swe-agent"));
   p.steps = 5;
