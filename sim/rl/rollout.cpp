@@ -159,7 +159,8 @@ class Rollout final : public core::EventHandler {
   void reward_done(int64_t t);
   void submit(int64_t engine, const Request& r);
   EngineLoad load(int64_t e) const;
-  void update_loads();
+  void stale(int64_t e);  // engine e's scheduler is about to change
+  void refresh_loads();
   void add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations);
   int pool_for(int16_t tool) const;
 
@@ -182,10 +183,11 @@ class Rollout final : public core::EventHandler {
   trace::Rng rng_;
   RolloutResult result_;
   std::vector<int64_t> scratch_finished_, scratch_first_;
-  std::vector<EngineLoad> loads_;
-  bool loads_valid_ = false;  // loads_ holds every engine's load at loads_time_...
-  SimTime loads_time_;
-  std::vector<int64_t> loads_changed_;  // ...but for these engines, given a request since
+  // The policy engines' loads and the reward engines', each up to date but for the engines in
+  // `stale_`, whose state changed since (refresh_loads() brings them up to date).
+  EngineLoads loads_, reward_loads_;
+  std::vector<char> is_stale_;
+  std::vector<int64_t> stale_;
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
   std::vector<SimTime> last_kv_sample_;  // per engine
   std::vector<int64_t> prompt_index_;  // per trajectory, its group as a dense index
@@ -207,6 +209,9 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   const bool reward_model = o.reward.kind == input::RewardKind::model && o.reward.model && o.reward.engines > 0;
   engines_.resize(static_cast<size_t>(o.engines + (reward_model ? o.reward.engines : 0)));
   last_span_.assign(engines_.size(), -1);
+  loads_.reset(static_cast<size_t>(policy_engines_));
+  reward_loads_.reset(engines_.size() - static_cast<size_t>(policy_engines_));
+  is_stale_.assign(engines_.size(), 0);
   last_kv_sample_.assign(engines_.size(), SimTime::from_ns(-1));
   result_.engines.resize(engines_.size());
   for (auto& eng : engines_) eng.timer = sim_.add_timer();
@@ -346,8 +351,7 @@ void Rollout::start_turn(int64_t t) {
   }
   RouteRequest rr{t, tr.turn, tr.engine,
                   in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
-  loads_.resize(static_cast<size_t>(policy_engines_));  // policies that ignore loads still see the count
-  if (router_->uses_load(rr)) update_loads();
+  if (router_->uses_load(rr)) refresh_loads();
   tr.engine = router_->route(rr, loads_);
   Request r;
   r.trajectory = t;
@@ -365,23 +369,26 @@ EngineLoad Rollout::load(int64_t e) const {
   return {static_cast<int64_t>(eng.sched->running() + eng.sched->waiting()), eng.sched->pending_prefill_tokens()};
 }
 
-void Rollout::update_loads() {
-  // An engine's load depends on its state and the time: at the time of the last pass only the
-  // engines given a request since then can have changed (every other change runs an engine
-  // event, which invalidates the pass). Thousands of first turns arrive together.
-  if (loads_valid_ && loads_time_ == sim_.now()) {
-    for (int64_t e : loads_changed_) loads_[static_cast<size_t>(e)] = load(e);
-  } else {
-    for (size_t e = 0; e < loads_.size(); ++e) loads_[e] = load(static_cast<int64_t>(e));
+void Rollout::stale(int64_t e) {
+  if (is_stale_[static_cast<size_t>(e)]) return;
+  is_stale_[static_cast<size_t>(e)] = 1;
+  stale_.push_back(e);
+}
+
+void Rollout::refresh_loads() {
+  // Only engines whose scheduler was called since the last refresh can have another load:
+  // thousands of first turns arrive together, and between two of them one engine changes.
+  for (int64_t e : stale_) {
+    is_stale_[static_cast<size_t>(e)] = 0;
+    if (e < policy_engines_) loads_.set(static_cast<size_t>(e), load(e));
+    else reward_loads_.set(static_cast<size_t>(e - policy_engines_), load(e));
   }
-  loads_changed_.clear();
-  loads_valid_ = true;
-  loads_time_ = sim_.now();
+  stale_.clear();
 }
 
 void Rollout::submit(int64_t e, const Request& r) {
   Engine& eng = engines_[static_cast<size_t>(e)];
-  if (loads_valid_ && e < policy_engines_) loads_changed_.push_back(e);
+  stale(e);
   eng.sched->arrive(r);
   if (!eng.busy) {
     if (!eng.starting) {
@@ -405,7 +412,7 @@ void Rollout::submit(int64_t e, const Request& r) {
 
 void Rollout::plan(int64_t e) {
   Engine& eng = engines_[static_cast<size_t>(e)];
-  loads_valid_ = false;
+  stale(e);
   if (eng.sched->idle()) {
     eng.busy = false;
     return;
@@ -452,7 +459,7 @@ void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, in
 
 void Rollout::work_done(int64_t e) {
   Engine& eng = engines_[static_cast<size_t>(e)];
-  loads_valid_ = false;
+  stale(e);
   const double end_s = eng.end_s;
   eng.busy_s += end_s - eng.start_s;
   add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
@@ -474,10 +481,12 @@ void Rollout::work_done(int64_t e) {
 void Rollout::turn_finished(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   if (tr.scoring) {
+    stale(tr.engine);
     engines_[static_cast<size_t>(tr.engine)].sched->release(t);
     reward_done(t);
     return;
   }
+  stale(tr.engine);
   const Request r = engines_[static_cast<size_t>(tr.engine)].sched->release(t);
   TurnRecord& rec = result_.turns[static_cast<size_t>(tr.record)];
   rec.end = sim_.now();
@@ -588,9 +597,8 @@ void Rollout::start_reward(int64_t t) {
   if (reward_im_) {
     // A prefill of the whole context on the least-loaded reward engine (by what a router knows);
     // its one sampled token is the score.
-    std::vector<EngineLoad> loads;
-    for (int64_t e = policy_engines_; e < static_cast<int64_t>(engines_.size()); ++e) loads.push_back(load(e));
-    const int64_t best = policy_engines_ + least_loaded_engine(loads);
+    refresh_loads();
+    const int64_t best = policy_engines_ + static_cast<int64_t>(reward_loads_.min_index());
     Request r;
     r.trajectory = t;
     r.prompt_id = -1 - t;  // no prompt sharing between scored trajectories

@@ -6,22 +6,9 @@ namespace arlsim::rl {
 
 namespace {
 
-int64_t least_loaded(const std::vector<EngineLoad>& engines) {
-  // Fewest requests in flight (the least-outstanding-requests rule of serving routers), then the
-  // fewest tokens waiting for prefill, then the lowest index: deterministic.
-  int64_t best = 0;
-  for (size_t e = 1; e < engines.size(); ++e) {
-    const auto& a = engines[e];
-    const auto& b = engines[static_cast<size_t>(best)];
-    if (a.requests < b.requests || (a.requests == b.requests && a.pending_prefill_tokens < b.pending_prefill_tokens))
-      best = static_cast<int64_t>(e);
-  }
-  return best;
-}
-
 class RoundRobin final : public RoutingPolicy {
  public:
-  int64_t route(const RouteRequest&, const std::vector<EngineLoad>& engines) override {
+  int64_t route(const RouteRequest&, const EngineLoads& engines) override {
     return next_++ % static_cast<int64_t>(engines.size());
   }
   bool uses_load(const RouteRequest&) const override { return false; }
@@ -32,13 +19,15 @@ class RoundRobin final : public RoutingPolicy {
 
 class LeastLoaded final : public RoutingPolicy {
  public:
-  int64_t route(const RouteRequest&, const std::vector<EngineLoad>& engines) override { return least_loaded(engines); }
+  int64_t route(const RouteRequest&, const EngineLoads& engines) override {
+    return static_cast<int64_t>(engines.min_index());
+  }
 };
 
 class Sticky final : public RoutingPolicy {
  public:
-  int64_t route(const RouteRequest& r, const std::vector<EngineLoad>& engines) override {
-    return r.previous_engine >= 0 ? r.previous_engine : least_loaded(engines);
+  int64_t route(const RouteRequest& r, const EngineLoads& engines) override {
+    return r.previous_engine >= 0 ? r.previous_engine : static_cast<int64_t>(engines.min_index());
   }
   bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0; }
 };
@@ -48,23 +37,21 @@ class Sticky final : public RoutingPolicy {
 // first by the caller — and later turns stick to it.
 class LengthAware final : public RoutingPolicy {
  public:
-  int64_t route(const RouteRequest& r, const std::vector<EngineLoad>& engines) override {
+  int64_t route(const RouteRequest& r, const EngineLoads& engines) override {
     if (r.previous_engine >= 0) return r.previous_engine;
-    if (predicted_.size() != engines.size()) predicted_.assign(engines.size(), 0);
-    if (r.predicted_tokens <= 0) return least_loaded(engines);
-    const auto best = std::min_element(predicted_.begin(), predicted_.end()) - predicted_.begin();
-    predicted_[static_cast<size_t>(best)] += r.predicted_tokens;
-    return best;
+    if (predicted_.size() != engines.size()) predicted_.reset(engines.size(), 0);
+    if (r.predicted_tokens <= 0) return static_cast<int64_t>(engines.min_index());
+    const size_t best = predicted_.min_index();
+    predicted_.set(best, predicted_[best] + r.predicted_tokens);
+    return static_cast<int64_t>(best);
   }
   bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0 && r.predicted_tokens <= 0; }
 
  private:
-  std::vector<int64_t> predicted_;
+  core::IndexedMin<int64_t> predicted_;  // each engine's predicted backlog
 };
 
 }  // namespace
-
-int64_t least_loaded_engine(const std::vector<EngineLoad>& engines) { return least_loaded(engines); }
 
 std::unique_ptr<RoutingPolicy> make_routing_policy(input::Routing r) {
   switch (r) {

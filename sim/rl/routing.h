@@ -2,12 +2,14 @@
 // registered in input::routing_policies() (`arlsim list policies`); this module makes them.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/core/indexed_min.h"
 #include "sim/input/policy.h"
 
 namespace arlsim::rl {
@@ -18,7 +20,15 @@ namespace arlsim::rl {
 struct EngineLoad {
   int64_t requests = 0;                // running + waiting
   int64_t pending_prefill_tokens = 0;  // prompt and context tokens not yet prefilled
+
+  // Lighter: fewer requests in flight (the least-outstanding-requests rule of serving routers),
+  // then fewer tokens waiting for prefill.
+  auto operator<=>(const EngineLoad&) const = default;
 };
+
+// Every engine's load, and the least-loaded engine (the lowest index among equals) at O(1); the
+// caller sets the loads of the engines that changed.
+using EngineLoads = core::IndexedMin<EngineLoad>;
 
 struct RouteRequest {
   int64_t trajectory = 0;
@@ -30,14 +40,10 @@ struct RouteRequest {
 class RoutingPolicy {
  public:
   virtual ~RoutingPolicy() = default;
-  virtual int64_t route(const RouteRequest& r, const std::vector<EngineLoad>& engines) = 0;
-  // Whether route() reads the loads for this request (they cost a pass over the engines).
+  virtual int64_t route(const RouteRequest& r, const EngineLoads& engines) = 0;
+  // Whether route() reads the loads for this request (the caller brings them up to date first).
   virtual bool uses_load(const RouteRequest&) const { return true; }
 };
-
-// The least-loaded engine by what a router knows: fewest requests, then fewest tokens to prefill,
-// then the lowest index.
-int64_t least_loaded_engine(const std::vector<EngineLoad>& engines);
 
 // The routing policy the registry (input::routing_policies()) names.
 std::unique_ptr<RoutingPolicy> make_routing_policy(input::Routing r);

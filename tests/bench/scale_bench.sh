@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One RL step at the planner's largest scales (the default scenario, Qwen3-8B, stretched): 100,000
-# GPUs (12,500 nodes of 8, TP2 engines: 50,000 of them) with 50,000 trajectories, and 1,000,000
+# GPUs (12,500 nodes of 8, TP2 engines: 50,000 of them) with 50,000 trajectories, sticky and
+# least-loaded routing (which asks for the least-loaded of the 50,000 at every turn), and 1,000,000
 # trajectories on 1,000 GPUs. Prints wall time and peak memory of each `arlsim simulate` run
 # (trace generation included). Targets: each under 10 s and 4 GB on one core. Numbers to read,
 # not a pass/fail test.
@@ -21,5 +22,8 @@ measure() {  # measure LABEL ARGS...
 measure "100,000 GPUs, 50,000 trajectories" --set /cluster/nodes=12500 --set /policy/train/tp=8 \
   --set /policy/train/dp=12500 --set /workload/prompts_per_step=3125 --set /workload/samples_per_prompt=16 \
   --set /workload/mini_batches=1
+measure "100,000 GPUs, 50,000 trajectories, least-loaded" --set /cluster/nodes=12500 --set /policy/train/tp=8 \
+  --set /policy/train/dp=12500 --set /workload/prompts_per_step=3125 --set /workload/samples_per_prompt=16 \
+  --set /workload/mini_batches=1 --set '/policy/routing="least-loaded"'
 measure "1,000 GPUs, 1,000,000 trajectories" --set /cluster/nodes=125 --set /policy/train/dp=500 \
   --set /workload/prompts_per_step=62500 --set /workload/samples_per_prompt=16 --set /workload/mini_batches=1

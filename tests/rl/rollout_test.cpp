@@ -329,10 +329,31 @@ TEST_CASE("routing: an engine's load is its requests and the tokens it has to pr
   long_gen.arrive(r);
   CHECK(short_gen.pending_prefill_tokens() == 500);
   CHECK(long_gen.pending_prefill_tokens() == 500);
-  const std::vector<rl::EngineLoad> loads{{1, 500}, {1, 500}, {1, 400}, {0, 9000}};
-  CHECK(rl::least_loaded_engine(loads) == 3);  // no request in flight beats a lighter queue
-  CHECK(rl::least_loaded_engine({{1, 500}, {1, 400}}) == 1);
-  CHECK(rl::least_loaded_engine({{1, 500}, {1, 500}}) == 0);
+  auto least_loaded = [](const std::vector<rl::EngineLoad>& loads) {
+    rl::EngineLoads all(loads.size());
+    for (size_t e = 0; e < loads.size(); ++e) all.set(e, loads[e]);
+    return all.min_index();
+  };
+  CHECK(least_loaded({{1, 500}, {1, 500}, {1, 400}, {0, 9000}}) == 3);  // no request in flight beats a lighter queue
+  CHECK(least_loaded({{1, 500}, {1, 400}}) == 1);
+  CHECK(least_loaded({{1, 500}, {1, 500}}) == 0);
+}
+
+TEST_CASE("routing: the least-loaded index follows every change, ties going to the lowest index") {
+  // Against a scan of the values after each of many updates.
+  rl::EngineLoads loads(37);
+  std::vector<rl::EngineLoad> mirror(37);
+  uint64_t x = 12345;
+  for (int i = 0; i < 5000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t e = (x >> 33) % 37;
+    const rl::EngineLoad l{static_cast<int64_t>((x >> 20) % 4), static_cast<int64_t>((x >> 40) % 3) * 100};
+    loads.set(e, l);
+    mirror[e] = l;
+    const size_t scan = static_cast<size_t>(std::min_element(mirror.begin(), mirror.end()) - mirror.begin());
+    REQUIRE(loads.min_index() == scan);
+    REQUIRE(loads[e] == l);
+  }
 }
 
 TEST_CASE("engine: eviction takes a cached context's last blocks first and leaves its prefix a cache hit") {
