@@ -277,6 +277,15 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   stop_after_ = static_cast<int64_t>(std::ceil(o.stop_fraction * static_cast<double>(in.trajectories.size())));
   result_.truncated.assign(in.trajectories.size(), false);
   result_.context_tokens.assign(in.trajectories.size(), 0);
+  // At most one record per turn and per tool call of the trace (limits only cut them short):
+  // reserved, the step's largest vectors are written once instead of copied as they double.
+  size_t turns = 0, calls = 0;
+  for (const auto& t : in.trajectories) {
+    turns += t.turns.size();
+    for (const auto& turn : t.turns) calls += turn.tool != trace::kNoTool ? 1 : 0;
+  }
+  result_.turns.reserve(turns);
+  result_.tool_calls.reserve(calls);
 }
 
 int Rollout::pool_for(int16_t tool) const {
@@ -462,7 +471,7 @@ void Rollout::work_done(int64_t e) {
   stale(e);
   const double end_s = eng.end_s;
   eng.busy_s += end_s - eng.start_s;
-  add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
+  if (o_.record_spans) add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
   // As run: a window cut short by an arrival ends here with the iterations it kept.
   if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, end_s, eng.plan.batch, eng.iterations});
   scratch_finished_.clear();

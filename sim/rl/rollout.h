@@ -58,6 +58,7 @@ struct RolloutOptions {
   // Seeds the draws of tool latencies from a pool's `latency` for calls whose trace gives none.
   uint64_t seed = 1;
   bool log_iterations = false;  // keep every planned iteration in RolloutResult::iterations
+  bool record_spans = true;     // keep each engine's spans of work in RolloutResult::spans (for timelines)
 };
 
 struct RolloutInput {
@@ -136,7 +137,7 @@ struct RolloutResult {
   std::vector<ToolCallRecord> tool_calls;
   std::vector<EngineRecord> engines;  // the policy's engines, then the reward model's
   std::vector<PoolRecord> pools;
-  std::vector<EngineSpan> spans;
+  std::vector<EngineSpan> spans;  // with RolloutOptions::record_spans
   std::vector<IterationRecord> iterations;  // with RolloutOptions::log_iterations
   std::vector<KvSample> kv;  // KV use over time, every kv_sample_interval per engine
   int64_t generated_tokens = 0;

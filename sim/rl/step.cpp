@@ -254,6 +254,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   ro.seed = rollout_seed(s_, d.step);
   ro.log_iterations = static_cast<bool>(o_.on_step);
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
+  ro.record_spans = o_.timeline;  // spans feed the timeline only: a step's can run to millions
   RolloutInput in;
   in.trajectories = d.trajectories;
   in.tool_names = tool_names_;

@@ -53,6 +53,22 @@ struct Setup {
 
 }  // namespace
 
+TEST_CASE("rollout: engine spans are kept only when asked for, and the run is the same without them") {
+  Setup s;
+  Workload w;
+  w.add(1, {turn(1000, 30, 0.5, 20), turn(10, 40)});
+  w.add(2, {turn(500, 50)});
+  auto o = s.options();
+  const auto with = rl::simulate_rollout(o, w.input());
+  o.record_spans = false;
+  const auto without = rl::simulate_rollout(o, w.input());
+  CHECK(!with.spans.empty());
+  CHECK(without.spans.empty());
+  CHECK(without.makespan == with.makespan);
+  CHECK(without.turns.size() == with.turns.size());
+  CHECK(without.events == with.events);
+}
+
 TEST_CASE("rollout: one engine, two requests, timed by hand") {
   Setup s;
   Workload w;
