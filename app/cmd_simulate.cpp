@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/memory_limit.h"
 #include "app/options.h"
 #include "sim/report/outputs.h"
 #include "sim/report/summary.h"
@@ -71,9 +72,19 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   // The full timeline has the pipeline stages' micro-batches too.
   o.detail_pipeline = a.detail_pipeline || timeline.detail == report::TimelineOptions::Detail::full;
   input::Diagnostics trace_diag;
+  std::optional<double> limit;
+  if (std::string error; !memory_limit(a.max_memory, limit, error)) {
+    std::cerr << "arlsim simulate: " << error << "\n";
+    return kExitBadInput;
+  }
   auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
   std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
+  if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), limit, !a.max_memory.empty());
+      !problem.empty()) {
+    std::cerr << "arlsim simulate: " << problem << "\n";
+    return kExitBadInput;
+  }
   // A --timeline-steps range must hold a step the run simulates, or the timeline would be empty.
   if (a.timeline_first >= 0 && !a.out.empty()) {
     bool any = false;
@@ -153,7 +164,9 @@ int run_simulate(const Args& args) {
       "timeline-detail", po::value(&a.timeline_detail)->default_value("engines"),
       "what timeline.json holds: \"stages\" (stages, mini-batches, GPU memory), \"engines\" (and each engine's "
       "iterations and KV use) or \"full\" (and every tool call and pipeline micro-batch)")(
-      "timeline-steps", po::value(&timeline_steps), "only these steps on the timeline: A:B, A: or A");
+      "timeline-steps", po::value(&timeline_steps), "only these steps on the timeline: A:B, A: or A")(
+      "max-memory", po::value(&a.max_memory),
+      "refuse the run when its estimated peak memory is above this size (default: the memory available)");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
     return status;

@@ -28,6 +28,7 @@ struct SimulateArgs {
   int64_t timeline_first = -1, timeline_last = -1;   // steps on the timeline (-1: unbounded)
   bool json = false;
   bool fail_on_oom = false;  // exit kExitOom when any step ran out of memory
+  std::string max_memory;    // --max-memory: the size the run may take ("" = what is available)
 };
 // Runs `arlsim simulate` on a scenario (file or preset name).
 int simulate_scenario(const std::string& scenario, const SimulateArgs& a);

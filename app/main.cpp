@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,12 @@ int main(int argc, char** argv) {
       if (c.name == first) return c.run(Args(args.begin() + 1, args.end()));
     std::cerr << "arlsim: unknown command '" << first << "'\n\n";
     print_usage(std::cerr);
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // Where the estimate up front (simulate's --max-memory) did not foresee it, or a command
+    // without one: a request too large for this machine, not a fault.
+    std::cerr << "arlsim: out of memory: an allocation failed; ask for less at once (fewer steps, trajectories or "
+                 "candidates)\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "arlsim: internal error: " << e.what() << "\n";

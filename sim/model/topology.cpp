@@ -80,6 +80,24 @@ Topology::Topology(const input::ClusterSpec& c, std::optional<ControllerLink> co
   }
 }
 
+double Topology::bytes_for(const input::ClusterSpec& c) {
+  const int64_t nodes_per_leaf =
+      c.topology == input::NetworkTopology::single_switch || c.nodes_per_leaf == 0 ? c.nodes : c.nodes_per_leaf;
+  const auto leaves = static_cast<double>((c.nodes + nodes_per_leaf - 1) / nodes_per_leaf);
+  const auto gpus = static_cast<double>(c.total_gpus());
+  const auto nics = static_cast<double>(c.nodes * c.nics_per_node);
+  const auto nodes = static_cast<double>(c.nodes);
+  // Pairs in the graph: leaf-spine, NIC-leaf, GPU-NVSwitch, GPU-NIC; host pairs outside it.
+  const double graph_pairs = (leaves > 1 ? leaves : 0) + nics + 2 * gpus;
+  const double pairs = graph_pairs + gpus + nics;
+  const double vertices = leaves + 1 + nodes + nics + gpus;
+  constexpr double kName = 32;  // a link's name ("gpu12345->node1543.nvswitch") outgrows the string's own buffer
+  using G = Graph::G;
+  const double edge = sizeof(typename G::StoredEdge) + sizeof(size_t);
+  return 2 * pairs * (sizeof(LinkInfo) + kName + sizeof(double)) + 2 * graph_pairs * edge +
+         vertices * sizeof(typename G::stored_vertex) + gpus * 6 * sizeof(size_t);
+}
+
 void Topology::add_host_links(const input::ClusterSpec& c) {
   // Host links stay out of the routing graph: a GPU-to-GPU path through host memory would tie
   // with the one through the NVSwitch, and host routes are composed explicitly in route().

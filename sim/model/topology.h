@@ -71,6 +71,10 @@ class Topology {
   Topology(const Topology&) = delete;
   Topology& operator=(const Topology&) = delete;
 
+  // The bytes a topology of this cluster holds: its links (with their names), the routing graph's
+  // vertices and edges, and the per-GPU link tables; from the counts the constructor makes.
+  static double bytes_for(const input::ClusterSpec& cluster);
+
   int64_t gpu_count() const { return gpus_; }
   size_t link_count() const { return links_.size(); }
   const LinkInfo& link(size_t id) const { return links_[id]; }

@@ -116,6 +116,7 @@ class Rollout final : public core::EventHandler {
   Rollout(const RolloutOptions& o, const RolloutInput& in);
   RolloutResult run();
   void on_event(uint64_t payload) override;
+  static double state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines);
 
  private:
   struct Engine {
@@ -639,6 +640,29 @@ void Rollout::reward_done(int64_t t) {
 }
 
 }  // namespace
+
+double Rollout::state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines) {
+  // A small heap block with the allocator's header (glibc: 16 bytes of header, 32 at least).
+  constexpr double kSmallBlock = 32;
+  // Per trajectory: its state and its sandbox leases (one small block); the result's arrays (two
+  // times, its context, its flags); its group's dense index; the step's view of its turns; its
+  // arrival event; on its engine a request slot, its entry by trajectory and its cached context
+  // in the LRU (an entry and its links); and on the training side its length, producer and rank.
+  const double trajectory =
+      static_cast<double>(sizeof(Trajectory)) + kSmallBlock + static_cast<double>(pools) * sizeof(core::Lease) +
+      2 * sizeof(SimTime) + sizeof(int64_t) + 1 + sizeof(int64_t) + sizeof(trace::TrajectoryView) +
+      sizeof(core::Event) + sizeof(Request) + 2 * sizeof(int64_t) + 64 + 3 * sizeof(int64_t);
+  // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
+  // and its map on construction) and its record.
+  const double engine = static_cast<double>(sizeof(Engine) + sizeof(EngineScheduler) + sizeof(EngineRecord)) + 512 +
+                        8 * sizeof(void*) + 2 * kSmallBlock;
+  return trajectory * static_cast<double>(trajectories) + sizeof(TurnRecord) * static_cast<double>(turns) +
+         sizeof(ToolCallRecord) * static_cast<double>(tool_calls) + engine * static_cast<double>(engines);
+}
+
+double rollout_memory_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines) {
+  return Rollout::state_bytes(trajectories, turns, tool_calls, pools, engines);
+}
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input) {
   ARLSIM_ASSERT(options.model && options.cluster && options.engines >= 1);

@@ -159,5 +159,9 @@ model::EngineExecution engine_execution(const input::EngineSpec& e);
 std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = nullptr);
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input);
+// The bytes a rollout of that many trajectories, turns and tool calls on that many engines holds
+// at its peak: its records of turns and tool calls, each trajectory's state here, on its engine
+// and in the step around it, and each engine's; from the sizes of those records.
+double rollout_memory_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines);
 
 }  // namespace arlsim::rl

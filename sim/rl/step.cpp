@@ -11,6 +11,7 @@
 #include "sim/graph/step_graph.h"
 #include "sim/model/memory.h"
 #include "sim/trace/gen_options.h"
+#include "sim/model/topology.h"
 #include "sim/model/train.h"
 #include "sim/model/transformer.h"
 #include "sim/rl/dispatch.h"
@@ -797,6 +798,34 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
 }
 
 }  // namespace
+
+RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t) {
+  RunMemory m;
+  m.trace_bytes = static_cast<double>(t.storage_bytes());
+  m.cluster_bytes = model::Topology::bytes_for(s.cluster);
+  const auto pools = static_cast<int64_t>(s.cluster.pools.size());
+  double largest = 0;
+  for (size_t i = 0; i < t.size();) {
+    const int64_t step = t.trajectory(i).info.step;
+    int64_t trajectories = 0, turns = 0, calls = 0;
+    for (; i < t.size() && t.trajectory(i).info.step == step; ++i) {
+      const auto view = t.trajectory(i);
+      ++trajectories;
+      turns += static_cast<int64_t>(view.turns.size());
+      calls += view.tool_calls();
+    }
+    const int64_t engines = rollout_engines(s, layouts_at(s.policy, step).rollout);
+    const double bytes = rollout_memory_bytes(trajectories, turns, calls, pools, engines);
+    if (bytes > largest) {
+      largest = bytes;
+      m.step = step;
+      m.trajectories = trajectories;
+      m.turns = turns;
+    }
+  }
+  m.bytes = m.trace_bytes + m.cluster_bytes + largest;
+  return m;
+}
 
 void project_whole_run(const input::ScenarioSpec& s, const trace::Trace& t, RunResult& r) {
   if (r.steps.empty() || !r.oom_events.empty()) return;

@@ -60,6 +60,18 @@ struct RunOptions {
 std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
                                                 input::Diagnostics& diag, const RunOptions* run = nullptr);
 
+// What a run of a loaded trace holds in memory at its peak: the trace, the cluster's network,
+// and the rollout of its largest step (steps are simulated one after another, and a step's
+// records are dropped once its figures are kept).
+struct RunMemory {
+  double bytes = 0;
+  double trace_bytes = 0;
+  double cluster_bytes = 0;
+  int64_t step = 0;  // the largest step (by the rollout's bytes)
+  int64_t trajectories = 0, turns = 0;  // in it
+};
+RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t);
+
 // The scenario's rollout engines in `layout`: how many, and the options (engine settings,
 // routing, tools, rewards, limits) they run with.
 int64_t rollout_engines(const input::ScenarioSpec& s, const input::RolloutLayout& layout);

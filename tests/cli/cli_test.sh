@@ -316,6 +316,28 @@ expect list-models 0 "$arlsim" list models
 contains list-models-table "$tmp/out" "qwen3-30b-a3b"
 expect list-bad 2 "$arlsim" list gadgets
 
+# A run larger than the memory it may take is refused before it runs, with the estimate and what
+# to change; the estimate scales with the step's trajectories.
+expect memory-refused 2 "$arlsim" simulate default --max-memory "1 MiB"
+contains memory-refused-estimate "$tmp/err" "the run needs about"
+contains memory-refused-step "$tmp/err" "512 trajectories"
+contains memory-refused-what "$tmp/err" "more than the 1.00 MiB of --max-memory: simulate fewer steps at once (--steps A:B)"
+expect memory-bad-size 2 "$arlsim" simulate default --max-memory lots
+contains memory-bad-size-named "$tmp/err" "--max-memory:"
+expect memory-zero 2 "$arlsim" simulate default --max-memory "0 GiB"
+contains memory-zero-named "$tmp/err" "--max-memory: must be more than 0"
+expect memory-enough 0 "$arlsim" simulate default --max-memory "1 GiB" --steps 1:1
+expect memory-larger-step 2 "$arlsim" simulate default --max-memory "1 MiB" --set /workload/prompts_per_step=128
+contains memory-larger-step-count "$tmp/err" "1.02 K trajectories"
+# Without --max-memory the limit is what the process may take (here an address-space limit; not
+# under AddressSanitizer, which reserves terabytes of address space).
+if ! ldd "$arlsim" 2>/dev/null | grep -q libasan; then
+  expect memory-available 2 bash -c "ulimit -v 300000; exec \"\$0\" simulate default --steps 1:1 \
+    --set /workload/prompts_per_step=25000 --set /workload/samples_per_prompt=16" "$arlsim"
+  contains memory-available-said "$tmp/err" "this machine has available"
+  contains memory-available-override "$tmp/err" "or pass --max-memory to run anyway"
+fi
+
 # A run an OOM stopped says so, gives no throughput or cost as if whole, and --fail-on-oom exits 3.
 expect oom-stopped 0 "$arlsim" simulate default --set /workload/engine/gpu_memory_utilization=0.12
 contains oom-stopped-header "$tmp/out" "STOPPED at step 1 (1 of 10): OOM in rollout"

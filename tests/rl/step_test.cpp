@@ -682,6 +682,41 @@ TEST_CASE("step: a sampled trace's whole run is projected from its simulated ste
   CHECK(report::summary_json(whole_run).find("\"projected\": null") != std::string::npos);
 }
 
+TEST_CASE("step: a run's memory is its trace and the rollout records of its largest step") {
+  const auto s = scenario({"/steps=3", "/trace/generate/steps=3", "/trace/generate/every=1",
+                           "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});
+  const auto t = small_trace(s);
+  const rl::RunMemory m = rl::run_memory(s, t);
+  CHECK(m.trace_bytes == static_cast<double>(t.storage_bytes()));
+  CHECK(m.trajectories == 8 * 4);
+  int64_t turns = 0, calls = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t.trajectory(i).info.step == m.step) {
+      turns += static_cast<int64_t>(t.trajectory(i).turns.size());
+      calls += t.trajectory(i).tool_calls();
+    }
+  CHECK(m.turns == turns);
+  const auto pools = static_cast<int64_t>(s.cluster.pools.size());
+  const int64_t engines = rl::rollout_engines(s, s.policy.rollout);
+  CHECK(m.bytes == test::near(m.trace_bytes + m.cluster_bytes + rl::rollout_memory_bytes(m.trajectories, turns, calls, pools, engines)));
+  // No other step needs more.
+  for (int64_t step = 1; step <= 3; ++step) {
+    int64_t n = 0, u = 0, c = 0;
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t.trajectory(i).info.step == step) {
+        ++n;
+        u += static_cast<int64_t>(t.trajectory(i).turns.size());
+        c += t.trajectory(i).tool_calls();
+      }
+    CHECK(rl::rollout_memory_bytes(n, u, c, pools, engines) <= m.bytes - m.trace_bytes - m.cluster_bytes);
+  }
+  // Each turn, call and trajectory adds its records.
+  CHECK(rl::rollout_memory_bytes(2, 10, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
+  CHECK(rl::rollout_memory_bytes(1, 11, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
+  CHECK(rl::rollout_memory_bytes(1, 10, 5, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
+  CHECK(rl::rollout_memory_bytes(1, 10, 4, 1, 2) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
+}
+
 TEST_CASE("step: a run of later steps generates only those, and projects the generator's whole run from them") {
   const auto s = scenario({"/steps=3", "/trace/generate/steps=6", "/trace/generate/every=2",
                            "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});

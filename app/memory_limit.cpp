@@ -1,0 +1,87 @@
+#include "app/memory_limit.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "sim/parse/units.h"
+
+namespace arlsim::app {
+
+namespace {
+
+std::optional<double> read_number(const char* path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word == "max") return std::nullopt;
+  try {
+    size_t used = 0;
+    const double v = std::stod(word, &used);
+    if (used != word.size() || !std::isfinite(v) || v < 0) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<double> mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key, unit;
+    double kib = 0;
+    if (fields >> key >> kib >> unit && key == "MemAvailable:" && unit == "kB") return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> available_memory_bytes() {
+  std::optional<double> available = mem_available();
+  const auto max = read_number("/sys/fs/cgroup/memory.max");
+  const auto current = read_number("/sys/fs/cgroup/memory.current");
+  auto bound = [&](double room) { available = available ? std::min(*available, room) : room; };
+  if (max && current) bound(std::max(0.0, *max - *current));
+  // An address-space limit (ulimit -v) less what the process has mapped already.
+  if (rlimit r{}; getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
+    std::ifstream statm("/proc/self/statm");
+    double pages = 0;
+    statm >> pages;
+    bound(std::max(0.0, static_cast<double>(r.rlim_cur) - pages * static_cast<double>(sysconf(_SC_PAGESIZE))));
+  }
+  return available;
+}
+
+bool memory_limit(const std::string& option, std::optional<double>& limit, std::string& error) {
+  if (option.empty()) {
+    limit = available_memory_bytes();
+    return true;
+  }
+  const auto q = parse::parse_quantity(option, parse::Dimension::bytes);
+  if (!q.error.empty() || !(q.value > 0)) {
+    error = "--max-memory: " + (q.error.empty() ? std::string("must be more than 0") : q.error) + " (" +
+            std::string(parse::unit_examples(parse::Dimension::bytes)) + ")";
+    return false;
+  }
+  limit = q.value;
+  return true;
+}
+
+std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option) {
+  if (!limit || m.bytes <= *limit) return "";
+  std::ostringstream out;
+  out << "the run needs about " << parse::format_bytes(m.bytes) << " of memory at its peak (the trace "
+      << parse::format_bytes(m.trace_bytes) << "; step " << m.step << ", the largest, "
+      << parse::format_count(static_cast<double>(m.trajectories)) << " trajectories and "
+      << parse::format_count(static_cast<double>(m.turns)) << " turns), more than the "
+      << parse::format_bytes(*limit) << (from_option ? " of --max-memory" : " this machine has available")
+      << ": simulate fewer steps at once (--steps A:B) or fewer trajectories a step (/workload/prompts_per_step)"
+      << (from_option ? ", or raise --max-memory" : ", or pass --max-memory to run anyway");
+  return out.str();
+}
+
+}  // namespace arlsim::app

@@ -1,0 +1,25 @@
+// Refusing a run that would not fit in memory before it starts, instead of letting the kernel
+// kill it (or an allocation fail) halfway through.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sim/rl/step.h"
+
+namespace arlsim::app {
+
+// The memory this process may still take, in bytes: the kernel's MemAvailable (/proc/meminfo),
+// bounded by the control group's limit less its usage (cgroup v2: memory.max, memory.current)
+// and by an address-space limit (ulimit -v) less what is mapped, where those are set; nullopt
+// when none can be read.
+std::optional<double> available_memory_bytes();
+
+// The limit a command runs under: --max-memory when given (false with `error` set when it cannot
+// be read as a size), else what is available.
+bool memory_limit(const std::string& option, std::optional<double>& limit, std::string& error);
+
+// "" when the run fits in `limit` (or there is no limit), else why not, naming what to change.
+std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option);
+
+}  // namespace arlsim::app
