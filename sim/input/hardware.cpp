@@ -255,7 +255,7 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
     m.read_quantity("reserved", Dimension::bytes, g.reserved_memory_bytes, Presence::optional, 0, kMaxBytes);
     m.finish();
     if (g.memory_bytes > 0 && g.reserved_memory_bytes >= g.memory_bytes)
-      m.error("reserved", "reserved memory (" + format_bytes(g.reserved_memory_bytes) +
+      m.error_between("reserved", "capacity", "reserved memory (" + format_bytes(g.reserved_memory_bytes) +
                               ") must be smaller than the capacity (" + format_bytes(g.memory_bytes) + ")");
   }
   parse_link(r, "gpu_link", Presence::optional, g.gpu_link);

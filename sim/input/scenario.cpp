@@ -31,11 +31,28 @@ namespace {
 // Reports at the policy field when it exists in the document, else at the policy object.
 class PolicyAt {
  public:
-  PolicyAt(const Value& scenario, Diagnostics& diag) : diag_(diag) {
+  PolicyAt(const Value& scenario, Diagnostics& diag) : scenario_(scenario), diag_(diag) {
     policy_ = scenario.find("policy");
     if (!policy_) policy_ = &scenario;
   }
+  // An error about the policy field at `path` and the scenario's `other` object together (the
+  // cluster's GPUs against a layout): at the policy field, unless only `other` holds what the
+  // user wrote (a --set of the cluster on a preset's policy), which then made it wrong.
+  void error_with(std::string_view path, std::string_view other, std::string message, std::string hint = {}) {
+    const Value* o = scenario_.find(other);
+    const Value* user = o && !parse::user_written_inside(*field(path)) ? parse::user_written_inside(*o) : nullptr;
+    if (user) diag_.error(*user, pointer_of(path), std::move(message), std::move(hint));
+    else error(path, std::move(message), std::move(hint));
+  }
   void error(std::string_view path, std::string message, std::string hint = {}) {
+    diag_.error(*field(path), pointer_of(path), std::move(message), std::move(hint));
+  }
+
+ private:
+  // The deepest value on `path` that the document has, and its pointer.
+  const Value* field(std::string_view path) const { return walk(path).first; }
+  std::string pointer_of(std::string_view path) const { return walk(path).second; }
+  std::pair<const Value*, std::string> walk(std::string_view path) const {
     const Value* node = policy_;
     std::string ptr = "/policy";
     std::string_view rest = path;
@@ -55,10 +72,10 @@ class PolicyAt {
       ptr = pointer_append(ptr, key);
       rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
     }
-    diag_.error(*node, ptr, std::move(message), std::move(hint));
+    return {node, ptr};
   }
 
- private:
+  const Value& scenario_;
   const Value* policy_;
   Diagnostics& diag_;
 };
@@ -87,7 +104,7 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   check_heads(at, m, where, t.tp, true);
   const int64_t gpus = s.train_gpus();
   if (t.gpus() != gpus) {
-    at.error(std::string(where),
+    at.error_with(std::string(where), "cluster",
              "tp x pp x dp x cp = " + n(t.tp) + " x " + n(t.pp) + " x " + n(t.dp) + " x " + n(t.cp) + " = " + n(t.gpus()) +
                  " GPUs, but training has " + n(gpus) +
                  (s.policy.placement == Placement::colocated ? " (all GPUs of the cluster)"

@@ -10,12 +10,37 @@ void Diagnostics::add(Diagnostic d) {
   items_.push_back(std::move(d));
 }
 
-void Diagnostics::error(const Value& at, std::string_view pointer, std::string message, std::string hint) {
+const Value* user_written_inside(const Value& v) {
+  if (v.file() && !v.file()->is_preset) return &v;
+  if (v.is_object())
+    for (const auto& m : v.members())
+      if (const Value* found = m.value ? user_written_inside(*m.value) : nullptr) return found;
+  if (v.is_array())
+    for (const auto& e : v.items())
+      if (const Value* found = user_written_inside(e)) return found;
+  return nullptr;
+}
+
+namespace {
+
+// Where to point: an object or array a preset holds, into which the user's own file or a --set
+// wrote something, is reported where the user wrote it, since that is what made it wrong.
+const Value& located(const Value& at) {
+  if (!at.file() || !at.file()->is_preset || !(at.is_object() || at.is_array())) return at;
+  const Value* user = user_written_inside(at);
+  return user ? *user : at;
+}
+
+}  // namespace
+
+void Diagnostics::error(const Value& value, std::string_view pointer, std::string message, std::string hint) {
+  const Value& at = located(value);
   add({Severity::error, at.file() ? at.file()->display_name : std::string(), at.pos(), std::string(pointer),
        std::move(message), std::move(hint)});
 }
 
-void Diagnostics::warning(const Value& at, std::string_view pointer, std::string message, std::string hint) {
+void Diagnostics::warning(const Value& value, std::string_view pointer, std::string message, std::string hint) {
+  const Value& at = located(value);
   add({Severity::warning, at.file() ? at.file()->display_name : std::string(), at.pos(), std::string(pointer),
        std::move(message), std::move(hint)});
 }

@@ -43,6 +43,11 @@ class Diagnostics {
   size_t errors_ = 0;
 };
 
+// The first value inside `v`, or `v` itself (depth first, in order), that the user wrote (a
+// file of theirs, a --set) rather than a preset; nullptr when a preset gave all of it. Errors
+// reported at an object a preset holds point there instead.
+const Value* user_written_inside(const Value& v);
+
 std::string format_diagnostic(const Diagnostic& d);
 std::string format_all(const Diagnostics& diag);
 

@@ -207,6 +207,14 @@ void ObjectReader::error(std::string_view key, std::string message, std::string 
   diag_.error(v ? *v : v_, v ? pointer_of(key) : pointer_, std::move(message), std::move(hint));
 }
 
+void ObjectReader::error_between(std::string_view key, std::string_view other, std::string message, std::string hint) {
+  auto from_preset = [&](std::string_view k) {
+    const Value* v = object_ ? v_.find(k) : nullptr;
+    return !v || (v->file() && v->file()->is_preset);
+  };
+  error(from_preset(key) && !from_preset(other) ? other : key, std::move(message), std::move(hint));
+}
+
 void ObjectReader::reject(std::string_view key, const std::string& why, std::string hint) {
   if (field(key)) error(key, std::string(key) + " is not modelled: " + why, std::move(hint));
 }

@@ -120,6 +120,9 @@ class ObjectReader {
   void finish_allowing_unknown_from(const SourceFile* file);
 
   void error(std::string_view key, std::string message, std::string hint = {});
+  // An error about two fields together, reported at `key` unless a preset gave `key` and the user
+  // wrote `other`: then at `other`, which is what the user changed.
+  void error_between(std::string_view key, std::string_view other, std::string message, std::string hint = {});
   // A key the format names but the simulator does not model: an error saying why, when present,
   // rather than a value accepted and then ignored.
   void reject(std::string_view key, const std::string& why, std::string hint = {});

@@ -27,10 +27,19 @@ TEST_CASE("scenario: the default scenario is valid and fully resolved") {
   CHECK(s->cluster.pools[0].cold_start.ns() == 2'000'000'000);
 }
 
-TEST_CASE("scenario: layout products must equal the stage's GPUs") {
+TEST_CASE("scenario: layout products must equal the stage's GPUs, reported where the user changed them") {
+  // The layout object is the preset's; the user's --set inside it is what made it wrong.
   CHECK(errors_of({"/policy/train/dp=4"}) ==
-        "preset:scenario/default:36:14: /policy/train: tp x pp x dp x cp = 2 x 1 x 4 x 1 = 8 GPUs, but training has 16 "
+        "--set /policy/train/dp=4: /policy/train: tp x pp x dp x cp = 2 x 1 x 4 x 1 = 8 GPUs, but training has 16 "
         "(all GPUs of the cluster)\n");
+  // A preset's layout against the user's cluster: at the cluster, which the user changed.
+  CHECK(errors_of({"/cluster/nodes=1"}) ==
+        "--set /cluster/nodes=1: /policy/train: tp x pp x dp x cp = 2 x 1 x 8 x 1 = 16 GPUs, but training has 8 "
+        "(all GPUs of the cluster)\n");
+  // A two-field limit in a preset's GPU: at the field the user set.
+  CHECK(errors_of({"/cluster/gpu/memory/capacity=\"1 GiB\""}).find(
+            "--set /cluster/gpu/memory/capacity=\"1 GiB\": /cluster/gpu/memory/capacity: reserved memory (2.00 GiB) must "
+            "be smaller than the capacity (1.00 GiB)") == 0);
 }
 
 TEST_CASE("scenario: tensor parallelism must split the heads") {
@@ -38,7 +47,7 @@ TEST_CASE("scenario: tensor parallelism must split the heads") {
   CHECK(errors_of({"/policy/rollout/tp=3"}) ==
         "--set /policy/rollout/tp=3: /policy/rollout/tp: the model's 32 attention heads do not split over tp = 3; "
         "choose a tp that divides 32\n"
-        "preset:scenario/default:35:16: /policy/rollout: rollout's 16 GPUs do not split into engines of tp x pp = 3 GPUs; "
+        "--set /policy/rollout/tp=3: /policy/rollout: rollout's 16 GPUs do not split into engines of tp x pp = 3 GPUs; "
         "set \"replicas\" to use fewer GPUs\n");
   CHECK(errors_of({"/policy/train/tp=16", "/policy/train/dp=1"}) ==
         "--set /policy/train/tp=16: /policy/train/tp: the model's 8 key-value heads do not split over tp = 16; "
