@@ -106,8 +106,8 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
   const rl::RunResult r = rl::simulate_run(s, *t, o);
   for (const auto& oom : r.oom_events)
     std::cerr << file << ": warning: step " << oom.step << ": " << oom.stage << " does not fit: it needs "
-              << report::format_fixed(oom.needed_gib, 1) << " GiB per GPU, " << report::format_fixed(oom.available_gib, 1)
-              << " GiB available\n";
+              << report::format_fixed(oom.needed_gib, 1) << (oom.host ? " GiB of host memory per node, " : " GiB per GPU, ")
+              << report::format_fixed(oom.available_gib, 1) << " GiB available\n";
   for (const auto& w : r.warnings) std::cerr << file << ": warning: step " << w.step << ": " << w.message << "\n";
 }
 

@@ -148,6 +148,15 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
       if (!c.fits()) problem = needs("critic training", c);
     }
   }
+  // Offloaded states and sleeping engines' weights in the node's host memory (the configured
+  // rollout layout's engines: what sleeps beside this training layout).
+  if (problem.empty())
+    if (const auto host = rl::host_memory_at(s_, s_.policy.rollout, layout_); host && !host->fits()) {
+      const auto most = *std::max_element(host->items.begin(), host->items.end(),
+                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+      problem = "training needs " + gib(host->total()) + " GiB of host memory per node (" + most.first + " " +
+                gib(most.second) + " GiB), " + gib(host->capacity_bytes) + " GiB available";
+    }
   memory_.emplace(key, problem);
   return problem;
 }

@@ -142,6 +142,7 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   parse_pools(r, c);
   c.price_usd_per_gpu_hour = c.gpu.price_usd_per_gpu_hour;
   r.read("price_usd_per_gpu_hour", c.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
+  r.read_quantity("host_memory", Dimension::bytes, c.host_memory_bytes, Presence::optional, 1 << 30, 1e15);
   r.finish();
   if (c.nics_per_node == 0) c.nics_per_node = c.gpus_per_node;
   if (c.controller_bandwidth_bytes_per_s <= 0) c.controller_bandwidth_bytes_per_s = c.nic_bandwidth_bytes_per_s;

@@ -53,6 +53,9 @@ struct ClusterSpec {
   double controller_bandwidth_bytes_per_s = 0;  // the single controller's link; 0 = one GPU's NIC
   std::vector<PoolSpec> pools;
   double price_usd_per_gpu_hour = 0;  // defaults to the profile's; 0 = unknown
+  // Host (CPU) memory of one node, which offloaded training states and sleeping engines' weights
+  // live in; 0 = unknown (not checked).
+  double host_memory_bytes = 0;
 
   int64_t total_gpus() const { return nodes * gpus_per_node; }
 };

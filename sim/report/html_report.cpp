@@ -156,7 +156,7 @@ std::string memory_chart(const rl::RunResult& r) {
   }
   if (r.gpu_memory_gib > 0) c.hline(r.gpu_memory_gib, "#b00020", "GPU memory " + short_number(r.gpu_memory_gib) + " GiB");
   for (const auto& o : r.oom_events)
-    c.cross(static_cast<double>(o.step), o.needed_gib, "#b00020", "OOM in " + o.stage);
+    c.cross(static_cast<double>(o.step), o.needed_gib, "#b00020", "OOM in " + o.stage + (o.host ? " (host memory)" : ""));
   c.legend(legend);
   return c.svg();
 }
@@ -215,7 +215,8 @@ std::string run_report_html(const rl::RunResult& r) {
        (r.steps_total > 0 ? " of a " + std::to_string(r.steps_total) + "-step run" : "") + ".</p>\n";
   if (r.stopped_on_oom && !r.oom_events.empty()) {
     const auto& o = r.oom_events.front();
-    h += "<p class=\"warn\">Stopped at step " + std::to_string(o.step) + ": out of memory in " + xml_escape(o.stage) + " (" +
+    h += "<p class=\"warn\">Stopped at step " + std::to_string(o.step) + ": out of " + (o.host ? "host " : "") +
+         "memory in " + xml_escape(o.stage) + " (" +
          short_number(o.needed_gib) + " GiB needed, " + short_number(o.available_gib) +
          " GiB available). The figures below are the steps before it, not a whole run.</p>\n";
   }
@@ -234,7 +235,7 @@ std::string run_report_html(const rl::RunResult& r) {
   if (!r.oom_events.empty()) {
     h += "<table>" + head({"step", "stage", "rank", "needed GiB", "available GiB", "largest part"});
     for (const auto& o : r.oom_events)
-      h += "<tr>" + cell(std::to_string(o.step), true) + cell(o.stage) + cell(std::to_string(o.rank)) +
+      h += "<tr>" + cell(std::to_string(o.step), true) + cell(o.stage + (o.host ? " (host memory)" : "")) + cell(std::to_string(o.rank)) +
            cell(short_number(o.needed_gib)) + cell(short_number(o.available_gib)) +
            cell(o.contributors_gib.empty() ? "-" : o.contributors_gib.front().first + " " +
                                                         short_number(o.contributors_gib.front().second) + " GiB") +

@@ -22,6 +22,7 @@ ordered_json gib_object(const std::vector<std::pair<std::string, double>>& entri
 ordered_json oom_json(const rl::OomEvent& e) {
   return ordered_json{{"step", e.step},
                       {"stage", e.stage},
+                      {"memory", e.host ? "host" : "gpu"},
                       {"rank", e.rank},
                       {"needed_gib", e.needed_gib},
                       {"available_gib", e.available_gib},

@@ -79,7 +79,8 @@ std::string oom_lines(const rl::RunResult& r) {
   const auto& e = r.oom_events.front();
   std::string out = std::to_string(r.oom_events.size()) + (r.oom_events.size() == 1 ? " event" : " events");
   out += "; first: step " + std::to_string(e.step) + ", stage " + e.stage + ", rank " + std::to_string(e.rank);
-  out += ": needs " + format_fixed(e.needed_gib, 2) + " GiB of " + format_fixed(e.available_gib, 2) + " GiB\n";
+  out += ": needs " + format_fixed(e.needed_gib, 2) + " GiB of " + format_fixed(e.available_gib, 2) + " GiB" +
+         (e.host ? " of host memory per node\n" : "\n");
   if (e.contributors_gib.empty()) return out;
   std::string parts;
   for (size_t i = 0; i < e.contributors_gib.size() && i < kOomContributorsShown; ++i)
@@ -96,7 +97,8 @@ std::string run_table(const rl::RunResult& r) {
                     (r.steps.size() == 1 ? " step" : " steps");
   if (r.stopped_on_oom && !r.oom_events.empty())
     out += "; STOPPED at step " + std::to_string(r.oom_events.front().step) + " (" + std::to_string(r.steps.size()) + " of " +
-           std::to_string(r.steps_planned) + "): OOM in " + r.oom_events.front().stage;
+           std::to_string(r.steps_planned) + "): OOM in " + r.oom_events.front().stage +
+           (r.oom_events.front().host ? " (host memory)" : "");
   out += "\n\n";
   if (!r.steps.empty()) out += step_time_lines(s) + "\n" + stage_lines(s, r.steps.size()) + "\n";
   if (r.stopped_on_oom) {

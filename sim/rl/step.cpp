@@ -364,6 +364,11 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     p.oom = oom_event(d.step, "train", memory, memory.total());
     return;
   }
+  if (const auto host = host_memory_at(s_, l.rollout, l.train); host && !host->fits()) {
+    p.oom = oom_event(d.step, "train", *host, host->total());
+    p.oom->host = true;
+    return;
+  }
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
     // Gradient reduction and the optimizer step from the estimate at the mean length: they do
     // not depend on how the tokens are split.

@@ -222,6 +222,12 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
 // batching): what decides an OOM of experience preparation.
 model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                          int64_t longest, bool value_head = false);
+// One node's host memory while training runs in `train` (rollout in `rollout`): the training
+// states its ranks offload (optimizer states, and parameters with offload_params; the critic's
+// too when it trains), and the weights colocated engines keep there asleep at level 1. nullopt
+// when the cluster does not give its host memory.
+std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& s, const input::RolloutLayout& rollout,
+                                                     const input::TrainLayout& train);
 // What a refit moves, as refit_seconds prices it and a runtime executes it: the method (the
 // policy's, or the one `automatic` picks for the placement), each rollout GPU's bf16 shard, and
 // for all-gather-swap the ranks each shard is gathered from.

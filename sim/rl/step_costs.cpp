@@ -307,6 +307,31 @@ model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const inp
   return model::forward_memory(m, s.cluster.gpu, l, shape);
 }
 
+std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& s, const input::RolloutLayout& rollout,
+                                                     const input::TrainLayout& train) {
+  if (s.cluster.host_memory_bytes <= 0) return std::nullopt;
+  model::MemoryBreakdown b;
+  b.capacity_bytes = s.cluster.host_memory_bytes;
+  // The busiest node holds a whole node of training ranks (or all of them, on fewer GPUs).
+  const double ranks = real(std::min(s.cluster.gpus_per_node, train.gpus()));
+  double optimizer = 0, weights = 0;
+  auto offloaded = [&](const input::ModelSpec& m) {
+    const model::TrainingState state = model::training_state(m, train, s.workload.dtype);
+    if (train.offload_optimizer) optimizer += ranks * state.optimizer;
+    if (train.offload_params) weights += ranks * state.weights;
+  };
+  offloaded(s.model);
+  if (s.workload.critic) offloaded(*s.workload.critic);
+  b.items.emplace_back("offloaded optimizer states", optimizer);
+  b.items.emplace_back("offloaded weights", weights);
+  // Colocated engines asleep at level 1 keep each rollout GPU's bf16 shard in host memory.
+  double asleep = 0;
+  if (s.policy.placement == input::Placement::colocated && s.workload.engine.sleep_level == 1)
+    asleep = real(s.cluster.gpus_per_node) * 2.0 * model::count_params(s.model).total / real(rollout.gpus_per_engine());
+  b.items.emplace_back("sleeping engines' weights", asleep);
+  return b;
+}
+
 double engine_sleep_wake_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
   if (s.policy.placement != input::Placement::colocated || s.workload.engine.sleep_level != 1) return 0;
   // Level 1: each rollout GPU's shard of the weights (bf16) out to host memory after the rollout

@@ -22,6 +22,7 @@ using graph::StageTimes;
 struct OomEvent {
   int64_t step = 0;
   std::string stage;
+  bool host = false;  // the node's host memory ran short (offloaded states, sleeping engines), not a GPU's
   int64_t rank = 0;
   double needed_gib = 0;
   double available_gib = 0;

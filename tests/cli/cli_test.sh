@@ -316,6 +316,18 @@ expect list-models 0 "$arlsim" list models
 contains list-models-table "$tmp/out" "qwen3-30b-a3b"
 expect list-bad 2 "$arlsim" list gadgets
 
+# Offloaded states and sleeping engines that do not fit the node's host memory stop the run there.
+expect host-oom 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/offload_optimizer=true \
+  --set '/cluster/host_memory="64 GiB"'
+contains host-oom-header "$tmp/out" "OOM in train (host memory)"
+contains host-oom-line "$tmp/out" "needs 106.80 GiB of 64.00 GiB of host memory per node"
+contains host-oom-parts "$tmp/out" "sleeping engines' weights 61.03, offloaded optimizer states 45.77"
+expect host-oom-json 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/offload_optimizer=true \
+  --set '/cluster/host_memory="64 GiB"' --json
+contains host-oom-json-memory "$tmp/out" '"memory": "host"'
+expect host-memory-small 2 "$arlsim" check default --set '/cluster/host_memory="1 MiB"'
+contains host-memory-small-named "$tmp/err" "/cluster/host_memory"
+
 # A run larger than the memory it may take is refused before it runs, with the estimate and what
 # to change; the estimate scales with the step's trajectories.
 expect memory-refused 2 "$arlsim" simulate default --max-memory "1 MiB"

@@ -8,6 +8,7 @@
 #include "planner/features.h"
 #include "planner/plan.h"
 #include "planner/selector.h"
+#include "sim/model/transformer.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 #include "tests/model/model_fixtures.h"
@@ -336,6 +337,37 @@ TEST_CASE("space: offload is searched where the training states do not fit witho
   CHECK(fits);  // and some offloaded layout holds them
   // Qwen3-8B fits without: no offload candidates lengthen its search.
   CHECK(count_offload(scenario({}), fits) == 0);
+}
+
+TEST_CASE("analytic: a layout whose offloaded states do not fit the node's host memory is infeasible, with the reason") {
+  // Qwen2.5-72B on one node of 8 H100 with its optimizer states offloaded: 12 bytes a parameter
+  // over the node's 8 ranks is about 0.8 TiB of host memory, and the sleeping TP2 engines' bf16
+  // weights 4 x 145 GB more.
+  const auto s = scenario({"/model=\"qwen2.5-72b\"", "/cluster/nodes=1", "/policy/train/dp=4"});
+  input::TrainLayout l = s.policy.train;
+  l.zero = 3;
+  l.recompute = input::Recompute::full;
+  l.offload_optimizer = true;
+  planner::StepFeatures f;
+  f.trajectories = 512;
+  f.mean_context = 1024;
+  f.max_context = 1024;
+  const auto host = rl::host_memory_at(s, s.policy.rollout, l);
+  REQUIRE(host);
+  const double params = model::count_params(s.model).total;
+  CHECK(host->get("offloaded optimizer states") == doctest::Approx(12.0 * params).epsilon(0.01));
+  CHECK(host->get("sleeping engines' weights") == doctest::Approx(8 * 2.0 * params / 2));
+  CHECK(host->fits());  // 2 TiB of the DGX H100
+  CHECK(planner::TrainEstimator(s, l).cost(f).feasible());
+  auto small = s;
+  small.cluster.host_memory_bytes = 512.0 * (1 << 30);
+  const auto cost = planner::TrainEstimator(small, l).cost(f);
+  CHECK(!cost.feasible());
+  CHECK(cost.infeasible.find("GiB of host memory per node (offloaded optimizer states") != std::string::npos);
+  // Unknown host memory is not checked.
+  small.cluster.host_memory_bytes = 0;
+  CHECK(!rl::host_memory_at(small, small.policy.rollout, l));
+  CHECK(planner::TrainEstimator(small, l).cost(f).feasible());
 }
 
 TEST_CASE("capacity: near misses on paper never crowd out a configuration within the limit") {

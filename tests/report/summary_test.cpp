@@ -56,7 +56,7 @@ TEST_CASE("summary.json holds the run, its steps and OOMs under the documented k
   CHECK(s1["memory_peak_gib"] == json{{"rollout", 61.0}, {"train", 79.5}});
   CHECK(s1["oom"].is_null());
 
-  const json oom{{"step", 2}, {"stage", "train"}, {"rank", 3}, {"needed_gib", 92.5}, {"available_gib", 80.0},
+  const json oom{{"step", 2}, {"stage", "train"}, {"memory", "gpu"}, {"rank", 3}, {"needed_gib", 92.5}, {"available_gib", 80.0},
                  {"contributors_gib", {{"activations", 40.25}, {"weights", 30.0}, {"optimizer", 22.25}}}};
   CHECK(j["steps"][2]["oom"] == oom);
   CHECK(j["oom_events"] == json::array({oom}));
