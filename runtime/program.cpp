@@ -94,8 +94,15 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   if (r.pp != 1 || r.ep != 1) return "/policy/rollout: pp and ep must be 1";
   if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
   if (s.workload.engine.enforce_eager) return "/workload/engine/enforce_eager: eager dispatch is not executed yet";
-  if (s.workload.critic) return "/workload/critic: a critic is not executed yet";
-  if (s.policy.old_logprob || s.policy.ref_logprob) return "/policy: pass layouts other than the training layout are not executed yet";
+  if (const auto& c = s.workload.critic; c && (c->has_moe || c->attention == input::AttentionKind::mla))
+    return "/workload/critic: a mixture-of-experts or multi-head-latent-attention critic (the runtime executes dense "
+           "models with standard attention)";
+  const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
+      {"/policy/old_logprob", &s.policy.old_logprob}, {"/policy/ref_logprob", &s.policy.ref_logprob},
+      {"/policy/critic", &s.policy.critic}};
+  for (const auto& [where, pass] : passes)
+    if (*pass && ((*pass)->pp != 1 || (*pass)->cp != 1))
+      return std::string(where) + ": pp and cp must be 1 (the runtime executes tp x dp)";
   if (s.policy.partial_rollout > 0) return "/policy/sync/partial_rollout: partial rollout is not executed yet";
   if (!s.policy.schedule.empty()) return "/policy/schedule: layout switches are not executed yet";
   if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)
@@ -149,8 +156,12 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
   }
 }
 
+int32_t weights_after(const input::ModelSpec& m, int32_t weight_base) {
+  return weight_base + static_cast<int32_t>(4 * m.num_layers) + 1;
+}
+
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                     bool forward_only) {
+                     bool forward_only, int32_t weight_base) {
   const auto& l = r.layout;
   const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len;
   const int64_t qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
@@ -174,8 +185,8 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
   const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(tp);
   for (int64_t device : tp_group) {
     auto& ks = p.on(device);
-    auto with_weight = [](Kernel g, int64_t layer, size_t i) {
-      g.weight = static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
+    auto with_weight = [&](Kernel g, int64_t layer, size_t i) {
+      g.weight = weight_base + static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
       return g;
     };
     auto layer_forward = [&](int64_t layer) {
@@ -190,7 +201,7 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
     };
     ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
     for (int64_t layer = 0; layer < m.num_layers; ++layer) layer_forward(layer);
-    const auto head_weight = static_cast<int32_t>(4 * m.num_layers);
+    const auto head_weight = weight_base + static_cast<int32_t>(4 * m.num_layers);
     ks.push_back(gemm(head.m, head.n, head.k, head_weight));
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
     if (forward_only) continue;
@@ -205,7 +216,7 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
       for (const auto& e : backward_kernels) ks.push_back(memory(e.bytes, 1));
       for (size_t g = gemms.size(); g-- > 0;) {
         if (group >= 0 && (g == 3 || g == 1)) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
-        ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
+        ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, weight_base + static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
         ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
         if (g == 1) ks.push_back(attn_backward);
       }

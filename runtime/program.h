@@ -69,9 +69,13 @@ std::string unsupported_reason(const input::ScenarioSpec& s);
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine,
                           const model::IterationBatch& batch, int64_t iterations);
 // One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
-// forward, and unless forward_only the backward with the layout's recompute.
+// forward, and unless forward_only the backward with the layout's recompute. Its weights are
+// buffers weight_base + 4 x layer + i (the head after the layers): a second model on the same
+// devices (a critic) takes a base past the first's, so that each reads its own weights.
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                     bool forward_only);
+                     bool forward_only, int32_t weight_base = 0);
+// The first weight buffer past model m's (a base for the next model on the same devices).
+int32_t weights_after(const input::ModelSpec& m, int32_t weight_base = 0);
 // The end of an optimizer step on a data-parallel group (each device one rank): the gradients
 // reduced (all-reduce, or reduce-scatter and all-gather under ZeRO 1-2) and Adam over the shard.
 void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group);

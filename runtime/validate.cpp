@@ -67,13 +67,27 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       *tail_s = a.end_s - a.start_s;  // rule rewards on the host: a timer
       break;
     case graph::Stage::old_logprob:
-    case graph::Stage::ref_logprob: {
-      rl::MicroBatchTimer timer(s, s.model, l, false);
-      const auto by_rank = rl::samples_by_rank(e.tokens, e.rank, l.dp, 0, 1);
-      const auto batches = rl::micro_batches_of_ranks(by_rank, l);
-      for (int64_t dp = 0; dp < l.dp; ++dp)
+    case graph::Stage::ref_logprob:
+    case graph::Stage::critic: {
+      // A forward pass in the policy's layout for it, over the samples as the simulator assigned
+      // them: where dispatch put them when the pass keeps the training ranks, else balanced anew.
+      const bool critic = a.stage == graph::Stage::critic;
+      if (critic && !s.workload.critic) break;  // no critic: the activity is empty
+      const auto& layout = a.stage == graph::Stage::old_logprob ? s.policy.old_logprob
+                           : a.stage == graph::Stage::ref_logprob ? s.policy.ref_logprob
+                                                                  : s.policy.critic;
+      const input::TrainLayout tl = rl::pass_layout(l, layout);
+      const input::ModelSpec& m = critic ? *s.workload.critic : s.model;
+      const std::vector<int64_t> rank =
+          tl.dp == l.dp ? e.rank
+                        : rl::assign_ranks(e.tokens, tl.dp, s.policy.batch_assignment != input::BatchAssignment::in_order);
+      const graph::Placement devices = rl::train_placement(s, tl);
+      rl::MicroBatchTimer timer(s, m, tl, critic);
+      const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, rank, tl.dp, 0, 1), tl);
+      const int32_t weights = critic ? weights_after(s.model) : 0;
+      for (int64_t dp = 0; dp < tl.dp; ++dp)
         for (const auto& b : batches[static_cast<size_t>(dp)])
-          if (b.tokens > 0) add_micro_batch(p, s.model, timer.request(b), tp_group(l, ranks.first_device(), dp), true);
+          if (b.tokens > 0) add_micro_batch(p, m, timer.request(b), tp_group(tl, devices.first_device(), dp), true, weights);
       break;
     }
     case graph::Stage::dispatch: {
@@ -90,18 +104,23 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       break;
     }
     case graph::Stage::train: {
+      // The policy's optimizer step on this part's mini-batch, then the critic's on the same
+      // samples with its value head (the simulator spreads both over the parts alike).
       const int64_t mini_batches = s.workload.mini_batches;
       const int64_t part = a.part % mini_batches;
-      rl::MicroBatchTimer timer(s, s.model, l, false);
       const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, e.rank, l.dp, part, mini_batches), l);
-      for (int64_t dp = 0; dp < l.dp; ++dp)
-        for (const auto& b : batches[static_cast<size_t>(dp)])
-          if (b.tokens > 0) add_micro_batch(p, s.model, timer.request(b), tp_group(l, ranks.first_device(), dp), false);
-      for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, s.model, l, dp_group(l, ranks.first_device(), tp));
+      auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
+        rl::MicroBatchTimer timer(s, m, l, value_head);
+        for (int64_t dp = 0; dp < l.dp; ++dp)
+          for (const auto& b : batches[static_cast<size_t>(dp)])
+            if (b.tokens > 0) add_micro_batch(p, m, timer.request(b), tp_group(l, ranks.first_device(), dp), false, weights);
+        for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp));
+      };
+      optimizer_step(s.model, false, 0);
+      if (s.workload.critic) optimizer_step(*s.workload.critic, true, weights_after(s.model));
       break;
     }
     case graph::Stage::weight_sync: add_weight_sync(p, s, e.rollout, l); break;
-    case graph::Stage::critic: break;  // no critic (unsupported_reason): the activity is empty
   }
   return p;
 }

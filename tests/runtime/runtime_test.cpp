@@ -4,6 +4,9 @@
 // model prices.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <set>
+
 #include <barrier>
 #include <cstring>
 #include <thread>
@@ -204,6 +207,23 @@ TEST_CASE("a micro-batch and an optimizer step run the training model's kernels"
   const double params = model::largest_stage_params(m, l).dense;
   CHECK(ks[0].bytes == doctest::Approx(2 * params));
   CHECK(ks[1].bytes == doctest::Approx(30 * params / 2));  // Adam over a ZeRO-1 shard
+  // A second model on the same device (a critic, with its value head) reads its own weights.
+  runtime::Program c;
+  runtime::add_micro_batch(c, m, r, {0}, true);
+  const int32_t base = runtime::weights_after(m);
+  CHECK(base == 4 * static_cast<int32_t>(m.num_layers) + 1);
+  model::TrainRequest value = r;
+  value.value_head = true;
+  runtime::add_micro_batch(c, m, value, {0}, true, base);
+  std::set<int32_t> first, second;
+  const auto& all = c.devices.at(0).second;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].kind == Kernel::Kind::gemm && all[i].weight >= 0) (i < all.size() / 2 ? first : second).insert(all[i].weight);
+  CHECK(first.size() == 4 * 2 + 1);
+  CHECK(second.size() == 4 * 2 + 1);
+  CHECK(*first.rbegin() < *second.begin());
+  const auto head = std::find_if(all.rbegin(), all.rend(), [](const Kernel& k) { return k.kind == Kernel::Kind::gemm; });
+  CHECK(head->n == 1);  // ... and its head gives one value per token
 }
 
 TEST_CASE("validate refuses what the runtime cannot execute, naming the field") {
@@ -227,6 +247,13 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto broadcast = *s;
   broadcast.policy.weight_sync = input::WeightSync::broadcast;
   CHECK(runtime::unsupported_reason(broadcast).rfind("/policy/weight_sync/method", 0) == 0);
+  // A critic and pass layouts of tp x dp run; a pass layout with pp is refused.
+  auto ppo = *s;
+  ppo.workload.critic = s->model;
+  ppo.policy.old_logprob = input::InferenceLayout{2, 1, 1, 1};
+  CHECK(runtime::unsupported_reason(ppo).empty());
+  ppo.policy.ref_logprob = input::InferenceLayout{1, 2, 1, 1};
+  CHECK(runtime::unsupported_reason(ppo).rfind("/policy/ref_logprob", 0) == 0);
 }
 
 TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {

@@ -73,6 +73,24 @@ assert sync["measured_s"] > 0 and sync["predicted_s"] > 0, sync
 assert r["checksum_failures"] == 0 and r["bytes_verified"] > 2**20, r["bytes_verified"]
 PY
 
+# PPO: a critic (its forward pass with a value head, its training after the policy's on each
+# mini-batch, its own weights) and an old-log-prob pass in its own layout (tp 2, dp 1).
+critic='{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768,
+  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "num_hidden_layers": 2, "vocab_size": 8192,
+  "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": true, "torch_dtype": "float32"}'
+expect validate-critic 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  --set '/workload/algorithm="ppo"' --set "/workload/critic=$critic" --set '/policy/old_logprob={"tp": 2, "dp": 1}' --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-critic-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+stages = {s["stage"]: s for s in r["stages"]}
+for name in ("critic", "old_logprob", "train"):
+    assert stages[name]["measured_s"] > 0 and stages[name]["predicted_s"] > 0, stages.get(name)
+assert r["checksum_failures"] == 0
+PY
+expect validate-pass-pp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "pp": 2, "dp": 1}'
+contains validate-pass-pp-named "$tmp/err" "/policy/old_logprob: pp and cp must be 1"
+
 # Bad input.
 # The CUDA backend: one process per GPU, bf16; without a GPU (or without the toolkit) a clear refusal.
 expect validate-cuda-processes 2 "$arlsim" validate "$scenario" --backend cuda --profile calib/profiles/h100-sxm.json
