@@ -2,6 +2,7 @@
 // scenario's trace by each selector (as configured, static, online, offline), side by side; the
 // adopted schedule simulated; a dispatch plan for one step; plan.json for exporters and replays.
 #include <algorithm>
+#include <cmath>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
@@ -53,6 +54,27 @@ void print_stage(const char* title, const std::vector<Candidate>& candidates, co
         std::printf("%s step %lld: %s", i == 0 ? "" : ",", static_cast<long long>(steps[i]),
                     planner::layout_name(candidates[s.choice[i]].layout).c_str());
     std::printf("\n");
+  }
+}
+
+// The preparation passes' layouts: the policy's, or the fastest tried over the trace.
+void print_passes(const std::vector<planner::PassChoice>& passes) {
+  if (passes.empty()) return;
+  auto name = [](const std::optional<input::InferenceLayout>& l) {
+    return l ? "tp" + std::to_string(l->tp) + (l->pp > 1 ? " pp" + std::to_string(l->pp) : "") +
+                   (l->cp > 1 ? " cp" + std::to_string(l->cp) : "") + " dp" + std::to_string(l->dp)
+             : std::string("the training layout");
+  };
+  auto seconds = [](double s) { return std::isfinite(s) ? report::format_fixed(s, 1) + " s" : std::string("does not fit"); };
+  std::printf("\npreparation passes (over the trace)\n");
+  for (const auto& p : passes) {
+    if (!p.searched) {
+      std::printf("  %-12s %s, as configured: %s\n", p.stage.c_str(), name(p.chosen).c_str(), seconds(p.chosen_s).c_str());
+      continue;
+    }
+    std::printf("  %-12s %s: %s", p.stage.c_str(), name(p.chosen).c_str(), seconds(p.chosen_s).c_str());
+    if (p.chosen) std::printf(" (in the configured training layout: %s)", seconds(p.training_layout_s).c_str());
+    std::printf("; %lld layouts tried\n", static_cast<long long>(p.candidates));
   }
 }
 
@@ -202,6 +224,7 @@ int run_plan(const Args& args) {
   print_candidates("training", plan.train);
   print_stage("rollout layouts", plan.rollout, plan.rollout_schedules, plan.steps);
   print_stage("training layouts", plan.train, plan.train_schedules, plan.steps);
+  print_passes(plan.passes);
   std::printf("\nadopted: %s; simulated with it: %.1f s over %zu steps, %zu OOM events\n", selector.c_str(),
               predicted.total_time_s, predicted.steps.size(), predicted.oom_events.size());
   if (configured.total_time_s > 0 && configured.oom_events.empty() && predicted.oom_events.empty())

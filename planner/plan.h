@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/features.h"
+#include "planner/passes.h"
 #include "planner/selector.h"
 #include "planner/space.h"
 #include "sim/input/scenario.h"
@@ -50,6 +51,7 @@ struct Plan {
   std::vector<TrainCandidate> train;
   StageSchedules rollout_schedules, train_schedules;
   std::vector<Confirmation> confirmations;
+  std::vector<PassChoice> passes;  // the preparation passes' layouts (chosen first: training's costs include them)
   int64_t evaluations = 0;  // analytic stage evaluations
   std::string selector;
   input::PolicySpec policy;  // the scenario's policy with the adopted layouts and schedule

@@ -1,5 +1,6 @@
 #include "planner/plan_json.h"
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -152,6 +153,19 @@ std::string plan_json(const PlanDocument& d) {
                     {"rollout_gpus", s.rollout_gpus()},
                     {"train_gpus", s.train_gpus()}};
   j["layouts"] = {{"rollout", layout_json(pol.rollout)}, {"train", layout_json(pol.train)}};
+  const auto pass_json = [](const std::optional<input::InferenceLayout>& l) {
+    return l ? ordered_json{{"tp", l->tp}, {"pp", l->pp}, {"dp", l->dp}, {"cp", l->cp}} : ordered_json(nullptr);
+  };
+  const auto seconds = [](double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr); };
+  ordered_json passes = ordered_json::array();
+  for (const auto& c : p.passes)
+    passes.push_back({{"stage", c.stage},
+                      {"searched", c.searched},
+                      {"layout", pass_json(c.chosen)},
+                      {"time_s", seconds(c.chosen_s)},
+                      {"training_layout_s", seconds(c.training_layout_s)},
+                      {"layouts_tried", c.candidates}});
+  j["passes"] = passes;
   j["schedule"] = schedule_json(pol.schedule);
   j["sync"] = {{"mode", pol.sync == input::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
   j["dispatch"] = {{"mode", input::dispatch_name(pol.dispatch)}};
@@ -187,6 +201,11 @@ std::string plan_json(const PlanDocument& d) {
     if (pol.schedule.empty()) policy.erase("schedule");
     else policy["schedule"] = schedule_json(pol.schedule);
     policy["switch_overhead"] = pol.switch_overhead_s;
+    for (const auto& [key, layout] : {std::pair{"old_logprob", &pol.old_logprob}, std::pair{"ref_logprob", &pol.ref_logprob},
+                                      std::pair{"critic", &pol.critic}}) {
+      if (*layout) policy[key] = pass_json(*layout);
+      else policy.erase(key);
+    }
     policy["dispatch"] = std::string(input::dispatch_name(pol.dispatch));
     if (pol.batch_assignment == input::BatchAssignment::layout_aware) policy["balance_batch"] = "layout-aware";
     else policy["balance_batch"] = pol.batch_assignment == input::BatchAssignment::balanced;

@@ -47,6 +47,7 @@ struct RolloutLayout {
 struct InferenceLayout {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1;
   int64_t gpus() const { return tp * pp * dp * cp; }
+  bool operator==(const InferenceLayout&) const = default;
 };
 
 // Communication hidden under computation, as Megatron-Core names its switches. Unset: the

@@ -370,6 +370,53 @@ TEST_CASE("analytic: a layout whose offloaded states do not fit the node's host 
   CHECK(planner::TrainEstimator(small, l).cost(f).feasible());
 }
 
+TEST_CASE("plan: the preparation passes take the fastest tp x dp layout that fits, the policy's own where it gives one") {
+  const auto features_of = [](const input::ScenarioSpec& s) {
+    input::Diagnostics diag;
+    auto t = rl::load_scenario_trace(s, "", diag);
+    REQUIRE(t);
+    planner::FeatureOptions fo;
+    fo.max_context = s.workload.max_context_tokens;
+    return planner::step_features(*t, fo);
+  };
+  // Qwen3-8B trained at tp2 x dp8: a forward pass keeps no optimizer state, and runs faster at
+  // tp1 x dp16 (no all-reduces, GEMMs twice as wide).
+  const auto s = scenario({"/steps=2"});
+  const auto f = features_of(s);
+  int64_t evaluations = 0;
+  const auto choices = planner::choose_pass_layouts(s, f, evaluations);
+  REQUIRE(choices.size() == 2);  // old and reference log-probs; no critic
+  CHECK(evaluations > 0);
+  for (const auto& c : choices) {
+    CHECK(c.searched);
+    REQUIRE(c.chosen);
+    CHECK(c.chosen->tp * c.chosen->dp == s.train_gpus());
+    CHECK(c.chosen_s < c.training_layout_s);
+    // What the simulator's pass functions give for the chosen layout, step by step.
+    double expected = 0;
+    for (const auto& step : f)
+      expected += rl::forward_pass_seconds(s, s.model, rl::pass_layout(s.policy.train, c.chosen), step.trajectories,
+                                           std::llround(step.mean_context), false, std::llround(step.attention_context));
+    CHECK(c.chosen_s == doctest::Approx(expected));
+  }
+  // The plan adopts them, and its policy replays with them.
+  planner::PlanOptions o;
+  o.confirm = 0;
+  const auto p = planner::make_plan(s, f, nullptr, o);
+  REQUIRE(p.policy.old_logprob);
+  CHECK(*p.policy.old_logprob == *choices.front().chosen);
+  // A layout the policy gives is kept, not searched.
+  const auto fixed = scenario({"/steps=2", "/policy/old_logprob={\"tp\": 2, \"dp\": 8}"});
+  const auto kept = planner::choose_pass_layouts(fixed, features_of(fixed), evaluations);
+  CHECK(!kept.front().searched);
+  CHECK(kept.front().chosen->tp == 2);
+  // A pass the workload does not run is not planned.
+  const auto rollout_logprobs = scenario({"/steps=2", "/workload/use_rollout_log_probs=true"});
+  const auto only_ref = planner::choose_pass_layouts(rollout_logprobs, features_of(rollout_logprobs), evaluations);
+  REQUIRE(only_ref.size() == 1);
+  CHECK(only_ref.front().stage == "ref_logprob");
+}
+
 TEST_CASE("capacity: near misses on paper never crowd out a configuration within the limit") {
   // Four cheaper configurations just beyond a 10 h deadline (within the tolerance) and one well
   // within it; every simulation equals its analytic time. The one within must be recommended.

@@ -1,0 +1,87 @@
+#include "planner/passes.h"
+
+#include <cmath>
+#include <limits>
+
+#include "sim/model/train.h"
+#include "sim/rl/step.h"
+
+namespace arlsim::planner {
+
+namespace {
+
+int64_t tokens(double v) { return std::max<int64_t>(1, std::llround(v)); }
+
+// The pass over the trace's steps in `pass` (nullopt: each step's training layout); +infinity
+// when it does not fit in memory at some step's longest sequence.
+double over_trace(const input::ScenarioSpec& s, const input::ModelSpec& m, bool value_head,
+                  const std::optional<input::InferenceLayout>& pass, const std::vector<StepFeatures>& features,
+                  int64_t& evaluations) {
+  double total = 0;
+  for (const auto& f : features) {
+    if (f.trajectories == 0) continue;
+    const input::TrainLayout tl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass);
+    if (!rl::forward_memory_at(s, m, tl, f.max_context, value_head).fits()) return std::numeric_limits<double>::infinity();
+    total += rl::forward_pass_seconds(s, m, tl, f.trajectories, tokens(f.mean_context), value_head, tokens(f.attention_context));
+    ++evaluations;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<PassChoice> choose_pass_layouts(const input::ScenarioSpec& s, const std::vector<StepFeatures>& features,
+                                            int64_t& evaluations) {
+  std::vector<PassChoice> out;
+  struct Pass {
+    const char* stage;
+    const std::optional<input::InferenceLayout>* layout;
+    const input::ModelSpec* model;
+    bool runs;
+  };
+  const Pass passes[] = {
+      {"old_logprob", &s.policy.old_logprob, &s.model, !s.workload.use_rollout_log_probs},
+      {"ref_logprob", &s.policy.ref_logprob, &s.model, s.workload.use_reference},
+      {"critic", &s.policy.critic, s.workload.critic ? &*s.workload.critic : nullptr, s.workload.critic.has_value()}};
+  const int64_t gpus = s.train_gpus();
+  for (const auto& p : passes) {
+    if (!p.runs) continue;
+    PassChoice c;
+    c.stage = p.stage;
+    c.chosen = *p.layout;
+    const bool value_head = c.stage == "critic";
+    if (*p.layout) {  // the user's: kept
+      c.chosen_s = c.training_layout_s = over_trace(s, *p.model, value_head, *p.layout, features, evaluations);
+      out.push_back(c);
+      continue;
+    }
+    c.searched = true;
+    c.training_layout_s = c.chosen_s = over_trace(s, *p.model, value_head, std::nullopt, features, evaluations);
+    const input::ModelSpec& m = *p.model;
+    for (int64_t tp = 1; tp <= std::min(gpus, s.cluster.gpus_per_node); tp *= 2) {
+      if (gpus % tp != 0 || m.num_heads % tp != 0 || (m.num_kv_heads > 0 && m.num_kv_heads % tp != 0)) continue;
+      const input::InferenceLayout l{tp, 1, gpus / tp, 1};
+      const input::TrainLayout tl = rl::pass_layout(s.policy.train, l);
+      if (!model::check_train_request(m, s.cluster, rl::train_request(tl, tl.dp, 1024, s.workload)).empty()) continue;
+      const double t = over_trace(s, m, value_head, l, features, evaluations);
+      if (!std::isfinite(t)) continue;
+      ++c.candidates;
+      if (t < c.chosen_s) {
+        c.chosen_s = t;
+        c.chosen = l;
+      }
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+void apply_pass_layouts(input::PolicySpec& policy, const std::vector<PassChoice>& choices) {
+  for (const auto& c : choices) {
+    if (c.stage == "old_logprob") policy.old_logprob = c.chosen;
+    else if (c.stage == "ref_logprob") policy.ref_logprob = c.chosen;
+    else if (c.stage == "critic") policy.critic = c.chosen;
+  }
+}
+
+}  // namespace arlsim::planner
