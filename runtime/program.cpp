@@ -85,7 +85,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
   if (s.policy.sync != input::SyncMode::sync) return "/policy/sync/mode: async (the runtime executes synchronous steps)";
   if (t.pp != 1 || t.cp != 1 || t.ep != 1) return "/policy/train: pp, cp and ep must be 1 (the runtime executes tp x dp)";
-  if (t.sequence_parallel && t.tp > 1) return "/policy/train/sequence_parallel: not executed yet";
   if (t.offload_optimizer || t.offload_params) return "/policy/train: offload is not executed yet";
   if (t.overlaps_tp_comm() || t.overlaps_grad_reduce() || t.overlaps_param_gather())
     return "/policy/train/overlap: overlapped communication is not executed yet (set its switches to false)";
@@ -189,14 +188,21 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
       g.weight = weight_base + static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
       return g;
     };
+    // Tensor parallelism: an all-reduce after the attention's and the MLP's output GEMMs; with
+    // sequence parallelism instead an all-gather of the sequence before each block's first GEMM
+    // and a reduce-scatter after its last (Korthikanti et al. 2022), as the cost model counts them.
+    const auto tp_op = [&](model::CollectiveOp op) { ks.push_back(collective(op, tp_bytes, group)); };
+    const bool sp = group >= 0 && l.sequence_parallel;
     auto layer_forward = [&](int64_t layer) {
+      if (sp) tp_op(model::CollectiveOp::all_gather);
       ks.push_back(with_weight(gemms[0], layer, 0));
       ks.push_back(attn);
       ks.push_back(with_weight(gemms[1], layer, 1));
-      if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
+      if (group >= 0) tp_op(sp ? model::CollectiveOp::reduce_scatter : model::CollectiveOp::all_reduce);
+      if (sp) tp_op(model::CollectiveOp::all_gather);
       ks.push_back(with_weight(gemms[2], layer, 2));
       ks.push_back(with_weight(gemms[3], layer, 3));
-      if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
+      if (group >= 0) tp_op(sp ? model::CollectiveOp::reduce_scatter : model::CollectiveOp::all_reduce);
       for (const auto& e : forward_kernels) ks.push_back(memory(e.bytes, 1));
     };
     ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
@@ -215,9 +221,12 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
       if (l.recompute == input::Recompute::selective) ks.push_back(attn);
       for (const auto& e : backward_kernels) ks.push_back(memory(e.bytes, 1));
       for (size_t g = gemms.size(); g-- > 0;) {
-        if (group >= 0 && (g == 3 || g == 1)) ks.push_back(collective(model::CollectiveOp::all_reduce, tp_bytes, group));
+        // Backward the collectives mirror the forward's: a reduce-scatter's gradient is an
+        // all-gather (before the block's last GEMM), an all-gather's a reduce-scatter (after its first).
+        if (group >= 0 && (g == 3 || g == 1)) tp_op(sp ? model::CollectiveOp::all_gather : model::CollectiveOp::all_reduce);
         ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, weight_base + static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
         ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
+        if (sp && (g == 2 || g == 0)) tp_op(model::CollectiveOp::reduce_scatter);
         if (g == 1) ks.push_back(attn_backward);
       }
     }

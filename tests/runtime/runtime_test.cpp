@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <barrier>
@@ -224,6 +225,37 @@ TEST_CASE("a micro-batch and an optimizer step run the training model's kernels"
   CHECK(*first.rbegin() < *second.begin());
   const auto head = std::find_if(all.rbegin(), all.rend(), [](const Kernel& k) { return k.kind == Kernel::Kind::gemm; });
   CHECK(head->n == 1);  // ... and its head gives one value per token
+}
+
+TEST_CASE("tensor parallelism all-reduces each block's output; with sequence parallelism it gathers and scatters") {
+  const auto m = tiny_model();  // two layers
+  model::TrainRequest r;
+  r.layout.tp = 2;
+  r.layout.dp = 1;
+  r.layout.micro_batch = 1;
+  r.seq_len = 64;
+  auto ops = [&](bool sp, bool forward_only) {
+    r.layout.sequence_parallel = sp;
+    runtime::Program p;
+    runtime::add_micro_batch(p, m, r, {0, 1}, forward_only);
+    std::map<model::CollectiveOp, int> n;
+    for (const auto& k : p.devices.at(0).second)
+      if (k.kind == Kernel::Kind::collective) {
+        ++n[k.op];
+        CHECK(k.bytes == doctest::Approx(64.0 * m.hidden_size * 2));  // the whole sequence's activations, as priced
+      }
+    return n;
+  };
+  // Two per layer forward, as many backward (no recompute).
+  CHECK(ops(false, true)[model::CollectiveOp::all_reduce] == 2 * 2);
+  CHECK(ops(false, false)[model::CollectiveOp::all_reduce] == 2 * 2 * 2);
+  const auto sp_forward = ops(true, true);
+  CHECK(sp_forward.count(model::CollectiveOp::all_reduce) == 0);
+  CHECK(sp_forward.at(model::CollectiveOp::all_gather) == 2 * 2);
+  CHECK(sp_forward.at(model::CollectiveOp::reduce_scatter) == 2 * 2);
+  const auto sp_step = ops(true, false);
+  CHECK(sp_step.at(model::CollectiveOp::all_gather) == 2 * 2 * 2);
+  CHECK(sp_step.at(model::CollectiveOp::reduce_scatter) == 2 * 2 * 2);
 }
 
 TEST_CASE("validate refuses what the runtime cannot execute, naming the field") {

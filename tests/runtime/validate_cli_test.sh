@@ -88,6 +88,15 @@ for name in ("critic", "old_logprob", "train"):
     assert stages[name]["measured_s"] > 0 and stages[name]["predicted_s"] > 0, stages.get(name)
 assert r["checksum_failures"] == 0
 PY
+# Sequence parallelism: the tensor-parallel pair gathers and scatters the sequence.
+expect validate-sp 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  --set /policy/train/tp=2 --set /policy/train/dp=1 --set /policy/train/sequence_parallel=true --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-sp-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+train = next(s for s in r["stages"] if s["stage"] == "train")
+assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
+PY
 expect validate-pass-pp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "pp": 2, "dp": 1}'
 contains validate-pass-pp-named "$tmp/err" "/policy/old_logprob: pp and cp must be 1"
 
