@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/memory_limit.h"
 #include "app/options.h"
 #include "planner/analytic_run.h"
 #include "planner/features.h"
@@ -197,7 +198,7 @@ void print_table(const std::vector<Column>& cols) {
 }  // namespace
 
 int run_whatif(const Args& args) {
-  std::string scenario, steps, out_dir;
+  std::string scenario, steps, out_dir, max_memory;
   std::vector<std::string> vary_text, overrides;
   std::string trace_path;
   po::options_description opts("arlsim whatif SCENARIO --vary /json/pointer=v1,v2 [--vary ...] [options]\n\n"
@@ -212,7 +213,9 @@ int run_whatif(const Args& args) {
       "analytic", "the planner's analytic run of each variant's layouts instead of the simulator: fast, for wide "
                   "sweeps; preparation and training are reported together as train")(
       "json", "print each variant's summary.json as a JSON array")(
-      "out", po::value(&out_dir), "write report.html (the variants side by side) and variants.json (as --json) to this folder");
+      "out", po::value(&out_dir), "write report.html (the variants side by side) and variants.json (as --json) to this folder")(
+      "max-memory", po::value(&max_memory),
+      "refuse a variant whose estimated peak memory is above this size (default: the memory available)");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0)
     return status;
@@ -242,6 +245,11 @@ int run_whatif(const Args& args) {
     std::cerr << "arlsim whatif: --out: " << error << "\n";
     return kExitBadInput;
   }
+  std::optional<double> limit;
+  if (std::string error; !memory_limit(max_memory, limit, error)) {
+    std::cerr << "arlsim whatif: " << error << "\n";
+    return kExitBadInput;
+  }
   rl::RunOptions o;
   o.timeline = false;
   if (!steps.empty() && !parse_step_range(steps, o.first_step, o.last_step)) {
@@ -264,6 +272,15 @@ int run_whatif(const Args& args) {
     if (s) {
       if (!trace_path.empty()) s->generated_trace.reset();  // the file replaces the generated trace
       auto t = rl::load_scenario_trace(*s, trace_path, diag, &o);
+      // Variants run one after another: each must fit on its own (the analytic run holds less).
+      if (t && !vm.count("analytic"))
+        if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), limit, !max_memory.empty());
+            !problem.empty()) {
+          std::string label;
+          for (const auto& v : variant) label += " " + v;
+          std::cerr << "arlsim whatif: variant" << label << ": " << problem << "\n";
+          return kExitBadInput;
+        }
       if (t) {
         Column c{variant, vm.count("analytic") ? analytic_result(*s, *t, o) : rl::simulate_run(*s, *t, o), {}};
         c.stats = report::run_stats(c.result);
