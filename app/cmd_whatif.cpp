@@ -9,6 +9,8 @@
 
 #include "app/commands.h"
 #include "app/memory_limit.h"
+#include "app/run_codec.h"
+#include "app/task_farm.h"
 #include "app/options.h"
 #include "planner/analytic_run.h"
 #include "planner/features.h"
@@ -258,13 +260,13 @@ int run_whatif(const Args& args) {
   }
   std::vector<Column> cols;
   const auto all_variants = variants(vary, zip);
-  const bool tty = isatty(STDERR_FILENO) != 0 && !vm.count("json");
-  for (const auto& variant : all_variants) {
-    if (tty) {  // a progress line on a terminal
-      std::fprintf(stderr, "\r  whatif: variant %zu/%zu", cols.size() + 1, all_variants.size());
-      if (cols.size() + 1 == all_variants.size()) std::fprintf(stderr, "\n");
-      std::fflush(stderr);
-    }
+  // One variant: its run, packed, or why it cannot run ("!" then the message).
+  const auto label_of = [](const std::vector<std::string>& variant) {
+    std::string label;
+    for (const auto& v : variant) label += " " + v;
+    return label;
+  };
+  const auto run_variant = [&](const std::vector<std::string>& variant, rl::RunResult& result) -> std::string {
     auto all = overrides;
     all.insert(all.end(), variant.begin(), variant.end());
     input::Diagnostics diag;
@@ -275,23 +277,51 @@ int run_whatif(const Args& args) {
       // Variants run one after another: each must fit on its own (the analytic run holds less).
       if (t && !vm.count("analytic"))
         if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), limit, !max_memory.empty());
-            !problem.empty()) {
-          std::string label;
-          for (const auto& v : variant) label += " " + v;
-          std::cerr << "arlsim whatif: variant" << label << ": " << problem << "\n";
-          return kExitBadInput;
-        }
+            !problem.empty())
+          return "arlsim whatif: variant" + label_of(variant) + ": " + problem + "\n";
       if (t) {
-        Column c{variant, vm.count("analytic") ? analytic_result(*s, *t, o) : rl::simulate_run(*s, *t, o), {}};
-        c.stats = report::run_stats(c.result);
-        cols.push_back(std::move(c));
-        continue;
+        result = vm.count("analytic") ? analytic_result(*s, *t, o) : rl::simulate_run(*s, *t, o);
+        return {};
       }
     }
-    std::string label;
-    for (const auto& v : variant) label += " " + v;
-    std::cerr << "arlsim whatif: variant" << label << ":\n" << input::format_all(diag);
-    return kExitBadInput;
+    return "arlsim whatif: variant" + label_of(variant) + ":\n" + input::format_all(diag);
+  };
+  if (launched_by_mpirun()) {
+    // Under mpirun the variants are shared out and their runs sent to rank 0, which writes what
+    // one process would; a variant that cannot run stops the command as it would alone.
+    TaskFarm farm;
+    std::vector<int> owner;
+    const auto packed = farm.map(all_variants.size(), [&](size_t i) {
+      rl::RunResult r;
+      const std::string problem = run_variant(all_variants[i], r);
+      return problem.empty() ? "R" + pack_run(r) : "!" + problem;
+    }, owner);
+    if (farm.rank() != 0) return kExitOk;
+    for (size_t i = 0; i < packed.size(); ++i) {
+      if (packed[i].front() == '!') {
+        std::cerr << packed[i].substr(1);
+        return kExitBadInput;
+      }
+      Column c{all_variants[i], unpack_run(packed[i].substr(1)), {}};
+      c.stats = report::run_stats(c.result);
+      cols.push_back(std::move(c));
+    }
+  } else {
+    const bool tty = isatty(STDERR_FILENO) != 0 && !vm.count("json");
+    for (const auto& variant : all_variants) {
+      if (tty) {  // a progress line on a terminal
+        std::fprintf(stderr, "\r  whatif: variant %zu/%zu", cols.size() + 1, all_variants.size());
+        if (cols.size() + 1 == all_variants.size()) std::fprintf(stderr, "\n");
+        std::fflush(stderr);
+      }
+      Column c{variant, {}, {}};
+      if (const std::string problem = run_variant(variant, c.result); !problem.empty()) {
+        std::cerr << problem;
+        return kExitBadInput;
+      }
+      c.stats = report::run_stats(c.result);
+      cols.push_back(std::move(c));
+    }
   }
   // Each variant's summary.json, as --json prints it and variants.json keeps it.
   const auto summaries_json = [&] {

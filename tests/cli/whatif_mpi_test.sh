@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `mpirun -n N arlsim whatif ...` gives byte for byte the single process's output (table, --json,
+# report.html and variants.json with --out, the analytic runs), for 2 and 3 processes; a variant
+# that cannot run stops every process with status 2 and its message. Skipped (77) without Open
+# MPI's mpirun.
+# Usage: whatif_mpi_test.sh ARLSIM
+set -uo pipefail
+arlsim=$1
+command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+same() {  # name a b
+  if cmp -s "$2" "$3"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1"; diff "$2" "$3" | head -20; fi
+}
+args=(whatif default --vary /policy/rollout/tp=1,2,4 --vary '/policy/routing="sticky","least-loaded"' --set /steps=2)
+"$arlsim" "${args[@]}" >"$tmp/one.txt" || echo "FAIL single table"
+"$arlsim" "${args[@]}" --json >"$tmp/one.json" || echo "FAIL single json"
+"$arlsim" "${args[@]}" --out "$tmp/one-out" >/dev/null || echo "FAIL single out"
+"$arlsim" "${args[@]}" --analytic >"$tmp/one-analytic.txt" || echo "FAIL single analytic"
+for n in 2 3; do
+  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" >"$tmp/mpi$n.txt" || echo "FAIL mpirun -n $n table"
+  same "table-$n" "$tmp/one.txt" "$tmp/mpi$n.txt"
+  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" --json >"$tmp/mpi$n.json" || echo "FAIL mpirun -n $n json"
+  same "json-$n" "$tmp/one.json" "$tmp/mpi$n.json"
+done
+timeout 300 mpirun -n 2 "$arlsim" "${args[@]}" --out "$tmp/mpi-out" >/dev/null || echo "FAIL mpirun out"
+same report "$tmp/one-out/report.html" "$tmp/mpi-out/report.html"
+same variants-json "$tmp/one-out/variants.json" "$tmp/mpi-out/variants.json"
+timeout 300 mpirun -n 2 "$arlsim" "${args[@]}" --analytic >"$tmp/mpi-analytic.txt" || echo "FAIL mpirun analytic"
+same analytic "$tmp/one-analytic.txt" "$tmp/mpi-analytic.txt"
+# A variant that cannot run: status 2, its message, from every process count.
+"$arlsim" whatif default --vary /policy/rollout/tp=1,3 --set /steps=2 >/dev/null 2>"$tmp/one-err"
+timeout 120 mpirun -n 2 "$arlsim" whatif default --vary /policy/rollout/tp=1,3 --set /steps=2 >/dev/null 2>"$tmp/err"
+status=$?
+if [ "$status" -eq 2 ] && grep -q "variant /policy/rollout/tp=3:" "$tmp/err"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL bad-variant: status $status"; cat "$tmp/err"; fi
+head -n "$(wc -l <"$tmp/one-err")" "$tmp/err" >"$tmp/err-head"  # mpirun adds its own notes after
+same bad-variant-message "$tmp/one-err" "$tmp/err-head"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
