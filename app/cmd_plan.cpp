@@ -73,7 +73,7 @@ void print_passes(const std::vector<planner::PassChoice>& passes) {
       continue;
     }
     std::printf("  %-12s %s: %s", p.stage.c_str(), name(p.chosen).c_str(), seconds(p.chosen_s).c_str());
-    if (p.chosen) std::printf(" (in the configured training layout: %s)", seconds(p.training_layout_s).c_str());
+    if (p.chosen) std::printf(" (in the adopted training layouts: %s)", seconds(p.training_layout_s).c_str());
     std::printf("; %lld layouts tried\n", static_cast<long long>(p.candidates));
   }
 }

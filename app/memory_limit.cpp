@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -38,14 +40,44 @@ std::optional<double> mem_available() {
   return std::nullopt;
 }
 
+// The process's own control group (cgroup v2: the "0::/path" line of /proc/self/cgroup) and each
+// above it, as folders under /sys/fs/cgroup, innermost first: a limit may sit on any of them.
+std::vector<std::string> cgroup_folders() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(in, line))
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  std::vector<std::string> out;
+  for (;;) {
+    out.push_back("/sys/fs/cgroup" + (path == "/" ? std::string() : path));
+    if (path.empty() || path == "/") break;
+    const size_t slash = path.find_last_of('/');
+    path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  }
+  return out;
+}
+
+// Page cache the kernel reclaims before it fails an allocation: a group's inactive file pages.
+double reclaimable(const std::string& folder) {
+  std::ifstream in(folder + "/memory.stat");
+  std::string key;
+  double value = 0;
+  while (in >> key >> value)
+    if (key == "inactive_file") return value;
+  return 0;
+}
+
 }  // namespace
 
 std::optional<double> available_memory_bytes() {
   std::optional<double> available = mem_available();
-  const auto max = read_number("/sys/fs/cgroup/memory.max");
-  const auto current = read_number("/sys/fs/cgroup/memory.current");
   auto bound = [&](double room) { available = available ? std::min(*available, room) : room; };
-  if (max && current) bound(std::max(0.0, *max - *current));
+  // Each control group's limit less what it uses, its reclaimable page cache not counted.
+  for (const auto& folder : cgroup_folders()) {
+    const auto max = read_number((folder + "/memory.max").c_str());
+    const auto current = read_number((folder + "/memory.current").c_str());
+    if (max && current) bound(std::max(0.0, *max - std::max(0.0, *current - reclaimable(folder))));
+  }
   // An address-space limit (ulimit -v) less what the process has mapped already.
   if (rlimit r{}; getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
     std::ifstream statm("/proc/self/statm");

@@ -10,7 +10,8 @@
 namespace arlsim::app {
 
 // The memory this process may still take, in bytes: the kernel's MemAvailable (/proc/meminfo),
-// bounded by the control group's limit less its usage (cgroup v2: memory.max, memory.current)
+// bounded by the limit of its control group and of each above it less their usage, reclaimable
+// page cache not counted (cgroup v2: memory.max, memory.current, memory.stat's inactive_file),
 // and by an address-space limit (ulimit -v) less what is mapped, where those are set; nullopt
 // when none can be read.
 std::optional<double> available_memory_bytes();

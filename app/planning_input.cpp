@@ -13,6 +13,7 @@ std::optional<PlanningInput> load_planning_input(const std::string& scenario, co
   PlanningInput in;
   auto s = input::load_scenario(scenario, overrides, diag, &in.document);
   std::optional<trace::Trace> t;
+  if (s && !trace_path.empty()) s->generated_trace.reset();  // the file replaces the generated trace (and its run length)
   if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
   if (!s || !t) {
     std::cerr << input::format_all(diag);

@@ -15,6 +15,14 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kStepsPerOctave = 8;
 
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / kGiB);
+  return buf;
+}
+
+}  // namespace
+
 // Lengths on a grid of 8 points per doubling (steps of 9%): training costs are memoised per grid
 // point, so a trace of hundreds of steps costs a candidate a few dozen evaluations. Times take the
 // nearest point (within 4.5%), memory the next one up (never optimistic).
@@ -24,13 +32,6 @@ int64_t grid_length(double tokens, bool up) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::exp2(k / kStepsPerOctave))));
 }
 
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", bytes / kGiB);
-  return buf;
-}
-
-}  // namespace
 
 RolloutEstimator::RolloutEstimator(const input::ScenarioSpec& s, const input::RolloutLayout& layout)
     : s_(s), layout_(layout) {

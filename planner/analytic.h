@@ -53,6 +53,10 @@ class RolloutEstimator {
   int64_t kv_capacity_ = 0;
 };
 
+// A length on the planner's grid of 8 points per doubling (steps of 9%): the nearest point for
+// times, the next one up (up = true) for memory, never optimistic.
+int64_t grid_length(double tokens, bool up);
+
 class TrainEstimator {
  public:
   TrainEstimator(const input::ScenarioSpec& s, const input::TrainLayout& layout);

@@ -72,7 +72,13 @@ std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const Plan
     c.rollout = p.rollout[r].layout;
     c.train = p.train[t].layout;
     if (p.rollout_schedules.costs.fits(i, r)) c.rollout_s = p.rollout_schedules.costs.cost[i][r];
-    if (p.train_schedules.costs.fits(i, t)) c.train_s = p.train_schedules.costs.cost[i][t];
+    if (p.train_schedules.costs.fits(i, t)) {
+      c.train_s = p.train_schedules.costs.cost[i][t];
+      // The adopted schedule's preparation passes run in the layouts chosen beside it.
+      if (selector == p.selector)
+        for (const auto& pass : p.passes)
+          if (i < pass.saved_s.size()) c.train_s -= pass.saved_s[i];
+    }
     if (i > 0)
       c.switch_s = p.rollout_schedules.costs.switch_cost(rs.choice[i - 1], r) +
                    p.train_schedules.costs.switch_cost(ts.choice[i - 1], t);

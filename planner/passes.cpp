@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/analytic.h"
 #include "sim/model/train.h"
 #include "sim/rl/step.h"
 
@@ -12,20 +13,33 @@ namespace {
 
 int64_t tokens(double v) { return std::max<int64_t>(1, std::llround(v)); }
 
-// The pass over the trace's steps in `pass` (nullopt: each step's training layout); +infinity
+// The pass at each of the trace's steps in `pass` (nullopt: each step's training layout); empty
 // when it does not fit in memory at some step's longest sequence.
-double over_trace(const input::ScenarioSpec& s, const input::ModelSpec& m, bool value_head,
-                  const std::optional<input::InferenceLayout>& pass, const std::vector<StepFeatures>& features,
-                  int64_t& evaluations) {
-  double total = 0;
+std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpec& m, bool value_head,
+                             const std::optional<input::InferenceLayout>& pass, const std::vector<StepFeatures>& features,
+                             int64_t& evaluations) {
+  std::vector<double> out;
   for (const auto& f : features) {
-    if (f.trajectories == 0) continue;
+    if (f.trajectories == 0) {
+      out.push_back(0);
+      continue;
+    }
     const input::TrainLayout tl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass);
-    if (!rl::forward_memory_at(s, m, tl, f.max_context, value_head).fits()) return std::numeric_limits<double>::infinity();
-    total += rl::forward_pass_seconds(s, m, tl, f.trajectories, tokens(f.mean_context), value_head, tokens(f.attention_context));
+    // Memory at the step's longest sequence rounded up as the training estimator rounds it.
+    if (!rl::forward_memory_at(s, m, tl, grid_length(static_cast<double>(f.max_context), true), value_head).fits())
+      return {};
+    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, tokens(f.mean_context), value_head,
+                                           tokens(f.attention_context)));
     ++evaluations;
   }
-  return total;
+  return out;
+}
+
+double total(const std::vector<double>& v, size_t steps) {
+  if (v.size() != steps) return std::numeric_limits<double>::infinity();  // does not fit
+  double t = 0;
+  for (double x : v) t += x;
+  return t;
 }
 
 }  // namespace
@@ -50,25 +64,35 @@ std::vector<PassChoice> choose_pass_layouts(const input::ScenarioSpec& s, const 
     c.stage = p.stage;
     c.chosen = *p.layout;
     const bool value_head = c.stage == "critic";
+    const size_t steps = features.size();
+    const auto baseline = per_step(s, *p.model, value_head, *p.layout, features, evaluations);
+    c.chosen_s = c.training_layout_s = total(baseline, steps);
+    c.saved_s.assign(steps, 0.0);
     if (*p.layout) {  // the user's: kept
-      c.chosen_s = c.training_layout_s = over_trace(s, *p.model, value_head, *p.layout, features, evaluations);
       out.push_back(c);
       continue;
     }
     c.searched = true;
-    c.training_layout_s = c.chosen_s = over_trace(s, *p.model, value_head, std::nullopt, features, evaluations);
     const input::ModelSpec& m = *p.model;
     for (int64_t tp = 1; tp <= std::min(gpus, s.cluster.gpus_per_node); tp *= 2) {
       if (gpus % tp != 0 || m.num_heads % tp != 0 || (m.num_kv_heads > 0 && m.num_kv_heads % tp != 0)) continue;
       const input::InferenceLayout l{tp, 1, gpus / tp, 1};
-      const input::TrainLayout tl = rl::pass_layout(s.policy.train, l);
-      if (!model::check_train_request(m, s.cluster, rl::train_request(tl, tl.dp, 1024, s.workload)).empty()) continue;
-      const double t = over_trace(s, m, value_head, l, features, evaluations);
+      bool valid = true;  // beside every training layout the policy's schedule uses
+      for (const auto& f : features) {
+        const input::TrainLayout tl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, l);
+        valid = valid && model::check_train_request(m, s.cluster, rl::train_request(tl, tl.dp, 1024, s.workload)).empty();
+      }
+      if (!valid) continue;
+      const auto times = per_step(s, m, value_head, l, features, evaluations);
+      const double t = total(times, steps);
       if (!std::isfinite(t)) continue;
       ++c.candidates;
       if (t < c.chosen_s) {
         c.chosen_s = t;
         c.chosen = l;
+        // What each step saves against its training layout (the baseline fits wherever a plan
+        // adopted it; where it does not, nothing is counted as saved).
+        for (size_t i = 0; i < steps; ++i) c.saved_s[i] = baseline.size() == steps ? baseline[i] - times[i] : 0.0;
       }
     }
     out.push_back(c);

@@ -1,8 +1,10 @@
 // The preparation passes' own layouts (old and reference log-probs, the critic's values): a
 // forward pass keeps no optimizer state, so it may run faster with less tensor parallelism and
 // more data parallelism than training needs. Where the policy gives a pass no layout, the plan
-// tries every tp x dp layout of the training GPUs (pp = cp = 1) over the trace's steps and adopts
-// the fastest that fits, when it beats running the pass in the training layouts.
+// tries every tp x dp layout of the training GPUs (pp = cp = 1) over the trace's steps, beside
+// the training layouts the policy's schedule has at each step (a pass's memory depends on their
+// sharding), and adopts the fastest that fits at every step, when it beats running the pass in
+// the training layouts.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ struct PassChoice {
   bool searched = false;                            // false: the policy fixes its layout
   std::optional<input::InferenceLayout> chosen;     // nullopt: the training layout in force
   double training_layout_s = 0, chosen_s = 0;       // the pass over the trace's steps
+  std::vector<double> saved_s;                      // per step (as the features): training layout less chosen
   int64_t candidates = 0;                           // layouts tried (that fit)
 };
 

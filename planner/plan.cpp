@@ -346,12 +346,8 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
     p.rollout_schedules = rollout_schedules(analytic_rollout);
   }
 
-  // The preparation passes' own layouts, then training's candidates with them.
-  p.passes = choose_pass_layouts(s, features, p.evaluations);
-  input::ScenarioSpec with_passes = s;
-  apply_pass_layouts(with_passes.policy, p.passes);
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
-  CostTable train_costs = cost_table(with_passes, p.train, features, train_estimators, p.evaluations);
+  CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
   std::vector<double> state_move;  // each candidate's training state to or from host memory
   for (const auto& c : p.train) state_move.push_back(rl::train_state_move_seconds(s, c.layout));
   train_costs.switch_cost = [state_move, candidates = p.train, overhead = o.switch_overhead_s](size_t from, size_t to) {
@@ -368,13 +364,20 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
     rollout.push_back(p.rollout[rs.choice[i]].layout);
     train.push_back(p.train[ts.choice[i]].layout);
   }
-  p.policy = with_passes.policy;
+  p.policy = s.policy;
   p.policy.switch_overhead_s = o.switch_overhead_s;  // the replay charges what the selectors weighed
   if (!p.steps.empty()) {
     p.policy.rollout = rollout.front();
     p.policy.train = train.front();
   }
   p.policy.schedule = to_schedule(p.steps, rollout, train);
+  // The preparation passes' own layouts last, beside the adopted training layouts: a pass's memory
+  // depends on the training layout's sharding (its ZeRO stage, offloaded weights), so a layout is
+  // chosen only where it fits beside every one of them.
+  input::ScenarioSpec adopted = s;
+  adopted.policy = p.policy;
+  p.passes = choose_pass_layouts(adopted, features, p.evaluations);
+  apply_pass_layouts(p.policy, p.passes);
   return p;
 }
 

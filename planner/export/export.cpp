@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "planner/plan_json.h"
+#include "sim/rl/step.h"
 #include "sim/trace/gen_options.h"
 
 namespace arlsim::planner {
@@ -39,11 +40,7 @@ std::string safe_name(const std::string& name) {
 // The training run's length in steps: a generated trace's steps (which a sampled trace, every
 // k-th step kept, still spans), else the scenario's.
 int64_t run_steps(const input::ScenarioSpec& s) {
-  if (const auto& g = s.generated_trace) {
-    if (g->steps > 0) return g->steps;
-    if (const trace::GenPreset* preset = g->preset.empty() ? nullptr : trace::find_gen_preset(g->preset))
-      return trace::preset_params(*preset).steps;
-  }
+  if (s.generated_trace) return std::max(1, rl::scenario_gen_params(s).steps);  // preset, options and "steps" alike
   return std::max<int64_t>(1, s.steps);
 }
 

@@ -15,6 +15,9 @@ template <class Key>
 class IndexedMin {
  public:
   explicit IndexedMin(size_t n = 0, const Key& initial = {}) { reset(n, initial); }
+  // The handles point into this heap: a copy would update another's.
+  IndexedMin(const IndexedMin&) = delete;
+  IndexedMin& operator=(const IndexedMin&) = delete;
 
   void reset(size_t n, const Key& initial = {}) {
     heap_.clear();

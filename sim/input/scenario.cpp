@@ -35,12 +35,17 @@ class PolicyAt {
     policy_ = scenario.find("policy");
     if (!policy_) policy_ = &scenario;
   }
-  // An error about the policy field at `path` and the scenario's `other` object together (the
-  // cluster's GPUs against a layout): at the policy field, unless only `other` holds what the
-  // user wrote (a --set of the cluster on a preset's policy), which then made it wrong.
-  void error_with(std::string_view path, std::string_view other, std::string message, std::string hint = {}) {
+  // An error about the policy field at `path` and the `fields` of the scenario's `other` object
+  // together (the cluster's GPUs against a layout): at the policy field, unless only those fields
+  // hold what the user wrote (a --set of the cluster's size on a preset's policy), which then
+  // made it wrong.
+  void error_with(std::string_view path, std::string_view other, std::initializer_list<std::string_view> fields,
+                  std::string message, std::string hint = {}) {
     const Value* o = scenario_.find(other);
-    const Value* user = o && !parse::user_written_inside(*field(path)) ? parse::user_written_inside(*o) : nullptr;
+    const Value* user = nullptr;
+    if (o && o->is_object() && !parse::user_written_inside(*field(path)))
+      for (const auto key : fields)
+        if (const Value* v = o->find(key); v && !user) user = parse::user_written_inside(*v);
     if (user) diag_.error(*user, pointer_of(path), std::move(message), std::move(hint));
     else error(path, std::move(message), std::move(hint));
   }
@@ -104,7 +109,7 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   check_heads(at, m, where, t.tp, true);
   const int64_t gpus = s.train_gpus();
   if (t.gpus() != gpus) {
-    at.error_with(std::string(where), "cluster",
+    at.error_with(std::string(where), "cluster", {"nodes", "gpus_per_node"},
              "tp x pp x dp x cp = " + n(t.tp) + " x " + n(t.pp) + " x " + n(t.dp) + " x " + n(t.cp) + " = " + n(t.gpus()) +
                  " GPUs, but training has " + n(gpus) +
                  (s.policy.placement == Placement::colocated ? " (all GPUs of the cluster)"

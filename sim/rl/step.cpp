@@ -109,9 +109,6 @@ bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, co
 
 }  // namespace
 
-namespace {
-
-// The generator's parameters for a scenario's generated trace ("trace": {"generate": ...}).
 trace::GenParams scenario_gen_params(const input::ScenarioSpec& s) {
   const auto& g = *s.generated_trace;
   trace::GenParams p = g.preset.empty() ? trace::GenParams{} : trace::preset_params(*trace::find_gen_preset(g.preset));
@@ -124,8 +121,6 @@ trace::GenParams scenario_gen_params(const input::ScenarioSpec& s) {
   p.every = static_cast<int>(g.every);
   return p;
 }
-
-}  // namespace
 
 std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
                                                 input::Diagnostics& diag, const RunOptions* run) {
@@ -819,7 +814,8 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t) {
       turns += static_cast<int64_t>(view.turns.size());
       calls += view.tool_calls();
     }
-    const int64_t engines = rollout_engines(s, layouts_at(s.policy, step).rollout);
+    const RolloutOptions ro = rollout_options(s, layouts_at(s.policy, step).rollout);
+    const int64_t engines = ro.engines + (ro.reward.kind == input::RewardKind::model ? ro.reward.engines : 0);
     const double bytes = rollout_memory_bytes(trajectories, turns, calls, pools, engines);
     if (bytes > largest) {
       largest = bytes;

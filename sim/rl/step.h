@@ -20,6 +20,7 @@
 #include "sim/rl/step_result.h"
 #include "sim/parse/diagnostics.h"
 #include "sim/input/scenario.h"
+#include "sim/trace/generator.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::rl {
@@ -59,10 +60,15 @@ struct RunOptions {
 // whole file is still read and checked).
 std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
                                                 input::Diagnostics& diag, const RunOptions* run = nullptr);
+// The generator's parameters for the scenario's generated trace ("trace": {"generate": ...}):
+// its preset, options, seed, steps and batch. The scenario must have one.
+trace::GenParams scenario_gen_params(const input::ScenarioSpec& s);
 
 // What a run of a loaded trace holds in memory at its peak: the trace, the cluster's network,
-// and the rollout of its largest step (steps are simulated one after another, and a step's
-// records are dropped once its figures are kept).
+// and the rollout of its largest step on its policy and reward engines (steps are simulated one
+// after another, and a step's records are dropped once its figures are kept). Not counted: a
+// timeline's records (written as the run goes, but a step's engine spans and KV samples are held
+// until it is placed) and trajectories a partial rollout carries into the next step.
 struct RunMemory {
   double bytes = 0;
   double trace_bytes = 0;

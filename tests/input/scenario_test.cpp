@@ -36,6 +36,8 @@ TEST_CASE("scenario: layout products must equal the stage's GPUs, reported where
   CHECK(errors_of({"/cluster/nodes=1"}) ==
         "--set /cluster/nodes=1: /policy/train: tp x pp x dp x cp = 2 x 1 x 8 x 1 = 16 GPUs, but training has 8 "
         "(all GPUs of the cluster)\n");
+  // ... at the field of the cluster's size the user set, not at another of their edits beside it.
+  CHECK(errors_of({"/cluster/gpu/memory/bandwidth=\"3 TB/s\"", "/cluster/nodes=1"}).rfind("--set /cluster/nodes=1: ", 0) == 0);
   // A two-field limit in a preset's GPU: at the field the user set.
   CHECK(errors_of({"/cluster/gpu/memory/capacity=\"1 GiB\""}).find(
             "--set /cluster/gpu/memory/capacity=\"1 GiB\": /cluster/gpu/memory/capacity: reserved memory (2.00 GiB) must "

@@ -405,6 +405,21 @@ TEST_CASE("plan: the preparation passes take the fastest tp x dp layout that fit
   const auto p = planner::make_plan(s, f, nullptr, o);
   REQUIRE(p.policy.old_logprob);
   CHECK(*p.policy.old_logprob == *choices.front().chosen);
+  // Chosen beside the adopted training layouts: it fits beside each, at every step.
+  for (const auto& step : f)
+    CHECK(rl::forward_memory_at(s, s.model, rl::pass_layout(rl::layouts_at(p.policy, step.step).train, p.policy.old_logprob),
+                                step.max_context)
+              .fits());
+  // A larger model whose configured training shards its weights (ZeRO-3): a pass layout chosen
+  // beside that one must not rule out the plan's other training layouts, nor OOM in its replay.
+  const auto big = scenario({"/steps=1", "/model=\"qwen3-32b\"", "/policy/train/zero=3"});
+  const auto big_f = features_of(big);
+  const auto big_plan = planner::make_plan(big, big_f, nullptr, o);
+  for (const auto& step : big_f)
+    CHECK(rl::forward_memory_at(big, big.model,
+                                rl::pass_layout(rl::layouts_at(big_plan.policy, step.step).train, big_plan.policy.old_logprob),
+                                step.max_context)
+              .fits());
   // A layout the policy gives is kept, not searched.
   const auto fixed = scenario({"/steps=2", "/policy/old_logprob={\"tp\": 2, \"dp\": 8}"});
   const auto kept = planner::choose_pass_layouts(fixed, features_of(fixed), evaluations);
