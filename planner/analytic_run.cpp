@@ -59,6 +59,13 @@ std::optional<AnalyticRun> compose_run(const input::ScenarioSpec& s, const std::
   return run;
 }
 
+// Training beside that rollout layout fits the nodes' host memory (the estimators check each
+// training layout beside the configured rollout only: the sleeping engines' share depends on the pair).
+bool host_memory_fits(const input::ScenarioSpec& s, const input::RolloutLayout& rollout, const input::TrainLayout& train) {
+  const auto host = rl::host_memory_at(s, rollout, train);
+  return !host || host->fits();
+}
+
 }  // namespace
 
 std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const Plan& p, const std::vector<StepFeatures>& f,
@@ -72,7 +79,7 @@ std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const Plan
     c.rollout = p.rollout[r].layout;
     c.train = p.train[t].layout;
     if (p.rollout_schedules.costs.fits(i, r)) c.rollout_s = p.rollout_schedules.costs.cost[i][r];
-    if (p.train_schedules.costs.fits(i, t)) {
+    if (p.train_schedules.costs.fits(i, t) && host_memory_fits(s, c.rollout, c.train)) {
       c.train_s = p.train_schedules.costs.cost[i][t];
       // The adopted schedule's preparation passes run in the layouts chosen beside it.
       if (selector == p.selector)
@@ -101,7 +108,7 @@ std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const std:
     c.rollout = l.rollout;
     c.train = l.train;
     if (const StageCost r = re->cost(f[i]); r.feasible()) c.rollout_s = r.seconds;
-    if (const StageCost t = te->cost(f[i]); t.feasible()) c.train_s = t.seconds;
+    if (const StageCost t = te->cost(f[i]); t.feasible() && host_memory_fits(s, l.rollout, l.train)) c.train_s = t.seconds;
     if (previous)
       c.switch_s = rl::rollout_switch_seconds(s, previous->rollout, l.rollout, s.policy.switch_overhead_s) +
                    rl::train_switch_seconds(s, previous->train, l.train, s.policy.switch_overhead_s);

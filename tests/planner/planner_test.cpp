@@ -5,6 +5,7 @@
 #include "planner/capacity.h"
 #include "planner/analytic.h"
 #include "planner/dispatch_plan.h"
+#include "planner/analytic_run.h"
 #include "planner/features.h"
 #include "planner/plan.h"
 #include "planner/selector.h"
@@ -430,6 +431,27 @@ TEST_CASE("plan: the preparation passes take the fastest tp x dp layout that fit
   const auto only_ref = planner::choose_pass_layouts(rollout_logprobs, features_of(rollout_logprobs), evaluations);
   REQUIRE(only_ref.size() == 1);
   CHECK(only_ref.front().stage == "ref_logprob");
+}
+
+TEST_CASE("analytic run: host memory is checked for each step's pair of rollout and training layouts") {
+  // Colocated engines asleep at level 1 keep each GPU's shard of the weights in host memory: 8
+  // GPUs x 16.4 GB at tp1 (122 GiB), half that at the configured tp2. A schedule switching to tp1
+  // does not fit 100 GiB from that step on, though the configured pair does.
+  const auto features_of = [](const input::ScenarioSpec& s) {
+    input::Diagnostics diag;
+    auto t = rl::load_scenario_trace(s, "", diag);
+    REQUIRE(t);
+    planner::FeatureOptions fo;
+    fo.max_context = s.workload.max_context_tokens;
+    return planner::step_features(*t, fo);
+  };
+  const auto tight = scenario({"/steps=3", "/cluster/host_memory=\"100 GiB\"",
+                               "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
+  CHECK(rl::host_memory_at(tight, tight.policy.rollout, tight.policy.train)->fits());
+  CHECK(!planner::analytic_run(tight, features_of(tight)));
+  const auto roomy = scenario({"/steps=3", "/cluster/host_memory=\"2 TiB\"",
+                               "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
+  CHECK(planner::analytic_run(roomy, features_of(roomy)));
 }
 
 TEST_CASE("capacity: near misses on paper never crowd out a configuration within the limit") {
