@@ -4,14 +4,7 @@
 # Usage: capacity_mpi_test.sh ARLSIM
 set -uo pipefail
 arlsim=$1
-command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-same() {  # name a b
-  if cmp -s "$2" "$3"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1"; diff "$2" "$3" | head -20; fi
-}
+source "$(dirname "$0")/../lib/mpi_checks.sh"
 args=(capacity default --nodes 1,2,4 --deadline 1h --budget 60)
 "$arlsim" "${args[@]}" >"$tmp/one.txt" || echo "FAIL single table"
 "$arlsim" "${args[@]}" --json >"$tmp/one.json" || echo "FAIL single json"

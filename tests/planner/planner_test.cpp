@@ -50,6 +50,16 @@ CostTable random_table(std::mt19937& rng, size_t steps, size_t candidates) {
 
 input::ScenarioSpec scenario(const std::vector<std::string>& overrides) { return test::preset_scenario("default", overrides); }
 
+// The features the planner reads from a scenario's own trace.
+std::vector<planner::StepFeatures> features_of(const input::ScenarioSpec& s) {
+  input::Diagnostics diag;
+  auto t = rl::load_scenario_trace(s, "", diag);
+  REQUIRE(t);
+  planner::FeatureOptions fo;
+  fo.max_context = s.workload.max_context_tokens;
+  return planner::step_features(*t, fo);
+}
+
 // One single-turn trajectory per sample: a 512-token prompt, the rest of `context` generated.
 trace::Trace growing_trace(const std::vector<int32_t>& contexts, int32_t samples) {
   trace::Trace t;
@@ -372,14 +382,6 @@ TEST_CASE("analytic: a layout whose offloaded states do not fit the node's host 
 }
 
 TEST_CASE("plan: the preparation passes take the fastest tp x dp layout that fits, the policy's own where it gives one") {
-  const auto features_of = [](const input::ScenarioSpec& s) {
-    input::Diagnostics diag;
-    auto t = rl::load_scenario_trace(s, "", diag);
-    REQUIRE(t);
-    planner::FeatureOptions fo;
-    fo.max_context = s.workload.max_context_tokens;
-    return planner::step_features(*t, fo);
-  };
   // Qwen3-8B trained at tp2 x dp8: a forward pass keeps no optimizer state, and runs faster at
   // tp1 x dp16 (no all-reduces, GEMMs twice as wide).
   const auto s = scenario({"/steps=2"});
@@ -437,14 +439,6 @@ TEST_CASE("analytic run: host memory is checked for each step's pair of rollout 
   // Colocated engines asleep at level 1 keep each GPU's shard of the weights in host memory: 8
   // GPUs x 16.4 GB at tp1 (122 GiB), half that at the configured tp2. A schedule switching to tp1
   // does not fit 100 GiB from that step on, though the configured pair does.
-  const auto features_of = [](const input::ScenarioSpec& s) {
-    input::Diagnostics diag;
-    auto t = rl::load_scenario_trace(s, "", diag);
-    REQUIRE(t);
-    planner::FeatureOptions fo;
-    fo.max_context = s.workload.max_context_tokens;
-    return planner::step_features(*t, fo);
-  };
   const auto tight = scenario({"/steps=3", "/cluster/host_memory=\"100 GiB\"",
                                "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
   CHECK(rl::host_memory_at(tight, tight.policy.rollout, tight.policy.train)->fits());
