@@ -5,18 +5,7 @@
 set -uo pipefail
 arlsim=$1
 source "$(dirname "$0")/../lib/mpi_checks.sh"
-args=(capacity default --nodes 1,2,4 --deadline 1h --budget 60)
-"$arlsim" "${args[@]}" >"$tmp/one.txt" || echo "FAIL single table"
-"$arlsim" "${args[@]}" --json >"$tmp/one.json" || echo "FAIL single json"
-"$arlsim" "${args[@]}" --out "$tmp/one-out" >/dev/null || echo "FAIL single out"
-for n in 2 3; do
-  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" >"$tmp/mpi$n.txt" || echo "FAIL mpirun -n $n table"
-  same "table-$n" "$tmp/one.txt" "$tmp/mpi$n.txt"
-  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" --json >"$tmp/mpi$n.json" || echo "FAIL mpirun -n $n json"
-  same "json-$n" "$tmp/one.json" "$tmp/mpi$n.json"
-done
-timeout 300 mpirun -n 2 "$arlsim" "${args[@]}" --out "$tmp/mpi-out" >/dev/null || echo "FAIL mpirun out"
-same report "$tmp/one-out/report.html" "$tmp/mpi-out/report.html"
+compare_with_mpirun capacity default --nodes 1,2,4 --deadline 1h --budget 60
 same capacity-json "$tmp/one-out/capacity.json" "$tmp/mpi-out/capacity.json"
 # Bad input stops every process with status 2.
 timeout 120 mpirun -n 2 "$arlsim" capacity default --steps 0 >/dev/null 2>"$tmp/err"

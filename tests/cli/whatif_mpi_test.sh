@@ -8,18 +8,8 @@ set -uo pipefail
 arlsim=$1
 source "$(dirname "$0")/../lib/mpi_checks.sh"
 args=(whatif default --vary /policy/rollout/tp=1,2,4 --vary '/policy/routing="sticky","least-loaded"' --set /steps=2)
-"$arlsim" "${args[@]}" >"$tmp/one.txt" || echo "FAIL single table"
-"$arlsim" "${args[@]}" --json >"$tmp/one.json" || echo "FAIL single json"
-"$arlsim" "${args[@]}" --out "$tmp/one-out" >/dev/null || echo "FAIL single out"
+compare_with_mpirun "${args[@]}"
 "$arlsim" "${args[@]}" --analytic >"$tmp/one-analytic.txt" || echo "FAIL single analytic"
-for n in 2 3; do
-  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" >"$tmp/mpi$n.txt" || echo "FAIL mpirun -n $n table"
-  same "table-$n" "$tmp/one.txt" "$tmp/mpi$n.txt"
-  timeout 300 mpirun -n $n "$arlsim" "${args[@]}" --json >"$tmp/mpi$n.json" || echo "FAIL mpirun -n $n json"
-  same "json-$n" "$tmp/one.json" "$tmp/mpi$n.json"
-done
-timeout 300 mpirun -n 2 "$arlsim" "${args[@]}" --out "$tmp/mpi-out" >/dev/null || echo "FAIL mpirun out"
-same report "$tmp/one-out/report.html" "$tmp/mpi-out/report.html"
 same variants-json "$tmp/one-out/variants.json" "$tmp/mpi-out/variants.json"
 timeout 300 mpirun -n 2 "$arlsim" "${args[@]}" --analytic >"$tmp/mpi-analytic.txt" || echo "FAIL mpirun analytic"
 same analytic "$tmp/one-analytic.txt" "$tmp/mpi-analytic.txt"
