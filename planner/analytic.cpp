@@ -149,15 +149,6 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
       if (!c.fits()) problem = needs("critic training", c);
     }
   }
-  // Offloaded states and sleeping engines' weights in the node's host memory (the configured
-  // rollout layout's engines: what sleeps beside this training layout).
-  if (problem.empty())
-    if (const auto host = rl::host_memory_at(s_, s_.policy.rollout, layout_); host && !host->fits()) {
-      const auto most = *std::max_element(host->items.begin(), host->items.end(),
-                                          [](const auto& a, const auto& b) { return a.second < b.second; });
-      problem = "training needs " + gib(host->total()) + " GiB of host memory per node (" + most.first + " " +
-                gib(most.second) + " GiB), " + gib(host->capacity_bytes) + " GiB available";
-    }
   memory_.emplace(key, problem);
   return problem;
 }
@@ -167,6 +158,14 @@ StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (f.trajectories == 0) return {};
   if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories); !problem.empty())
     return {0, problem};
+  // Offloaded states and the sleeping engines' weights in the nodes' host memory, beside the
+  // rollout layout the policy has at this step (the engines' share depends on it).
+  if (const auto host = rl::host_memory_at(s_, rl::layouts_at(s_.policy, f.step).rollout, layout_); host && !host->fits()) {
+    const auto most = *std::max_element(host->items.begin(), host->items.end(),
+                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+    return {0, "training needs " + gib(host->total()) + " GiB of host memory per node (" + most.first + " " +
+                   gib(most.second) + " GiB), " + gib(host->capacity_bytes) + " GiB available"};
+  }
   const auto a = at_length(grid_length(f.mean_context, false), grid_length(f.attention_context, false), f.trajectories);
   return {a.prepare_s + a.train_pipeline_s * mini_batch_skew(f) + a.train_fixed_s, {}};
 }

@@ -346,8 +346,25 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
     p.rollout_schedules = rollout_schedules(analytic_rollout);
   }
 
+  // Training is costed beside the rollout layouts the adopted rollout schedule has at each step
+  // (what sleeps in host memory during training depends on them).
+  input::ScenarioSpec beside = s;
+  {
+    const auto& adopted_rollout = p.rollout_schedules.find(o.selector);
+    std::vector<input::RolloutLayout> rollout;
+    std::vector<input::TrainLayout> train;
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      rollout.push_back(p.rollout[adopted_rollout.choice[i]].layout);
+      train.push_back(rl::layouts_at(s.policy, p.steps[i]).train);
+    }
+    if (!p.steps.empty()) {
+      beside.policy.rollout = rollout.front();
+      beside.policy.train = train.front();
+    }
+    beside.policy.schedule = to_schedule(p.steps, rollout, train);
+  }
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
-  CostTable train_costs = cost_table(s, p.train, features, train_estimators, p.evaluations);
+  CostTable train_costs = cost_table(beside, p.train, features, train_estimators, p.evaluations);
   std::vector<double> state_move;  // each candidate's training state to or from host memory
   for (const auto& c : p.train) state_move.push_back(rl::train_state_move_seconds(s, c.layout));
   train_costs.switch_cost = [state_move, candidates = p.train, overhead = o.switch_overhead_s](size_t from, size_t to) {
