@@ -443,6 +443,12 @@ TEST_CASE("analytic run: host memory is checked for each step's pair of rollout 
                                "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
   CHECK(rl::host_memory_at(tight, tight.policy.rollout, tight.policy.train)->fits());
   CHECK(!planner::analytic_run(tight, features_of(tight)));
+  // The training estimator checks each step beside that step's rollout layout.
+  const auto tight_f = features_of(tight);
+  REQUIRE(tight_f.size() == 3);
+  const planner::TrainEstimator te(tight, tight.policy.train);
+  CHECK(te.cost(tight_f[0]).feasible());
+  CHECK(te.cost(tight_f[1]).infeasible.find("GiB of host memory per node (sleeping engines' weights") != std::string::npos);
   const auto roomy = scenario({"/steps=3", "/cluster/host_memory=\"2 TiB\"",
                                "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
   CHECK(planner::analytic_run(roomy, features_of(roomy)));
