@@ -445,7 +445,8 @@ TEST_CASE("analytic run: host memory is checked for each step's pair of rollout 
   CHECK(!planner::analytic_run(tight, features_of(tight)));
   // The training estimator checks each step beside that step's rollout layout.
   const auto tight_f = features_of(tight);
-  REQUIRE(tight_f.size() == 3);
+  REQUIRE(tight_f.size() >= 2);
+  REQUIRE(tight_f[1].step == 16);
   const planner::TrainEstimator te(tight, tight.policy.train);
   CHECK(te.cost(tight_f[0]).feasible());
   CHECK(te.cost(tight_f[1]).infeasible.find("GiB of host memory per node (sleeping engines' weights") != std::string::npos);
