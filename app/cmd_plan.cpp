@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/memory_limit.h"
 #include "app/options.h"
 #include "app/planning_input.h"
 #include "planner/analytic_run.h"
@@ -92,7 +93,7 @@ void print_candidates(const char* title, const std::vector<Candidate>& candidate
 }  // namespace
 
 int run_plan(const Args& args) {
-  std::string scenario, out_path, steps, trace_path, selector = "offline";
+  std::string scenario, out_path, steps, trace_path, max_memory, selector = "offline";
   std::vector<std::string> overrides;
   int64_t confirm = 3, window = 1, dispatch_step = -1;
   double overhead = planner::PlanOptions{}.switch_overhead_s;
@@ -112,6 +113,8 @@ int run_plan(const Args& args) {
       "dispatch-step", po::value(&dispatch_step), "the step to make a dispatch plan for (default: the last)")(
       "steps", po::value(&steps), "trace steps to plan: A:B, A: or A")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field: /json/pointer=value")(
+      "max-memory", po::value(&max_memory),
+      "refuse when the simulations' estimated peak memory is above this size (default: the memory available)")(
       "json", "print plan.json on stdout instead of the tables");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0) return status;
@@ -133,9 +136,19 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
     return kExitBadInput;
   }
+  std::optional<double> limit;
+  if (std::string error; !memory_limit(max_memory, limit, error)) {
+    std::cerr << "arlsim plan: " << error << "\n";
+    return kExitBadInput;
+  }
   const auto in = load_planning_input(scenario, overrides, trace_path, fo);
   if (!in) return kExitBadInput;
   const auto& [s, document, t, features] = *in;
+  // The plan's confirmations and replays simulate the trace's steps one at a time, as simulate does.
+  if (const std::string problem = run_memory_problem(rl::run_memory(s, t), limit, !max_memory.empty()); !problem.empty()) {
+    std::cerr << "arlsim plan: " << problem << "\n";
+    return kExitBadInput;
+  }
   if (features.empty()) {
     std::cerr << scenario << ": the trace has no step in the requested range\n";
     return kExitBadInput;

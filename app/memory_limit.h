@@ -1,5 +1,6 @@
 // Refusing a run that would not fit in memory before it starts, instead of letting the kernel
-// kill it (or an allocation fail) halfway through.
+// kill it (or an allocation fail) halfway through: simulate, whatif's variants and plan's
+// simulations.
 #pragma once
 
 #include <optional>
