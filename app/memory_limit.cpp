@@ -14,7 +14,7 @@ namespace arlsim::app {
 
 namespace {
 
-std::optional<double> read_number(const char* path) {
+std::optional<double> read_number(const std::string& path) {
   std::ifstream in(path);
   std::string word;
   if (!(in >> word) || word == "max") return std::nullopt;
@@ -74,8 +74,8 @@ std::optional<double> available_memory_bytes() {
   auto bound = [&](double room) { available = available ? std::min(*available, room) : room; };
   // Each control group's limit less what it uses, its reclaimable page cache not counted.
   for (const auto& folder : cgroup_folders()) {
-    const auto max = read_number((folder + "/memory.max").c_str());
-    const auto current = read_number((folder + "/memory.current").c_str());
+    const auto max = read_number(folder + "/memory.max");
+    const auto current = read_number(folder + "/memory.current");
     if (max && current) bound(std::max(0.0, *max - std::max(0.0, *current - reclaimable(folder))));
   }
   // An address-space limit (ulimit -v) less what the process has mapped already.

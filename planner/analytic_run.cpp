@@ -59,8 +59,8 @@ std::optional<AnalyticRun> compose_run(const input::ScenarioSpec& s, const std::
   return run;
 }
 
-// Training beside that rollout layout fits the nodes' host memory (the estimators check each
-// training layout beside the configured rollout only: the sleeping engines' share depends on the pair).
+// Training beside that rollout layout fits the nodes' host memory. A plan's training costs were
+// checked beside the adopted selector's rollout layouts; another selector may pair them otherwise.
 bool host_memory_fits(const input::ScenarioSpec& s, const input::RolloutLayout& rollout, const input::TrainLayout& train) {
   const auto host = rl::host_memory_at(s, rollout, train);
   return !host || host->fits();
@@ -108,7 +108,7 @@ std::optional<AnalyticRun> analytic_run(const input::ScenarioSpec& s, const std:
     c.rollout = l.rollout;
     c.train = l.train;
     if (const StageCost r = re->cost(f[i]); r.feasible()) c.rollout_s = r.seconds;
-    if (const StageCost t = te->cost(f[i]); t.feasible() && host_memory_fits(s, l.rollout, l.train)) c.train_s = t.seconds;
+    if (const StageCost t = te->cost(f[i]); t.feasible()) c.train_s = t.seconds;  // host memory beside l.rollout included
     if (previous)
       c.switch_s = rl::rollout_switch_seconds(s, previous->rollout, l.rollout, s.policy.switch_overhead_s) +
                    rl::train_switch_seconds(s, previous->train, l.train, s.policy.switch_overhead_s);

@@ -265,6 +265,20 @@ const Schedule& StageSchedules::find(const std::string& selector) const {
   return schedules.front();
 }
 
+namespace {
+
+// The policy with those layouts at those steps: the first step's as its own, the rest as its schedule.
+void set_layouts(input::PolicySpec& policy, const std::vector<int64_t>& steps, const std::vector<input::RolloutLayout>& rollout,
+                 const std::vector<input::TrainLayout>& train) {
+  if (!steps.empty()) {
+    policy.rollout = rollout.front();
+    policy.train = train.front();
+  }
+  policy.schedule = to_schedule(steps, rollout, train);
+}
+
+}  // namespace
+
 std::vector<input::ScheduleEntry> to_schedule(const std::vector<int64_t>& steps, const std::vector<input::RolloutLayout>& rollout,
                                              const std::vector<input::TrainLayout>& train) {
   ARLSIM_ASSERT(steps.size() == rollout.size() && steps.size() == train.size());
@@ -348,21 +362,15 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
 
   // Training is costed beside the rollout layouts the adopted rollout schedule has at each step
   // (what sleeps in host memory during training depends on them).
-  input::ScenarioSpec beside = s;
-  {
-    const auto& adopted_rollout = p.rollout_schedules.find(o.selector);
-    std::vector<input::RolloutLayout> rollout;
-    std::vector<input::TrainLayout> train;
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      rollout.push_back(p.rollout[adopted_rollout.choice[i]].layout);
-      train.push_back(rl::layouts_at(s.policy, p.steps[i]).train);
-    }
-    if (!p.steps.empty()) {
-      beside.policy.rollout = rollout.front();
-      beside.policy.train = train.front();
-    }
-    beside.policy.schedule = to_schedule(p.steps, rollout, train);
+  const auto& rs = p.rollout_schedules.find(o.selector);
+  std::vector<input::RolloutLayout> rollout;
+  std::vector<input::TrainLayout> train;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    rollout.push_back(p.rollout[rs.choice[i]].layout);
+    train.push_back(rl::layouts_at(s.policy, p.steps[i]).train);
   }
+  input::ScenarioSpec beside = s;
+  set_layouts(beside.policy, p.steps, rollout, train);
   std::vector<std::unique_ptr<TrainEstimator>> train_estimators;
   CostTable train_costs = cost_table(beside, p.train, features, train_estimators, p.evaluations);
   std::vector<double> state_move;  // each candidate's training state to or from host memory
@@ -373,21 +381,11 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
   };
   p.train_schedules = schedules(std::move(train_costs), configured_train, train_estimators, features, o);
 
-  const auto& rs = p.rollout_schedules.find(o.selector);
   const auto& ts = p.train_schedules.find(o.selector);
-  std::vector<input::RolloutLayout> rollout;
-  std::vector<input::TrainLayout> train;
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    rollout.push_back(p.rollout[rs.choice[i]].layout);
-    train.push_back(p.train[ts.choice[i]].layout);
-  }
+  for (size_t i = 0; i < p.steps.size(); ++i) train[i] = p.train[ts.choice[i]].layout;
   p.policy = s.policy;
   p.policy.switch_overhead_s = o.switch_overhead_s;  // the replay charges what the selectors weighed
-  if (!p.steps.empty()) {
-    p.policy.rollout = rollout.front();
-    p.policy.train = train.front();
-  }
-  p.policy.schedule = to_schedule(p.steps, rollout, train);
+  set_layouts(p.policy, p.steps, rollout, train);
   // The preparation passes' own layouts last, beside the adopted training layouts: a pass's memory
   // depends on the training layout's sharding (its ZeRO stage, offloaded weights), so a layout is
   // chosen only where it fits beside every one of them.

@@ -490,13 +490,12 @@ void Rollout::work_done(int64_t e) {
 
 void Rollout::turn_finished(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
+  stale(tr.engine);
   if (tr.scoring) {
-    stale(tr.engine);
     engines_[static_cast<size_t>(tr.engine)].sched->release(t);
     reward_done(t);
     return;
   }
-  stale(tr.engine);
   const Request r = engines_[static_cast<size_t>(tr.engine)].sched->release(t);
   TurnRecord& rec = result_.turns[static_cast<size_t>(tr.record)];
   rec.end = sim_.now();

@@ -10,15 +10,12 @@
 #include "sim/exec/event.h"
 #include "sim/graph/step_graph.h"
 #include "sim/model/memory.h"
-#include "sim/trace/gen_options.h"
-#include "sim/model/topology.h"
 #include "sim/model/train.h"
 #include "sim/model/transformer.h"
 #include "sim/rl/dispatch.h"
 #include "sim/rl/rollout.h"
 #include "sim/rl/spill.h"
 #include "sim/trace/generator.h"
-#include "sim/trace/reader.h"
 
 namespace arlsim::rl {
 
@@ -46,116 +43,7 @@ OomEvent oom_event(int64_t step, std::string stage, const model::MemoryBreakdown
   return oom;
 }
 
-// The steps a run simulates: those in its range, up to its limit on the number of steps. Steps
-// are counted as runs of trajectories of one step, as RunSimulator groups them.
-class StepSelection {
- public:
-  StepSelection(const input::ScenarioSpec& s, const RunOptions& o)
-      : first_(o.first_step), last_(o.last_step), limit_(o.max_steps > 0 ? o.max_steps : s.steps) {}
-
-  // Called for each trajectory in order.
-  bool keep(int64_t step) {
-    if ((first_ >= 0 && step < first_) || (last_ >= 0 && step > last_)) return false;
-    if (groups_ == 0 || step != current_) {
-      ++groups_;
-      current_ = step;
-    }
-    return groups_ <= limit_;
-  }
-
- private:
-  int64_t first_, last_, limit_;
-  int64_t groups_ = 0;
-  int64_t current_ = 0;
-};
-
 }  // namespace
-
-namespace {
-
-// A trace file's steps against the workload's batch: each step must hold prompts x samples
-// trajectories, unless the scenario says the trace sets the batch (then steps whose size differs
-// from the first's are reported: samples the trace lacks).
-bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, const trace::Trace& t,
-                       input::Diagnostics& diag) {
-  std::vector<std::pair<int64_t, int64_t>> sizes;  // step, trajectories
-  for (size_t i = 0; i < t.size(); ++i) {
-    const int64_t step = t.trajectory(i).info.step;
-    if (sizes.empty() || sizes.back().first != step) sizes.emplace_back(step, 0);
-    ++sizes.back().second;
-  }
-  const int64_t want = s.workload.trajectories_per_step();
-  for (const auto& [step, n] : sizes) {
-    if (!s.trace_sets_batch && n != want) {
-      diag.error_global(path + ": step " + std::to_string(step) + " has " + std::to_string(n) + " trajectories; the workload's " +
-                            std::to_string(s.workload.prompts_per_step) + " prompts x " +
-                            std::to_string(s.workload.samples_per_prompt) + " samples make " + std::to_string(want) + " a step",
-                        "set /workload/prompts_per_step and /workload/samples_per_prompt to the trace's, or "
-                        "\"trace_sets_batch\": true to take each step's trajectories as its batch");
-      return false;
-    }
-    if (s.trace_sets_batch && n != sizes.front().second) {
-      input::Diagnostic d;
-      d.severity = input::Severity::warning;
-      d.file = path;
-      d.message = "step " + std::to_string(step) + " has " + std::to_string(n) + " trajectories, step " +
-                  std::to_string(sizes.front().first) + " " + std::to_string(sizes.front().second) +
-                  ": the trace lacks samples, and the step runs with what it has";
-      diag.add(d);
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-trace::GenParams scenario_gen_params(const input::ScenarioSpec& s) {
-  const auto& g = *s.generated_trace;
-  trace::GenParams p = g.preset.empty() ? trace::GenParams{} : trace::preset_params(*trace::find_gen_preset(g.preset));
-  for (const auto& problem : trace::apply_gen_options(p, g.options))  // checked when the scenario was read
-    ARLSIM_ASSERT(problem.empty());
-  p.seed = g.seed;
-  if (g.steps > 0) p.steps = static_cast<int>(g.steps);
-  p.prompts_per_step = static_cast<int>(g.prompts_per_step > 0 ? g.prompts_per_step : s.workload.prompts_per_step);
-  p.group_size = static_cast<int>(g.group_size > 0 ? g.group_size : s.workload.samples_per_prompt);
-  p.every = static_cast<int>(g.every);
-  return p;
-}
-
-std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, const std::string& override_path,
-                                                input::Diagnostics& diag, const RunOptions* run) {
-  const std::string path = override_path.empty() ? s.trace_path : override_path;
-  if (!path.empty()) {
-    std::optional<trace::Trace> t;
-    if (!run) {
-      t = trace::load_trace(path, diag);
-    } else {
-      StepSelection selection(s, *run);
-      t = trace::load_trace(path, diag, {}, [&](const trace::TrajectoryInfo& info) { return selection.keep(info.step); });
-    }
-    if (t && !check_trace_batch(s, path, *t, diag)) return std::nullopt;
-    return t;
-  }
-  if (!s.generated_trace) {
-    diag.error_global("the scenario names no trace: set \"trace\" (a file, or {\"generate\": {\"preset\": ...}}) or pass --trace");
-    return std::nullopt;
-  }
-  const trace::GenParams p = scenario_gen_params(s);
-  if (const auto problems = trace::check_gen_params(p); !problems.empty()) {
-    for (const auto& problem : problems) diag.error_global("trace generator: " + problem);
-    return std::nullopt;
-  }
-  trace::Trace t;
-  trace::TraceBuilder builder(t);
-  if (!run) {
-    trace::generate(p, builder);
-  } else {
-    StepSelection selection(s, *run);  // only the steps the run simulates are drawn
-    trace::generate(p, builder, [&](int step) { return selection.keep(step); });
-  }
-  return t;
-}
-
 
 namespace {
 
@@ -798,35 +686,6 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
 }
 
 }  // namespace
-
-RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t) {
-  RunMemory m;
-  m.trace_bytes = static_cast<double>(t.storage_bytes());
-  m.cluster_bytes = model::Topology::bytes_for(s.cluster);
-  const auto pools = static_cast<int64_t>(s.cluster.pools.size());
-  double largest = 0;
-  for (size_t i = 0; i < t.size();) {
-    const int64_t step = t.trajectory(i).info.step;
-    int64_t trajectories = 0, turns = 0, calls = 0;
-    for (; i < t.size() && t.trajectory(i).info.step == step; ++i) {
-      const auto view = t.trajectory(i);
-      ++trajectories;
-      turns += static_cast<int64_t>(view.turns.size());
-      calls += view.tool_calls();
-    }
-    const RolloutOptions ro = rollout_options(s, layouts_at(s.policy, step).rollout);
-    const int64_t engines = ro.engines + (ro.reward.kind == input::RewardKind::model ? ro.reward.engines : 0);
-    const double bytes = rollout_memory_bytes(trajectories, turns, calls, pools, engines);
-    if (bytes > largest) {
-      largest = bytes;
-      m.step = step;
-      m.trajectories = trajectories;
-      m.turns = turns;
-    }
-  }
-  m.bytes = m.trace_bytes + m.cluster_bytes + largest;
-  return m;
-}
 
 void project_whole_run(const input::ScenarioSpec& s, const trace::Trace& t, RunResult& r) {
   if (r.steps.empty() || !r.oom_events.empty()) return;
