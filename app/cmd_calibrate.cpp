@@ -124,6 +124,24 @@ int compare(const std::string& a_path, const std::string& b_path) {
   } else if (!points.empty()) {
     std::printf("GEMM: the profiles share no dtype with a peak; not compared\n");
   }
+  // Decode attention: one layer's kernel at each batch size either profile measured, over a KV
+  // cache of 4,096 tokens of 8 KV heads of 128 per sequence (bf16), as each cost model prices it.
+  std::set<int64_t> batches;
+  for (const auto* p : {&*a, &*b})
+    for (const auto& x : p->decode_attention) batches.insert(x.batch);
+  if (comparable && !batches.empty()) {
+    std::printf("decode attention, achieved (one layer, 4,096 cached tokens of 8 x 128 per sequence; * outside that "
+                "profile's table: the memory-bound rate)\n");
+    const model::ComputeModel ca(*a, *common), cb(*b, *common);
+    for (int64_t batch : batches) {
+      const double bytes = 2.0 * static_cast<double>(batch) * 4096 * 8 * 128 * 2;
+      const double ta = ca.decode_attention(bytes, 1, batch).seconds, tb = cb.decode_attention(bytes, 1, batch).seconds;
+      const std::string name = "  batch " + std::to_string(batch);
+      std::printf("%-34s %17s%s %17s%s %8s\n", name.c_str(), number(bytes / ta / 1e9, "GB/s").c_str(),
+                  ca.in_decode_table(batch) ? " " : "*", number(bytes / tb / 1e9, "GB/s").c_str(),
+                  cb.in_decode_table(batch) ? " " : "*", ratio(bytes / ta, bytes / tb).c_str());
+    }
+  }
   if (!a->collectives.empty() || !b->collectives.empty()) {
     std::printf("collectives (bus bandwidth)\n");
     std::map<std::string, std::pair<double, double>> rows;

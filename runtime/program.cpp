@@ -134,9 +134,18 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
           ks.push_back(attention(2.0 * d(m.num_heads / tp) * d(2 * qk) * pairs, ch.context + ch.tokens, qk, false));
         }
         if (batch.decode_seqs > 0) {
+          // The batch's cache split evenly over its sequences (the simulator prices the sum);
+          // each layer reads its own.
+          const int64_t kv_tokens = batch.decode_kv_tokens + it * batch.decode_seqs;
           Kernel a;
           a.kind = Kernel::Kind::decode_attention;
-          a.bytes = kv_per_token * (d(batch.decode_kv_tokens) + d(it * batch.decode_seqs)) / d(layers);
+          a.weight = static_cast<int32_t>(layer);
+          a.seqs = batch.decode_seqs;
+          a.seq_len = std::max<int64_t>(1, (kv_tokens + batch.decode_seqs - 1) / batch.decode_seqs);
+          a.kv_heads = std::max<int64_t>(1, m.num_kv_heads / tp);
+          a.heads = std::max<int64_t>(a.kv_heads, m.num_heads / tp / a.kv_heads * a.kv_heads);
+          a.head_dim = m.head_dim;
+          a.bytes = kv_per_token * d(kv_tokens) / d(layers);
           ks.push_back(a);
         }
         ks.push_back(gemm(rows, h, out_in / tp, w + 1));

@@ -25,7 +25,8 @@ struct Kernel {
   enum class Kind : uint8_t {
     gemm,              // m x n x k, `groups` times
     attention,         // causal, `heads` heads of seq_len x head_dim; backward: the backward pass only
-    decode_attention,  // `launches` kernels streaming `bytes` of KV cache in all
+    decode_attention,  // one layer's (`weight`) decode attention: `seqs` sequences of seq_len cached tokens,
+                       // `heads` query heads on `kv_heads` KV heads of head_dim, reading `bytes` of cache
     memory,            // element-wise work streaming `bytes` in `launches` kernels (0: no launch of its own)
     collective,        // `op` over the devices of group `group`, on `bytes` (as nccl-tests counts them)
     copy,              // `bytes` to device `peer` (-1: host memory), checksummed at the receiver
@@ -37,6 +38,7 @@ struct Kernel {
   // that caches see the model's footprint); -1 for an operand of the moment.
   int32_t weight = -1;
   int64_t seq_len = 0, head_dim = 0, heads = 1;
+  int64_t seqs = 0, kv_heads = 0;  // decode attention
   bool backward = false;
   double bytes = 0;
   int64_t launches = 1;

@@ -262,6 +262,63 @@ class CpuDevice final : public Device {
     return secs;
   }
 
+  // Decode attention of one layer (cpu::DecodeAttention, the runtime's kernel), handed to the
+  // worker thread as the runtime hands it each layer's. Like the runtime's layers, each run reads
+  // a cache that the others have pushed out of the last-level cache: copies of the inputs that
+  // together pass twice its size (at most 512 MiB), used in turn. Checked against a
+  // double-precision reference for the first query of the first sequence.
+  std::optional<double> decode_attention(int64_t batch, int64_t kv_len, int64_t heads, int64_t kv_heads,
+                                         int64_t head_dim) override {
+    if (batch < 1 || kv_len < 1 || kv_heads < 1 || head_dim < 1 || heads < kv_heads || heads % kv_heads != 0) {
+      problem_ = "decode attention needs a positive shape whose query heads are a multiple of its KV heads";
+      return std::nullopt;
+    }
+    const double bytes = decode_kv_bytes(batch, kv_len, kv_heads, head_dim, sizeof(float));
+    const double cache = last_level_cache_ > 0 ? last_level_cache_ : 32.0 * (1 << 20);
+    const auto copies = static_cast<size_t>(
+        std::clamp(std::ceil(2 * cache / bytes), 1.0, std::max(1.0, std::floor(512.0 * (1 << 20) / bytes))));
+    auto& first = decode_.empty() ? decode_.emplace_back() : decode_.front();
+    if (decode_.size() != copies || first.batch != batch || first.kv_len != kv_len || first.heads != heads ||
+        first.kv_heads != kv_heads || first.head_dim != head_dim) {
+      decode_.resize(copies);
+      for (auto& c : decode_) c = cpu::DecodeAttention{}, c.prepare(batch, kv_len, heads, kv_heads, head_dim);
+      next_decode_ = 0;
+    }
+    auto& a = decode_[next_decode_];
+    next_decode_ = (next_decode_ + 1) % decode_.size();
+    const std::function<void()> task = [&] { a.run(); };
+    const auto t = Clock::now();
+    const bool ran = worker_.run(task);
+    const double secs = since(t);
+    if (!ran) {
+      problem_ = "the worker thread did not run its task";
+      return std::nullopt;
+    }
+    const auto& q = a.q[0];
+    const auto& k = a.k[0];
+    const auto& v = a.v[0];
+    std::vector<double> prob(static_cast<size_t>(kv_len));
+    double top = -1e300, sum = 0;
+    for (int64_t j = 0; j < kv_len; ++j) {
+      double dot = 0;
+      for (int64_t c = 0; c < head_dim; ++c) dot += static_cast<double>(q(0, c)) * k(j, c);
+      prob[static_cast<size_t>(j)] = dot * a.scale;
+      top = std::max(top, prob[static_cast<size_t>(j)]);
+    }
+    for (auto& x : prob) sum += (x = std::exp(x - top));
+    bool ok = a.o[0].allFinite();
+    for (int64_t c = 0; ok && c < head_dim; ++c) {
+      double want = 0;
+      for (int64_t j = 0; j < kv_len; ++j) want += prob[static_cast<size_t>(j)] / sum * v(j, c);
+      ok = std::abs(a.o[0](0, c) - want) <= 1e-3 * std::max(1.0, std::abs(want));
+    }
+    if (!ok) {
+      problem_ = "decode attention result differs from its double-precision reference row";
+      return std::nullopt;
+    }
+    return secs;
+  }
+
   // Collectives among threads over shared memory, each rank reading its neighbour's buffer as a
   // ring moves data (NCCL's ring algorithms, one chunk per rank and step, a barrier between steps):
   // all-reduce as reduce-scatter then all-gather (2(n - 1) steps), all-gather and reduce-scatter
@@ -401,6 +458,8 @@ class CpuDevice final : public Device {
   std::unique_ptr<ThreadTeam> team_;
   cpu::Worker worker_;
   cpu::Attention attention_;
+  std::vector<cpu::DecodeAttention> decode_;  // copies of one shape's inputs, used in turn
+  size_t next_decode_ = 0;
   std::string problem_;
 };
 

@@ -53,6 +53,46 @@ void Attention::run(bool backward, bool backward_only) {
   }
 }
 
+void DecodeAttention::prepare(int64_t b, int64_t len, int64_t h, int64_t kvh, int64_t dh) {
+  const bool same = b == batch && h == heads && kvh == kv_heads && dh == head_dim;
+  kv_len = len;
+  if (same && len <= capacity) return;
+  batch = b, heads = h, kv_heads = kvh, head_dim = dh;
+  capacity = same ? std::max(len, capacity + capacity / 4) : len;
+  scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const auto group = static_cast<Eigen::Index>(std::max<int64_t>(1, h / kvh)), rows = static_cast<Eigen::Index>(capacity),
+             cols = static_cast<Eigen::Index>(dh);
+  const auto n = static_cast<size_t>(b * kvh);
+  q.assign(n, RowMat());
+  k.assign(n, RowMat());
+  v.assign(n, RowMat());
+  o.assign(n, RowMat());
+  for (size_t i = 0; i < n; ++i) {
+    q[i] = RowMat::Random(group, cols);
+    k[i] = RowMat::Random(rows, cols);
+    v[i] = RowMat::Random(rows, cols);
+    o[i].resize(group, cols);
+  }
+}
+
+void DecodeAttention::run() {
+  const auto len = static_cast<Eigen::Index>(kv_len);
+  for (size_t i = 0; i < q.size(); ++i) {
+    s_.noalias() = (q[i] * k[i].topRows(len).transpose()) * scale;
+    for (Eigen::Index r = 0; r < s_.rows(); ++r) {
+      auto row = s_.row(r);
+      row = (row.array() - row.maxCoeff()).exp();
+      row /= row.sum();
+    }
+    o[i].noalias() = s_ * v[i].topRows(len);
+  }
+}
+
+double DecodeAttention::kv_bytes() const {
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(kv_heads) * static_cast<double>(kv_len) *
+         static_cast<double>(head_dim) * sizeof(float);
+}
+
 void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_t n) {
   const float s = 3.0f;
   switch (kernel) {

@@ -37,6 +37,27 @@ struct Attention {
   void probabilities(Eigen::Index r0, Eigen::Index rows);
 };
 
+// Decode attention, one layer: each of `batch` sequences has one query token of `heads` heads and
+// a KV cache of `kv_len` tokens of `kv_heads` heads (grouped-query attention: heads / kv_heads
+// queries share a KV head). Per sequence and KV head, the group's scores S = Q K^T, their softmax
+// and O = S V, with Eigen's products: the keys and values are read once, so the kernel streams
+// the cache as decode attention does.
+struct DecodeAttention {
+  int64_t batch = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t capacity = 0;  // tokens the caches hold; the first kv_len are read
+  std::vector<RowMat> q, k, v, o;  // by (sequence, KV head): group x head_dim, capacity x head_dim
+  float scale = 1;
+  // Random inputs. The buffers stay while the batch and heads do and hold kv_len tokens, so that a
+  // growing context (a decode step after another) costs no refill.
+  void prepare(int64_t batch, int64_t kv_len, int64_t heads, int64_t kv_heads, int64_t head_dim);
+  void run();
+  // The cache's bytes (keys and values) that one run reads.
+  double kv_bytes() const;
+
+ private:
+  RowMat s_;
+};
+
 // One streaming kernel over n floats (x read, y written, z read by the triad).
 void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_t n);
 

@@ -226,6 +226,70 @@ class CudaDevice final : public Device {
     return t;
   }
 
+  // Unfused decode attention (unfused_decode_attention, the runtime's path): per (sequence, KV
+  // head) the group's scores, their softmax and the weighted values, with batched GEMMs.
+  std::optional<double> decode_attention(int64_t batch, int64_t len, int64_t heads, int64_t kv_heads, int64_t d) override {
+    problem_.clear();
+    if (batch < 1 || len < 1 || kv_heads < 1 || d < 1 || heads < kv_heads || heads % kv_heads != 0) {
+      problem_ = "decode attention needs a positive shape whose query heads are a multiple of its KV heads";
+      return std::nullopt;
+    }
+    const int64_t pairs = batch * kv_heads, group = heads / kv_heads;
+    const size_t queries = static_cast<size_t>(pairs * group * d), cache = static_cast<size_t>(pairs * len * d),
+                 scores = static_cast<size_t>(pairs * group * len);
+    DecodeBuffers b;
+    auto release = [&] {
+      for (auto* p : {b.q, b.k, b.v, b.o, b.s}) cudaFree(p);
+    };
+    bool fine = ok(cudaMalloc(&b.q, queries * 2), "cudaMalloc") && ok(cudaMalloc(&b.o, queries * 2), "cudaMalloc") &&
+                ok(cudaMalloc(&b.k, cache * 2), "cudaMalloc") && ok(cudaMalloc(&b.v, cache * 2), "cudaMalloc") &&
+                ok(cudaMalloc(&b.s, scores * 2), "cudaMalloc");
+    if (fine) {
+      fill_bf16<<<grid_for(queries), kThreads, 0, stream_>>>(b.q, queries, 20);
+      fill_bf16<<<grid_for(cache), kThreads, 0, stream_>>>(b.k, cache, 21);
+      fill_bf16<<<grid_for(cache), kThreads, 0, stream_>>>(b.v, cache, 22);
+      fine = ok(cudaGetLastError(), "filling decode attention's inputs");
+    }
+    if (!fine) {
+      release();
+      return std::nullopt;
+    }
+    // Read from HBM, not from the L2 cache the fill left the inputs in (as for GEMMs): in a model
+    // every layer reads its own cache.
+    if (!ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
+      release();
+      return std::nullopt;
+    }
+    auto t = timed([&] { return unfused_decode_attention(blas_, stream_, pairs, group, len, d, b); });
+    // Check pair 0's first query against the host.
+    if (t) {
+      auto in = [&](int seed, int64_t i) { return __bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(i), static_cast<uint64_t>(seed)))); };
+      const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+      std::vector<double> logits(static_cast<size_t>(len));
+      double top = -1e300, sum = 0;
+      for (int64_t j = 0; j < len; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(in(20, c)) * in(21, j * d + c);
+        logits[static_cast<size_t>(j)] = dot * scale;
+        top = std::max(top, logits[static_cast<size_t>(j)]);
+      }
+      for (auto& l : logits) sum += (l = std::exp(l - top));
+      std::vector<__nv_bfloat16> got(static_cast<size_t>(d));
+      fine = ok(cudaMemcpy(got.data(), b.o, static_cast<size_t>(d) * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      for (int64_t c = 0; fine && c < d; ++c) {
+        double want = 0;
+        for (int64_t j = 0; j < len; ++j) want += logits[static_cast<size_t>(j)] / sum * in(22, j * d + c);
+        if (std::abs(__bfloat162float(got[static_cast<size_t>(c)]) - want) > 0.03) fine = false;
+      }
+      if (!fine) {
+        if (problem_.empty()) problem_ = "decode attention result differs from the host's reference row";
+        t.reset();
+      }
+    }
+    release();
+    return t;
+  }
+
   std::optional<double> memory(MemoryKernel kernel, double bytes) override {
     problem_.clear();
     const int arrays = kernel == MemoryKernel::triad ? 3 : 2;

@@ -128,6 +128,37 @@ __global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int6
   }
 }
 
+// Softmax of each row of `len` scores (rows one after another), in place, every column visible
+// (decode attention's query sees the whole cache). One block per row.
+__global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, float scale) {
+  __shared__ float part[kThreads];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    __nv_bfloat16* row = scores + r * len;
+    float top = -INFINITY;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
+    part[threadIdx.x] = top;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+      if (threadIdx.x < k) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + k]);
+      __syncthreads();
+    }
+    top = part[0];
+    __syncthreads();
+    float sum = 0;
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += __expf(__bfloat162float(row[j]) * scale - top);
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+      if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+      __syncthreads();
+    }
+    sum = part[0];
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) row[j] = __float2bfloat16(__expf(__bfloat162float(row[j]) * scale - top) / sum);
+    __syncthreads();
+  }
+}
+
 int grid_for(size_t n) { return static_cast<int>(std::min<size_t>(65535, (n + kThreads - 1) / kThreads)); }
 
 // The buffers of the unfused causal attention: q, k, v, o and (backward) dO, dQ, dK, dV, each
@@ -170,6 +201,35 @@ inline bool unfused_attention(cublasHandle_t blas, cudaStream_t stream, int64_t 
     good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, b.k, id, sd, b.dp, is, ss, scale, b.dq, id, sd);  // dQ
     good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, b.q, id, sd, b.dp, is, ss, scale, b.dk, id, sd);  // dK
   }
+  return good;
+}
+
+// The buffers of unfused decode attention over `pairs` (sequence, KV head) pairs, each with a
+// group of queries sharing the KV head: q and o pairs x group x d, k and v pairs x len x d, the
+// scores s pairs x group x len, all bf16.
+struct DecodeBuffers {
+  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *s = nullptr;
+};
+
+// Enqueues decode attention on the stream of `blas`: per pair S = Q K^T (group x len), the
+// softmax of its rows, O = S V, with batched GEMMs over the pairs. The keys and values are read
+// once each; the scores (group x len per pair) are small beside them. False when a library call
+// failed.
+inline bool unfused_decode_attention(cublasHandle_t blas, cudaStream_t stream, int64_t pairs, int64_t group, int64_t len,
+                                     int64_t d, const DecodeBuffers& b) {
+  const float one = 1, zero = 0, scale = 1.0f / sqrtf(static_cast<float>(d));
+  const int il = static_cast<int>(len), ig = static_cast<int>(group), id = static_cast<int>(d), ip = static_cast<int>(pairs);
+  const long long kv = len * d, qs = group * d, ss = group * len;
+  // Row-major X (r x c) is column-major X' (c x r): S' (len x group) = K'^T Q', O' (d x group) = V' S'.
+  bool good = cublasGemmStridedBatchedEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, il, ig, id, &one, b.k, CUDA_R_16BF, id, kv, b.q,
+                                         CUDA_R_16BF, id, qs, &zero, b.s, CUDA_R_16BF, il, ss, ip, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+  const int blocks = static_cast<int>(std::min<int64_t>(65535, pairs * group));
+  softmax_rows<<<blocks, kThreads, 0, stream>>>(b.s, len, pairs * group, scale);
+  good = good && cudaGetLastError() == cudaSuccess;
+  good = good && cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, id, ig, il, &one, b.v, CUDA_R_16BF, id, kv, b.s,
+                                            CUDA_R_16BF, il, ss, &zero, b.o, CUDA_R_16BF, id, qs, ip, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   return good;
 }
 

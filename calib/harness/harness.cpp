@@ -46,7 +46,9 @@ std::vector<int64_t> geometric(int64_t from, int64_t to, int64_t factor) {
 const std::vector<OpInfo>& all_ops() {
   static const std::vector<OpInfo> ops{
       {Op::gemm, "gemm", "matrix multiplications over an (m, n, k) grid"},
-      {Op::attention, "attention", "causal attention of one head by sequence length, forward and forward + backward"},
+      {Op::attention, "attention",
+       "causal attention of one head by sequence length, forward and forward + backward; decode attention by batch "
+       "and KV length"},
       {Op::memory, "memory", "streaming kernels (copy, triad, a norm-like and an activation-like one) by size"},
       {Op::launch, "launch", "an empty kernel (a task handed to a worker thread on a CPU), launch to completion"},
       {Op::collective, "collective", "all-reduce, all-gather, reduce-scatter, all-to-all and broadcast by size and group"},
@@ -71,6 +73,61 @@ std::string op_list() {
 double attention_flops(int64_t seq_len, int64_t head_dim, bool backward) {
   const double forward = 2.0 * d(seq_len) * d(seq_len) * d(head_dim);
   return backward ? 3.5 * forward : forward;
+}
+
+double decode_kv_bytes(int64_t batch, int64_t kv_len, int64_t kv_heads, int64_t head_dim, double element_bytes) {
+  return 2.0 * d(batch) * d(kv_len) * d(kv_heads) * d(head_dim) * element_bytes;
+}
+
+double dtype_bytes(const std::string& dtype) {
+  if (dtype == "fp32" || dtype == "tf32") return 4;
+  if (dtype == "fp8") return 1;
+  return 2;
+}
+
+std::vector<std::pair<int64_t, int64_t>> decode_points(const Plan& p, double element_bytes) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t b : p.decode_batch) {
+    std::vector<std::pair<int64_t, int64_t>> mine;
+    for (int64_t len : p.decode_kv_len)
+      if (p.decode_max_bytes <= 0 ||
+          decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, element_bytes) <= p.decode_max_bytes)
+        mine.emplace_back(b, len);
+    if (mine.size() >= 2) out.insert(out.end(), mine.begin(), mine.end());
+  }
+  return out;
+}
+
+std::optional<DecodeFit> fit_decode(int64_t batch, const std::vector<DecodeResult>& all) {
+  std::vector<std::pair<double, double>> xy;  // (bytes, seconds)
+  for (const auto& r : all)
+    if (r.batch == batch && r.kv_bytes > 0 && r.seconds.median > 0) xy.emplace_back(r.kv_bytes, r.seconds.median);
+  if (xy.size() < 2) return std::nullopt;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : xy) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double n = d(static_cast<int64_t>(xy.size())), denominator = n * sxx - sx * sx;
+  double slope = 0, intercept = 0;
+  if (denominator > 1e-12 * n * sxx) {
+    slope = (n * sxy - sx * sy) / denominator;
+    intercept = (sy - slope * sx) / n;
+  }
+  if (!(slope > 0)) return std::nullopt;  // the time does not rise with the bytes
+  if (intercept < 0) {  // through the origin: all of the time per byte
+    intercept = 0;
+    slope = sxy / sxx;
+  }
+  if (!(slope > 0) || !std::isfinite(slope)) return std::nullopt;
+  DecodeFit f;
+  f.batch = batch;
+  f.fixed_s = intercept;
+  f.bandwidth = 1.0 / slope;
+  for (const auto& [x, y] : xy) f.worst_residual = std::max(f.worst_residual, std::abs(y - (intercept + slope * x)) / y);
+  return f;
 }
 
 std::string_view kernel_name(MemoryKernel k) {
@@ -109,6 +166,12 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     for (double b = 1 << 20; b < largest; b *= quick ? 8 : 4) p.memory_bytes.push_back(b);
     p.memory_bytes.push_back(largest);
     p.attention_seq = quick ? std::vector<int64_t>{256, 1024} : geometric(128, 4096, 2);
+    // Decode attention with the heads of the CPU loop's model (8 query heads on 4 KV heads of 64):
+    // a rollout's decode batches, contexts to its longest.
+    p.decode_batch = quick ? std::vector<int64_t>{1, 4, 16} : geometric(1, 32, 2);
+    p.decode_kv_len = quick ? std::vector<int64_t>{256, 1024, 4096} : geometric(128, 4096, 2);
+    p.decode_heads = 8, p.decode_kv_heads = 4, p.decode_head_dim = 64;
+    p.decode_max_bytes = (quick ? 64.0 : 256.0) * (1 << 20);
   } else {
     // A transformer layer's GEMMs at the TP degrees of interest: tokens (m) from one decoding
     // sequence (a rollout's tail) through decode batches to a long prefill chunk, widths (n, k)
@@ -118,6 +181,13 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     p.gemm_k = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
     for (double b = 1 << 20; b <= 4.0 * (1 << 30); b *= quick ? 16 : 4) p.memory_bytes.push_back(b);
     p.attention_seq = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
+    // Decode attention with one layer of an 8B-class grouped-query model at TP 1 (32 query heads
+    // on 8 KV heads of 128): from one sequence (a rollout's tail) to a full decode batch, contexts
+    // to 32K, caches to a quarter of the memory or 8 GiB.
+    p.decode_batch = quick ? std::vector<int64_t>{1, 16, 256} : geometric(1, 1024, 4);
+    p.decode_kv_len = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
+    p.decode_heads = 32, p.decode_kv_heads = 8, p.decode_head_dim = 128;
+    p.decode_max_bytes = std::min(8.0 * (1 << 30), dev.memory_bytes > 0 ? dev.memory_bytes / 4 : 8.0 * (1 << 30));
   }
   p.launches_per_sample = quick ? 200 : 1000;
   p.host_bytes = quick ? std::vector<double>{64.0 * (1 << 20)} : std::vector<double>{1 << 20, 16 << 20, 256.0 * (1 << 20)};
@@ -132,7 +202,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   // What was not asked for has no points (and leaves no trace in the profile's notes).
   auto has = [&](Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
   if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear();
-  if (!has(Op::attention)) p.attention_seq.clear();
+  if (!has(Op::attention)) p.attention_seq.clear(), p.decode_batch.clear(), p.decode_kv_len.clear();
   if (!has(Op::memory)) p.memory_bytes.clear();
   if (!has(Op::host)) p.host_bytes.clear();
   if (!has(Op::collective) && !has(Op::p2p)) p.collective_ranks.clear(), p.collective_bytes.clear();
@@ -150,6 +220,9 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
   if (has(Op::attention))
     for (int64_t seq : p.attention_seq)
       for (bool bwd : {false, true}) s += runs * attention_flops(seq, p.attention_head_dim, bwd) / flops_per_s;
+  if (has(Op::attention))
+    for (const auto& [b, len] : decode_points(p, 2))
+      s += runs * (decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, 2) / bytes_per_s + 3 * launch_s);
   if (has(Op::memory))
     for (double b : p.memory_bytes) s += runs * std::size(kMemoryKernels) * b / bytes_per_s;
   if (has(Op::launch)) s += runs * d(p.launches_per_sample) * launch_s;
@@ -222,6 +295,16 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
         if (auto s = sample([&] { return dev.attention(seq, p.attention_head_dim, bwd); }, what, cost))
           r.attention.push_back({seq, p.attention_head_dim, bwd, *s});
       }
+  if (has(Op::attention)) {
+    const double element = dtype_bytes(r.info.gemm_dtype);
+    for (const auto& [b, len] : decode_points(p, element)) {
+      const double bytes = decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, element);
+      const std::string what = "decode attention batch " + std::to_string(b) + " kv " + std::to_string(len);
+      if (auto s = sample([&] { return dev.decode_attention(b, len, p.decode_heads, p.decode_kv_heads, p.decode_head_dim); },
+                          what, bytes / byte_rate + 3 * launch_guess))
+        r.decode.push_back({b, len, bytes, *s});
+    }
+  }
   if (has(Op::memory))
     for (double b : p.memory_bytes)
       for (MemoryKernel kernel : kMemoryKernels) {
@@ -372,6 +455,20 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     }
     eff["attention"] = points;
   }
+  if (!r.decode.empty()) {
+    Json rows = Json::array();
+    for (int64_t b : r.plan.decode_batch) {
+      const auto f = fit_decode(b, r.decode);
+      if (!f) {
+        if (std::any_of(r.decode.begin(), r.decode.end(), [&](const DecodeResult& x) { return x.batch == b; }))
+          notes.push_back("decode attention at batch " + std::to_string(b) +
+                          " left the table: its measurements do not give a positive bandwidth");
+        continue;
+      }
+      rows.push_back({{"batch", b}, {"fixed", micros_text(f->fixed_s)}, {"bandwidth", bandwidth_text(f->bandwidth)}});
+    }
+    if (!rows.empty()) eff["decode_attention"] = rows;
+  }
   if (bandwidth > 0 && !streaming.empty()) {
     std::vector<double> shares;
     for (double s : streaming) shares.push_back(s / bandwidth);
@@ -468,6 +565,30 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     std::vector<Stat> s;
     for (const auto& a : r.attention) s.push_back(a.seconds);
     tables["attention"] = table_summary(s, r.plan.repeats);
+  }
+  if (!r.decode.empty()) {
+    std::vector<Stat> st;
+    Json rows = Json::array();
+    for (const auto& x : r.decode) {
+      st.push_back(x.seconds);
+      rows.push_back({{"batch", x.batch},
+                      {"kv_len", x.kv_len},
+                      {"bytes", x.kv_bytes},
+                      {"time_us", round4(x.seconds.median * 1e6)},
+                      {"bandwidth", bandwidth_text(x.kv_bytes / x.seconds.median)},
+                      {"jitter", std::round(x.seconds.jitter * 1e4) / 1e4}});
+    }
+    Json fits = Json::array();
+    for (int64_t b : r.plan.decode_batch)
+      if (const auto f = fit_decode(b, r.decode))
+        fits.push_back({{"batch", b}, {"worst_residual", round4(f->worst_residual)}});
+    tables["decode_attention"] = table_summary(st, r.plan.repeats);
+    tables["decode_attention"]["shape"] = {{"heads", r.plan.decode_heads},
+                                           {"kv_heads", r.plan.decode_kv_heads},
+                                           {"head_dim", r.plan.decode_head_dim},
+                                           {"dtype", info.gemm_dtype}};
+    tables["decode_attention"]["fits"] = fits;
+    tables["decode_attention"]["rows"] = rows;
   }
   if (!r.memory.empty()) {
     std::vector<Stat> s;

@@ -68,6 +68,11 @@ class Device {
   // Causal attention of one head over `seq_len` tokens at `head_dim`: the forward, or the forward
   // and the backward.
   virtual std::optional<double> attention(int64_t seq_len, int64_t head_dim, bool backward) = 0;
+  // Decode attention of one layer: `batch` sequences, each one query token of `heads` heads over
+  // a KV cache of `kv_len` tokens of `kv_heads` heads (grouped-query attention), in
+  // info().gemm_dtype. The cache's keys and values are decode_kv_bytes() of them.
+  virtual std::optional<double> decode_attention(int64_t batch, int64_t kv_len, int64_t heads, int64_t kv_heads,
+                                                 int64_t head_dim) = 0;
   // A streaming kernel moving `bytes` (reads and writes).
   virtual std::optional<double> memory(MemoryKernel kernel, double bytes) = 0;
   // An empty kernel from launch to completion (on a CPU: a task handed to a worker thread and
@@ -88,6 +93,11 @@ struct Plan {
   std::vector<int64_t> gemm_m, gemm_n, gemm_k;
   std::vector<int64_t> attention_seq;  // causal, both passes, at attention_head_dim
   int64_t attention_head_dim = 128;
+  // Decode attention: every batch size at every KV length whose cache fits decode_max_bytes (a
+  // batch keeps at least two lengths, for its fit), with one layer of a grouped-query model.
+  std::vector<int64_t> decode_batch, decode_kv_len;
+  int64_t decode_heads = 32, decode_kv_heads = 8, decode_head_dim = 128;
+  double decode_max_bytes = 0;
   std::vector<double> memory_bytes;  // each kernel at each size
   std::vector<double> host_bytes;         // host-to-device copies of these sizes
   std::vector<int64_t> collective_ranks;  // each collective over each of these group sizes
@@ -124,6 +134,28 @@ struct AttentionResult {
 // FlashAttention's benchmark convention, which the cost model's attention table follows: a
 // causal forward is 2 s^2 d FLOPs per head, forward and backward 3.5x that.
 double attention_flops(int64_t seq_len, int64_t head_dim, bool backward);
+// The KV cache's bytes that decode attention reads: keys and values of every token of every KV
+// head of every sequence, `element_bytes` each.
+double decode_kv_bytes(int64_t batch, int64_t kv_len, int64_t kv_heads, int64_t head_dim, double element_bytes);
+// Bytes of one element of a GEMM dtype name ("fp32": 4, "bf16"/"fp16": 2, "fp8": 1).
+double dtype_bytes(const std::string& dtype);
+// The (batch, KV length) points of a plan that it measures: those whose cache fits.
+std::vector<std::pair<int64_t, int64_t>> decode_points(const Plan& p, double element_bytes);
+struct DecodeResult {
+  int64_t batch = 0, kv_len = 0;
+  double kv_bytes = 0;
+  Stat seconds;
+};
+// Decode attention of one batch size as the cost model takes it: seconds = fixed + kv bytes /
+// bandwidth, fitted by least squares over the KV lengths measured (through the origin when the
+// intercept comes out negative). Nothing when the points do not give a positive bandwidth.
+struct DecodeFit {
+  int64_t batch = 0;
+  double fixed_s = 0;
+  double bandwidth = 0;  // bytes/s
+  double worst_residual = 0;  // the largest |measured - fitted| / measured over its points
+};
+std::optional<DecodeFit> fit_decode(int64_t batch, const std::vector<DecodeResult>& points);
 struct MemoryResult {
   MemoryKernel kernel = MemoryKernel::copy;
   double bytes = 0;
@@ -144,6 +176,7 @@ struct Results {
   Plan plan;
   std::vector<GemmResult> gemm;
   std::vector<AttentionResult> attention;
+  std::vector<DecodeResult> decode;
   std::vector<MemoryResult> memory;
   std::optional<Stat> launch;
   std::vector<CollectiveResult> collectives;

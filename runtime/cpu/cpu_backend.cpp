@@ -50,6 +50,7 @@ struct Device {
   std::map<int32_t, std::vector<float>> weights;  // by Kernel::weight
   calib::cpu::Attention attention;
   int64_t attention_seq = -1, attention_dim = -1;
+  std::map<int32_t, calib::cpu::DecodeAttention> decode;  // each layer's KV cache, by Kernel::weight
   std::atomic<int64_t> kernel{-1};  // the kernel it runs (for a hang report)
 };
 
@@ -131,22 +132,14 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
           case Kernel::Kind::decode_attention: {
-            // One kernel per layer, each reading its layer's share of the KV cache once with a
-            // vectorised reduction (Eigen's): memory-bound, as decode attention is.
-            const int64_t launches = std::max<int64_t>(1, k.launches);
-            const size_t n = buffer_floats(k.bytes / static_cast<double>(launches));
-            const size_t total = n * static_cast<size_t>(launches);
-            if (dev.x.size() < total) dev.x.assign(total, 0.25f);
-            volatile float sink = 0;
-            int64_t layer = 0;
-            const std::function<void()> task = [&] {
-              sink = Eigen::Map<const Eigen::VectorXf>(dev.x.data() + static_cast<size_t>(layer) * n,
-                                                       static_cast<Eigen::Index>(n)).sum();
-            };
+            // One layer's decode attention (calibration's kernel) over its own cache, which
+            // grows with the context and is filled once.
+            auto& a = dev.decode[k.weight];
+            a.prepare(k.seqs, k.seq_len, k.heads, k.kv_heads, k.head_dim);
+            const std::function<void()> task = [&] { a.run(); };
             const auto t = Clock::now();
-            for (layer = 0; layer < launches; ++layer) dev.worker.run(task);
+            dev.worker.run(task);
             took = since(t);
-            (void)sink;
             break;
           }
           case Kernel::Kind::memory: {

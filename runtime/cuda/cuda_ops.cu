@@ -38,22 +38,6 @@ __global__ void fill_pattern(float* p, size_t n, uint64_t seed) {
     p[i] = pattern_value(i, seed);
 }
 
-// Decode attention's traffic: every byte of the KV cache read once, reduced to one value per
-// block so that the reads cannot be dropped.
-__global__ void read_kernel(const float* x, size_t n, float* sink) {
-  __shared__ float part[kThreads];
-  float sum = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    sum += x[i];
-  part[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) sink[blockIdx.x] = part[0];
-}
-
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
@@ -196,18 +180,7 @@ class CudaOps final : public DeviceOps {
     switch (k.kind) {
       case Kernel::Kind::gemm: gemm(k); break;
       case Kernel::Kind::attention: attention(k); break;
-      case Kernel::Kind::decode_attention: {
-        const int64_t launches = std::max<int64_t>(1, k.launches);
-        const size_t n = buffer_floats(k.bytes / static_cast<double>(launches));
-        ensure(kv_, n * sizeof(float), 0.25f);
-        open_segment();
-        for (int64_t l = 0; l < launches; ++l)
-          read_kernel<<<static_cast<int>(std::min<size_t>(65535, (n + kThreads - 1) / kThreads)), kThreads, 0, stream_>>>(
-              kv_.as<float>(), n, sink_);
-        check(cudaGetLastError(), "decode attention");
-        mark(k.kind);
-        break;
-      }
+      case Kernel::Kind::decode_attention: decode_attention(k); break;
       case Kernel::Kind::memory: {
         // A copy kernel reads and writes: bytes / 8 floats per launch; 0 launches (replayed from a
         // graph) is the whole work in one.
@@ -338,6 +311,34 @@ class CudaOps final : public DeviceOps {
     warm_up(std::make_tuple(0, k.m, k.n, k.k), run);
     open_segment();
     for (int64_t g = 0; g < k.groups; ++g) run();
+    mark(k.kind);
+  }
+
+  // One layer's decode attention (calibration's unfused_decode_attention) over the layer's own
+  // cache: keys then values, grown in steps of 256 tokens so that a growing context is not
+  // reallocated at every step.
+  void decode_attention(const Kernel& k) {
+    const int64_t pairs = k.seqs * k.kv_heads, group = std::max<int64_t>(1, k.heads / k.kv_heads);
+    const int64_t len = k.seq_len, d = k.head_dim, room = (len + 255) / 256 * 256;
+    dim(pairs * std::max(len, group), "decode attention's batch");
+    Buffer& cache = decode_kv_[k.weight];
+    ensure_bf16(cache, static_cast<size_t>(2 * pairs * room * d), 30 + static_cast<uint64_t>(std::max(0, k.weight)));
+    ensure_bf16(q_, static_cast<size_t>(pairs * group * d), 31);
+    ensure_bf16(o_, static_cast<size_t>(pairs * group * d), 32);
+    ensure_bf16(p_, static_cast<size_t>(pairs * group * len), 33);
+    DecodeBuffers b;
+    b.q = q_.as<__nv_bfloat16>();
+    b.o = o_.as<__nv_bfloat16>();
+    b.s = p_.as<__nv_bfloat16>();
+    b.k = cache.as<__nv_bfloat16>();
+    b.v = b.k + static_cast<size_t>(pairs * len * d);
+    auto run = [&] {
+      if (!unfused_decode_attention(blas_, stream_, pairs, group, len, d, b))
+        throw std::runtime_error("decode attention: a cuBLAS call or the softmax kernel failed");
+    };
+    warm_up(std::make_tuple(3, pairs, group, d), run);
+    open_segment();
+    run();
     mark(k.kind);
   }
 
@@ -523,7 +524,8 @@ class CudaOps final : public DeviceOps {
   DeviceResult result_;
   bool corrupt_ = false;
   float* sink_ = nullptr;
-  Buffer a_, b_, c_, x_, y_, kv_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
+  std::map<int32_t, Buffer> decode_kv_;  // each layer's KV cache, by Kernel::weight
+  Buffer a_, b_, c_, x_, y_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
   std::map<int32_t, Buffer> weights_;
   std::set<std::tuple<int, int64_t, int64_t, int64_t>> warmed_;
   HostBuffer host_, landed_;

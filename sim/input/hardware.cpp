@@ -117,6 +117,19 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     if (p.read_enum("pass", pass, Presence::required, passes)) pt.pass = std::string(passes[pass].name);
     p.read("efficiency", pt.efficiency, Presence::required, 1e-6, 1.0);
   });
+  parse_array(r, "decode_attention", g.decode_attention, [](ObjectReader& p, DecodeAttentionPoint& pt) {
+    p.read("batch", pt.batch, Presence::required, 1, int64_t{1} << 24);
+    p.read_duration("fixed", pt.fixed, Presence::required, 0, 1.0);
+    p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
+  });
+  for (size_t i = 1; i < g.decode_attention.size(); ++i)
+    if (g.decode_attention[i].batch <= g.decode_attention[i - 1].batch) {
+      r.error("decode_attention", "batch sizes must rise from one point to the next (" +
+                                      std::to_string(g.decode_attention[i - 1].batch) + " then " +
+                                      std::to_string(g.decode_attention[i].batch) + ")",
+              "list one point per batch size, smallest first");
+      break;
+    }
   r.read("memory_bound", g.memory_bound_efficiency, Presence::optional, 1e-6, 1.0);
   if (const Value* tile = r.field("gemm_tile")) {
     ObjectReader t(*tile, r.pointer_of("gemm_tile"), r.diag());

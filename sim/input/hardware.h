@@ -53,6 +53,13 @@ struct AttentionPoint {
   std::string pass;  // "fwd" or "fwd_bwd"
   double efficiency = 0;
 };
+// Decode attention at one batch size (sequences), as measured by `arlsim calibrate`: a layer's
+// kernel takes `fixed` plus the KV cache's bytes over `bandwidth`.
+struct DecodeAttentionPoint {
+  int64_t batch = 0;
+  SimTime fixed;
+  double bandwidth_bytes_per_s = 0;
+};
 // A collective's achieved bus bandwidth (nccl-tests definition) for a scope and algorithm.
 struct CollectivePoint {
   std::string op;         // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
@@ -105,6 +112,7 @@ struct GpuProfile {
   // GEMM of depth K runs at K / (K + gemm_k_overhead) of the deep-K rate. 0: not modelled.
   double gemm_k_overhead = 0;
   std::vector<AttentionPoint> attention_efficiency;
+  std::vector<DecodeAttentionPoint> decode_attention;  // by batch, ascending; empty: memory-bound rate
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
   std::vector<CollectivePoint> collectives;
   std::vector<CollectiveProtocol> collective_protocols;

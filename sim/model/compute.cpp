@@ -193,6 +193,31 @@ OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionP
   return c;
 }
 
+bool ComputeModel::in_decode_table(int64_t seqs) const {
+  const auto& t = gpu_.decode_attention;
+  return !t.empty() && seqs >= t.front().batch && seqs <= t.back().batch;
+}
+
+OpCost ComputeModel::decode_attention(double kv_bytes, int64_t layers, int64_t seqs) const {
+  OpCost c;
+  c.bytes = kv_bytes;
+  c.memory_bound = true;
+  const auto& t = gpu_.decode_attention;
+  if (!in_decode_table(seqs)) {
+    c.seconds = kv_bytes / memory_rate_ + launch_s_ * static_cast<double>(layers);
+    return c;
+  }
+  // The first point at or above seqs, and the one before it.
+  const auto hi = std::lower_bound(t.begin(), t.end(), seqs, [](const auto& p, int64_t b) { return p.batch < b; });
+  const auto lo = hi->batch == seqs ? hi : hi - 1;
+  const double w = hi == lo ? 0.0
+                            : static_cast<double>(seqs - lo->batch) / static_cast<double>(hi->batch - lo->batch);
+  const double fixed = (1 - w) * lo->fixed.seconds() + w * hi->fixed.seconds();
+  const double per_byte = (1 - w) / lo->bandwidth_bytes_per_s + w / hi->bandwidth_bytes_per_s;
+  c.seconds = fixed * static_cast<double>(layers) + kv_bytes * per_byte;
+  return c;
+}
+
 OpCost ComputeModel::memory_bound(double bytes, int kernels) const {
   OpCost c;
   if (bytes <= 0) return c;

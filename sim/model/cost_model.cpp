@@ -29,13 +29,7 @@ OpCost AnalyticCostModel::cost(const Op& op) const {
       return g.groups > 1 ? m.compute_.grouped_gemm(g.groups, g.m, g.n, g.k) : m.compute_.gemm(g.m, g.n, g.k);
     }
     OpCost operator()(const AttentionOp& a) const { return m.compute_.attention(a.forward_flops, a.seq_len, a.pass, a.head_dim, a.calls); }
-    OpCost operator()(const DecodeAttentionOp& a) const {
-      OpCost c;
-      c.bytes = a.kv_bytes;
-      c.memory_bound = true;
-      c.seconds = a.kv_bytes / m.compute_.memory_rate() + m.compute_.launch_overhead_s() * static_cast<double>(a.layers);
-      return c;
-    }
+    OpCost operator()(const DecodeAttentionOp& a) const { return m.compute_.decode_attention(a.kv_bytes, a.layers, a.seqs); }
     OpCost operator()(const MemoryBoundOp& b) const { return m.compute_.memory_bound(b.bytes, b.kernels); }
     OpCost operator()(const CollectiveCallOp& c) const {
       OpCost out;

@@ -28,10 +28,12 @@ struct AttentionOp {
   int64_t head_dim = 128;  // of the query-key product
   int64_t calls = 1;       // kernel launches the work is split into (context-parallel ring steps)
 };
-// Decode attention: `layers` kernels reading `kv_bytes` of KV cache at the memory-bound rate.
+// Decode attention: `layers` kernels reading `kv_bytes` of KV cache for a batch of `seqs`
+// sequences (ComputeModel::decode_attention: the profile's decode table, or the memory-bound rate).
 struct DecodeAttentionOp {
   double kv_bytes = 0;
   int64_t layers = 1;
+  int64_t seqs = 1;
 };
 // Element-wise work streaming `bytes` through HBM in `kernels` launches.
 struct MemoryBoundOp {

@@ -177,7 +177,7 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   cost.gemm_s = terms.gemm_s + sampled_rows_seconds(sampled);
   const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
   if (batch.decode_seqs > 0)
-    cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * decode_kv, m_.num_layers});
+    cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * decode_kv, m_.num_layers, decode_seqs});
   cost.elementwise_s = terms.elementwise_s;
   cost.comm_s = terms.comm_s;
   const int64_t sequences = batch.decode_seqs + static_cast<int64_t>(batch.prefill.size());
@@ -204,7 +204,8 @@ DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
   // verification step's k + 1 queries read them once too).
   w.a = iteration(at_zero).seconds;
   // The closed form needs decode attention linear in the KV read: its cost per cached token.
-  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1), 0}) /
+  const int64_t per_slot = (seqs + std::max<int64_t>(1, layout_.pp) - 1) / std::max<int64_t>(1, layout_.pp);
+  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1), 0, per_slot}) /
         d(std::max<int64_t>(1, layout_.pp));  // a pipelined engine's round reads 1/pp of its KV per stage slot
   if (spec_.on()) {
     at_zero.decode_rows_per_seq = spec_.draft_tokens + 1;

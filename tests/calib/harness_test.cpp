@@ -58,6 +58,15 @@ class FakeDevice final : public calib::Device {
   std::optional<double> memory(calib::MemoryKernel, double bytes) override {
     return swing(bytes / (0.8 * bandwidth), memory_calls_++);
   }
+  // Decode attention: a fixed 4 us + 10 ns per sequence, and the cache (bf16) at 90% of the
+  // bandwidth times b / (b + 1) for b sequences.
+  static double decode_fixed(int64_t b) { return 4e-6 + 1e-8 * static_cast<double>(b); }
+  double decode_bandwidth(int64_t b) const { return 0.9 * bandwidth * static_cast<double>(b) / static_cast<double>(b + 1); }
+  std::optional<double> decode_attention(int64_t batch, int64_t len, int64_t heads, int64_t kv_heads, int64_t dim) override {
+    CHECK(heads % kv_heads == 0);
+    const double bytes = calib::decode_kv_bytes(batch, len, kv_heads, dim, 2);
+    return swing(decode_fixed(batch) + bytes / decode_bandwidth(batch), decode_calls_++);
+  }
   std::optional<double> launch() override { return 7e-6; }
   std::optional<double> host_copy(double bytes) override { return bytes / 20e9; }  // 20 GB/s
   // Collectives: 3 us, 5 us per ring step (2(n - 1) for an all-reduce, n - 1 otherwise), and the
@@ -78,7 +87,7 @@ class FakeDevice final : public calib::Device {
     static const double factor[] = {5.0, 1.2, 1.0, 0.9};
     return t * factor[call % 4];
   }
-  int64_t gemm_calls_ = 0, memory_calls_ = 0, attention_calls_ = 0;
+  int64_t gemm_calls_ = 0, memory_calls_ = 0, attention_calls_ = 0, decode_calls_ = 0;
 };
 
 calib::Plan small_plan(const calib::Device& d) {
@@ -89,6 +98,9 @@ calib::Plan small_plan(const calib::Device& d) {
   p.gemm_n = {512, 2048};
   p.gemm_k = {256, 1024, 4096};
   p.memory_bytes = {1 << 20, 64 << 20};
+  p.decode_batch = {1, 8, 64};
+  p.decode_kv_len = {1024, 4096, 16384};
+  p.decode_max_bytes = 0;
   p.launches_per_sample = 10;
   return p;
 }
@@ -187,6 +199,73 @@ TEST_CASE("calibrate: a fake device's known curves come back exactly, and the pr
   const double e1 = c.gemm_efficiency(1024, 2048, 256), e2 = c.gemm_efficiency(1024, 2048, 1024);
   CHECK(e1 == doctest::Approx(FakeDevice::efficiency(256)).epsilon(1e-3));
   CHECK(c.gemm_efficiency(1024, 2048, 640) == doctest::Approx((e1 + e2) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("calibrate: decode attention's fit per batch comes back exactly and the cost model reads it") {
+  FakeDevice d;
+  const auto plan = small_plan(d);
+  const auto r = calib::measure(d, plan);
+  CHECK(r.excluded.empty());
+  REQUIRE(r.decode.size() == 3 * 3);
+  for (int64_t b : plan.decode_batch) {
+    const auto f = calib::fit_decode(b, r.decode);
+    REQUIRE(f);
+    CHECK(f->fixed_s == doctest::Approx(FakeDevice::decode_fixed(b)).epsilon(1e-6));
+    CHECK(f->bandwidth == doctest::Approx(d.decode_bandwidth(b)).epsilon(1e-9));
+    CHECK(f->worst_residual < 1e-9);
+  }
+  const auto g = round_trip(r, "fake-decode.json");
+  REQUIRE(g.decode_attention.size() == 3);
+  CHECK(g.decode_attention[1].batch == 8);
+  const model::ComputeModel c(g, input::Dtype::bf16);
+  const double bytes = 3e8;
+  // At a measured batch: its fixed time per layer and its bandwidth.
+  CHECK(c.in_decode_table(8));
+  CHECK(c.decode_attention(bytes, 32, 8).seconds ==
+        doctest::Approx(32 * FakeDevice::decode_fixed(8) + bytes / d.decode_bandwidth(8)).epsilon(1e-6));
+  // Between two batches, linear in the batch: fixed time and seconds per byte (4 is 3/7 of 1 to 8).
+  const double w = 3.0 / 7.0;
+  const double fixed = (1 - w) * FakeDevice::decode_fixed(1) + w * FakeDevice::decode_fixed(8);
+  const double per_byte = (1 - w) / d.decode_bandwidth(1) + w / d.decode_bandwidth(8);
+  CHECK(c.decode_attention(bytes, 32, 4).seconds == doctest::Approx(32 * fixed + bytes * per_byte).epsilon(1e-6));
+  // Affine in the bytes, as decode windows need.
+  CHECK(c.decode_attention(2 * bytes, 32, 4).seconds - c.decode_attention(bytes, 32, 4).seconds ==
+        doctest::Approx(bytes * per_byte).epsilon(1e-6));
+  // Outside the table: the analytic memory-bound rate and a launch per layer.
+  CHECK(!c.in_decode_table(65));
+  CHECK(c.decode_attention(bytes, 32, 65).seconds ==
+        doctest::Approx(bytes / c.memory_rate() + 32 * c.launch_overhead_s()).epsilon(1e-9));
+  // The calibration section keeps every point and each batch's fit.
+  std::ifstream in(temp_dir() / "fake-decode.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"decode_attention\": {") != std::string::npos);
+  CHECK(text.find("\"worst_residual\"") != std::string::npos);
+}
+
+TEST_CASE("calibrate: decode points keep a batch only with two lengths that fit; a fit needs a positive slope") {
+  calib::Plan p;
+  p.decode_batch = {1, 4, 16};
+  p.decode_kv_len = {1000, 2000, 4000};
+  p.decode_kv_heads = 2;
+  p.decode_head_dim = 10;
+  // 2 x b x len x 2 x 10 x 2 bytes = 80 b len: a cap of 640,000 keeps b = 1 (every length), b = 4
+  // (1000 and 2000) and drops b = 16 (none fits).
+  p.decode_max_bytes = 640000;
+  const auto points = calib::decode_points(p, 2);
+  using P = std::pair<int64_t, int64_t>;
+  CHECK(points == std::vector<P>{{1, 1000}, {1, 2000}, {1, 4000}, {4, 1000}, {4, 2000}});
+  CHECK(calib::decode_kv_bytes(4, 2000, 2, 10, 2) == 640000);
+  // A negative intercept: the fit goes through the origin instead.
+  std::vector<calib::DecodeResult> rs = {{1, 1000, 1e6, {1e-6, 0, 3}}, {1, 2000, 2e6, {3e-6, 0, 3}}};
+  auto f = calib::fit_decode(1, rs);
+  REQUIRE(f);
+  CHECK(f->fixed_s == 0);
+  CHECK(f->bandwidth == doctest::Approx(1.0 / ((1e6 * 1e-6 + 2e6 * 3e-6) / (1e12 + 4e12))));
+  // Falling time with bytes gives nothing; one point gives nothing.
+  rs[1].seconds.median = 1e-7;
+  rs[0].seconds.median = 1e-5;
+  CHECK(!calib::fit_decode(1, rs));
+  CHECK(!calib::fit_decode(1, {rs[0]}));
 }
 
 TEST_CASE("calibrate: without a nominal peak the best GEMM stands in; a failed check is excluded, never written") {
