@@ -18,6 +18,8 @@ contains calibrate-check-fp32 "$tmp/out" "fp32"
 contains calibrate-provenance "$tmp/cpu.json" '"kind": "measured"'
 contains calibrate-command "$tmp/cpu.json" "arlsim calibrate --backend cpu --quick --out"
 contains calibrate-jitter "$tmp/cpu.json" '"median_jitter"'
+contains calibrate-decode-table "$tmp/cpu.json" '"decode_attention": ['
+contains calibrate-decode-fits "$tmp/cpu.json" '"worst_residual"'
 
 # The measured profile predicts this machine: a small fp32 training iteration on one "GPU".
 cat >"$tmp/stage.json" <<JSON
@@ -43,6 +45,8 @@ expect calibrate-compare 0 "$arlsim" calibrate compare h100-sxm "$tmp/cpu.json"
 contains calibrate-compare-header "$tmp/out" "B / A"
 contains calibrate-compare-gemm "$tmp/out" "GEMM"
 contains calibrate-compare-collectives "$tmp/out" "all_reduce intra_node ring x2"
+contains calibrate-compare-decode "$tmp/out" "decode attention, achieved"
+contains calibrate-compare-decode-batch "$tmp/out" "batch 16"
 
 # A profile without attention compares, saying what it cannot.
 expect calibrate-partial 0 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory --out "$tmp/gm.json"
