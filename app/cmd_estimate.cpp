@@ -92,7 +92,7 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
   }
   const GridCounter counter(s.cluster, r.dtype);
   const auto e = model::estimate_train(s.model, s.cluster, r, counter);
-  const bool gridded = s.cluster.gpu.gemm_efficiency.size() > 1;
+  const bool gridded = s.cluster.gpu.gemm_points(r.dtype).size() > 1;
   const auto& b = e.breakdown;
   const auto band = model::validation_band("training");
   if (json) {

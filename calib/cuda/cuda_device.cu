@@ -1,5 +1,6 @@
 #include "calib/cuda/cuda_device.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -35,6 +36,8 @@ class CudaDevice final : public Device {
 #endif
     cudaSetDevice(0);
     if (blas_) cublasDestroy(blas_);
+    if (lt_) cublasLtDestroy(lt_);
+    cudaFree(lt_workspace_);
     if (stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
@@ -54,6 +57,11 @@ class CudaDevice final : public Device {
         cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas_, stream_) != CUBLAS_STATUS_SUCCESS) {
       problem = problem_.empty() ? "cuBLAS could not start" : problem_;
       return false;
+    }
+    if (cublasLtCreate(&lt_) != CUBLAS_STATUS_SUCCESS) lt_ = nullptr;  // fp8 GEMMs are then not measured
+    if (lt_ && cudaMalloc(&lt_workspace_, kLtWorkspace) != cudaSuccess) {
+      cudaGetLastError();
+      lt_workspace_ = nullptr;
     }
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
@@ -92,6 +100,8 @@ class CudaDevice final : public Device {
     i.memory_bytes = static_cast<double>(props.totalGlobalMem);
     i.compute_units = sms;
     i.peak_flops = nominal_bf16_peak(props.major, props.minor, sms, clock);
+    for (const auto& r : other_gemm_dtypes(props.major, props.minor))
+      if (std::string(r.dtype) != "fp8" || lt_) i.other_gemm_dtypes.emplace_back(r.dtype, r.times_bf16 * i.peak_flops);
     i.memory_bandwidth = nominal_memory_bandwidth(memory_clock, bus);
     i.host_link_kind = "host";  // PCIe or NVLink-C2C: not detected; the rate is measured
     i.gemm_tile_m = 128;  // cuBLAS's large bf16 tiles, as the shipped profiles take them
@@ -149,6 +159,99 @@ class CudaDevice final : public Device {
       const double got = __bfloat162float(got_bf16);
       if (right && std::abs(got - want) > 0.02 * std::abs(want) + 0.05 * std::sqrt(static_cast<double>(k))) {
         problem_ = "GEMM result differs from the host reference";
+        right = false;
+      }
+    }
+    release();
+    return right ? t : std::nullopt;
+  }
+
+  // fp16: cublasGemmEx as for bf16, C = A B column-major. fp8 (e4m3): cuBLASLt, which takes fp8
+  // only with the first operand transposed, so it computes C^T (n x m) = B^T A^T with A held
+  // row-major (m x k) and B column-major (k x n): every leading dimension is k or n, multiples of
+  // 16 as fp8 requires, whatever m is; bf16 output, fp32 accumulation, unit scales.
+  std::optional<double> gemm_in(const std::string& dtype, int64_t m, int64_t n, int64_t k) override {
+    problem_.clear();
+    const bool fp8 = dtype == "fp8";
+    if (dtype != "fp16" && !(fp8 && lt_)) {
+      problem_ = "no " + dtype + " GEMM on this device";
+      return std::nullopt;
+    }
+    const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
+    const size_t element = fp8 ? 1 : 2;
+    void *a = nullptr, *b = nullptr, *c = nullptr;
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    auto release = [&] {
+      cudaFree(a);
+      cudaFree(b);
+      cudaFree(c);
+      if (desc) cublasLtMatmulDescDestroy(desc);
+      for (auto l : {la, lb, lc})
+        if (l) cublasLtMatrixLayoutDestroy(l);
+    };
+    if (!ok(cudaMalloc(&a, na * element), "cudaMalloc") || !ok(cudaMalloc(&b, nb * element), "cudaMalloc") ||
+        !ok(cudaMalloc(&c, nc * 2), "cudaMalloc")) {
+      release();
+      return std::nullopt;
+    }
+    if (fp8) {
+      fill_fp8<<<grid_for(na), kThreads, 0, stream_>>>(static_cast<__nv_fp8_e4m3*>(a), na, 1);
+      fill_fp8<<<grid_for(nb), kThreads, 0, stream_>>>(static_cast<__nv_fp8_e4m3*>(b), nb, 2);
+    } else {
+      fill_f16<<<grid_for(na), kThreads, 0, stream_>>>(static_cast<__half*>(a), na, 1);
+      fill_f16<<<grid_for(nb), kThreads, 0, stream_>>>(static_cast<__half*>(b), nb, 2);
+    }
+    if (!ok(cudaGetLastError(), "filling the GEMM's inputs")) {
+      release();
+      return std::nullopt;
+    }
+    const float alpha = 1, beta = 0;
+    const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
+    if (fp8) {
+      const cublasOperation_t t = CUBLAS_OP_T, none = CUBLAS_OP_N;
+      bool made = cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t) == CUBLAS_STATUS_SUCCESS &&
+                  cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none) == CUBLAS_STATUS_SUCCESS;
+      // First operand: B stored k x n column-major, transposed to n x k; second: A^T, i.e. A
+      // row-major, k x m column-major; the result n x m column-major (C^T).
+      made = made && cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, k, n, k) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, k, m, k) == CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n) == CUBLAS_STATUS_SUCCESS;
+      if (!made) {
+        problem_ = "cuBLASLt could not describe an fp8 GEMM";
+        release();
+        return std::nullopt;
+      }
+    }
+    auto run = [&] {
+      if (fp8)
+        return cublasLtMatmul(lt_, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr, lt_workspace_,
+                              lt_workspace_ ? kLtWorkspace : 0, stream_) == CUBLAS_STATUS_SUCCESS;
+      return cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a, CUDA_R_16F, im, b, CUDA_R_16F, ik, &beta,
+                          c, CUDA_R_16BF, im, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    };
+    if (flush_ && !ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
+      release();
+      return std::nullopt;
+    }
+    const auto t = timed(run);
+    if (!t && problem_ == "a library call failed") problem_ = dtype + " GEMM: the library refused the shape";
+    // Check a few entries of C against the host's sums over the same test values (exact in both
+    // dtypes). fp16: A column-major (i + x m); fp8: A row-major (i k + x); B column-major (x + j k).
+    bool right = t.has_value();
+    for (int s = 0; right && s < 3; ++s) {
+      const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
+      __nv_bfloat16 got_bf16;
+      const size_t at = fp8 ? static_cast<size_t>(j + i * n) : static_cast<size_t>(i + j * m);
+      right = ok(cudaMemcpy(&got_bf16, static_cast<__nv_bfloat16*>(c) + at, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      double want = 0;
+      for (int64_t x = 0; x < k; ++x)
+        want += static_cast<double>(test_value(static_cast<uint64_t>(fp8 ? i * k + x : i + x * m), 1)) *
+                static_cast<double>(test_value(static_cast<uint64_t>(x + j * k), 2));
+      const double got = __bfloat162float(got_bf16);
+      if (right && std::abs(got - want) > 0.02 * std::abs(want) + 0.05 * std::sqrt(static_cast<double>(k))) {
+        problem_ = dtype + " GEMM result differs from the host reference";
         right = false;
       }
     }
@@ -410,6 +513,9 @@ class CudaDevice final : public Device {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;  // fp8 GEMMs
+  static constexpr size_t kLtWorkspace = 32u << 20;  // cuBLAS's guidance for Hopper
+  void* lt_workspace_ = nullptr;
   void* flush_ = nullptr;  // written before each GEMM to empty the L2 cache
   size_t flush_bytes_ = 0;
   std::string problem_;

@@ -10,6 +10,13 @@ double bf16_flops_per_sm_clock(int major, int minor) {
   return 0;
 }
 
+std::vector<DtypeRate> other_gemm_dtypes(int major, int minor) {
+  std::vector<DtypeRate> out;
+  if (major >= 8) out.push_back({"fp16", 1.0});
+  if ((major == 8 && minor == 9) || major == 9 || major == 10) out.push_back({"fp8", 2.0});
+  return out;
+}
+
 double nominal_bf16_peak(int major, int minor, int64_t sms, int64_t clock_khz) {
   return bf16_flops_per_sm_clock(major, minor) * static_cast<double>(sms) * static_cast<double>(clock_khz) * 1e3;
 }

@@ -5,6 +5,8 @@
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -30,6 +32,17 @@ __host__ __device__ inline float test_value(uint64_t i, uint64_t seed) {
 __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     p[i] = __float2bfloat16(test_value(i, seed));
+}
+
+__global__ void fill_f16(__half* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = __float2half(test_value(i, seed));
+}
+
+// fp8 e4m3 holds every test value (multiples of 1/8 in [-1, 1]) exactly.
+__global__ void fill_fp8(__nv_fp8_e4m3* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    p[i] = __nv_fp8_e4m3(test_value(i, seed));
 }
 
 __global__ void fill_float(float* p, size_t n, float v) {

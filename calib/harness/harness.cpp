@@ -189,6 +189,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     p.decode_heads = 32, p.decode_kv_heads = 8, p.decode_head_dim = 128;
     p.decode_max_bytes = std::min(8.0 * (1 << 30), dev.memory_bytes > 0 ? dev.memory_bytes / 4 : 8.0 * (1 << 30));
   }
+  for (const auto& [dtype, peak] : dev.other_gemm_dtypes) p.gemm_dtypes.push_back(dtype);
   p.launches_per_sample = quick ? 200 : 1000;
   p.host_bytes = quick ? std::vector<double>{64.0 * (1 << 20)} : std::vector<double>{1 << 20, 16 << 20, 256.0 * (1 << 20)};
   // Collectives: groups of 2, 4, ... up to the largest asked for; sizes in powers of two from 8 B
@@ -201,7 +202,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   if (p.collective_bytes.back() < top) p.collective_bytes.push_back(top);
   // What was not asked for has no points (and leaves no trace in the profile's notes).
   auto has = [&](Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
-  if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear();
+  if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear(), p.gemm_dtypes.clear();
   if (!has(Op::attention)) p.attention_seq.clear(), p.decode_batch.clear(), p.decode_kv_len.clear();
   if (!has(Op::memory)) p.memory_bytes.clear();
   if (!has(Op::host)) p.host_bytes.clear();
@@ -216,7 +217,7 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
   if (has(Op::gemm))
     for (int64_t m : p.gemm_m)
       for (int64_t n : p.gemm_n)
-        for (int64_t k : p.gemm_k) s += runs * gemm_flops(m, n, k) / flops_per_s;
+        for (int64_t k : p.gemm_k) s += runs * d(1 + static_cast<int64_t>(p.gemm_dtypes.size())) * gemm_flops(m, n, k) / flops_per_s;
   if (has(Op::attention))
     for (int64_t seq : p.attention_seq)
       for (bool bwd : {false, true}) s += runs * attention_flops(seq, p.attention_head_dim, bwd) / flops_per_s;
@@ -287,6 +288,16 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
           if (auto s = sample([&] { return dev.gemm(m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
             r.gemm.push_back({m, n, k, *s});
         }
+  if (has(Op::gemm))
+    for (const auto& dtype : p.gemm_dtypes)
+      for (int64_t m : p.gemm_m)
+        for (int64_t n : p.gemm_n)
+          for (int64_t k : p.gemm_k) {
+            const std::string what =
+                "gemm " + dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+            if (auto s = sample([&] { return dev.gemm_in(dtype, m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
+              r.gemm_by_dtype[dtype].push_back({m, n, k, *s});
+          }
   if (has(Op::attention))
     for (int64_t seq : p.attention_seq)
       for (bool bwd : {false, true}) {
@@ -365,26 +376,52 @@ Json table_summary(const std::vector<Stat>& stats, int repeats) {
 
 double round4(double v) { return std::stod(fixed(v, 4)); }
 
+// A GEMM table for one dtype: every k of a failed point leaves it, so that the rest stays a
+// complete grid; the peak is the nominal one, else the best measured rate (and a note says so).
+struct GemmGrid {
+  double peak = 0;
+  Json points = Json::array();
+};
+GemmGrid gemm_grid(const Plan& plan, const std::vector<GemmResult>& results, const std::string& dtype,
+                   double nominal_peak, std::vector<std::string>& notes) {
+  std::set<int64_t> ks(plan.gemm_k.begin(), plan.gemm_k.end());
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> rate;
+  for (const auto& g : results) rate[{g.m, g.n, g.k}] = gemm_flops(g.m, g.n, g.k) / g.seconds.median;
+  if (rate.empty()) return {};
+  const std::string which = dtype + " ";
+  for (int64_t m : plan.gemm_m)
+    for (int64_t n : plan.gemm_n)
+      for (int64_t k : plan.gemm_k)
+        if (!rate.count({m, n, k}) && ks.erase(k))
+          notes.push_back("k = " + std::to_string(k) + " left the " + which + "GEMM grid: " + std::to_string(m) + "x" +
+                          std::to_string(n) + "x" + std::to_string(k) + " has no valid measurement");
+  double best = 0;
+  for (const auto& [key, v] : rate) best = std::max(best, v);
+  GemmGrid g;
+  g.peak = nominal_peak > 0 ? nominal_peak : best;
+  if (nominal_peak <= 0 && best > 0) notes.push_back("peak " + dtype + ": the best measured GEMM rate (no nominal peak known)");
+  for (int64_t m : plan.gemm_m)
+    for (int64_t n : plan.gemm_n)
+      for (int64_t k : ks)
+        g.points.push_back({{"m", m}, {"n", n}, {"k", k}, {"efficiency", std::min(1.0, round4(rate.at({m, n, k}) / g.peak))}});
+  return g;
+}
+
 }  // namespace
 
 std::string profile_json(const Results& r, const ProfileHeader& h) {
   const DeviceInfo& info = r.info;
   std::vector<std::string> notes;
-  // The GEMM grid: every k of a failed point leaves it, so that the rest stays complete.
-  std::set<int64_t> ks(r.plan.gemm_k.begin(), r.plan.gemm_k.end());
-  std::map<std::tuple<int64_t, int64_t, int64_t>, double> rate;
-  for (const auto& g : r.gemm) rate[{g.m, g.n, g.k}] = gemm_flops(g.m, g.n, g.k) / g.seconds.median;
-  for (int64_t m : r.plan.gemm_m)
-    for (int64_t n : r.plan.gemm_n)
-      for (int64_t k : r.plan.gemm_k)
-        if (!rate.count({m, n, k}) && ks.erase(k))
-          notes.push_back("k = " + std::to_string(k) + " left the GEMM grid: " + std::to_string(m) + "x" +
-                          std::to_string(n) + "x" + std::to_string(k) + " has no valid measurement");
-  double best = 0;
-  for (const auto& [key, v] : rate) best = std::max(best, v);
-  const double peak = info.peak_flops > 0 ? info.peak_flops : best;
-  if (info.peak_flops <= 0 && best > 0)
-    notes.push_back("peak " + info.gemm_dtype + ": the best measured GEMM rate (no nominal peak known)");
+  const GemmGrid main_grid = gemm_grid(r.plan, r.gemm, info.gemm_dtype, info.peak_flops, notes);
+  const double peak = main_grid.peak;
+  std::map<std::string, GemmGrid> other_grids;
+  for (const auto& [dtype, results] : r.gemm_by_dtype) {
+    double nominal = 0;
+    for (const auto& [name, value] : info.other_gemm_dtypes)
+      if (name == dtype) nominal = value;
+    const GemmGrid g = gemm_grid(r.plan, results, dtype, nominal, notes);
+    if (g.peak > 0 && !g.points.empty()) other_grids.emplace(dtype, g);
+  }
 
   // Memory: the largest size measured stands for streaming (smaller ones fit in caches).
   double largest = 0;
@@ -425,6 +462,7 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
                      {"notes", note_text}};
   j["peak"] = Json::object();
   if (peak > 0) j["peak"][info.gemm_dtype] = flops_text(peak);
+  for (const auto& [dtype, g] : other_grids) j["peak"][dtype] = flops_text(g.peak);
   if (info.compute_units > 0) j["sm_count"] = info.compute_units;  // cores, on a CPU
   j["memory"] = Json::object();
   j["memory"]["capacity"] = bytes_text(info.memory_bytes);
@@ -437,14 +475,8 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
                      {"bandwidth", bandwidth_text(info.link_bandwidth > 0 ? info.link_bandwidth : bandwidth)}};
   if (r.launch) j["kernel_launch_overhead"] = micros_text(r.launch->median);
   Json eff = Json::object();
-  if (peak > 0 && !ks.empty()) {
-    Json grid = Json::array();
-    for (int64_t m : r.plan.gemm_m)
-      for (int64_t n : r.plan.gemm_n)
-        for (int64_t k : ks)
-          grid.push_back({{"m", m}, {"n", n}, {"k", k}, {"efficiency", std::min(1.0, round4(rate.at({m, n, k}) / peak))}});
-    eff["gemm"] = grid;
-  }
+  if (peak > 0 && !main_grid.points.empty()) eff["gemm"] = main_grid.points;
+  for (const auto& [dtype, g] : other_grids) eff["gemm_by_dtype"][dtype] = g.points;
   if (info.gemm_tile_m > 0 && info.gemm_tile_n > 0) eff["gemm_tile"] = {{"m", info.gemm_tile_m}, {"n", info.gemm_tile_n}};
   if (peak > 0 && !r.attention.empty()) {
     Json points = Json::array();
@@ -560,6 +592,12 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     for (const auto& g : r.gemm) s.push_back(g.seconds);
     tables["gemm"] = table_summary(s, r.plan.repeats);
     tables["gemm"]["dtype"] = info.gemm_dtype;
+  }
+  for (const auto& [dtype, results] : r.gemm_by_dtype) {
+    std::vector<Stat> s;
+    for (const auto& g : results) s.push_back(g.seconds);
+    tables["gemm_" + dtype] = table_summary(s, r.plan.repeats);
+    tables["gemm_" + dtype]["dtype"] = dtype;
   }
   if (!r.attention.empty()) {
     std::vector<Stat> s;

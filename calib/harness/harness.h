@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,9 @@ struct DeviceInfo {
   std::string driver;      // driver or kernel version
   std::string versions;    // libraries the measurements went through
   std::string gemm_dtype;  // the GEMMs' element type: "fp32" on a CPU, "bf16" on a GPU
+  // Other element types the device runs GEMMs in (fp16, fp8), each with its nominal peak (0:
+  // unknown, the best measured rate stands in).
+  std::vector<std::pair<std::string, double>> other_gemm_dtypes;
   double memory_bytes = 0;
   // Nominal rates, when the backend knows them; 0: unknown, the best measured rate stands in
   // (its point then has efficiency 1).
@@ -65,6 +69,12 @@ class Device {
   virtual DeviceInfo info() const = 0;
   // C (m x n) = A (m x k) B (k x n) in info().gemm_dtype.
   virtual std::optional<double> gemm(int64_t m, int64_t n, int64_t k) = 0;
+  // The same GEMM in one of info().other_gemm_dtypes (inputs in it; the output in bf16, fp32
+  // accumulation). Nothing for a dtype the device does not run.
+  virtual std::optional<double> gemm_in(const std::string& dtype, int64_t m, int64_t n, int64_t k) {
+    (void)dtype, (void)m, (void)n, (void)k;
+    return std::nullopt;
+  }
   // Causal attention of one head over `seq_len` tokens at `head_dim`: the forward, or the forward
   // and the backward.
   virtual std::optional<double> attention(int64_t seq_len, int64_t head_dim, bool backward) = 0;
@@ -91,6 +101,7 @@ struct Plan {
   std::vector<Op> ops;
   // GEMMs: every (m, n, k) of the three axes, a complete grid, as profiles require.
   std::vector<int64_t> gemm_m, gemm_n, gemm_k;
+  std::vector<std::string> gemm_dtypes;  // other dtypes measured over the same grid
   std::vector<int64_t> attention_seq;  // causal, both passes, at attention_head_dim
   int64_t attention_head_dim = 128;
   // Decode attention: every batch size at every KV length whose cache fits decode_max_bytes (a
@@ -175,6 +186,7 @@ struct Results {
   DeviceInfo info;
   Plan plan;
   std::vector<GemmResult> gemm;
+  std::map<std::string, std::vector<GemmResult>> gemm_by_dtype;  // the plan's other dtypes
   std::vector<AttentionResult> attention;
   std::vector<DecodeResult> decode;
   std::vector<MemoryResult> memory;

@@ -98,16 +98,38 @@ void parse_array(ObjectReader& parent, std::string_view key, std::vector<T>& out
   });
 }
 
+void read_gemm_point(ObjectReader& p, GemmPoint& pt) {
+  p.read("m", pt.m, Presence::required, 1, int64_t{1} << 40);
+  p.read("n", pt.n, Presence::required, 1, int64_t{1} << 40);
+  p.read("k", pt.k, Presence::required, 1, int64_t{1} << 40);
+  p.read("efficiency", pt.efficiency, Presence::required, 1e-6, 1.0);
+}
+
+// A single point, or a complete grid (every combination of the points' m, n and k values).
+void check_gemm_grid(ObjectReader& r, std::string_view key, const std::vector<GemmPoint>& given) {
+  if (given.empty()) return;
+  const GemmAxes axes = gemm_axes(given);
+  const size_t cells = axes.cells();
+  auto points = given;
+  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
+  });
+  const bool repeated = std::adjacent_find(points.begin(), points.end(), [](const auto& a, const auto& b) {
+                          return a.m == b.m && a.n == b.n && a.k == b.k;
+                        }) != points.end();
+  if (repeated) r.error(key, "a shape is listed twice", "keep one point per (m, n, k)");
+  else if (given.size() > 1 && cells != given.size())
+    r.error(key, std::to_string(given.size()) + " points do not form a grid: their " + std::to_string(axes.m.size()) +
+                     " m, " + std::to_string(axes.n.size()) + " n and " + std::to_string(axes.k.size()) +
+                     " k values make " + std::to_string(cells) + " combinations",
+            "give one point (the best shape) or every combination once");
+}
+
 void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
   const Value* v = parent.field("efficiency");
   if (!v) return;
   ObjectReader r(*v, parent.pointer_of("efficiency"), parent.diag());
-  parse_array(r, "gemm", g.gemm_efficiency, [](ObjectReader& p, GemmPoint& pt) {
-    p.read("m", pt.m, Presence::required, 1, int64_t{1} << 40);
-    p.read("n", pt.n, Presence::required, 1, int64_t{1} << 40);
-    p.read("k", pt.k, Presence::required, 1, int64_t{1} << 40);
-    p.read("efficiency", pt.efficiency, Presence::required, 1e-6, 1.0);
-  });
+  parse_array(r, "gemm", g.gemm_efficiency, read_gemm_point);
   parse_array(r, "attention", g.attention_efficiency, [](ObjectReader& p, AttentionPoint& pt) {
     p.read("seq_len", pt.seq_len, Presence::required, 1, int64_t{1} << 30);
     p.read("head_dim", pt.head_dim, Presence::required, 1, 4096);
@@ -138,23 +160,20 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     t.finish();
   }
   r.read("gemm_k_overhead", g.gemm_k_overhead, Presence::optional, 0, 1e5);
-  if (!g.gemm_efficiency.empty()) {
-    // A single point, or a complete grid (every combination of the points' m, n and k values).
-    const GemmAxes axes = gemm_axes(g.gemm_efficiency);
-    const size_t cells = axes.cells();
-    auto points = g.gemm_efficiency;
-    std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
-    });
-    const bool repeated = std::adjacent_find(points.begin(), points.end(), [](const auto& a, const auto& b) {
-                            return a.m == b.m && a.n == b.n && a.k == b.k;
-                          }) != points.end();
-    if (repeated) r.error("gemm", "a shape is listed twice", "keep one point per (m, n, k)");
-    else if (g.gemm_efficiency.size() > 1 && cells != g.gemm_efficiency.size())
-      r.error("gemm", std::to_string(g.gemm_efficiency.size()) + " points do not form a grid: their " +
-                          std::to_string(axes.m.size()) + " m, " + std::to_string(axes.n.size()) + " n and " +
-                          std::to_string(axes.k.size()) + " k values make " + std::to_string(cells) + " combinations",
-              "give one point (the best shape) or every combination once");
+  check_gemm_grid(r, "gemm", g.gemm_efficiency);
+  if (const Value* by = r.field("gemm_by_dtype")) {
+    // Grids measured in other element types than `gemm`'s, each against its own peak.
+    ObjectReader t(*by, r.pointer_of("gemm_by_dtype"), r.diag());
+    for (const auto& d : kDtypeNames) {
+      if (!t.has(d.name)) continue;
+      auto& points = g.gemm_by_dtype[d.value];
+      parse_array(t, d.name, points, read_gemm_point);
+      check_gemm_grid(t, d.name, points);
+      if (g.peak(d.value) <= 0)
+        t.error(d.name, "the profile has no " + std::string(d.name) + " peak to measure its efficiency against",
+                "add \"" + std::string(d.name) + "\" to \"peak\"");
+    }
+    t.finish();
   }
   r.read("nic", g.nic_efficiency, Presence::optional, 1e-3, 1.0);
   r.finish();

@@ -107,6 +107,13 @@ struct GpuProfile {
   double price_usd_per_gpu_hour = 0;  // 0: unknown
 
   std::vector<GemmPoint> gemm_efficiency;
+  // Grids measured in other element types (fp16, fp8 beside a bf16 `gemm`), each against its
+  // dtype's peak; a dtype without one takes gemm_efficiency.
+  std::map<Dtype, std::vector<GemmPoint>> gemm_by_dtype;
+  const std::vector<GemmPoint>& gemm_points(Dtype d) const {
+    const auto it = gemm_by_dtype.find(d);
+    return it != gemm_by_dtype.end() ? it->second : gemm_efficiency;
+  }
   int64_t gemm_tile_m = 0, gemm_tile_n = 0;  // output tile of the library's large-GEMM kernels
   // The fixed work of each output tile (pipeline fill, epilogue) as an equivalent depth of K: a
   // GEMM of depth K runs at K / (K + gemm_k_overhead) of the deep-K rate. 0: not modelled.

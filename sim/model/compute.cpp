@@ -29,7 +29,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string missing_compute_data(const input::GpuProfile& gpu, Dtype dtype) {
   if (gpu.peak(dtype) <= 0) return std::string("a peak rate for ") + input::dtype_name(dtype);
-  if (gpu.gemm_efficiency.empty()) return "GEMM efficiency points (efficiency/gemm)";
+  if (gpu.gemm_points(dtype).empty()) return "GEMM efficiency points (efficiency/gemm)";
   if (gpu.gemm_tile_m <= 0) return "the GEMM tile size (efficiency/gemm_tile)";
   if (gpu.sm_count <= 0) return "the SM count (sm_count)";
   if (gpu.memory_bound_efficiency <= 0) return "the memory-bound efficiency (efficiency/memory_bound)";
@@ -46,10 +46,11 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   k_overhead_ = gpu.gemm_k_overhead;
   // e_max: the best measured point with its own quantisation and depth losses taken out.
   double e_max = 0;
-  for (const auto& p : gpu.gemm_efficiency) e_max = std::max(e_max, p.efficiency / analytic_efficiency(p.m, p.n, p.k, 1));
+  const auto& points = gpu.gemm_points(dtype);  // the dtype's own grid, when measured
+  for (const auto& p : points) e_max = std::max(e_max, p.efficiency / analytic_efficiency(p.m, p.n, p.k, 1));
   e_max_ = std::min(e_max, 1.0);
-  if (gpu.gemm_efficiency.size() > 1) {
-    input::GemmAxes axes = input::gemm_axes(gpu.gemm_efficiency);
+  if (points.size() > 1) {
+    input::GemmAxes axes = input::gemm_axes(points);
     grid_m_ = std::move(axes.m);
     grid_n_ = std::move(axes.n);
     grid_k_ = std::move(axes.k);
@@ -57,7 +58,7 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
     auto index = [](const std::vector<int64_t>& axis, int64_t v) {
       return static_cast<size_t>(std::lower_bound(axis.begin(), axis.end(), v) - axis.begin());
     };
-    for (const auto& p : gpu.gemm_efficiency)
+    for (const auto& p : points)
       grid_[(index(grid_m_, p.m) * grid_n_.size() + index(grid_n_, p.n)) * grid_k_.size() + index(grid_k_, p.k)] =
           p.efficiency;
   }

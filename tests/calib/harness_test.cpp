@@ -26,6 +26,9 @@ class FakeDevice final : public calib::Device {
   double peak = 1e12, bandwidth = 100e9;
   bool nominal = true;
   std::set<std::tuple<int64_t, int64_t, int64_t>> broken;  // points whose check fails
+  std::set<std::tuple<int64_t, int64_t, int64_t>> broken_fp8;
+  bool fp8 = false;  // also runs fp8 GEMMs: a 2 TFLOP/s peak, at k / (k + 600) of it
+  static double fp8_efficiency(int64_t k) { return static_cast<double>(k) / static_cast<double>(k + 600); }
 
   static double efficiency(int64_t k) { return static_cast<double>(k) / static_cast<double>(k + 300); }
 
@@ -40,6 +43,7 @@ class FakeDevice final : public calib::Device {
     i.max_ranks = 8;
     i.cores = 64;
     i.gemm_tile_m = i.gemm_tile_n = 128;
+    if (fp8) i.other_gemm_dtypes = {{"fp8", nominal ? 2 * peak : 0.0}};
     if (nominal) {
       i.peak_flops = peak;
       i.memory_bandwidth = bandwidth;
@@ -50,6 +54,10 @@ class FakeDevice final : public calib::Device {
   std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
     if (broken.count({m, n, k})) return std::nullopt;
     return swing(2.0 * static_cast<double>(m * n) * static_cast<double>(k) / (peak * efficiency(k)), gemm_calls_++);
+  }
+  std::optional<double> gemm_in(const std::string& dtype, int64_t m, int64_t n, int64_t k) override {
+    if (dtype != "fp8" || !fp8 || broken_fp8.count({m, n, k})) return std::nullopt;
+    return swing(2.0 * static_cast<double>(m * n) * static_cast<double>(k) / (2 * peak * fp8_efficiency(k)), gemm_calls_++);
   }
   // Attention at 40% of the peak forward, 30% forward and backward.
   std::optional<double> attention(int64_t seq, int64_t head_dim, bool backward) override {
@@ -242,6 +250,43 @@ TEST_CASE("calibrate: decode attention's fit per batch comes back exactly and th
   CHECK(text.find("\"worst_residual\"") != std::string::npos);
 }
 
+TEST_CASE("calibrate: GEMMs in another dtype make their own grid against their own peak") {
+  FakeDevice d;
+  d.fp8 = true;
+  d.broken_fp8 = {{256, 512, 1024}};
+  const auto plan = small_plan(d);
+  REQUIRE(plan.gemm_dtypes == std::vector<std::string>{"fp8"});
+  const auto r = calib::measure(d, plan);
+  REQUIRE(r.excluded.size() == 1);
+  CHECK(r.excluded[0] == "gemm fp8 256x512x1024: the fake's check failed");
+  REQUIRE(r.gemm_by_dtype.at("fp8").size() == 11);
+  const auto g = round_trip(r, "fake-fp8.json");
+  CHECK(g.peak(input::Dtype::fp8) == doctest::Approx(2e12).epsilon(1e-4));
+  // The bf16 grid is whole; the fp8 grid lost k = 1024 with its failed point.
+  CHECK(g.gemm_efficiency.size() == 12);
+  REQUIRE(g.gemm_by_dtype.count(input::Dtype::fp8));
+  const auto& fp8 = g.gemm_by_dtype.at(input::Dtype::fp8);
+  CHECK(fp8.size() == 8);
+  for (const auto& p : fp8) {
+    CHECK(p.k != 1024);
+    CHECK(p.efficiency == doctest::Approx(FakeDevice::fp8_efficiency(p.k)).epsilon(1e-3));
+  }
+  CHECK(g.provenance.notes.find("k = 1024 left the fp8 GEMM grid") != std::string::npos);
+  // Each dtype's cost model reads its own grid.
+  const model::ComputeModel bf16(g, input::Dtype::bf16), f8(g, input::Dtype::fp8);
+  CHECK(bf16.gemm_efficiency(1024, 2048, 4096) == doctest::Approx(FakeDevice::efficiency(4096)).epsilon(1e-3));
+  CHECK(f8.gemm_efficiency(1024, 2048, 4096) == doctest::Approx(FakeDevice::fp8_efficiency(4096)).epsilon(1e-3));
+  CHECK(f8.gemm(1024, 2048, 4096).seconds ==
+        doctest::Approx(2.0 * 1024 * 2048 * 4096 / (2e12 * FakeDevice::fp8_efficiency(4096)) + f8.launch_overhead_s())
+            .epsilon(1e-3));
+  // Without a nominal peak the best fp8 rate stands in, and the notes say so.
+  FakeDevice u;
+  u.fp8 = true;
+  u.nominal = false;
+  const auto gu = round_trip(calib::measure(u, small_plan(u)), "fake-fp8-best.json");
+  CHECK(gu.provenance.notes.find("peak fp8: the best measured GEMM rate") != std::string::npos);
+}
+
 TEST_CASE("calibrate: decode points keep a batch only with two lengths that fit; a fit needs a positive slope") {
   calib::Plan p;
   p.decode_batch = {1, 4, 16};
@@ -285,7 +330,7 @@ TEST_CASE("calibrate: without a nominal peak the best GEMM stands in; a failed c
   }
   CHECK(best == doctest::Approx(1.0));
   CHECK(g.peak(input::Dtype::bf16) == doctest::Approx(d.peak * FakeDevice::efficiency(4096)).epsilon(1e-4));
-  CHECK(g.provenance.notes.find("k = 256 left the GEMM grid") != std::string::npos);
+  CHECK(g.provenance.notes.find("k = 256 left the bf16 GEMM grid") != std::string::npos);
   CHECK(g.provenance.notes.find("excluded (failed its check): gemm 1024x512x256") != std::string::npos);
   // The streaming kernels' best rate stands in for the bandwidth.
   CHECK(g.memory_bandwidth_bytes_per_s == doctest::Approx(80e9).epsilon(1e-4));
@@ -359,6 +404,16 @@ TEST_CASE("calibrate: the CUDA backend's nominal rates from what the runtime rep
   CHECK(calib::bf16_flops_per_sm_clock(9, 0) == 4096);  // Hopper
   CHECK(calib::bf16_flops_per_sm_clock(8, 9) == 1024);  // Ada
   CHECK(calib::bf16_flops_per_sm_clock(7, 5) == 0);     // Turing: not known, the best GEMM stands in
+  // fp16 at the bf16 rate from Ampere; fp8 at twice it on Ada, Hopper and Blackwell, not on A100.
+  auto names = [](int major, int minor) {
+    std::string s;
+    for (const auto& r : calib::other_gemm_dtypes(major, minor)) s += std::string(r.dtype) + "x" + std::to_string(static_cast<int>(r.times_bf16)) + " ";
+    return s;
+  };
+  CHECK(names(8, 0) == "fp16x1 ");
+  CHECK(names(9, 0) == "fp16x1 fp8x2 ");
+  CHECK(names(8, 9) == "fp16x1 fp8x2 ");
+  CHECK(names(7, 5).empty());
   // HBM: two transfers per memory clock over the bus. A100 80GB: 1,593 MHz x 5,120 bits = 2.04 TB/s;
   // H100 SXM: 2,619 MHz x 5,120 bits = 3.35 TB/s.
   CHECK(calib::nominal_memory_bandwidth(1593000, 5120) == doctest::Approx(2.039e12).epsilon(1e-3));
@@ -401,7 +456,7 @@ TEST_CASE("calibrate: send/recv alone fits its latency to one hop, not to a ring
   CHECK(g.collective_protocols[0].base.seconds() == 0);
   CHECK(g.collective_protocols[0].hop_intra_node.seconds() == doctest::Approx(13e-6).epsilon(1e-2));
   // Ops not asked for leave no points and no notes.
-  CHECK(g.provenance.notes.find("left the GEMM grid") == std::string::npos);
+  CHECK(g.provenance.notes.find("GEMM grid") == std::string::npos);
   CHECK(g.attention_efficiency.empty());
 }
 
