@@ -91,39 +91,53 @@ int compare(const std::string& a_path, const std::string& b_path) {
   row("  kernel launch overhead", a->kernel_launch_overhead.seconds(), b->kernel_launch_overhead.seconds(), "us", 1e-6);
   row("  memory capacity", a->memory_bytes, b->memory_bytes, "GiB", 1024.0 * 1024 * 1024);
   // GEMMs: each profile's cost model at the points either profile measured, in a dtype both have.
+  // The dtype models train and serve in first (bf16; fp32 for a CPU's profile).
   std::optional<input::Dtype> common;
-  for (auto dt : dtypes)
+  for (auto dt : {input::Dtype::bf16, input::Dtype::fp16, input::Dtype::fp32, input::Dtype::tf32, input::Dtype::fp8,
+                  input::Dtype::int8})
     if (a->peak(dt) > 0 && b->peak(dt) > 0) {
       common = dt;
       break;
     }
-  std::set<std::tuple<int64_t, int64_t, int64_t>> points;
-  for (const auto* p : {&*a, &*b})
-    for (const auto& g : p->gemm_efficiency) points.insert({g.m, g.n, g.k});
   // Both profiles' compute models must be complete for the dtype (a profile measured without
   // attention, say, is not).
   const bool comparable = common && model::missing_compute_data(*a, *common).empty() &&
                           model::missing_compute_data(*b, *common).empty();
-  if (common && !comparable && !points.empty()) {
-    std::printf("GEMM: not compared: %s lacks %s\n",
-                model::missing_compute_data(*a, *common).empty() ? b->name.c_str() : a->name.c_str(),
-                (model::missing_compute_data(*a, *common).empty() ? model::missing_compute_data(*b, *common)
-                                                                  : model::missing_compute_data(*a, *common)).c_str());
-  } else if (common && !points.empty()) {
+  // The GEMM sections: the first dtype both profiles have a peak for, and every dtype either
+  // measured a grid of its own in (fp16, fp8).
+  std::vector<input::Dtype> gemm_dtypes;
+  if (common) gemm_dtypes.push_back(*common);
+  for (auto dt : dtypes)
+    if ((a->gemm_by_dtype.count(dt) || b->gemm_by_dtype.count(dt)) && (!common || dt != *common))
+      gemm_dtypes.push_back(dt);
+  bool any_points = false;
+  for (auto dt : gemm_dtypes) {
+    std::set<std::tuple<int64_t, int64_t, int64_t>> points;
+    for (const auto* p : {&*a, &*b})
+      for (const auto& g : p->gemm_points(dt)) points.insert({g.m, g.n, g.k});
+    if (points.empty()) continue;
+    any_points = true;
+    const std::string name = input::dtype_name(dt);
+    const std::string missing_a = model::missing_compute_data(*a, dt), missing_b = model::missing_compute_data(*b, dt);
+    if (!missing_a.empty() || !missing_b.empty()) {
+      std::printf("GEMM %s: not compared: %s lacks %s\n", name.c_str(), missing_a.empty() ? b->name.c_str() : a->name.c_str(),
+                  (missing_a.empty() ? missing_b : missing_a).c_str());
+      continue;
+    }
     std::printf("GEMM %s, achieved (grid points of either; * outside that profile's grid: its analytic model)\n",
-                std::string(input::dtype_name(*common)).c_str());
-    const model::ComputeModel ca(*a, *common), cb(*b, *common);
+                name.c_str());
+    const model::ComputeModel ca(*a, dt), cb(*b, dt);
     for (const auto& [m, n, k] : points) {
       const double fa = 2.0 * static_cast<double>(m * n) * static_cast<double>(k);
       const double ta = ca.gemm(m, n, k).seconds, tb = cb.gemm(m, n, k).seconds;
-      const std::string name = "  " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
-      std::printf("%-34s %17s%s %17s%s %8s\n", name.c_str(), number(fa / ta / 1e12, "TFLOP/s").c_str(),
+      const std::string shape = "  " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
+      std::printf("%-34s %17s%s %17s%s %8s\n", shape.c_str(), number(fa / ta / 1e12, "TFLOP/s").c_str(),
                   ca.in_gemm_grid(m, n, k) ? " " : "*", number(fa / tb / 1e12, "TFLOP/s").c_str(),
                   cb.in_gemm_grid(m, n, k) ? " " : "*", ratio(fa / ta, fa / tb).c_str());
     }
-  } else if (!points.empty()) {
-    std::printf("GEMM: the profiles share no dtype with a peak; not compared\n");
   }
+  if (!common && !any_points && (!a->gemm_efficiency.empty() || !b->gemm_efficiency.empty()))
+    std::printf("GEMM: the profiles share no dtype with a peak; not compared\n");
   // Decode attention: one layer's kernel at each batch size either profile measured, over a KV
   // cache of 4,096 tokens of 8 KV heads of 128 per sequence (bf16), as each cost model prices it.
   std::set<int64_t> batches;

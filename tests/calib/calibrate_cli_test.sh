@@ -48,10 +48,18 @@ contains calibrate-compare-collectives "$tmp/out" "all_reduce intra_node ring x2
 contains calibrate-compare-decode "$tmp/out" "decode attention, achieved"
 contains calibrate-compare-decode-batch "$tmp/out" "batch 16"
 
+# A profile with an fp8 grid of its own: compare prints that dtype's GEMMs too, priced with it.
+sed 's/"efficiency": {/"efficiency": { "gemm_by_dtype": { "fp8": [ {"m": 2048, "n": 2048, "k": 13312, "efficiency": 0.6} ] },/' \
+  "$(dirname "$0")/../../calib/profiles/h100-sxm.json" >"$tmp/h100-fp8.json"
+expect calibrate-fp8-check 0 "$arlsim" check "$tmp/h100-fp8.json"
+expect calibrate-compare-fp8 0 "$arlsim" calibrate compare h100-sxm "$tmp/h100-fp8.json"
+contains calibrate-compare-fp8-section "$tmp/out" "GEMM fp8, achieved"
+contains calibrate-compare-fp8-ratio "$tmp/out" "0.752"
+
 # A profile without attention compares, saying what it cannot.
 expect calibrate-partial 0 "$arlsim" calibrate --backend cpu --quick --ops gemm,memory --out "$tmp/gm.json"
 expect calibrate-compare-partial 0 "$arlsim" calibrate compare h100-sxm "$tmp/gm.json"
-contains calibrate-compare-partial-why "$tmp/out" "GEMM: not compared"
+contains calibrate-compare-partial-why "$tmp/out" "GEMM fp32: not compared: gm lacks attention"
 
 # Bad options: exit 2, the reason, no file.
 expect calibrate-bad-op 2 "$arlsim" calibrate --backend cpu --ops gemm,tensor-cores --out "$tmp/x.json"
