@@ -166,6 +166,8 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     for (double b = 1 << 20; b < largest; b *= quick ? 8 : 4) p.memory_bytes.push_back(b);
     p.memory_bytes.push_back(largest);
     p.attention_seq = quick ? std::vector<int64_t>{256, 1024} : geometric(128, 4096, 2);
+    // The CPU loop's model has heads of 64; 128 is the common size of larger models.
+    p.attention_head_dims = {64, 128};
     // Decode attention with the heads of the CPU loop's model (8 query heads on 4 KV heads of 64):
     // a rollout's decode batches, contexts to its longest.
     p.decode_batch = quick ? std::vector<int64_t>{1, 4, 16} : geometric(1, 32, 2);
@@ -181,6 +183,8 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
     p.gemm_k = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
     for (double b = 1 << 20; b <= 4.0 * (1 << 30); b *= quick ? 16 : 4) p.memory_bytes.push_back(b);
     p.attention_seq = quick ? std::vector<int64_t>{1024, 4096, 16384} : geometric(512, 32768, 2);
+    // Heads of 128 (most models); a full sweep also 64 (small models) and 256 (Gemma-class).
+    p.attention_head_dims = quick ? std::vector<int64_t>{128} : std::vector<int64_t>{64, 128, 256};
     // Decode attention with one layer of an 8B-class grouped-query model at TP 1 (32 query heads
     // on 8 KV heads of 128): from one sequence (a rollout's tail) to a full decode batch, contexts
     // to 32K, caches to a quarter of the memory or 8 GiB.
@@ -203,7 +207,8 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   // What was not asked for has no points (and leaves no trace in the profile's notes).
   auto has = [&](Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
   if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear(), p.gemm_dtypes.clear();
-  if (!has(Op::attention)) p.attention_seq.clear(), p.decode_batch.clear(), p.decode_kv_len.clear();
+  if (!has(Op::attention))
+    p.attention_seq.clear(), p.attention_head_dims.clear(), p.decode_batch.clear(), p.decode_kv_len.clear();
   if (!has(Op::memory)) p.memory_bytes.clear();
   if (!has(Op::host)) p.host_bytes.clear();
   if (!has(Op::collective) && !has(Op::p2p)) p.collective_ranks.clear(), p.collective_bytes.clear();
@@ -219,8 +224,9 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
       for (int64_t n : p.gemm_n)
         for (int64_t k : p.gemm_k) s += runs * d(1 + static_cast<int64_t>(p.gemm_dtypes.size())) * gemm_flops(m, n, k) / flops_per_s;
   if (has(Op::attention))
-    for (int64_t seq : p.attention_seq)
-      for (bool bwd : {false, true}) s += runs * attention_flops(seq, p.attention_head_dim, bwd) / flops_per_s;
+    for (int64_t dim : p.attention_head_dims)
+      for (int64_t seq : p.attention_seq)
+        for (bool bwd : {false, true}) s += runs * attention_flops(seq, dim, bwd) / flops_per_s;
   if (has(Op::attention))
     for (const auto& [b, len] : decode_points(p, 2))
       s += runs * (decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, 2) / bytes_per_s + 3 * launch_s);
@@ -299,13 +305,14 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
               r.gemm_by_dtype[dtype].push_back({m, n, k, *s});
           }
   if (has(Op::attention))
-    for (int64_t seq : p.attention_seq)
-      for (bool bwd : {false, true}) {
-        const std::string what = "attention " + pass_name(bwd) + " " + std::to_string(seq);
-        const double cost = attention_flops(seq, p.attention_head_dim, bwd) / flops_rate;
-        if (auto s = sample([&] { return dev.attention(seq, p.attention_head_dim, bwd); }, what, cost))
-          r.attention.push_back({seq, p.attention_head_dim, bwd, *s});
-      }
+    for (int64_t dim : p.attention_head_dims)
+      for (int64_t seq : p.attention_seq)
+        for (bool bwd : {false, true}) {
+          const std::string what = "attention " + pass_name(bwd) + " " + std::to_string(seq) + " d" + std::to_string(dim);
+          const double cost = attention_flops(seq, dim, bwd) / flops_rate;
+          if (auto s = sample([&] { return dev.attention(seq, dim, bwd); }, what, cost))
+            r.attention.push_back({seq, dim, bwd, *s});
+        }
   if (has(Op::attention)) {
     const double element = dtype_bytes(r.info.gemm_dtype);
     for (const auto& [b, len] : decode_points(p, element)) {

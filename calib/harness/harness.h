@@ -102,8 +102,8 @@ struct Plan {
   // GEMMs: every (m, n, k) of the three axes, a complete grid, as profiles require.
   std::vector<int64_t> gemm_m, gemm_n, gemm_k;
   std::vector<std::string> gemm_dtypes;  // other dtypes measured over the same grid
-  std::vector<int64_t> attention_seq;  // causal, both passes, at attention_head_dim
-  int64_t attention_head_dim = 128;
+  std::vector<int64_t> attention_seq;        // causal, both passes, at each head dimension
+  std::vector<int64_t> attention_head_dims = {128};
   // Decode attention: every batch size at every KV length whose cache fits decode_max_bytes (a
   // batch keeps at least two lengths, for its fit), with one layer of a grouped-query model.
   std::vector<int64_t> decode_batch, decode_kv_len;
