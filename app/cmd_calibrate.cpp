@@ -89,6 +89,7 @@ int compare(const std::string& a_path, const std::string& b_path) {
   row("  memory-bound efficiency", a->memory_bound_efficiency, b->memory_bound_efficiency, "", 1);
   row("  host link (achieved)", a->host_link.achieved(), b->host_link.achieved(), "GB/s", 1e9);
   row("  kernel launch overhead", a->kernel_launch_overhead.seconds(), b->kernel_launch_overhead.seconds(), "us", 1e-6);
+  row("  graph-replayed kernel", a->graph_kernel_overhead.seconds(), b->graph_kernel_overhead.seconds(), "us", 1e-6);
   row("  memory capacity", a->memory_bytes, b->memory_bytes, "GiB", 1024.0 * 1024 * 1024);
   // GEMMs: each profile's cost model at the points either profile measured, in a dtype both have.
   // The dtype models train and serve in first (bf16; fp32 for a CPU's profile).

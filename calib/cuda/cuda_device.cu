@@ -37,6 +37,7 @@ class CudaDevice final : public Device {
     cudaSetDevice(0);
     if (blas_) cublasDestroy(blas_);
     if (lt_) cublasLtDestroy(lt_);
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     cudaFree(lt_workspace_);
     if (stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
@@ -107,6 +108,7 @@ class CudaDevice final : public Device {
     i.gemm_tile_m = 128;  // cuBLAS's large bf16 tiles, as the shipped profiles take them
     i.gemm_tile_n = 256;
     i.max_ranks = devices_;
+    i.graphs = true;
     i.link_kind = "peer";  // NVLink or PCIe between the GPUs: not detected; the rates are measured
     return i;
   }
@@ -447,6 +449,32 @@ class CudaDevice final : public Device {
     return std::chrono::duration<double>(Clock::now() - t).count();
   }
 
+  // A graph of `kernels` empty kernels, captured from the stream once per size and replayed: its
+  // replay timed with events (after an untimed one), divided by the kernels.
+  std::optional<double> graph_kernel(int64_t kernels) override {
+    problem_.clear();
+    if (kernels != graph_kernels_) {
+      if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+      graph_kernels_ = 0;
+      cudaGraph_t graph = nullptr;
+      if (!ok(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture")) return std::nullopt;
+      for (int64_t i = 0; i < kernels; ++i) empty_kernel<<<1, 1, 0, stream_>>>();
+      const bool captured = ok(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+      const bool made = captured && ok(cudaGraphInstantiate(&graph_exec_, graph, 0), "cudaGraphInstantiate");
+      if (graph) cudaGraphDestroy(graph);
+      if (!made) {
+        graph_exec_ = nullptr;
+        return std::nullopt;
+      }
+      graph_kernels_ = kernels;
+      if (!ok(cudaGraphLaunch(graph_exec_, stream_), "cudaGraphLaunch")) return std::nullopt;  // the untimed first replay
+    }
+    const auto t = timed([&] { return cudaGraphLaunch(graph_exec_, stream_) == cudaSuccess; });
+    if (!t) return std::nullopt;
+    return *t / static_cast<double>(kernels);
+  }
+
   std::optional<double> host_copy(double bytes) override {
     problem_.clear();
     const auto n = static_cast<size_t>(std::max(4.0, bytes));
@@ -514,6 +542,8 @@ class CudaDevice final : public Device {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;  // fp8 GEMMs
+  cudaGraphExec_t graph_exec_ = nullptr;  // graph_kernel's graph of graph_kernels_ empty kernels
+  int64_t graph_kernels_ = 0;
   static constexpr size_t kLtWorkspace = 32u << 20;  // cuBLAS's guidance for Hopper
   void* lt_workspace_ = nullptr;
   void* flush_ = nullptr;  // written before each GEMM to empty the L2 cache

@@ -195,6 +195,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   }
   for (const auto& [dtype, peak] : dev.other_gemm_dtypes) p.gemm_dtypes.push_back(dtype);
   p.launches_per_sample = quick ? 200 : 1000;
+  if (dev.graphs) p.graph_kernels = 1000;
   p.host_bytes = quick ? std::vector<double>{64.0 * (1 << 20)} : std::vector<double>{1 << 20, 16 << 20, 256.0 * (1 << 20)};
   // Collectives: groups of 2, 4, ... up to the largest asked for; sizes in powers of two from 8 B
   // (every fourth in a quick sweep) to 32 MiB on a CPU, 8 GiB on a GPU.
@@ -210,6 +211,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   if (!has(Op::attention))
     p.attention_seq.clear(), p.attention_head_dims.clear(), p.decode_batch.clear(), p.decode_kv_len.clear();
   if (!has(Op::memory)) p.memory_bytes.clear();
+  if (!has(Op::launch)) p.graph_kernels = 0;
   if (!has(Op::host)) p.host_bytes.clear();
   if (!has(Op::collective) && !has(Op::p2p)) p.collective_ranks.clear(), p.collective_bytes.clear();
   return p;
@@ -232,7 +234,7 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
       s += runs * (decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, 2) / bytes_per_s + 3 * launch_s);
   if (has(Op::memory))
     for (double b : p.memory_bytes) s += runs * std::size(kMemoryKernels) * b / bytes_per_s;
-  if (has(Op::launch)) s += runs * d(p.launches_per_sample) * launch_s;
+  if (has(Op::launch)) s += runs * d(p.launches_per_sample + p.graph_kernels) * launch_s;
   if (has(Op::host))
     for (double b : p.host_bytes) s += runs * b / bytes_per_s;
   const double ops = (has(Op::collective) ? 5.0 : 0.0) + (has(Op::p2p) ? 1.0 : 0.0);
@@ -340,6 +342,10 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
       return sum / d(p.launches_per_sample);
     };
     if (auto s = sample(many, "launch", d(p.launches_per_sample) * launch_guess)) r.launch = *s;
+    if (p.graph_kernels > 0)
+      if (auto s = sample([&] { return dev.graph_kernel(p.graph_kernels); }, "graph kernel",
+                          d(p.graph_kernels) * launch_guess))
+        r.graph_kernel = *s;
   }
   if (has(Op::host))
     for (double b : p.host_bytes)
@@ -481,6 +487,7 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     j["gpu_link"] = {{"kind", info.link_kind.empty() ? "shared-memory" : info.link_kind},
                      {"bandwidth", bandwidth_text(info.link_bandwidth > 0 ? info.link_bandwidth : bandwidth)}};
   if (r.launch) j["kernel_launch_overhead"] = micros_text(r.launch->median);
+  if (r.graph_kernel) j["graph_kernel_overhead"] = micros_text(r.graph_kernel->median);
   Json eff = Json::object();
   if (peak > 0 && !main_grid.points.empty()) eff["gemm"] = main_grid.points;
   for (const auto& [dtype, g] : other_grids) eff["gemm_by_dtype"][dtype] = g.points;
@@ -651,6 +658,10 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   if (r.launch) {
     tables["launch"] = table_summary({*r.launch}, r.plan.repeats);
     tables["launch"]["per_sample"] = r.plan.launches_per_sample;
+  }
+  if (r.graph_kernel) {
+    tables["graph"] = table_summary({*r.graph_kernel}, r.plan.repeats);
+    tables["graph"]["kernels"] = r.plan.graph_kernels;
   }
   if (!r.host.empty()) {
     std::vector<Stat> st;

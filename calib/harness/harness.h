@@ -59,6 +59,7 @@ struct DeviceInfo {
   std::string link_kind;       // what the ranks' collectives go over ("shared-memory", "nvlink4")
   double link_bandwidth = 0;   // its nominal rate per rank, one way (0: unknown)
   double last_level_cache_bytes = 0;  // streaming sizes go past 4x it (STREAM's rule); 0: unknown
+  bool graphs = false;  // replays CUDA graphs (graph_kernel() measures their kernels)
 };
 
 // A backend's device: one timed run of each kind of work, in seconds. A run whose result fails
@@ -88,6 +89,13 @@ class Device {
   // An empty kernel from launch to completion (on a CPU: a task handed to a worker thread and
   // waited for).
   virtual std::optional<double> launch() = 0;
+  // One empty kernel of a CUDA graph of `kernels` of them replayed back to back, launch to
+  // completion of the whole graph divided by `kernels`: the GPU-side time a kernel of an engine's
+  // graph-replayed iteration takes however little it does. Nothing without graphs.
+  virtual std::optional<double> graph_kernel(int64_t kernels) {
+    (void)kernels;
+    return std::nullopt;
+  }
   // A copy of `bytes` from host memory to the device (pinned), as weights are loaded and offloaded.
   virtual std::optional<double> host_copy(double bytes) = 0;
   // A collective over `ranks` ranks on `bytes` as nccl-tests counts them (the whole buffer: an
@@ -114,6 +122,7 @@ struct Plan {
   std::vector<int64_t> collective_ranks;  // each collective over each of these group sizes
   std::vector<double> collective_bytes;   // at each of these sizes (powers of two from 8 B)
   int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
+  int64_t graph_kernels = 0;  // kernels of the replayed graph (0: not measured)
   int repeats = 3;   // at least 3: one sample of a large GEMM can swing 15-25% with the clocks
   int warmups = 1;
   bool quick = false;
@@ -191,6 +200,7 @@ struct Results {
   std::vector<DecodeResult> decode;
   std::vector<MemoryResult> memory;
   std::optional<Stat> launch;
+  std::optional<Stat> graph_kernel;
   std::vector<CollectiveResult> collectives;
   std::vector<std::pair<double, Stat>> host;  // bytes, seconds
   std::vector<std::string> excluded;  // measurements whose check failed: reported, never written

@@ -294,6 +294,7 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   parse_link(r, "host_link", Presence::required, g.host_link);
   r.read_quantity("nic", Dimension::bytes_per_s, g.nic_bandwidth_bytes_per_s, Presence::optional, 1e6, kMaxBandwidth);
   r.read_duration("kernel_launch_overhead", g.kernel_launch_overhead, Presence::optional, 0, 1e-2);
+  r.read_duration("graph_kernel_overhead", g.graph_kernel_overhead, Presence::optional, 0, 1e-2);
   r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
   parse_efficiency(r, g);
   parse_collectives(r, g);

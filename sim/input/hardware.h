@@ -103,6 +103,9 @@ struct GpuProfile {
   Link host_link;  // to host memory
   double nic_bandwidth_bytes_per_s = 0;  // default NIC rate per GPU (a cluster may override)
   SimTime kernel_launch_overhead;
+  // A kernel's GPU-side time when replayed from a CUDA graph (engines' iterations), however
+  // little it does; 0: not measured (graph-replayed kernels then cost their bytes alone).
+  SimTime graph_kernel_overhead;
   double reserved_memory_bytes = 0;  // CUDA context, workspaces and communication buffers
   double price_usd_per_gpu_hour = 0;  // 0: unknown
 

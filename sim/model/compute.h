@@ -78,6 +78,8 @@ class ComputeModel {
   OpCost memory_bound(double bytes, int kernels = 1) const;
 
   double launch_overhead_s() const { return launch_s_; }
+  // A graph-replayed kernel's GPU-side time (0: not in the profile).
+  double graph_kernel_s() const { return gpu_.graph_kernel_overhead.seconds(); }
   double memory_rate() const { return memory_rate_; }  // achieved HBM bytes/s
 
  private:

@@ -35,10 +35,12 @@ struct DecodeAttentionOp {
   int64_t layers = 1;
   int64_t seqs = 1;
 };
-// Element-wise work streaming `bytes` through HBM in `kernels` launches.
+// Element-wise work streaming `bytes` through HBM in `kernels` launches, and `graph_kernels`
+// kernels replayed from a CUDA graph (each at least the profile's graph_kernel_overhead).
 struct MemoryBoundOp {
   double bytes = 0;
   int kernels = 1;
+  int64_t graph_kernels = 0;
 };
 // A collective over a group of ranks (see collective_group()); `bytes` as nccl-tests counts them.
 struct CollectiveCallOp {

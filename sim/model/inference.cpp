@@ -185,6 +185,12 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   cost.seconds = cost.gemm_s + cost.attention_prefill_s + cost.attention_decode_s + cost.elementwise_s + cost.comm_s +
                  cost.overhead_s;
   cost.short_kernels = short_kernels_per_iteration(!batch.prefill.empty(), batch.decode_seqs > 0);
+  if (!exec_.eager) {
+    // Replayed from a graph, each short kernel still takes the GPU its node's time.
+    const double graph_s = ops.seconds(MemoryBoundOp{0, 0, cost.short_kernels});
+    cost.elementwise_s += graph_s;
+    cost.seconds += graph_s;
+  }
   if (exec_.eager) {
     cost.eager_s = d(cost.short_kernels) * exec_.dispatch_s;
     cost.seconds += cost.eager_s;

@@ -44,6 +44,7 @@ class FakeDevice final : public calib::Device {
     i.cores = 64;
     i.gemm_tile_m = i.gemm_tile_n = 128;
     if (fp8) i.other_gemm_dtypes = {{"fp8", nominal ? 2 * peak : 0.0}};
+    i.graphs = graphs;
     if (nominal) {
       i.peak_flops = peak;
       i.memory_bandwidth = bandwidth;
@@ -76,6 +77,8 @@ class FakeDevice final : public calib::Device {
     return swing(decode_fixed(batch) + bytes / decode_bandwidth(batch), decode_calls_++);
   }
   std::optional<double> launch() override { return 7e-6; }
+  bool graphs = false;  // replays graphs whose kernels take 1.5 us each
+  std::optional<double> graph_kernel(int64_t) override { return graphs ? std::optional<double>(1.5e-6) : std::nullopt; }
   std::optional<double> host_copy(double bytes) override { return bytes / 20e9; }  // 20 GB/s
   // Collectives: 3 us, 5 us per ring step (2(n - 1) for an all-reduce, n - 1 otherwise), and the
   // bytes each rank moves (bytes x the bus factor) at 10 GB/s.
@@ -285,6 +288,26 @@ TEST_CASE("calibrate: GEMMs in another dtype make their own grid against their o
   u.nominal = false;
   const auto gu = round_trip(calib::measure(u, small_plan(u)), "fake-fp8-best.json");
   CHECK(gu.provenance.notes.find("peak fp8: the best measured GEMM rate") != std::string::npos);
+}
+
+TEST_CASE("calibrate: a device with graphs gets its graph-replayed kernel time; one without, none") {
+  FakeDevice d;
+  d.graphs = true;
+  const auto plan = small_plan(d);
+  CHECK(plan.graph_kernels > 0);
+  const auto r = calib::measure(d, plan);
+  REQUIRE(r.graph_kernel);
+  CHECK(r.graph_kernel->median == doctest::Approx(1.5e-6));
+  const auto g = round_trip(r, "fake-graph.json");
+  CHECK(g.graph_kernel_overhead.seconds() == doctest::Approx(1.5e-6));
+  const model::ComputeModel c(g, input::Dtype::bf16);
+  CHECK(c.graph_kernel_s() == doctest::Approx(1.5e-6));
+  FakeDevice none;
+  CHECK(small_plan(none).graph_kernels == 0);
+  const auto r2 = calib::measure(none, small_plan(none));
+  CHECK(!r2.graph_kernel);
+  CHECK(r2.excluded.empty());
+  CHECK(round_trip(r2, "fake-nograph.json").graph_kernel_overhead.seconds() == 0);
 }
 
 TEST_CASE("calibrate: decode points keep a batch only with two lengths that fit; a fit needs a positive slope") {

@@ -95,6 +95,29 @@ TEST_CASE("inference: eager mode waits for the host's dispatch of every kernel b
   CHECK(w.sum(1, 16 * 1000) == test::near(eager.iteration(one).seconds));
 }
 
+TEST_CASE("inference: replayed from a graph, each short kernel takes the profile's graph-kernel time") {
+  auto c = test::preset_cluster("dgx-h100", 1);
+  const auto m = test::preset_model("qwen3-8b");  // 36 layers
+  model::IterationBatch decode;
+  decode.decode_seqs = 16;
+  decode.decode_kv_tokens = 16 * 1000;
+  const model::InferenceModel before(m, c, {2, 1, 1});
+  const double without = before.iteration(decode).seconds;
+  const auto window_without = before.decode_window(16);
+  c.gpu.graph_kernel_overhead = SimTime::from_seconds(1.5e-6);
+  model::InferenceModel graphs(m, c, {2, 1, 1}), eager(m, c, {2, 1, 1});
+  eager.set_execution({true, 8.7e-6});
+  const auto g = graphs.iteration(decode);
+  CHECK(g.short_kernels == 36 * 10 + 3);
+  CHECK(g.seconds - without == test::near((36 * 10 + 3) * 1.5e-6));
+  // Eager mode waits for the host's dispatch instead: the graph's time does not apply.
+  CHECK(eager.iteration(decode).seconds - without == test::near((36 * 10 + 3) * 8.7e-6));
+  // A decode window carries it in its constant term; the per-token term is unchanged.
+  const auto w = graphs.decode_window(16);
+  CHECK(w.a - window_without.a == test::near((36 * 10 + 3) * 1.5e-6));
+  CHECK(w.b == test::near(window_without.b));
+}
+
 TEST_CASE("inference: the host's work per iteration is a fixed part and a part per sequence") {
   const auto c = test::preset_cluster("dgx-h100", 1);
   const auto m = test::preset_model("qwen3-8b");
