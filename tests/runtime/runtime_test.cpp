@@ -208,6 +208,15 @@ TEST_CASE("a micro-batch and an optimizer step run the training model's kernels"
   const double params = model::largest_stage_params(m, l).dense;
   CHECK(ks[0].bytes == doctest::Approx(2 * params));
   CHECK(ks[1].bytes == doctest::Approx(30 * params / 2));  // Adam over a ZeRO-1 shard
+  // Offloaded optimizer states: the shard's gradients out and weights back over the host link.
+  runtime::Program off;
+  l.offload_optimizer = true;
+  runtime::add_optimizer_step(off, m, l, {0, 1});
+  const auto& oks = off.devices.at(0).second;
+  REQUIRE(oks.size() == 3);
+  CHECK(oks[1].kind == Kernel::Kind::copy);
+  CHECK(oks[1].peer == -1);
+  CHECK(oks[1].bytes == doctest::Approx(6 * params / 2));
   // A second model on the same device (a critic, with its value head) reads its own weights.
   runtime::Program c;
   runtime::add_micro_batch(c, m, r, {0}, true);
@@ -286,6 +295,12 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   CHECK(runtime::unsupported_reason(ppo).empty());
   ppo.policy.ref_logprob = input::InferenceLayout{1, 2, 1, 1};
   CHECK(runtime::unsupported_reason(ppo).rfind("/policy/ref_logprob", 0) == 0);
+  // Offloaded optimizer states run; offloaded weights (uploads behind the compute) are refused.
+  auto offload = *s;
+  offload.policy.train.offload_optimizer = true;
+  CHECK(runtime::unsupported_reason(offload).empty());
+  offload.policy.train.offload_params = true;
+  CHECK(runtime::unsupported_reason(offload).rfind("/policy/train/offload_params", 0) == 0);
 }
 
 TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {

@@ -97,6 +97,18 @@ r = json.load(open(sys.argv[1]))
 train = next(s for s in r["stages"] if s["stage"] == "train")
 assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
 PY
+# ZeRO-Offload: the optimizer step's bytes go to host memory and back, checksummed.
+expect validate-offload 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  --set /policy/train/offload_optimizer=true --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-offload-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+train = next(s for s in r["stages"] if s["stage"] == "train")
+assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
+assert r["kernels_measured_s"]["copy"] > 0
+PY
+expect validate-offload-params 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/offload_params=true
+contains validate-offload-params-why "$tmp/err" "/policy/train/offload_params"
 expect validate-pass-pp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "pp": 2, "dp": 1}'
 contains validate-pass-pp-named "$tmp/err" "/policy/old_logprob: pp and cp must be 1"
 
