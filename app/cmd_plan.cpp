@@ -6,6 +6,8 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <iostream>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 #include "app/memory_limit.h"
 #include "app/options.h"
 #include "app/planning_input.h"
+#include "app/run_codec.h"
+#include "app/task_farm.h"
 #include "planner/analytic_run.h"
 #include "planner/dispatch_plan.h"
 #include "planner/plan.h"
@@ -167,8 +171,30 @@ int run_plan(const Args& args) {
   po_.confirm = confirm;
   po_.online_window = window;
   po_.switch_overhead_s = switch_overhead(s, vm, overhead);
+  // Under mpirun every process makes the same plan, sharing out each round of confirmation runs
+  // and the two replays; rank 0 writes what one process would.
+  std::optional<TaskFarm> farm;
+  if (launched_by_mpirun()) {
+    farm.emplace();
+    if (!farm->distributed() && farm->rank() != 0) return kExitOk;  // built without MPI: rank 0 plans alone
+    po_.map = [&farm](size_t n, const std::function<std::string(size_t)>& task) {
+      std::vector<int> owner;
+      const std::vector<std::string> results = farm->map(n, task, owner);
+      std::string all;
+      for (const auto& r : results) all += std::to_string(r.size()) + ":" + r;
+      farm->broadcast(all, 0);
+      std::vector<std::string> out;
+      for (size_t at = 0; at < all.size();) {
+        const size_t colon = all.find(':', at);
+        const size_t size = std::stoull(all.substr(at, colon - at));
+        out.push_back(all.substr(colon + 1, size));
+        at = colon + 1 + size;
+      }
+      return out;
+    };
+  }
   // Progress on a terminal (stderr): the phase, and a bar while each replay runs.
-  const bool tty = isatty(STDERR_FILENO) != 0;
+  const bool tty = isatty(STDERR_FILENO) != 0 && !farm;
   auto phase = [&](const char* what) {
     if (!tty) return;
     std::fprintf(stderr, "\r\033[K  plan: %s", what);
@@ -204,13 +230,23 @@ int run_plan(const Args& args) {
   ro.stop_on_oom = false;
   ro.first_step = fo.first_step;
   ro.last_step = fo.last_step;
-  const auto predicted = rl::simulate_run(planned, t, ro, bar("simulating the plan"));
+  // The plan simulated, and the scenario as configured, simulated and composed the same way
+  // (what the plan saves, and the planner's agreement with the simulator on the layouts the user
+  // chose): under mpirun on two processes at once.
+  rl::RunResult predicted, configured;
+  if (farm) {
+    std::vector<int> owner;
+    const auto packed = farm->map(2, [&](size_t i) { return pack_run(rl::simulate_run(i == 0 ? planned : s, t, ro)); }, owner);
+    if (farm->rank() != 0) return kExitOk;
+    predicted = unpack_run(packed[0]);
+    configured = unpack_run(packed[1]);
+  } else {
+    predicted = rl::simulate_run(planned, t, ro, bar("simulating the plan"));
+    configured = rl::simulate_run(s, t, ro, bar("simulating the scenario as configured"));
+  }
 
   const auto analytic = planner::analytic_run(planned, plan, features, selector);
   const double analytic_s = analytic ? analytic->total_s : 0.0;
-  // The scenario as configured, simulated and composed the same way: what the plan saves, and the
-  // planner's agreement with the simulator on the layouts the user chose.
-  const auto configured = rl::simulate_run(s, t, ro, bar("simulating the scenario as configured"));
   if (tty) std::fprintf(stderr, "\r\033[K");  // the progress line cleared before the report
   const auto configured_analytic = planner::analytic_run(s, plan, features, "configured");
   const double configured_analytic_s = configured_analytic ? configured_analytic->total_s : 0.0;

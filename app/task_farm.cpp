@@ -126,6 +126,10 @@ void send(int to, int tag, const std::string& m) {
 
 TaskFarm::TaskFarm() {
   if (!launched_by_mpirun()) return;
+  // Rank 0's main thread waits for requests while its second thread runs tasks: polling without
+  // yielding would take a core from that thread (or from another rank) when the machine has no
+  // spare one. Open MPI yields while idle with this; a value the user set is kept.
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   started_ = true;

@@ -1,7 +1,9 @@
 #include "planner/plan.h"
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
+#include <system_error>
 #include <map>
 #include <numeric>
 #include <set>
@@ -141,14 +143,43 @@ class Confirmer {
   // The range's median step, or f.size() for a range without steps.
   size_t rep(size_t b) const { return members_[b].empty() ? f_.size() : members_[b][members_[b].size() / 2]; }
 
-  // Runs candidate c on range b's median step unless done already; true when it ran.
-  bool confirm(size_t b, size_t c) { return run(b, c, rep(b)); }
+  // Queues candidate c on range b's median step unless done or queued already; true when queued.
+  bool confirm(size_t b, size_t c) { return want(b, c, rep(b)); }
   // The same on the range's first and last steps too.
   bool spread(size_t b, size_t c) {
     if (members_[b].empty()) return false;
-    bool ran = confirm(b, c);
-    ran = run(b, c, members_[b].front()) || ran;
-    return run(b, c, members_[b].back()) || ran;
+    bool queued = confirm(b, c);
+    queued = want(b, c, members_[b].front()) || queued;
+    return want(b, c, members_[b].back()) || queued;
+  }
+  // Runs what is queued (through `map` when given), recording the results in the order queued.
+  void run_queued(const PlanOptions& o) {
+    if (queued_.empty()) return;
+    auto task = [&](size_t i) {
+      const Queued& q = queued_[i];
+      const SimulatedRollout r = simulated_rollout(s_, rollout_input(t_, f_[q.step].step), candidates_[q.c].layout, f_[q.step].step);
+      char number[64];
+      const auto end = std::to_chars(number, number + sizeof number, r.seconds).ptr;
+      return std::string(number, end) + "\n" + r.storm;
+    };
+    std::vector<std::string> results;
+    if (o.map) {
+      results = o.map(queued_.size(), task);
+    } else {
+      for (size_t i = 0; i < queued_.size(); ++i) results.push_back(task(i));
+    }
+    ARLSIM_ASSERT(results.size() == queued_.size());
+    for (size_t i = 0; i < queued_.size(); ++i) {
+      const std::string& text = results[i];
+      const size_t cut = text.find('\n');
+      ARLSIM_ASSERT(cut != std::string::npos);
+      SimulatedRollout r;
+      const auto parsed = std::from_chars(text.data(), text.data() + cut, r.seconds);
+      ARLSIM_ASSERT(parsed.ec == std::errc());
+      r.storm = text.substr(cut + 1);
+      record(queued_[i], r);
+    }
+    queued_.clear();
   }
 
   // The analytic costs, rescaled.
@@ -190,21 +221,26 @@ class Confirmer {
   }
 
  private:
-  bool run(size_t b, size_t c, size_t step) {
+  struct Queued {
+    size_t b, c, step;
+  };
+  bool want(size_t b, size_t c, size_t step) {
     if (step >= f_.size() || !analytic_.fits(step, c) || tried_.count({step, c})) return false;
     tried_.insert({step, c});
-    const SimulatedRollout run = simulated_rollout(s_, rollout_input(t_, f_[step].step), candidates_[c].layout, f_[step].step);
+    queued_.push_back({b, c, step});
+    return true;
+  }
+  void record(const Queued& q, const SimulatedRollout& run) {
     if (!run.storm.empty()) {
       // A layout that thrashes its KV cache on a step of the range is not one to choose there.
-      storms_[b].emplace(c, run.storm);
-      return true;
+      storms_[q.b].emplace(q.c, run.storm);
+      return;
     }
     const double simulated = run.seconds;
-    const double analytic = analytic_.cost[step][c];
-    if (simulated <= 0 || analytic <= 0) return true;
-    confirmations_.push_back({f_[step].step, b, c, analytic, simulated});
-    points_[b][c][f_[step].mean_context] = simulated / analytic;
-    return true;
+    const double analytic = analytic_.cost[q.step][q.c];
+    if (simulated <= 0 || analytic <= 0) return;
+    confirmations_.push_back({f_[q.step].step, q.b, q.c, analytic, simulated});
+    points_[q.b][q.c][f_[q.step].mean_context] = simulated / analytic;
   }
 
   // Piecewise linear in mean context between the points, constant beyond them.
@@ -227,6 +263,7 @@ class Confirmer {
   // Per range, per candidate run: simulated / analytic at the mean context of each step it ran on.
   std::vector<std::map<size_t, std::map<double, double>>> points_;
   std::set<std::pair<size_t, size_t>> tried_;  // (step, candidate)
+  std::vector<Queued> queued_;
   std::vector<Confirmation> confirmations_;
   std::vector<std::map<size_t, std::string>> storms_ = std::vector<std::map<size_t, std::string>>(points_.size());
 };
@@ -345,12 +382,14 @@ Plan make_plan(const input::ScenarioSpec& s, const std::vector<StepFeatures>& fe
       order.push_back(configured_rollout[rep]);
       for (size_t c : order) confirmer.confirm(b, c);
     }
+    confirmer.run_queued(o);
     p.rollout_schedules = rollout_schedules(confirmer.table());
     for (int round = 0; round < kAdoptedConfirmRounds; ++round) {
       const auto& adopted = p.rollout_schedules.find(o.selector);
       bool ran = false;
       for (size_t i = 0; i < adopted.choice.size(); ++i) ran = confirmer.spread(confirmer.bucket_of_step(i), adopted.choice[i]) || ran;
       if (!ran) break;
+      confirmer.run_queued(o);
       p.rollout_schedules = rollout_schedules(confirmer.table());
     }
     p.confirmations = confirmer.confirmations();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct PlanOptions {
   // cluster's logs. It keeps schedules from switching for gains smaller than a restart.
   double switch_overhead_s = 30;
   std::vector<double> bucket_edges = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+  // How the confirmation runs of a round are executed: task(i) for every i < n, every result
+  // returned by index (to every process sharing the plan). Empty: one after another, here. The
+  // runs of a round are independent, and they are recorded in index order either way, so the
+  // plan is the same however they are shared out.
+  std::function<std::vector<std::string>(size_t n, const std::function<std::string(size_t)>& task)> map;
 };
 
 // The event simulator's time for a rollout layout on a representative step, against the

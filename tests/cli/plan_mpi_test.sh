@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `mpirun -n N arlsim plan ...` gives byte for byte the single process's output (table, --json and
+# the plan.json of --out), for 2 and 3 processes, the confirmation runs and the two replays shared
+# out; a scenario that cannot be planned stops with status 2 and its message. Skipped (77) without
+# Open MPI's mpirun.
+# Usage: plan_mpi_test.sh ARLSIM
+set -uo pipefail
+arlsim=$1
+source "$(dirname "$0")/../lib/mpi_checks.sh"
+for scenario in earl-testbed default; do
+  "$arlsim" plan "$scenario" >"$tmp/one.txt" || echo "FAIL single table $scenario"
+  "$arlsim" plan "$scenario" --json >"$tmp/one.json" || echo "FAIL single json $scenario"
+  "$arlsim" plan "$scenario" --out "$tmp/one-plan.json" >/dev/null || echo "FAIL single out $scenario"
+  grep -q "rollout runs to confirm" "$tmp/one.txt" || echo "FAIL no confirmations in $scenario"
+  for n in 2 3; do
+    timeout 300 mpirun -n $n "$arlsim" plan "$scenario" >"$tmp/mpi.txt" || echo "FAIL mpirun -n $n table $scenario"
+    same "$scenario-table-$n" "$tmp/one.txt" "$tmp/mpi.txt"
+    timeout 300 mpirun -n $n "$arlsim" plan "$scenario" --json >"$tmp/mpi.json" || echo "FAIL mpirun -n $n json $scenario"
+    same "$scenario-json-$n" "$tmp/one.json" "$tmp/mpi.json"
+  done
+  timeout 300 mpirun -n 2 "$arlsim" plan "$scenario" --out "$tmp/mpi-plan.json" >/dev/null || echo "FAIL mpirun out $scenario"
+  same "$scenario-plan-json" "$tmp/one-plan.json" "$tmp/mpi-plan.json"
+done
+# Bad input: status 2 and the message, as alone.
+"$arlsim" plan default --steps x >/dev/null 2>"$tmp/one-err"
+timeout 120 mpirun -n 2 "$arlsim" plan default --steps x >/dev/null 2>"$tmp/err"
+status=$?
+if [ "$status" -eq 2 ] && grep -q -- "--steps expects A:B" "$tmp/err"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL bad-steps: status $status"; cat "$tmp/err"; fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
