@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/commands.h"
+#include "app/memory_limit.h"
 #include "app/task_farm.h"
 #include "app/options.h"
 #include "app/planning_input.h"
@@ -100,7 +101,7 @@ std::string pack_result(const planner::CapacityResult& r) {
                         {"reason", r.reason}, {"step_time_s", r.step_time_s}, {"total_time_s", r.total_time_s},
                         {"gpu_hours", r.gpu_hours}, {"cost_usd", opt(r.cost_usd)},
                         {"price_usd_per_gpu_hour", r.price_usd_per_gpu_hour}, {"rollout_layouts", r.rollout_layouts},
-                        {"train_layouts", r.train_layouts}}
+                        {"train_layouts", r.train_layouts}, {"unconfirmable", r.unconfirmable}}
       .dump();
 }
 
@@ -121,6 +122,7 @@ planner::CapacityResult unpack_result(const std::string& text) {
   r.price_usd_per_gpu_hour = j.at("price_usd_per_gpu_hour").is_null() ? 0.0 : j.at("price_usd_per_gpu_hour").get<double>();
   r.rollout_layouts = j.at("rollout_layouts");
   r.train_layouts = j.at("train_layouts");
+  r.unconfirmable = j.at("unconfirmable");
   return r;
 }
 
@@ -137,6 +139,7 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
   std::printf("%-12s%6s%7s%-12s%12s%14s%14s%12s%12s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
               "simulated (h)", "GPU-hours", "cost (USD)", "pareto / layouts or reason");
   bool marked = false, unpriced = false;
+  std::string unconfirmable;  // the first configuration's reason
   for (const auto& r : results) {
     std::printf("%-12s%6lld%7lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.config.nodes),
                 static_cast<long long>(r.gpus), placement_name(r.config).c_str());
@@ -146,6 +149,10 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
     }
     std::string simulated = "-";
     if (r.confirmed) simulated = r.simulated_total_s ? report::format_fixed(*r.simulated_total_s / 3600, 2) : "OOM";
+    if (!r.unconfirmable.empty()) {
+      simulated = "memory";
+      if (unconfirmable.empty()) unconfirmable = r.unconfirmable;
+    }
     if (r.beyond_tolerance) simulated += " !";
     marked = marked || r.beyond_tolerance;
     unpriced = unpriced || !r.cost_usd;
@@ -161,6 +168,9 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
     std::printf("! = the event simulator's total differs from the analytic one by more than %.0f%% (or its run hit an OOM)\n",
                 100 * planner::kConfirmTolerance);
   if (unpriced) std::printf("cost unknown: the GPU profile has no price; give one with --price GPU=USD\n");
+  if (!unconfirmable.empty())
+    std::printf("memory = not simulated: %s (others may need more); raise --max-memory or use fewer --threads\n",
+                unconfirmable.c_str());
   if (deadline)
     std::printf("cheapest within the deadline: %s\n",
                 cheapest ? describe(*cheapest).c_str() : "none that the event simulator confirms");
@@ -171,7 +181,7 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
 }  // namespace
 
 int run_capacity(const Args& args) {
-  std::string scenario, gpus_text, nodes_text, placements_text, deadline_text, trace_path, out_dir;
+  std::string scenario, gpus_text, nodes_text, placements_text, deadline_text, trace_path, out_dir, max_memory;
   std::vector<std::string> overrides, price_text;
   int64_t steps = 0, confirm = 1;
   double budget = 0;
@@ -198,7 +208,10 @@ int run_capacity(const Args& args) {
       "threads", po::value(&threads), "worker threads (default: the cores)")("trace", po::value(&trace_path), "trace file")(
       "set", po::value(&overrides)->composing(), "override a field of the scenario: /json/pointer=value")(
       "json", "print the candidates as JSON")("csv", "print the candidates as CSV")(
-      "out", po::value(&out_dir), "write report.html (the time-cost plane) and capacity.json (as --json) to this folder");
+      "out", po::value(&out_dir), "write report.html (the time-cost plane) and capacity.json (as --json) to this folder")(
+      "max-memory", po::value(&max_memory),
+      "a configuration whose simulation's estimated peak memory is above this size (shared by the threads; default: "
+      "the memory available) is not simulated, and says so");
   po::variables_map vm;
   if (int status = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); status >= 0) return status;
   auto usage = [&](const std::string& message) {
@@ -212,6 +225,8 @@ int run_capacity(const Args& args) {
   if (!(o_overhead >= 0 && o_overhead <= 1e6)) return usage("--switch-overhead must be 0 to 1000000 seconds");
   if (vm.count("steps") && steps < 1) return usage("--steps must be at least 1, got " + std::to_string(steps));
   if (confirm < 0) return usage("--confirm must be 0 or more");
+  std::optional<double> memory;
+  if (std::string error; !memory_limit(max_memory, memory, error)) return usage(error);
   o.confirm = confirm;
   if (!parse_placements(placements_text, o.placements))
     return usage("--placements expects colocated, disaggregated or disaggregated:SHARE (0 < SHARE < 1), comma-separated; got \"" +
@@ -279,6 +294,18 @@ int run_capacity(const Args& args) {
   const auto simulate = [&](const planner::CapacityResult& r) {
     return planner::simulated_total_seconds(s, document, t, features, r, o);
   };
+  // A configuration whose simulation would not fit in memory (beside the other threads' runs) is
+  // passed over by the confirmations, with the reason.
+  const std::optional<double> allowance = memory ? std::optional<double>(*memory / std::max(1, o.threads)) : std::nullopt;
+  const auto check_memory = [&](planner::CapacityResult& r) {
+    if (!allowance || !r.feasible) return;
+    const double bytes = planner::confirmation_memory_bytes(s, document, t, r);
+    if (bytes <= *allowance) return;
+    r.unconfirmable = "its simulation needs about " + parse::format_bytes(bytes) + " of memory, more than the " +
+                      parse::format_bytes(*allowance) +
+                      (max_memory.empty() ? " available" : " of --max-memory") +
+                      (o.threads > 1 ? " per thread (" + std::to_string(o.threads) + " threads)" : std::string());
+  };
   std::vector<planner::CapacityResult> results;
   planner::Recommendation rec;
   if (launched_by_mpirun()) {
@@ -289,6 +316,7 @@ int run_capacity(const Args& args) {
     std::vector<int> owner;
     const auto packed = farm.map(configs.size(), [&](size_t i) {
       mine[i] = planner::evaluate_capacity_config(s, document, features, configs[i], o);
+      check_memory(mine[i]);
       return pack_result(mine[i]);
     }, owner);
     std::vector<size_t> to_confirm;
@@ -313,6 +341,7 @@ int run_capacity(const Args& args) {
     rec = planner::recommend(results, deadline, budget_limit);
   } else {
     results = planner::plan_capacity(s, document, features, o);
+    for (auto& r : results) check_memory(r);
     // The answers are the event simulator's: the Pareto frontier and the best candidates for the
     // deadline, the budget (or, with neither, the fastest) run with their planned layouts.
     rec = planner::confirm_and_recommend(results, deadline, budget_limit, simulate, o.threads);
@@ -350,6 +379,7 @@ int run_capacity(const Args& args) {
                    {"cheapest_within_deadline", &r == cheapest},
                    {"fastest_within_budget", &r == fastest},
                    {"confirmed", r.confirmed},
+                   {"unconfirmable", r.unconfirmable.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.unconfirmable)},
                    {"simulated_step_time_s", or_null(r.simulated_total_s ? std::optional<double>(*r.simulated_total_s / static_cast<double>(n)) : std::nullopt)},
                    {"simulated_total_time_s", or_null(r.simulated_total_s)},
                    {"beyond_tolerance", r.beyond_tolerance},

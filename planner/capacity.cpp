@@ -185,6 +185,14 @@ std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, c
   return run.total_time_s / static_cast<double>(run.steps.size()) * static_cast<double>(n);
 }
 
+double confirmation_memory_bytes(const input::ScenarioSpec& base, const input::Value& document, const trace::Trace& trace,
+                                 const CapacityResult& result) {
+  input::ScenarioSpec s;
+  if (!result.feasible || !scenario_on(base, document, result.config, s).empty()) return 0;
+  s.policy = result.policy;
+  return rl::run_memory(s, trace).bytes;
+}
+
 namespace {
 
 // The candidates for each answer, by analytic figures: the feasible results passing `keep`, best
@@ -239,7 +247,7 @@ std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results
   for (size_t i = 0; i < results.size(); ++i) {
     const bool wanted = results[i].pareto || std::count(c.in_deadline.begin(), c.in_deadline.end(), i) ||
                         std::count(c.in_budget.begin(), c.in_budget.end(), i) || std::count(c.fastest.begin(), c.fastest.end(), i);
-    if (wanted && results[i].feasible && !results[i].confirmed) to_confirm.push_back(i);
+    if (wanted && results[i].feasible && !results[i].confirmed && results[i].unconfirmable.empty()) to_confirm.push_back(i);
   }
   return to_confirm;
 }

@@ -41,6 +41,9 @@ struct CapacityResult {
   bool confirmed = false;
   std::optional<double> simulated_total_s;
   bool beyond_tolerance = false;
+  // Why the event simulator may not run it ("" when it may): its estimated peak memory is above
+  // what the process may take. confirmation_list passes such results over.
+  std::string unconfirmable;
   std::string rollout_layouts, train_layouts;  // the schedule's layouts, e.g. "tp2 -> tp4"
   input::PolicySpec policy;  // the configuration's planned policy (its layout schedule), when feasible
 };
@@ -82,6 +85,11 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
 std::optional<double> simulated_total_seconds(const input::ScenarioSpec& base, const input::Value& document,
                                               const trace::Trace& trace, const std::vector<StepFeatures>& features,
                                               const CapacityResult& result, const CapacityOptions& o);
+
+// The estimated peak memory of simulated_total_seconds's run of a feasible result (rl::run_memory
+// of its configuration with its planned policy over the trace); 0 when it cannot be built.
+double confirmation_memory_bytes(const input::ScenarioSpec& base, const input::Value& document, const trace::Trace& trace,
+                                 const CapacityResult& result);
 
 // Marks the Pareto frontier of (total time, cost) among the feasible results with a known cost.
 void mark_pareto(std::vector<CapacityResult>& results);

@@ -151,6 +151,22 @@ for x in c:
         assert abs(x['simulated_step_time_s'] * 10 - x['simulated_total_time_s']) < 1e-6 * x['simulated_total_time_s']
         assert x['beyond_tolerance'] == (abs(x['simulated_total_time_s'] / x['total_time_s'] - 1) > 0.10)
 " "$tmp/cap.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-confirmed"; fi
+# A configuration whose simulation would not fit in --max-memory is not simulated, and says so.
+expect capacity-memory 0 "$arlsim" capacity default --nodes 1,2 --max-memory 1MiB --threads 1
+contains capacity-memory-column "$tmp/out" "colocated        241.5          0.67        memory"
+contains capacity-memory-why "$tmp/out" "memory = not simulated: its simulation needs about "
+contains capacity-memory-limit "$tmp/out" " of memory, more than the 1.00 MiB of --max-memory (others may need more)"
+contains capacity-memory-answer "$tmp/out" "fastest: none that the event simulator confirms"
+"$arlsim" capacity default --nodes 1,2 --max-memory 1MiB --threads 2 --json >"$tmp/cap-memory.json"
+if python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))
+feasible = [x for x in c if x['feasible']]
+assert feasible and all(not x['confirmed'] and 'per thread (2 threads)' in x['unconfirmable'] for x in feasible), c
+assert all(x['unconfirmable'] is None for x in c if not x['feasible'])
+" "$tmp/cap-memory.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-memory-json"; fi
+expect capacity-bad-memory 2 "$arlsim" capacity default --max-memory lots
+contains capacity-bad-memory "$tmp/err" "--max-memory"
 expect capacity-bad-confirm 2 "$arlsim" capacity default --confirm -1
 contains capacity-bad-confirm "$tmp/err" "--confirm must be 0 or more"
 # --out that cannot be written is refused before any work, with status 2.
