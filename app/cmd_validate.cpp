@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/memory_limit.h"
 #include "app/farm_transport.h"
 #include "app/options.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -47,6 +48,7 @@ int run_validate(const Args& args) {
   std::vector<std::string> overrides;
   double timeout_s = 600;
   double scale = 1;
+  std::string max_memory;
   po::options_description opts(
       "arlsim validate SCENARIO --backend cpu|cuda [options]\n"
       "mpirun -n GPUS arlsim validate SCENARIO --backend cuda [options]\n\n"
@@ -65,6 +67,8 @@ int run_validate(const Args& args) {
       "scale", po::value(&scale), "run the plan smaller, S in (0, 1]: layers x S, every sequence's tokens x S, prompts per "
                                   "step x S; predicted and executed alike (1)")(
       "timeout", po::value(&timeout_s), "seconds an activity may take before its devices count as hung (600)")(
+      "max-memory", po::value(&max_memory),
+      "refuse the run when its prediction's estimated peak memory is above this size (default: the memory available)")(
       "json", "print the comparison as JSON");
   po::variables_map vm;
   if (const int rc = parse_options(args, opts, Positional{"scenario", 1, po::value(&scenario)}, vm); rc >= 0) return rc;
@@ -83,6 +87,11 @@ int run_validate(const Args& args) {
   }
   if (!(timeout_s > 0 && timeout_s <= 86400)) {
     std::cerr << "arlsim validate: --timeout must be between 0 and 86400 seconds\n";
+    return kExitBadInput;
+  }
+  std::optional<double> memory;
+  if (std::string error; !memory_limit(max_memory, memory, error)) {
+    std::cerr << "arlsim validate: " << error << "\n";
     return kExitBadInput;
   }
   // Processes: the CUDA backend runs one per GPU; the CPU backend runs in one. Rank 0 speaks for all.
@@ -199,6 +208,14 @@ int run_validate(const Args& args) {
   if (scale < 1) {
     const runtime::ScaleNote note = runtime::scale_plan(*s, *t, scale);
     if (root) std::cerr << scenario << ": " << note.text() << "\n";
+  }
+  // The prediction simulates the steps as `simulate` does: refused up front when it would not fit
+  // (every process decides alike). The runtime's own buffers are the plan's devices' and are not
+  // estimated here.
+  if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), memory, !max_memory.empty());
+      !problem.empty()) {
+    if (root) std::cerr << "arlsim validate: " << problem << "\n";
+    return kExitBadInput;
   }
 
   std::unique_ptr<runtime::Backend> device;

@@ -107,6 +107,10 @@ train = next(s for s in r["stages"] if s["stage"] == "train")
 assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
 assert r["kernels_measured_s"]["copy"] > 0
 PY
+expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
+contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
+expect validate-bad-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --max-memory lots
+contains validate-bad-max-memory-why "$tmp/err" "--max-memory"
 expect validate-offload-params 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/offload_params=true
 contains validate-offload-params-why "$tmp/err" "/policy/train/offload_params"
 expect validate-pass-pp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "pp": 2, "dp": 1}'
