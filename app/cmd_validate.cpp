@@ -14,6 +14,7 @@
 
 #include "app/commands.h"
 #include "app/memory_limit.h"
+#include "sim/parse/units.h"
 #include "app/farm_transport.h"
 #include "app/options.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -235,13 +236,34 @@ int run_validate(const Args& args) {
   }
   runtime::ValidationReport r;
   try {
-    r = runtime::validate(*s, *t, o, *device);
+    // CPU devices are threads of this process: their memory all comes out of the host's, where the
+    // simulator gave each its own. The prediction's peak per device, times the devices, must fit
+    // (the rollout's is left out: it counts the engines' whole KV pool, which the runtime does not
+    // reserve, and its weights are the training stages' too).
+    const auto check = [&](const rl::RunResult& pred) -> std::string {
+      if (cuda) return {};
+      double peak_gib = 0;
+      for (const auto& step : pred.steps)
+        for (const auto& [stage, gib] : step.memory_peak_gib)
+          if (stage != "rollout") peak_gib = std::max(peak_gib, gib);
+      const double need = peak_gib * 1073741824.0 * static_cast<double>(devices);
+      if (!memory || need <= *memory) return {};
+      return "the " + std::to_string(devices) + " devices would take about " + parse::format_bytes(need) +
+             " of this machine's memory together (the prediction's peak per device outside the rollout, times the "
+             "devices: CPU devices share the host's), more than the " + parse::format_bytes(*memory) +
+             (max_memory.empty() ? " available" : " of --max-memory") + ": run it smaller (--scale) or on fewer devices";
+    };
+    r = runtime::validate(*s, *t, o, *device, check);
     r.scale = scale;
   } catch (const std::exception& e) {
     // A device failed (a CUDA, cuBLAS or NCCL call, memory): the others must not wait for it.
     farm.abort("arlsim validate: device " + std::to_string(farm.rank()) + ": " + e.what(), kExitInternal);
   }
   if (!root) return r.checksum_failures > 0 ? kExitInternal : kExitOk;  // rank 0 reports for all
+  if (!r.refused.empty()) {
+    if (root) std::cerr << "arlsim validate: " << r.refused << "\n";
+    return kExitBadInput;
+  }
   if (r.predicted.steps.empty()) {
     std::cerr << scenario << ": the trace has no step in the requested range\n";
     return kExitBadInput;

@@ -128,7 +128,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
 }  // namespace
 
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          Backend& backend) {
+                          Backend& backend, const std::function<std::string(const rl::RunResult&)>& check) {
   ARLSIM_ASSERT(unsupported_reason(s).empty());
   ValidationReport report;
   std::map<int64_t, rl::StepExecution> executions;
@@ -138,6 +138,13 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   o.on_step = [&](rl::StepExecution&& e) { executions[e.step] = std::move(e); };
   report.predicted = rl::simulate_run(s, t, o);
   const rl::RunResult& pred = report.predicted;
+  // A plan the simulator finds out of memory is not executed (the caller says where it ran out):
+  // its stopped step has activities but no execution record.
+  if (!pred.oom_events.empty()) return report;
+  if (check) {
+    report.refused = check(pred);
+    if (!report.refused.empty()) return report;
+  }
 
   // Every activity of the step graph, in its order (ids are a topological order), run for real.
   std::vector<exec::ActivityRecord> stages;

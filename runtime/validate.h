@@ -2,6 +2,8 @@
 // the same step graph for real on a backend (runtime/cpu), and compare them activity by activity.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,12 +33,15 @@ struct ValidationReport {
   double median_abs_stage_error = 0, worst_abs_stage_error = 0;
   double median_abs_activity_error = 0, worst_abs_activity_error = 0;
   double scale = 1;  // --scale: the plan as predicted and executed (runtime/scale.h)
+  std::string refused;  // why the prediction was not executed (the caller's check), "" when it was
 };
 
 // Runs the scenario's steps (options.first_step / last_step) on the backend. The scenario must
-// be executable (unsupported_reason) and need no more devices than the backend has.
+// be executable (unsupported_reason) and need no more devices than the backend has. `check`, when
+// given, sees the prediction first; what it returns ("" to go on) stops the execution
+// (ValidationReport::refused). A prediction that ran out of memory is not executed either.
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          Backend& backend);
+                          Backend& backend, const std::function<std::string(const rl::RunResult&)>& check = {});
 
 std::string report_table(const ValidationReport& r);
 std::string report_json(const ValidationReport& r);

@@ -109,6 +109,10 @@ assert r["kernels_measured_s"]["copy"] > 0
 PY
 expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
 contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
+# CPU devices share the host's memory: their peaks together must fit too.
+expect validate-devices-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 300MiB
+contains validate-devices-memory-why "$tmp/err" "devices would take about"
+contains validate-devices-memory-limit "$tmp/err" "more than the 300.00 MiB of --max-memory: run it smaller (--scale)"
 expect validate-bad-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --max-memory lots
 contains validate-bad-max-memory-why "$tmp/err" "--max-memory"
 expect validate-offload-params 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/offload_params=true
