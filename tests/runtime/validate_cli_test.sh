@@ -109,6 +109,9 @@ assert r["kernels_measured_s"]["copy"] > 0
 PY
 expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
 contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
+# A plan the simulator finds out of memory: said, with status 2, and nothing executed.
+expect validate-oom 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --set /model=qwen3-4b --steps 1:1
+contains validate-oom-why "$tmp/err" "the plan runs out of memory in step 1"
 # CPU devices share the host's memory: their peaks together must fit too.
 expect validate-devices-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 300MiB
 contains validate-devices-memory-why "$tmp/err" "devices would take about"
