@@ -83,7 +83,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   const bool colocated = s.policy.placement == input::Placement::colocated;
   if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
-  if (s.policy.sync != input::SyncMode::sync) return "/policy/sync/mode: async (the runtime executes synchronous steps)";
   if (t.pp != 1 || t.cp != 1 || t.ep != 1) return "/policy/train: pp, cp and ep must be 1 (the runtime executes tp x dp)";
   if (t.offload_params)
     return "/policy/train/offload_params: offloaded weights are not executed yet (their uploads overlap the compute, "

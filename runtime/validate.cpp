@@ -8,8 +8,12 @@
 #include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "runtime/program.h"
+#include "sim/exec/analytic.h"
+#include "sim/graph/step_graph.h"
+#include "sim/rl/step.h"
 #include "sim/core/assert.h"
 #include "sim/core/percentile.h"
 #include "sim/rl/dispatch.h"
@@ -197,9 +201,10 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     report.checksum_failures += r.checksum_failures;
   }
 
-  // The measured run: the same records, placed by the measured durations. A synchronous step,
-  // colocated or disaggregated, is a chain (each activity waits for the one before), so each
-  // starts when the one before ended.
+  // The measured run: the same records, placed by the measured durations on the same step graph
+  // (the scenario's sync mode: a synchronous step is a chain; an asynchronous one overlaps the
+  // next step's rollout with this step's training), each activity starting when those it waits
+  // for have ended (the analytic executor).
   rl::RunResult& m = report.measured;
   m.scenario = pred.scenario;
   m.gpus = pred.gpus;
@@ -207,7 +212,6 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   m.price_usd_per_gpu_hour = pred.price_usd_per_gpu_hour;
   m.gpu_memory_gib = pred.gpu_memory_gib;
   m.pool_names = pred.pool_names;
-  double cursor = 0;
   std::map<int64_t, size_t> step_index;
   for (const auto& st : pred.steps) {
     step_index[st.step] = m.steps.size();
@@ -219,20 +223,43 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     r.start_s = -1;
     m.steps.push_back(r);
   }
+  // Each step's stage times as measured (for the graph's shape) and each stage record's duration.
+  std::map<int64_t, graph::StageTimes> measured_times;
+  std::map<int64_t, int32_t> train_parts;
+  std::map<std::tuple<int64_t, graph::Stage, int32_t>, double> measured_of;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const auto& a = stages[i];
+    measured_times[a.step][a.stage] += measured[i];
+    if (a.stage == graph::Stage::train) train_parts[a.step] = std::max(train_parts[a.step], a.parts);
+    measured_of[{a.step, a.stage, a.part}] += measured[i];
+  }
+  graph::StepGraphBuilder builder(rl::sync_mode(s.policy));
+  for (const auto& st : pred.steps)
+    builder.add_step(st.step, measured_times[st.step], {}, std::max<int32_t>(1, train_parts[st.step]));
+  graph::StepGraph g = builder.graph();
+  for (auto& act : g.activities) {
+    const auto it = measured_of.find({act.step, act.stage, act.part});
+    act.seconds = it != measured_of.end() ? it->second : 0.0;
+  }
+  exec::AnalyticExecutor placed;
+  placed.advance(g);
+  std::map<std::tuple<int64_t, graph::Stage, int32_t>, const exec::ActivityRecord*> placed_of;
+  for (const auto& r : placed.records()) placed_of[{r.step, r.stage, r.part}] = &r;
   for (size_t i = 0; i < stages.size(); ++i) {
     exec::ActivityRecord a = stages[i];
-    a.start_s = cursor;
-    a.end_s = cursor + measured[i];
+    const auto where = placed_of.find({a.step, a.stage, a.part});
+    ARLSIM_ASSERT(where != placed_of.end());
+    a.start_s = where->second->start_s;
+    a.end_s = a.start_s + measured[i];
     for (exec::ActivityRecord e : engine_spans[i]) {
       e.start_s += a.start_s;
       e.end_s += a.start_s;
       m.activities.push_back(e);
     }
-    cursor = a.end_s;
     m.activities.push_back(a);
     rl::StepRecord& r = m.steps[step_index[a.step]];
-    if (r.start_s < 0) r.start_s = a.start_s;
-    r.end_s = a.end_s;
+    if (r.start_s < 0 || a.start_s < r.start_s) r.start_s = a.start_s;
+    r.end_s = std::max(r.end_s, a.end_s);
     r.stages[a.stage] += measured[i];
   }
   double previous = 0;

@@ -97,6 +97,28 @@ r = json.load(open(sys.argv[1]))
 train = next(s for s in r["stages"] if s["stage"] == "train")
 assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
 PY
+# An asynchronous plan (disaggregated, one device each side): the next step's rollout overlaps this
+# step's training in the measured run as in the predicted one.
+expect validate-async 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" \
+  --set '/policy/sync={"mode": "async"}' --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=1 \
+  --set /policy/train/dp=1 --out "$tmp/async" --json
+if python3 - "$tmp/out" "$tmp/async" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-async-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+stages = {s["stage"]: s for s in r["stages"]}
+assert r["checksum_failures"] == 0 and stages["rollout"]["measured_s"] > 0 and stages["train"]["measured_s"] > 0
+# Overlap: each run's total is less than the sum of its stages, predicted and measured alike.
+for side, total in (("predicted", r["predicted_total_s"]), ("measured", r["measured_total_s"])):
+    assert total < sum(s[side + "_s"] for s in r["stages"]) * 0.98, (side, total)
+# The measured timeline: step 2's rollout starts before step 1's training ends.
+events = json.load(open(sys.argv[2] + "/measured/timeline.json"))
+events = events["traceEvents"] if isinstance(events, dict) else events
+def span(step, stage):
+    xs = [e for e in events if e.get("ph") == "X" and e.get("args", {}).get("step") == step
+          and e.get("args", {}).get("stage") == stage]
+    return min(e["ts"] for e in xs), max(e["ts"] + e["dur"] for e in xs)
+assert span(2, "rollout")[0] < span(1, "train")[1], (span(2, "rollout"), span(1, "train"))
+PY
 # ZeRO-Offload: the optimizer step's bytes go to host memory and back, checksummed.
 expect validate-offload 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   --set /policy/train/offload_optimizer=true --json
