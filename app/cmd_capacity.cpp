@@ -169,7 +169,8 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
                 100 * planner::kConfirmTolerance);
   if (unpriced) std::printf("cost unknown: the GPU profile has no price; give one with --price GPU=USD\n");
   if (!unconfirmable.empty())
-    std::printf("memory = not simulated: %s (others may need more); raise --max-memory or use fewer --threads\n",
+    std::printf("memory = not run whole by the event simulator: %s (others may need more); raise --max-memory or use "
+                "fewer --threads\n",
                 unconfirmable.c_str());
   if (deadline)
     std::printf("cheapest within the deadline: %s\n",

@@ -111,12 +111,12 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
 }
 
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine, const model::IterationBatch& batch,
-                          int64_t iterations) {
+                          int64_t iterations, double kv_element_bytes) {
   const int64_t tp = static_cast<int64_t>(engine.size()), h = m.hidden_size, layers = m.num_layers;
   const int64_t qk = m.head_dim, qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
   const bool gated = m.mlp == input::MlpKind::gated;
   const int32_t group = tp > 1 ? p.group(engine) : -1;
-  const double kv_per_token = model::kv_bytes_per_token_per_gpu(m, tp, 1);
+  const double kv_per_token = model::kv_bytes_per_token_per_gpu(m, tp, 1, kv_element_bytes);
   for (int64_t it = 0; it < iterations; ++it) {
     const int64_t decode_rows = batch.decode_seqs * batch.decode_rows_per_seq;
     int64_t prefill = 0, sampled = decode_rows;

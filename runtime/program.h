@@ -67,9 +67,10 @@ struct Program {
 std::string unsupported_reason(const input::ScenarioSpec& s);
 
 // One engine iteration (or `iterations` decode-only iterations, the KV growing by one token per
-// sequence each) on every device of `engine`.
+// sequence each) on every device of `engine`; KV elements of `kv_element_bytes` (the engines'
+// serving dtype: model::serving_element_bytes).
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine,
-                          const model::IterationBatch& batch, int64_t iterations);
+                          const model::IterationBatch& batch, int64_t iterations, double kv_element_bytes = 2);
 // One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
 // forward, and unless forward_only the backward with the layout's recompute. Its weights are
 // buffers weight_base + 4 x layer + i (the head after the layers): a second model on the same

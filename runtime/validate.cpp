@@ -55,7 +55,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
           }
         std::vector<size_t> before;
         for (int64_t d : devices) before.push_back(p.on(d).size());
-        add_engine_iteration(p, s.model, devices, it.batch, it.iterations);
+        add_engine_iteration(p, s.model, devices, it.batch, it.iterations, model::serving_element_bytes(s.cluster.gpu));
         const int8_t phase = it.batch.prefill.empty() ? 1 : 2;
         for (size_t j = 0; j < devices.size(); ++j) {
           auto& ks = p.on(devices[j]);

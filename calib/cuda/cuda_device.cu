@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -168,7 +169,7 @@ class CudaDevice final : public Device {
     return right ? t : std::nullopt;
   }
 
-  // fp16: cublasGemmEx as for bf16, C = A B column-major. fp8 (e4m3): cuBLASLt, which takes fp8
+  // fp16: cublasGemmEx as for bf16, C = A B column-major, an fp16 output. fp8 (e4m3): cuBLASLt, which takes fp8
   // only with the first operand transposed, so it computes C^T (n x m) = B^T A^T with A held
   // row-major (m x k) and B column-major (k x n): every leading dimension is k or n, multiples of
   // 16 as fp8 requires, whatever m is; bf16 output, fp32 accumulation, unit scales.
@@ -231,7 +232,7 @@ class CudaDevice final : public Device {
         return cublasLtMatmul(lt_, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr, lt_workspace_,
                               lt_workspace_ ? kLtWorkspace : 0, stream_) == CUBLAS_STATUS_SUCCESS;
       return cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a, CUDA_R_16F, im, b, CUDA_R_16F, ik, &beta,
-                          c, CUDA_R_16BF, im, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+                          c, CUDA_R_16F, im, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
     };
     if (flush_ && !ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
       release();
@@ -244,14 +245,20 @@ class CudaDevice final : public Device {
     bool right = t.has_value();
     for (int s = 0; right && s < 3; ++s) {
       const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
-      __nv_bfloat16 got_bf16;
+      // The output is bf16 for fp8 (cuBLASLt's), fp16 for fp16 (cublasGemmEx takes fp16 inputs to an
+      // fp16 or fp32 output only).
+      uint16_t raw = 0;
       const size_t at = fp8 ? static_cast<size_t>(j + i * n) : static_cast<size_t>(i + j * m);
-      right = ok(cudaMemcpy(&got_bf16, static_cast<__nv_bfloat16*>(c) + at, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      right = ok(cudaMemcpy(&raw, static_cast<uint16_t*>(c) + at, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
       double want = 0;
       for (int64_t x = 0; x < k; ++x)
         want += static_cast<double>(test_value(static_cast<uint64_t>(fp8 ? i * k + x : i + x * m), 1)) *
                 static_cast<double>(test_value(static_cast<uint64_t>(x + j * k), 2));
-      const double got = __bfloat162float(got_bf16);
+      __nv_bfloat16 as_bf16;
+      __half as_f16;
+      std::memcpy(&as_bf16, &raw, 2);
+      std::memcpy(&as_f16, &raw, 2);
+      const double got = fp8 ? __bfloat162float(as_bf16) : __half2float(as_f16);
       if (right && std::abs(got - want) > 0.02 * std::abs(want) + 0.05 * std::sqrt(static_cast<double>(k))) {
         problem_ = dtype + " GEMM result differs from the host reference";
         right = false;

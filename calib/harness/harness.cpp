@@ -121,7 +121,8 @@ std::optional<DecodeFit> fit_decode(int64_t batch, const std::vector<DecodeResul
     intercept = 0;
     slope = sxy / sxx;
   }
-  if (!(slope > 0) || !std::isfinite(slope)) return std::nullopt;
+  // A bandwidth beyond what a profile may state (1 PB/s) is a flat line, not a measurement.
+  if (!(slope > 0) || !std::isfinite(slope) || 1.0 / slope > 1e15) return std::nullopt;
   DecodeFit f;
   f.batch = batch;
   f.fixed_s = intercept;
@@ -400,7 +401,10 @@ GemmGrid gemm_grid(const Plan& plan, const std::vector<GemmResult>& results, con
   std::set<int64_t> ks(plan.gemm_k.begin(), plan.gemm_k.end());
   std::map<std::tuple<int64_t, int64_t, int64_t>, double> rate;
   for (const auto& g : results) rate[{g.m, g.n, g.k}] = gemm_flops(g.m, g.n, g.k) / g.seconds.median;
-  if (rate.empty()) return {};
+  if (rate.empty()) {
+    if (!plan.gemm_m.empty()) notes.push_back("no " + dtype + " GEMM has a valid measurement: the profile has no " + dtype + " grid");
+    return {};
+  }
   const std::string which = dtype + " ";
   for (int64_t m : plan.gemm_m)
     for (int64_t n : plan.gemm_n)
@@ -428,7 +432,10 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   const GemmGrid main_grid = gemm_grid(r.plan, r.gemm, info.gemm_dtype, info.peak_flops, notes);
   const double peak = main_grid.peak;
   std::map<std::string, GemmGrid> other_grids;
-  for (const auto& [dtype, results] : r.gemm_by_dtype) {
+  for (const auto& dtype : r.plan.gemm_dtypes) {
+    const auto found = r.gemm_by_dtype.find(dtype);
+    const std::vector<GemmResult> none;
+    const auto& results = found != r.gemm_by_dtype.end() ? found->second : none;
     double nominal = 0;
     for (const auto& [name, value] : info.other_gemm_dtypes)
       if (name == dtype) nominal = value;

@@ -70,7 +70,7 @@ class Device {
   virtual DeviceInfo info() const = 0;
   // C (m x n) = A (m x k) B (k x n) in info().gemm_dtype.
   virtual std::optional<double> gemm(int64_t m, int64_t n, int64_t k) = 0;
-  // The same GEMM in one of info().other_gemm_dtypes (inputs in it; the output in bf16, fp32
+  // The same GEMM in one of info().other_gemm_dtypes (inputs in it, a 16-bit output, fp32
   // accumulation). Nothing for a dtype the device does not run.
   virtual std::optional<double> gemm_in(const std::string& dtype, int64_t m, int64_t n, int64_t k) {
     (void)dtype, (void)m, (void)n, (void)k;
@@ -168,7 +168,8 @@ struct DecodeResult {
 };
 // Decode attention of one batch size as the cost model takes it: seconds = fixed + kv bytes /
 // bandwidth, fitted by least squares over the KV lengths measured (through the origin when the
-// intercept comes out negative). Nothing when the points do not give a positive bandwidth.
+// intercept comes out negative). Nothing when the points do not give a positive bandwidth a
+// profile may state (at most 1 PB/s).
 struct DecodeFit {
   int64_t batch = 0;
   double fixed_s = 0;

@@ -166,9 +166,14 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     ObjectReader t(*by, r.pointer_of("gemm_by_dtype"), r.diag());
     for (const auto& d : kDtypeNames) {
       if (!t.has(d.name)) continue;
-      auto& points = g.gemm_by_dtype[d.value];
+      std::vector<GemmPoint> points;
       parse_array(t, d.name, points, read_gemm_point);
+      if (points.empty()) {
+        t.error(d.name, "no points", "give a grid of points, or remove the entry (the dtype then takes \"gemm\")");
+        continue;
+      }
       check_gemm_grid(t, d.name, points);
+      g.gemm_by_dtype[d.value] = std::move(points);
       if (g.peak(d.value) <= 0)
         t.error(d.name, "the profile has no " + std::string(d.name) + " peak to measure its efficiency against",
                 "add \"" + std::string(d.name) + "\" to \"peak\"");

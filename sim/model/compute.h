@@ -68,8 +68,9 @@ class ComputeModel {
                    int64_t calls = 1) const;
   // Decode attention of `seqs` sequences reading `kv_bytes` of KV cache in `layers` kernels. With
   // a measured decode table whose batch sizes span `seqs`, each kernel takes the table's fixed
-  // time and the bytes its bandwidth, both interpolated linearly in the batch size between the
-  // two nearest points; otherwise (no table, or a batch outside it) the memory-bound rate plus a
+  // time and the bytes their time at its bandwidth, the fixed time and the seconds per byte (the
+  // inverse of the bandwidth) interpolated linearly in the batch size between the two nearest
+  // points; otherwise (no table, or a batch outside it) the memory-bound rate plus a
   // launch per kernel. Either way the time is affine in kv_bytes, as decode windows need.
   OpCost decode_attention(double kv_bytes, int64_t layers, int64_t seqs) const;
   // Whether a decode batch of `seqs` sequences lies inside the profile's decode table.

@@ -50,9 +50,6 @@ int64_t DecodeWindow::iterations_within(double seconds, int64_t kv_tokens) const
   return n;
 }
 
-input::Dtype serving_dtype(const input::GpuProfile& gpu) {
-  return gpu.peak(input::Dtype::bf16) > 0 || gpu.peak(input::Dtype::fp32) <= 0 ? input::Dtype::bf16 : input::Dtype::fp32;
-}
 
 InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSpec& c, EngineLayout layout, Speculation spec)
     : InferenceModel(m, c, layout, spec, std::make_shared<AnalyticCostModel>(c, serving_dtype(c.gpu))) {}
@@ -175,7 +172,7 @@ IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   const int64_t rows = prefill_tokens + decode_rows;
   const RowTerms terms = row_terms(rows);
   cost.gemm_s = terms.gemm_s + sampled_rows_seconds(sampled);
-  const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1);  // all layers of all stages
+  const double kv_per_token = kv_bytes_per_token_per_gpu(m_, tp, 1, serving_element_bytes(c_.gpu));  // all layers of all stages
   if (batch.decode_seqs > 0)
     cost.attention_decode_s = ops.seconds(DecodeAttentionOp{kv_per_token * decode_kv, m_.num_layers, decode_seqs});
   cost.elementwise_s = terms.elementwise_s;
@@ -211,7 +208,8 @@ DecodeWindow InferenceModel::decode_window(int64_t seqs) const {
   w.a = iteration(at_zero).seconds;
   // The closed form needs decode attention linear in the KV read: its cost per cached token.
   const int64_t per_slot = (seqs + std::max<int64_t>(1, layout_.pp) - 1) / std::max<int64_t>(1, layout_.pp);
-  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1), 0, per_slot}) /
+  w.b = cost_->seconds(DecodeAttentionOp{kv_bytes_per_token_per_gpu(m_, layout_.tp, 1, serving_element_bytes(c_.gpu)), 0,
+                                         per_slot}) /
         d(std::max<int64_t>(1, layout_.pp));  // a pipelined engine's round reads 1/pp of its KV per stage slot
   if (spec_.on()) {
     at_zero.decode_rows_per_seq = spec_.draft_tokens + 1;

@@ -22,9 +22,6 @@
 
 namespace arlsim::model {
 
-// The element type engines serve in: bf16, or fp32 on a device with no bf16 peak (a CPU measured
-// by `arlsim calibrate --backend cpu`).
-input::Dtype serving_dtype(const input::GpuProfile& gpu);
 
 struct EngineLayout {
   int64_t tp = 1, pp = 1, ep = 1;

@@ -210,11 +210,18 @@ MemoryBreakdown forward_memory(const input::ModelSpec& m, const input::GpuProfil
   return worst;
 }
 
-double kv_bytes_per_token_per_gpu(const input::ModelSpec& m, int64_t tp, int64_t pp) {
+input::Dtype serving_dtype(const input::GpuProfile& gpu) {
+  return gpu.peak(input::Dtype::bf16) > 0 || gpu.peak(input::Dtype::fp32) <= 0 ? input::Dtype::bf16 : input::Dtype::fp32;
+}
+
+double serving_element_bytes(const input::GpuProfile& gpu) { return serving_dtype(gpu) == input::Dtype::fp32 ? 4.0 : 2.0; }
+
+double kv_bytes_per_token_per_gpu(const input::ModelSpec& m, int64_t tp, int64_t pp, double element_bytes) {
   const double layers = d(m.num_layers) / d(pp);
-  if (m.attention == input::AttentionKind::mla) return layers * d(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * 2;
+  if (m.attention == input::AttentionKind::mla)
+    return layers * d(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * element_bytes;
   const double heads = std::max(1.0, d(m.num_kv_heads) / d(tp));
-  return layers * 2 * heads * d(m.head_dim) * 2;
+  return layers * 2 * heads * d(m.head_dim) * element_bytes;
 }
 
 InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const EngineMemoryOptions& o) {
@@ -226,7 +233,8 @@ InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProf
   InferenceMemory out;
   auto& b = out.breakdown;
   b.capacity_bytes = gpu.memory_bytes * o.gpu_memory_utilization;
-  b.items.emplace_back("weights", 2 * p.total());
+  const double element = serving_element_bytes(gpu);  // weights, activations and KV alike
+  b.items.emplace_back("weights", element * p.total());
   // Peak activation of one iteration over max_batched_tokens: the widest intermediate (the MLP's
   // gate and up projections, or the QKV output) and the hidden state, plus fp32 logits of the
   // rows that sample a token.
@@ -234,9 +242,9 @@ InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProf
   const double ffn = m.has_moe ? d(m.moe.expert_ffn_hidden_size * m.moe.experts_per_token) : d(m.ffn_hidden_size);
   const double widest = std::max(2 * ffn / d(o.tp), d((m.num_heads + 2 * m.num_kv_heads) * m.head_dim) / d(o.tp));
   const double sampled = d(std::min(o.max_seqs, o.max_batched_tokens));
-  b.items.emplace_back("workspace", 2 * t * (2 * d(m.hidden_size) + widest) + 4 * sampled * d(m.vocab_size) / d(o.tp));
+  b.items.emplace_back("workspace", element * t * (2 * d(m.hidden_size) + widest) + 4 * sampled * d(m.vocab_size) / d(o.tp));
   b.items.emplace_back("reserved", gpu.reserved_memory_bytes);
-  out.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(m, o.tp, o.pp);
+  out.kv_bytes_per_token_gpu = kv_bytes_per_token_per_gpu(m, o.tp, o.pp, element);
   const double free_bytes = b.capacity_bytes - b.total();
   out.kv_capacity_tokens = free_bytes > 0 ? static_cast<int64_t>(free_bytes / out.kv_bytes_per_token_gpu) : 0;
   b.items.emplace_back("kv_cache", free_bytes > 0 ? free_bytes : 0.0);

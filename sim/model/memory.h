@@ -99,8 +99,14 @@ struct EngineMemoryOptions {
 // and the reserved memory.
 InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProfile& gpu, const EngineMemoryOptions& o);
 
+// The element type engines serve in: bf16, or fp32 on a device with no bf16 peak (a CPU measured
+// by `arlsim calibrate --backend cpu`); and its size in bytes (weights, activations, KV cache).
+input::Dtype serving_dtype(const input::GpuProfile& gpu);
+double serving_element_bytes(const input::GpuProfile& gpu);
+
 // KV-cache bytes per token on one GPU of a tp x pp engine: key-value heads are split over tp
-// (replicated when tp exceeds them); MLA's latent is replicated on every tp rank.
-double kv_bytes_per_token_per_gpu(const input::ModelSpec& m, int64_t tp, int64_t pp);
+// (replicated when tp exceeds them); MLA's latent is replicated on every tp rank. Elements of
+// `element_bytes` (2: bf16).
+double kv_bytes_per_token_per_gpu(const input::ModelSpec& m, int64_t tp, int64_t pp, double element_bytes = 2);
 
 }  // namespace arlsim::model

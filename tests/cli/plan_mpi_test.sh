@@ -7,18 +7,24 @@
 set -uo pipefail
 arlsim=$1
 source "$(dirname "$0")/../lib/mpi_checks.sh"
+ran() {  # ran NAME COMMAND...: the command must succeed
+  local name=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
 for scenario in earl-testbed default; do
-  "$arlsim" plan "$scenario" >"$tmp/one.txt" || echo "FAIL single table $scenario"
-  "$arlsim" plan "$scenario" --json >"$tmp/one.json" || echo "FAIL single json $scenario"
-  "$arlsim" plan "$scenario" --out "$tmp/one-plan.json" >/dev/null || echo "FAIL single out $scenario"
-  grep -q "rollout runs to confirm" "$tmp/one.txt" || echo "FAIL no confirmations in $scenario"
+  ran "$scenario-single-table" "$arlsim" plan "$scenario" >"$tmp/one.txt"
+  ran "$scenario-single-json" "$arlsim" plan "$scenario" --json >"$tmp/one.json"
+  ran "$scenario-single-out" "$arlsim" plan "$scenario" --out "$tmp/one-plan.json" >/dev/null
+  # Confirmation runs to share out: at least one.
+  ran "$scenario-confirmations" grep -Eq "[1-9][0-9]* rollout runs to confirm" "$tmp/one.txt"
   for n in 2 3; do
-    timeout 300 mpirun -n $n "$arlsim" plan "$scenario" >"$tmp/mpi.txt" || echo "FAIL mpirun -n $n table $scenario"
+    ran "$scenario-mpirun-$n-table" timeout 300 mpirun -n $n "$arlsim" plan "$scenario" >"$tmp/mpi.txt"
     same "$scenario-table-$n" "$tmp/one.txt" "$tmp/mpi.txt"
-    timeout 300 mpirun -n $n "$arlsim" plan "$scenario" --json >"$tmp/mpi.json" || echo "FAIL mpirun -n $n json $scenario"
+    ran "$scenario-mpirun-$n-json" timeout 300 mpirun -n $n "$arlsim" plan "$scenario" --json >"$tmp/mpi.json"
     same "$scenario-json-$n" "$tmp/one.json" "$tmp/mpi.json"
   done
-  timeout 300 mpirun -n 2 "$arlsim" plan "$scenario" --out "$tmp/mpi-plan.json" >/dev/null || echo "FAIL mpirun out $scenario"
+  ran "$scenario-mpirun-out" timeout 300 mpirun -n 2 "$arlsim" plan "$scenario" --out "$tmp/mpi-plan.json" >/dev/null
   same "$scenario-plan-json" "$tmp/one-plan.json" "$tmp/mpi-plan.json"
 done
 # Bad input: status 2 and the message, as alone.
