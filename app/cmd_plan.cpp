@@ -140,10 +140,23 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";
     return kExitBadInput;
   }
+  // Under mpirun every process makes the same plan, sharing out each round of confirmation runs
+  // and the two replays; rank 0 writes what one process would.
+  std::optional<TaskFarm> farm;
+  if (launched_by_mpirun()) {
+    farm.emplace();
+    if (!farm->distributed() && farm->rank() != 0) return kExitOk;  // built without MPI: rank 0 plans alone
+  }
   std::optional<double> limit;
   if (std::string error; !memory_limit(max_memory, limit, error)) {
     std::cerr << "arlsim plan: " << error << "\n";
     return kExitBadInput;
+  }
+  if (farm && farm->distributed()) {
+    // Every process decides on rank 0's reading of the memory available, so that all go on or none.
+    std::string text = limit ? std::to_string(*limit) : std::string();
+    farm->broadcast(text, 0);
+    limit = text.empty() ? std::nullopt : std::optional<double>(std::stod(text));
   }
   const auto in = load_planning_input(scenario, overrides, trace_path, fo);
   if (!in) return kExitBadInput;
@@ -171,28 +184,22 @@ int run_plan(const Args& args) {
   po_.confirm = confirm;
   po_.online_window = window;
   po_.switch_overhead_s = switch_overhead(s, vm, overhead);
-  // Under mpirun every process makes the same plan, sharing out each round of confirmation runs
-  // and the two replays; rank 0 writes what one process would.
-  std::optional<TaskFarm> farm;
-  if (launched_by_mpirun()) {
-    farm.emplace();
-    if (!farm->distributed() && farm->rank() != 0) return kExitOk;  // built without MPI: rank 0 plans alone
-    po_.map = [&farm](size_t n, const std::function<std::string(size_t)>& task) {
-      std::vector<int> owner;
-      const std::vector<std::string> results = farm->map(n, task, owner);
-      std::string all;
-      for (const auto& r : results) all += std::to_string(r.size()) + ":" + r;
-      farm->broadcast(all, 0);
-      std::vector<std::string> out;
-      for (size_t at = 0; at < all.size();) {
-        const size_t colon = all.find(':', at);
-        const size_t size = std::stoull(all.substr(at, colon - at));
-        out.push_back(all.substr(colon + 1, size));
-        at = colon + 1 + size;
-      }
-      return out;
-    };
-  }
+  if (farm)
+  po_.map = [&farm](size_t n, const std::function<std::string(size_t)>& task) {
+    std::vector<int> owner;
+    const std::vector<std::string> results = farm->map(n, task, owner);
+    std::string all;
+    for (const auto& r : results) all += std::to_string(r.size()) + ":" + r;
+    farm->broadcast(all, 0);
+    std::vector<std::string> out;
+    for (size_t at = 0; at < all.size();) {
+      const size_t colon = all.find(':', at);
+      const size_t size = std::stoull(all.substr(at, colon - at));
+      out.push_back(all.substr(colon + 1, size));
+      at = colon + 1 + size;
+    }
+    return out;
+  };
   // Progress on a terminal (stderr): the phase, and a bar while each replay runs.
   const bool tty = isatty(STDERR_FILENO) != 0 && !farm;
   auto phase = [&](const char* what) {

@@ -98,6 +98,12 @@ int run_validate(const Args& args) {
   // Processes: the CUDA backend runs one per GPU; the CPU backend runs in one. Rank 0 speaks for all.
   TaskFarm farm;
   const bool root = farm.rank() == 0;
+  if (farm.distributed()) {
+    // Every process decides on rank 0's reading of the memory available, so that all go on or none.
+    std::string text = memory ? std::to_string(*memory) : std::string();
+    farm.broadcast(text, 0);
+    memory = text.empty() ? std::nullopt : std::optional<double>(std::stod(text));
+  }
   rl::RunOptions o;
   if (!steps.empty() && !parse_step_range(steps, o.first_step, o.last_step)) {
     std::cerr << "arlsim validate: --steps: expected A:B, A: or A (step numbers), not \"" << steps << "\"\n";
