@@ -86,39 +86,6 @@ __global__ void rmsnorm_kernel(const float* x, float* y, size_t rows, size_t col
 
 __global__ void empty_kernel() {}
 
-// Causal softmax of each row of `s x s` scores (rows of all heads one after another), in place:
-// row i keeps columns 0..i, the others become 0. One block per row.
-__global__ void causal_softmax(__nv_bfloat16* scores, int64_t s, int64_t rows, float scale) {
-  __shared__ float part[kThreads];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    __nv_bfloat16* row = scores + r * s;
-    const int64_t visible = r % s + 1;
-    float top = -INFINITY;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
-    part[threadIdx.x] = top;
-    __syncthreads();
-    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
-      if (threadIdx.x < k) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + k]);
-      __syncthreads();
-    }
-    top = part[0];
-    __syncthreads();
-    float sum = 0;
-    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += __expf(__bfloat162float(row[j]) * scale - top);
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
-      if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
-      __syncthreads();
-    }
-    sum = part[0];
-    __syncthreads();
-    for (int64_t j = threadIdx.x; j < s; j += blockDim.x)
-      row[j] = __float2bfloat16(j < visible ? __expf(__bfloat162float(row[j]) * scale - top) / sum : 0.0f);
-    __syncthreads();
-  }
-}
-
 // Softmax backward, in place on dP: dS = P (dP - sum_j P dP), per row.
 __global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int64_t s, int64_t rows) {
   __shared__ float part[kThreads];
@@ -141,14 +108,17 @@ __global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int6
   }
 }
 
-// Softmax of each row of `len` scores (rows one after another), in place, every column visible
-// (decode attention's query sees the whole cache). One block per row.
-__global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, float scale) {
+// Softmax of each row of `len` scores (rows one after another), in place. Causal: row r of each
+// head's `len x len` block keeps columns 0..r % len, the others become 0 (attention's mask);
+// otherwise every column is visible (decode attention's query sees the whole cache). One block
+// per row.
+__global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, float scale, bool causal) {
   __shared__ float part[kThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     __nv_bfloat16* row = scores + r * len;
+    const int64_t visible = causal ? r % len + 1 : len;
     float top = -INFINITY;
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
     part[threadIdx.x] = top;
     __syncthreads();
     for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
@@ -158,7 +128,7 @@ __global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, f
     top = part[0];
     __syncthreads();
     float sum = 0;
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += __expf(__bfloat162float(row[j]) * scale - top);
+    for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += __expf(__bfloat162float(row[j]) * scale - top);
     part[threadIdx.x] = sum;
     __syncthreads();
     for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
@@ -167,7 +137,8 @@ __global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, f
     }
     sum = part[0];
     __syncthreads();
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) row[j] = __float2bfloat16(__expf(__bfloat162float(row[j]) * scale - top) / sum);
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+      row[j] = __float2bfloat16(j < visible ? __expf(__bfloat162float(row[j]) * scale - top) / sum : 0.0f);
     __syncthreads();
   }
 }
@@ -202,7 +173,7 @@ inline bool unfused_attention(cublasHandle_t blas, cudaStream_t stream, int64_t 
   bool good = true;
   if (forward) {
     good = gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, b.k, id, sd, b.q, id, sd, one, b.p, is, ss);  // S
-    causal_softmax<<<blocks, kThreads, 0, stream>>>(b.p, seq, heads * seq, scale);
+    softmax_rows<<<blocks, kThreads, 0, stream>>>(b.p, seq, heads * seq, scale, true);
     good = good && cudaGetLastError() == cudaSuccess;
     good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, b.v, id, sd, b.p, is, ss, one, b.o, id, sd);  // O
   }
@@ -238,7 +209,7 @@ inline bool unfused_decode_attention(cublasHandle_t blas, cudaStream_t stream, i
                                          CUDA_R_16BF, id, qs, &zero, b.s, CUDA_R_16BF, il, ss, ip, CUBLAS_COMPUTE_32F,
                                          CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   const int blocks = static_cast<int>(std::min<int64_t>(65535, pairs * group));
-  softmax_rows<<<blocks, kThreads, 0, stream>>>(b.s, len, pairs * group, scale);
+  softmax_rows<<<blocks, kThreads, 0, stream>>>(b.s, len, pairs * group, scale, false);
   good = good && cudaGetLastError() == cudaSuccess;
   good = good && cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, id, ig, il, &one, b.v, CUDA_R_16BF, id, kv, b.s,
                                             CUDA_R_16BF, il, ss, &zero, b.o, CUDA_R_16BF, id, qs, ip, CUBLAS_COMPUTE_32F,

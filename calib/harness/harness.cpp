@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -98,10 +99,11 @@ std::vector<std::pair<int64_t, int64_t>> decode_points(const Plan& p, double ele
   return out;
 }
 
-std::optional<DecodeFit> fit_decode(int64_t batch, const std::vector<DecodeResult>& all) {
-  std::vector<std::pair<double, double>> xy;  // (bytes, seconds)
-  for (const auto& r : all)
-    if (r.batch == batch && r.kv_bytes > 0 && r.seconds.median > 0) xy.emplace_back(r.kv_bytes, r.seconds.median);
+namespace {
+
+// The least-squares line y = slope x + intercept through the points, as (slope, intercept);
+// nothing with fewer than two points or when their x are all alike.
+std::optional<std::pair<double, double>> least_squares(const std::vector<std::pair<double, double>>& xy) {
   if (xy.size() < 2) return std::nullopt;
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [x, y] : xy) {
@@ -111,13 +113,24 @@ std::optional<DecodeFit> fit_decode(int64_t batch, const std::vector<DecodeResul
     sxy += x * y;
   }
   const double n = d(static_cast<int64_t>(xy.size())), denominator = n * sxx - sx * sx;
+  if (!(denominator > 1e-12 * n * sxx)) return std::nullopt;
+  const double slope = (n * sxy - sx * sy) / denominator;
+  return std::make_pair(slope, (sy - slope * sx) / n);
+}
+
+}  // namespace
+
+std::optional<DecodeFit> fit_decode(int64_t batch, const std::vector<DecodeResult>& all) {
+  std::vector<std::pair<double, double>> xy;  // (bytes, seconds)
+  for (const auto& r : all)
+    if (r.batch == batch && r.kv_bytes > 0 && r.seconds.median > 0) xy.emplace_back(r.kv_bytes, r.seconds.median);
+  if (xy.size() < 2) return std::nullopt;
   double slope = 0, intercept = 0;
-  if (denominator > 1e-12 * n * sxx) {
-    slope = (n * sxy - sx * sy) / denominator;
-    intercept = (sy - slope * sx) / n;
-  }
+  if (const auto line = least_squares(xy)) std::tie(slope, intercept) = *line;
   if (!(slope > 0)) return std::nullopt;  // the time does not rise with the bytes
   if (intercept < 0) {  // through the origin: all of the time per byte
+    double sxx = 0, sxy = 0;
+    for (const auto& [x, y] : xy) sxx += x * x, sxy += x * y;
     intercept = 0;
     slope = sxy / sxx;
   }
@@ -570,20 +583,7 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     std::vector<std::pair<double, double>> xy;  // (steps, seconds)
     for (const auto& [n, c] : smallest) xy.emplace_back(steps(*c), c->seconds.median);
     double base = 0, hop = 0;
-    if (xy.size() >= 2) {
-      double sx = 0, sy = 0, sxx = 0, sxy = 0;
-      for (const auto& [x, y] : xy) {
-        sx += x;
-        sy += y;
-        sxx += x * x;
-        sxy += x * y;
-      }
-      const double n = d(static_cast<int64_t>(xy.size())), denominator = n * sxx - sx * sx;
-      if (denominator > 1e-12 * n * sxx) {  // the group sizes give different step counts
-        hop = (n * sxy - sx * sy) / denominator;
-        base = (sy - hop * sx) / n;
-      }
-    }
+    if (const auto line = least_squares(xy)) std::tie(hop, base) = *line;  // the group sizes give different step counts
     if (xy.size() < 2 || hop <= 0 || base < 0) {
       base = 0;
       double sum = 0;
