@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -153,6 +154,11 @@ namespace {
 std::string run_task(TaskFarm& farm, const std::function<std::string(size_t)>& task, size_t i) {
   try {
     return task(i);
+  } catch (const std::bad_alloc&) {
+    // As one process reports it: a request too large for the machine, not a fault.
+    farm.abort("arlsim: out of memory on rank " + std::to_string(farm.rank()) +
+                   ": an allocation failed; ask for less at once (fewer steps, trajectories or candidates)",
+               2);
   } catch (const std::exception& e) {
     farm.abort("arlsim: internal error on rank " + std::to_string(farm.rank()) + ": " + e.what(), 1);
   }
