@@ -147,15 +147,7 @@ int run_plan(const Args& args) {
     farm.emplace();
     if (!farm->distributed() && farm->rank() != 0) return kExitOk;  // built without MPI: rank 0 plans alone
   }
-  // Every process reads the same input and would say the same about it: rank 0 speaks for all (a
-  // process that must stop the others still writes its reason, TaskFarm::abort).
-  std::ostream quiet(nullptr);
-  std::streambuf* const speaking = std::cerr.rdbuf();
-  struct Restore {
-    std::streambuf* buffer;
-    ~Restore() { std::cerr.rdbuf(buffer); }
-  } restore{speaking};
-  if (farm && farm->rank() != 0) std::cerr.rdbuf(quiet.rdbuf());
+
   std::optional<double> limit;
   if (std::string error; !memory_limit(max_memory, limit, error)) {
     std::cerr << "arlsim plan: " << error << "\n";

@@ -8,6 +8,7 @@
 
 #include "app/build_info.h"
 #include "app/commands.h"
+#include "app/task_farm.h"
 
 namespace {
 
@@ -56,6 +57,12 @@ void print_usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
   using namespace arlsim::app;
+  // Under mpirun every process reads the same input and would say the same about it: rank 0
+  // speaks for all. A process that must stop the others still writes why (TaskFarm::abort), and
+  // an error that ends this process alone is written below.
+  std::streambuf* const speaking = std::cerr.rdbuf();
+  std::ostream quiet(nullptr);
+  if (rank_from_environment() > 0) std::cerr.rdbuf(quiet.rdbuf());
   try {
     Args args(argv + 1, argv + argc);
     if (args.empty()) return run_default(args);
@@ -74,12 +81,14 @@ int main(int argc, char** argv) {
     print_usage(std::cerr);
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
+    std::cerr.rdbuf(speaking);
     // Where the estimate up front (simulate's --max-memory) did not foresee it, or a command
     // without one: a request too large for this machine, not a fault.
     std::cerr << "arlsim: out of memory: an allocation failed; ask for less at once (fewer steps, trajectories or "
                  "candidates)\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
+    std::cerr.rdbuf(speaking);
     std::cerr << "arlsim: internal error: " << e.what() << "\n";
     return kExitInternal;
   }

@@ -23,6 +23,13 @@ bool launched_by_mpirun() {
   return false;
 }
 
+int rank_from_environment() {
+  if (!launched_by_mpirun()) return 0;
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* value = std::getenv(v); value && *value) return std::atoi(value);
+  return 0;
+}
+
 int TaskFarm::local_rank() const {
   if (size_ <= 1) return 0;
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})

@@ -53,5 +53,8 @@ class TaskFarm {
 
 // Whether mpirun (or another process manager) launched this process with others.
 bool launched_by_mpirun();
+// This process's rank as the process manager's environment gives it (before MPI starts); 0 when
+// not launched by one, or when it does not say.
+int rank_from_environment();
 
 }  // namespace arlsim::app
