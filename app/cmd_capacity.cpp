@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/commands.h"
+#include "app/json_optional.h"
 #include "app/memory_limit.h"
 #include "app/task_farm.h"
 #include "app/options.h"
@@ -24,6 +25,13 @@
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 #include "sim/parse/units.h"
+
+namespace arlsim::planner {
+// What a rank sends rank 0 of each configuration it evaluated (see pack_result).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityConfig, gpu, nodes, placement, rollout_share)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, config, gpus, feasible, reason, step_time_s, total_time_s, gpu_hours,
+                                   cost_usd, price_usd_per_gpu_hour, rollout_layouts, train_layouts, unconfirmable)
+}  // namespace arlsim::planner
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -94,36 +102,11 @@ std::string placement_name(const planner::CapacityConfig& c) {
 std::string money(const std::optional<double>& v) { return v ? report::format_fixed(*v, 0) : "unknown"; }
 
 // A configuration's result as text between processes (its planned policy stays where it was made).
-std::string pack_result(const planner::CapacityResult& r) {
-  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return nlohmann::json{{"gpu", r.config.gpu}, {"nodes", r.config.nodes}, {"placement", r.config.placement},
-                        {"rollout_share", r.config.rollout_share}, {"gpus", r.gpus}, {"feasible", r.feasible},
-                        {"reason", r.reason}, {"step_time_s", r.step_time_s}, {"total_time_s", r.total_time_s},
-                        {"gpu_hours", r.gpu_hours}, {"cost_usd", opt(r.cost_usd)},
-                        {"price_usd_per_gpu_hour", r.price_usd_per_gpu_hour}, {"rollout_layouts", r.rollout_layouts},
-                        {"train_layouts", r.train_layouts}, {"unconfirmable", r.unconfirmable}}
-      .dump();
-}
-
+// A configuration's result as text for rank 0 (its planned policy stays with the rank that
+// planned it, which runs its confirmation).
+std::string pack_result(const planner::CapacityResult& r) { return nlohmann::json(r).dump(); }
 planner::CapacityResult unpack_result(const std::string& text) {
-  const auto j = nlohmann::json::parse(text);
-  planner::CapacityResult r;
-  r.config.gpu = j.at("gpu");
-  r.config.nodes = j.at("nodes");
-  r.config.placement = j.at("placement");
-  r.config.rollout_share = j.at("rollout_share");
-  r.gpus = j.at("gpus");
-  r.feasible = j.at("feasible");
-  r.reason = j.at("reason");
-  r.step_time_s = j.at("step_time_s");
-  r.total_time_s = j.at("total_time_s");
-  r.gpu_hours = j.at("gpu_hours");
-  if (!j.at("cost_usd").is_null()) r.cost_usd = j.at("cost_usd").get<double>();
-  r.price_usd_per_gpu_hour = j.at("price_usd_per_gpu_hour").is_null() ? 0.0 : j.at("price_usd_per_gpu_hour").get<double>();
-  r.rollout_layouts = j.at("rollout_layouts");
-  r.train_layouts = j.at("train_layouts");
-  r.unconfirmable = j.at("unconfirmable");
-  return r;
+  return nlohmann::json::parse(text).get<planner::CapacityResult>();
 }
 
 // A recommended configuration, by its simulated figures (it is recommended only when confirmed).

@@ -188,18 +188,9 @@ int run_plan(const Args& args) {
   if (farm)
   po_.map = [&farm](size_t n, const std::function<std::string(size_t)>& task) {
     std::vector<int> owner;
-    const std::vector<std::string> results = farm->map(n, task, owner);
-    std::string all;
-    for (const auto& r : results) all += std::to_string(r.size()) + ":" + r;
-    farm->broadcast(all, 0);
-    std::vector<std::string> out;
-    for (size_t at = 0; at < all.size();) {
-      const size_t colon = all.find(':', at);
-      const size_t size = std::stoull(all.substr(at, colon - at));
-      out.push_back(all.substr(colon + 1, size));
-      at = colon + 1 + size;
-    }
-    return out;
+    std::vector<std::string> results = farm->map(n, task, owner);
+    farm->broadcast(results, 0);  // every process records them, as it made the same plan
+    return results;
   };
   // Progress on a terminal (stderr): the phase, and a bar while each replay runs.
   const bool tty = isatty(STDERR_FILENO) != 0 && !farm;

@@ -37,6 +37,19 @@ int TaskFarm::local_rank() const {
   return rank_;
 }
 
+void TaskFarm::broadcast(std::vector<std::string>& items, int root) {
+  std::string all;  // each item as its length, ':' and its bytes
+  for (const auto& item : items) all += std::to_string(item.size()) + ":" + item;
+  broadcast(all, root);
+  items.clear();
+  for (size_t at = 0; at < all.size();) {
+    const size_t colon = all.find(':', at);
+    const size_t size = std::stoull(all.substr(at, colon - at));
+    items.push_back(all.substr(colon + 1, size));
+    at = colon + 1 + size;
+  }
+}
+
 #ifndef ARLSIM_WITH_MPI_FARM
 
 TaskFarm::TaskFarm() {

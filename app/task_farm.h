@@ -38,6 +38,8 @@ class TaskFarm {
   // Collective operations every process calls in the same order (alone: nothing to exchange).
   // `bytes` as `root` has it, on every process.
   void broadcast(std::string& bytes, int root);
+  // `items` as `root` has them, on every process (map's results to all, say).
+  void broadcast(std::vector<std::string>& items, int root);
   // Every process's `mine`, by rank, on every process.
   std::vector<std::string> all_gather(const std::string& mine);
   // This process's index among those on its machine (Open MPI's local rank; 0 when alone).

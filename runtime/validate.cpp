@@ -223,21 +223,18 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     r.start_s = -1;
     m.steps.push_back(r);
   }
-  // Each step's stage times as measured (for the graph's shape) and each stage record's duration.
-  std::map<int64_t, graph::StageTimes> measured_times;
+  // Each stage record's measured duration, and each step's optimizer steps (the graph's shape).
   std::map<int64_t, int32_t> train_parts;
   std::map<std::tuple<int64_t, graph::Stage, int32_t>, double> measured_of;
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& a = stages[i];
-    measured_times[a.step][a.stage] += measured[i];
     if (a.stage == graph::Stage::train) train_parts[a.step] = std::max(train_parts[a.step], a.parts);
     measured_of[{a.step, a.stage, a.part}] += measured[i];
   }
   graph::StepGraphBuilder builder(rl::sync_mode(s.policy));
-  for (const auto& st : pred.steps)
-    builder.add_step(st.step, measured_times[st.step], {}, std::max<int32_t>(1, train_parts[st.step]));
+  for (const auto& st : pred.steps) builder.add_step(st.step, {}, {}, std::max<int32_t>(1, train_parts[st.step]));
   graph::StepGraph g = builder.graph();
-  for (auto& act : g.activities) {
+  for (auto& act : g.activities) {  // durations as measured
     const auto it = measured_of.find({act.step, act.stage, act.part});
     act.seconds = it != measured_of.end() ? it->second : 0.0;
   }
