@@ -301,6 +301,19 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.read_duration("kernel_launch_overhead", g.kernel_launch_overhead, Presence::optional, 0, 1e-2);
   r.read_duration("graph_kernel_overhead", g.graph_kernel_overhead, Presence::optional, 0, 1e-2);
   r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
+  if (const Value* clock = r.field("tensor_clock", Presence::optional)) {
+    ObjectReader c(*clock, r.pointer_of("tensor_clock"), diag);
+    if (c.is_object()) {
+      c.read("benchmarks_mhz", g.benchmark_clock_mhz, Presence::required, 1, 1e4);
+      c.read("sustained_mhz", g.sustained_clock_mhz, Presence::required, 1, 1e4);
+      c.finish();
+      if (g.benchmark_clock_mhz > 0 && g.sustained_clock_mhz > g.benchmark_clock_mhz)
+        c.error_between("sustained_mhz", "benchmarks_mhz",
+                        "the sustained clock (" + std::to_string(static_cast<int64_t>(g.sustained_clock_mhz)) +
+                            " MHz) must not exceed the clock the benchmarks ran at (" +
+                            std::to_string(static_cast<int64_t>(g.benchmark_clock_mhz)) + " MHz)");
+    }
+  }
   parse_efficiency(r, g);
   parse_collectives(r, g);
   parse_collective_protocols(r, g);

@@ -106,6 +106,15 @@ struct GpuProfile {
   // A kernel's GPU-side time when replayed from a CUDA graph (engines' iterations), however
   // little it does; 0: not measured (graph-replayed kernels then cost their bytes alone).
   SimTime graph_kernel_overhead;
+  // The SM clock the tensor-core efficiencies below were measured at (short benchmarks run at
+  // the boost clock) and the clock dense tensor-core work sustains at the power limit; the cost
+  // model runs GEMMs and attention at sustained / benchmarks of the measured rates. 0: not given
+  // (the efficiencies stand as measured, as a calibration's sweep, which keeps the GPU busy for
+  // minutes, measures them).
+  double benchmark_clock_mhz = 0, sustained_clock_mhz = 0;
+  double sustained_tensor_fraction() const {
+    return benchmark_clock_mhz > 0 && sustained_clock_mhz > 0 ? sustained_clock_mhz / benchmark_clock_mhz : 1.0;
+  }
   double reserved_memory_bytes = 0;  // CUDA context, workspaces and communication buffers
   double price_usd_per_gpu_hour = 0;  // 0: unknown
 

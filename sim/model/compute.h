@@ -47,7 +47,11 @@ class ComputeModel {
  public:
   ComputeModel(const input::GpuProfile& gpu, input::Dtype dtype);
 
+  // The datasheet peak (MFU's denominator). GEMMs and attention run at the profile's efficiencies
+  // of sustained_peak_flops(): the peak scaled from the clock the efficiencies were measured at
+  // to the clock tensor-core work sustains.
   double peak_flops() const { return peak_; }
+  double sustained_peak_flops() const { return tensor_rate_; }
   double bytes_per_element() const { return bytes_per_element_; }
   // The useful fraction of the output tiles of `groups` (m, n, k) GEMMs in one kernel, times the
   // filled fraction of its waves of thread blocks over the SMs (after split-K for few tiles).
@@ -86,6 +90,7 @@ class ComputeModel {
  private:
   const input::GpuProfile& gpu_;
   double peak_ = 0;
+  double tensor_rate_ = 0;
   double bytes_per_element_ = 2;
   double e_max_ = 0;
   double k_overhead_ = 0;

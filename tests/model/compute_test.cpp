@@ -94,3 +94,24 @@ TEST_CASE("compute: attention takes the causal points of the nearest head dimens
   const model::ComputeModel only(c.gpu, input::Dtype::bf16);
   CHECK(only.attention_efficiency(4096, model::AttentionPass::forward, 128) == test::near(0.90));
 }
+
+TEST_CASE("compute: GEMMs and attention run at the sustained clock's share of the measured rates") {
+  auto c = test::own_cluster(1);
+  const model::ComputeModel burst(c.gpu, input::Dtype::bf16);
+  // Efficiencies measured at 2,000 MHz; dense tensor work sustains 1,500 MHz.
+  c.gpu.benchmark_clock_mhz = 2000;
+  c.gpu.sustained_clock_mhz = 1500;
+  const model::ComputeModel sustained(c.gpu, input::Dtype::bf16);
+  // The compute part of a GEMM takes 2000 / 1500 as long; its launch does not change.
+  const double launch = burst.launch_overhead_s();
+  CHECK(sustained.gemm(4096, 4096, 4096).seconds - launch ==
+        test::near((burst.gemm(4096, 4096, 4096).seconds - launch) * 2000.0 / 1500.0));
+  CHECK(sustained.attention(1e12, 4096, model::AttentionPass::forward).seconds - launch ==
+        test::near((burst.attention(1e12, 4096, model::AttentionPass::forward).seconds - launch) * 2000.0 / 1500.0));
+  // Memory-bound work and the datasheet peak (MFU's denominator) are the clock's neither.
+  CHECK(sustained.memory_bound(1e9).seconds == test::near(burst.memory_bound(1e9).seconds));
+  CHECK(sustained.peak_flops() == test::near(burst.peak_flops()));
+  CHECK(sustained.sustained_peak_flops() == test::near(burst.peak_flops() * 0.75));
+  // A memory-bound GEMM (one row) is as fast as before.
+  CHECK(sustained.gemm(1, 8192, 8192).seconds == test::near(burst.gemm(1, 8192, 8192).seconds));
+}

@@ -256,10 +256,10 @@ TEST_CASE("planner: the adopted dispatch plan weighs its dispatch against the im
 }
 
 TEST_CASE("plan: a rollout layout that thrashes its KV cache when simulated is infeasible, with the reason") {
-  // The default scenario with engines allowed 20% of their GPUs' memory: confirmation runs each
+  // The default scenario with engines allowed 18% of their GPUs' memory: confirmation runs each
   // candidate on the trace, and those whose preemptions recompute more than 10% of a step's
   // tokens are refused there.
-  const auto s = scenario({"/workload/engine/gpu_memory_utilization=0.2"});
+  const auto s = scenario({"/workload/engine/gpu_memory_utilization=0.18"});
   input::Diagnostics diag;
   auto t = rl::load_scenario_trace(s, "", diag);
   REQUIRE(t);
