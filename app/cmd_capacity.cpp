@@ -287,7 +287,7 @@ int run_capacity(const Args& args) {
     if (bytes <= *allowance) return;
     r.unconfirmable = "its simulation needs about " + parse::format_bytes(bytes) + " of memory, more than the " +
                       parse::format_bytes(*allowance) +
-                      (max_memory.empty() ? " available" : " of --max-memory") +
+                      limit_origin(!max_memory.empty()) +
                       (o.threads > 1 ? " per thread (" + std::to_string(o.threads) + " threads)" : std::string());
   };
   std::vector<planner::CapacityResult> results;

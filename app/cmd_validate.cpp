@@ -257,7 +257,7 @@ int run_validate(const Args& args) {
       return "the " + std::to_string(devices) + " devices would take about " + parse::format_bytes(need) +
              " of this machine's memory together (the prediction's peak per device outside the rollout, times the "
              "devices: CPU devices share the host's), more than the " + parse::format_bytes(*memory) +
-             (max_memory.empty() ? " available" : " of --max-memory") + ": run it smaller (--scale) or on fewer devices";
+             limit_origin(!max_memory.empty()) + ": run it smaller (--scale) or on fewer devices";
     };
     r = runtime::validate(*s, *t, o, *device, check);
     r.scale = scale;

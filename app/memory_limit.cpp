@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "app/task_farm.h"
 #include "sim/parse/units.h"
 
 namespace arlsim::app {
@@ -90,7 +91,10 @@ std::optional<double> available_memory_bytes() {
 
 bool memory_limit(const std::string& option, std::optional<double>& limit, std::string& error) {
   if (option.empty()) {
+    // Processes launched together on one machine (mpirun -n N) each see all of its available
+    // memory; each may take its share.
     limit = available_memory_bytes();
+    if (limit) *limit /= processes_on_this_machine();
     return true;
   }
   const auto q = parse::parse_quantity(option, parse::Dimension::bytes);
@@ -103,6 +107,13 @@ bool memory_limit(const std::string& option, std::optional<double>& limit, std::
   return true;
 }
 
+std::string limit_origin(bool from_option) {
+  if (from_option) return " of --max-memory";
+  const int shared = processes_on_this_machine();
+  return shared > 1 ? " available to each of the " + std::to_string(shared) + " processes on this machine"
+                    : " this machine has available";
+}
+
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option) {
   if (!limit || m.bytes <= *limit) return "";
   std::ostringstream out;
@@ -110,7 +121,7 @@ std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> lim
       << parse::format_bytes(m.trace_bytes) << "; step " << m.step << ", the largest, "
       << parse::format_count(static_cast<double>(m.trajectories)) << " trajectories and "
       << parse::format_count(static_cast<double>(m.turns)) << " turns), more than the "
-      << parse::format_bytes(*limit) << (from_option ? " of --max-memory" : " this machine has available")
+      << parse::format_bytes(*limit) << (from_option ? std::string(" of --max-memory") : limit_origin(false))
       << ": simulate fewer steps at once (--steps A:B) or fewer trajectories a step (/workload/prompts_per_step)"
       << (from_option ? ", or raise --max-memory" : ", or pass --max-memory to run anyway");
   return out.str();

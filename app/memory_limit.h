@@ -21,6 +21,10 @@ std::optional<double> available_memory_bytes();
 // be read as a size), else what is available.
 bool memory_limit(const std::string& option, std::optional<double>& limit, std::string& error);
 
+// Where a limit came from, for messages: " of --max-memory", " this machine has available", or " available to each
+// of the N processes on this machine".
+std::string limit_origin(bool from_option);
+
 // "" when the run fits in `limit` (or there is no limit), else why not, naming what to change.
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option);
 

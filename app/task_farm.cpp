@@ -1,5 +1,6 @@
 #include "app/task_farm.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,13 @@ int rank_from_environment() {
   for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
     if (const char* value = std::getenv(v); value && *value) return std::atoi(value);
   return 0;
+}
+
+int processes_on_this_machine() {
+  if (!launched_by_mpirun()) return 1;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"})
+    if (const char* value = std::getenv(v); value && *value) return std::max(1, std::atoi(value));
+  return 1;
 }
 
 int TaskFarm::local_rank() const {

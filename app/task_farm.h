@@ -58,5 +58,8 @@ bool launched_by_mpirun();
 // This process's rank as the process manager's environment gives it (before MPI starts); 0 when
 // not launched by one, or when it does not say.
 int rank_from_environment();
+// How many processes of this launch share this machine, as the process manager's environment
+// says (Open MPI's local size); 1 when not launched by one, or when it does not say.
+int processes_on_this_machine();
 
 }  // namespace arlsim::app
