@@ -323,8 +323,11 @@ class CpuDevice final : public Device {
   // ring moves data (NCCL's ring algorithms, one chunk per rank and step, a barrier between steps):
   // all-reduce as reduce-scatter then all-gather (2(n - 1) steps), all-gather and reduce-scatter
   // (n - 1), broadcast pipelined down the ring in 64 pieces, all-to-all and send/recv as direct
-  // reads. fp32 elements; every rank's result is checked.
-  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) override {
+  // reads. fp32 elements; every rank's result is checked. Out of place the inputs are in their
+  // own buffers, which the ring's first step reads (in place, and for all-to-all and send/recv
+  // always, as NCCL defines them).
+  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used,
+                                   bool in_place) override {
     using model::CollectiveOp;
     const int64_t n = ranks;
     const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
@@ -333,8 +336,9 @@ class CpuDevice final : public Device {
     if (used) *used = 4.0 * static_cast<double>(elements);
     if (!team_ || team_->size() != n) team_ = std::make_unique<ThreadTeam>(n);
     const auto e = static_cast<size_t>(elements), chunk = by_rank ? e / static_cast<size_t>(n) : e;
-    const bool sends = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv;  // the others run in place
-    in_.resize(sends ? static_cast<size_t>(n) : 0);
+    const bool sends = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv;
+    const bool separate = sends || !in_place;  // inputs in in_, else in out_
+    in_.resize(separate ? static_cast<size_t>(n) : 0);
     out_.resize(static_cast<size_t>(n));
     for (auto& v : in_) v.assign(e, 0.0f);
     for (auto& v : out_) v.assign(e, 0.0f);
@@ -346,23 +350,24 @@ class CpuDevice final : public Device {
     team_->run([&](int64_t r) {
       const auto ri = static_cast<size_t>(r);
       auto& mine = out_[ri];
+      auto& input = separate ? in_[ri] : mine;
       // Inputs: rank r holds r + 1 (all-to-all: r n + j + 1 in the chunk meant for rank j).
       switch (op) {
         case CollectiveOp::all_reduce:
-        case CollectiveOp::reduce_scatter: std::fill(mine.begin(), mine.end(), static_cast<float>(r + 1)); break;
-        case CollectiveOp::all_gather: std::fill(span(mine, r), span(mine, r) + chunk, static_cast<float>(r + 1)); break;
+        case CollectiveOp::reduce_scatter: std::fill(input.begin(), input.end(), static_cast<float>(r + 1)); break;
+        case CollectiveOp::all_gather: std::fill(span(input, r), span(input, r) + chunk, static_cast<float>(r + 1)); break;
         case CollectiveOp::all_to_all:
           for (int64_t j = 0; j < n; ++j) std::fill(span(in_[ri], j), span(in_[ri], j) + chunk, static_cast<float>(r * n + j + 1));
           break;
         case CollectiveOp::broadcast:
-          if (r == 0) std::fill(mine.begin(), mine.end(), 1.0f);
+          if (r == 0) std::fill(input.begin(), input.end(), 1.0f);
           break;
         case CollectiveOp::send_recv: std::fill(in_[ri].begin(), in_[ri].end(), static_cast<float>(r + 1)); break;
       }
       team_->step();
       if (r == 0) start = Clock::now();
       team_->step();
-      cpu::ring_collective(op, r, n, in_, out_, e, [&] { team_->step(); });
+      cpu::ring_collective(op, r, n, in_, out_, e, [&] { team_->step(); }, !separate);
       team_->step();
       if (r == 0) end = Clock::now();
       // Check: the first and last element of every chunk this rank should hold.

@@ -121,7 +121,8 @@ void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_
 }
 
 void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<std::vector<float>>& in,
-                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step) {
+                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step,
+                     bool in_place) {
   using model::CollectiveOp;
   const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
   const size_t e = elements, chunk = by_rank ? e / static_cast<size_t>(n) : e;
@@ -129,15 +130,20 @@ void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<s
   auto span = [&](std::vector<float>& v, int64_t c) { return v.data() + static_cast<size_t>((c % n + n) % n) * chunk; };
   auto& mine = out[static_cast<size_t>(r)];
   auto& from = out[left(r)];
+  // Out of place a rank's own data and the left neighbour's first contribution are its input.
+  auto& own = in_place ? mine : in[static_cast<size_t>(r)];
+  auto& first = in_place ? from : in[left(r)];
   switch (op) {
     case CollectiveOp::all_reduce:
     case CollectiveOp::reduce_scatter:
-      for (int64_t s = 0; s + 1 < n; ++s) {  // chunk r - s - 1 accumulates the left's
+      for (int64_t s = 0; s + 1 < n; ++s) {  // chunk r - s - 1 gets the left's partial sum plus its own
         float* dst = span(mine, r - s - 1);
-        const float* src = span(from, r - s - 1);
-        for (size_t i = 0; i < chunk; ++i) dst[i] += src[i];
+        const float* add = span(own, r - s - 1);
+        const float* src = span(s == 0 ? first : from, r - s - 1);
+        for (size_t i = 0; i < chunk; ++i) dst[i] = add[i] + src[i];
         step();
       }
+      if (n == 1 && !in_place) std::copy(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(e), mine.begin());
       if (op == CollectiveOp::reduce_scatter) break;
       for (int64_t s = 0; s + 1 < n; ++s) {  // the reduced chunks travel round
         std::copy(span(from, r - s), span(from, r - s) + chunk, span(mine, r - s));
@@ -145,8 +151,12 @@ void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<s
       }
       break;
     case CollectiveOp::all_gather:
+      // Out of place the rank's own chunk is copied into its output as the first step reads
+      // the left neighbour's input.
+      if (!in_place) std::copy(span(own, r), span(own, r) + chunk, span(mine, r));
       for (int64_t s = 0; s + 1 < n; ++s) {
-        std::copy(span(from, r - s - 1), span(from, r - s - 1) + chunk, span(mine, r - s - 1));
+        const float* src = span(s == 0 ? first : from, r - s - 1);
+        std::copy(src, src + chunk, span(mine, r - s - 1));
         step();
       }
       break;
@@ -156,11 +166,15 @@ void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<s
       break;
     case CollectiveOp::broadcast: {
       const size_t pieces = std::min<size_t>(64, e), piece = (e + pieces - 1) / pieces;
+      // The root's data is its input: rank 1 reads it there, and out of place the root copies it
+      // into its own output.
+      auto& upstream = r == 1 ? first : from;
+      if (r == 0 && !in_place) std::copy(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(e), mine.begin());
       for (int64_t t = 0; t < static_cast<int64_t>(pieces) + n - 2; ++t) {
         const int64_t p = t - (r - 1);
         if (r > 0 && p >= 0 && p < static_cast<int64_t>(pieces)) {
           const size_t a = std::min(e, static_cast<size_t>(p) * piece), b = std::min(e, a + piece);
-          std::copy(from.begin() + static_cast<std::ptrdiff_t>(a), from.begin() + static_cast<std::ptrdiff_t>(b),
+          std::copy(upstream.begin() + static_cast<std::ptrdiff_t>(a), upstream.begin() + static_cast<std::ptrdiff_t>(b),
                     mine.begin() + static_cast<std::ptrdiff_t>(a));
         }
         step();

@@ -65,11 +65,15 @@ void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_
 // move data: each rank reads its left neighbour's buffer chunk by chunk, `step()` (a barrier of
 // the n ranks) between steps. all-reduce is a reduce-scatter then an all-gather (2(n - 1) steps),
 // all-gather and reduce-scatter take n - 1, broadcast (from rank 0) is pipelined down the ring in
-// 64 pieces, all-to-all and send/recv (from the left neighbour) are direct reads. `out[r]` holds
-// rank r's data in place (`elements` floats, chunk c of elements / n at c x chunk); all-to-all
-// and send/recv read `in` instead. Every rank must call it, with the same arguments but r.
+// 64 pieces, all-to-all and send/recv (from the left neighbour) are direct reads. Buffers are
+// `elements` floats, chunk c of elements / n at c x chunk. In place, `out[r]` holds rank r's
+// data before and its result after; out of place, and always for all-to-all and send/recv, the
+// data is read from `in` (the ring's first step reads the inputs, later steps the partial results
+// in `out`, as NCCL's out-of-place rings do) and `out` gets the result. Every rank must call it,
+// with the same arguments but r.
 void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<std::vector<float>>& in,
-                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step);
+                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step,
+                     bool in_place = true);
 
 // A worker thread that runs the tasks handed to it one at a time, the caller waiting for each:
 // the CPU's counterpart of launching a kernel and waiting for it (an empty task measures the

@@ -503,7 +503,8 @@ class CudaDevice final : public Device {
     return t;
   }
 
-  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) override;
+  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used,
+                                   bool in_place) override;
 #ifdef ARLSIM_HAVE_NCCL
   // Destroys (or, after an error, aborts) the communicators and their streams.
   void release_comms(bool abort) {
@@ -565,12 +566,20 @@ class CudaDevice final : public Device {
 #ifdef ARLSIM_HAVE_NCCL
 // One process drives the node's first `ranks` GPUs (ncclCommInitAll). Buffers hold fp32 values:
 // rank r's input is r + 1 (all-to-all: r n + j + 1 in the chunk meant for rank j); after the
-// collective one element of each rank's output is checked.
-std::optional<double> CudaDevice::collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) {
+// timed runs the inputs are written again, one more operation runs (in place the timed runs
+// changed them) and one element of each rank's output is checked. In place the input is the
+// output buffer as NCCL defines it: an all-gather's input at the rank's slice of its output, a
+// reduce-scatter's output at the rank's slice of its input.
+std::optional<double> CudaDevice::collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used,
+                                             bool in_place) {
   using model::CollectiveOp;
   problem_.clear();
   if (ranks < 1) {
     problem_ = "a collective needs at least one rank";
+    return std::nullopt;
+  }
+  if (in_place && !in_place_capable(op)) {
+    problem_ = "all-to-all and send/recv do not run in place";
     return std::nullopt;
   }
   const int n = static_cast<int>(ranks);
@@ -608,20 +617,63 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
   bool fine = true;
   for (int r = 0; r < n && fine; ++r) {
     cudaSetDevice(r);
-    fine = ok(cudaMalloc(&in[static_cast<size_t>(r)], elements * 4), "cudaMalloc") &&
+    fine = (in_place || ok(cudaMalloc(&in[static_cast<size_t>(r)], elements * 4), "cudaMalloc")) &&
            ok(cudaMalloc(&out[static_cast<size_t>(r)], elements * 4), "cudaMalloc");
-    if (!fine) break;
-    auto* dst = in[static_cast<size_t>(r)];
-    if (op == CollectiveOp::all_to_all)
-      for (int j = 0; j < n; ++j) fill_float<<<grid_for(chunk), kThreads, 0, streams_[static_cast<size_t>(r)]>>>(dst + static_cast<size_t>(j) * chunk, chunk, static_cast<float>(r * n + j + 1));
-    else
-      fill_float<<<grid_for(elements), kThreads, 0, streams_[static_cast<size_t>(r)]>>>(dst, elements, static_cast<float>(r + 1));
   }
-  for (int r = 0; r < n && fine; ++r) {
-    cudaSetDevice(r);
-    fine = ok(cudaStreamSynchronize(streams_[static_cast<size_t>(r)]), "cudaStreamSynchronize");
-  }
-  fine = fine && ok(cudaGetLastError(), "filling the collective's inputs");
+  // The inputs, where the operation reads them.
+  auto fill_inputs = [&] {
+    for (int r = 0; r < n && fine; ++r) {
+      cudaSetDevice(r);
+      const auto ri = static_cast<size_t>(r);
+      float* dst = in_place ? out[ri] : in[ri];
+      if (op == CollectiveOp::all_to_all)
+        for (int j = 0; j < n; ++j)
+          fill_float<<<grid_for(chunk), kThreads, 0, streams_[ri]>>>(dst + static_cast<size_t>(j) * chunk, chunk, static_cast<float>(r * n + j + 1));
+      else
+        fill_float<<<grid_for(elements), kThreads, 0, streams_[ri]>>>(dst, elements, static_cast<float>(r + 1));
+    }
+    for (int r = 0; r < n && fine; ++r) {
+      cudaSetDevice(r);
+      fine = ok(cudaStreamSynchronize(streams_[static_cast<size_t>(r)]), "cudaStreamSynchronize");
+    }
+    fine = fine && ok(cudaGetLastError(), "filling the collective's inputs");
+  };
+  // One operation on every rank, in one NCCL group.
+  auto launch = [&]() -> ncclResult_t {
+    ncclResult_t res = ncclGroupStart();
+    for (int r = 0; r < n && res == ncclSuccess; ++r) {
+      const auto ri = static_cast<size_t>(r);
+      auto s = streams_[ri];
+      float* src = in_place ? out[ri] : in[ri];
+      switch (op) {
+        case CollectiveOp::all_reduce: res = ncclAllReduce(src, out[ri], elements, ncclFloat, ncclSum, comms_[ri], s); break;
+        case CollectiveOp::all_gather: res = ncclAllGather(src + ri * chunk, out[ri], chunk, ncclFloat, comms_[ri], s); break;
+        case CollectiveOp::reduce_scatter:
+          res = ncclReduceScatter(src, out[ri] + (in_place ? ri * chunk : 0), chunk, ncclFloat, ncclSum, comms_[ri], s);
+          break;
+        case CollectiveOp::broadcast: res = ncclBroadcast(src, out[ri], elements, ncclFloat, 0, comms_[ri], s); break;
+        case CollectiveOp::all_to_all:
+          for (int j = 0; j < n && res == ncclSuccess; ++j) {
+            res = ncclSend(in[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
+            if (res == ncclSuccess) res = ncclRecv(out[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
+          }
+          break;
+        case CollectiveOp::send_recv:
+          res = ncclSend(in[ri], elements, ncclFloat, (r + 1) % n, comms_[ri], s);
+          if (res == ncclSuccess) res = ncclRecv(out[ri], elements, ncclFloat, (r + n - 1) % n, comms_[ri], s);
+          break;
+      }
+    }
+    const ncclResult_t ended = ncclGroupEnd();
+    return res == ncclSuccess ? ended : res;
+  };
+  auto synchronize = [&] {
+    for (int r = 0; r < n && fine; ++r) {
+      cudaSetDevice(r);
+      fine = ok(cudaStreamSynchronize(streams_[static_cast<size_t>(r)]), "cudaStreamSynchronize");
+    }
+  };
+  if (fine) fill_inputs();
   std::optional<double> t;
   if (fine) {
     // As nccl-tests does: many operations back to back, timed together, the mean taken (one
@@ -629,40 +681,20 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
     const int iterations = bytes <= (1 << 20) ? 20 : 5;
     const auto start = Clock::now();
     ncclResult_t res = ncclSuccess;
-    for (int it = 0; it < iterations && res == ncclSuccess; ++it) {
-      res = ncclGroupStart();
-      for (int r = 0; r < n && res == ncclSuccess; ++r) {
-        const auto ri = static_cast<size_t>(r);
-        auto s = streams_[ri];
-        switch (op) {
-          case CollectiveOp::all_reduce: res = ncclAllReduce(in[ri], out[ri], elements, ncclFloat, ncclSum, comms_[ri], s); break;
-          case CollectiveOp::all_gather: res = ncclAllGather(in[ri] + ri * chunk, out[ri], chunk, ncclFloat, comms_[ri], s); break;
-          case CollectiveOp::reduce_scatter: res = ncclReduceScatter(in[ri], out[ri], chunk, ncclFloat, ncclSum, comms_[ri], s); break;
-          case CollectiveOp::broadcast: res = ncclBroadcast(in[ri], out[ri], elements, ncclFloat, 0, comms_[ri], s); break;
-          case CollectiveOp::all_to_all:
-            for (int j = 0; j < n && res == ncclSuccess; ++j) {
-              res = ncclSend(in[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
-              if (res == ncclSuccess) res = ncclRecv(out[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
-            }
-            break;
-          case CollectiveOp::send_recv:
-            res = ncclSend(in[ri], elements, ncclFloat, (r + 1) % n, comms_[ri], s);
-            if (res == ncclSuccess) res = ncclRecv(out[ri], elements, ncclFloat, (r + n - 1) % n, comms_[ri], s);
-            break;
-        }
-      }
-      const ncclResult_t ended = ncclGroupEnd();
-      if (res == ncclSuccess) res = ended;
-    }
-    for (int r = 0; r < n && fine; ++r) {
-      cudaSetDevice(r);
-      fine = ok(cudaStreamSynchronize(streams_[static_cast<size_t>(r)]), "cudaStreamSynchronize");
+    for (int it = 0; it < iterations && res == ncclSuccess; ++it) res = launch();
+    synchronize();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+    // The checked run, on fresh inputs.
+    if (res == ncclSuccess && fine) {
+      fill_inputs();
+      if (fine) res = launch();
+      synchronize();
     }
     if (res != ncclSuccess) {
       problem_ = std::string("NCCL: ") + ncclGetErrorString(res);
       release_comms(true);  // a communicator after an error is not reused
     } else if (fine) {
-      t = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+      t = seconds;
     }
   }
   // Check one element of each rank's result.
@@ -674,7 +706,7 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
     float want = total;
     switch (op) {
       case CollectiveOp::all_reduce: break;
-      case CollectiveOp::reduce_scatter: break;
+      case CollectiveOp::reduce_scatter: at = in_place ? static_cast<size_t>(r) * chunk : 0; break;
       case CollectiveOp::all_gather: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>((r + 1) % n + 1); break;
       case CollectiveOp::broadcast: want = 1; break;
       case CollectiveOp::all_to_all: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1); break;
@@ -682,20 +714,20 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
     }
     if (!ok(cudaMemcpy(&got, out[static_cast<size_t>(r)] + at, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") ||
         std::abs(got - want) > 1e-3f * want) {
-      problem_ = "collective result differs from the reference on rank " + std::to_string(r);
+      problem_ = "collective result differs from the reference on rank " + std::to_string(r) + (in_place ? " (in place)" : "");
       t.reset();
     }
   }
   for (int r = 0; r < n; ++r) {
     cudaSetDevice(r);
-    cudaFree(in[static_cast<size_t>(r)]);
-    cudaFree(out[static_cast<size_t>(r)]);
+    if (in[static_cast<size_t>(r)]) cudaFree(in[static_cast<size_t>(r)]);
+    if (out[static_cast<size_t>(r)]) cudaFree(out[static_cast<size_t>(r)]);
   }
   cudaSetDevice(0);
   return t;
 }
 #else
-std::optional<double> CudaDevice::collective(model::CollectiveOp, double, int64_t, double*) {
+std::optional<double> CudaDevice::collective(model::CollectiveOp, double, int64_t, double*, bool) {
   problem_ = "this build has no NCCL";
   return std::nullopt;
 }

@@ -251,7 +251,8 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
   if (has(Op::launch)) s += runs * d(p.launches_per_sample + p.graph_kernels) * launch_s;
   if (has(Op::host))
     for (double b : p.host_bytes) s += runs * b / bytes_per_s;
-  const double ops = (has(Op::collective) ? 5.0 : 0.0) + (has(Op::p2p) ? 1.0 : 0.0);
+  // Five collectives, four of them in place as well when the plan says so; send/recv.
+  const double ops = (has(Op::collective) ? (p.collective_in_place ? 9.0 : 5.0) : 0.0) + (has(Op::p2p) ? 1.0 : 0.0);
   for (int64_t n : p.collective_ranks)
     for (double b : p.collective_bytes) s += runs * ops * (2 * b / bytes_per_s + 2 * d(n) * launch_s);
   return s;
@@ -373,12 +374,16 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
   if (has(Op::p2p)) collective_ops.push_back(model::CollectiveOp::send_recv);
   for (int64_t n : p.collective_ranks)
     for (auto op : collective_ops)
-      for (double b : p.collective_bytes) {
-        const std::string what = std::string(model::collective_name(op)) + " x" + std::to_string(n) + " " +
-                                 std::to_string(static_cast<int64_t>(b)) + " B";
-        double used = b;
-        if (auto s = sample([&] { return dev.collective(op, b, n, &used); }, what, 2 * b / byte_rate + 2 * d(n) * launch_guess))
-          r.collectives.push_back({op, n, used, *s});
+      for (const bool in_place : {false, true}) {
+        if (in_place && !(p.collective_in_place && in_place_capable(op))) continue;
+        for (double b : p.collective_bytes) {
+          const std::string what = std::string(model::collective_name(op)) + " x" + std::to_string(n) + " " +
+                                   std::to_string(static_cast<int64_t>(b)) + " B" + (in_place ? " in place" : "");
+          double used = b;
+          if (auto s = sample([&] { return dev.collective(op, b, n, &used, in_place); }, what,
+                              2 * b / byte_rate + 2 * d(n) * launch_guess))
+            r.collectives.push_back({op, n, used, in_place, *s});
+        }
       }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (progress) progress(1.0, r.seconds);
@@ -546,7 +551,14 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     // Each collective's bus bandwidth at the largest size measured, per group size: what the
     // cost model takes as the algorithm's rate within a node.
     std::map<std::pair<model::CollectiveOp, int64_t>, const CollectiveResult*> largest_of;
+    // From the in-place runs where measured, as frameworks run their gradient and parameter
+    // collectives on their own buffers (and the CPU runtime runs them); all-to-all and send/recv
+    // from their out-of-place runs.
+    const auto fitted = [&](const CollectiveResult& c) {
+      return c.in_place == (r.plan.collective_in_place && in_place_capable(c.op));
+    };
     for (const auto& c : r.collectives) {
+      if (!fitted(c)) continue;
       auto& top = largest_of[{c.op, c.ranks}];
       if (!top || c.bytes > top->bytes) top = &c;
     }
@@ -564,12 +576,13 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     // t = base + 2(n - 1) x hop, by least squares (one group size: no base, all of it in the hops).
     std::map<int64_t, const CollectiveResult*> smallest;
     for (const auto& c : r.collectives)
-      if (c.op == model::CollectiveOp::all_reduce) {
+      if (c.op == model::CollectiveOp::all_reduce && fitted(c)) {
         auto& s0 = smallest[c.ranks];
         if (!s0 || c.bytes < s0->bytes) s0 = &c;
       }
     if (smallest.empty())  // no all-reduce: the smallest of anything, as one ring pass
       for (const auto& c : r.collectives) {
+        if (!fitted(c)) continue;
         auto& s0 = smallest[c.ranks];
         if (!s0 || c.bytes < s0->bytes) s0 = &c;
       }
@@ -688,6 +701,7 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
       rows.push_back({{"op", model::collective_name(c.op)},
                       {"ranks", c.ranks},
                       {"bytes", c.bytes},
+                      {"in_place", c.in_place},
                       {"time_us", round4(c.seconds.median * 1e6)},
                       {"algbw_gbps", round4(c.algbw() / 1e9)},
                       {"busbw_gbps", round4(c.busbw() / 1e9)},

@@ -99,9 +99,13 @@ class Device {
   // A copy of `bytes` from host memory to the device (pinned), as weights are loaded and offloaded.
   virtual std::optional<double> host_copy(double bytes) = 0;
   // A collective over `ranks` ranks on `bytes` as nccl-tests counts them (the whole buffer: an
-  // all-gather's output, a reduce-scatter's input; a send/recv's message), out of place, with its
-  // result checked. `bytes` is rounded up to what splits evenly; `*used` gets the bytes run.
-  virtual std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used) = 0;
+  // all-gather's output, a reduce-scatter's input; a send/recv's message), with its result
+  // checked. Out of place, or, with `in_place` (all-reduce, all-gather, reduce-scatter and
+  // broadcast: in_place_capable()), in the one buffer as NCCL defines it: an all-gather's input
+  // is the rank's slice of its output, a reduce-scatter's output the rank's slice of its input.
+  // `bytes` is rounded up to what splits evenly; `*used` gets the bytes run.
+  virtual std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used,
+                                           bool in_place) = 0;
   virtual std::string problem() const { return {}; }
 };
 
@@ -121,6 +125,10 @@ struct Plan {
   std::vector<double> host_bytes;         // host-to-device copies of these sizes
   std::vector<int64_t> collective_ranks;  // each collective over each of these group sizes
   std::vector<double> collective_bytes;   // at each of these sizes (powers of two from 8 B)
+  // Each in_place_capable() collective out of place, then in place, as nccl-tests reports both
+  // (the profile's bandwidths and latencies come from the in-place runs of those four: frameworks
+  // run their gradient and parameter collectives on their own buffers).
+  bool collective_in_place = true;
   int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
   int64_t graph_kernels = 0;  // kernels of the replayed graph (0: not measured)
   int repeats = 3;   // at least 3: one sample of a large GEMM can swing 15-25% with the clocks
@@ -182,10 +190,17 @@ struct MemoryResult {
   double bytes = 0;
   Stat seconds;
 };
+// The collectives NCCL runs in place (send/recv and all-to-all need two buffers).
+inline bool in_place_capable(model::CollectiveOp op) {
+  return op == model::CollectiveOp::all_reduce || op == model::CollectiveOp::all_gather ||
+         op == model::CollectiveOp::reduce_scatter || op == model::CollectiveOp::broadcast;
+}
+
 struct CollectiveResult {
   model::CollectiveOp op = model::CollectiveOp::all_reduce;
   int64_t ranks = 0;
   double bytes = 0;
+  bool in_place = false;
   Stat seconds;
   double algbw() const { return bytes / seconds.median; }
   // nccl-tests' bus bandwidth: algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather,

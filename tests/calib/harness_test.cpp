@@ -86,10 +86,13 @@ class FakeDevice final : public calib::Device {
     const double steps = op == model::CollectiveOp::all_reduce ? 2.0 * static_cast<double>(n - 1) : static_cast<double>(n - 1);
     return 3e-6 + steps * 5e-6 + bytes * model::bus_factor(op, n) / 10e9;
   }
-  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t n, double* used) override {
+  // In place a collective takes 1 us less (no separate input to read on its first step).
+  std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t n, double* used, bool in_place) override {
     *used = bytes;
-    return collective_seconds(op, bytes, n);
+    if (in_place) ++in_place_calls;
+    return collective_seconds(op, bytes, n) - (in_place ? 1e-6 : 0.0);
   }
+  int64_t in_place_calls = 0;
   std::string problem() const override { return "the fake's check failed"; }
 
  private:
@@ -383,8 +386,20 @@ TEST_CASE("calibrate: collectives in nccl-tests' bus bandwidth, the largest size
   CHECK(p.collective_ranks == std::vector<int64_t>{2, 4});
   CHECK(p.collective_bytes.front() == 8);
   const auto r = calib::measure(d, p);
-  REQUIRE(r.collectives.size() == 2 * 6 * p.collective_bytes.size());
+  // Six ops out of place and the four NCCL runs in place (not all-to-all, not send/recv) in place
+  // too, at each size of each group size.
+  REQUIRE(r.collectives.size() == 2 * (6 + 4) * p.collective_bytes.size());
+  int64_t in_place = 0;
   for (const auto& c : r.collectives) {
+    in_place += c.in_place ? 1 : 0;
+    CHECK_FALSE((c.in_place && (c.op == model::CollectiveOp::all_to_all || c.op == model::CollectiveOp::send_recv)));
+  }
+  CHECK(in_place == 2 * 4 * static_cast<int64_t>(p.collective_bytes.size()));
+  for (const auto& c : r.collectives) {
+    if (c.in_place) {
+      CHECK(c.seconds.median == doctest::Approx(FakeDevice::collective_seconds(c.op, c.bytes, c.ranks) - 1e-6));
+      continue;
+    }
     const double n = static_cast<double>(c.ranks);
     double factor = 1;  // broadcast, send/recv
     if (c.op == model::CollectiveOp::all_reduce) factor = 2 * (n - 1) / n;
@@ -404,13 +419,15 @@ TEST_CASE("calibrate: collectives in nccl-tests' bus bandwidth, the largest size
                                                                                                 : model::CollectiveOp::broadcast;
     if (c.op != "all_reduce" && c.op != "send_recv" && c.op != "broadcast") continue;
     CHECK(c.algorithm == (c.op == "send_recv" ? "direct" : "ring"));
-    const double want = top * model::bus_factor(op, c.ranks) / FakeDevice::collective_seconds(op, top, c.ranks);
+    // From the in-place runs (1 us faster in the fake), but send/recv's from its out-of-place ones.
+    const double in_place_s = op == model::CollectiveOp::send_recv ? 0 : 1e-6;
+    const double want = top * model::bus_factor(op, c.ranks) / (FakeDevice::collective_seconds(op, top, c.ranks) - in_place_s);
     CHECK(c.bus_bandwidth_bytes_per_s == doctest::Approx(want).epsilon(1e-4));
   }
-  // t = base + 2(n - 1) hop from the 8-byte all-reduces of 2 and 4 ranks: 3 us and 5 us back.
+  // t = base + 2(n - 1) hop from the 8-byte in-place all-reduces of 2 and 4 ranks: 3 - 1 us and 5 us back.
   REQUIRE(g.collective_protocols.size() == 1);
   CHECK(g.collective_protocols[0].algorithm == "ring");
-  CHECK(g.collective_protocols[0].base.seconds() == doctest::Approx(3e-6).epsilon(1e-3));
+  CHECK(g.collective_protocols[0].base.seconds() == doctest::Approx(2e-6).epsilon(1e-3));
   CHECK(g.collective_protocols[0].hop_intra_node.seconds() == doctest::Approx(5e-6).epsilon(1e-3));
   // The cost model prices collectives from it: the profile's all-reduce rate and latency come back.
   input::ClusterSpec cluster;
@@ -489,9 +506,12 @@ TEST_CASE("calibrate: the CPU device's collectives among 3 threads, at sizes tha
                   model::CollectiveOp::all_to_all, model::CollectiveOp::broadcast, model::CollectiveOp::send_recv})
     for (double bytes : {4.0, 400.0, 100000.0}) {
       double used = 0;
-      const auto t = dev->collective(op, bytes, 3, &used);
-      CHECK_MESSAGE(t.has_value(), model::collective_name(op), " ", bytes, ": ", dev->problem());
-      CHECK(used >= bytes);
+      for (const bool in_place : {false, true}) {
+        if (in_place && !calib::in_place_capable(op)) continue;
+        const auto t = dev->collective(op, bytes, 3, &used, in_place);
+        CHECK_MESSAGE(t.has_value(), model::collective_name(op), " ", bytes, (in_place ? " in place: " : ": "), dev->problem());
+        CHECK(used >= bytes);
+      }
     }
   // Attention forward and backward pass their reference rows at a length that is not a multiple of
   // the 128-query block.

@@ -129,6 +129,46 @@ TEST_CASE("ring collectives equal a reference reduction") {
   }
 }
 
+TEST_CASE("ring collectives out of place leave their inputs and give the in-place results") {
+  using model::CollectiveOp;
+  const int64_t n = 3;
+  const size_t e = 6;
+  for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
+                          CollectiveOp::broadcast}) {
+    CAPTURE(model::collective_name(op));
+    // The same data in place (in `placed`) and out of place (in `in`, results in `out`).
+    std::vector<std::vector<float>> in(n, std::vector<float>(e, 0)), out(n, std::vector<float>(e, -1)), placed;
+    for (int64_t r = 0; r < n; ++r)
+      for (size_t i = 0; i < e; ++i) {
+        const bool holds = op == CollectiveOp::all_gather ? i / 2 == static_cast<size_t>(r)
+                           : op == CollectiveOp::broadcast ? r == 0
+                                                           : true;
+        in[r][i] = holds ? static_cast<float>(100 * r + i + 1) : 0;
+      }
+    placed = in;
+    const auto inputs = in;
+    std::vector<std::vector<float>> none;
+    for (const bool in_place : {true, false}) {
+      std::barrier<> step(n);
+      std::vector<std::thread> threads;
+      for (int64_t r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+          if (in_place)
+            calib::cpu::ring_collective(op, r, n, none, placed, e, [&] { step.arrive_and_wait(); }, true);
+          else
+            calib::cpu::ring_collective(op, r, n, in, out, e, [&] { step.arrive_and_wait(); }, false);
+        });
+      for (auto& t : threads) t.join();
+    }
+    CHECK(in == inputs);  // the inputs are read, never written
+    for (int64_t r = 0; r < n; ++r)
+      for (size_t i = 0; i < e; ++i) {
+        if (op == CollectiveOp::reduce_scatter && static_cast<int64_t>(i / 2) != (r + 1) % n) continue;
+        CHECK(out[r][i] == placed[r][i]);
+      }
+  }
+}
+
 TEST_CASE("the attention's backward alone gives the gradients of the whole pass") {
   calib::cpu::Attention whole, split;
   whole.prepare(200, 16);
