@@ -1,5 +1,6 @@
 #include "app/summaries.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -61,7 +62,11 @@ std::string describe(const input::CheckedDocument& doc) {
     case SpecKind::model: return "model, " + describe_model(std::get<ModelSpec>(doc.spec));
     case SpecKind::gpu: {
       const auto& g = std::get<GpuProfile>(doc.spec);
-      return "gpu " + g.name + ", " + headline_peak(g) + ", " + gib(g.memory_bytes) + " at " +
+      const std::string clock = g.sustained_tensor_fraction() < 1
+                                    ? " (tensor work sustained at " + std::to_string(std::lround(g.sustained_clock_mhz)) +
+                                          " of " + std::to_string(std::lround(g.benchmark_clock_mhz)) + " MHz)"
+                                    : std::string();
+      return "gpu " + g.name + ", " + headline_peak(g) + clock + ", " + gib(g.memory_bytes) + " at " +
              format_bytes(g.memory_bandwidth_bytes_per_s) + "/s, " + g.provenance.kind;
     }
     case SpecKind::cluster: {
