@@ -89,7 +89,8 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
            "which the runtime does not do)";
   if (t.overlaps_tp_comm() || t.overlaps_grad_reduce() || t.overlaps_param_gather())
     return "/policy/train/overlap: overlapped communication is not executed yet (set its switches to false)";
-  if (t.zero >= 3) return "/policy/train/zero: ZeRO-3 is not executed yet";
+  if (t.zero >= 1 && t.sharding_ranks() != t.dp * t.cp)
+    return "/policy/train/shard_group: hybrid sharding is not executed yet (shard over every data-parallel rank)";
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
   if (r.pp != 1 || r.ep != 1) return "/policy/rollout: pp and ep must be 1";
   if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
@@ -169,8 +170,32 @@ int32_t weights_after(const input::ModelSpec& m, int32_t weight_base) {
   return weight_base + static_cast<int32_t>(4 * m.num_layers) + 1;
 }
 
+namespace {
+// One ZeRO-3 gather of the rank's parameters on each device of the tp group, over its shard group.
+void gather_parameters(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
+                       const std::vector<DeviceGroup>& shard_groups) {
+  if (shard_groups.empty()) return;
+  const double bytes = 2.0 * model::largest_stage_params(m, l).dense;  // bf16, as train.cpp gathers them
+  for (size_t i = 0; i < tp_group.size(); ++i)
+    p.on(tp_group[i]).push_back(collective(model::CollectiveOp::all_gather, bytes, p.group(shard_groups[i])));
+}
+}  // namespace
+
+void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
+                           bool forward_only, const std::vector<DeviceGroup>& shard_groups) {
+  gather_parameters(p, m, l, tp_group, shard_groups);
+  if (!forward_only) gather_parameters(p, m, l, tp_group, shard_groups);
+}
+
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device) {
+  std::vector<DeviceGroup> groups;
+  if (l.zero < 3 || l.dp <= 1) return groups;
+  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(dp_group(l, first_device, tp));
+  return groups;
+}
+
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                     bool forward_only, int32_t weight_base) {
+                     bool forward_only, int32_t weight_base, const std::vector<DeviceGroup>& shard_groups) {
   const auto& l = r.layout;
   const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len;
   const int64_t qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
@@ -192,7 +217,12 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
     int64_t m, n, k;
   } const head{tokens, r.value_head ? 1 : m.vocab_size / tp, h};
   const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(tp);
-  for (int64_t device : tp_group) {
+  gather_parameters(p, m, l, tp_group, shard_groups);  // ZeRO-3: the parameters for the forward
+  std::vector<int32_t> shard_ids;  // ZeRO-3: each tp rank's shard group, for the backward's gather
+  for (const auto& g : shard_groups) shard_ids.push_back(p.group(g));
+  const double gather_bytes = 2.0 * model::largest_stage_params(m, l).dense;
+  for (size_t tp_rank = 0; tp_rank < tp_group.size(); ++tp_rank) {
+    const int64_t device = tp_group[tp_rank];
     auto& ks = p.on(device);
     auto with_weight = [&](Kernel g, int64_t layer, size_t i) {
       g.weight = weight_base + static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
@@ -221,6 +251,7 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
     ks.push_back(gemm(head.m, head.n, head.k, head_weight));
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
     if (forward_only) continue;
+    if (!shard_ids.empty()) ks.push_back(collective(model::CollectiveOp::all_gather, gather_bytes, shard_ids[tp_rank]));
     // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
     // gradients, the attention's backward (recomputing what the layout's recompute drops).
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));

@@ -75,8 +75,19 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
 // forward, and unless forward_only the backward with the layout's recompute. Its weights are
 // buffers weight_base + 4 x layer + i (the head after the layers): a second model on the same
 // devices (a critic) takes a base past the first's, so that each reads its own weights.
+// Under ZeRO-3 (`shard_groups`: for each rank of the tp group, the devices its parameters are
+// sharded over; empty otherwise) each device first all-gathers its parameters over its shard
+// group before the forward and again before the backward, as the cost model counts them (one
+// gather of the rank's parameters a pass; FSDP gathers layer by layer, the same bytes).
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                     bool forward_only, int32_t weight_base = 0);
+                     bool forward_only, int32_t weight_base = 0, const std::vector<DeviceGroup>& shard_groups = {});
+// The gathers alone of a micro-batch a rank does not have (ZeRO-3): every member of a shard group
+// joins every gather, so a rank with fewer micro-batches than the others still gathers with them.
+void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
+                           bool forward_only, const std::vector<DeviceGroup>& shard_groups);
+// ZeRO-3's shard groups of a training layout (one per tp rank: the devices of that tp rank over
+// the data-parallel ranks); empty below ZeRO-3 or with one data-parallel rank.
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device);
 // The first weight buffer past model m's (a base for the next model on the same devices).
 int32_t weights_after(const input::ModelSpec& m, int32_t weight_base = 0);
 // The end of an optimizer step on a data-parallel group (each device one rank): the gradients

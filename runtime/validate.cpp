@@ -29,6 +29,27 @@ double median_abs(std::vector<double> v) {
   return nearest_rank(v, 50);
 }
 
+// Each data-parallel rank's micro-batches on its tp group. Under ZeRO-3 every rank of a shard
+// group joins each parameter gather, so a rank with fewer micro-batches than the most gathers
+// for the ones it lacks.
+void add_micro_batches(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
+                       const std::vector<std::vector<rl::MicroBatch>>& batches, rl::MicroBatchTimer& timer,
+                       bool forward_only, int32_t weights) {
+  const std::vector<DeviceGroup> shards = shard_groups(l, first_device);
+  std::vector<int64_t> count(static_cast<size_t>(l.dp), 0);
+  for (int64_t dp = 0; dp < l.dp; ++dp)
+    for (const auto& b : batches[static_cast<size_t>(dp)])
+      if (b.tokens > 0) {
+        add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, dp), forward_only, weights, shards);
+        ++count[static_cast<size_t>(dp)];
+      }
+  if (shards.empty()) return;
+  const int64_t most = *std::max_element(count.begin(), count.end());
+  for (int64_t dp = 0; dp < l.dp; ++dp)
+    for (int64_t i = count[static_cast<size_t>(dp)]; i < most; ++i)
+      add_parameter_gathers(p, m, l, tp_group(l, first_device, dp), forward_only, shards);
+}
+
 // The program of one activity of a step, from the step's execution record.
 Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, const exec::ActivityRecord& a,
                    double* tail_s) {
@@ -89,9 +110,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       rl::MicroBatchTimer timer(s, m, tl, critic);
       const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, rank, tl.dp, 0, 1), tl);
       const int32_t weights = critic ? weights_after(s.model) : 0;
-      for (int64_t dp = 0; dp < tl.dp; ++dp)
-        for (const auto& b : batches[static_cast<size_t>(dp)])
-          if (b.tokens > 0) add_micro_batch(p, m, timer.request(b), tp_group(tl, devices.first_device(), dp), true, weights);
+      add_micro_batches(p, m, tl, devices.first_device(), batches, timer, true, weights);
       break;
     }
     case graph::Stage::dispatch: {
@@ -115,9 +134,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, e.rank, l.dp, part, mini_batches), l);
       auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
         rl::MicroBatchTimer timer(s, m, l, value_head);
-        for (int64_t dp = 0; dp < l.dp; ++dp)
-          for (const auto& b : batches[static_cast<size_t>(dp)])
-            if (b.tokens > 0) add_micro_batch(p, m, timer.request(b), tp_group(l, ranks.first_device(), dp), false, weights);
+        add_micro_batches(p, m, l, ranks.first_device(), batches, timer, false, weights);
         for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp));
       };
       optimizer_step(s.model, false, 0);

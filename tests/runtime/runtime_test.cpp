@@ -307,6 +307,82 @@ TEST_CASE("tensor parallelism all-reduces each block's output; with sequence par
   CHECK(sp_step.at(model::CollectiveOp::reduce_scatter) == 2 * 2 * 2);
 }
 
+TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the forward and the backward") {
+  const auto m = tiny_model();
+  input::TrainLayout l;
+  l.tp = 2;
+  l.dp = 2;
+  l.zero = 3;
+  const auto shards = runtime::shard_groups(l, 0);
+  // Devices tp x dp: tp rank 0 on devices 0 and 2, tp rank 1 on 1 and 3.
+  REQUIRE(shards.size() == 2);
+  CHECK(shards[0] == runtime::DeviceGroup{0, 2});
+  CHECK(shards[1] == runtime::DeviceGroup{1, 3});
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = 64;
+  const double bytes = 2 * model::largest_stage_params(m, l).dense;
+  auto gathers = [&](const runtime::Program& p, int64_t device) {
+    std::vector<int32_t> groups;
+    for (const auto& k : p.devices.at(static_cast<size_t>(device)).second)
+      if (k.kind == Kernel::Kind::collective && k.op == model::CollectiveOp::all_gather) {
+        CHECK(k.bytes == doctest::Approx(bytes));
+        groups.push_back(k.group);
+      }
+    return groups;
+  };
+  runtime::Program forward;
+  runtime::add_micro_batch(forward, m, r, {0, 1}, true, 0, shards);
+  REQUIRE(forward.devices.at(0).first == 0);
+  CHECK(gathers(forward, 0).size() == 1);  // one before the forward
+  REQUIRE(forward.devices.at(0).second.front().kind == Kernel::Kind::collective);
+  runtime::Program step;
+  runtime::add_micro_batch(step, m, r, {0, 1}, false, 0, shards);
+  const auto g0 = gathers(step, 0), g1 = gathers(step, 1);
+  REQUIRE(g0.size() == 2);  // ... and one before the backward
+  REQUIRE(g1.size() == 2);
+  CHECK(step.groups[static_cast<size_t>(g0[0])] == shards[0]);
+  CHECK(step.groups[static_cast<size_t>(g1[0])] == shards[1]);
+  // A rank without a micro-batch still joins both gathers of one.
+  runtime::Program pad;
+  runtime::add_parameter_gathers(pad, m, l, {2, 3}, false, shards);
+  CHECK(pad.devices.size() == 2);
+  CHECK(gathers(pad, 0).size() == 2);
+  // Below ZeRO-3, or with one data-parallel rank, there is nothing to gather.
+  l.zero = 1;
+  CHECK(runtime::shard_groups(l, 0).empty());
+  l.zero = 3;
+  l.dp = 1;
+  CHECK(runtime::shard_groups(l, 0).empty());
+}
+
+TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining the others' gathers") {
+  const auto m = tiny_model();
+  input::TrainLayout l;
+  l.tp = 1;
+  l.dp = 2;
+  l.zero = 3;
+  const auto shards = runtime::shard_groups(l, 0);
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = 32;
+  runtime::Program p;
+  // Rank 0 has two micro-batches, rank 1 one and the gathers of the other.
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
+  runtime::add_micro_batch(p, m, r, {1}, false, 0, shards);
+  runtime::add_parameter_gathers(p, m, l, {1}, false, shards);
+  runtime::add_optimizer_step(p, m, l, {0, 1});
+  runtime::CpuBackend cpu(2, 60);
+  const auto stats = cpu.run(p, "zero-3");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.kernels.collective > 0);
+  // Each all-gather's chunks checked on both members.
+  CHECK(stats.bytes_verified > 0);
+}
+
 TEST_CASE("validate refuses what the runtime cannot execute, naming the field") {
   input::Diagnostics diag;
   std::vector<std::string> overrides;
@@ -342,6 +418,15 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   CHECK(runtime::unsupported_reason(offload).empty());
   offload.policy.train.offload_params = true;
   CHECK(runtime::unsupported_reason(offload).rfind("/policy/train/offload_params", 0) == 0);
+  // ZeRO-3 runs with its gathers and reductions not overlapped; hybrid sharding is refused.
+  auto zero3 = *s;
+  zero3.policy.train.zero = 3;
+  CHECK(runtime::unsupported_reason(zero3).rfind("/policy/train/overlap", 0) == 0);  // FSDP's default overlap
+  zero3.policy.train.overlap.param_gather = false;
+  zero3.policy.train.overlap.grad_reduce = false;
+  CHECK(runtime::unsupported_reason(zero3).empty());
+  zero3.policy.train.shard_group = 1;
+  CHECK(runtime::unsupported_reason(zero3).rfind("/policy/train/shard_group", 0) == 0);
 }
 
 TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {
