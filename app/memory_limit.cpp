@@ -79,6 +79,9 @@ std::optional<double> available_memory_bytes() {
     const auto current = read_number(folder + "/memory.current");
     if (max && current) bound(std::max(0.0, *max - std::max(0.0, *current - reclaimable(folder))));
   }
+  // Processes launched together on one machine (mpirun -n N) share what it has: each its part.
+  // (An address-space limit, below, is each process's own.)
+  if (available) *available /= processes_on_this_machine();
   // An address-space limit (ulimit -v) less what the process has mapped already.
   if (rlimit r{}; getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
     std::ifstream statm("/proc/self/statm");
@@ -91,10 +94,7 @@ std::optional<double> available_memory_bytes() {
 
 bool memory_limit(const std::string& option, std::optional<double>& limit, std::string& error) {
   if (option.empty()) {
-    // Processes launched together on one machine (mpirun -n N) each see all of its available
-    // memory; each may take its share.
     limit = available_memory_bytes();
-    if (limit) *limit /= processes_on_this_machine();
     return true;
   }
   const auto q = parse::parse_quantity(option, parse::Dimension::bytes);

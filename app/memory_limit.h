@@ -14,7 +14,8 @@ namespace arlsim::app {
 // bounded by the limit of its control group and of each above it less their usage, reclaimable
 // page cache not counted (cgroup v2: memory.max, memory.current, memory.stat's inactive_file),
 // and by an address-space limit (ulimit -v) less what is mapped, where those are set; nullopt
-// when none can be read.
+// when none can be read. Processes mpirun starts on one machine each get their part of the
+// machine's and the control groups' room (the address-space limit is each one's own).
 std::optional<double> available_memory_bytes();
 
 // The limit a command runs under: --max-memory when given (false with `error` set when it cannot

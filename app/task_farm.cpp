@@ -32,9 +32,12 @@ int rank_from_environment() {
 }
 
 int processes_on_this_machine() {
+#ifdef ARLSIM_WITH_MPI_FARM
   if (!launched_by_mpirun()) return 1;
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"})
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"})
     if (const char* value = std::getenv(v); value && *value) return std::max(1, std::atoi(value));
+#endif
+  // Without MPI the processes of an mpirun but rank 0 do nothing (TaskFarm): rank 0 has it all.
   return 1;
 }
 

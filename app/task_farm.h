@@ -58,8 +58,9 @@ bool launched_by_mpirun();
 // This process's rank as the process manager's environment gives it (before MPI starts); 0 when
 // not launched by one, or when it does not say.
 int rank_from_environment();
-// How many processes of this launch share this machine, as the process manager's environment
-// says (Open MPI's local size); 1 when not launched by one, or when it does not say.
+// How many processes of this launch share this machine and work, as the process manager's
+// environment says (Open MPI's local size); 1 when not launched by one, when it does not say, or
+// in a build without MPI (whose processes but rank 0 do nothing).
 int processes_on_this_machine();
 
 }  // namespace arlsim::app

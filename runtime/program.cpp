@@ -101,9 +101,14 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
       {"/policy/old_logprob", &s.policy.old_logprob}, {"/policy/ref_logprob", &s.policy.ref_logprob},
       {"/policy/critic", &s.policy.critic}};
-  for (const auto& [where, pass] : passes)
+  for (const auto& [where, pass] : passes) {
     if (*pass && ((*pass)->pp != 1 || (*pass)->cp != 1))
       return std::string(where) + ": pp and cp must be 1 (the runtime executes tp x dp)";
+    // A pass keeps the training's shard group where it divides its ranks: hybrid again.
+    if (const input::TrainLayout tl = rl::pass_layout(t, *pass); tl.zero >= 1 && tl.sharding_ranks() != tl.dp * tl.cp)
+      return std::string(where) + ": its ranks would shard in hybrid groups (the training's shard_group), which is not "
+                                  "executed yet";
+  }
   if (s.policy.partial_rollout > 0) return "/policy/sync/partial_rollout: partial rollout is not executed yet";
   if (!s.policy.schedule.empty()) return "/policy/schedule: layout switches are not executed yet";
   if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)

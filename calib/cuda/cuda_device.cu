@@ -626,6 +626,9 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
       cudaSetDevice(r);
       const auto ri = static_cast<size_t>(r);
       float* dst = in_place ? out[ri] : in[ri];
+      // Out of place the output starts cleared, so that a run that wrote nothing cannot pass
+      // the check on what an earlier one left in reused memory.
+      if (!in_place) fine = ok(cudaMemsetAsync(out[ri], 0, elements * 4, streams_[ri]), "cudaMemsetAsync");
       if (op == CollectiveOp::all_to_all)
         for (int j = 0; j < n; ++j)
           fill_float<<<grid_for(chunk), kThreads, 0, streams_[ri]>>>(dst + static_cast<size_t>(j) * chunk, chunk, static_cast<float>(r * n + j + 1));

@@ -17,7 +17,7 @@ namespace arlsim::calib {
 
 // The module's interface version: the loader refuses a module built against another layout of
 // `Device` (raise it when harness.h's Device changes).
-constexpr int kCudaModuleAbi = 1;
+constexpr int kCudaModuleAbi = 2;
 
 // The first GPU as a calibration device, or nothing and `problem` says why (no module, no driver,
 // no GPU). The module is looked for beside the running program, then in ../lib/arlsim.

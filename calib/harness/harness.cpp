@@ -554,9 +554,11 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     // From the in-place runs where measured, as frameworks run their gradient and parameter
     // collectives on their own buffers (and the CPU runtime runs them); all-to-all and send/recv
     // from their out-of-place runs.
-    const auto fitted = [&](const CollectiveResult& c) {
-      return c.in_place == (r.plan.collective_in_place && in_place_capable(c.op));
-    };
+    // Per op and group size, the in-place runs when any passed their check, else the out-of-place ones.
+    std::set<std::pair<model::CollectiveOp, int64_t>> in_place_measured;
+    for (const auto& c : r.collectives)
+      if (c.in_place) in_place_measured.insert({c.op, c.ranks});
+    const auto fitted = [&](const CollectiveResult& c) { return c.in_place == (in_place_measured.count({c.op, c.ranks}) > 0); };
     for (const auto& c : r.collectives) {
       if (!fitted(c)) continue;
       auto& top = largest_of[{c.op, c.ranks}];

@@ -216,12 +216,14 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
         real(n) * real(x.mean_len) * model::forward_flops_per_token_causal(m, x.mean_len);
     MicroBatchTimer timer(s_, m, tl, value_head);
     const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
-    double busiest = 0;
+    std::vector<std::vector<double>> slots;
     for (const auto& batches : micro_batches_of_ranks(by_rank, tl)) {
-      std::vector<double> slots;
-      for (const auto& b : batches) slots.push_back(timer.forward(b));
-      busiest = std::max(busiest, pipeline_seconds(slots, tl.pp));
+      slots.emplace_back();
+      for (const auto& b : batches) slots.back().push_back(timer.forward(b));
     }
+    input::TrainLayout forward_layout = tl;
+    forward_layout.vpp = 1;  // a forward-only pipeline fills once
+    double busiest = ranks_seconds(slots, forward_layout);
     // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
     // far as it lasts (the estimate of the whole pass at the mean length prices them).
     if (tl.offload_params) busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len));
@@ -266,13 +268,12 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     double pipelines = 0;
     const int64_t mini_batches = s_.workload.mini_batches;
     for (int64_t j = 0; j < mini_batches; ++j) {
-      double busiest = 0;
+      std::vector<std::vector<double>> slots;
       for (const auto& batches : micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, l.train.dp, j, mini_batches), l.train)) {
-        std::vector<double> slots;
-        for (const auto& b : batches) slots.push_back(timer.train(b));
-        busiest = std::max(busiest, pipeline_seconds(slots, l.train.pp, l.train.vpp));
+        slots.emplace_back();
+        for (const auto& b : batches) slots.back().push_back(timer.train(b));
       }
-      pipelines += busiest;
+      pipelines += ranks_seconds(slots, l.train);
     }
     const double iteration = pipelines / real(mini_batches) + fixed;
     if (actor) {

@@ -193,6 +193,13 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
 // flow shop, whose makespan is exactly that (chunks = vpp shrinks the fill and drain as
 // interleaving does). Equal slots give (m + (p - 1) / v) x slot, the estimate's pipeline.
 double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_t chunks = 1);
+// How long data-parallel ranks take over their micro-batches (`slots` by rank: each one's pipeline
+// slots). Ranks that shard their parameters (ZeRO-3, FSDP; pp = 1) gather them for every
+// micro-batch in collectives of their shard group (groups of `shard_ranks` consecutive ranks), so
+// they go through their micro-batches in step: each micro-batch index takes its slowest rank's
+// slot, a rank without one waiting. Otherwise (gradients reduced once a step) the busiest rank's
+// pipeline.
+double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l);
 // The time of one micro-batch of a model in a layout, on its slowest stage, from the cost model:
 // forward only (a preparation pass's slot, its sends included) and forward + backward with the
 // exposed sends (the training pipeline's slot). Repeated shapes are priced once.

@@ -217,6 +217,28 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
   return out;
 }
 
+double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l) {
+  double busiest = 0;
+  const auto shard = static_cast<size_t>(std::max<int64_t>(1, l.sharding_ranks() / std::max<int64_t>(1, l.cp)));
+  if (l.zero >= 3 && l.pp == 1 && shard > 1) {
+    for (size_t first = 0; first < slots.size(); first += shard) {
+      size_t most = 0;
+      for (size_t r = first; r < std::min(slots.size(), first + shard); ++r) most = std::max(most, slots[r].size());
+      double group = 0;
+      for (size_t k = 0; k < most; ++k) {
+        double slowest = 0;
+        for (size_t r = first; r < std::min(slots.size(), first + shard); ++r)
+          if (k < slots[r].size()) slowest = std::max(slowest, slots[r][k]);
+        group += slowest;
+      }
+      busiest = std::max(busiest, group);
+    }
+    return busiest;
+  }
+  for (const auto& rank : slots) busiest = std::max(busiest, pipeline_seconds(rank, l.pp, l.vpp));
+  return busiest;
+}
+
 double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_t chunks) {
   double sum = 0, longest = 0;
   for (double t : slots) {

@@ -90,9 +90,11 @@ class FakeDevice final : public calib::Device {
   std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t n, double* used, bool in_place) override {
     *used = bytes;
     if (in_place) ++in_place_calls;
+    if (in_place && fail_in_place) return std::nullopt;
     return collective_seconds(op, bytes, n) - (in_place ? 1e-6 : 0.0);
   }
   int64_t in_place_calls = 0;
+  bool fail_in_place = false;  // every in-place collective fails its check
   std::string problem() const override { return "the fake's check failed"; }
 
  private:
@@ -482,6 +484,24 @@ TEST_CASE("calibrate: a sweep that leaves no usable profile is refused before it
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text == "old\n");  // the old file stands
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("calibrate: collectives whose in-place runs all fail are fitted to their out-of-place runs") {
+  FakeDevice d;
+  d.fail_in_place = true;
+  calib::Plan p = calib::make_plan(d.info(), {calib::Op::gemm, calib::Op::memory, calib::Op::collective}, true, 4);
+  p.gemm_m = p.gemm_n = p.gemm_k = {1024};
+  p.memory_bytes = {1 << 20};
+  const auto r = calib::measure(d, p);
+  CHECK(d.in_place_calls > 0);
+  for (const auto& c : r.collectives) CHECK_FALSE(c.in_place);
+  CHECK_FALSE(r.excluded.empty());  // the failed in-place runs are reported
+  const auto g = round_trip(r, "fake-no-in-place.json");
+  REQUIRE(g.collective_protocols.size() == 1);
+  // The out-of-place all-reduces' 3 us and 5 us per step.
+  CHECK(g.collective_protocols[0].base.seconds() == doctest::Approx(3e-6).epsilon(1e-3));
+  CHECK(g.collective_protocols[0].hop_intra_node.seconds() == doctest::Approx(5e-6).epsilon(1e-3));
+  CHECK(g.collectives.size() == 2 * 5);
 }
 
 TEST_CASE("calibrate: send/recv alone fits its latency to one hop, not to a ring") {

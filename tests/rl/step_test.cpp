@@ -556,6 +556,22 @@ TEST_CASE("micro-batches: a pipeline over unequal slots is their sum and (p - 1)
   CHECK(rl::pipeline_seconds({}, 4) == 0);
 }
 
+TEST_CASE("micro-batches: ZeRO-3 ranks go through their micro-batches in step; others end with the busiest") {
+  input::TrainLayout l;
+  l.dp = 4;
+  // Rank 0: 3 + 1; rank 1: 1 + 3 + 2; ranks 2 and 3: 2 each, one micro-batch.
+  const std::vector<std::vector<double>> slots = {{3, 1}, {1, 3, 2}, {2}, {2}};
+  l.zero = 1;  // gradients reduced once: the busiest rank's sum
+  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(6));
+  l.zero = 3;  // in step: max(3, 1, 2, 2) + max(1, 3) + 2
+  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(3 + 3 + 2));
+  l.shard_group = 2;  // two shard groups in step each: {3 + 3 + 2} and {2}
+  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(8));
+  l.shard_group = 0;
+  l.pp = 2;  // pipelined ranks keep their pipeline (one count already)
+  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(rl::pipeline_seconds({1, 3, 2}, 2)));
+}
+
 TEST_CASE("micro-batches: each rank splits its samples into mini-batches, and pipelined ranks run one count") {
   // Samples 0..5 on ranks 0, 1, 0, 1, 0, 0.
   const std::vector<int64_t> tokens{10, 20, 30, 40, 50, 60}, rank{0, 1, 0, 1, 0, 0};

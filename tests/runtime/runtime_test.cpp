@@ -427,6 +427,14 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   CHECK(runtime::unsupported_reason(zero3).empty());
   zero3.policy.train.shard_group = 1;
   CHECK(runtime::unsupported_reason(zero3).rfind("/policy/train/shard_group", 0) == 0);
+  // A pass that keeps the training's shard group over more ranks shards in hybrid groups: refused.
+  auto pass = *s;
+  pass.policy.train.zero = 1;
+  pass.policy.train.shard_group = 2;  // every training rank: not hybrid
+  CHECK(runtime::unsupported_reason(pass).empty());
+  pass.policy.train.tp = 2;  // training tp 2 x dp 2; the old log-probs tp 1 x dp 4, shard groups of 2
+  pass.policy.old_logprob = input::InferenceLayout{1, 1, 4, 1};
+  CHECK(runtime::unsupported_reason(pass).find("hybrid") != std::string::npos);
 }
 
 TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {
