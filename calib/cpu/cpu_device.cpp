@@ -120,6 +120,32 @@ class ThreadTeam {
   std::vector<std::thread> threads_;
 };
 
+// Threads that keep their cores busy with dense fp32 products (Eigen's kernels on cache-resident
+// 256 x 256 operands: the vector units at full load, as another device's GEMMs keep them) until
+// stopped.
+class BusyThreads {
+ public:
+  ~BusyThreads() { set(0); }
+  void set(int64_t n) {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    stop_ = false;
+    for (int64_t i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        Eigen::MatrixXf a = Eigen::MatrixXf::Random(256, 256), b = Eigen::MatrixXf::Random(256, 256), c(256, 256);
+        while (!stop_.load(std::memory_order_relaxed)) {
+          c.noalias() = a * b;
+          a(0, 0) = c(1, 1) * 1e-6f;  // a dependency, so that no product is skipped
+        }
+      });
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
 class CpuDevice final : public Device {
  public:
   DeviceInfo info() const override {
@@ -400,6 +426,8 @@ class CpuDevice final : public Device {
     return std::chrono::duration<double>(end - start).count();
   }
 
+  void busy_peers(int64_t peers) override { busy_.set(peers); }
+
   std::optional<double> memory(MemoryKernel kernel, double bytes) override {
     const int arrays = kernel == MemoryKernel::triad ? 3 : 2;
     const auto n = static_cast<size_t>(std::max(1.0, bytes / (4.0 * arrays)));
@@ -462,6 +490,7 @@ class CpuDevice final : public Device {
   std::vector<float> weights_;  // GEMM weight copies (gemm)
   std::unique_ptr<ThreadTeam> team_;
   cpu::Worker worker_;
+  BusyThreads busy_;
   cpu::Attention attention_;
   std::vector<cpu::DecodeAttention> decode_;  // copies of one shape's inputs, used in turn
   size_t next_decode_ = 0;

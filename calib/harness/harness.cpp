@@ -216,6 +216,9 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   const int64_t most = ranks > 0 ? ranks : cpu ? 2 : std::max<int64_t>(2, dev.max_ranks);
   for (int64_t n = 2; n < most; n *= 2) p.collective_ranks.push_back(n);
   p.collective_ranks.push_back(most);
+  // A CPU's devices are threads that share the machine: its kernels are measured with the other
+  // devices of a run of `most` busy (a GPU's devices are independent).
+  p.busy_peers = cpu ? most - 1 : 0;
   const double top = cpu ? 32.0 * (1 << 20) : 8.0 * (1 << 30);
   for (double b = 8; b <= top; b *= quick ? 16 : 2) p.collective_bytes.push_back(b);
   if (p.collective_bytes.back() < top) p.collective_bytes.push_back(top);
@@ -303,6 +306,8 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
     }
     return stat_of(std::move(times));
   };
+  // The compute and streaming kernels with the run's other devices busy too (a CPU's threads).
+  if (p.busy_peers > 0) dev.busy_peers(p.busy_peers);
   if (has(Op::gemm))
     for (int64_t m : p.gemm_m)
       for (int64_t n : p.gemm_n)
@@ -346,6 +351,7 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
         const std::string what = std::string(kernel_name(kernel)) + " " + std::to_string(static_cast<int64_t>(b)) + " B";
         if (auto s = sample([&] { return dev.memory(kernel, b); }, what, b / byte_rate)) r.memory.push_back({kernel, b, *s});
       }
+  if (p.busy_peers > 0) dev.busy_peers(0);
   if (has(Op::launch)) {
     auto many = [&]() -> std::optional<double> {
       double sum = 0;

@@ -107,6 +107,10 @@ class Device {
   virtual std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used,
                                            bool in_place) = 0;
   virtual std::string problem() const { return {}; }
+  // Keeps `peers` other workers busy with dense compute (0: none) while the compute kernels are
+  // measured, as the other devices of a run are: devices that share hardware (a CPU's threads on
+  // one physical core, or its memory) each run slower when all work. A GPU runs alone.
+  virtual void busy_peers(int64_t peers) { (void)peers; }
 };
 
 struct Plan {
@@ -129,6 +133,9 @@ struct Plan {
   // (the profile's bandwidths and latencies come from the in-place runs of those four: frameworks
   // run their gradient and parameter collectives on their own buffers).
   bool collective_in_place = true;
+  // Other workers kept busy while GEMMs, attention and streaming kernels are measured (a CPU's
+  // thread-devices: one fewer than the largest group, as many as a run's devices).
+  int64_t busy_peers = 0;
   int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
   int64_t graph_kernels = 0;  // kernels of the replayed graph (0: not measured)
   int repeats = 3;   // at least 3: one sample of a large GEMM can swing 15-25% with the clocks

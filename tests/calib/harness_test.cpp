@@ -53,6 +53,7 @@ class FakeDevice final : public calib::Device {
     return i;
   }
   std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
+    peers_at_gemm.insert(peers_);
     if (broken.count({m, n, k})) return std::nullopt;
     return swing(2.0 * static_cast<double>(m * n) * static_cast<double>(k) / (peak * efficiency(k)), gemm_calls_++);
   }
@@ -89,12 +90,17 @@ class FakeDevice final : public calib::Device {
   // In place a collective takes 1 us less (no separate input to read on its first step).
   std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t n, double* used, bool in_place) override {
     *used = bytes;
+    peers_at_collective.insert(peers_);
     if (in_place) ++in_place_calls;
     if (in_place && fail_in_place) return std::nullopt;
     return collective_seconds(op, bytes, n) - (in_place ? 1e-6 : 0.0);
   }
   int64_t in_place_calls = 0;
   bool fail_in_place = false;  // every in-place collective fails its check
+  // Busy peers: what busy_peers() was told, and how many were busy at each kind of measurement.
+  void busy_peers(int64_t peers) override { peers_ = peers; }
+  int64_t peers_ = 0;
+  std::set<int64_t> peers_at_gemm, peers_at_collective;
   std::string problem() const override { return "the fake's check failed"; }
 
  private:
@@ -484,6 +490,23 @@ TEST_CASE("calibrate: a sweep that leaves no usable profile is refused before it
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text == "old\n");  // the old file stands
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("calibrate: a CPU's kernels are measured with the run's other devices busy, its collectives without") {
+  FakeDevice d;
+  calib::Plan p = calib::make_plan(d.info(), {calib::Op::gemm, calib::Op::memory, calib::Op::collective}, true, 4);
+  p.gemm_m = p.gemm_n = p.gemm_k = {1024};
+  p.memory_bytes = {1 << 20};
+  p.busy_peers = 3;  // as make_plan sets it for a CPU's 4 thread-devices
+  calib::measure(d, p);
+  CHECK(d.peers_at_gemm == std::set<int64_t>{3});
+  CHECK(d.peers_at_collective == std::set<int64_t>{0});
+  CHECK(d.peers_ == 0);
+  // make_plan: a CPU's plan keeps one fewer than its largest group busy; a GPU's none.
+  auto cpu = d.info();
+  cpu.gemm_dtype = "fp32";
+  CHECK(calib::make_plan(cpu, {calib::Op::gemm}, true, 4).busy_peers == 3);
+  CHECK(calib::make_plan(d.info(), {calib::Op::gemm}, true, 4).busy_peers == 0);
 }
 
 TEST_CASE("calibrate: collectives whose in-place runs all fail are fitted to their out-of-place runs") {
