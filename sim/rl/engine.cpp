@@ -124,7 +124,7 @@ bool EngineScheduler::evict(int64_t want) {
   const CacheEntry e = entry;
   lru_.erase(first);
   if (e.prompt) {
-    prompt(e.key)->present = false;
+    prompts_.erase(e.key);
   } else {
     of(e.key).cached = -1;
     forget(e.key);
@@ -403,7 +403,6 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
         const int64_t shared = shareable_prompt(r);
         if (shared > 0) {
           SharedPrompt sp;
-          sp.present = true;
           sp.tokens = shared;
           sp.blocks = shared / block_size_;
           sp.refs = 1;

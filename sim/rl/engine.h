@@ -14,15 +14,14 @@
 // context is reused. The full blocks of a prompt are shared by the requests of its group.
 #pragma once
 
-#include <boost/container/flat_map.hpp>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/core/assert.h"
+#include "sim/core/int_map.h"
 #include "sim/model/inference.h"
 #include "sim/input/workload.h"
 
@@ -159,24 +158,25 @@ class EngineScheduler {
   // Requests live in slots; the queues and plans hold slot numbers.
   std::vector<Request> slots_;
   std::vector<int64_t> free_slots_;
-  // Per trajectory seen here: its request's slot and its cached context's entry (-1: none). A
-  // sorted vector (Boost's flat_map) rather than a hash map, as lookups happen on every arrival
-  // and turn end; it holds only this engine's trajectories (see forget()), so that memory grows
-  // with what engines hold, not with engines x trajectories.
+  // Per trajectory seen here: its request's slot and its cached context's entry (-1: none). A hash
+  // map with its entries inline, as lookups happen on every arrival, admission and turn end (a
+  // sorted vector cost a dozen cache misses per lookup and a shift of half of it per insert); it
+  // holds only this engine's trajectories (see forget()), so that memory grows with what engines
+  // hold, not with engines x trajectories.
   struct ByTrajectory {
     int32_t slot = -1;
     int32_t cached = -1;
   };
-  boost::container::flat_map<int64_t, ByTrajectory> by_trajectory_;
-  // References stay valid until the next trajectory is added.
+  core::IntMap<ByTrajectory> by_trajectory_;
+  // References stay valid until the next trajectory is added or forgotten.
   ByTrajectory& of(int64_t trajectory) { return by_trajectory_[trajectory]; }
   ByTrajectory of(int64_t trajectory) const {
-    const auto it = by_trajectory_.find(trajectory);
-    return it == by_trajectory_.end() ? ByTrajectory{} : it->second;
+    const ByTrajectory* where = by_trajectory_.find(trajectory);
+    return where ? *where : ByTrajectory{};
   }
   void forget(int64_t trajectory) {  // once it has neither a request nor a cached context here
-    const auto it = by_trajectory_.find(trajectory);
-    if (it != by_trajectory_.end() && it->second.slot < 0 && it->second.cached < 0) by_trajectory_.erase(it);
+    const ByTrajectory* where = by_trajectory_.find(trajectory);
+    if (where && where->slot < 0 && where->cached < 0) by_trajectory_.erase(trajectory);
   }
   std::vector<int64_t> running_;  // decoding requests, then `prefilling_` still prefilling
   int64_t prefilling_ = 0;
@@ -256,23 +256,18 @@ class EngineScheduler {
   int64_t shareable_prompt(const Request& r) const;
   Lru lru_;  // contexts by trajectory (by_trajectory_), prompts by group (prompts_)
   struct SharedPrompt {
-    bool present = false;
     int64_t blocks = 0;
     int64_t tokens = 0;
-    int64_t refs = 0;
+    int32_t refs = 0;
     int32_t lru = -1;  // its entry in lru_ when refs == 0
   };
-  // By prompt id (negative: no prompt). A map, not a vector by id: each of many engines sees a
-  // few of a step's prompts, and a vector as long as the largest id on every engine took
-  // gigabytes at 50,000 engines. Node-based, so a pointer to an entry survives an insert.
-  std::unordered_map<int64_t, SharedPrompt> prompts_;
-  SharedPrompt* prompt(int64_t id) {
-    const auto it = id >= 0 ? prompts_.find(id) : prompts_.end();
-    return it != prompts_.end() && it->second.present
-               ? &it->second
-               : nullptr;
-  }
-  const SharedPrompt* prompt(int64_t id) const { return const_cast<EngineScheduler*>(this)->prompt(id); }
+  // By prompt id, the prompts whose shared blocks this engine holds (an evicted prompt leaves).
+  // A map, not a vector by id: each of many engines sees a few of a step's prompts, and a vector
+  // as long as the largest id on every engine took gigabytes at 50,000 engines. Entries inline
+  // (see core::IntMap): admission looks a prompt up for nearly every request it admits.
+  core::IntMap<SharedPrompt> prompts_;
+  SharedPrompt* prompt(int64_t id) { return id >= 0 ? prompts_.find(id) : nullptr; }
+  const SharedPrompt* prompt(int64_t id) const { return id >= 0 ? prompts_.find(id) : nullptr; }
   EngineStats stats_;
   int64_t prefill_pending_ = 0;
 };
