@@ -33,6 +33,11 @@ class IntMap {
   }
   const Value* find(int64_t key) const { return const_cast<IntMap*>(this)->find(key); }
 
+  // Starts loading where the key's lookup begins.
+  void prefetch(int64_t key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home(key)]);
+  }
+
   // The key's value, inserted as Value{} when absent.
   Value& operator[](int64_t key) {
     ARLSIM_ASSERT(key >= 0);
