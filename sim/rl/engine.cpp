@@ -91,7 +91,7 @@ int64_t EngineScheduler::shareable_prompt(const Request& r) const {
 void EngineScheduler::unref_prompt(int64_t prompt_id) {
   SharedPrompt& sp = *prompt(prompt_id);
   if (--sp.refs == 0) {
-    sp.lru = lru_.push_back({true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
+    sp.lru = lru_push({true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
     cached_blocks_ += sp.blocks;
   }
 }
@@ -104,7 +104,7 @@ void EngineScheduler::cache_context(const Request& r) {
     free_blocks_ += lru_[where.cached].blocks;
     lru_.erase(where.cached);
   }
-  where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+  where.cached = lru_push({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
   cached_blocks_ += r.blocks;
 }
 
@@ -131,6 +131,12 @@ bool EngineScheduler::evict(int64_t want) {
   }
   cached_blocks_ -= e.blocks;
   free_blocks_ += e.blocks;
+  // The next entry to go is read ahead, with where its trajectory is found: by the time the cache
+  // runs short again, other engines have run and both would be cold.
+  if (!lru_.empty()) {
+    const CacheEntry& next = lru_[lru_.front()];
+    if (!next.prompt) by_trajectory_.prefetch(next.key);
+  }
   return true;
 }
 
@@ -189,8 +195,9 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
   }
   // ...or, for a first turn, the full blocks of its group's prompt.
   const int64_t shared = shareable_prompt(r);
+  if (shared == 0) return u;  // (a later turn: no lookup)
   const SharedPrompt* sp = prompt(r.prompt_id);
-  if (shared == 0 || !sp || sp->tokens > shared) return u;
+  if (!sp || sp->tokens > shared) return u;
   u.kind = Reuse::Kind::prompt;
   u.computed = u.shared_tokens = sp->tokens;
   u.leaves_cache = sp->refs == 0 ? sp->blocks : 0;

@@ -14,6 +14,8 @@
 // context is reused. The full blocks of a prompt are shared by the requests of its group.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -112,6 +114,8 @@ class EngineScheduler {
   int64_t total_blocks() const { return total_blocks_; }
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
+  // A hint that the trajectory may soon arrive: starts loading its entry.
+  void prefetch(int64_t trajectory) const { by_trajectory_.prefetch(trajectory); }
   // The trajectory's request on this engine, brought up to date, or nothing.
   std::optional<Request> find(int64_t trajectory) const;
 
@@ -210,48 +214,73 @@ class EngineScheduler {
     int64_t blocks = 0;
     int64_t shared_tokens = 0;  // a context entry that starts with its group's prompt blocks
     int64_t prompt_id = 0;
+    bool erased = false;  // (a hole the front skips)
   };
-  // A list in LRU order whose entries live in a pool and are named by index: inserting and
-  // erasing allocate nothing in the steady state.
+  // The LRU order is the order of insertion (an entry that is used leaves, and comes back at the
+  // end), so the list is a queue in a ring buffer: eviction reads its front, which is contiguous
+  // and cheap to read ahead, and erasing an entry elsewhere leaves a hole, touching no neighbour.
+  // Entries are named by position, which only grows; holes are squeezed out when the ring is
+  // full of them, and `moved` is told each entry's new position.
   class Lru {
    public:
-    bool empty() const { return head_ < 0; }
-    int32_t front() const { return head_; }
-    const CacheEntry& operator[](int32_t i) const { return nodes_[static_cast<size_t>(i)].entry; }
-    CacheEntry& at(int32_t i) { return nodes_[static_cast<size_t>(i)].entry; }
-    int32_t push_back(const CacheEntry& e) {
-      int32_t i = 0;
-      if (free_.empty()) {
-        i = static_cast<int32_t>(nodes_.size());
-        nodes_.emplace_back();
-      } else {
-        i = free_.back();
-        free_.pop_back();
-      }
-      nodes_[static_cast<size_t>(i)] = {e, tail_, -1};
-      (tail_ >= 0 ? nodes_[static_cast<size_t>(tail_)].next : head_) = i;
-      tail_ = i;
-      return i;
+    bool empty() const { return head_ == tail_; }
+    int32_t front() const { return static_cast<int32_t>(head_); }
+    const CacheEntry& operator[](int32_t i) const { return ring_[static_cast<size_t>(i) & mask_]; }
+    CacheEntry& at(int32_t i) { return ring_[static_cast<size_t>(i) & mask_]; }
+    template <class Moved>
+    int32_t push_back(const CacheEntry& e, Moved&& moved) {
+      if (tail_ - head_ == ring_.size()) make_room(moved);
+      ARLSIM_ASSERT(tail_ < static_cast<size_t>(INT32_MAX));
+      ring_[tail_ & mask_] = e;
+      ++live_;
+      return static_cast<int32_t>(tail_++);
     }
     void erase(int32_t i) {
-      Node& n = nodes_[static_cast<size_t>(i)];
-      ARLSIM_ASSERT(n.prev != kFree);  // erased once
-      (n.prev >= 0 ? nodes_[static_cast<size_t>(n.prev)].next : head_) = n.next;
-      (n.next >= 0 ? nodes_[static_cast<size_t>(n.next)].prev : tail_) = n.prev;
-      n.prev = kFree;
-      free_.push_back(i);
+      CacheEntry& e = at(i);
+      ARLSIM_ASSERT(!e.erased && static_cast<size_t>(i) >= head_ && static_cast<size_t>(i) < tail_);  // erased once
+      e.erased = true;
+      --live_;
+      while (head_ < tail_ && ring_[head_ & mask_].erased) ++head_;
     }
 
    private:
-    static constexpr int32_t kFree = -2;  // prev of a node on the free list
-    struct Node {
-      CacheEntry entry;
-      int32_t prev = -1, next = -1;
-    };
-    std::vector<Node> nodes_;
-    std::vector<int32_t> free_;
-    int32_t head_ = -1, tail_ = -1;
+    template <class Moved>
+    void make_room(Moved& moved) {
+      if (2 * live_ <= ring_.size() && !ring_.empty()) {
+        // Half holes: the live entries close up behind the front, in order.
+        size_t to = head_;
+        for (size_t from = head_; from < tail_; ++from) {
+          const CacheEntry& e = ring_[from & mask_];
+          if (e.erased) continue;
+          if (to != from) {
+            ring_[to & mask_] = e;
+            moved(e, static_cast<int32_t>(to));
+          }
+          ++to;
+        }
+        tail_ = to;
+        return;
+      }
+      // Mostly live: a ring twice as large, every entry at its own position.
+      std::vector<CacheEntry> old(std::max<size_t>(16, 2 * ring_.size()));
+      old.swap(ring_);
+      const size_t old_mask = mask_;
+      mask_ = ring_.size() - 1;
+      for (size_t i = head_; i < tail_; ++i) ring_[i & mask_] = old[i & old_mask];
+    }
+    std::vector<CacheEntry> ring_;
+    size_t mask_ = 0;
+    size_t head_ = 0, tail_ = 0;  // positions: the entries are those in [head_, tail_), less the holes
+    size_t live_ = 0;
   };
+  // An entry's position changed: what names it follows.
+  void lru_moved(const CacheEntry& e, int32_t to) {
+    if (e.prompt) prompts_.find(e.key)->lru = to;
+    else by_trajectory_.find(e.key)->cached = to;
+  }
+  int32_t lru_push(const CacheEntry& e) {
+    return lru_.push_back(e, [this](const CacheEntry& m, int32_t to) { lru_moved(m, to); });
+  }
   void unref_prompt(int64_t prompt_id);
   int64_t shareable_prompt(const Request& r) const;
   Lru lru_;  // contexts by trajectory (by_trajectory_), prompts by group (prompts_)

@@ -116,6 +116,7 @@ class Rollout final : public core::EventHandler {
   Rollout(const RolloutOptions& o, const RolloutInput& in);
   RolloutResult run();
   void on_event(uint64_t payload) override;
+  void prefetch(uint64_t payload) const override;
   static double state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines);
 
  private:
@@ -371,6 +372,12 @@ void Rollout::on_event(uint64_t payload) {
   }
 }
 
+void Rollout::prefetch(uint64_t payload) const {
+  const auto kind = static_cast<Kind>(payload >> 60);
+  const auto index = static_cast<size_t>(payload & 0xffffffffu);
+  if (kind != kEngineDone && kind != kEngineStart) __builtin_prefetch(&traj_[index]);
+}
+
 void Rollout::start_turn(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   const trace::Turn& turn = tr.turns[tr.turn];
@@ -559,6 +566,10 @@ void Rollout::tool_granted(int64_t t) {
   const int pool = pool_for(tr.tool);
   if (pool >= 0 && !lease(t, pool).held()) lease(t, pool) = pools_[static_cast<size_t>(pool)]->take_lease();
   result_.tool_calls[static_cast<size_t>(tr.record)].started = sim_.now();
+  // Its next turn starts when the tool is done: what it reads of the trace and the engine it
+  // will likely return to (its last, under sticky routing) start coming now.
+  if (tr.turn + 1 < tr.turn_count) __builtin_prefetch(tr.turns + tr.turn + 1);
+  engines_[static_cast<size_t>(tr.engine)].sched->prefetch(t);
   SimTime latency = tr.tool_latency;
   if (latency == SimTime::zero() && pool >= 0 && pool_latency_[static_cast<size_t>(pool)])
     latency = SimTime::from_seconds(pool_latency_[static_cast<size_t>(pool)]->sample(rng_));
