@@ -10,6 +10,7 @@
 #include "sim/core/assert.h"
 #include "sim/core/event_queue.h"
 #include "sim/core/int_map.h"
+#include "sim/core/sort.h"
 #include "sim/core/resource.h"
 
 using namespace arlsim;
@@ -231,4 +232,31 @@ TEST_CASE("int map: inserts, finds and erases like a map, through growth and col
     CHECK(*m.find(key) == value);
   }
   CHECK(m.find(123457) == nullptr);
+}
+
+TEST_CASE("sort: doubles in std::sort's order, negatives, repeats and zeros included") {
+  uint64_t state = 11;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 11; };
+  for (const size_t n : {size_t{10}, size_t{40000}}) {
+    std::vector<double> v;
+    for (size_t i = 0; i < n; ++i) {
+      const auto r = next();
+      v.push_back(r % 7 == 0 ? 0.0 : r % 5 == 0 ? static_cast<double>(r % 13) : (static_cast<double>(r % 2000001) - 1e6) * 1e-3);
+    }
+    std::vector<double> expected = v;
+    std::sort(expected.begin(), expected.end());
+    core::sort_ascending(v);
+    CHECK(v == expected);
+  }
+  // Times of one magnitude (equal high bits) and a negative zero (left to std::sort).
+  std::vector<double> times;
+  for (size_t i = 0; i < 30000; ++i) times.push_back(100 + static_cast<double>(next() % 1000) * 1e-3);
+  std::vector<double> with_negative_zero = times;
+  with_negative_zero[5] = -0.0;
+  for (auto* v : {&times, &with_negative_zero}) {
+    std::vector<double> expected = *v;
+    std::sort(expected.begin(), expected.end());
+    core::sort_ascending(*v);
+    CHECK(*v == expected);
+  }
 }
