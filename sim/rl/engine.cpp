@@ -21,6 +21,7 @@ void EngineScheduler::arrive(Request r) {
   if (free_slots_.empty()) {
     slot = static_cast<int64_t>(slots_.size());
     slots_.push_back(r);
+    grouped_admitted_.push_back(-1);
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
@@ -53,6 +54,7 @@ Request EngineScheduler::current(int64_t id) const {
 void EngineScheduler::join(int64_t id) {
   Request& r = slots_[static_cast<size_t>(id)];
   r.state = Request::State::grouped;
+  grouped_admitted_[static_cast<size_t>(id)] = r.admitted;
   r.synced = steps_;
   // It needs a block at the plan of step t when its KV (beyond the shared prompt) fills whole
   // blocks: kv - shared + (t - steps_) = 0 modulo the block size.
@@ -68,6 +70,7 @@ void EngineScheduler::leave(int64_t id) {
   Request& r = slots_[static_cast<size_t>(id)];
   r = current(id);
   r.state = Request::State::decoding;
+  grouped_admitted_[static_cast<size_t>(id)] = -1;
   --due_[static_cast<size_t>(r.block_key)];
   --grouped_;
   grouped_kv_tokens_ -= r.kv_tokens();

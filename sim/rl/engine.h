@@ -200,10 +200,11 @@ class EngineScheduler {
   };
   // When grouped requests end their turn; entries of requests that left are skipped when met.
   std::priority_queue<TurnEnd, std::vector<TurnEnd>, std::greater<>> turn_ends_;
-  bool live(const TurnEnd& e) const {
-    const Request& r = slots_[static_cast<size_t>(e.slot)];
-    return r.state == Request::State::grouped && r.admitted == e.admitted;
-  }
+  bool live(const TurnEnd& e) const { return grouped_admitted_[static_cast<size_t>(e.slot)] == e.admitted; }
+  // Per slot: the admission number of its request while grouped, else -1. What live() asks of a
+  // request, apart from it: a grouped request's own fields stay cold between its joining and
+  // leaving, and the check comes at every plan.
+  std::vector<int64_t> grouped_admitted_;
   std::vector<int64_t> ungrouped_;  // decoding requests outside the group
   std::vector<int64_t> group_finished_;  // scratch
   // Evictable cache entries in LRU order: a trajectory's context, or a prompt's shared blocks.
