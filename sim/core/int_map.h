@@ -90,7 +90,7 @@ class IntMap {
   void grow() {
     std::vector<Slot> old;
     old.swap(slots_);
-    const size_t capacity = old.empty() ? 16 : 2 * old.size();
+    const size_t capacity = old.empty() ? 4 : 2 * old.size();  // small at first: 50,000 engines hold few
     slots_.assign(capacity, Slot{});
     mask_ = capacity - 1;
     shift_ = 64;

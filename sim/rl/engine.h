@@ -263,7 +263,7 @@ class EngineScheduler {
         return;
       }
       // Mostly live: a ring twice as large, every entry at its own position.
-      std::vector<CacheEntry> old(std::max<size_t>(16, 2 * ring_.size()));
+      std::vector<CacheEntry> old(std::max<size_t>(4, 2 * ring_.size()));
       old.swap(ring_);
       const size_t old_mask = mask_;
       mask_ = ring_.size() - 1;
