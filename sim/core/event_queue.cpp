@@ -19,15 +19,12 @@ void EventQueue::push(SimTime time, int32_t phase, EventHandler* handler, uint64
 
 Event EventQueue::pop() {
   if (timer_first()) {
-    const Event e = timer_heap_.front().event;
-    position_[static_cast<size_t>(timer_heap_.front().id)] = -1;
+    const PendingTimer first = timer_heap_.front();
+    position_[static_cast<size_t>(first.id)] = -1;
     const PendingTimer last = timer_heap_.back();
     timer_heap_.pop_back();
-    if (!timer_heap_.empty()) {
-      timer_move(0, last);
-      timer_place(0);
-    }
-    return e;
+    if (!timer_heap_.empty()) timer_place(0, last.time, last.order, last.id);
+    return timer_events_[static_cast<size_t>(first.id)];
   }
   std::pop_heap(heap_.begin(), heap_.end(), [](const Event& a, const Event& b) { return before(b, a); });
   Event e = heap_.back();
@@ -37,32 +34,37 @@ Event EventQueue::pop() {
 
 EventQueue::TimerId EventQueue::add_timer() {
   position_.push_back(-1);
+  timer_events_.emplace_back();
   return static_cast<TimerId>(position_.size() - 1);
 }
 
 void EventQueue::set_timer(TimerId id, SimTime time, int32_t phase, EventHandler* handler, uint64_t payload) {
   ARLSIM_ASSERT(id >= 0 && static_cast<size_t>(id) < position_.size());
+  const uint64_t order = next_order(phase);
+  timer_events_[static_cast<size_t>(id)] = {time, order, handler, payload};
   int32_t& position = position_[static_cast<size_t>(id)];
   if (position < 0) {
     position = static_cast<int32_t>(timer_heap_.size());
     timer_heap_.emplace_back();
   }
-  timer_heap_[static_cast<size_t>(position)] = {{time, next_order(phase), handler, payload}, id};
-  timer_place(static_cast<size_t>(position));
+  timer_place(static_cast<size_t>(position), time, order, id);
 }
 
-void EventQueue::timer_place(size_t i) {
-  // A hole moves up past later parents, or else down past earlier children; the entry fills it.
-  const PendingTimer t = timer_heap_[i];
-  while (i > 0 && before(t.event, timer_heap_[(i - 1) / 2].event)) {
-    timer_move(i, timer_heap_[(i - 1) / 2]);
-    i = (i - 1) / 2;
+void EventQueue::timer_place(size_t i, SimTime time, uint64_t order, TimerId id) {
+  const PendingTimer t{time, order, id};
+  // A hole at i moves up past later parents, or else down past earlier children; t fills it.
+  while (i > 0 && t < timer_heap_[(i - 1) / kArity]) {
+    timer_move(i, timer_heap_[(i - 1) / kArity]);
+    i = (i - 1) / kArity;
   }
+  const size_t n = timer_heap_.size();
   for (;;) {
-    const size_t c = 2 * i + 1;
-    if (c >= timer_heap_.size()) break;
-    const size_t least = c + 1 < timer_heap_.size() && before(timer_heap_[c + 1].event, timer_heap_[c].event) ? c + 1 : c;
-    if (!before(timer_heap_[least].event, t.event)) break;
+    const size_t first = kArity * i + 1;
+    if (first >= n) break;
+    size_t least = first;
+    for (size_t c = first + 1; c < std::min(first + kArity, n); ++c)
+      if (timer_heap_[c] < timer_heap_[least]) least = c;
+    if (!(timer_heap_[least] < t)) break;
     timer_move(i, timer_heap_[least]);
     i = least;
   }
@@ -86,6 +88,7 @@ uint64_t Simulation::run(SimTime until) {
   while (!stopped_ && !queue_.empty() && queue_.top().time <= until) {
     const Event e = queue_.pop();
     ARLSIM_ASSERT(e.time >= now_);  // time never goes backwards
+    if (!queue_.empty()) queue_.top().handler->prefetch(queue_.top().payload);
     now_ = e.time;
     e.handler->on_event(e.payload);
     ++ran;

@@ -20,6 +20,10 @@ class EventHandler {
  public:
   virtual ~EventHandler() = default;
   virtual void on_event(uint64_t payload) = 0;
+  // A hint that on_event(payload) comes soon (the event is next in line): a handler whose state
+  // is too large for the cache may start loading what that event will read, so that the miss
+  // overlaps the work in between. It must change nothing.
+  virtual void prefetch(uint64_t /*payload*/) const {}
 };
 
 struct Event {
@@ -47,7 +51,9 @@ class EventQueue {
   void push(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
   bool empty() const { return heap_.empty() && timer_heap_.empty(); }
   size_t size() const { return heap_.size() + timer_heap_.size(); }
-  const Event& top() const { return timer_first() ? timer_heap_.front().event : heap_.front(); }
+  const Event& top() const {
+    return timer_first() ? timer_events_[static_cast<size_t>(timer_heap_.front().id)] : heap_.front();
+  }
   Event pop();
   void reserve(size_t n) { heap_.reserve(n); }
 
@@ -65,21 +71,31 @@ class EventQueue {
   }
   uint64_t next_order(int32_t phase);
   bool timer_first() const {
-    return !timer_heap_.empty() && (heap_.empty() || before(timer_heap_.front().event, heap_.front()));
+    return !timer_heap_.empty() &&
+           (heap_.empty() || before(timer_events_[static_cast<size_t>(timer_heap_.front().id)], heap_.front()));
   }
-  // The indexed heap of pending timers: each entry knows its timer, each timer its position.
+  // The indexed heap of pending timers: each entry knows its timer, each timer its position. Its
+  // entries hold only what orders them, the events wait by timer in timer_events_; four children
+  // a node: engines' timers are set and popped at almost every event, and a shallower heap of
+  // smaller entries moves less.
   struct PendingTimer {
-    Event event;
+    SimTime time;
+    uint64_t order = 0;
     TimerId id = 0;
+    bool operator<(const PendingTimer& o) const { return time != o.time ? time < o.time : order < o.order; }
   };
-  void timer_place(size_t i);  // restores the heap order around position i
-  void timer_move(size_t to, PendingTimer t) {
+  static constexpr size_t kArity = 4;
+  // Puts a timer's entry at position i and restores the heap order (the entry made here, from
+  // scalars: a small struct passed in memory is stored piecewise and loaded whole, which stalls).
+  void timer_place(size_t i, SimTime time, uint64_t order, TimerId id);
+  void timer_move(size_t to, const PendingTimer& t) {
     position_[static_cast<size_t>(t.id)] = static_cast<int32_t>(to);
     timer_heap_[to] = t;
   }
 
   std::vector<Event> heap_;
   std::vector<int32_t> position_;  // per timer: in timer_heap_; -1: nothing pending
+  std::vector<Event> timer_events_;  // per timer: its pending event
   std::vector<PendingTimer> timer_heap_;
   uint64_t next_sequence_ = 0;
 };

@@ -53,6 +53,8 @@ void CountedPool::grant(EventHandler* grantee, uint64_t payload) {
   ++stats_.grants;
   stats_.peak_in_use = std::max(stats_.peak_in_use, in_use_);
   sim_.at(sim_.now(), kGrantPhase, grantee, payload);
+  // The next grant goes to the front waiter: a long queue's waiters are cold by their turn.
+  if (!waiters_.empty()) waiters_.front().first->prefetch(waiters_.front().second);
 }
 
 void CountedPool::request(EventHandler* grantee, uint64_t payload) {

@@ -21,6 +21,7 @@ void EngineScheduler::arrive(Request r) {
   if (free_slots_.empty()) {
     slot = static_cast<int64_t>(slots_.size());
     slots_.push_back(r);
+    grouped_admitted_.push_back(-1);
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
@@ -53,6 +54,7 @@ Request EngineScheduler::current(int64_t id) const {
 void EngineScheduler::join(int64_t id) {
   Request& r = slots_[static_cast<size_t>(id)];
   r.state = Request::State::grouped;
+  grouped_admitted_[static_cast<size_t>(id)] = r.admitted;
   r.synced = steps_;
   // It needs a block at the plan of step t when its KV (beyond the shared prompt) fills whole
   // blocks: kv - shared + (t - steps_) = 0 modulo the block size.
@@ -68,6 +70,7 @@ void EngineScheduler::leave(int64_t id) {
   Request& r = slots_[static_cast<size_t>(id)];
   r = current(id);
   r.state = Request::State::decoding;
+  grouped_admitted_[static_cast<size_t>(id)] = -1;
   --due_[static_cast<size_t>(r.block_key)];
   --grouped_;
   grouped_kv_tokens_ -= r.kv_tokens();
@@ -91,7 +94,7 @@ int64_t EngineScheduler::shareable_prompt(const Request& r) const {
 void EngineScheduler::unref_prompt(int64_t prompt_id) {
   SharedPrompt& sp = *prompt(prompt_id);
   if (--sp.refs == 0) {
-    sp.lru = lru_.push_back({true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
+    sp.lru = lru_push({true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
     cached_blocks_ += sp.blocks;
   }
 }
@@ -104,7 +107,7 @@ void EngineScheduler::cache_context(const Request& r) {
     free_blocks_ += lru_[where.cached].blocks;
     lru_.erase(where.cached);
   }
-  where.cached = lru_.push_back({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+  where.cached = lru_push({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
   cached_blocks_ += r.blocks;
 }
 
@@ -124,13 +127,19 @@ bool EngineScheduler::evict(int64_t want) {
   const CacheEntry e = entry;
   lru_.erase(first);
   if (e.prompt) {
-    prompt(e.key)->present = false;
+    prompts_.erase(e.key);
   } else {
     of(e.key).cached = -1;
     forget(e.key);
   }
   cached_blocks_ -= e.blocks;
   free_blocks_ += e.blocks;
+  // The next entry to go is read ahead, with where its trajectory is found: by the time the cache
+  // runs short again, other engines have run and both would be cold.
+  if (!lru_.empty()) {
+    const CacheEntry& next = lru_[lru_.front()];
+    if (!next.prompt) by_trajectory_.prefetch(next.key);
+  }
   return true;
 }
 
@@ -189,8 +198,9 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
   }
   // ...or, for a first turn, the full blocks of its group's prompt.
   const int64_t shared = shareable_prompt(r);
+  if (shared == 0) return u;  // (a later turn: no lookup)
   const SharedPrompt* sp = prompt(r.prompt_id);
-  if (shared == 0 || !sp || sp->tokens > shared) return u;
+  if (!sp || sp->tokens > shared) return u;
   u.kind = Reuse::Kind::prompt;
   u.computed = u.shared_tokens = sp->tokens;
   u.leaves_cache = sp->refs == 0 ? sp->blocks : 0;
@@ -403,7 +413,6 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
         const int64_t shared = shareable_prompt(r);
         if (shared > 0) {
           SharedPrompt sp;
-          sp.present = true;
           sp.tokens = shared;
           sp.blocks = shared / block_size_;
           sp.refs = 1;

@@ -14,15 +14,16 @@
 // context is reused. The full blocks of a prompt are shared by the requests of its group.
 #pragma once
 
-#include <boost/container/flat_map.hpp>
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/core/assert.h"
+#include "sim/core/int_map.h"
 #include "sim/model/inference.h"
 #include "sim/input/workload.h"
 
@@ -113,6 +114,8 @@ class EngineScheduler {
   int64_t total_blocks() const { return total_blocks_; }
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
+  // A hint that the trajectory may soon arrive: starts loading its entry.
+  void prefetch(int64_t trajectory) const { by_trajectory_.prefetch(trajectory); }
   // The trajectory's request on this engine, brought up to date, or nothing.
   std::optional<Request> find(int64_t trajectory) const;
 
@@ -159,24 +162,25 @@ class EngineScheduler {
   // Requests live in slots; the queues and plans hold slot numbers.
   std::vector<Request> slots_;
   std::vector<int64_t> free_slots_;
-  // Per trajectory seen here: its request's slot and its cached context's entry (-1: none). A
-  // sorted vector (Boost's flat_map) rather than a hash map, as lookups happen on every arrival
-  // and turn end; it holds only this engine's trajectories (see forget()), so that memory grows
-  // with what engines hold, not with engines x trajectories.
+  // Per trajectory seen here: its request's slot and its cached context's entry (-1: none). A hash
+  // map with its entries inline, as lookups happen on every arrival, admission and turn end (a
+  // sorted vector cost a dozen cache misses per lookup and a shift of half of it per insert); it
+  // holds only this engine's trajectories (see forget()), so that memory grows with what engines
+  // hold, not with engines x trajectories.
   struct ByTrajectory {
     int32_t slot = -1;
     int32_t cached = -1;
   };
-  boost::container::flat_map<int64_t, ByTrajectory> by_trajectory_;
-  // References stay valid until the next trajectory is added.
+  core::IntMap<ByTrajectory> by_trajectory_;
+  // References stay valid until the next trajectory is added or forgotten.
   ByTrajectory& of(int64_t trajectory) { return by_trajectory_[trajectory]; }
   ByTrajectory of(int64_t trajectory) const {
-    const auto it = by_trajectory_.find(trajectory);
-    return it == by_trajectory_.end() ? ByTrajectory{} : it->second;
+    const ByTrajectory* where = by_trajectory_.find(trajectory);
+    return where ? *where : ByTrajectory{};
   }
   void forget(int64_t trajectory) {  // once it has neither a request nor a cached context here
-    const auto it = by_trajectory_.find(trajectory);
-    if (it != by_trajectory_.end() && it->second.slot < 0 && it->second.cached < 0) by_trajectory_.erase(it);
+    const ByTrajectory* where = by_trajectory_.find(trajectory);
+    if (where && where->slot < 0 && where->cached < 0) by_trajectory_.erase(trajectory);
   }
   std::vector<int64_t> running_;  // decoding requests, then `prefilling_` still prefilling
   int64_t prefilling_ = 0;
@@ -196,10 +200,11 @@ class EngineScheduler {
   };
   // When grouped requests end their turn; entries of requests that left are skipped when met.
   std::priority_queue<TurnEnd, std::vector<TurnEnd>, std::greater<>> turn_ends_;
-  bool live(const TurnEnd& e) const {
-    const Request& r = slots_[static_cast<size_t>(e.slot)];
-    return r.state == Request::State::grouped && r.admitted == e.admitted;
-  }
+  bool live(const TurnEnd& e) const { return grouped_admitted_[static_cast<size_t>(e.slot)] == e.admitted; }
+  // Per slot: the admission number of its request while grouped, else -1. What live() asks of a
+  // request, apart from it: a grouped request's own fields stay cold between its joining and
+  // leaving, and the check comes at every plan.
+  std::vector<int64_t> grouped_admitted_;
   std::vector<int64_t> ungrouped_;  // decoding requests outside the group
   std::vector<int64_t> group_finished_;  // scratch
   // Evictable cache entries in LRU order: a trajectory's context, or a prompt's shared blocks.
@@ -210,69 +215,89 @@ class EngineScheduler {
     int64_t blocks = 0;
     int64_t shared_tokens = 0;  // a context entry that starts with its group's prompt blocks
     int64_t prompt_id = 0;
+    bool erased = false;  // (a hole the front skips)
   };
-  // A list in LRU order whose entries live in a pool and are named by index: inserting and
-  // erasing allocate nothing in the steady state.
+  // The LRU order is the order of insertion (an entry that is used leaves, and comes back at the
+  // end), so the list is a queue in a ring buffer: eviction reads its front, which is contiguous
+  // and cheap to read ahead, and erasing an entry elsewhere leaves a hole, touching no neighbour.
+  // Entries are named by position, which only grows; holes are squeezed out when the ring is
+  // full of them, and `moved` is told each entry's new position.
   class Lru {
    public:
-    bool empty() const { return head_ < 0; }
-    int32_t front() const { return head_; }
-    const CacheEntry& operator[](int32_t i) const { return nodes_[static_cast<size_t>(i)].entry; }
-    CacheEntry& at(int32_t i) { return nodes_[static_cast<size_t>(i)].entry; }
-    int32_t push_back(const CacheEntry& e) {
-      int32_t i = 0;
-      if (free_.empty()) {
-        i = static_cast<int32_t>(nodes_.size());
-        nodes_.emplace_back();
-      } else {
-        i = free_.back();
-        free_.pop_back();
-      }
-      nodes_[static_cast<size_t>(i)] = {e, tail_, -1};
-      (tail_ >= 0 ? nodes_[static_cast<size_t>(tail_)].next : head_) = i;
-      tail_ = i;
-      return i;
+    bool empty() const { return head_ == tail_; }
+    int32_t front() const { return static_cast<int32_t>(head_); }
+    const CacheEntry& operator[](int32_t i) const { return ring_[static_cast<size_t>(i) & mask_]; }
+    CacheEntry& at(int32_t i) { return ring_[static_cast<size_t>(i) & mask_]; }
+    template <class Moved>
+    int32_t push_back(const CacheEntry& e, Moved&& moved) {
+      if (tail_ - head_ == ring_.size()) make_room(moved);
+      ARLSIM_ASSERT(tail_ < static_cast<size_t>(INT32_MAX));
+      ring_[tail_ & mask_] = e;
+      ++live_;
+      return static_cast<int32_t>(tail_++);
     }
     void erase(int32_t i) {
-      Node& n = nodes_[static_cast<size_t>(i)];
-      ARLSIM_ASSERT(n.prev != kFree);  // erased once
-      (n.prev >= 0 ? nodes_[static_cast<size_t>(n.prev)].next : head_) = n.next;
-      (n.next >= 0 ? nodes_[static_cast<size_t>(n.next)].prev : tail_) = n.prev;
-      n.prev = kFree;
-      free_.push_back(i);
+      CacheEntry& e = at(i);
+      ARLSIM_ASSERT(!e.erased && static_cast<size_t>(i) >= head_ && static_cast<size_t>(i) < tail_);  // erased once
+      e.erased = true;
+      --live_;
+      while (head_ < tail_ && ring_[head_ & mask_].erased) ++head_;
     }
 
    private:
-    static constexpr int32_t kFree = -2;  // prev of a node on the free list
-    struct Node {
-      CacheEntry entry;
-      int32_t prev = -1, next = -1;
-    };
-    std::vector<Node> nodes_;
-    std::vector<int32_t> free_;
-    int32_t head_ = -1, tail_ = -1;
+    template <class Moved>
+    void make_room(Moved& moved) {
+      if (2 * live_ <= ring_.size() && !ring_.empty()) {
+        // Half holes: the live entries close up behind the front, in order.
+        size_t to = head_;
+        for (size_t from = head_; from < tail_; ++from) {
+          const CacheEntry& e = ring_[from & mask_];
+          if (e.erased) continue;
+          if (to != from) {
+            ring_[to & mask_] = e;
+            moved(e, static_cast<int32_t>(to));
+          }
+          ++to;
+        }
+        tail_ = to;
+        return;
+      }
+      // Mostly live: a ring twice as large, every entry at its own position.
+      std::vector<CacheEntry> old(std::max<size_t>(4, 2 * ring_.size()));
+      old.swap(ring_);
+      const size_t old_mask = mask_;
+      mask_ = ring_.size() - 1;
+      for (size_t i = head_; i < tail_; ++i) ring_[i & mask_] = old[i & old_mask];
+    }
+    std::vector<CacheEntry> ring_;
+    size_t mask_ = 0;
+    size_t head_ = 0, tail_ = 0;  // positions: the entries are those in [head_, tail_), less the holes
+    size_t live_ = 0;
   };
+  // An entry's position changed: what names it follows.
+  void lru_moved(const CacheEntry& e, int32_t to) {
+    if (e.prompt) prompts_.find(e.key)->lru = to;
+    else by_trajectory_.find(e.key)->cached = to;
+  }
+  int32_t lru_push(const CacheEntry& e) {
+    return lru_.push_back(e, [this](const CacheEntry& m, int32_t to) { lru_moved(m, to); });
+  }
   void unref_prompt(int64_t prompt_id);
   int64_t shareable_prompt(const Request& r) const;
   Lru lru_;  // contexts by trajectory (by_trajectory_), prompts by group (prompts_)
   struct SharedPrompt {
-    bool present = false;
     int64_t blocks = 0;
     int64_t tokens = 0;
-    int64_t refs = 0;
+    int32_t refs = 0;
     int32_t lru = -1;  // its entry in lru_ when refs == 0
   };
-  // By prompt id (negative: no prompt). A map, not a vector by id: each of many engines sees a
-  // few of a step's prompts, and a vector as long as the largest id on every engine took
-  // gigabytes at 50,000 engines. Node-based, so a pointer to an entry survives an insert.
-  std::unordered_map<int64_t, SharedPrompt> prompts_;
-  SharedPrompt* prompt(int64_t id) {
-    const auto it = id >= 0 ? prompts_.find(id) : prompts_.end();
-    return it != prompts_.end() && it->second.present
-               ? &it->second
-               : nullptr;
-  }
-  const SharedPrompt* prompt(int64_t id) const { return const_cast<EngineScheduler*>(this)->prompt(id); }
+  // By prompt id, the prompts whose shared blocks this engine holds (an evicted prompt leaves).
+  // A map, not a vector by id: each of many engines sees a few of a step's prompts, and a vector
+  // as long as the largest id on every engine took gigabytes at 50,000 engines. Entries inline
+  // (see core::IntMap): admission looks a prompt up for nearly every request it admits.
+  core::IntMap<SharedPrompt> prompts_;
+  SharedPrompt* prompt(int64_t id) { return id >= 0 ? prompts_.find(id) : nullptr; }
+  const SharedPrompt* prompt(int64_t id) const { return id >= 0 ? prompts_.find(id) : nullptr; }
   EngineStats stats_;
   int64_t prefill_pending_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/core/percentile.h"
+#include "sim/core/sort.h"
 
 namespace arlsim::rl {
 
@@ -10,7 +11,7 @@ Distribution summarize(std::vector<double> values) {
   Distribution d;
   d.count = static_cast<int64_t>(values.size());
   if (values.empty()) return d;
-  std::sort(values.begin(), values.end());
+  core::sort_ascending(values);
   double sum = 0;
   for (double v : values) sum += v;
   d.mean = sum / static_cast<double>(values.size());

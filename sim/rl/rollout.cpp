@@ -116,6 +116,7 @@ class Rollout final : public core::EventHandler {
   Rollout(const RolloutOptions& o, const RolloutInput& in);
   RolloutResult run();
   void on_event(uint64_t payload) override;
+  void prefetch(uint64_t payload) const override;
   static double state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines);
 
  private:
@@ -133,18 +134,39 @@ class Rollout final : public core::EventHandler {
     bool windowed = false;
     double busy_s = 0;
   };
-  struct Trajectory {
-    int turn = 0;
+  static constexpr size_t kInlineLeases = 1;
+  // What the rollout keeps of a trajectory: what every one of its events reads, in one cache
+  // line. A million trajectories interleave, so that each event meets its trajectory's state
+  // cold: a field anywhere else (the trace's view or turn, a heap block of leases, a record)
+  // costs a miss of its own. What the turn's later events need of the trace is copied here when
+  // the turn starts.
+  struct alignas(64) Trajectory {
+    const trace::Turn* turns = nullptr;  // its turns in the trace
     int64_t context = 0;   // tokens in the context so far
-    int64_t engine = -1;
-    int64_t record = -1;   // index of the current TurnRecord
-    int64_t tool_record = -1;
-    std::vector<core::Lease> sandboxes;  // per pool; static binding holds them to the end
-    core::Lease reward_unit;
-    bool truncated = false;
-    bool scoring = false;  // its request on an engine is the reward model's
-    bool in_tool = false;  // between a tool call and its result
+    // The record of what it is doing: the TurnRecord of the turn generating, then the
+    // ToolCallRecord of the turn's tool call while that runs.
+    int64_t record = -1;
+    SimTime tool_latency;  // the current turn's, from the trace
+    // Its units of the first kInlineLeases pools (the others' are in extra_leases_); static
+    // binding holds them to the end. The reward pool's unit is held in the reward pool's place,
+    // once the trajectory has given back all others.
+    core::Lease leases[kInlineLeases];
+    int32_t turn_count = 0;
+    int32_t turn = 0;
+    int32_t engine = -1;
+    int32_t prompt = 0;      // its group, as a dense index
+    int32_t obs_tokens = 0;  // the current turn's
+    int16_t tool = trace::kNoTool;  // the current turn's
+    bool truncated : 1 = false;
+    bool scoring : 1 = false;  // its request on an engine is the reward model's
+    bool in_tool : 1 = false;  // between a tool call and its result
   };
+  static_assert(sizeof(Trajectory) == 64);
+  core::Lease& lease(int64_t t, int pool) {
+    const auto p = static_cast<size_t>(pool);
+    if (p < kInlineLeases) return traj_[static_cast<size_t>(t)].leases[p];
+    return extra_leases_[static_cast<size_t>(t) * (pools_.size() - kInlineLeases) + p - kInlineLeases];
+  }
 
   void start_turn(int64_t t);
   void plan(int64_t e);
@@ -178,7 +200,9 @@ class Rollout final : public core::EventHandler {
   // concurrency limit), and the latency of a call the trace gives none for.
   std::vector<bool> per_action_;
   std::vector<std::optional<trace::Latency>> pool_latency_;
-  std::vector<Trajectory> traj_;  // after pools_: its leases go back to the pools before they go
+  // After pools_: their leases go back to the pools before they go.
+  std::vector<Trajectory> traj_;
+  std::vector<core::Lease> extra_leases_;  // per trajectory, of the pools beyond kInlineLeases
   std::vector<int> tool_pool_;  // trace tool index -> pool index
   std::unique_ptr<RoutingPolicy> router_;
   trace::Rng rng_;
@@ -191,7 +215,6 @@ class Rollout final : public core::EventHandler {
   std::vector<int64_t> stale_;
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
   std::vector<SimTime> last_kv_sample_;  // per engine
-  std::vector<int64_t> prompt_index_;  // per trajectory, its group as a dense index
   int64_t finished_ = 0;                 // trajectories whose generation ended
   int64_t stop_after_ = 0;               // partial rollout: stop at this many
 };
@@ -267,10 +290,15 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     tool_pool_.push_back(found);
   }
   traj_.resize(in.trajectories.size());
-  std::map<std::pair<int64_t, int64_t>, int64_t> dense;  // (step, prompt) groups in order of appearance
-  for (const auto& t : in.trajectories) {
-    const std::pair<int64_t, int64_t> key{t.info.step, t.info.prompt_id};
-    prompt_index_.push_back(dense.emplace(key, static_cast<int64_t>(dense.size())).first->second);
+  if (pools_.size() > kInlineLeases) extra_leases_.resize(traj_.size() * (pools_.size() - kInlineLeases));
+  std::map<std::pair<int64_t, int64_t>, int32_t> dense;  // (step, prompt) groups in order of appearance
+  for (size_t t = 0; t < traj_.size(); ++t) {
+    const trace::TrajectoryView& view = in.trajectories[t];
+    Trajectory& tr = traj_[t];
+    tr.turns = view.turns.data();
+    tr.turn_count = static_cast<int32_t>(view.turns.size());
+    const std::pair<int64_t, int64_t> key{view.info.step, view.info.prompt_id};
+    tr.prompt = dense.emplace(key, static_cast<int32_t>(dense.size())).first->second;
   }
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
   result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
@@ -344,10 +372,18 @@ void Rollout::on_event(uint64_t payload) {
   }
 }
 
+void Rollout::prefetch(uint64_t payload) const {
+  const auto kind = static_cast<Kind>(payload >> 60);
+  const auto index = static_cast<size_t>(payload & 0xffffffffu);
+  if (kind != kEngineDone && kind != kEngineStart) __builtin_prefetch(&traj_[index]);
+}
+
 void Rollout::start_turn(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
-  const auto& view = in_.trajectories[static_cast<size_t>(t)];
-  const trace::Turn& turn = view.turns[static_cast<size_t>(tr.turn)];
+  const trace::Turn& turn = tr.turns[tr.turn];
+  tr.tool = turn.tool;
+  tr.tool_latency = turn.tool_latency;
+  tr.obs_tokens = turn.obs_tokens;
   tr.context += turn.prefill_tokens;
   int64_t gen = turn.gen_tokens;
   if (o_.max_context > 0 && tr.context + gen > o_.max_context) {
@@ -362,10 +398,10 @@ void Rollout::start_turn(int64_t t) {
   RouteRequest rr{t, tr.turn, tr.engine,
                   in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
   if (router_->uses_load(rr)) refresh_loads();
-  tr.engine = router_->route(rr, loads_);
+  tr.engine = static_cast<int32_t>(router_->route(rr, loads_));
   Request r;
   r.trajectory = t;
-  r.prompt_id = prompt_index_[static_cast<size_t>(t)];
+  r.prompt_id = tr.prompt;
   r.prompt_tokens = tr.turn == 0 ? turn.prefill_tokens : 0;
   r.context = tr.context;
   r.gen_target = gen;
@@ -502,27 +538,23 @@ void Rollout::turn_finished(int64_t t) {
   rec.generated = r.produced;
   result_.generated_tokens += r.produced;
   tr.context += r.produced;
-  const auto& view = in_.trajectories[static_cast<size_t>(t)];
-  const trace::Turn& turn = view.turns[static_cast<size_t>(tr.turn)];
-  const bool has_next = static_cast<size_t>(tr.turn) + 1 < view.turns.size();
+  const bool has_next = tr.turn + 1 < tr.turn_count;
   const bool allowed = o_.max_turns == 0 || tr.turn + 1 < o_.max_turns;
   if (has_next && !allowed) tr.truncated = true;  // cut by max_turns
   if (tr.truncated || !has_next) {
     finish_trajectory(t);
     return;
   }
-  if (turn.tool == trace::kNoTool) {
+  if (tr.tool == trace::kNoTool) {
     ++tr.turn;
     sim_.at(sim_.now(), kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
     return;
   }
-  tr.tool_record = static_cast<int64_t>(result_.tool_calls.size());
+  tr.record = static_cast<int64_t>(result_.tool_calls.size());
   tr.in_tool = true;
-  const int pool = pool_for(turn.tool);
+  const int pool = pool_for(tr.tool);
   result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
-  if (tr.sandboxes.size() < pools_.size()) tr.sandboxes.resize(pools_.size());
-  if (pool < 0 || tr.sandboxes[static_cast<size_t>(pool)].held() ||
-      pools_[static_cast<size_t>(pool)]->try_acquire(tr.sandboxes[static_cast<size_t>(pool)])) {
+  if (pool < 0 || lease(t, pool).held() || pools_[static_cast<size_t>(pool)]->try_acquire(lease(t, pool))) {
     tool_granted(t);  // a free unit is taken without waiting for an event
   } else {
     pools_[static_cast<size_t>(pool)]->request(this, encode(kToolGranted, static_cast<uint64_t>(t)));
@@ -530,33 +562,34 @@ void Rollout::turn_finished(int64_t t) {
 }
 
 void Rollout::tool_granted(int64_t t) {
-  Trajectory& tr = traj_[static_cast<size_t>(t)];
-  ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
-  if (call.pool >= 0 && !tr.sandboxes[static_cast<size_t>(call.pool)].held())
-    tr.sandboxes[static_cast<size_t>(call.pool)] = pools_[static_cast<size_t>(call.pool)]->take_lease();
-  call.started = sim_.now();
-  const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
-  SimTime latency = turn.tool_latency;
-  if (latency == SimTime::zero() && call.pool >= 0 && pool_latency_[static_cast<size_t>(call.pool)])
-    latency = SimTime::from_seconds(pool_latency_[static_cast<size_t>(call.pool)]->sample(rng_));
+  const Trajectory& tr = traj_[static_cast<size_t>(t)];
+  const int pool = pool_for(tr.tool);
+  if (pool >= 0 && !lease(t, pool).held()) lease(t, pool) = pools_[static_cast<size_t>(pool)]->take_lease();
+  result_.tool_calls[static_cast<size_t>(tr.record)].started = sim_.now();
+  // Its next turn starts when the tool is done: what it reads of the trace and the engine it
+  // will likely return to (its last, under sticky routing) start coming now.
+  if (tr.turn + 1 < tr.turn_count) __builtin_prefetch(tr.turns + tr.turn + 1);
+  engines_[static_cast<size_t>(tr.engine)].sched->prefetch(t);
+  SimTime latency = tr.tool_latency;
+  if (latency == SimTime::zero() && pool >= 0 && pool_latency_[static_cast<size_t>(pool)])
+    latency = SimTime::from_seconds(pool_latency_[static_cast<size_t>(pool)]->sample(rng_));
   sim_.after(latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)));
 }
 
 void Rollout::tool_done(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
-  const ToolCallRecord& call = result_.tool_calls[static_cast<size_t>(tr.tool_record)];
-  result_.tool_calls[static_cast<size_t>(tr.tool_record)].ended = sim_.now();
+  result_.tool_calls[static_cast<size_t>(tr.record)].ended = sim_.now();
   tr.in_tool = false;
-  if (call.pool >= 0 && per_action_[static_cast<size_t>(call.pool)]) tr.sandboxes[static_cast<size_t>(call.pool)].release();
-  const trace::Turn& turn = in_.trajectories[static_cast<size_t>(t)].turns[static_cast<size_t>(tr.turn)];
-  tr.context += turn.obs_tokens;
+  const int pool = pool_for(tr.tool);
+  if (pool >= 0 && per_action_[static_cast<size_t>(pool)]) lease(t, pool).release();
+  tr.context += tr.obs_tokens;
   ++tr.turn;
   start_turn(t);
 }
 
 void Rollout::finish_trajectory(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
-  for (auto& lease : tr.sandboxes) lease.release();
+  for (size_t p = 0; p < pools_.size(); ++p) lease(t, static_cast<int>(p)).release();
   result_.generation_end[static_cast<size_t>(t)] = sim_.now();
   result_.truncated[static_cast<size_t>(t)] = tr.truncated;
   // What the framework keeps: at most the context limit (an observation that overran it is cut too).
@@ -614,7 +647,7 @@ void Rollout::start_reward(int64_t t) {
     r.context = tr.context;
     r.gen_target = 1;
     tr.scoring = true;
-    tr.engine = best;
+    tr.engine = static_cast<int32_t>(best);
     submit(best, r);
     return;
   }
@@ -628,13 +661,12 @@ void Rollout::start_reward(int64_t t) {
 }
 
 void Rollout::reward_granted(int64_t t) {
-  traj_[static_cast<size_t>(t)].reward_unit = pools_[static_cast<size_t>(reward_pool_)]->take_lease();
+  lease(t, reward_pool_) = pools_[static_cast<size_t>(reward_pool_)]->take_lease();
   sim_.after(o_.reward.cpu_time_per_sample, kArrivalPhase, this, encode(kRewardDone, static_cast<uint64_t>(t)));
 }
 
 void Rollout::reward_done(int64_t t) {
-  Trajectory& tr = traj_[static_cast<size_t>(t)];
-  tr.reward_unit.release();
+  if (reward_pool_ >= 0) lease(t, reward_pool_).release();
   result_.trajectory_end[static_cast<size_t>(t)] = sim_.now();
 }
 
@@ -643,14 +675,17 @@ void Rollout::reward_done(int64_t t) {
 double Rollout::state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines) {
   // A small heap block with the allocator's header (glibc: 16 bytes of header, 32 at least).
   constexpr double kSmallBlock = 32;
-  // Per trajectory: its state and its sandbox leases (one small block); the result's arrays (two
-  // times, its context, its flags); its group's dense index; the step's view of its turns; its
-  // arrival event; on its engine a request slot, its entry by trajectory and its cached context
-  // in the LRU (an entry and its links); and on the training side its length, producer and rank.
+  // Per trajectory: its state (with its group's dense index and the leases of the first pools) and
+  // the leases of further pools; the result's arrays (two times, its context, its flags); the
+  // step's view of its turns; its arrival event; on its engine a request slot (and its group
+  // mark), its entry by trajectory (in a table at most half full) and its cached context in the
+  // LRU ring (an entry, and room for a hole); and on the training side its length, producer and
+  // rank.
+  const double extra_leases = static_cast<double>(std::max<int64_t>(0, pools - static_cast<int64_t>(kInlineLeases)));
   const double trajectory =
-      static_cast<double>(sizeof(Trajectory)) + kSmallBlock + static_cast<double>(pools) * sizeof(core::Lease) +
-      2 * sizeof(SimTime) + sizeof(int64_t) + 1 + sizeof(int64_t) + sizeof(trace::TrajectoryView) +
-      sizeof(core::Event) + sizeof(Request) + 2 * sizeof(int64_t) + 64 + 3 * sizeof(int64_t);
+      static_cast<double>(sizeof(Trajectory)) + extra_leases * sizeof(core::Lease) +
+      2 * sizeof(SimTime) + sizeof(int64_t) + 1 + sizeof(trace::TrajectoryView) +
+      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 4 * sizeof(int64_t) + 2 * 56 + 3 * sizeof(int64_t);
   // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
   // and its map on construction) and its record.
   const double engine = static_cast<double>(sizeof(Engine) + sizeof(EngineScheduler) + sizeof(EngineRecord)) + 512 +

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/int_map.h"
 #include "sim/graph/placement.h"
 #include "sim/graph/step_graph.h"
 #include "sim/model/train.h"
@@ -216,7 +217,9 @@ class MicroBatchTimer {
   const input::ModelSpec& m_;
   input::TrainLayout l_;
   bool value_head_;
-  std::vector<std::pair<std::pair<int64_t, int64_t>, double>> forward_, train_;  // sorted by shape
+  // Slot times by shape (sequence length and attention length in one key): tens of thousands of
+  // distinct shapes at a million samples.
+  core::IntMap<double> forward_, train_;
 };
 
 // A training request over `sequences` of length `seq_len`, rounded to what the layout takes (a

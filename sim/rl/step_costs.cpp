@@ -156,6 +156,34 @@ model::TrainRequest train_request(const input::TrainLayout& l, int64_t sequences
   return r;
 }
 
+namespace {
+
+// Bins by load, all empty at first: pop() takes the least loaded, the lowest index among equals,
+// as std::min_element over the loads would, in O(log n).
+class LightestFirst {
+ public:
+  explicit LightestFirst(size_t n) {
+    heap_.reserve(n);
+    for (size_t i = 0; i < n; ++i) heap_.emplace_back(0, i);  // sorted, hence a heap
+  }
+  std::pair<int64_t, size_t> pop_with_key() {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const auto top = heap_.back();
+    heap_.pop_back();
+    return top;
+  }
+  size_t pop() { return pop_with_key().second; }
+  void push(int64_t load, size_t i) {
+    heap_.emplace_back(load, i);
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+
+ private:
+  std::vector<std::pair<int64_t, size_t>> heap_;
+};
+
+}  // namespace
+
 std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, const input::TrainLayout& l,
                                            int64_t at_least) {
   std::vector<MicroBatch> out;
@@ -181,10 +209,13 @@ std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, 
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lengths[a] > lengths[b]; });
   out.resize(static_cast<size_t>(count));
+  // The lightest micro-batch (the first of equals) from a heap on (tokens, index): a rank can have
+  // thousands of sequences over hundreds of micro-batches.
+  LightestFirst lightest(out.size());
   for (size_t i : order) {
-    auto lightest = std::min_element(out.begin(), out.end(),
-                                     [](const MicroBatch& a, const MicroBatch& b) { return a.tokens < b.tokens; });
-    add(*lightest, lengths[i]);
+    const size_t b = lightest.pop();
+    add(out[b], lengths[i]);
+    lightest.push(out[b].tokens, b);
   }
   return out;
 }
@@ -267,12 +298,13 @@ model::TrainRequest MicroBatchTimer::request(const MicroBatch& b) const {
 
 namespace {
 
-double cached(std::vector<std::pair<std::pair<int64_t, int64_t>, double>>& cache, std::pair<int64_t, int64_t> key,
-              const std::function<double()>& price) {
-  auto it = std::lower_bound(cache.begin(), cache.end(), key, [](const auto& e, const auto& k) { return e.first < k; });
-  if (it != cache.end() && it->first == key) return it->second;
+double cached(core::IntMap<double>& cache, const model::TrainRequest& r, const std::function<double()>& price) {
+  ARLSIM_ASSERT(r.seq_len >= 0 && r.seq_len < (int64_t{1} << 31) && r.attention_len >= 0 &&
+                r.attention_len < (int64_t{1} << 31));
+  const int64_t key = r.seq_len << 31 | r.attention_len;
+  if (const double* v = cache.find(key)) return *v;
   const double v = price();
-  cache.insert(it, {key, v});
+  cache[key] = v;
   return v;
 }
 
@@ -281,7 +313,7 @@ double cached(std::vector<std::pair<std::pair<int64_t, int64_t>, double>>& cache
 double MicroBatchTimer::forward(const MicroBatch& b) {
   if (b.tokens <= 0) return 0;
   const auto r = request(b);
-  return cached(forward_, {r.seq_len, r.attention_len}, [&] {
+  return cached(forward_, r, [&] {
     // One micro-batch through a forward-only pipeline takes pp slots.
     return model::estimate_forward_seconds(m_, s_.cluster, r) / real(l_.pp);
   });
@@ -290,7 +322,7 @@ double MicroBatchTimer::forward(const MicroBatch& b) {
 double MicroBatchTimer::train(const MicroBatch& b) {
   if (b.tokens <= 0) return 0;
   const auto r = request(b);
-  return cached(train_, {r.seq_len, r.attention_len}, [&] {
+  return cached(train_, r, [&] {
     const auto e = model::estimate_train(m_, s_.cluster, r);
     return e.breakdown.forward_s + e.breakdown.backward_s + e.breakdown.pp_comm_exposed_s;
   });
@@ -462,11 +494,12 @@ std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ra
   std::vector<size_t> order(tokens.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
-  std::vector<int64_t> load(static_cast<size_t>(ranks), 0);
+  // The least-loaded rank (the first of equals) from a heap on (load, rank).
+  LightestFirst least(static_cast<size_t>(ranks));
   for (size_t i : order) {
-    const auto best = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const auto [load, best] = least.pop_with_key();
     rank[i] = static_cast<int64_t>(best);
-    load[best] += tokens[i];
+    least.push(load + tokens[i], best);
   }
   return rank;
 }

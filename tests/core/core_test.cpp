@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -8,6 +9,8 @@
 #include "sim/core/activity.h"
 #include "sim/core/assert.h"
 #include "sim/core/event_queue.h"
+#include "sim/core/int_map.h"
+#include "sim/core/sort.h"
 #include "sim/core/resource.h"
 
 using namespace arlsim;
@@ -194,4 +197,66 @@ TEST_CASE("activity: successors start when all their predecessors are done") {
   CHECK(c.end_time() == ns(35));
   CHECK(c.state() == Activity::State::done);
   CHECK(done.seen == std::vector<std::pair<int64_t, uint64_t>>{{35, 42}});
+}
+
+TEST_CASE("int map: inserts, finds and erases like a map, through growth and collisions") {
+  // Against std::map, with keys in a small range (many hit the same runs) and in a stride (the
+  // trajectories one engine gets under round-robin routing).
+  IntMap<int64_t> m;
+  std::map<int64_t, int64_t> expected;
+  uint64_t state = 7;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  for (int i = 0; i < 20000; ++i) {
+    const auto r = next();
+    const int64_t key = (r & 1) ? static_cast<int64_t>(r % 300) : static_cast<int64_t>(r % 300) * 500;
+    switch (next() % 3) {
+      case 0:
+        m[key] = i;
+        expected[key] = i;
+        break;
+      case 1:
+        m.erase(key);
+        expected.erase(key);
+        break;
+      default: {
+        const int64_t* v = m.find(key);
+        const auto it = expected.find(key);
+        REQUIRE((v != nullptr) == (it != expected.end()));
+        if (v) CHECK(*v == it->second);
+      }
+    }
+    REQUIRE(m.size() == expected.size());
+  }
+  for (const auto& [key, value] : expected) {
+    REQUIRE(m.find(key) != nullptr);
+    CHECK(*m.find(key) == value);
+  }
+  CHECK(m.find(123457) == nullptr);
+}
+
+TEST_CASE("sort: doubles in std::sort's order, negatives, repeats and zeros included") {
+  uint64_t state = 11;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 11; };
+  for (const size_t n : {size_t{10}, size_t{40000}}) {
+    std::vector<double> v;
+    for (size_t i = 0; i < n; ++i) {
+      const auto r = next();
+      v.push_back(r % 7 == 0 ? 0.0 : r % 5 == 0 ? static_cast<double>(r % 13) : (static_cast<double>(r % 2000001) - 1e6) * 1e-3);
+    }
+    std::vector<double> expected = v;
+    std::sort(expected.begin(), expected.end());
+    core::sort_ascending(v);
+    CHECK(v == expected);
+  }
+  // Times of one magnitude (equal high bits) and a negative zero (left to std::sort).
+  std::vector<double> times;
+  for (size_t i = 0; i < 30000; ++i) times.push_back(100 + static_cast<double>(next() % 1000) * 1e-3);
+  std::vector<double> with_negative_zero = times;
+  with_negative_zero[5] = -0.0;
+  for (auto* v : {&times, &with_negative_zero}) {
+    std::vector<double> expected = *v;
+    std::sort(expected.begin(), expected.end());
+    core::sort_ascending(*v);
+    CHECK(*v == expected);
+  }
 }
