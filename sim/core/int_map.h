@@ -2,7 +2,8 @@
 // with linear probing in one array, so that a lookup reads one cache line (rarely two) where a
 // node-based map reads a bucket and then a node elsewhere in memory, and a sorted vector reads a
 // dozen lines and moves half of itself on an insert. Erasing shifts the entries that probed past
-// the hole back into it (no tombstones), so the table stays as small as what it holds.
+// the hole back into it (no tombstones), so the table stays as small as what it holds. Written
+// here: Debian's Boost (1.74) predates boost::unordered_flat_map (1.81).
 //
 // References to values stay valid until the next insert or erase, either of which may move them.
 // Iteration order is not offered: nothing that shapes results may depend on where keys hash to.

@@ -1,5 +1,5 @@
 // Sorting the large arrays of doubles that reports take percentiles of (a million trajectories'
-// times, millions of tool calls'): a radix sort, several times faster there than std::sort.
+// times, millions of tool calls'): Boost's spreadsort, a radix sort, faster there than std::sort.
 #pragma once
 
 #include <vector>
