@@ -307,21 +307,27 @@ TEST_CASE("tensor parallelism all-reduces each block's output; with sequence par
   CHECK(sp_step.at(model::CollectiveOp::reduce_scatter) == 2 * 2 * 2);
 }
 
+// A ZeRO-3 layout of tp x dp, and a request of one micro-batch of `seq_len` tokens in it.
+std::pair<input::TrainLayout, model::TrainRequest> zero3(int64_t tp, int64_t dp, int64_t seq_len) {
+  input::TrainLayout l;
+  l.tp = tp;
+  l.dp = dp;
+  l.zero = 3;
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = seq_len;
+  return {l, r};
+}
+
 TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the forward and the backward") {
   const auto m = tiny_model();
-  input::TrainLayout l;
-  l.tp = 2;
-  l.dp = 2;
-  l.zero = 3;
+  auto [l, r] = zero3(2, 2, 64);
   const auto shards = runtime::shard_groups(l, 0);
   // Devices tp x dp: tp rank 0 on devices 0 and 2, tp rank 1 on 1 and 3.
   REQUIRE(shards.size() == 2);
   CHECK(shards[0] == runtime::DeviceGroup{0, 2});
   CHECK(shards[1] == runtime::DeviceGroup{1, 3});
-  model::TrainRequest r;
-  r.layout = l;
-  r.layout.micro_batch = 1;
-  r.seq_len = 64;
   const double bytes = 2 * model::largest_stage_params(m, l).dense;
   auto gathers = [&](const runtime::Program& p, int64_t device) {
     std::vector<int32_t> groups;
@@ -359,15 +365,8 @@ TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the
 
 TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining the others' gathers") {
   const auto m = tiny_model();
-  input::TrainLayout l;
-  l.tp = 1;
-  l.dp = 2;
-  l.zero = 3;
+  const auto [l, r] = zero3(1, 2, 32);
   const auto shards = runtime::shard_groups(l, 0);
-  model::TrainRequest r;
-  r.layout = l;
-  r.layout.micro_batch = 1;
-  r.seq_len = 32;
   runtime::Program p;
   // Rank 0 has two micro-batches, rank 1 one and the gathers of the other.
   runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
