@@ -23,6 +23,7 @@
 #include "runtime/scale.h"
 #include "runtime/validate.h"
 #include "sim/input/check.h"
+#include "sim/model/memory.h"
 #include "sim/report/outputs.h"
 
 namespace arlsim::app {
@@ -252,7 +253,12 @@ int run_validate(const Args& args) {
       for (const auto& step : pred.steps)
         for (const auto& [stage, gib] : step.memory_peak_gib)
           if (stage != "rollout") peak_gib = std::max(peak_gib, gib);
-      const double need = peak_gib * 1073741824.0 * static_cast<double>(devices);
+      double need = peak_gib * 1073741824.0 * static_cast<double>(devices);
+      // Under ZeRO-3 the prediction's peak holds a shard of the weights; a CPU device keeps its
+      // tp rank's weights whole (fp32, one buffer per GEMM's weight), so it takes the rest too.
+      if (const auto& l = s->policy.train; l.zero >= 3 && l.sharding_ranks() > 1)
+        need += static_cast<double>(devices) * 4.0 * model::largest_stage_params(s->model, l).total() *
+                (1.0 - 1.0 / static_cast<double>(l.sharding_ranks()));
       if (!memory || need <= *memory) return {};
       return "the " + std::to_string(devices) + " devices would take about " + parse::format_bytes(need) +
              " of this machine's memory together (the prediction's peak per device outside the rollout, times the "

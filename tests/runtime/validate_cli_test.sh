@@ -129,6 +129,22 @@ train = next(s for s in r["stages"] if s["stage"] == "train")
 assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
 assert r["kernels_measured_s"]["copy"] > 0
 PY
+# ZeRO-3: each micro-batch gathers the parameters over the shard group, forward and backward.
+zero3=(--set /policy/train/zero=3 --set '/policy/train/overlap={"param_gather": false, "grad_reduce": false}')
+expect validate-zero3 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  "${zero3[@]}" --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-zero3-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+train = next(s for s in r["stages"] if s["stage"] == "train")
+assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
+assert r["kernels_measured_s"]["collective"] > 0
+PY
+# ... and its devices keep their weights whole, which the memory check counts: about 404 MiB for
+# the two devices, of which 114 MiB the weights beyond the prediction's shard.
+expect validate-zero3-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  "${zero3[@]}" --max-memory 350MiB
+contains validate-zero3-memory-why "$tmp/err" "devices would take about 404"
 expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
 contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
 # A plan the simulator finds out of memory: said, with status 2, and nothing executed.
