@@ -256,9 +256,11 @@ int run_validate(const Args& args) {
       double need = peak_gib * 1073741824.0 * static_cast<double>(devices);
       // Under ZeRO-3 the prediction's peak holds a shard of the weights; a CPU device keeps its
       // tp rank's weights whole (fp32, one buffer per GEMM's weight), so it takes the rest too.
-      if (const auto& l = s->policy.train; l.zero >= 3 && l.sharding_ranks() > 1)
-        need += static_cast<double>(devices) * 4.0 * model::largest_stage_params(s->model, l).total() *
-                (1.0 - 1.0 / static_cast<double>(l.sharding_ranks()));
+      if (const auto& l = s->policy.train; l.zero >= 3 && l.sharding_ranks() > 1) {
+        double params = model::largest_stage_params(s->model, l).total();
+        if (s->workload.critic) params += model::largest_stage_params(*s->workload.critic, l).total();
+        need += static_cast<double>(devices) * 4.0 * params * (1.0 - 1.0 / static_cast<double>(l.sharding_ranks()));
+      }
       if (!memory || need <= *memory) return {};
       return "the " + std::to_string(devices) + " devices would take about " + parse::format_bytes(need) +
              " of this machine's memory together (the prediction's peak per device outside the rollout, times the "

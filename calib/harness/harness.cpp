@@ -306,7 +306,12 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
     }
     return stat_of(std::move(times));
   };
-  // The compute and streaming kernels with the run's other devices busy too (a CPU's threads).
+  // The compute and streaming kernels with the run's other devices busy too (a CPU's threads);
+  // idle again after them, however they end.
+  struct Idle {
+    Device& dev;
+    ~Idle() { dev.busy_peers(0); }
+  } idle{dev};
   if (p.busy_peers > 0) dev.busy_peers(p.busy_peers);
   if (has(Op::gemm))
     for (int64_t m : p.gemm_m)

@@ -25,6 +25,7 @@ class IntMap {
 
   // The key's value, or null.
   Value* find(int64_t key) {
+    ARLSIM_ASSERT(key >= 0);  // negative keys mark empty slots
     if (size_ == 0) return nullptr;
     for (size_t i = home(key);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
@@ -57,6 +58,7 @@ class IntMap {
 
   // Removes the key if present.
   void erase(int64_t key) {
+    ARLSIM_ASSERT(key >= 0);
     if (size_ == 0) return;
     size_t i = home(key);
     while (slots_[i].key != key) {

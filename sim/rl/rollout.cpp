@@ -114,6 +114,9 @@ uint64_t encode(Kind k, uint64_t index) { return (uint64_t{k} << 60) | index; }
 class Rollout final : public core::EventHandler {
  public:
   Rollout(const RolloutOptions& o, const RolloutInput& in);
+  // Leases still held go back to their pools as the trajectories are destroyed, and a pool hands
+  // a freed unit to its next waiter: no prefetch of a trajectory then.
+  ~Rollout() override { closing_ = true; }
   RolloutResult run();
   void on_event(uint64_t payload) override;
   void prefetch(uint64_t payload) const override;
@@ -203,6 +206,7 @@ class Rollout final : public core::EventHandler {
   // After pools_: their leases go back to the pools before they go.
   std::vector<Trajectory> traj_;
   std::vector<core::Lease> extra_leases_;  // per trajectory, of the pools beyond kInlineLeases
+  bool closing_ = false;  // being destroyed
   std::vector<int> tool_pool_;  // trace tool index -> pool index
   std::unique_ptr<RoutingPolicy> router_;
   trace::Rng rng_;
@@ -375,7 +379,7 @@ void Rollout::on_event(uint64_t payload) {
 void Rollout::prefetch(uint64_t payload) const {
   const auto kind = static_cast<Kind>(payload >> 60);
   const auto index = static_cast<size_t>(payload & 0xffffffffu);
-  if (kind != kEngineDone && kind != kEngineStart) __builtin_prefetch(&traj_[index]);
+  if (!closing_ && kind != kEngineDone && kind != kEngineStart && index < traj_.size()) __builtin_prefetch(&traj_[index]);
 }
 
 void Rollout::start_turn(int64_t t) {

@@ -250,7 +250,11 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
 
 double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l) {
   double busiest = 0;
-  const auto shard = static_cast<size_t>(std::max<int64_t>(1, l.sharding_ranks() / std::max<int64_t>(1, l.cp)));
+  // Data-parallel ranks per shard group (cp GPUs a rank); a group that splits a rank chains its
+  // neighbours, so then all step together.
+  const int64_t cp = std::max<int64_t>(1, l.cp);
+  const auto shard = static_cast<size_t>(l.sharding_ranks() % cp == 0 ? std::max<int64_t>(1, l.sharding_ranks() / cp)
+                                                                       : std::max<int64_t>(1, l.dp));
   if (l.zero >= 3 && l.pp == 1 && shard > 1) {
     for (size_t first = 0; first < slots.size(); first += shard) {
       size_t most = 0;

@@ -567,6 +567,16 @@ TEST_CASE("micro-batches: ZeRO-3 ranks go through their micro-batches in step; o
   CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(3 + 3 + 2));
   l.shard_group = 2;  // two shard groups in step each: {3 + 3 + 2} and {2}
   CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(8));
+  l.cp = 2;  // groups of 4 GPUs: two data-parallel ranks of cp 2 each, as above
+  l.shard_group = 4;
+  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(8));
+  l.shard_group = 2;  // ... groups of 2: a rank apiece, none in step with another
+  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(6));
+  l.dp = 3;  // groups of 3 GPUs split ranks of 2, chaining them all: every rank in step
+  l.shard_group = 3;
+  CHECK(rl::ranks_seconds({{3, 1}, {1, 3, 2}, {2}}, l) == doctest::Approx(3 + 3 + 2));
+  l.dp = 4;
+  l.cp = 1;
   l.shard_group = 0;
   l.pp = 2;  // pipelined ranks keep their pipeline (one count already)
   CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(rl::pipeline_seconds({1, 3, 2}, 2)));
