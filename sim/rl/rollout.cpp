@@ -682,14 +682,14 @@ double Rollout::state_bytes(int64_t trajectories, int64_t turns, int64_t tool_ca
   // Per trajectory: its state (with its group's dense index and the leases of the first pools) and
   // the leases of further pools; the result's arrays (two times, its context, its flags); the
   // step's view of its turns; its arrival event; on its engine a request slot (and its group
-  // mark), its entry by trajectory (in a table at most half full) and its cached context in the
-  // LRU ring (an entry, and room for a hole); and on the training side its length, producer and
-  // rank.
+  // mark), its entry by trajectory (in a table a quarter full just after it grew: four slots) and
+  // its cached context in the LRU ring (an entry, in a ring that may hold as many holes and have
+  // doubled: four entries' room); and on the training side its length, producer and rank.
   const double extra_leases = static_cast<double>(std::max<int64_t>(0, pools - static_cast<int64_t>(kInlineLeases)));
   const double trajectory =
       static_cast<double>(sizeof(Trajectory)) + extra_leases * sizeof(core::Lease) +
       2 * sizeof(SimTime) + sizeof(int64_t) + 1 + sizeof(trace::TrajectoryView) +
-      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 4 * sizeof(int64_t) + 2 * 56 + 3 * sizeof(int64_t);
+      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * 56 + 3 * sizeof(int64_t);
   // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
   // and its map on construction) and its record.
   const double engine = static_cast<double>(sizeof(Engine) + sizeof(EngineScheduler) + sizeof(EngineRecord)) + 512 +
