@@ -121,7 +121,7 @@ std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> lim
       << parse::format_bytes(m.trace_bytes) << "; step " << m.step << ", the largest, "
       << parse::format_count(static_cast<double>(m.trajectories)) << " trajectories and "
       << parse::format_count(static_cast<double>(m.turns)) << " turns), more than the "
-      << parse::format_bytes(*limit) << (from_option ? std::string(" of --max-memory") : limit_origin(false))
+      << parse::format_bytes(*limit) << limit_origin(from_option)
       << ": simulate fewer steps at once (--steps A:B) or fewer trajectories a step (/workload/prompts_per_step)"
       << (from_option ? ", or raise --max-memory" : ", or pass --max-memory to run anyway");
   return out.str();

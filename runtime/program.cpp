@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
@@ -176,20 +177,20 @@ int32_t weights_after(const input::ModelSpec& m, int32_t weight_base) {
 }
 
 namespace {
-// One ZeRO-3 gather of the rank's parameters on each device of the tp group, over its shard group.
-void gather_parameters(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
-                       const std::vector<DeviceGroup>& shard_groups) {
-  if (shard_groups.empty()) return;
-  const double bytes = 2.0 * model::largest_stage_params(m, l).dense;  // bf16, as train.cpp gathers them
-  for (size_t i = 0; i < tp_group.size(); ++i)
-    p.on(tp_group[i]).push_back(collective(model::CollectiveOp::all_gather, bytes, p.group(shard_groups[i])));
+// ZeRO-3: one gather of a rank's parameters (bf16, as train.cpp gathers them) over its shard group.
+Kernel parameter_gather(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& shard) {
+  return collective(model::CollectiveOp::all_gather, 2.0 * model::largest_stage_params(m, l).dense, p.group(shard));
 }
 }  // namespace
 
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
                            bool forward_only, const std::vector<DeviceGroup>& shard_groups) {
-  gather_parameters(p, m, l, tp_group, shard_groups);
-  if (!forward_only) gather_parameters(p, m, l, tp_group, shard_groups);
+  for (size_t i = 0; i < shard_groups.size(); ++i) {
+    const Kernel gather = parameter_gather(p, m, l, shard_groups[i]);
+    auto& ks = p.on(tp_group[i]);
+    ks.push_back(gather);
+    if (!forward_only) ks.push_back(gather);
+  }
 }
 
 std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device) {
@@ -222,13 +223,12 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
     int64_t m, n, k;
   } const head{tokens, r.value_head ? 1 : m.vocab_size / tp, h};
   const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(tp);
-  gather_parameters(p, m, l, tp_group, shard_groups);  // ZeRO-3: the parameters for the forward
-  std::vector<int32_t> shard_ids;  // ZeRO-3: each tp rank's shard group, for the backward's gather
-  for (const auto& g : shard_groups) shard_ids.push_back(p.group(g));
-  const double gather_bytes = 2.0 * model::largest_stage_params(m, l).dense;
   for (size_t tp_rank = 0; tp_rank < tp_group.size(); ++tp_rank) {
-    const int64_t device = tp_group[tp_rank];
-    auto& ks = p.on(device);
+    // ZeRO-3: the parameters gathered before the forward and again before the backward.
+    const std::optional<Kernel> gather =
+        shard_groups.empty() ? std::nullopt : std::optional<Kernel>(parameter_gather(p, m, l, shard_groups[tp_rank]));
+    auto& ks = p.on(tp_group[tp_rank]);
+    if (gather) ks.push_back(*gather);
     auto with_weight = [&](Kernel g, int64_t layer, size_t i) {
       g.weight = weight_base + static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
       return g;
@@ -256,7 +256,7 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
     ks.push_back(gemm(head.m, head.n, head.k, head_weight));
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
     if (forward_only) continue;
-    if (!shard_ids.empty()) ks.push_back(collective(model::CollectiveOp::all_gather, gather_bytes, shard_ids[tp_rank]));
+    if (gather) ks.push_back(*gather);
     // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
     // gradients, the attention's backward (recomputing what the layout's recompute drops).
     ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));

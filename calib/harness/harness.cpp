@@ -306,57 +306,58 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
     }
     return stat_of(std::move(times));
   };
-  // The compute and streaming kernels with the run's other devices busy too (a CPU's threads);
-  // idle again after them, however they end.
-  struct Idle {
-    Device& dev;
-    ~Idle() { dev.busy_peers(0); }
-  } idle{dev};
-  if (p.busy_peers > 0) dev.busy_peers(p.busy_peers);
-  if (has(Op::gemm))
-    for (int64_t m : p.gemm_m)
-      for (int64_t n : p.gemm_n)
-        for (int64_t k : p.gemm_k) {
-          const std::string what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-          if (auto s = sample([&] { return dev.gemm(m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
-            r.gemm.push_back({m, n, k, *s});
-        }
-  if (has(Op::gemm))
-    for (const auto& dtype : p.gemm_dtypes)
+  {
+    // The compute and streaming kernels with the run's other devices busy too (a CPU's threads),
+    // idle again after them however they end.
+    struct Idle {
+      Device& dev;
+      ~Idle() { dev.busy_peers(0); }
+    } idle{dev};
+    if (p.busy_peers > 0) dev.busy_peers(p.busy_peers);
+    if (has(Op::gemm))
       for (int64_t m : p.gemm_m)
         for (int64_t n : p.gemm_n)
           for (int64_t k : p.gemm_k) {
-            const std::string what =
-                "gemm " + dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-            if (auto s = sample([&] { return dev.gemm_in(dtype, m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
-              r.gemm_by_dtype[dtype].push_back({m, n, k, *s});
+            const std::string what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+            if (auto s = sample([&] { return dev.gemm(m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
+              r.gemm.push_back({m, n, k, *s});
           }
-  if (has(Op::attention))
-    for (int64_t dim : p.attention_head_dims)
-      for (int64_t seq : p.attention_seq)
-        for (bool bwd : {false, true}) {
-          const std::string what = "attention " + pass_name(bwd) + " " + std::to_string(seq) + " d" + std::to_string(dim);
-          const double cost = attention_flops(seq, dim, bwd) / flops_rate;
-          if (auto s = sample([&] { return dev.attention(seq, dim, bwd); }, what, cost))
-            r.attention.push_back({seq, dim, bwd, *s});
-        }
-  if (has(Op::attention)) {
-    const double element = dtype_bytes(r.info.gemm_dtype);
-    for (const auto& [b, len] : decode_points(p, element)) {
-      const double bytes = decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, element);
-      const std::string what = "decode attention batch " + std::to_string(b) + " kv " + std::to_string(len);
-      if (auto s = sample([&] { return dev.decode_attention(b, len, p.decode_heads, p.decode_kv_heads, p.decode_head_dim); },
-                          what, bytes / byte_rate + 3 * launch_guess))
-        r.decode.push_back({b, len, bytes, *s});
-    }
-  }
-  if (has(Op::memory))
-    for (double b : p.memory_bytes)
-      for (MemoryKernel kernel : kMemoryKernels) {
-        const std::string what = std::string(kernel_name(kernel)) + " " + std::to_string(static_cast<int64_t>(b)) + " B";
-        if (auto s = sample([&] { return dev.memory(kernel, b); }, what, b / byte_rate)) r.memory.push_back({kernel, b, *s});
+    if (has(Op::gemm))
+      for (const auto& dtype : p.gemm_dtypes)
+        for (int64_t m : p.gemm_m)
+          for (int64_t n : p.gemm_n)
+            for (int64_t k : p.gemm_k) {
+              const std::string what =
+                  "gemm " + dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+              if (auto s = sample([&] { return dev.gemm_in(dtype, m, n, k); }, what, gemm_flops(m, n, k) / flops_rate))
+                r.gemm_by_dtype[dtype].push_back({m, n, k, *s});
+            }
+    if (has(Op::attention))
+      for (int64_t dim : p.attention_head_dims)
+        for (int64_t seq : p.attention_seq)
+          for (bool bwd : {false, true}) {
+            const std::string what = "attention " + pass_name(bwd) + " " + std::to_string(seq) + " d" + std::to_string(dim);
+            const double cost = attention_flops(seq, dim, bwd) / flops_rate;
+            if (auto s = sample([&] { return dev.attention(seq, dim, bwd); }, what, cost))
+              r.attention.push_back({seq, dim, bwd, *s});
+          }
+    if (has(Op::attention)) {
+      const double element = dtype_bytes(r.info.gemm_dtype);
+      for (const auto& [b, len] : decode_points(p, element)) {
+        const double bytes = decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, element);
+        const std::string what = "decode attention batch " + std::to_string(b) + " kv " + std::to_string(len);
+        if (auto s = sample([&] { return dev.decode_attention(b, len, p.decode_heads, p.decode_kv_heads, p.decode_head_dim); },
+                            what, bytes / byte_rate + 3 * launch_guess))
+          r.decode.push_back({b, len, bytes, *s});
       }
-  if (p.busy_peers > 0) dev.busy_peers(0);
+    }
+    if (has(Op::memory))
+      for (double b : p.memory_bytes)
+        for (MemoryKernel kernel : kMemoryKernels) {
+          const std::string what = std::string(kernel_name(kernel)) + " " + std::to_string(static_cast<int64_t>(b)) + " B";
+          if (auto s = sample([&] { return dev.memory(kernel, b); }, what, b / byte_rate)) r.memory.push_back({kernel, b, *s});
+        }
+  }
   if (has(Op::launch)) {
     auto many = [&]() -> std::optional<double> {
       double sum = 0;
@@ -562,10 +563,9 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     // Each collective's bus bandwidth at the largest size measured, per group size: what the
     // cost model takes as the algorithm's rate within a node.
     std::map<std::pair<model::CollectiveOp, int64_t>, const CollectiveResult*> largest_of;
-    // From the in-place runs where measured, as frameworks run their gradient and parameter
-    // collectives on their own buffers (and the CPU runtime runs them); all-to-all and send/recv
-    // from their out-of-place runs.
-    // Per op and group size, the in-place runs when any passed their check, else the out-of-place ones.
+    // Per op and group size, the in-place runs when any passed their check (frameworks reduce
+    // gradients and gather parameters in their own buffers, as the CPU runtime does), else the
+    // out-of-place ones (all-to-all and send/recv always).
     std::set<std::pair<model::CollectiveOp, int64_t>> in_place_measured;
     for (const auto& c : r.collectives)
       if (c.in_place) in_place_measured.insert({c.op, c.ranks});

@@ -257,15 +257,14 @@ double ranks_seconds(const std::vector<std::vector<double>>& slots, const input:
                                                                        : std::max<int64_t>(1, l.dp));
   if (l.zero >= 3 && l.pp == 1 && shard > 1) {
     for (size_t first = 0; first < slots.size(); first += shard) {
-      size_t most = 0;
-      for (size_t r = first; r < std::min(slots.size(), first + shard); ++r) most = std::max(most, slots[r].size());
-      double group = 0;
-      for (size_t k = 0; k < most; ++k) {
-        double slowest = 0;
-        for (size_t r = first; r < std::min(slots.size(), first + shard); ++r)
-          if (k < slots[r].size()) slowest = std::max(slowest, slots[r][k]);
-        group += slowest;
+      const size_t end = std::min(slots.size(), first + shard);
+      std::vector<double> slowest;  // by micro-batch index
+      for (size_t r = first; r < end; ++r) {
+        slowest.resize(std::max(slowest.size(), slots[r].size()), 0.0);
+        for (size_t k = 0; k < slots[r].size(); ++k) slowest[k] = std::max(slowest[k], slots[r][k]);
       }
+      double group = 0;
+      for (double t : slowest) group += t;
       busiest = std::max(busiest, group);
     }
     return busiest;
