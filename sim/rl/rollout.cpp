@@ -120,7 +120,7 @@ class Rollout final : public core::EventHandler {
   RolloutResult run();
   void on_event(uint64_t payload) override;
   void prefetch(uint64_t payload) const override;
-  static double state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines);
+  static double state_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools, int64_t engines);
 
  private:
   struct Engine {
@@ -317,7 +317,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     turns += t.turns.size();
     for (const auto& turn : t.turns) calls += turn.tool != trace::kNoTool ? 1 : 0;
   }
-  result_.turns.reserve(turns);
+  if (o.record_turns) result_.turns.reserve(turns);
   result_.tool_calls.reserve(calls);
 }
 
@@ -409,8 +409,10 @@ void Rollout::start_turn(int64_t t) {
   r.prompt_tokens = tr.turn == 0 ? turn.prefill_tokens : 0;
   r.context = tr.context;
   r.gen_target = gen;
-  tr.record = static_cast<int64_t>(result_.turns.size());
-  result_.turns.push_back({t, tr.engine, sim_.now(), sim_.now(), sim_.now(), tr.context, 0});
+  if (o_.record_turns) {
+    tr.record = static_cast<int64_t>(result_.turns.size());
+    result_.turns.push_back({t, tr.engine, sim_.now(), sim_.now(), sim_.now(), tr.context, 0});
+  }
   submit(tr.engine, r);
 }
 
@@ -519,10 +521,11 @@ void Rollout::work_done(int64_t e) {
   scratch_first_.clear();
   eng.sched->complete(eng.plan, eng.iterations, scratch_finished_, scratch_first_);
   sample_kv(e);
-  for (int64_t t : scratch_first_) {
-    const Trajectory& tr = traj_[static_cast<size_t>(t)];
-    if (!tr.scoring) result_.turns[static_cast<size_t>(tr.record)].first_token = sim_.now();
-  }
+  if (o_.record_turns)
+    for (int64_t t : scratch_first_) {
+      const Trajectory& tr = traj_[static_cast<size_t>(t)];
+      if (!tr.scoring) result_.turns[static_cast<size_t>(tr.record)].first_token = sim_.now();
+    }
   eng.start_s = end_s;
   for (int64_t t : scratch_finished_) turn_finished(t);
   plan(e);
@@ -537,9 +540,11 @@ void Rollout::turn_finished(int64_t t) {
     return;
   }
   const Request r = engines_[static_cast<size_t>(tr.engine)].sched->release(t);
-  TurnRecord& rec = result_.turns[static_cast<size_t>(tr.record)];
-  rec.end = sim_.now();
-  rec.generated = r.produced;
+  if (o_.record_turns) {
+    TurnRecord& rec = result_.turns[static_cast<size_t>(tr.record)];
+    rec.end = sim_.now();
+    rec.generated = r.produced;
+  }
   result_.generated_tokens += r.produced;
   tr.context += r.produced;
   const bool has_next = tr.turn + 1 < tr.turn_count;
@@ -676,7 +681,7 @@ void Rollout::reward_done(int64_t t) {
 
 }  // namespace
 
-double Rollout::state_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines) {
+double Rollout::state_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools, int64_t engines) {
   // A small heap block with the allocator's header (glibc: 16 bytes of header, 32 at least).
   constexpr double kSmallBlock = 32;
   // Per trajectory: its state (with its group's dense index and the leases of the first pools) and
@@ -691,15 +696,19 @@ double Rollout::state_bytes(int64_t trajectories, int64_t turns, int64_t tool_ca
       2 * sizeof(SimTime) + sizeof(int64_t) + 1 + sizeof(trace::TrajectoryView) +
       sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * 56 + 3 * sizeof(int64_t);
   // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
-  // and its map on construction) and its record.
+  // and its map on construction), its record, and its entry in the router's table of loads (the
+  // load, a handle, and in the mutable heap a list node of the load and its index, with the
+  // heap's iterator to it in a vector that may have doubled).
+  const double load_entry = 2 * sizeof(EngineLoad) + 2 * sizeof(size_t) + 2 * sizeof(void*) + kSmallBlock / 2 +
+                            3 * sizeof(void*);
   const double engine = static_cast<double>(sizeof(Engine) + sizeof(EngineScheduler) + sizeof(EngineRecord)) + 512 +
-                        8 * sizeof(void*) + 2 * kSmallBlock;
-  return trajectory * static_cast<double>(trajectories) + sizeof(TurnRecord) * static_cast<double>(turns) +
+                        8 * sizeof(void*) + 2 * kSmallBlock + load_entry;
+  return trajectory * static_cast<double>(trajectories) + sizeof(TurnRecord) * static_cast<double>(turn_records) +
          sizeof(ToolCallRecord) * static_cast<double>(tool_calls) + engine * static_cast<double>(engines);
 }
 
-double rollout_memory_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines) {
-  return Rollout::state_bytes(trajectories, turns, tool_calls, pools, engines);
+double rollout_memory_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools, int64_t engines) {
+  return Rollout::state_bytes(trajectories, turn_records, tool_calls, pools, engines);
 }
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input) {

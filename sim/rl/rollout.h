@@ -59,6 +59,7 @@ struct RolloutOptions {
   uint64_t seed = 1;
   bool log_iterations = false;  // keep every planned iteration in RolloutResult::iterations
   bool record_spans = true;     // keep each engine's spans of work in RolloutResult::spans (for timelines)
+  bool record_turns = true;     // keep a TurnRecord per turn in RolloutResult::turns (for latency metrics)
 };
 
 struct RolloutInput {
@@ -162,6 +163,6 @@ RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput
 // The bytes a rollout of that many trajectories, turns and tool calls on that many engines holds
 // at its peak: its records of turns and tool calls, each trajectory's state here, on its engine
 // and in the step around it, and each engine's; from the sizes of those records.
-double rollout_memory_bytes(int64_t trajectories, int64_t turns, int64_t tool_calls, int64_t pools, int64_t engines);
+double rollout_memory_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools, int64_t engines);
 
 }  // namespace arlsim::rl

@@ -142,7 +142,8 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t) {
     }
     const RolloutOptions ro = rollout_options(s, layouts_at(s.policy, step).rollout);
     const int64_t engines = ro.engines + (ro.reward.kind == input::RewardKind::model ? ro.reward.engines : 0);
-    const double bytes = rollout_memory_bytes(trajectories, turns, calls, pools, engines);
+    // A run keeps no record per turn (RolloutOptions::record_turns): its tool calls' are all.
+    const double bytes = rollout_memory_bytes(trajectories, 0, calls, pools, engines);
     if (bytes > largest) {
       largest = bytes;
       m.step = step;

@@ -139,6 +139,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   ro.log_iterations = static_cast<bool>(o_.on_step);
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
   ro.record_spans = o_.timeline;  // spans feed the timeline only: a step's can run to millions
+  ro.record_turns = false;        // nothing of a run reads a turn's latencies
   RolloutInput in;
   in.trajectories = d.trajectories;
   in.tool_names = tool_names_;

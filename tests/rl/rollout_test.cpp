@@ -69,6 +69,24 @@ TEST_CASE("rollout: engine spans are kept only when asked for, and the run is th
   CHECK(without.events == with.events);
 }
 
+TEST_CASE("rollout: turn records are kept only when asked for, and the run is the same without them") {
+  Setup s;
+  Workload w;
+  w.add(1, {turn(1000, 30, 0.5, 20), turn(10, 40)});
+  w.add(2, {turn(500, 50)});
+  auto o = s.options();
+  const auto with = rl::simulate_rollout(o, w.input());
+  o.record_turns = false;
+  const auto without = rl::simulate_rollout(o, w.input());
+  CHECK(with.turns.size() == 3);
+  CHECK(without.turns.empty());
+  CHECK(without.makespan == with.makespan);
+  CHECK(without.generated_tokens == with.generated_tokens);
+  CHECK(without.tool_calls.size() == with.tool_calls.size());
+  CHECK(without.trajectory_end == with.trajectory_end);
+  CHECK(without.events == with.events);
+}
+
 TEST_CASE("rollout: one engine, two requests, timed by hand") {
   Setup s;
   Workload w;

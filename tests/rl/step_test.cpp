@@ -590,19 +590,18 @@ TEST_CASE("step: a run's memory is its trace and the rollout records of its larg
   CHECK(m.turns == turns);
   const auto pools = static_cast<int64_t>(s.cluster.pools.size());
   const int64_t engines = rl::rollout_engines(s, s.policy.rollout);
-  CHECK(m.bytes == test::near(m.trace_bytes + m.cluster_bytes + rl::rollout_memory_bytes(m.trajectories, turns, calls, pools, engines)));
+  CHECK(m.bytes == test::near(m.trace_bytes + m.cluster_bytes + rl::rollout_memory_bytes(m.trajectories, 0, calls, pools, engines)));
   // No other step needs more.
   for (int64_t step = 1; step <= 3; ++step) {
-    int64_t n = 0, u = 0, c = 0;
+    int64_t n = 0, c = 0;
     for (size_t i = 0; i < t.size(); ++i)
       if (t.trajectory(i).info.step == step) {
         ++n;
-        u += static_cast<int64_t>(t.trajectory(i).turns.size());
         c += t.trajectory(i).tool_calls();
       }
-    CHECK(rl::rollout_memory_bytes(n, u, c, pools, engines) <= m.bytes - m.trace_bytes - m.cluster_bytes);
+    CHECK(rl::rollout_memory_bytes(n, 0, c, pools, engines) <= m.bytes - m.trace_bytes - m.cluster_bytes);
   }
-  // Each turn, call and trajectory adds its records.
+  // Each turn record, call and trajectory adds its records.
   CHECK(rl::rollout_memory_bytes(2, 10, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
   CHECK(rl::rollout_memory_bytes(1, 11, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
   CHECK(rl::rollout_memory_bytes(1, 10, 5, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
