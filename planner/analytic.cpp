@@ -182,21 +182,34 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
     for (size_t i = 0; i < rank.size(); ++i) rank[i] = static_cast<int64_t>(i) % dp;
   else
     rank = rl::assign_ranks(f.contexts, dp, true);
-  std::vector<std::vector<double>> load(static_cast<size_t>(k), std::vector<double>(static_cast<size_t>(dp), 0.0));
+  std::vector<std::vector<std::vector<int64_t>>> samples(static_cast<size_t>(k),
+                                                         std::vector<std::vector<int64_t>>(static_cast<size_t>(dp)));
   std::vector<int64_t> seen(static_cast<size_t>(dp), 0);
   for (size_t i = 0; i < f.contexts.size(); ++i) {
     const auto r = static_cast<size_t>(rank[i]);
-    load[static_cast<size_t>(seen[r]++ % k)][r] += static_cast<double>(f.contexts[i]);
+    samples[static_cast<size_t>(seen[r]++ % k)][r].push_back(f.contexts[i]);
   }
+  // Tokens stand for time. A mini-batch takes its busiest rank's tokens; ranks that gather their
+  // parameter shards for each micro-batch (ZeRO-3, FSDP) go through their micro-batches in step,
+  // built from their samples as the simulator builds them: each micro-batch index then takes its
+  // heaviest rank's (rl::ranks_seconds).
+  const bool in_step = rl::ranks_in_step(layout_);
   double sum = 0;
   int64_t parts = 0;
-  for (const auto& l : load) {
+  for (const auto& by_rank : samples) {
     double total = 0, busiest = 0;
-    for (double v : l) {
-      total += v;
-      busiest = std::max(busiest, v);
+    std::vector<std::vector<double>> slots;  // in step: each rank's micro-batches
+    for (const auto& lengths : by_rank) {
+      double tokens = 0;
+      for (int64_t len : lengths) tokens += static_cast<double>(len);
+      total += tokens;
+      busiest = std::max(busiest, tokens);
+      if (!in_step) continue;
+      slots.emplace_back();
+      for (const auto& b : rl::rank_micro_batches(lengths, layout_)) slots.back().push_back(static_cast<double>(b.tokens));
     }
     if (total <= 0) continue;
+    if (in_step) busiest = rl::ranks_seconds(slots, layout_);
     sum += busiest / (total / static_cast<double>(dp));
     ++parts;
   }

@@ -201,6 +201,9 @@ double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_
 // slot, a rank without one waiting. Otherwise (gradients reduced once a step) the busiest rank's
 // pipeline.
 double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l);
+// Whether ranks_seconds takes a layout's ranks in step (ZeRO-3 or FSDP, pp = 1, shard groups of
+// more than one rank).
+bool ranks_in_step(const input::TrainLayout& l);
 // The time of one micro-batch of a model in a layout, on its slowest stage, from the cost model:
 // forward only (a preparation pass's slot, its sends included) and forward + backward with the
 // exposed sends (the training pipeline's slot). Repeated shapes are priced once.

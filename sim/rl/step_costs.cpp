@@ -248,14 +248,24 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
   return out;
 }
 
+namespace {
+
+// Data-parallel ranks per shard group (cp GPUs a rank); a group that splits a rank chains its
+// neighbours, so then all step together.
+size_t ranks_per_shard_group(const input::TrainLayout& l) {
+  const int64_t cp = std::max<int64_t>(1, l.cp);
+  return static_cast<size_t>(l.sharding_ranks() % cp == 0 ? std::max<int64_t>(1, l.sharding_ranks() / cp)
+                                                          : std::max<int64_t>(1, l.dp));
+}
+
+}  // namespace
+
+bool ranks_in_step(const input::TrainLayout& l) { return l.zero >= 3 && l.pp == 1 && ranks_per_shard_group(l) > 1; }
+
 double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l) {
   double busiest = 0;
-  // Data-parallel ranks per shard group (cp GPUs a rank); a group that splits a rank chains its
-  // neighbours, so then all step together.
-  const int64_t cp = std::max<int64_t>(1, l.cp);
-  const auto shard = static_cast<size_t>(l.sharding_ranks() % cp == 0 ? std::max<int64_t>(1, l.sharding_ranks() / cp)
-                                                                       : std::max<int64_t>(1, l.dp));
-  if (l.zero >= 3 && l.pp == 1 && shard > 1) {
+  const size_t shard = ranks_per_shard_group(l);
+  if (ranks_in_step(l)) {
     for (size_t first = 0; first < slots.size(); first += shard) {
       const size_t end = std::min(slots.size(), first + shard);
       std::vector<double> slowest;  // by micro-batch index

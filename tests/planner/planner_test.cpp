@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <array>
 #include <random>
 
 #include "planner/capacity.h"
@@ -215,6 +216,49 @@ TEST_CASE("analytic: preparation passes are costed in the policy's layouts for t
       rl::forward_pass_seconds(own, own.model, rl::pass_layout(own.policy.train, separate.policy.ref_logprob), 512, 8192);
   CHECK(own_ref != tp1_ref);
   CHECK(cb.seconds - ca.seconds == doctest::Approx(tp1_ref - own_ref));
+}
+
+TEST_CASE("analytic: ZeRO-3 ranks go through their micro-batches in step, as the simulator runs them") {
+  // Two data-parallel ranks of tp 8, one sequence a micro-batch, one mini-batch. Only the
+  // samples' split differs between the steps below (the lengths the costs are priced at are the
+  // same), so the costs differ only by the mini-batch's skew times the training pipeline.
+  const auto s = scenario({"/workload/mini_batches=1"});
+  input::TrainLayout l = s.policy.train;
+  l.tp = 8;
+  l.dp = 2;
+  l.max_tokens_per_gpu = 0;
+  l.micro_batch = 1;
+  const auto features = [](int64_t step, std::vector<int64_t> contexts) {
+    planner::StepFeatures f;
+    f.step = step;
+    f.trajectories = static_cast<int64_t>(contexts.size());
+    f.mean_context = f.attention_context = 4050;
+    f.max_context = 8192;
+    f.contexts = std::move(contexts);
+    return f;
+  };
+  // Balanced longest first: equal {4050, 4050} each; A {8000, 100} and {4100, 4000} (8,100
+  // tokens each); B {6000, 2000} and {5000, 3100} (8,000 and 8,100).
+  const auto equal = features(1, {4050, 4050, 4050, 4050}), a = features(2, {8000, 4100, 4000, 100}),
+             b = features(3, {6000, 5000, 3100, 2000});
+  const auto costs = [&](int zero) {
+    l.zero = zero;
+    const planner::TrainEstimator te(s, l);
+    REQUIRE(te.problem().empty());
+    const auto e = te.cost(equal), ca = te.cost(a), cb = te.cost(b);
+    REQUIRE(e.feasible());
+    return std::array<double, 2>{ca.seconds - e.seconds, cb.seconds - e.seconds};
+  };
+  // Gradients reduced once a step: the busiest rank's tokens over the mean's. A's ranks are
+  // even; B's busiest is 8,100 / 8,050.
+  const auto once = costs(1);
+  CHECK(once[0] == doctest::Approx(0).scale(1));
+  CHECK(once[1] > 0);
+  // In step, each micro-batch index takes its heaviest rank's: A 8000 + 4000 = 12,000, B 6000 +
+  // 3100 = 9,100, over the mean rank's 8,100 and 8,050.
+  const auto in_step = costs(3);
+  CHECK(in_step[0] > 0);
+  CHECK(in_step[0] / in_step[1] == doctest::Approx((12000.0 / 8100 - 1) / (9100.0 / 8050 - 1)));
 }
 
 TEST_CASE("planner: the adopted dispatch plan weighs its dispatch against the imbalance it leaves") {
