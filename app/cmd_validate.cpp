@@ -254,13 +254,26 @@ int run_validate(const Args& args) {
         for (const auto& [stage, gib] : step.memory_peak_gib)
           if (stage != "rollout") peak_gib = std::max(peak_gib, gib);
       double need = peak_gib * 1073741824.0 * static_cast<double>(devices);
-      // Under ZeRO-3 the prediction's peak holds a shard of the weights; a CPU device keeps its
-      // tp rank's weights whole (fp32, one buffer per GEMM's weight), so it takes the rest too.
-      if (const auto& l = s->policy.train; l.zero >= 3 && l.sharding_ranks() > 1) {
-        double params = model::largest_stage_params(s->model, l).total();
-        if (s->workload.critic) params += model::largest_stage_params(*s->workload.critic, l).total();
-        need += static_cast<double>(devices) * 4.0 * params * (1.0 - 1.0 / static_cast<double>(l.sharding_ranks()));
-      }
+      // A CPU device keeps one fp32 buffer per GEMM's weight for all stages, as large as the
+      // largest tp rank's of the layouts it runs (a preparation pass with a smaller tp than
+      // training's takes larger ones), and whole under ZeRO-3. The prediction's training peak
+      // counts the training layout's, a ZeRO-3 shard of it: the device takes the rest too.
+      const auto& l = s->policy.train;
+      const double shard = l.zero >= 3 ? static_cast<double>(std::max<int64_t>(1, l.sharding_ranks())) : 1.0;
+      using Passes = std::vector<const std::optional<input::InferenceLayout>*>;
+      const auto beyond = [&](const input::ModelSpec& m, const Passes& passes) {
+        const double trained = model::largest_stage_params(m, l).total();
+        double held = trained;
+        for (const auto* pass : passes)
+          held = std::max(held, model::largest_stage_params(m, rl::pass_layout(l, *pass)).total());
+        return 4.0 * (held - trained / shard);
+      };
+      Passes policy_passes;
+      if (!s->workload.use_rollout_log_probs) policy_passes.push_back(&s->policy.old_logprob);
+      if (s->workload.use_reference) policy_passes.push_back(&s->policy.ref_logprob);
+      double extra = beyond(s->model, policy_passes);
+      if (s->workload.critic) extra += beyond(*s->workload.critic, {&s->policy.critic});
+      need += static_cast<double>(devices) * extra;
       if (!memory || need <= *memory) return {};
       return "the " + std::to_string(devices) + " devices would take about " + parse::format_bytes(need) +
              " of this machine's memory together (the prediction's peak per device outside the rollout, times the "

@@ -145,6 +145,16 @@ PY
 expect validate-zero3-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${zero3[@]}" --max-memory 350MiB
 contains validate-zero3-memory-why "$tmp/err" "devices would take about 404"
+# A preparation pass of a smaller tp than training's makes every weight buffer its tp rank's size,
+# kept for all stages: tp 2 training with a tp 1 old-log-prob pass takes 64 MiB more (2 devices x
+# 4 bytes x half of the 16.8 M parameters a tp 1 rank holds).
+tp2=(--set /policy/train/tp=2 --set /policy/train/dp=1)
+expect validate-pass-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  "${tp2[@]}" --max-memory 100MiB
+contains validate-pass-memory-base "$tmp/err" "devices would take about 304"
+expect validate-pass-memory-tp1 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  "${tp2[@]}" --set '/policy/old_logprob={"tp": 1, "dp": 2}' --max-memory 100MiB
+contains validate-pass-memory-tp1-why "$tmp/err" "devices would take about 368"
 expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
 contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
 # A plan the simulator finds out of memory: said, with status 2, and nothing executed.
