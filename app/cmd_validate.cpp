@@ -243,42 +243,15 @@ int run_validate(const Args& args) {
   }
   runtime::ValidationReport r;
   try {
-    // CPU devices are threads of this process: their memory all comes out of the host's, where the
-    // simulator gave each its own. The prediction's peak per device, times the devices, must fit
-    // (the rollout's is left out: it counts the engines' whole KV pool, which the runtime does not
-    // reserve, and its weights are the training stages' too).
-    const auto check = [&](const rl::RunResult& pred) -> std::string {
-      if (cuda) return {};
-      double peak_gib = 0;
-      for (const auto& step : pred.steps)
-        for (const auto& [stage, gib] : step.memory_peak_gib)
-          if (stage != "rollout") peak_gib = std::max(peak_gib, gib);
-      double need = peak_gib * 1073741824.0 * static_cast<double>(devices);
-      // A CPU device keeps one fp32 buffer per GEMM's weight for all stages, as large as the
-      // largest tp rank's of the layouts it runs (a preparation pass with a smaller tp than
-      // training's takes larger ones), and whole under ZeRO-3. The prediction's training peak
-      // counts the training layout's, a ZeRO-3 shard of it: the device takes the rest too.
-      const auto& l = s->policy.train;
-      const double shard = l.zero >= 3 ? static_cast<double>(std::max<int64_t>(1, l.sharding_ranks())) : 1.0;
-      using Passes = std::vector<const std::optional<input::InferenceLayout>*>;
-      const auto beyond = [&](const input::ModelSpec& m, const Passes& passes) {
-        const double trained = model::largest_stage_params(m, l).total();
-        double held = trained;
-        for (const auto* pass : passes)
-          held = std::max(held, model::largest_stage_params(m, rl::pass_layout(l, *pass)).total());
-        return 4.0 * (held - trained / shard);
-      };
-      Passes policy_passes;
-      if (!s->workload.use_rollout_log_probs) policy_passes.push_back(&s->policy.old_logprob);
-      if (s->workload.use_reference) policy_passes.push_back(&s->policy.ref_logprob);
-      double extra = beyond(s->model, policy_passes);
-      if (s->workload.critic) extra += beyond(*s->workload.critic, {&s->policy.critic});
-      need += static_cast<double>(devices) * extra;
-      if (!memory || need <= *memory) return {};
-      return "the " + std::to_string(devices) + " devices would take about " + parse::format_bytes(need) +
-             " of this machine's memory together (the prediction's peak per device outside the rollout, times the "
-             "devices: CPU devices share the host's), more than the " + parse::format_bytes(*memory) +
-             limit_origin(!max_memory.empty()) + ": run it smaller (--scale) or on fewer devices";
+    // CPU devices are threads of this process: their buffers all come out of the host's memory,
+    // sized from the programs before any runs (the backend keeps each at its largest).
+    const auto check = [&](const rl::RunResult&, double buffer_bytes) -> std::string {
+      if (!memory || buffer_bytes <= *memory) return {};
+      return "the " + std::to_string(devices) + " devices' buffers would take about " + parse::format_bytes(buffer_bytes) +
+             " of this machine's memory together (each device's operands, weights, attention state, KV caches and "
+             "transfer buffers at their largest: CPU devices share the host's), more than the " +
+             parse::format_bytes(*memory) + limit_origin(!max_memory.empty()) +
+             ": run it smaller (--scale) or on fewer devices";
     };
     r = runtime::validate(*s, *t, o, *device, check);
     r.scale = scale;

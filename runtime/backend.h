@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,14 @@ struct RunStats {
 // The CRC-32 of a buffer (Boost.CRC's crc_32_type): every backend's check of the data it moved.
 uint32_t checksum(const void* data, size_t bytes);
 
+// What a backend's buffers in this process's memory come to over programs run one after another.
+class BufferSizer {
+ public:
+  virtual ~BufferSizer() = default;
+  virtual void add(const Program& p) = 0;
+  virtual double bytes() const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -52,6 +61,9 @@ class Backend {
   // Every device's kernels of `p`; `activity` names it in a hang report. Every process of a
   // distributed backend calls it with the same program.
   virtual RunStats run(const Program& p, const std::string& activity) = 0;
+  // Sizes the host memory the backend's buffers will take over the programs given to it, before
+  // any runs; none for a backend whose buffers are not in this process's memory.
+  virtual std::unique_ptr<BufferSizer> buffer_sizer() const { return nullptr; }
 };
 
 // The processes a distributed backend spans (MPI's world under mpirun; this process alone

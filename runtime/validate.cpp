@@ -149,7 +149,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
 }  // namespace
 
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          Backend& backend, const std::function<std::string(const rl::RunResult&)>& check) {
+                          Backend& backend, const ValidationCheck& check) {
   ARLSIM_ASSERT(unsupported_reason(s).empty());
   ValidationReport report;
   std::map<int64_t, rl::StepExecution> executions;
@@ -162,16 +162,24 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   // A plan the simulator finds out of memory is not executed (the caller says where it ran out):
   // its stopped step has activities but no execution record.
   if (!pred.oom_events.empty()) return report;
-  if (check) {
-    report.refused = check(pred);
-    if (!report.refused.empty()) return report;
-  }
 
   // Every activity of the step graph, in its order (ids are a topological order), run for real.
   std::vector<exec::ActivityRecord> stages;
   for (const auto& a : pred.activities)
     if (a.kind == exec::RecordKind::stage) stages.push_back(a);
   std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
+  if (check) {
+    // The buffers every program will need, before any runs (the programs are built again below:
+    // holding them all would take more memory than building them twice takes time).
+    double buffer_bytes = 0;
+    if (auto sizer = backend.buffer_sizer()) {
+      double tail = 0;
+      for (const auto& a : stages) sizer->add(program_of(s, executions.at(a.step), a, &tail));
+      buffer_bytes = sizer->bytes();
+    }
+    report.refused = check(pred, buffer_bytes);
+    if (!report.refused.empty()) return report;
+  }
   std::vector<double> measured(stages.size(), 0);
   // Each rollout's engines as measured: their spans of work, from the activity's start.
   std::vector<std::vector<exec::ActivityRecord>> engine_spans(stages.size());

@@ -38,10 +38,13 @@ struct ValidationReport {
 
 // Runs the scenario's steps (options.first_step / last_step) on the backend. The scenario must
 // be executable (unsupported_reason) and need no more devices than the backend has. `check`, when
-// given, sees the prediction first; what it returns ("" to go on) stops the execution
-// (ValidationReport::refused). A prediction that ran out of memory is not executed either.
+// given, sees the prediction first, with the bytes the backend's buffers will take in this
+// process's memory over the whole execution (0 when it keeps none there: Backend::buffer_sizer);
+// what it returns ("" to go on) stops the execution (ValidationReport::refused). A prediction that
+// ran out of memory is not executed either.
+using ValidationCheck = std::function<std::string(const rl::RunResult& prediction, double buffer_bytes)>;
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          Backend& backend, const std::function<std::string(const rl::RunResult&)>& check = {});
+                          Backend& backend, const ValidationCheck& check = {});
 
 std::string report_table(const ValidationReport& r);
 std::string report_json(const ValidationReport& r);

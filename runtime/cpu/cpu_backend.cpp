@@ -62,6 +62,96 @@ struct Group {
   std::vector<uint32_t> sums;  // all-gather: each member's chunk checksum, as sent
 };
 
+// What run() allocates, as it allocates it (floats).
+class CpuBufferSizer final : public BufferSizer {
+ public:
+  void add(const Program& p) override {
+    const auto f = [](int64_t a, int64_t b) { return static_cast<double>(a) * static_cast<double>(b); };
+    double groups = 0;  // this program's collective buffers: every member's, for the whole run
+    std::map<std::pair<int32_t, size_t>, std::pair<double, double>> members;  // (group, rank) -> (out, in)
+    for (const auto& [id, kernels] : p.devices) {
+      Sizes& d = devices_[id];
+      for (const Kernel& k : kernels) {
+        switch (k.kind) {
+          case Kernel::Kind::gemm: {
+            grow(d.a, f(k.m, k.k));
+            grow(k.weight >= 0 ? d.weights[k.weight] : d.b, f(k.k, k.n));
+            grow(d.c, f(k.m, k.n));
+            break;
+          }
+          case Kernel::Kind::attention:
+            // q, k, v, o and the backward's four, and a block of 128 rows' probabilities.
+            grow(d.attention, 8 * f(k.seq_len, k.head_dim) + f(128, k.seq_len));
+            break;
+          case Kernel::Kind::decode_attention: {
+            // Each sequence and KV head's keys and values (their capacity grows by a quarter at a
+            // time) and its group of queries and outputs.
+            const int64_t group = std::max<int64_t>(1, k.heads / std::max<int64_t>(1, k.kv_heads));
+            Decode& cache = d.decode[k.weight];
+            cache.longest = std::max(cache.longest, static_cast<double>(k.seq_len));
+            cache.per_token = std::max(cache.per_token, f(k.seqs, k.kv_heads) * 2 * static_cast<double>(k.head_dim));
+            cache.queries = std::max(cache.queries, f(k.seqs, k.kv_heads) * 2 * f(group, k.head_dim));
+            break;
+          }
+          case Kernel::Kind::memory: {
+            const int64_t launches = std::max<int64_t>(1, k.launches);
+            const double n = std::max(1.0, k.bytes / 8.0 / static_cast<double>(launches));
+            grow(d.x, n);
+            grow(d.y, n);
+            break;
+          }
+          case Kernel::Kind::collective: {
+            const auto& g = p.groups[static_cast<size_t>(k.group)];
+            const auto n = static_cast<int64_t>(g.size());
+            size_t r = 0;
+            while (r < g.size() && g[r] != id) ++r;
+            const double e = static_cast<double>(collective_size(k.op, k.bytes, n).elements);
+            auto& m = members[{k.group, r}];
+            m.first = std::max(m.first, e);
+            if (k.op == model::CollectiveOp::all_to_all || k.op == model::CollectiveOp::send_recv) m.second = std::max(m.second, e);
+            break;
+          }
+          case Kernel::Kind::copy: {
+            const auto n = static_cast<double>(buffer_floats(k.bytes));
+            grow(d.source, n);
+            grow(k.peer < 0 ? d.host : d.y, n);
+            break;
+          }
+          case Kernel::Kind::wait: break;
+        }
+      }
+    }
+    for (const auto& [key, m] : members) groups += m.first + m.second;
+    transient_ = std::max(transient_, groups);
+  }
+  double bytes() const override {
+    double floats = transient_;
+    for (const auto& [id, d] : devices_) {
+      floats += d.a + d.b + d.c + d.x + d.y + d.host + d.source + d.attention;
+      for (const auto& [w, n] : d.weights) floats += n;
+      for (const auto& [w, cache] : d.decode) floats += 1.25 * cache.longest * cache.per_token + cache.queries;
+    }
+    return floats * sizeof(float);
+  }
+
+ private:
+  struct Decode {
+    double longest = 0;    // cached tokens
+    double per_token = 0;  // floats of keys and values per cached token
+    double queries = 0;    // floats of queries and outputs
+  };
+  struct Sizes {
+    double a = 0, b = 0, c = 0, x = 0, y = 0, host = 0, source = 0, attention = 0;
+    std::map<int32_t, double> weights;
+    std::map<int32_t, Decode> decode;  // by layer
+  };
+  static void grow(double& size, double floats) { size = std::max(size, floats); }
+  std::map<int64_t, Sizes> devices_;
+  double transient_ = 0;
+};
+
+std::unique_ptr<BufferSizer> CpuBackend::buffer_sizer() const { return std::make_unique<CpuBufferSizer>(); }
+
 struct CpuBackend::Impl {
   std::vector<std::unique_ptr<Device>> devices;
   double timeout_s = 600;

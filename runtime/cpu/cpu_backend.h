@@ -23,6 +23,10 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
   int64_t devices() const override;
   RunStats run(const Program& p, const std::string& activity) override;
+  // The buffers run() allocates: each device's operands, weights, attention state, KV caches and
+  // streaming and copy buffers, kept at their largest from one program to the next, and the
+  // largest program's collective buffers.
+  std::unique_ptr<BufferSizer> buffer_sizer() const override;
   // Tests: the next checked copy gets one byte flipped after it lands (before its check).
   void corrupt_next_copy();
 

@@ -71,6 +71,40 @@ TEST_CASE("copies move their bytes and a corrupted buffer is caught") {
   CHECK(bad.checksum_failures == 1);
 }
 
+TEST_CASE("the CPU backend sizes its buffers before it runs: each at its largest, collectives per program") {
+  runtime::CpuBackend cpu(2, 60);
+  auto sizer = cpu.buffer_sizer();
+  REQUIRE(sizer);
+  runtime::Program first;
+  Kernel g;
+  g.kind = Kernel::Kind::gemm;
+  g.m = 2, g.n = 3, g.k = 4;
+  g.weight = 0;
+  first.on(0).push_back(g);  // a: 2 x 4, weight 0: 4 x 3, c: 2 x 3 floats
+  Kernel c;
+  c.kind = Kernel::Kind::copy;
+  c.bytes = 40;
+  c.peer = -1;
+  first.on(0).push_back(c);  // source and host: 10 floats each
+  const int32_t group = first.group({0, 1});
+  Kernel ar;
+  ar.kind = Kernel::Kind::collective;
+  ar.op = model::CollectiveOp::all_reduce;
+  ar.bytes = 64;
+  ar.group = group;
+  for (int64_t d = 0; d < 2; ++d) first.on(d).push_back(ar);  // 16 floats a member, this program only
+  sizer->add(first);
+  CHECK(sizer->bytes() == doctest::Approx(4.0 * (8 + 12 + 6 + 10 + 10 + 2 * 16)));
+  runtime::Program second;
+  g.m = 4;  // a: 16 floats, c: 12; the same weight buffer
+  second.on(0).push_back(g);
+  g.weight = 1;  // another layer's weight: a buffer of its own
+  second.on(1).push_back(g);
+  sizer->add(second);
+  const double device0 = 16 + 12 + 12 + 10 + 10, device1 = 16 + 12 + 12;
+  CHECK(sizer->bytes() == doctest::Approx(4.0 * (device0 + device1 + 2 * 16)));
+}
+
 TEST_CASE("an all-gather's chunks arrive intact on every member") {
   runtime::CpuBackend cpu(3, 60);
   runtime::Program p;

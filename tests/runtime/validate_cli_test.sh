@@ -140,21 +140,20 @@ train = next(s for s in r["stages"] if s["stage"] == "train")
 assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_failures"] == 0, train
 assert r["kernels_measured_s"]["collective"] > 0
 PY
-# ... and its devices keep their weights whole, which the memory check counts: about 404 MiB for
-# the two devices, of which 114 MiB the weights beyond the prediction's shard.
+# ... and its devices keep their weights whole, which the memory check counts with every other
+# buffer the programs make (sized before any runs): about 964 MiB for the two devices.
 expect validate-zero3-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${zero3[@]}" --max-memory 350MiB
-contains validate-zero3-memory-why "$tmp/err" "devices would take about 404"
-# A preparation pass of a smaller tp than training's makes every weight buffer its tp rank's size,
-# kept for all stages: tp 2 training with a tp 1 old-log-prob pass takes 64 MiB more (2 devices x
-# 4 bytes x half of the 16.8 M parameters a tp 1 rank holds).
+contains validate-zero3-memory-why "$tmp/err" "devices' buffers would take about 964"
+# A preparation pass of a smaller tp than training's makes its weight buffers its tp rank's size,
+# kept for all stages: tp 2 training with a tp 1 old-log-prob pass takes 7.5 MiB more.
 tp2=(--set /policy/train/tp=2 --set /policy/train/dp=1)
 expect validate-pass-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${tp2[@]}" --max-memory 100MiB
-contains validate-pass-memory-base "$tmp/err" "devices would take about 304"
+contains validate-pass-memory-base "$tmp/err" "devices' buffers would take about 925.47 MiB"
 expect validate-pass-memory-tp1 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${tp2[@]}" --set '/policy/old_logprob={"tp": 1, "dp": 2}' --max-memory 100MiB
-contains validate-pass-memory-tp1-why "$tmp/err" "devices would take about 368"
+contains validate-pass-memory-tp1-why "$tmp/err" "devices' buffers would take about 932.94 MiB"
 expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
 contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
 # A plan the simulator finds out of memory: said, with status 2, and nothing executed.
@@ -162,7 +161,7 @@ expect validate-oom 2 "$arlsim" validate "$scenario" --backend cpu --profile "$t
 contains validate-oom-why "$tmp/err" "the plan runs out of memory in step 1"
 # CPU devices share the host's memory: their peaks together must fit too.
 expect validate-devices-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 300MiB
-contains validate-devices-memory-why "$tmp/err" "devices would take about"
+contains validate-devices-memory-why "$tmp/err" "devices' buffers would take about"
 contains validate-devices-memory-limit "$tmp/err" "more than the 300.00 MiB of --max-memory: run it smaller (--scale)"
 expect validate-bad-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --max-memory lots
 contains validate-bad-max-memory-why "$tmp/err" "--max-memory"
