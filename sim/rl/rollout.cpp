@@ -310,6 +310,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   stop_after_ = static_cast<int64_t>(std::ceil(o.stop_fraction * static_cast<double>(in.trajectories.size())));
   result_.truncated.assign(in.trajectories.size(), false);
   result_.context_tokens.assign(in.trajectories.size(), 0);
+  result_.engine.assign(in.trajectories.size(), 0);
   // At most one record per turn and per tool call of the trace (limits only cut them short):
   // reserved, the step's largest vectors are written once instead of copied as they double.
   size_t turns = 0, calls = 0;
@@ -403,6 +404,7 @@ void Rollout::start_turn(int64_t t) {
                   in_.predicted_tokens.empty() ? 0 : in_.predicted_tokens[static_cast<size_t>(t)]};
   if (router_->uses_load(rr)) refresh_loads();
   tr.engine = static_cast<int32_t>(router_->route(rr, loads_));
+  result_.engine[static_cast<size_t>(t)] = tr.engine;
   Request r;
   r.trajectory = t;
   r.prompt_id = tr.prompt;
@@ -685,15 +687,15 @@ double Rollout::state_bytes(int64_t trajectories, int64_t turn_records, int64_t 
   // A small heap block with the allocator's header (glibc: 16 bytes of header, 32 at least).
   constexpr double kSmallBlock = 32;
   // Per trajectory: its state (with its group's dense index and the leases of the first pools) and
-  // the leases of further pools; the result's arrays (two times, its context, its flags); the
-  // step's view of its turns; its arrival event; on its engine a request slot (and its group
+  // the leases of further pools; the result's arrays (two times, its context, its engine, its
+  // flags); the step's view of its turns; its arrival event; on its engine a request slot (and its group
   // mark), its entry by trajectory (in a table a quarter full just after it grew: four slots) and
   // its cached context in the LRU ring (an entry, in a ring that may hold as many holes and have
   // doubled: four entries' room); and on the training side its length, producer and rank.
   const double extra_leases = static_cast<double>(std::max<int64_t>(0, pools - static_cast<int64_t>(kInlineLeases)));
   const double trajectory =
       static_cast<double>(sizeof(Trajectory)) + extra_leases * sizeof(core::Lease) +
-      2 * sizeof(SimTime) + sizeof(int64_t) + 1 + sizeof(trace::TrajectoryView) +
+      2 * sizeof(SimTime) + sizeof(int64_t) + sizeof(int32_t) + 1 + sizeof(trace::TrajectoryView) +
       sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * 56 + 3 * sizeof(int64_t);
   // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
   // and its map on construction), its record, and its entry in the router's table of loads (the

@@ -146,6 +146,7 @@ struct RolloutResult {
   std::vector<PausedTrajectory> paused;  // partial rollout: in trajectory order
   std::vector<bool> done;                // per trajectory: its generation ended
   std::vector<int64_t> context_tokens;   // per trajectory: its context when it ended (cut as simulated)
+  std::vector<int32_t> engine;           // per trajectory: the policy engine of its latest turn (0 before any)
   int64_t preemptions() const;
   int64_t recomputed_tokens() const;
 };

@@ -174,8 +174,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
 RunSimulator::Samples RunSimulator::finished_samples(const StepData& d, const Layouts& l, const StagePlan& p) const {
   Samples x;
   const graph::Placement engines = rollout_placement(s_, l.rollout);
-  std::vector<int64_t> engine(d.trajectories.size(), 0);
-  for (const auto& turn : p.rollout.turns) engine[static_cast<size_t>(turn.trajectory)] = turn.engine;
+  const std::vector<int32_t>& engine = p.rollout.engine;  // each sample's producer: its last turn's
   for (size_t i = 0; i < d.trajectories.size(); ++i) {
     if (!p.rollout.done.empty() && !p.rollout.done[i]) continue;
     // Training sees the trajectories as the rollout left them: cut at the context or turn limit.

@@ -153,7 +153,7 @@ for x in c:
 " "$tmp/cap.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-confirmed"; fi
 # A configuration whose simulation would not fit in --max-memory is not simulated, and says so.
 expect capacity-memory 0 "$arlsim" capacity default --nodes 1,2 --max-memory 1MiB --threads 1
-contains capacity-memory-column "$tmp/out" "colocated        243.7          0.68        memory"
+contains capacity-memory-column "$tmp/out" "colocated        244.4          0.68        memory"
 contains capacity-memory-why "$tmp/out" "memory = not run whole by the event simulator: its simulation needs about "
 contains capacity-memory-limit "$tmp/out" " of memory, more than the 1.00 MiB of --max-memory (others may need more)"
 contains capacity-memory-answer "$tmp/out" "fastest: none that the event simulator confirms"
@@ -355,7 +355,7 @@ contains memory-bad-size-named "$tmp/err" "--max-memory:"
 expect memory-zero 2 "$arlsim" simulate default --max-memory "0 GiB"
 contains memory-zero-named "$tmp/err" "--max-memory: must be more than 0"
 expect memory-enough 0 "$arlsim" simulate default --max-memory "1 GiB" --steps 1:1
-expect memory-whatif 2 "$arlsim" whatif default --vary /workload/prompts_per_step=8,128 --max-memory "1.5 MiB" --steps 1:1
+expect memory-whatif 2 "$arlsim" whatif default --vary /workload/prompts_per_step=8,128 --max-memory "1 MiB" --steps 1:1
 contains memory-whatif-variant "$tmp/err" "variant /workload/prompts_per_step=128: the run needs about"
 expect memory-plan 2 "$arlsim" plan default --max-memory "1 MiB"
 contains memory-plan-said "$tmp/err" "arlsim plan: the run needs about"

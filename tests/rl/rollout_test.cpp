@@ -85,6 +85,9 @@ TEST_CASE("rollout: turn records are kept only when asked for, and the run is th
   CHECK(without.tool_calls.size() == with.tool_calls.size());
   CHECK(without.trajectory_end == with.trajectory_end);
   CHECK(without.events == with.events);
+  // Each trajectory's last engine is kept either way (the producer of its sample for dispatch).
+  CHECK(without.engine == with.engine);
+  for (const auto& turn : with.turns) CHECK(with.engine[static_cast<size_t>(turn.trajectory)] == turn.engine);
 }
 
 TEST_CASE("rollout: one engine, two requests, timed by hand") {
