@@ -402,6 +402,38 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
   return r;
 }
 
+void measure_fabric(Fabric& f, const Plan& p, Results& r) {
+  auto has = [&](Op o) { return std::find(p.ops.begin(), p.ops.end(), o) != p.ops.end(); };
+  std::vector<model::CollectiveOp> ops;
+  if (has(Op::collective))
+    ops = {model::CollectiveOp::all_reduce, model::CollectiveOp::all_gather, model::CollectiveOp::reduce_scatter,
+           model::CollectiveOp::all_to_all, model::CollectiveOp::broadcast};
+  if (has(Op::p2p)) ops.push_back(model::CollectiveOp::send_recv);
+  r.fabric = f.link();
+  const std::string group = " x" + std::to_string(f.ranks()) + " over " + std::to_string(f.nodes()) + " nodes ";
+  for (auto op : ops)
+    for (const bool in_place : {false, true}) {
+      if (in_place && !(p.collective_in_place && in_place_capable(op))) continue;
+      for (double b : p.collective_bytes) {
+        std::vector<double> times;
+        double used = b;
+        bool ok = true;
+        for (int i = 0; i < p.warmups + p.repeats && ok; ++i) {
+          const auto t = f.collective(op, b, &used, in_place);
+          if (!t || !std::isfinite(*t) || *t <= 0) {
+            const std::string why = f.problem();
+            r.excluded.push_back(std::string(model::collective_name(op)) + group + std::to_string(static_cast<int64_t>(b)) +
+                                 " B" + (in_place ? " in place" : "") + ": " + (why.empty() ? "no valid time" : why));
+            ok = false;
+          } else if (i >= p.warmups) {
+            times.push_back(*t);
+          }
+        }
+        if (ok) r.inter_node.push_back({op, f.ranks(), used, in_place, stat_of(std::move(times)), f.nodes()});
+      }
+    }
+}
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -497,6 +529,39 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     notes.push_back("collectives over " + std::to_string(widest) + " ranks on " + std::to_string(info.cores) +
                     " hardware threads: ranks beyond them share cores, so those figures include the scheduler's time slicing");
 
+  // Inter-node collectives (measure_fabric): each op's largest size, in place where measured so;
+  // the NIC's efficiency from the largest all-reduce when the NIC's rate was stated.
+  std::set<model::CollectiveOp> inter_in_place;
+  for (const auto& c : r.inter_node)
+    if (c.in_place) inter_in_place.insert(c.op);
+  const auto inter_fitted = [&](const CollectiveResult& c) { return c.in_place == (inter_in_place.count(c.op) > 0); };
+  std::map<model::CollectiveOp, const CollectiveResult*> inter_largest;
+  for (const auto& c : r.inter_node) {
+    if (!inter_fitted(c)) continue;
+    auto& top = inter_largest[c.op];
+    if (!top || c.bytes > top->bytes) top = &c;
+  }
+  double nic_efficiency = 0;
+  if (!r.inter_node.empty()) {
+    const CollectiveResult& any = r.inter_node.front();
+    const int64_t per_node = std::max<int64_t>(1, any.ranks / std::max<int64_t>(1, any.nodes));
+    notes.push_back("inter-node collectives: " + std::to_string(any.ranks) + " processes on " + std::to_string(any.nodes) +
+                    " machines through " + r.fabric);
+    const auto ar = inter_largest.find(model::CollectiveOp::all_reduce);
+    if (r.nic.bandwidth <= 0) {
+      notes.push_back("no NIC rate stated (calibrate --nic): no NIC efficiency derived; a cluster's other multi-node groups "
+                      "need efficiency/nic");
+    } else if (ar != inter_largest.end()) {
+      // The cost model's inter-node rate: the NICs the node's ranks use x their rate x the efficiency.
+      const int64_t nics = r.nic.per_node > 0 ? std::min(r.nic.per_node, per_node) : per_node;
+      const double e = ar->second->busbw() / (static_cast<double>(nics) * r.nic.bandwidth);
+      nic_efficiency = std::min(1.0, round4(e));
+      if (e > 1)
+        notes.push_back("the inter-node all-reduce's bus bandwidth exceeds the stated NIC rate (x" + std::to_string(nics) +
+                        "): NIC efficiency capped at 1");
+    }
+  }
+
   Json j;
   j["format"] = "arlsim-gpu/1";
   j["name"] = h.name;
@@ -557,8 +622,13 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     for (double s : streaming) shares.push_back(s / bandwidth);
     eff["memory_bound"] = std::min(1.0, round4(stat_of(shares).median));
   }
+  if (nic_efficiency > 0) {
+    eff["nic"] = nic_efficiency;
+    j["nic"] = bandwidth_text(r.nic.bandwidth);
+  }
   if (!eff.empty()) j["efficiency"] = eff;
 
+  double fitted_base = 0, fitted_hop = 0;  // the ring's latency within a node, when measured
   if (!r.collectives.empty()) {
     // Each collective's bus bandwidth at the largest size measured, per group size: what the
     // cost model takes as the algorithm's rate within a node.
@@ -608,7 +678,8 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     };
     std::vector<std::pair<double, double>> xy;  // (steps, seconds)
     for (const auto& [n, c] : smallest) xy.emplace_back(steps(*c), c->seconds.median);
-    double base = 0, hop = 0;
+    double& base = fitted_base;
+    double& hop = fitted_hop;
     if (const auto line = least_squares(xy)) std::tie(hop, base) = *line;  // the group sizes give different step counts
     if (xy.size() < 2 || hop <= 0 || base < 0) {
       base = 0;
@@ -621,6 +692,45 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
                                                   {"base", micros_text(base)},
                                                   {"hop_intra_node", micros_text(hop)},
                                                   {"hop_inter_node", micros_text(hop)}}});
+  }
+  if (!inter_largest.empty()) {
+    if (!j.contains("collectives")) j["collectives"] = Json::array();
+    for (const auto& [op, c] : inter_largest) {
+      const bool direct = op == model::CollectiveOp::all_to_all || op == model::CollectiveOp::send_recv;
+      j["collectives"].push_back({{"op", model::collective_name(op)},
+                                  {"scope", "inter_node"},
+                                  {"algorithm", direct ? "direct" : "ring"},
+                                  {"ranks", c->ranks},
+                                  {"nodes", c->nodes},
+                                  {"bus_bandwidth", bandwidth_text(c->busbw())}});
+    }
+    // The hop between nodes: the smallest all-reduce (else the smallest of anything) against the
+    // cost model's ring over nodes, 2(n - 1) steps of which 2 x nodes cross between them (n - 1
+    // and nodes - 1 for the other ops, one for a send/recv), the steps within a node at the hop
+    // measured there. Without a measurement within a node, every step takes the same hop.
+    const CollectiveResult* small = nullptr;
+    for (const bool all_reduce_only : {true, false}) {
+      for (const auto& c : r.inter_node)
+        if (inter_fitted(c) && (!all_reduce_only || c.op == model::CollectiveOp::all_reduce) && (!small || c.bytes < small->bytes))
+          small = &c;
+      if (small) break;
+    }
+    const double n = d(small->ranks), nodes = d(small->nodes);
+    const bool all_reduce = small->op == model::CollectiveOp::all_reduce, send_recv = small->op == model::CollectiveOp::send_recv;
+    const double steps = all_reduce ? 2 * (n - 1) : send_recv ? 1.0 : n - 1;
+    const double inter_steps = std::min(steps, all_reduce ? 2 * nodes : send_recv ? 1.0 : nodes - 1);
+    const bool measured_within = j.contains("collective_protocols");
+    double inter = (small->seconds.median - fitted_base - (steps - inter_steps) * fitted_hop) / inter_steps;
+    if (!measured_within || inter <= 0) inter = small->seconds.median / steps;
+    if (measured_within) {
+      j["collective_protocols"][0]["hop_inter_node"] = micros_text(inter);
+    } else {
+      j["collective_protocols"] = Json::array({Json{{"algorithm", "ring"},
+                                                    {"protocol", "Simple"},
+                                                    {"base", micros_text(0)},
+                                                    {"hop_intra_node", micros_text(inter)},
+                                                    {"hop_inter_node", micros_text(inter)}}});
+    }
   }
 
   // What the sweep was and how steady: per table its points, repeats and jitter, and the raw
@@ -722,6 +832,25 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     }
     tables["collective"] = table_summary(st, r.plan.repeats);
     tables["collective"]["rows"] = rows;
+  }
+  if (!r.inter_node.empty()) {
+    std::vector<Stat> st;
+    Json rows = Json::array();
+    for (const auto& c : r.inter_node) {
+      st.push_back(c.seconds);
+      rows.push_back({{"op", model::collective_name(c.op)},
+                      {"ranks", c.ranks},
+                      {"nodes", c.nodes},
+                      {"bytes", c.bytes},
+                      {"in_place", c.in_place},
+                      {"time_us", round4(c.seconds.median * 1e6)},
+                      {"algbw_gbps", round4(c.algbw() / 1e9)},
+                      {"busbw_gbps", round4(c.busbw() / 1e9)},
+                      {"jitter", std::round(c.seconds.jitter * 1e4) / 1e4}});
+    }
+    tables["collective_inter_node"] = table_summary(st, r.plan.repeats);
+    tables["collective_inter_node"]["fabric"] = r.fabric;
+    tables["collective_inter_node"]["rows"] = rows;
   }
   cal["tables"] = tables;
   cal["excluded"] = r.excluded;

@@ -209,11 +209,36 @@ struct CollectiveResult {
   double bytes = 0;
   bool in_place = false;
   Stat seconds;
+  int64_t nodes = 1;  // machines the group spans (1: one node's devices)
   double algbw() const { return bytes / seconds.median; }
   // nccl-tests' bus bandwidth: algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
   // reduce-scatter and all-to-all, 1 for broadcast and send/recv (model::bus_factor).
   double busbw() const { return algbw() * model::bus_factor(op, ranks); }
 };
+// The processes of an mpirun, one device each, on the machines they run on: collectives among all
+// of them are what a profile's inter-node points measure (as nccl-tests runs across nodes, one
+// process per GPU). Every process calls the same sequence of methods.
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual int64_t ranks() const = 0;  // processes, a device each
+  virtual int64_t nodes() const = 0;  // machines they run on, as many processes on each
+  virtual std::string link() const = 0;  // what the collectives go through ("MPI", "NCCL 2.28")
+  // `op` over every process on `bytes` as Device::collective takes them, the result checked at
+  // every process: the slowest process's seconds, on every process; nothing when a check failed
+  // anywhere (problem() says where).
+  virtual std::optional<double> collective(model::CollectiveOp op, double bytes, double* used, bool in_place) = 0;
+  virtual std::string problem() const { return {}; }
+};
+
+// The NICs an inter-node measurement went through, as the person who ran it states them (a
+// machine does not report its fabric's rate): the profile's NIC efficiency is the measured bus
+// bandwidth over what they carry.
+struct NicInfo {
+  double bandwidth = 0;   // bytes/s per NIC, one way (0: not stated)
+  int64_t per_node = 0;   // NICs of a node the processes of a node use
+};
+
 struct Results {
   DeviceInfo info;
   Plan plan;
@@ -226,6 +251,9 @@ struct Results {
   std::optional<Stat> graph_kernel;
   std::vector<CollectiveResult> collectives;
   std::vector<std::pair<double, Stat>> host;  // bytes, seconds
+  std::vector<CollectiveResult> inter_node;   // measure_fabric's: every process, over every node
+  std::string fabric;                          // what those went through
+  NicInfo nic;
   std::vector<std::string> excluded;  // measurements whose check failed: reported, never written
   double seconds = 0;                 // wall time of the sweep
 };
@@ -233,6 +261,11 @@ struct Results {
 // Called as work completes: the fraction done (by estimated cost) and the seconds so far.
 using Progress = std::function<void(double fraction, double elapsed_s)>;
 Results measure(Device& d, const Plan& p, const Progress& progress = {});
+
+// The plan's collectives (and send/recv) at its sizes, in place as well where it says so, among
+// all of the fabric's processes; appended to r.inter_node (checks that fail to r.excluded). Every
+// process calls it; the times are the same on every process.
+void measure_fabric(Fabric& f, const Plan& p, Results& r);
 
 // The profile's header: what `arlsim check` shows of where it came from.
 struct ProfileHeader {

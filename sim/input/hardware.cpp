@@ -258,13 +258,20 @@ void parse_collectives(ObjectReader& parent, GpuProfile& g) {
     int op = 0, scope = 0, algorithm = 0;
     if (p.read_enum("op", op, Presence::required, ops)) c.op = std::string(ops[op].name);
     if (p.read_enum("scope", scope, Presence::required, scopes)) c.scope = std::string(scopes[scope].name);
-    if (c.scope == "inter_node")
-      p.error("scope", "measured inter-node points are not used: inter-node bandwidth comes from the cluster's NIC "
-                       "bandwidth and the profile's efficiency/nic",
-              "set efficiency/nic from the measurement and remove the point");
     if (p.read_enum("algorithm", algorithm, Presence::required, algorithms))
       c.algorithm = std::string(algorithms[algorithm].name);
-    p.read("ranks", c.ranks, Presence::optional, 2, 1 << 20);
+    if (c.scope == "inter_node") {
+      // A measurement across machines (arlsim calibrate under mpirun): the group's shape is part of it.
+      const bool ranks = p.read("ranks", c.ranks, Presence::required, 2, 1 << 20);
+      const bool nodes = p.read("nodes", c.nodes, Presence::required, 2, 1 << 20);
+      if (ranks && nodes && c.ranks % c.nodes != 0)
+        p.error("ranks", std::to_string(c.ranks) + " ranks do not spread evenly over " + std::to_string(c.nodes) + " nodes",
+                "give a multiple of nodes");
+      if (c.algorithm == "nvls") p.error("algorithm", "nvls runs within a node", "use ring, tree or direct");
+    } else {
+      p.read("ranks", c.ranks, Presence::optional, 2, 1 << 20);
+      if (p.field("nodes")) p.error("nodes", "an intra-node point runs on one node", "remove it, or make the point's scope inter_node");
+    }
     p.read_quantity("bus_bandwidth", Dimension::bytes_per_s, c.bus_bandwidth_bytes_per_s, Presence::required, 1e6,
                     kMaxBandwidth);
     p.reject("latency", "a point's latency is not used; latency comes from the profile's collective_protocols", "remove it");

@@ -63,10 +63,11 @@ struct DecodeAttentionPoint {
 // A collective's achieved bus bandwidth (nccl-tests definition) for a scope and algorithm.
 struct CollectivePoint {
   std::string op;         // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
-  std::string scope;      // intra_node (inter_node points are refused: see hardware.cpp)
-  std::string algorithm;  // ring, tree, nvls
+  std::string scope;      // intra_node, or inter_node: `ranks` over `nodes` machines, as many on each
+  std::string algorithm;  // ring, tree, nvls, direct
   int64_t ranks = 0;
   double bus_bandwidth_bytes_per_s = 0;
+  int64_t nodes = 1;
 };
 
 // One (algorithm, protocol) pair of NCCL's tuning model (src/graph/tuning.cc): a collective of

@@ -98,7 +98,27 @@ double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& alg
   return cluster_.gpu_link.achieved();
 }
 
+double CollectiveModel::measured_inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const {
+  // A point measured across nodes (arlsim calibrate under mpirun) with this group's ranks per node:
+  // the op's own, else for a ring op the all-reduce's ring; among several, the one over the nearest
+  // number of nodes (a ring's rate across nodes is its NICs', whatever their number).
+  const int64_t per_node = std::min(group.ranks_per_node, cluster_.gpus_per_node);
+  const std::string name = collective_name(op);
+  const bool ring_op = op != CollectiveOp::all_to_all && op != CollectiveOp::send_recv;
+  const auto distance = [&](const input::CollectivePoint& p) { return std::abs(p.nodes - group.nodes()); };
+  const input::CollectivePoint *exact = nullptr, *stand_in = nullptr;
+  for (const auto& p : cluster_.gpu.collectives) {
+    if (p.scope != "inter_node" || p.nodes < 2 || p.ranks / p.nodes != per_node) continue;
+    if (p.op == name && (!exact || distance(p) < distance(*exact))) exact = &p;
+    if (ring_op && p.op == "all_reduce" && p.algorithm == "ring" && (!stand_in || distance(p) < distance(*stand_in)))
+      stand_in = &p;
+  }
+  if (exact) return exact->bus_bandwidth_bytes_per_s;
+  return stand_in ? stand_in->bus_bandwidth_bytes_per_s : 0.0;
+}
+
 double CollectiveModel::inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const {
+  if (const double measured = measured_inter_node_busbw(op, group); measured > 0) return measured;
   const double nic = cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency;
   const int64_t per_node = std::min(group.ranks_per_node, cluster_.gpus_per_node);
   const double nics = static_cast<double>(std::min<int64_t>(cluster_.nics_per_node, per_node));
@@ -166,8 +186,11 @@ std::vector<CollectiveCost> CollectiveModel::candidates(CollectiveOp op, double 
     // The algorithm's bus bandwidth with the Simple protocol: measured within a node, the NICs'
     // share across nodes.
     double busbw = 0;
-    if (op == CollectiveOp::send_recv)
-      busbw = multi_node ? cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency : intra_node_busbw(op, a, 2);
+    if (op == CollectiveOp::send_recv && multi_node) {
+      const double measured = measured_inter_node_busbw(op, group);
+      busbw = measured > 0 ? measured : cluster_.nic_bandwidth_bytes_per_s * cluster_.gpu.nic_efficiency;
+    } else if (op == CollectiveOp::send_recv)
+      busbw = intra_node_busbw(op, a, 2);
     else if (multi_node) busbw = inter_node_busbw(op, group);
     else busbw = intra_node_busbw(op, a, group.ranks);
     // Point-to-point work (all-to-all, send/recv) runs the ring's protocols.

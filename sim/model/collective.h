@@ -10,7 +10,9 @@
 // (src/graph/tuning.cc): LL for small sizes, LL128 in the middle, Simple for large ones.
 // Across nodes a ring's C channels each cross one NIC, so its bus bandwidth is the smaller of the
 // intra-node rate and the node's aggregate NIC rate; the tree has the same bandwidth and
-// logarithmic latency; NVLS (NVLink SHARP) only where the profile has measured it.
+// logarithmic latency; NVLS (NVLink SHARP) only where the profile has measured it. A bus bandwidth
+// the profile measured across nodes (`arlsim calibrate` under mpirun) for the group's ranks per
+// node takes the NICs' place.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +66,8 @@ class CollectiveModel {
   // the profile's GPU link.
   double intra_node_busbw(CollectiveOp op, const std::string& algorithm, int64_t ranks) const;
   double inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const;
+  // A profile's point measured across nodes for this op and group shape (0: none).
+  double measured_inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const;
 
  private:
   double latency_s(const input::CollectiveProtocol& p, const std::string& algorithm, CollectiveOp op, double bytes,

@@ -446,6 +446,100 @@ TEST_CASE("calibrate: collectives in nccl-tests' bus bandwidth, the largest size
   REQUIRE(model::missing_collective_data(cluster).empty());
 }
 
+namespace {
+
+// Sixteen processes on two nodes: 2 us, 5 us per ring step within a node and 12 us per step
+// between nodes (2 x nodes of an all-reduce's 2(n - 1), nodes - 1 of the other rings, the one of
+// a send/recv), and the bytes each process moves at 40 GB/s.
+class FakeFabric final : public calib::Fabric {
+ public:
+  int64_t ranks() const override { return 16; }
+  int64_t nodes() const override { return 2; }
+  std::string link() const override { return "fake fabric"; }
+  static double seconds(model::CollectiveOp op, double bytes) {
+    const bool all_reduce = op == model::CollectiveOp::all_reduce, send_recv = op == model::CollectiveOp::send_recv;
+    const double steps = all_reduce ? 30 : send_recv ? 1 : 15, between = all_reduce ? 4 : 1;
+    return 2e-6 + (steps - between) * 5e-6 + between * 12e-6 + bytes * model::bus_factor(op, 16) / 40e9;
+  }
+  std::optional<double> collective(model::CollectiveOp op, double bytes, double* used, bool) override {
+    *used = bytes;
+    if (fail_broadcast && op == model::CollectiveOp::broadcast) return std::nullopt;
+    return seconds(op, bytes);
+  }
+  std::string problem() const override { return "the fabric's check failed"; }
+  bool fail_broadcast = false;
+};
+
+}  // namespace
+
+TEST_CASE("calibrate: collectives across nodes become inter-node points, the hop between nodes and the NIC's efficiency") {
+  FakeDevice d;
+  calib::Plan p = calib::make_plan(d.info(), {calib::Op::gemm, calib::Op::memory, calib::Op::collective, calib::Op::p2p}, true, 4);
+  p.gemm_m = p.gemm_n = p.gemm_k = {1024};
+  p.memory_bytes = {1 << 20};
+  auto r = calib::measure(d, p);
+  FakeFabric f;
+  f.fail_broadcast = true;
+  calib::measure_fabric(f, p, r);
+  r.nic = {25e9, 0};
+  // Every op at every size, the four NCCL runs in place too, less the broadcast's, which failed.
+  REQUIRE(r.inter_node.size() == 8 * p.collective_bytes.size());
+  CHECK(r.fabric == "fake fabric");
+  CHECK(std::any_of(r.excluded.begin(), r.excluded.end(), [](const std::string& e) {
+    return e.rfind("broadcast x16 over 2 nodes 8 B: the fabric's check failed", 0) == 0;
+  }));
+  for (const auto& c : r.inter_node) {
+    CHECK(c.ranks == 16);
+    CHECK(c.nodes == 2);
+    CHECK(c.seconds.median == doctest::Approx(FakeFabric::seconds(c.op, c.bytes)));
+  }
+  const auto g = round_trip(r, "fake-inter-node.json");
+  const double top = p.collective_bytes.back();
+  int64_t inter = 0;
+  double all_reduce_busbw = 0;
+  for (const auto& c : g.collectives) {
+    if (c.scope != "inter_node") continue;
+    ++inter;
+    CHECK(c.ranks == 16);
+    CHECK(c.nodes == 2);
+    CHECK(c.op != "broadcast");
+    const auto op = c.op == "all_reduce"   ? model::CollectiveOp::all_reduce
+                    : c.op == "send_recv"  ? model::CollectiveOp::send_recv
+                    : c.op == "all_to_all" ? model::CollectiveOp::all_to_all
+                    : c.op == "all_gather" ? model::CollectiveOp::all_gather
+                                           : model::CollectiveOp::reduce_scatter;
+    CHECK(c.algorithm == (c.op == "send_recv" || c.op == "all_to_all" ? "direct" : "ring"));
+    const double want = top * model::bus_factor(op, 16) / FakeFabric::seconds(op, top);
+    CHECK(c.bus_bandwidth_bytes_per_s == doctest::Approx(want).epsilon(1e-4));
+    if (op == model::CollectiveOp::all_reduce) all_reduce_busbw = want;
+  }
+  CHECK(inter == 5);
+  // The hop between nodes from the 8-byte all-reduce, with the hop and base fitted within a node
+  // (5 us and 2 us): 12 us back.
+  REQUIRE(g.collective_protocols.size() == 1);
+  CHECK(g.collective_protocols[0].hop_intra_node.seconds() == doctest::Approx(5e-6).epsilon(1e-3));
+  CHECK(g.collective_protocols[0].hop_inter_node.seconds() == doctest::Approx(12e-6).epsilon(1e-3));
+  // The NIC's efficiency: the all-reduce's bus bandwidth over the 8 NICs a node's 8 processes use.
+  CHECK(g.nic_bandwidth_bytes_per_s == doctest::Approx(25e9));
+  CHECK(g.nic_efficiency == doctest::Approx(all_reduce_busbw / (8 * 25e9)).epsilon(1e-3));
+  // The cost model prices a 16-GPU all-reduce over 2 nodes at the measured rate.
+  input::ClusterSpec cluster;
+  cluster.gpu = g;
+  cluster.gpus_per_node = 8;
+  cluster.nodes = 2;
+  cluster.nics_per_node = 8;
+  cluster.nic_bandwidth_bytes_per_s = g.nic_bandwidth_bytes_per_s;
+  cluster.gpu_link = g.gpu_link;
+  REQUIRE(model::missing_collective_data(cluster).empty());
+  const model::CollectiveModel cm(cluster);
+  CHECK(cm.inter_node_busbw(model::CollectiveOp::all_reduce, {16, 8}) == doctest::Approx(all_reduce_busbw).epsilon(1e-4));
+  // Without the NIC's rate no efficiency is derived, and the notes say so.
+  r.nic = {};
+  const auto bare = round_trip(r, "fake-inter-node-bare.json");
+  CHECK(bare.nic_efficiency == 0);
+  CHECK(bare.provenance.notes.find("no NIC rate stated") != std::string::npos);
+}
+
 TEST_CASE("calibrate: the CUDA backend's nominal rates from what the runtime reports") {
   // A100: 108 SMs at 1,410 MHz, 2,048 dense bf16 FLOPs per SM per clock: 312 TFLOP/s.
   CHECK(calib::nominal_bf16_peak(8, 0, 108, 1410000) == doctest::Approx(311.9e12).epsilon(1e-3));

@@ -45,6 +45,27 @@ TEST_CASE("collective: across nodes the ring is bound by the node's NICs") {
   CHECK(cm.inter_node_busbw(CollectiveOp::all_to_all, {16, 8}) == test::near(rate * 15 / 16));
 }
 
+TEST_CASE("collective: a bus bandwidth measured across nodes takes the NICs' place for its group shape") {
+  auto c = test::own_cluster(4);
+  // Measured by calibrate under mpirun: an all-reduce of 16 GPUs over 2 nodes, an all-to-all of 8 over 2.
+  c.gpu.collectives.push_back({"all_reduce", "inter_node", "ring", 16, 120e9, 2});
+  c.gpu.collectives.push_back({"all_to_all", "inter_node", "direct", 8, 20e9, 2});
+  const model::CollectiveModel cm(c);
+  CHECK(cm.inter_node_busbw(CollectiveOp::all_reduce, {16, 8}) == test::near(120e9));
+  CHECK(cm.inter_node_busbw(CollectiveOp::all_reduce, {32, 8}) == test::near(120e9));  // 8 a node, over 4 nodes
+  CHECK(cm.inter_node_busbw(CollectiveOp::all_gather, {16, 8}) == test::near(120e9));  // the all-reduce's ring stands in
+  CHECK(cm.inter_node_busbw(CollectiveOp::all_to_all, {8, 4}) == test::near(20e9));
+  // Other shapes: the NICs as before (4 a node: 4 NICs of 25 GB/s at 90%; 8 a node, all-to-all unmeasured).
+  CHECK(cm.inter_node_busbw(CollectiveOp::all_reduce, {8, 4}) == test::near(4 * 25e9 * 0.9));
+  const double rate = 8 * 25e9 * 0.9 / (8 * 0.5);
+  CHECK(cm.inter_node_busbw(CollectiveOp::all_to_all, {16, 8}) == test::near(rate * 15 / 16));
+  // The cost of a large all-reduce over 2 nodes moves at the measured rate.
+  const double bytes = 8e9;
+  const auto cost = cm.cost(CollectiveOp::all_reduce, bytes, {16, 8});
+  CHECK(cost.busbw_bytes_per_s <= 120e9);
+  CHECK(cost.busbw_bytes_per_s > 0.95 * 120e9);
+}
+
 namespace {
 
 // NCCL 2.28's ring protocols on NVLink (tuning.cc), on the test's own cluster otherwise.
