@@ -141,19 +141,28 @@ assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_fail
 assert r["kernels_measured_s"]["collective"] > 0
 PY
 # ... and its devices keep their weights whole, which the memory check counts with every other
-# buffer the programs make (sized before any runs): about 964 MiB for the two devices.
+# buffer the programs make (sized before any runs; the engines' batches, and so their buffers,
+# follow the measured profile: on the reference machine about 964 MiB for the two devices).
 expect validate-zero3-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${zero3[@]}" --max-memory 350MiB
-contains validate-zero3-memory-why "$tmp/err" "devices' buffers would take about 964"
+contains validate-zero3-memory-why "$tmp/err" "devices' buffers would take about"
 # A preparation pass of a smaller tp than training's makes its weight buffers its tp rank's size,
-# kept for all stages: tp 2 training with a tp 1 old-log-prob pass takes 7.5 MiB more.
+# kept for all stages: tp 2 training with a tp 1 old-log-prob pass takes about 7.5 MiB more on the
+# reference machine (the weights' growth, less what the schedule's own buffers vary by).
 tp2=(--set /policy/train/tp=2 --set /policy/train/dp=1)
 expect validate-pass-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${tp2[@]}" --max-memory 100MiB
-contains validate-pass-memory-base "$tmp/err" "devices' buffers would take about 925.47 MiB"
+cp "$tmp/err" "$tmp/err-tp2"
 expect validate-pass-memory-tp1 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   "${tp2[@]}" --set '/policy/old_logprob={"tp": 1, "dp": 2}' --max-memory 100MiB
-contains validate-pass-memory-tp1-why "$tmp/err" "devices' buffers would take about 932.94 MiB"
+if python3 - "$tmp/err-tp2" "$tmp/err" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-pass-memory-larger"; fi
+import re, sys
+def mib(path):
+    m = re.search(r"devices' buffers would take about ([0-9.]+) (MiB|GiB)", open(path).read())
+    return float(m.group(1)) * (1024 if m.group(2) == "GiB" else 1)
+base, tp1 = mib(sys.argv[1]), mib(sys.argv[2])
+assert tp1 - base > 5, (base, tp1)
+PY
 expect validate-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --max-memory 1KiB
 contains validate-max-memory-why "$tmp/err" "more than the 1.00 KiB of --max-memory"
 # A plan the simulator finds out of memory: said, with status 2, and nothing executed.
