@@ -14,12 +14,15 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/mpi_fabric.h"
 #include "app/options.h"
+#include "app/task_farm.h"
 #include "calib/cpu/cpu_device.h"
 #include "calib/cuda/cuda_device.h"
 #include "calib/harness/harness.h"
 #include "sim/input/check.h"
 #include "sim/model/compute.h"
+#include "sim/parse/units.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -179,18 +182,24 @@ int run_calibrate(const Args& args) {
     }
     return compare(args[1], args[2]);
   }
-  std::string backend, ops_text, out, name;
+  std::string backend, ops_text, out, name, nic_text;
   int64_t ranks = 0;
   po::options_description opts(
-      "arlsim calibrate --backend cpu [--quick] [--ops LIST] [--ranks N] --out PROFILE.json\n"
+      "arlsim calibrate --backend cpu [--quick] [--ops LIST] [--ranks N] [--nic RATE] --out PROFILE.json\n"
+      "mpirun -n N arlsim calibrate --backend cpu [same options]\n"
       "arlsim calibrate compare A.json B.json\n\n"
       "Measures the device with microbenchmarks (a sweep of each table, warm-ups, 3 repeats, medians) and\n"
       "writes a device profile that `arlsim check` accepts and every command reads where a GPU profile\n"
-      "goes (e.g. --set /cluster/gpu=PROFILE.json). `compare` prints two profiles side by side.\n\nOptions");
+      "goes (e.g. --set /cluster/gpu=PROFILE.json). Under mpirun, with as many processes on each of\n"
+      "several machines, the collectives are also measured among all the processes (inter-node points);\n"
+      "rank 0 measures its device and writes the profile. `compare` prints two profiles side by side.\n\nOptions");
   opts.add_options()("help,h", "this text")("backend", po::value(&backend), "cpu (one core of this machine) or cuda (the first GPU; NCCL over the node's GPUs)")(
       "quick", "fewer points per table (the CPU's in well under a minute)")(
       "ops", po::value(&ops_text), ("what to measure, comma-separated: " + calib::op_list() + " (default: all)").c_str())(
       "ranks", po::value(&ranks), "the largest collective group (2, 4, ... up to it; default 2 threads on a CPU)")(
+      "nic", po::value(&nic_text),
+      "under mpirun: each process's NIC rate, one way (\"400 Gbps\"): the profile's NIC efficiency is the "
+      "inter-node all-reduce's bus bandwidth over the NICs of a node's processes")(
       "name", po::value(&name), "the profile's name (default: from the file name)")(
       "out", po::value(&out), "the profile to write");
   po::variables_map vm;
@@ -199,7 +208,25 @@ int run_calibrate(const Args& args) {
     std::cerr << "arlsim calibrate: --backend and --out are required\n" << opts;
     return kExitBadInput;
   }
-  {
+  calib::NicInfo nic;
+  if (!nic_text.empty()) {
+    const auto q = parse::parse_quantity(nic_text, parse::Dimension::bytes_per_s);
+    if (!q.error.empty() || !(q.value > 0) || !std::isfinite(q.value)) {
+      std::cerr << "arlsim calibrate: --nic: " << (q.error.empty() ? "must be a rate above 0" : q.error) << "\n";
+      return kExitBadInput;
+    }
+    nic.bandwidth = q.value;
+  }
+  // Under mpirun the processes measure collectives among themselves, across their machines; rank 0
+  // measures its device too and writes the profile.
+  TaskFarm farm;
+  const bool root = farm.rank() == 0;
+  if (!farm.distributed() && !nic_text.empty()) {
+    std::cerr << "arlsim calibrate: --nic: the NIC's efficiency comes from collectives across machines, measured "
+                 "under mpirun (mpirun -n N arlsim calibrate ...)\n";
+    return kExitBadInput;
+  }
+  if (root) {
     // Checked before measuring: a sweep takes minutes, and its profile must have somewhere to go.
     const std::filesystem::path target(out);
     const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
@@ -214,7 +241,9 @@ int run_calibrate(const Args& args) {
     else if (std::filesystem::exists(target, ec) && access(target.c_str(), W_OK) != 0)
       why = "the file is not writable";
     if (!why.empty()) {
-      std::cerr << "arlsim calibrate: --out: cannot write " << out << ": " << why << "\n";
+      const std::string message = "arlsim calibrate: --out: cannot write " + out + ": " + why;
+      if (farm.distributed()) farm.abort(message, kExitBadInput);
+      std::cerr << message << "\n";
       return kExitBadInput;
     }
   }
@@ -274,10 +303,45 @@ int run_calibrate(const Args& args) {
   if (ranks > info.cores && info.cores > 0)
     std::cerr << "note: " << ranks << " ranks on " << info.cores
               << " hardware threads: ranks beyond them share cores (the profile's notes say so)\n";
-  const calib::Plan plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
-  std::cerr << "calibrating " << info.name << " (backend " << backend << (plan.quick ? ", quick" : "") << ")\n";
-  const bool terminal = isatty(fileno(stderr)) != 0;
-  const auto results = calib::measure(*device, plan, terminal ? calib::Progress(draw_progress) : calib::Progress());
+  calib::Plan plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
+  std::unique_ptr<calib::Fabric> fabric;
+  if (farm.distributed()) {
+    // Every process decides alike (the same arguments, the same gathered machine names).
+    std::string why;
+    if (!has(calib::Op::collective) && !has(calib::Op::p2p))
+      why = "--ops has neither collective nor p2p: under mpirun the processes measure collectives among themselves";
+    else if (backend != "cpu")
+      why = "--backend " + backend + ": collectives across machines are measured on CPUs only (MPI's); a GPU node's "
+            "NCCL collectives are measured by one process driving its GPUs";
+    else if (fabric = make_mpi_fabric(farm, why); fabric && fabric->nodes() < 2)
+      why = "all " + std::to_string(fabric->ranks()) + " processes run on one machine: start them on several "
+            "(mpirun --host A,B ...), or give each machine's processes their own ARLSIM_NODE_NAME";
+    if (!why.empty()) {
+      if (root) std::cerr << "arlsim calibrate: " << why << "\n";
+      return kExitBadInput;
+    }
+    // Rank 0's sizes for every process: each call must be the same on all.
+    std::string sizes;
+    for (double b : plan.collective_bytes) sizes += std::to_string(static_cast<int64_t>(b)) + " ";
+    farm.broadcast(sizes, 0);
+    std::istringstream in(sizes);
+    plan.collective_bytes.clear();
+    for (double b = 0; in >> b;) plan.collective_bytes.push_back(b);
+  }
+  calib::Results results;
+  if (root) {
+    std::cerr << "calibrating " << info.name << " (backend " << backend << (plan.quick ? ", quick" : "") << ")\n";
+    const bool terminal = isatty(fileno(stderr)) != 0;
+    results = calib::measure(*device, plan, terminal ? calib::Progress(draw_progress) : calib::Progress());
+  }
+  if (fabric) {
+    if (root)
+      std::cerr << "collectives among " << fabric->ranks() << " processes on " << fabric->nodes() << " machines through "
+                << fabric->link() << "\n";
+    calib::measure_fabric(*fabric, plan, results);
+    results.nic = nic;
+  }
+  if (!root) return kExitOk;
   for (const auto& e : results.excluded) std::cerr << "excluded (failed its check): " << e << "\n";
   std::string command = "arlsim calibrate";
   for (const auto& a : args) command += " " + a;
