@@ -165,8 +165,12 @@ int compare(const std::string& a_path, const std::string& b_path) {
   if (!a->collectives.empty() || !b->collectives.empty()) {
     std::printf("collectives (bus bandwidth)\n");
     std::map<std::string, std::pair<double, double>> rows;
-    for (const auto& c : a->collectives) rows[c.op + " " + c.scope + " " + c.algorithm + " x" + std::to_string(c.ranks)].first = c.bus_bandwidth_bytes_per_s;
-    for (const auto& c : b->collectives) rows[c.op + " " + c.scope + " " + c.algorithm + " x" + std::to_string(c.ranks)].second = c.bus_bandwidth_bytes_per_s;
+    const auto key = [](const input::CollectivePoint& c) {
+      return c.op + " " + c.scope + " " + c.algorithm + " x" + std::to_string(c.ranks) +
+             (c.scope == "inter_node" ? " over " + std::to_string(c.nodes) + " nodes" : "");
+    };
+    for (const auto& c : a->collectives) rows[key(c)].first = c.bus_bandwidth_bytes_per_s;
+    for (const auto& c : b->collectives) rows[key(c)].second = c.bus_bandwidth_bytes_per_s;
     for (const auto& [name, v] : rows) row("  " + name, v.first, v.second, "GB/s", 1e9);
   }
   return kExitOk;
@@ -262,79 +266,101 @@ int run_calibrate(const Args& args) {
       ops.push_back(*op);
     }
   }
-  std::unique_ptr<calib::Device> device;
-  if (backend == "cpu") {
-    device = calib::make_cpu_device();
-  } else if (backend == "cuda") {
-#ifdef ARLSIM_HAVE_CUDA_BACKEND
-    std::string problem;
-    device = calib::make_cuda_device(problem);
-    if (!device) {
-      std::cerr << "arlsim calibrate: --backend cuda: " << problem << "\n";
-      return kExitBadInput;
-    }
-#else
-    std::cerr << "arlsim calibrate: --backend cuda is not part of this build (no CUDA toolkit at configure time); "
-                 "only \"cpu\" is\n";
-    return kExitBadInput;
-#endif
-  } else {
+  if (backend != "cpu" && backend != "cuda") {
     std::cerr << "arlsim calibrate: --backend: unknown backend \"" << backend << "\"; valid: cpu, cuda\n";
     return kExitBadInput;
   }
-  const calib::DeviceInfo info = device->info();
-  // A profile needs a peak rate and a memory bandwidth: measured, or known to the backend.
   auto has = [&](calib::Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
-  if (!has(calib::Op::gemm) && info.peak_flops <= 0) {
-    std::cerr << "arlsim calibrate: --ops must include gemm: the " << backend
-              << " backend knows no nominal peak, and a profile needs one\n";
-    return kExitBadInput;
-  }
-  if (!has(calib::Op::memory) && info.memory_bandwidth <= 0) {
-    std::cerr << "arlsim calibrate: --ops must include memory: the " << backend
-              << " backend knows no nominal memory bandwidth, and a profile needs one\n";
-    return kExitBadInput;
-  }
-  if (vm.count("ranks") && (ranks < 2 || ranks > info.max_ranks)) {
-    std::cerr << "arlsim calibrate: --ranks must be between 2 and " << info.max_ranks << " for backend " << backend
-              << ", not " << ranks << "\n";
-    return kExitBadInput;
-  }
-  if (ranks > info.cores && info.cores > 0)
-    std::cerr << "note: " << ranks << " ranks on " << info.cores
-              << " hardware threads: ranks beyond them share cores (the profile's notes say so)\n";
-  calib::Plan plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
-  std::unique_ptr<calib::Fabric> fabric;
+  // Under mpirun every process decides alike what it can (the same arguments, the same gathered
+  // machine names); what only rank 0 finds (its device) stops them all.
+  int64_t nodes = 1;
   if (farm.distributed()) {
-    // Every process decides alike (the same arguments, the same gathered machine names).
     std::string why;
     if (!has(calib::Op::collective) && !has(calib::Op::p2p))
       why = "--ops has neither collective nor p2p: under mpirun the processes measure collectives among themselves";
-    else if (backend != "cpu")
-      why = "--backend " + backend + ": collectives across machines are measured on CPUs only (MPI's); a GPU node's "
-            "NCCL collectives are measured by one process driving its GPUs";
-    else if (fabric = make_mpi_fabric(farm, why); fabric && fabric->nodes() < 2)
-      why = "all " + std::to_string(fabric->ranks()) + " processes run on one machine: start them on several "
+    else if (nodes = count_machines(farm, why); nodes == 1)
+      why = "all " + std::to_string(farm.size()) + " processes run on one machine: start them on several "
             "(mpirun --host A,B ...), or give each machine's processes their own ARLSIM_NODE_NAME";
     if (!why.empty()) {
       if (root) std::cerr << "arlsim calibrate: " << why << "\n";
       return kExitBadInput;
     }
+  }
+  const auto fail = [&](const std::string& message) {
+    if (farm.distributed()) farm.abort("arlsim calibrate: " + message, kExitBadInput);
+    std::cerr << "arlsim calibrate: " << message << "\n";
+    return kExitBadInput;
+  };
+  // The device: rank 0's (every process's GPU is its own in the fabric below).
+  std::unique_ptr<calib::Device> device;
+  calib::Plan plan;
+  if (root) {
+    if (backend == "cpu") {
+      device = calib::make_cpu_device();
+    } else {
+#ifdef ARLSIM_HAVE_CUDA_BACKEND
+      std::string problem;
+      device = calib::make_cuda_device(problem);
+      if (!device) return fail("--backend cuda: " + problem);
+#else
+      return fail("--backend cuda is not part of this build (no CUDA toolkit at configure time); only \"cpu\" is");
+#endif
+    }
+    const calib::DeviceInfo info = device->info();
+    // A profile needs a peak rate and a memory bandwidth: measured, or known to the backend.
+    if (!has(calib::Op::gemm) && info.peak_flops <= 0)
+      return fail("--ops must include gemm: the " + backend + " backend knows no nominal peak, and a profile needs one");
+    if (!has(calib::Op::memory) && info.memory_bandwidth <= 0)
+      return fail("--ops must include memory: the " + backend +
+                  " backend knows no nominal memory bandwidth, and a profile needs one");
+    if (vm.count("ranks") && (ranks < 2 || ranks > info.max_ranks))
+      return fail("--ranks must be between 2 and " + std::to_string(info.max_ranks) + " for backend " + backend +
+                  ", not " + std::to_string(ranks));
+    if (ranks > info.cores && info.cores > 0)
+      std::cerr << "note: " << ranks << " ranks on " << info.cores
+                << " hardware threads: ranks beyond them share cores (the profile's notes say so)\n";
+    plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
+  }
+  std::unique_ptr<calib::Fabric> fabric;
+  FarmExchange exchange(farm);
+  if (farm.distributed()) {
     // Rank 0's sizes for every process: each call must be the same on all.
     std::string sizes;
     for (double b : plan.collective_bytes) sizes += std::to_string(static_cast<int64_t>(b)) + " ";
     farm.broadcast(sizes, 0);
     std::istringstream in(sizes);
+    plan.ops = ops;
     plan.collective_bytes.clear();
     for (double b = 0; in >> b;) plan.collective_bytes.push_back(b);
+    std::string why;
+    if (backend == "cpu") {
+      fabric = make_mpi_fabric(farm, nodes, why);
+    } else {
+#ifdef ARLSIM_HAVE_CUDA_BACKEND
+      fabric = calib::make_cuda_fabric(exchange, nodes, why);
+#else
+      why = "no CUDA backend in this build";
+#endif
+    }
+    // Whether every process has its fabric: one that does not stops them all, saying why.
+    const auto all = farm.all_gather(fabric ? std::string() : why);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (!all[i].empty()) {
+        if (root) std::cerr << "arlsim calibrate: process " << i << ": " << all[i] << "\n";
+        return kExitBadInput;
+      }
   }
   calib::Results results;
   if (root) {
-    std::cerr << "calibrating " << info.name << " (backend " << backend << (plan.quick ? ", quick" : "") << ")\n";
+    std::cerr << "calibrating " << device->info().name << " (backend " << backend << (plan.quick ? ", quick" : "") << ")\n";
     const bool terminal = isatty(fileno(stderr)) != 0;
     results = calib::measure(*device, plan, terminal ? calib::Progress(draw_progress) : calib::Progress());
   }
   if (fabric) {
+    // The others wait for rank 0's sweep (its GPU collectives need their GPUs idle), then all
+    // measure the collectives among them.
+    std::string go;
+    farm.broadcast(go, 0);
     if (root)
       std::cerr << "collectives among " << fabric->ranks() << " processes on " << fabric->nodes() << " machines through "
                 << fabric->link() << "\n";
@@ -365,8 +391,8 @@ int run_calibrate(const Args& args) {
   const auto profile = load_profile(out);
   if (!profile) return kExitInternal;
   std::printf("wrote %s in %.1f s: peak %s %s, memory %s, launch %s, %zu GEMM points, %zu memory points, %zu excluded\n",
-              out.c_str(), results.seconds, info.gemm_dtype.c_str(),
-              number(profile->peak(info.gemm_dtype == "fp32" ? input::Dtype::fp32 : input::Dtype::bf16) / 1e9, "GFLOP/s").c_str(),
+              out.c_str(), results.seconds, results.info.gemm_dtype.c_str(),
+              number(profile->peak(results.info.gemm_dtype == "fp32" ? input::Dtype::fp32 : input::Dtype::bf16) / 1e9, "GFLOP/s").c_str(),
               number(profile->memory_bandwidth_bytes_per_s / 1e9, "GB/s").c_str(),
               number(profile->kernel_launch_overhead.seconds() * 1e6, "us").c_str(), results.gemm.size(),
               results.memory.size(), results.excluded.size());

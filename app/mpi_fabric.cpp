@@ -167,12 +167,25 @@ class MpiFabric final : public calib::Fabric {
 
 }  // namespace
 
-std::unique_ptr<calib::Fabric> make_mpi_fabric(TaskFarm& farm, std::string& problem) {
+std::unique_ptr<calib::Fabric> make_mpi_fabric(TaskFarm& farm, int64_t nodes, std::string& problem) {
   if (!farm.distributed()) {
     problem = "not started by mpirun with other processes";
     return nullptr;
   }
-  // The machines: each process's name, gathered; as many processes on each.
+  return std::make_unique<MpiFabric>(farm.rank(), farm.size(), nodes);
+}
+
+#else
+
+std::unique_ptr<calib::Fabric> make_mpi_fabric(TaskFarm&, int64_t, std::string& problem) {
+  problem = "this build has no MPI (Open MPI was not found at configure time)";
+  return nullptr;
+}
+
+#endif
+
+int64_t count_machines(TaskFarm& farm, std::string& problem) {
+  // Each process's machine name, gathered; as many processes on each.
   std::map<std::string, int64_t> per_node;
   for (const auto& name : farm.all_gather(node_name())) ++per_node[name];
   const int64_t first = per_node.begin()->second;
@@ -180,19 +193,9 @@ std::unique_ptr<calib::Fabric> make_mpi_fabric(TaskFarm& farm, std::string& prob
     if (count != first) {
       problem = "the machines run different numbers of processes (" + per_node.begin()->first + ": " +
                 std::to_string(first) + ", " + name + ": " + std::to_string(count) + "); start as many on each";
-      return nullptr;
+      return 0;
     }
-  return std::make_unique<MpiFabric>(farm.rank(), farm.size(), static_cast<int64_t>(per_node.size()));
+  return static_cast<int64_t>(per_node.size());
 }
-
-#else
-
-std::unique_ptr<calib::Fabric> make_mpi_fabric(TaskFarm&, std::string& problem) {
-  (void)node_name;
-  problem = "this build has no MPI (Open MPI was not found at configure time)";
-  return nullptr;
-}
-
-#endif
 
 }  // namespace arlsim::app

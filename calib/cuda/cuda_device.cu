@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -736,7 +738,187 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp, double, int64_
 }
 #endif
 
+#ifdef ARLSIM_HAVE_NCCL
+// One process of an mpirun, one GPU (its local rank's), in one NCCL communicator with every other
+// process: what nccl-tests measures across nodes. Inputs and checks as CudaDevice::collective's,
+// for this process's rank; the time is the mean of back-to-back operations, the slowest
+// process's, agreed over the exchange with every process's check.
+class CudaFabric final : public Fabric {
+ public:
+  CudaFabric(Exchange& x, int64_t nodes) : x_(x), nodes_(nodes) {}
+  ~CudaFabric() override {
+    if (comm_) ncclCommDestroy(comm_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  bool init(std::string& problem) {
+    int devices = 0;
+    if (!ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount") || devices <= x_.local_rank()) {
+      problem = problem_.empty() ? "process " + std::to_string(x_.rank()) + " has no GPU of its own (local rank " +
+                                       std::to_string(x_.local_rank()) + ", " + std::to_string(devices) + " GPUs)"
+                                 : problem_;
+      return false;
+    }
+    device_ = x_.local_rank();
+    if (!ok(cudaSetDevice(device_), "cudaSetDevice") || !ok(cudaStreamCreate(&stream_), "cudaStreamCreate")) {
+      problem = problem_;
+      return false;
+    }
+    // NCCL's bootstrap as nccl-tests does it: rank 0's unique id, broadcast to every process.
+    ncclUniqueId id{};
+    if (x_.rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess) std::memset(&id, 0, sizeof id);
+    std::string bytes(reinterpret_cast<const char*>(&id), sizeof id);
+    x_.broadcast(bytes, 0);
+    std::memcpy(&id, bytes.data(), std::min(bytes.size(), sizeof id));
+    const ncclResult_t r = ncclCommInitRank(&comm_, x_.size(), id, x_.rank());
+    if (r != ncclSuccess) {
+      comm_ = nullptr;
+      problem = std::string("ncclCommInitRank: ") + ncclGetErrorString(r);
+      return false;
+    }
+    return true;
+  }
+  int64_t ranks() const override { return x_.size(); }
+  int64_t nodes() const override { return nodes_; }
+  std::string link() const override {
+    int v = 0;
+    ncclGetVersion(&v);
+    return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  }
+  std::string problem() const override { return problem_; }
+
+  std::optional<double> collective(model::CollectiveOp op, double bytes, double* used, bool in_place) override {
+    using model::CollectiveOp;
+    problem_.clear();
+    cudaSetDevice(device_);
+    const int n = x_.size(), r = x_.rank();
+    const auto ri = static_cast<size_t>(r);
+    const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
+    size_t elements = static_cast<size_t>(std::max(1.0, bytes / 4));
+    if (by_rank) elements = (elements + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * static_cast<size_t>(n);
+    if (used) *used = 4.0 * static_cast<double>(elements);
+    const size_t chunk = by_rank ? elements / static_cast<size_t>(n) : elements;
+    in_place = in_place && in_place_capable(op);
+    float *in = nullptr, *out = nullptr;
+    bool fine = (in_place || ok(cudaMalloc(&in, elements * 4), "cudaMalloc")) && ok(cudaMalloc(&out, elements * 4), "cudaMalloc");
+    auto fill = [&] {
+      float* dst = in_place ? out : in;
+      if (!in_place) fine = fine && ok(cudaMemsetAsync(out, 0, elements * 4, stream_), "cudaMemsetAsync");
+      if (op == CollectiveOp::all_to_all)
+        for (int j = 0; j < n; ++j)
+          fill_float<<<grid_for(chunk), kThreads, 0, stream_>>>(dst + static_cast<size_t>(j) * chunk, chunk,
+                                                               static_cast<float>(r * n + j + 1));
+      else
+        fill_float<<<grid_for(elements), kThreads, 0, stream_>>>(dst, elements, static_cast<float>(r + 1));
+      fine = fine && ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize") && ok(cudaGetLastError(), "filling the inputs");
+    };
+    auto launch = [&]() -> ncclResult_t {
+      float* src = in_place ? out : in;
+      switch (op) {
+        case CollectiveOp::all_reduce: return ncclAllReduce(src, out, elements, ncclFloat, ncclSum, comm_, stream_);
+        case CollectiveOp::all_gather: return ncclAllGather(src + ri * chunk, out, chunk, ncclFloat, comm_, stream_);
+        case CollectiveOp::reduce_scatter:
+          return ncclReduceScatter(src, out + (in_place ? ri * chunk : 0), chunk, ncclFloat, ncclSum, comm_, stream_);
+        case CollectiveOp::broadcast: return ncclBroadcast(src, out, elements, ncclFloat, 0, comm_, stream_);
+        case CollectiveOp::all_to_all: {
+          ncclResult_t res = ncclGroupStart();
+          for (int j = 0; j < n && res == ncclSuccess; ++j) {
+            res = ncclSend(in + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm_, stream_);
+            if (res == ncclSuccess) res = ncclRecv(out + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm_, stream_);
+          }
+          const ncclResult_t ended = ncclGroupEnd();
+          return res == ncclSuccess ? ended : res;
+        }
+        case CollectiveOp::send_recv: {
+          ncclResult_t res = ncclGroupStart();
+          if (res == ncclSuccess) res = ncclSend(in, elements, ncclFloat, (r + 1) % n, comm_, stream_);
+          if (res == ncclSuccess) res = ncclRecv(out, elements, ncclFloat, (r + n - 1) % n, comm_, stream_);
+          const ncclResult_t ended = ncclGroupEnd();
+          return res == ncclSuccess ? ended : res;
+        }
+      }
+      return ncclInvalidArgument;
+    };
+    std::optional<double> t;
+    if (fine) fill();
+    if (fine) {
+      const int iterations = bytes <= (1 << 20) ? 20 : 5;
+      const auto start = Clock::now();
+      ncclResult_t res = ncclSuccess;
+      for (int it = 0; it < iterations && res == ncclSuccess; ++it) res = launch();
+      fine = ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+      if (res == ncclSuccess && fine) {
+        fill();  // the checked run, on fresh inputs
+        if (fine) res = launch();
+        fine = fine && ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+      }
+      if (res != ncclSuccess) problem_ = std::string("NCCL: ") + ncclGetErrorString(res);
+      else if (fine) t = seconds;
+    }
+    if (t) {
+      // One element of this rank's result, as CudaDevice::collective checks each rank's.
+      float got = 0, want = static_cast<float>(n * (n + 1) / 2);
+      size_t at = 0;
+      switch (op) {
+        case CollectiveOp::all_reduce: break;
+        case CollectiveOp::reduce_scatter: at = in_place ? ri * chunk : 0; break;
+        case CollectiveOp::all_gather: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>((r + 1) % n + 1); break;
+        case CollectiveOp::broadcast: want = 1; break;
+        case CollectiveOp::all_to_all:
+          at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1);
+          break;
+        case CollectiveOp::send_recv: want = static_cast<float>((r + n - 1) % n + 1); break;
+      }
+      if (!ok(cudaMemcpy(&got, out + at, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") || std::abs(got - want) > 1e-3f * want) {
+        if (problem_.empty()) problem_ = "collective result differs from the reference" + std::string(in_place ? " (in place)" : "");
+        t.reset();
+      }
+    }
+    if (in) cudaFree(in);
+    if (out) cudaFree(out);
+    // Every process's time and check: the slowest time, or the first failure, on all of them.
+    char text[32] = {};
+    if (t) std::snprintf(text, sizeof text, "%.17g", *t);
+    const auto all = x_.all_gather(t ? std::string(text) : "!" + problem_);
+    double slowest = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (!all[i].empty() && all[i][0] == '!') {
+        problem_ = "rank " + std::to_string(i) + ": " + all[i].substr(1);
+        return std::nullopt;
+      }
+      slowest = std::max(slowest, std::strtod(all[i].c_str(), nullptr));
+    }
+    return slowest;
+  }
+
+ private:
+  bool ok(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return true;
+    problem_ = std::string(what) + ": " + cudaGetErrorString(e);
+    return false;
+  }
+  Exchange& x_;
+  int64_t nodes_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  ncclComm_t comm_ = nullptr;
+  std::string problem_;
+};
+#endif
+
 }  // namespace
+
+Fabric* new_cuda_fabric(Exchange* exchange, int64_t nodes, std::string* problem) {
+#ifdef ARLSIM_HAVE_NCCL
+  auto f = std::make_unique<CudaFabric>(*exchange, nodes);
+  if (!f->init(*problem)) return nullptr;
+  return f.release();
+#else
+  (void)exchange, (void)nodes;
+  *problem = "this build has no NCCL";
+  return nullptr;
+#endif
+}
 
 Device* new_cuda_device(std::string* problem) {
   auto d = std::make_unique<CudaDevice>();
@@ -752,4 +934,9 @@ extern "C" __attribute__((visibility("default"))) int arlsim_calib_cuda_abi() { 
 
 extern "C" __attribute__((visibility("default"))) arlsim::calib::Device* arlsim_calib_make_cuda_device(std::string* problem) {
   return arlsim::calib::new_cuda_device(problem);
+}
+
+extern "C" __attribute__((visibility("default"))) arlsim::calib::Fabric* arlsim_calib_make_cuda_fabric(
+    arlsim::calib::Exchange* exchange, int64_t nodes, std::string* problem) {
+  return arlsim::calib::new_cuda_fabric(exchange, nodes, problem);
 }

@@ -17,10 +17,16 @@ namespace arlsim::calib {
 
 // The module's interface version: the loader refuses a module built against another layout of
 // `Device` (raise it when harness.h's Device changes).
-constexpr int kCudaModuleAbi = 2;
+constexpr int kCudaModuleAbi = 3;
 
 // The first GPU as a calibration device, or nothing and `problem` says why (no module, no driver,
 // no GPU). The module is looked for beside the running program, then in ../lib/arlsim.
 std::unique_ptr<Device> make_cuda_device(std::string& problem);
+
+// The processes of an mpirun as a fabric of GPUs, one each (its machine's GPU of its local rank),
+// in one NCCL communicator bootstrapped over `exchange` as nccl-tests does (rank 0's unique id,
+// broadcast; ncclCommInitRank on every process); `nodes`: the machines they run on. Nothing, and
+// `problem` says why, without the module, a GPU or NCCL. `exchange` must outlive the fabric.
+std::unique_ptr<Fabric> make_cuda_fabric(Exchange& exchange, int64_t nodes, std::string& problem);
 
 }  // namespace arlsim::calib

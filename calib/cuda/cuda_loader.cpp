@@ -72,4 +72,19 @@ std::unique_ptr<Device> make_cuda_device(std::string& problem) {
   return std::unique_ptr<Device>(make(&problem));
 }
 
+std::unique_ptr<Fabric> make_cuda_fabric(Exchange& exchange, int64_t nodes, std::string& problem) {
+  void* module = load_module("libarlsim_calib_cuda.so", "arlsim_calib_cuda_abi", kCudaModuleAbi, problem);
+  if (!module) {
+    problem = "the CUDA backend: " + problem;
+    return nullptr;
+  }
+  using Make = Fabric* (*)(Exchange*, int64_t, std::string*);
+  auto make = reinterpret_cast<Make>(dlsym(module, "arlsim_calib_make_cuda_fabric"));
+  if (!make) {
+    problem = "the CUDA backend has no arlsim_calib_make_cuda_fabric; rebuild it with this arlsim";
+    return nullptr;
+  }
+  return std::unique_ptr<Fabric>(make(&exchange, nodes, &problem));
+}
+
 }  // namespace arlsim::calib

@@ -231,6 +231,19 @@ class Fabric {
   virtual std::string problem() const { return {}; }
 };
 
+// What a fabric's processes bootstrap and agree over (the processes of an mpirun, MPI carrying
+// the bytes): NCCL's unique id from rank 0, each process's time and check. Every process calls
+// each operation in the same order.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;  // among the processes of its machine: which GPU it takes
+  virtual void broadcast(std::string& bytes, int root) = 0;
+  virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+};
+
 // The NICs an inter-node measurement went through, as the person who ran it states them (a
 // machine does not report its fabric's rate): the profile's NIC efficiency is the measured bus
 // bandwidth over what they carry.
