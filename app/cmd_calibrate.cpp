@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/farm_transport.h"
 #include "app/mpi_fabric.h"
 #include "app/options.h"
 #include "app/task_farm.h"
@@ -322,7 +323,7 @@ int run_calibrate(const Args& args) {
     plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
   }
   std::unique_ptr<calib::Fabric> fabric;
-  FarmExchange exchange(farm);
+  FarmTransport exchange(farm);
   if (farm.distributed()) {
     // Rank 0's sizes for every process: each call must be the same on all.
     std::string sizes;

@@ -1,16 +1,18 @@
-// The processes of an mpirun (app/task_farm.h) as the runtime's transport (runtime/backend.h):
-// NCCL's bootstrap and the gathered figures of `validate --backend cuda` travel over it.
+// The processes of an mpirun (app/task_farm.h) as the runtime's transport (runtime/backend.h) and
+// calibration's exchange (calib/harness/harness.h): NCCL's bootstrap, the gathered figures of
+// `validate --backend cuda` and each GPU fabric's times and checks travel over it.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "app/task_farm.h"
+#include "calib/harness/harness.h"
 #include "runtime/backend.h"
 
 namespace arlsim::app {
 
-class FarmTransport final : public runtime::Transport {
+class FarmTransport final : public runtime::Transport, public calib::Exchange {
  public:
   explicit FarmTransport(TaskFarm& farm) : farm_(farm) {}
   int rank() const override { return farm_.rank(); }

@@ -816,42 +816,29 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     tables["host"] = table_summary(st, r.plan.repeats);
     tables["host"]["rows"] = rows;
   }
-  if (!r.collectives.empty()) {
+  // Each collective run: within a node, and across nodes (with the group's nodes and the fabric).
+  const auto collective_table = [&](const std::vector<CollectiveResult>& runs, bool across) {
     std::vector<Stat> st;
     Json rows = Json::array();
-    for (const auto& c : r.collectives) {
+    for (const auto& c : runs) {
       st.push_back(c.seconds);
-      rows.push_back({{"op", model::collective_name(c.op)},
-                      {"ranks", c.ranks},
-                      {"bytes", c.bytes},
-                      {"in_place", c.in_place},
-                      {"time_us", round4(c.seconds.median * 1e6)},
-                      {"algbw_gbps", round4(c.algbw() / 1e9)},
-                      {"busbw_gbps", round4(c.busbw() / 1e9)},
-                      {"jitter", std::round(c.seconds.jitter * 1e4) / 1e4}});
+      Json row = {{"op", model::collective_name(c.op)}, {"ranks", c.ranks}};
+      if (across) row["nodes"] = c.nodes;
+      row.update({{"bytes", c.bytes},
+                  {"in_place", c.in_place},
+                  {"time_us", round4(c.seconds.median * 1e6)},
+                  {"algbw_gbps", round4(c.algbw() / 1e9)},
+                  {"busbw_gbps", round4(c.busbw() / 1e9)},
+                  {"jitter", std::round(c.seconds.jitter * 1e4) / 1e4}});
+      rows.push_back(row);
     }
-    tables["collective"] = table_summary(st, r.plan.repeats);
-    tables["collective"]["rows"] = rows;
-  }
-  if (!r.inter_node.empty()) {
-    std::vector<Stat> st;
-    Json rows = Json::array();
-    for (const auto& c : r.inter_node) {
-      st.push_back(c.seconds);
-      rows.push_back({{"op", model::collective_name(c.op)},
-                      {"ranks", c.ranks},
-                      {"nodes", c.nodes},
-                      {"bytes", c.bytes},
-                      {"in_place", c.in_place},
-                      {"time_us", round4(c.seconds.median * 1e6)},
-                      {"algbw_gbps", round4(c.algbw() / 1e9)},
-                      {"busbw_gbps", round4(c.busbw() / 1e9)},
-                      {"jitter", std::round(c.seconds.jitter * 1e4) / 1e4}});
-    }
-    tables["collective_inter_node"] = table_summary(st, r.plan.repeats);
-    tables["collective_inter_node"]["fabric"] = r.fabric;
-    tables["collective_inter_node"]["rows"] = rows;
-  }
+    Json table = table_summary(st, r.plan.repeats);
+    if (across) table["fabric"] = r.fabric;
+    table["rows"] = rows;
+    return table;
+  };
+  if (!r.collectives.empty()) tables["collective"] = collective_table(r.collectives, false);
+  if (!r.inter_node.empty()) tables["collective_inter_node"] = collective_table(r.inter_node, true);
   cal["tables"] = tables;
   cal["excluded"] = r.excluded;
   j["calibration"] = cal;

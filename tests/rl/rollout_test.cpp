@@ -53,40 +53,29 @@ struct Setup {
 
 }  // namespace
 
-TEST_CASE("rollout: engine spans are kept only when asked for, and the run is the same without them") {
+TEST_CASE("rollout: engine spans and turn records are kept only when asked for, and the run is the same without") {
   Setup s;
   Workload w;
   w.add(1, {turn(1000, 30, 0.5, 20), turn(10, 40)});
   w.add(2, {turn(500, 50)});
   auto o = s.options();
   const auto with = rl::simulate_rollout(o, w.input());
-  o.record_spans = false;
-  const auto without = rl::simulate_rollout(o, w.input());
   CHECK(!with.spans.empty());
-  CHECK(without.spans.empty());
-  CHECK(without.makespan == with.makespan);
-  CHECK(without.turns.size() == with.turns.size());
-  CHECK(without.events == with.events);
-}
-
-TEST_CASE("rollout: turn records are kept only when asked for, and the run is the same without them") {
-  Setup s;
-  Workload w;
-  w.add(1, {turn(1000, 30, 0.5, 20), turn(10, 40)});
-  w.add(2, {turn(500, 50)});
-  auto o = s.options();
-  const auto with = rl::simulate_rollout(o, w.input());
-  o.record_turns = false;
-  const auto without = rl::simulate_rollout(o, w.input());
   CHECK(with.turns.size() == 3);
-  CHECK(without.turns.empty());
-  CHECK(without.makespan == with.makespan);
-  CHECK(without.generated_tokens == with.generated_tokens);
-  CHECK(without.tool_calls.size() == with.tool_calls.size());
-  CHECK(without.trajectory_end == with.trajectory_end);
-  CHECK(without.events == with.events);
-  // Each trajectory's last engine is kept either way (the producer of its sample for dispatch).
-  CHECK(without.engine == with.engine);
+  for (int which = 0; which < 2; ++which) {
+    CAPTURE(which);
+    auto off = o;
+    (which == 0 ? off.record_spans : off.record_turns) = false;
+    const auto without = rl::simulate_rollout(off, w.input());
+    CHECK((which == 0 ? without.spans.empty() : without.turns.empty()));
+    CHECK(without.makespan == with.makespan);
+    CHECK(without.generated_tokens == with.generated_tokens);
+    CHECK(without.tool_calls.size() == with.tool_calls.size());
+    CHECK(without.trajectory_end == with.trajectory_end);
+    CHECK(without.events == with.events);
+    // Each trajectory's last engine is kept either way (the producer of its sample for dispatch).
+    CHECK(without.engine == with.engine);
+  }
   for (const auto& turn : with.turns) CHECK(with.engine[static_cast<size_t>(turn.trajectory)] == turn.engine);
 }
 
