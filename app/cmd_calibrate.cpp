@@ -322,14 +322,18 @@ int run_calibrate(const Args& args) {
                 << " hardware threads: ranks beyond them share cores (the profile's notes say so)\n";
     plan = calib::make_plan(info, ops, vm.count("quick") > 0, ranks);
   }
+  FarmTransport exchange(farm);  // outlives the fabric, which bootstraps over it
   std::unique_ptr<calib::Fabric> fabric;
-  FarmTransport exchange(farm);
   if (farm.distributed()) {
-    // Rank 0's sizes for every process: each call must be the same on all.
-    std::string sizes;
-    for (double b : plan.collective_bytes) sizes += std::to_string(static_cast<int64_t>(b)) + " ";
-    farm.broadcast(sizes, 0);
-    std::istringstream in(sizes);
+    // Rank 0's plan of the fabric's runs for every process: each call must be the same on all.
+    std::string text = std::to_string(plan.warmups) + " " + std::to_string(plan.repeats) + " " +
+                       std::to_string(plan.collective_in_place ? 1 : 0);
+    for (double b : plan.collective_bytes) text += " " + std::to_string(static_cast<int64_t>(b));
+    farm.broadcast(text, 0);
+    std::istringstream in(text);
+    int in_place = 1;
+    in >> plan.warmups >> plan.repeats >> in_place;
+    plan.collective_in_place = in_place != 0;
     plan.ops = ops;
     plan.collective_bytes.clear();
     for (double b = 0; in >> b;) plan.collective_bytes.push_back(b);
@@ -358,8 +362,9 @@ int run_calibrate(const Args& args) {
     results = calib::measure(*device, plan, terminal ? calib::Progress(draw_progress) : calib::Progress());
   }
   if (fabric) {
-    // The others wait for rank 0's sweep (its GPU collectives need their GPUs idle), then all
-    // measure the collectives among them.
+    // The others wait for rank 0's sweep (its GPU collectives need the other GPUs to run no
+    // kernels; Open MPI yields the core while a process waits), then all measure the
+    // collectives among them.
     std::string go;
     farm.broadcast(go, 0);
     if (root)

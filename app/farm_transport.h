@@ -20,6 +20,7 @@ class FarmTransport final : public runtime::Transport, public calib::Exchange {
   int local_rank() const override { return farm_.local_rank(); }
   void broadcast(std::string& bytes, int root) override { farm_.broadcast(bytes, root); }
   std::vector<std::string> all_gather(const std::string& mine) override { return farm_.all_gather(mine); }
+  [[noreturn]] void abort(const std::string& message) override { farm_.abort(message, 2); }
 
  private:
   TaskFarm& farm_;

@@ -1,7 +1,7 @@
 // The processes of an mpirun as calibration's fabric (calib::Fabric) on CPUs: MPI's own
 // collectives (Open MPI's algorithms over its transports: shared memory within a machine, the
 // network between machines) among all of them on float buffers, one process a device, every
-// result checked at every process. A machine is a host name (MPI's processor name), or the
+// result checked at every process. A machine is a host name, or the
 // ARLSIM_NODE_NAME a process is started with, for processes whose host names do not tell their
 // machines apart (containers) or, in tests, to make processes on one machine count as several.
 #pragma once

@@ -102,6 +102,7 @@ SimulatedRollout simulated_rollout(const input::ScenarioSpec& s, const rl::Rollo
                                    int64_t step) {
   auto o = rl::rollout_options(s, layout);
   o.seed = rl::rollout_seed(s, step);
+  o.record_spans = o.record_turns = false;  // only the ends and the preemptions are read
   SimulatedRollout out;
   if (!rl::check_rollout(o, &in).empty()) return out;
   const auto r = rl::simulate_rollout(o, in);

@@ -750,31 +750,32 @@ class CudaFabric final : public Fabric {
     if (comm_) ncclCommDestroy(comm_);
     if (stream_) cudaStreamDestroy(stream_);
   }
+  // Every process returns the same: the local checks are agreed on before NCCL's bootstrap (a
+  // process that left alone would leave the others in it), and a failure inside ncclCommInitRank,
+  // which the others cannot learn of, ends every process.
   bool init(std::string& problem) {
     int devices = 0;
-    if (!ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount") || devices <= x_.local_rank()) {
-      problem = problem_.empty() ? "process " + std::to_string(x_.rank()) + " has no GPU of its own (local rank " +
-                                       std::to_string(x_.local_rank()) + ", " + std::to_string(devices) + " GPUs)"
-                                 : problem_;
-      return false;
-    }
-    device_ = x_.local_rank();
-    if (!ok(cudaSetDevice(device_), "cudaSetDevice") || !ok(cudaStreamCreate(&stream_), "cudaStreamCreate")) {
-      problem = problem_;
-      return false;
-    }
+    std::string mine;
+    if (!ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount")) mine = problem_;
+    else if (devices <= x_.local_rank())
+      mine = "no GPU of its own (local rank " + std::to_string(x_.local_rank()) + ", " + std::to_string(devices) + " GPUs)";
+    else if (device_ = x_.local_rank(); !ok(cudaSetDevice(device_), "cudaSetDevice") || !ok(cudaStreamCreate(&stream_), "cudaStreamCreate"))
+      mine = problem_;
     // NCCL's bootstrap as nccl-tests does it: rank 0's unique id, broadcast to every process.
     ncclUniqueId id{};
-    if (x_.rank() == 0 && ncclGetUniqueId(&id) != ncclSuccess) std::memset(&id, 0, sizeof id);
+    if (x_.rank() == 0 && mine.empty() && ncclGetUniqueId(&id) != ncclSuccess) mine = "ncclGetUniqueId failed";
+    const auto all = x_.all_gather(mine);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (!all[i].empty()) {
+        problem = "process " + std::to_string(i) + ": " + all[i];
+        return false;
+      }
     std::string bytes(reinterpret_cast<const char*>(&id), sizeof id);
     x_.broadcast(bytes, 0);
     std::memcpy(&id, bytes.data(), std::min(bytes.size(), sizeof id));
     const ncclResult_t r = ncclCommInitRank(&comm_, x_.size(), id, x_.rank());
-    if (r != ncclSuccess) {
-      comm_ = nullptr;
-      problem = std::string("ncclCommInitRank: ") + ncclGetErrorString(r);
-      return false;
-    }
+    if (r != ncclSuccess)
+      x_.abort("arlsim calibrate: process " + std::to_string(x_.rank()) + ": ncclCommInitRank: " + ncclGetErrorString(r));
     return true;
   }
   int64_t ranks() const override { return x_.size(); }
@@ -840,42 +841,66 @@ class CudaFabric final : public Fabric {
     };
     std::optional<double> t;
     if (fine) fill();
-    if (fine) {
-      const int iterations = bytes <= (1 << 20) ? 20 : 5;
-      const auto start = Clock::now();
-      ncclResult_t res = ncclSuccess;
-      for (int it = 0; it < iterations && res == ncclSuccess; ++it) res = launch();
-      fine = ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
-      if (res == ncclSuccess && fine) {
-        fill();  // the checked run, on fresh inputs
-        if (fine) res = launch();
-        fine = fine && ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    // Whether every process has its buffers and inputs: all run the operation, or none does (one
+    // that skipped it would leave the others waiting in NCCL).
+    const auto free_buffers = [&] {
+      if (in) cudaFree(in);
+      if (out) cudaFree(out);
+    };
+    const auto ready = x_.all_gather(fine ? std::string() : "!" + problem_);
+    for (size_t i = 0; i < ready.size(); ++i)
+      if (!ready[i].empty()) {
+        free_buffers();
+        problem_ = "rank " + std::to_string(i) + ": " + ready[i].substr(1);
+        return std::nullopt;
       }
-      if (res != ncclSuccess) problem_ = std::string("NCCL: ") + ncclGetErrorString(res);
-      else if (fine) t = seconds;
-    }
-    if (t) {
-      // One element of this rank's result, as CudaDevice::collective checks each rank's.
-      float got = 0, want = static_cast<float>(n * (n + 1) / 2);
-      size_t at = 0;
+    // From here every process is in the same NCCL operations: a failure ends them all.
+    const auto fatal = [&](const std::string& what) {
+      x_.abort("arlsim calibrate: process " + std::to_string(r) + ": " + what);
+    };
+    // As nccl-tests: one operation to line the processes up, then many back to back, timed
+    // together after a barrier, the mean taken.
+    if (const ncclResult_t res = launch(); res != ncclSuccess) fatal(std::string("NCCL: ") + ncclGetErrorString(res));
+    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) fatal(problem_);
+    x_.all_gather(std::string());
+    const int iterations = bytes <= (1 << 20) ? 20 : 5;
+    const auto start = Clock::now();
+    for (int it = 0; it < iterations; ++it)
+      if (const ncclResult_t res = launch(); res != ncclSuccess) fatal(std::string("NCCL: ") + ncclGetErrorString(res));
+    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) fatal(problem_);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+    fill();  // the checked run, on fresh inputs
+    if (!fine) fatal(problem_);
+    if (const ncclResult_t res = launch(); res != ncclSuccess) fatal(std::string("NCCL: ") + ncclGetErrorString(res));
+    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) fatal(problem_);
+    t = seconds;
+    {
+      // The first and last element of this rank's result, as CudaDevice::collective checks each
+      // rank's (a short transfer leaves the last one wrong).
+      float want = static_cast<float>(n * (n + 1) / 2);
+      size_t at = 0, length = elements;
       switch (op) {
         case CollectiveOp::all_reduce: break;
-        case CollectiveOp::reduce_scatter: at = in_place ? ri * chunk : 0; break;
-        case CollectiveOp::all_gather: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>((r + 1) % n + 1); break;
+        case CollectiveOp::reduce_scatter: at = in_place ? ri * chunk : 0, length = chunk; break;
+        case CollectiveOp::all_gather:
+          at = static_cast<size_t>((r + 1) % n) * chunk, length = chunk, want = static_cast<float>((r + 1) % n + 1);
+          break;
         case CollectiveOp::broadcast: want = 1; break;
         case CollectiveOp::all_to_all:
-          at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1);
+          at = static_cast<size_t>((r + 1) % n) * chunk, length = chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1);
           break;
         case CollectiveOp::send_recv: want = static_cast<float>((r + n - 1) % n + 1); break;
       }
-      if (!ok(cudaMemcpy(&got, out + at, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") || std::abs(got - want) > 1e-3f * want) {
-        if (problem_.empty()) problem_ = "collective result differs from the reference" + std::string(in_place ? " (in place)" : "");
-        t.reset();
+      for (const size_t i : {at, at + length - 1}) {
+        float got = 0;
+        if (!ok(cudaMemcpy(&got, out + i, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") || std::abs(got - want) > 1e-3f * want) {
+          if (problem_.empty()) problem_ = "collective result differs from the reference" + std::string(in_place ? " (in place)" : "");
+          t.reset();
+          break;
+        }
       }
     }
-    if (in) cudaFree(in);
-    if (out) cudaFree(out);
+    free_buffers();
     // Every process's time and check: the slowest time, or the first failure, on all of them.
     char text[32] = {};
     if (t) std::snprintf(text, sizeof text, "%.17g", *t);

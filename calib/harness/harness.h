@@ -242,6 +242,9 @@ class Exchange {
   virtual int local_rank() const = 0;  // among the processes of its machine: which GPU it takes
   virtual void broadcast(std::string& bytes, int root) = 0;
   virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
+  // Ends every process with `message` (status 2): what a process does when it fails where the
+  // others cannot learn of it (inside a collective they wait in), so that none is left waiting.
+  [[noreturn]] virtual void abort(const std::string& message) = 0;
 };
 
 // The NICs an inter-node measurement went through, as the person who ran it states them (a

@@ -80,17 +80,21 @@ class CpuBufferSizer final : public BufferSizer {
             break;
           }
           case Kernel::Kind::attention:
-            // q, k, v, o and the backward's four, and a block of 128 rows' probabilities.
-            grow(d.attention, 8 * f(k.seq_len, k.head_dim) + f(128, k.seq_len));
+            // q, k, v, o and the backward's four, and blocks of 128 rows' probabilities and their
+            // gradients.
+            grow(d.attention, 8 * f(k.seq_len, k.head_dim) + 2 * f(128, k.seq_len));
             break;
           case Kernel::Kind::decode_attention: {
-            // Each sequence and KV head's keys and values (their capacity grows by a quarter at a
-            // time) and its group of queries and outputs.
+            // calib::cpu::DecodeAttention::prepare, replayed: a cache of the same shape grows by a
+            // quarter at a time when a longer context needs it, one of another shape is made anew;
+            // each sequence and KV head has its keys and values and its group of queries and outputs.
+            Decode& c = d.decode[k.weight];
+            const bool same = k.seqs == c.seqs && k.heads == c.heads && k.kv_heads == c.kv_heads && k.head_dim == c.head_dim;
+            if (same && k.seq_len <= c.capacity) break;
+            c.capacity = same ? std::max(k.seq_len, c.capacity + c.capacity / 4) : k.seq_len;
+            c.seqs = k.seqs, c.heads = k.heads, c.kv_heads = k.kv_heads, c.head_dim = k.head_dim;
             const int64_t group = std::max<int64_t>(1, k.heads / std::max<int64_t>(1, k.kv_heads));
-            Decode& cache = d.decode[k.weight];
-            cache.longest = std::max(cache.longest, static_cast<double>(k.seq_len));
-            cache.per_token = std::max(cache.per_token, f(k.seqs, k.kv_heads) * 2 * static_cast<double>(k.head_dim));
-            cache.queries = std::max(cache.queries, f(k.seqs, k.kv_heads) * 2 * f(group, k.head_dim));
+            grow(c.largest, f(k.seqs, k.kv_heads) * 2 * (f(c.capacity, k.head_dim) + f(group, k.head_dim)));
             break;
           }
           case Kernel::Kind::memory: {
@@ -129,16 +133,15 @@ class CpuBufferSizer final : public BufferSizer {
     for (const auto& [id, d] : devices_) {
       floats += d.a + d.b + d.c + d.x + d.y + d.host + d.source + d.attention;
       for (const auto& [w, n] : d.weights) floats += n;
-      for (const auto& [w, cache] : d.decode) floats += 1.25 * cache.longest * cache.per_token + cache.queries;
+      for (const auto& [w, cache] : d.decode) floats += cache.largest;
     }
     return floats * sizeof(float);
   }
 
  private:
-  struct Decode {
-    double longest = 0;    // cached tokens
-    double per_token = 0;  // floats of keys and values per cached token
-    double queries = 0;    // floats of queries and outputs
+  struct Decode {  // a layer's cache as DecodeAttention::prepare keeps it
+    int64_t seqs = 0, heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
+    double largest = 0;  // floats of its largest allocation
   };
   struct Sizes {
     double a = 0, b = 0, c = 0, x = 0, y = 0, host = 0, source = 0, attention = 0;

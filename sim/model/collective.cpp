@@ -57,8 +57,10 @@ double call_latency_s(const input::GpuProfile& gpu) {
 std::string missing_collective_data(const input::ClusterSpec& cluster) {
   const auto& g = cluster.gpu;
   if (cluster.gpu_link.bandwidth_bytes_per_s <= 0) return "a GPU link (gpu_link)";
-  if (cluster.gpu_link.efficiency <= 0 && g.collectives.empty())
-    return "an achieved GPU-link efficiency (gpu_link/efficiency) or measured collectives";
+  const bool measured_within = std::any_of(g.collectives.begin(), g.collectives.end(),
+                                           [](const auto& p) { return p.scope == "intra_node"; });
+  if (cluster.gpu_link.efficiency <= 0 && !measured_within)
+    return "an achieved GPU-link efficiency (gpu_link/efficiency) or measured collectives within a node";
   const bool ring_simple = std::any_of(g.collective_protocols.begin(), g.collective_protocols.end(), [](const auto& p) {
     return p.algorithm == "ring" && p.protocol == input::Protocol::simple;
   });
@@ -101,7 +103,11 @@ double CollectiveModel::intra_node_busbw(CollectiveOp op, const std::string& alg
 double CollectiveModel::measured_inter_node_busbw(CollectiveOp op, const CollectiveGroup& group) const {
   // A point measured across nodes (arlsim calibrate under mpirun) with this group's ranks per node:
   // the op's own, else for a ring op the all-reduce's ring; among several, the one over the nearest
-  // number of nodes (a ring's rate across nodes is its NICs', whatever their number).
+  // number of nodes (a ring's rate across nodes is its NICs', whatever their number). Only on the
+  // NICs it was measured on: a cluster that sets another NIC rate than the profile's gets the NIC
+  // model.
+  const double profile_nic = cluster_.gpu.nic_bandwidth_bytes_per_s;
+  if (profile_nic > 0 && std::abs(cluster_.nic_bandwidth_bytes_per_s - profile_nic) > 1e-9 * profile_nic) return 0;
   const int64_t per_node = std::min(group.ranks_per_node, cluster_.gpus_per_node);
   const std::string name = collective_name(op);
   const bool ring_op = op != CollectiveOp::all_to_all && op != CollectiveOp::send_recv;

@@ -12,7 +12,7 @@
 // intra-node rate and the node's aggregate NIC rate; the tree has the same bandwidth and
 // logarithmic latency; NVLS (NVLink SHARP) only where the profile has measured it. A bus bandwidth
 // the profile measured across nodes (`arlsim calibrate` under mpirun) for the group's ranks per
-// node takes the NICs' place.
+// node takes the NICs' place, on a cluster with the NIC rate the profile states.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "sim/rl/rollout.h"
@@ -76,7 +77,10 @@ TEST_CASE("rollout: engine spans and turn records are kept only when asked for, 
     // Each trajectory's last engine is kept either way (the producer of its sample for dispatch).
     CHECK(without.engine == with.engine);
   }
-  for (const auto& turn : with.turns) CHECK(with.engine[static_cast<size_t>(turn.trajectory)] == turn.engine);
+  // ... and it is the engine of the trajectory's last turn (records come in turn order).
+  std::map<int64_t, int64_t> last;
+  for (const auto& turn : with.turns) last[turn.trajectory] = turn.engine;
+  for (const auto& [t, e] : last) CHECK(with.engine[static_cast<size_t>(t)] == e);
 }
 
 TEST_CASE("rollout: one engine, two requests, timed by hand") {
