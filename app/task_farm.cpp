@@ -43,7 +43,7 @@ int processes_on_this_machine() {
 
 int TaskFarm::local_rank() const {
   if (size_ <= 1) return 0;
-  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"})
     if (const char* value = std::getenv(v); value && *value) return std::atoi(value);
   return rank_;
 }
