@@ -42,7 +42,8 @@ class TaskFarm {
   void broadcast(std::vector<std::string>& items, int root);
   // Every process's `mine`, by rank, on every process.
   std::vector<std::string> all_gather(const std::string& mine);
-  // This process's index among those on its machine (Open MPI's local rank; 0 when alone).
+  // This process's index among those on its machine (the local rank Open MPI, PMIx, MPICH or
+  // Slurm gives it; 0 when alone).
   int local_rank() const;
   // Ends every process with `status` after printing `message` (a rank that fails must not leave
   // the others waiting for it). Alone, prints and exits.
