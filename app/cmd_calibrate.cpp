@@ -348,12 +348,10 @@ int run_calibrate(const Args& args) {
 #endif
     }
     // Whether every process has its fabric: one that does not stops them all, saying why.
-    const auto all = farm.all_gather(fabric ? std::string() : why);
-    for (size_t i = 0; i < all.size(); ++i)
-      if (!all[i].empty()) {
-        if (root) std::cerr << "arlsim calibrate: process " << i << ": " << all[i] << "\n";
-        return kExitBadInput;
-      }
+    if (const std::string failed = calib::first_failure(exchange, fabric ? std::string() : why); !failed.empty()) {
+      if (root) std::cerr << "arlsim calibrate: " << failed << "\n";
+      return kExitBadInput;
+    }
   }
   calib::Results results;
   if (root) {

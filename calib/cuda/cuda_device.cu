@@ -9,8 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -21,6 +19,9 @@
 
 #include "calib/cuda/cuda_peaks.h"
 #include "calib/cuda/kernels.cuh"
+#ifdef ARLSIM_HAVE_NCCL
+#include "calib/cuda/nccl_rank.cuh"
+#endif
 
 namespace arlsim::calib {
 
@@ -610,11 +611,9 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
       return std::nullopt;
     }
   }
-  const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
-  size_t elements = static_cast<size_t>(std::max(1.0, bytes / 4));
-  if (by_rank) elements = (elements + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * static_cast<size_t>(n);
+  const NcclShape sh = nccl_shape(op, bytes, n);
+  const size_t elements = sh.elements;
   if (used) *used = 4.0 * static_cast<double>(elements);
-  const size_t chunk = by_rank ? elements / static_cast<size_t>(n) : elements;
   std::vector<float*> in(static_cast<size_t>(n), nullptr), out(static_cast<size_t>(n), nullptr);
   bool fine = true;
   for (int r = 0; r < n && fine; ++r) {
@@ -627,15 +626,7 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
     for (int r = 0; r < n && fine; ++r) {
       cudaSetDevice(r);
       const auto ri = static_cast<size_t>(r);
-      float* dst = in_place ? out[ri] : in[ri];
-      // Out of place the output starts cleared, so that a run that wrote nothing cannot pass
-      // the check on what an earlier one left in reused memory.
-      if (!in_place) fine = ok(cudaMemsetAsync(out[ri], 0, elements * 4, streams_[ri]), "cudaMemsetAsync");
-      if (op == CollectiveOp::all_to_all)
-        for (int j = 0; j < n; ++j)
-          fill_float<<<grid_for(chunk), kThreads, 0, streams_[ri]>>>(dst + static_cast<size_t>(j) * chunk, chunk, static_cast<float>(r * n + j + 1));
-      else
-        fill_float<<<grid_for(elements), kThreads, 0, streams_[ri]>>>(dst, elements, static_cast<float>(r + 1));
+      fine = ok(fill_rank_inputs(op, sh, r, n, in_place, in[ri], out[ri], streams_[ri]), "filling the collective's inputs");
     }
     for (int r = 0; r < n && fine; ++r) {
       cudaSetDevice(r);
@@ -648,26 +639,7 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
     ncclResult_t res = ncclGroupStart();
     for (int r = 0; r < n && res == ncclSuccess; ++r) {
       const auto ri = static_cast<size_t>(r);
-      auto s = streams_[ri];
-      float* src = in_place ? out[ri] : in[ri];
-      switch (op) {
-        case CollectiveOp::all_reduce: res = ncclAllReduce(src, out[ri], elements, ncclFloat, ncclSum, comms_[ri], s); break;
-        case CollectiveOp::all_gather: res = ncclAllGather(src + ri * chunk, out[ri], chunk, ncclFloat, comms_[ri], s); break;
-        case CollectiveOp::reduce_scatter:
-          res = ncclReduceScatter(src, out[ri] + (in_place ? ri * chunk : 0), chunk, ncclFloat, ncclSum, comms_[ri], s);
-          break;
-        case CollectiveOp::broadcast: res = ncclBroadcast(src, out[ri], elements, ncclFloat, 0, comms_[ri], s); break;
-        case CollectiveOp::all_to_all:
-          for (int j = 0; j < n && res == ncclSuccess; ++j) {
-            res = ncclSend(in[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
-            if (res == ncclSuccess) res = ncclRecv(out[ri] + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comms_[ri], s);
-          }
-          break;
-        case CollectiveOp::send_recv:
-          res = ncclSend(in[ri], elements, ncclFloat, (r + 1) % n, comms_[ri], s);
-          if (res == ncclSuccess) res = ncclRecv(out[ri], elements, ncclFloat, (r + n - 1) % n, comms_[ri], s);
-          break;
-      }
+      res = launch_rank(op, sh, r, n, in_place, in[ri], out[ri], comms_[ri], streams_[ri]);
     }
     const ncclResult_t ended = ncclGroupEnd();
     return res == ncclSuccess ? ended : res;
@@ -702,24 +674,11 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp op, double byte
       t = seconds;
     }
   }
-  // Check one element of each rank's result.
-  const float total = static_cast<float>(n * (n + 1) / 2);
+  // Check each rank's result.
   for (int r = 0; r < n && t; ++r) {
     cudaSetDevice(r);
-    float got = 0;
-    size_t at = 0;
-    float want = total;
-    switch (op) {
-      case CollectiveOp::all_reduce: break;
-      case CollectiveOp::reduce_scatter: at = in_place ? static_cast<size_t>(r) * chunk : 0; break;
-      case CollectiveOp::all_gather: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>((r + 1) % n + 1); break;
-      case CollectiveOp::broadcast: want = 1; break;
-      case CollectiveOp::all_to_all: at = static_cast<size_t>((r + 1) % n) * chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1); break;
-      case CollectiveOp::send_recv: want = static_cast<float>((r + n - 1) % n + 1); break;
-    }
-    if (!ok(cudaMemcpy(&got, out[static_cast<size_t>(r)] + at, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") ||
-        std::abs(got - want) > 1e-3f * want) {
-      problem_ = "collective result differs from the reference on rank " + std::to_string(r) + (in_place ? " (in place)" : "");
+    if (std::string wrong = check_rank_result(op, sh, r, n, in_place, out[static_cast<size_t>(r)]); !wrong.empty()) {
+      problem_ = std::move(wrong);
       t.reset();
     }
   }
@@ -738,212 +697,7 @@ std::optional<double> CudaDevice::collective(model::CollectiveOp, double, int64_
 }
 #endif
 
-#ifdef ARLSIM_HAVE_NCCL
-// One process of an mpirun, one GPU (its local rank's), in one NCCL communicator with every other
-// process: what nccl-tests measures across nodes. Inputs and checks as CudaDevice::collective's,
-// for this process's rank; the time is the mean of back-to-back operations, the slowest
-// process's, agreed over the exchange with every process's check.
-class CudaFabric final : public Fabric {
- public:
-  CudaFabric(Exchange& x, int64_t nodes) : x_(x), nodes_(nodes) {}
-  ~CudaFabric() override {
-    if (comm_) ncclCommDestroy(comm_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  // Every process returns the same: the local checks are agreed on before NCCL's bootstrap (a
-  // process that left alone would leave the others in it), and a failure inside ncclCommInitRank,
-  // which the others cannot learn of, ends every process.
-  bool init(std::string& problem) {
-    int devices = 0;
-    std::string mine;
-    if (!ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount")) mine = problem_;
-    else if (devices <= x_.local_rank())
-      mine = "no GPU of its own (local rank " + std::to_string(x_.local_rank()) + ", " + std::to_string(devices) + " GPUs)";
-    else if (device_ = x_.local_rank(); !ok(cudaSetDevice(device_), "cudaSetDevice") || !ok(cudaStreamCreate(&stream_), "cudaStreamCreate"))
-      mine = problem_;
-    // NCCL's bootstrap as nccl-tests does it: rank 0's unique id, broadcast to every process.
-    ncclUniqueId id{};
-    if (x_.rank() == 0 && mine.empty() && ncclGetUniqueId(&id) != ncclSuccess) mine = "ncclGetUniqueId failed";
-    const auto all = x_.all_gather(mine);
-    for (size_t i = 0; i < all.size(); ++i)
-      if (!all[i].empty()) {
-        problem = "process " + std::to_string(i) + ": " + all[i];
-        return false;
-      }
-    std::string bytes(reinterpret_cast<const char*>(&id), sizeof id);
-    x_.broadcast(bytes, 0);
-    std::memcpy(&id, bytes.data(), std::min(bytes.size(), sizeof id));
-    const ncclResult_t r = ncclCommInitRank(&comm_, x_.size(), id, x_.rank());
-    if (r != ncclSuccess)
-      x_.abort("arlsim calibrate: process " + std::to_string(x_.rank()) + ": ncclCommInitRank: " + ncclGetErrorString(r));
-    return true;
-  }
-  int64_t ranks() const override { return x_.size(); }
-  int64_t nodes() const override { return nodes_; }
-  std::string link() const override {
-    int v = 0;
-    ncclGetVersion(&v);
-    return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-  }
-  std::string problem() const override { return problem_; }
-
-  std::optional<double> collective(model::CollectiveOp op, double bytes, double* used, bool in_place) override {
-    using model::CollectiveOp;
-    problem_.clear();
-    cudaSetDevice(device_);
-    const int n = x_.size(), r = x_.rank();
-    const auto ri = static_cast<size_t>(r);
-    const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
-    size_t elements = static_cast<size_t>(std::max(1.0, bytes / 4));
-    if (by_rank) elements = (elements + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * static_cast<size_t>(n);
-    if (used) *used = 4.0 * static_cast<double>(elements);
-    const size_t chunk = by_rank ? elements / static_cast<size_t>(n) : elements;
-    in_place = in_place && in_place_capable(op);
-    float *in = nullptr, *out = nullptr;
-    bool fine = (in_place || ok(cudaMalloc(&in, elements * 4), "cudaMalloc")) && ok(cudaMalloc(&out, elements * 4), "cudaMalloc");
-    auto fill = [&] {
-      float* dst = in_place ? out : in;
-      if (!in_place) fine = fine && ok(cudaMemsetAsync(out, 0, elements * 4, stream_), "cudaMemsetAsync");
-      if (op == CollectiveOp::all_to_all)
-        for (int j = 0; j < n; ++j)
-          fill_float<<<grid_for(chunk), kThreads, 0, stream_>>>(dst + static_cast<size_t>(j) * chunk, chunk,
-                                                               static_cast<float>(r * n + j + 1));
-      else
-        fill_float<<<grid_for(elements), kThreads, 0, stream_>>>(dst, elements, static_cast<float>(r + 1));
-      fine = fine && ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize") && ok(cudaGetLastError(), "filling the inputs");
-    };
-    auto launch = [&]() -> ncclResult_t {
-      float* src = in_place ? out : in;
-      switch (op) {
-        case CollectiveOp::all_reduce: return ncclAllReduce(src, out, elements, ncclFloat, ncclSum, comm_, stream_);
-        case CollectiveOp::all_gather: return ncclAllGather(src + ri * chunk, out, chunk, ncclFloat, comm_, stream_);
-        case CollectiveOp::reduce_scatter:
-          return ncclReduceScatter(src, out + (in_place ? ri * chunk : 0), chunk, ncclFloat, ncclSum, comm_, stream_);
-        case CollectiveOp::broadcast: return ncclBroadcast(src, out, elements, ncclFloat, 0, comm_, stream_);
-        case CollectiveOp::all_to_all: {
-          ncclResult_t res = ncclGroupStart();
-          for (int j = 0; j < n && res == ncclSuccess; ++j) {
-            res = ncclSend(in + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm_, stream_);
-            if (res == ncclSuccess) res = ncclRecv(out + static_cast<size_t>(j) * chunk, chunk, ncclFloat, j, comm_, stream_);
-          }
-          const ncclResult_t ended = ncclGroupEnd();
-          return res == ncclSuccess ? ended : res;
-        }
-        case CollectiveOp::send_recv: {
-          ncclResult_t res = ncclGroupStart();
-          if (res == ncclSuccess) res = ncclSend(in, elements, ncclFloat, (r + 1) % n, comm_, stream_);
-          if (res == ncclSuccess) res = ncclRecv(out, elements, ncclFloat, (r + n - 1) % n, comm_, stream_);
-          const ncclResult_t ended = ncclGroupEnd();
-          return res == ncclSuccess ? ended : res;
-        }
-      }
-      return ncclInvalidArgument;
-    };
-    std::optional<double> t;
-    if (fine) fill();
-    // Whether every process has its buffers and inputs: all run the operation, or none does (one
-    // that skipped it would leave the others waiting in NCCL).
-    const auto free_buffers = [&] {
-      if (in) cudaFree(in);
-      if (out) cudaFree(out);
-    };
-    const auto ready = x_.all_gather(fine ? std::string() : "!" + problem_);
-    for (size_t i = 0; i < ready.size(); ++i)
-      if (!ready[i].empty()) {
-        free_buffers();
-        problem_ = "rank " + std::to_string(i) + ": " + ready[i].substr(1);
-        return std::nullopt;
-      }
-    // From here every process is in the same NCCL operations: a failure ends them all.
-    const auto fatal = [&](const std::string& what) {
-      x_.abort("arlsim calibrate: process " + std::to_string(r) + ": " + what);
-    };
-    // As nccl-tests: one operation to line the processes up, then many back to back, timed
-    // together after a barrier, the mean taken.
-    if (const ncclResult_t res = launch(); res != ncclSuccess) fatal(std::string("NCCL: ") + ncclGetErrorString(res));
-    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) fatal(problem_);
-    x_.all_gather(std::string());
-    const int iterations = bytes <= (1 << 20) ? 20 : 5;
-    const auto start = Clock::now();
-    for (int it = 0; it < iterations; ++it)
-      if (const ncclResult_t res = launch(); res != ncclSuccess) fatal(std::string("NCCL: ") + ncclGetErrorString(res));
-    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) fatal(problem_);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iterations;
-    fill();  // the checked run, on fresh inputs
-    if (!fine) fatal(problem_);
-    if (const ncclResult_t res = launch(); res != ncclSuccess) fatal(std::string("NCCL: ") + ncclGetErrorString(res));
-    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) fatal(problem_);
-    t = seconds;
-    {
-      // The first and last element of this rank's result, as CudaDevice::collective checks each
-      // rank's (a short transfer leaves the last one wrong).
-      float want = static_cast<float>(n * (n + 1) / 2);
-      size_t at = 0, length = elements;
-      switch (op) {
-        case CollectiveOp::all_reduce: break;
-        case CollectiveOp::reduce_scatter: at = in_place ? ri * chunk : 0, length = chunk; break;
-        case CollectiveOp::all_gather:
-          at = static_cast<size_t>((r + 1) % n) * chunk, length = chunk, want = static_cast<float>((r + 1) % n + 1);
-          break;
-        case CollectiveOp::broadcast: want = 1; break;
-        case CollectiveOp::all_to_all:
-          at = static_cast<size_t>((r + 1) % n) * chunk, length = chunk, want = static_cast<float>(((r + 1) % n) * n + r + 1);
-          break;
-        case CollectiveOp::send_recv: want = static_cast<float>((r + n - 1) % n + 1); break;
-      }
-      for (const size_t i : {at, at + length - 1}) {
-        float got = 0;
-        if (!ok(cudaMemcpy(&got, out + i, 4, cudaMemcpyDeviceToHost), "cudaMemcpy") || std::abs(got - want) > 1e-3f * want) {
-          if (problem_.empty()) problem_ = "collective result differs from the reference" + std::string(in_place ? " (in place)" : "");
-          t.reset();
-          break;
-        }
-      }
-    }
-    free_buffers();
-    // Every process's time and check: the slowest time, or the first failure, on all of them.
-    char text[32] = {};
-    if (t) std::snprintf(text, sizeof text, "%.17g", *t);
-    const auto all = x_.all_gather(t ? std::string(text) : "!" + problem_);
-    double slowest = 0;
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (!all[i].empty() && all[i][0] == '!') {
-        problem_ = "rank " + std::to_string(i) + ": " + all[i].substr(1);
-        return std::nullopt;
-      }
-      slowest = std::max(slowest, std::strtod(all[i].c_str(), nullptr));
-    }
-    return slowest;
-  }
-
- private:
-  bool ok(cudaError_t e, const char* what) {
-    if (e == cudaSuccess) return true;
-    problem_ = std::string(what) + ": " + cudaGetErrorString(e);
-    return false;
-  }
-  Exchange& x_;
-  int64_t nodes_;
-  int device_ = 0;
-  cudaStream_t stream_ = nullptr;
-  ncclComm_t comm_ = nullptr;
-  std::string problem_;
-};
-#endif
-
 }  // namespace
-
-Fabric* new_cuda_fabric(Exchange* exchange, int64_t nodes, std::string* problem) {
-#ifdef ARLSIM_HAVE_NCCL
-  auto f = std::make_unique<CudaFabric>(*exchange, nodes);
-  if (!f->init(*problem)) return nullptr;
-  return f.release();
-#else
-  (void)exchange, (void)nodes;
-  *problem = "this build has no NCCL";
-  return nullptr;
-#endif
-}
 
 Device* new_cuda_device(std::string* problem) {
   auto d = std::make_unique<CudaDevice>();
@@ -959,9 +713,4 @@ extern "C" __attribute__((visibility("default"))) int arlsim_calib_cuda_abi() { 
 
 extern "C" __attribute__((visibility("default"))) arlsim::calib::Device* arlsim_calib_make_cuda_device(std::string* problem) {
   return arlsim::calib::new_cuda_device(problem);
-}
-
-extern "C" __attribute__((visibility("default"))) arlsim::calib::Fabric* arlsim_calib_make_cuda_fabric(
-    arlsim::calib::Exchange* exchange, int64_t nodes, std::string* problem) {
-  return arlsim::calib::new_cuda_fabric(exchange, nodes, problem);
 }

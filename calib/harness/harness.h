@@ -247,6 +247,16 @@ class Exchange {
   [[noreturn]] virtual void abort(const std::string& message) = 0;
 };
 
+// What every process says went wrong ("" for nothing), gathered: the first process's, as
+// "process I: WHY", or "" when all went well. Every process gets the same answer, so all go on
+// or stop together. (Inline: the CUDA module calls it without linking the harness.)
+inline std::string first_failure(Exchange& x, const std::string& mine) {
+  const auto all = x.all_gather(mine);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!all[i].empty()) return "process " + std::to_string(i) + ": " + all[i];
+  return {};
+}
+
 // The NICs an inter-node measurement went through, as the person who ran it states them (a
 // machine does not report its fabric's rate): the profile's NIC efficiency is the measured bus
 // bandwidth over what they carry.
@@ -277,6 +287,10 @@ struct Results {
 // Called as work completes: the fraction done (by estimated cost) and the seconds so far.
 using Progress = std::function<void(double fraction, double elapsed_s)>;
 Results measure(Device& d, const Plan& p, const Progress& progress = {});
+
+// The collectives a plan runs at each size and group: each op of its --ops (collective: five;
+// p2p: send/recv) out of place, then in place where NCCL runs it so and the plan asks for it.
+std::vector<std::pair<model::CollectiveOp, bool>> collective_runs(const Plan& p);
 
 // The plan's collectives (and send/recv) at its sizes, in place as well where it says so, among
 // all of the fabric's processes; appended to r.inter_node (checks that fail to r.excluded). Every
