@@ -1,5 +1,6 @@
 #include "sim/trace/distributions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -108,6 +109,32 @@ double LengthDistribution::at_latent(double z) const {
   if (z <= z_tail_) return scale_ * std::exp(sigma_ * z);
   const double upper = std::max(normal_upper_tail(z), 1e-300);
   return scale_ * x_tail_ * std::pow(tail_weight_ / upper, 1 / alpha_);
+}
+
+double LengthDistribution::capped_mean(double cap) const {
+  if (cap <= 0) return 0;
+  // Values rise with the latent; z_cap is the latent where they reach the cap, and the share above
+  // it, 1 - Phi(z_cap), is `above`.
+  const double tail_start = std::isfinite(z_tail_) ? scale_ * x_tail_ : std::numeric_limits<double>::infinity();
+  double z_cap = 0, above = 0;
+  if (cap < tail_start) {
+    if (sigma_ == 0) return std::min(cap, scale_);  // a body of one value, below the tail
+    z_cap = std::log(cap / scale_) / sigma_;
+    above = normal_upper_tail(z_cap);
+  } else {
+    // In the tail: cap = scale x_tail (w / u)^(1/alpha) at u = 1 - Phi(z).
+    above = tail_weight_ * std::pow(tail_start / cap, alpha_);
+    z_cap = std::numeric_limits<double>::infinity();  // the whole body lies below
+  }
+  // The body below min(z_cap, z_tail): scale exp(sigma^2/2) Phi(z - sigma).
+  const double body_end = std::min(z_cap, z_tail_);
+  double below = scale_ * std::exp(sigma_ * sigma_ / 2) * (std::isfinite(body_end) ? normal_cdf(body_end - sigma_) : 1.0);
+  if (cap >= tail_start && tail_weight_ > 0) {
+    // The tail from u = w down to u = above: scale x_tail w^(1/alpha) \int u^(-1/alpha) du.
+    const double e = 1 - 1 / alpha_;
+    below += scale_ * x_tail_ * std::pow(tail_weight_, 1 / alpha_) * (std::pow(tail_weight_, e) - std::pow(above, e)) / e;
+  }
+  return below + cap * above;
 }
 
 double Latency::sample(Rng& rng) const {

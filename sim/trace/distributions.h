@@ -31,6 +31,9 @@ class LengthDistribution {
   // The value for a latent z ~ N(0, 1); the mean over z is 1.
   double at_latent(double z) const;
   double quantile(double p) const { return at_latent(normal_quantile(p)); }
+  // The mean of min(value, cap): what the mean becomes when values are cut at `cap` (closed form:
+  // the body's and the tail's partial means below the cap, plus the cap times the share above it).
+  double capped_mean(double cap) const;
 
  private:
   double sigma_;

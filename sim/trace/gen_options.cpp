@@ -122,9 +122,19 @@ const GenOption kOptions[] = {
        return e;
      },
      [](const GenParams& p) { return std::to_string(p.prompt_limit); }},
-    {"response-mean", "mean response tokens over the steps, before limits (a growth curve, see below)",
+    {"response-mean", "mean response tokens over the steps, before limits unless --response-mean-is says otherwise (a growth curve, see below)",
      [](GenParams& p, std::string_view v) { return parse_growth(v, p.response_mean); },
      [](const GenParams& p) { return p.response_mean.to_string(); }},
+    {"response-mean-is", "before-limits: the mean of the length distribution; after-limits: the mean of the responses "
+                         "as written, once the limits cut them (what a run's logs report)",
+     [](GenParams& p, std::string_view v) {
+       if (v == "before-limits" || v == "after-limits") {
+         p.response_mean_after_limits = v == "after-limits";
+         return std::string();
+       }
+       return "expected \"before-limits\" or \"after-limits\", got \"" + std::string(v) + "\"";
+     },
+     [](const GenParams& p) { return std::string(p.response_mean_after_limits ? "after-limits" : "before-limits"); }},
     {"response-limit", "longest response in tokens over the steps (\"8K,16K@100\" raises it at step 100)",
      [](GenParams& p, std::string_view v) { return parse_growth(v, p.response_limit); },
      [](const GenParams& p) { return p.response_limit.to_string(); }},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/core/assert.h"
 #include "sim/trace/gen_options.h"
 #include "sim/trace/random.h"
 #include "sim/trace/turns.h"
@@ -57,6 +58,29 @@ class ToolAnnouncer {
   int16_t next_ = 0;
 };
 
+// The caps a response meets, over the prompts' spread: (weight, cap) pairs. One cap without a
+// context limit; else the prompt's log-normal latent in 33 slices over +-6 standard deviations,
+// each prompt rounded and clamped as generate() draws it.
+std::vector<std::pair<double, double>> response_caps(const GenParams& p, double response_limit, double context_limit) {
+  const auto limit = static_cast<double>(round_tokens(response_limit));
+  if (context_limit <= 0) return {{1.0, limit}};
+  constexpr int kSlices = 33;
+  constexpr double kSpan = 6;
+  std::vector<std::pair<double, double>> caps;
+  double total = 0;
+  const double ps = p.prompt_sigma;
+  for (int i = 0; i < kSlices; ++i) {
+    const double n = -kSpan + (2 * kSpan) * (i + 0.5) / kSlices;
+    const double w = std::exp(-n * n / 2);
+    const int64_t prompt =
+        std::clamp<int64_t>(round_tokens(p.prompt_tokens * std::exp(ps * n - ps * ps / 2)), 1, p.prompt_limit);
+    caps.emplace_back(w, std::min(limit, static_cast<double>(round_tokens(context_limit) - prompt)));
+    total += w;
+  }
+  for (auto& c : caps) c.first /= total;
+  return caps;
+}
+
 void check_limits(const GenParams& p, std::vector<std::string>& problems) {
   for (int s = p.first_step; s <= p.last_step(); ++s) {
     if (p.response_limit.at(s, p.first_step, p.last_step()) < 1) {
@@ -75,6 +99,33 @@ void check_limits(const GenParams& p, std::vector<std::string>& problems) {
 
 }  // namespace
 
+std::optional<double> mean_before_limits(const GenParams& p, double target, double response_limit, double context_limit) {
+  if (target <= 0) return target;
+  const LengthDistribution lengths(p.shape);
+  const auto caps = response_caps(p, response_limit, context_limit);
+  // The mean after the limits of draws of mean m: sum of w E[min(m U, cap)] = m E[min(U, cap / m)].
+  const auto after = [&](double m) {
+    double sum = 0;
+    for (const auto& [w, cap] : caps) sum += w * m * lengths.capped_mean(cap / m);
+    return sum;
+  };
+  double most = 0;  // every response at its cap
+  for (const auto& [w, cap] : caps) most += w * cap;
+  if (target >= most * (1 - 1e-9)) return std::nullopt;
+  // after(m) <= m, and it rises with m towards `most`: bracket from the target up, then bisect.
+  double lo = target, hi = target;
+  while (after(hi) < target) {
+    lo = hi;
+    hi *= 2;
+    if (hi > kMaxDraw) return std::nullopt;
+  }
+  for (int i = 0; i < 100 && hi - lo > 1e-9 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (after(mid) < target ? lo : hi) = mid;
+  }
+  return hi;
+}
+
 std::vector<std::string> check_gen_params(const GenParams& p) {
   std::vector<std::string> problems;
   if (p.turns_min > p.turns_max)
@@ -88,6 +139,24 @@ std::vector<std::string> check_gen_params(const GenParams& p) {
     problems.push_back("--prompts-per-step: " + std::to_string(static_cast<long long>(trajectories)) +
                        " trajectories in all is more than 2e9; use --every or fewer steps");
   check_limits(p, problems);
+  if (p.response_mean_after_limits && problems.empty()) {
+    // Each step's mean after the limits must be one some draws give (below every response at its cap).
+    double last_target = -1, last_response = -1, last_context = -1;
+    for (int s = p.first_step; s <= p.last_step(); s += p.every) {
+      const double target = p.response_mean.at(s, p.first_step, p.last_step());
+      const double response = p.response_limit.at(s, p.first_step, p.last_step());
+      const double context = p.context_limit.at(s, p.first_step, p.last_step());
+      if (target == last_target && response == last_response && context == last_context) continue;
+      last_target = target, last_response = response, last_context = context;
+      if (mean_before_limits(p, target, response, context)) continue;
+      double most = 0;
+      for (const auto& [w, cap] : response_caps(p, response, context)) most += w * cap;
+      problems.push_back("--response-mean: " + std::to_string(std::llround(target)) + " tokens after the limits (--response-mean-is after-limits) at step " +
+                         std::to_string(s) + " is not below what the limits allow: responses all cut at their cap average " +
+                         std::to_string(std::llround(most)) + " tokens (--response-limit, --context-limit less the prompt)");
+      break;
+    }
+  }
   return problems;
 }
 
@@ -102,10 +171,15 @@ void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)
   for (int step = first, index = 0; step <= last; step += p.every, ++index) {
     if (keep_step && !keep_step(step)) continue;
     Rng rng(Rng::stream_seed(p.seed, static_cast<uint64_t>(step)));
-    const double mean = p.response_mean.at(step, first, last);
     const double turns_mean = p.turns_mean.at(step, first, last);
     const double response_limit = p.response_limit.at(step, first, last);
     const double context_limit = p.context_limit.at(step, first, last);
+    double mean = p.response_mean.at(step, first, last);
+    if (p.response_mean_after_limits) {
+      const std::optional<double> before = mean_before_limits(p, mean, response_limit, context_limit);
+      ARLSIM_ASSERT(before.has_value());  // check_gen_params
+      mean = *before;
+    }
     for (int prompt = 0; prompt < p.prompts_per_step; ++prompt) {
       const double ps = p.prompt_sigma;
       const int64_t prompt_tokens =

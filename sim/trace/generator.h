@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,10 @@ struct GenParams {
   double prompt_sigma = 0.4;   // log-normal spread of prompt lengths
   int64_t prompt_limit = 2048;
 
-  Growth response_mean = Growth::linear(1024, 4096);  // mean response tokens, before the limit
+  Growth response_mean = Growth::linear(1024, 4096);  // mean response tokens, before the limits unless:
+  // the mean of the responses as written, after the limits cut them (what a run's logs report);
+  // the generator then draws from the mean before the limits that gives it (mean_before_limits).
+  bool response_mean_after_limits = false;
   Growth response_limit = Growth::constant(16384);    // max response tokens (generation stops)
   Growth context_limit = Growth::constant(0);         // max prompt + response tokens; 0 = none
   LengthShape shape;
@@ -58,6 +62,11 @@ struct GenParams {
 
 // Problems with a parameter set, each as "--name: what is wrong"; empty when it can be generated.
 std::vector<std::string> check_gen_params(const GenParams& p);
+
+// The mean of the length distribution, before the limits, whose responses average `target` tokens
+// once cut at the step's response limit and at its context limit less the prompt (over the
+// prompts' spread); nothing when the limits keep the mean below `target` whatever the draws.
+std::optional<double> mean_before_limits(const GenParams& p, double target, double response_limit, double context_limit);
 
 // Streams the trace into `sink` (header first). `p` must pass check_gen_params. With `keep_step`,
 // only the steps it accepts (asked once per step, in order) are drawn and written.

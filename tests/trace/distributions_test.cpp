@@ -131,3 +131,30 @@ TEST_CASE("tool specs: parse, print back, and explain mistakes") {
   CHECK(error == "tool \"python\": dist=uniform needs min <= max");
   CHECK_FALSE(parse_tool_spec(": mean=1s", error));
 }
+
+TEST_CASE("distributions: the capped mean is the mean of min(value, cap), in the body and in the tail") {
+  // Against a direct quadrature of min(at_latent(z), cap) over the standard normal latent.
+  const auto quadrature = [](const LengthDistribution& d, double cap) {
+    const int n = 400000;
+    const double lo = -9, hi = 9, dz = (hi - lo) / n;
+    double sum = 0, weight = 0;
+    for (int i = 0; i < n; ++i) {
+      const double z = lo + (i + 0.5) * dz, w = std::exp(-z * z / 2);
+      sum += w * std::min(d.at_latent(z), cap);
+      weight += w;
+    }
+    return sum / weight;
+  };
+  const LengthShape with_tail{0.6, 0.05, 2.5}, body_only{0.8, 0, 2.5}, flat{0, 0.1, 3};
+  for (const LengthShape& shape : {with_tail, body_only, flat}) {
+    const LengthDistribution d(shape);
+    // Caps below the median, in the body, at the tail's start and deep in the tail.
+    for (double cap : {0.3, 0.9, 1.4, d.quantile(0.95), d.quantile(0.99), 6.0, 40.0}) {
+      CAPTURE(shape.sigma);
+      CAPTURE(cap);
+      CHECK(d.capped_mean(cap) == doctest::Approx(quadrature(d, cap)).epsilon(2e-4));
+    }
+    CHECK(d.capped_mean(1e12) == doctest::Approx(1.0).epsilon(1e-6));  // no cap: the unit mean
+    CHECK(d.capped_mean(0) == 0);
+  }
+}

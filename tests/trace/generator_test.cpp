@@ -279,3 +279,59 @@ TEST_CASE("generator presets: the headline facts they mimic") {
     CHECK(s.steps.back().context_tokens.max == 32768);
   }
 }
+
+TEST_CASE("generator: a mean after the limits is the mean of the responses as written") {
+  GenParams p;
+  p.steps = 1;
+  p.prompts_per_step = 1024;
+  p.group_size = 4;
+  p.group_correlation = 0;  // independent samples: the batch mean stays close to the distribution's
+  p.prompt_tokens = 150;
+  p.prompt_limit = 512;
+  p.response_mean = Growth::constant(3056);
+  p.response_limit = Growth::constant(3584);
+  p.context_limit = Growth::constant(4096);
+  const auto mean_response = [](const Trace& t) {
+    double sum = 0;
+    int64_t truncated = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const TrajectoryView v = t.trajectory(i);
+      for (const auto& turn : v.turns) sum += turn.gen_tokens;
+      truncated += v.info.truncated ? 1 : 0;
+    }
+    return std::pair{sum / static_cast<double>(t.size()), static_cast<double>(truncated) / static_cast<double>(t.size())};
+  };
+  // Before the limits (the default) the cap at 3,584 tokens takes about a fifth off the mean.
+  const auto [before, cut_before] = mean_response(run(p));
+  CHECK(before < 0.85 * 3056);
+  p.response_mean_after_limits = true;
+  const std::optional<double> scale = mean_before_limits(p, 3056, 3584, 4096);
+  REQUIRE(scale.has_value());
+  CHECK(*scale > 3056);
+  const auto [after, cut_after] = mean_response(run(p));
+  CHECK(after == doctest::Approx(3056).epsilon(0.02));
+  CHECK(cut_after > cut_before);  // the same mean under the same cap: more responses reach it
+  // Limits far away: the two means coincide.
+  CHECK(*mean_before_limits(p, 1000, 1e9, 0) == doctest::Approx(1000).epsilon(1e-6));
+  // The prompt's share of the context limit counts: a tighter context limit needs a larger draw.
+  CHECK(*mean_before_limits(p, 1000, 3584, 1300) > *mean_before_limits(p, 1000, 3584, 0));
+}
+
+TEST_CASE("generator: a mean after the limits that the limits cannot give is an error") {
+  GenParams p = small();
+  p.response_mean_after_limits = true;
+  p.response_mean = Growth::constant(4000);
+  p.response_limit = Growth::constant(4096);
+  p.context_limit = Growth::constant(0);
+  CHECK(check_gen_params(p).empty());  // below the limit: many responses at it, but reachable
+  p.response_mean = Growth::constant(4096);
+  const auto problems = check_gen_params(p);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] == "--response-mean: 4096 tokens after the limits (--response-mean-is after-limits) at step 1 is not "
+                       "below what the limits allow: responses all cut at their cap average 4096 tokens "
+                       "(--response-limit, --context-limit less the prompt)");
+  CHECK(find_gen_option("response-mean-is")->set(p, "observed") ==
+        "expected \"before-limits\" or \"after-limits\", got \"observed\"");
+  CHECK(find_gen_option("response-mean-is")->set(p, "before-limits").empty());
+  CHECK(!p.response_mean_after_limits);
+}
