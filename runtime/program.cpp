@@ -110,8 +110,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
       return std::string(where) + ": its ranks would shard in hybrid groups (the training's shard_group), which is not "
                                   "executed yet";
   }
-  if (s.policy.partial_rollout > 0) return "/policy/sync/partial_rollout: partial rollout is not executed yet";
-  if (!s.policy.schedule.empty()) return "/policy/schedule: layout switches are not executed yet";
   if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)
     return "/policy/weight_sync/method: a disaggregated plan's weights are broadcast to its engines";
   return {};
@@ -344,6 +342,45 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
     if (s.workload.engine.sleep_level == 1) {
       p.on(device).push_back(copy(rollout_shard, -1));
       p.on(device).push_back(copy(rollout_shard, device));
+    }
+  }
+}
+
+void add_layout_switch(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& from_rollout,
+                       const input::TrainLayout& from_train, const input::RolloutLayout& to_rollout,
+                       const input::TrainLayout& to_train) {
+  const double overhead = s.policy.switch_overhead_s;
+  auto wait = [&](int64_t device) {
+    if (overhead <= 0) return;
+    Kernel w;
+    w.kind = Kernel::Kind::wait;
+    w.seconds = overhead;
+    p.on(device).push_back(w);
+  };
+  if (!(from_rollout == to_rollout)) {
+    // The engines restart in the new layout and load their shards from host memory.
+    const graph::Placement engines = rl::rollout_placement(s, to_rollout);
+    const double shard = rl::rollout_relaunch_bytes(s, to_rollout);
+    for (int64_t e = 0; e < engines.shape().dp; ++e)
+      for (int64_t j = 0; j < to_rollout.gpus_per_engine(); ++j) {
+        const int64_t device = engines.replica_device(e) + j;
+        wait(device);
+        p.on(device).push_back(copy(shard, device));
+      }
+  }
+  if (!(from_train == to_train)) {
+    // Training restarts; its state goes out to host memory as the old layout shards it and comes
+    // back as the new one does.
+    const graph::Placement before = rl::train_placement(s, from_train), after = rl::train_placement(s, to_train);
+    const bool reshard = !rl::same_train_sharding(from_train, to_train);
+    for (int64_t i = 0; i < to_train.gpus(); ++i) wait(after.first_device() + i);
+    if (reshard) {
+      for (int64_t i = 0; i < from_train.gpus(); ++i)
+        p.on(before.first_device() + i).push_back(copy(rl::train_state_move_bytes(s, from_train), -1));
+      for (int64_t i = 0; i < to_train.gpus(); ++i) {
+        const int64_t device = after.first_device() + i;
+        p.on(device).push_back(copy(rl::train_state_move_bytes(s, to_train), device));
+      }
     }
   }
 }

@@ -6,8 +6,9 @@
 //
 // Executable plans, for now: dense models with standard attention; training and forward passes
 // with tp and dp (pp = cp = ep = 1), without sequence parallelism, communication overlap or
-// offload; engines with tp (pp = ep = 1), no speculation; synchronous colocated steps with weight
-// sync by all-gather and swap or by offload. unsupported_reason() names what else a plan asks.
+// offload; engines with tp (pp = ep = 1), no speculation; colocated steps with weight sync by
+// all-gather and swap or by offload, disaggregated ones by broadcast; partial rollouts; layout
+// switches between steps. unsupported_reason() names what else a plan asks.
 #pragma once
 
 #include <cstdint>
@@ -96,6 +97,15 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
 // Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the
 // engines' sleep and wake).
 void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t);
+
+// A change of layouts between two steps, as rl::rollout_switch_seconds and rl::train_switch_seconds
+// price it (the step's weight sync carries it): the policy's switch overhead as a wait on each
+// device of a layout that changes; the engines of a new rollout layout loading their shards from
+// host memory; a training state sharded otherwise moved out to host memory in the old layout and
+// back in the new one, checksummed.
+void add_layout_switch(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& from_rollout,
+                       const input::TrainLayout& from_train, const input::RolloutLayout& to_rollout,
+                       const input::TrainLayout& to_train);
 
 // Dispatch: each sample's tensors (`bytes`) from the device that produced it through the
 // controller's host memory to its training rank's device, run by the receiving device.

@@ -50,9 +50,10 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
       add_parameter_gathers(p, m, l, tp_group(l, first_device, dp), forward_only, shards);
 }
 
-// The program of one activity of a step, from the step's execution record.
-Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, const exec::ActivityRecord& a,
-                   double* tail_s) {
+// The program of one activity of a step, from the step's execution record (and the previous
+// simulated step's, whose layouts a weight sync switches from; none for the first).
+Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, const rl::StepExecution* previous,
+                   const exec::ActivityRecord& a, double* tail_s) {
   Program p;
   const auto& l = e.train;
   const graph::Placement ranks = rl::train_placement(s, l);
@@ -141,7 +142,10 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       if (s.workload.critic) optimizer_step(*s.workload.critic, true, weights_after(s.model));
       break;
     }
-    case graph::Stage::weight_sync: add_weight_sync(p, s, e.rollout, l); break;
+    case graph::Stage::weight_sync:
+      if (previous) add_layout_switch(p, s, previous->rollout, previous->train, e.rollout, l);
+      add_weight_sync(p, s, e.rollout, l);
+      break;
   }
   return p;
 }
@@ -162,6 +166,10 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   // A plan the simulator finds out of memory is not executed (the caller says where it ran out):
   // its stopped step has activities but no execution record.
   if (!pred.oom_events.empty()) return report;
+  auto previous_of = [&](int64_t step) -> const rl::StepExecution* {
+    const auto it = executions.find(step);
+    return it == executions.begin() ? nullptr : &std::prev(it)->second;
+  };
 
   // Every activity of the step graph, in its order (ids are a topological order), run for real.
   std::vector<exec::ActivityRecord> stages;
@@ -174,7 +182,7 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     double buffer_bytes = 0;
     if (auto sizer = backend.buffer_sizer()) {
       double tail = 0;
-      for (const auto& a : stages) sizer->add(program_of(s, executions.at(a.step), a, &tail));
+      for (const auto& a : stages) sizer->add(program_of(s, executions.at(a.step), previous_of(a.step), a, &tail));
       buffer_bytes = sizer->bytes();
     }
     report.refused = check(pred, buffer_bytes);
@@ -188,7 +196,7 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     const auto it = executions.find(a.step);
     ARLSIM_ASSERT(it != executions.end());
     double tail = 0;
-    const Program p = program_of(s, it->second, a, &tail);
+    const Program p = program_of(s, it->second, previous_of(a.step), a, &tail);
     const std::string name = "step " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage));
     const RunStats r = backend.run(p, name);
     if (a.stage == graph::Stage::rollout) {

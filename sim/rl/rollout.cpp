@@ -179,6 +179,7 @@ class Rollout final : public core::EventHandler {
   void tool_done(int64_t t);
   void finish_trajectory(int64_t t);
   void record_paused();
+  void keep_completed_iterations();
   void sample_kv(int64_t e);
   void start_reward(int64_t t);
   void reward_granted(int64_t t);
@@ -339,7 +340,10 @@ RolloutResult Rollout::run() {
     sim_.at(at, kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
   }
   sim_.run();
-  if (sim_.stopped()) record_paused();
+  if (sim_.stopped()) {
+    keep_completed_iterations();
+    record_paused();
+  }
   result_.events = sim_.events_run();
   for (size_t e = 0; e < engines_.size(); ++e) {
     result_.engines[e].busy_s = engines_[e].busy_s;
@@ -619,6 +623,32 @@ void Rollout::sample_kv(int64_t e) {
   const double fraction =
       s.total_blocks() > 0 ? static_cast<double>(s.used_blocks()) / static_cast<double>(s.total_blocks()) : 0.0;
   result_.kv.push_back({e, sim_.now(), fraction});
+}
+
+void Rollout::keep_completed_iterations() {
+  // A partial rollout interrupts the engines between iterations, and the requests keep what they
+  // produced: a decode window in flight keeps the iterations it completed by now, as simulating
+  // iteration by iteration keeps them (the one in progress is lost either way). A window ends
+  // before any of its requests ends its turn, so none ends here.
+  const double now_s = sim_.now().seconds();
+  for (size_t i = 0; i < engines_.size(); ++i) {
+    Engine& eng = engines_[i];
+    if (!eng.busy || !eng.windowed) continue;
+    const int64_t kv = eng.plan.batch.decode_kv_tokens;
+    const int64_t done = std::min(eng.iterations - 1, eng.window.iterations_within(now_s - eng.start_s, kv));
+    if (done < 1) continue;
+    const auto e = static_cast<int64_t>(i);
+    const double end_s = eng.start_s + eng.window.sum(done, kv);
+    eng.busy_s += end_s - eng.start_s;
+    if (o_.record_spans) add_span(e, false, eng.start_s, end_s, done);
+    if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, end_s, eng.plan.batch, done});
+    scratch_finished_.clear();
+    scratch_first_.clear();
+    eng.sched->complete(eng.plan, done, scratch_finished_, scratch_first_);
+    ARLSIM_ASSERT(scratch_finished_.empty() && scratch_first_.empty());
+    eng.start_s = end_s;
+    eng.busy = false;
+  }
 }
 
 void Rollout::record_paused() {

@@ -89,10 +89,14 @@ uint64_t rollout_seed(const input::ScenarioSpec& s, int64_t step);
 // What a change of rollout layout costs: the engines restart and load their weights (bf16 shards)
 // over the host link.
 double rollout_relaunch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
+double rollout_relaunch_bytes(const input::ScenarioSpec& s, const input::RolloutLayout& layout);  // per engine GPU
 // Restarting training in another layout: each rank's weights and optimizer states
 // (model::training_state; gradients are rebuilt by the next step) out to host memory in the old
 // sharding and back in the new one.
 double train_state_move_seconds(const input::ScenarioSpec& s, const input::TrainLayout& l);  // one way
+double train_state_move_bytes(const input::ScenarioSpec& s, const input::TrainLayout& l);    // per rank, one way
+// Whether two training layouts hold the state alike (no reshard between them).
+bool same_train_sharding(const input::TrainLayout& from, const input::TrainLayout& to);
 double train_reshard_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to);
 // A layout switch between two steps: 0 when the layout stays, else `overhead_s` (see
 // PolicySpec::switch_overhead_s) plus the relaunch of the rollout engines, or the reshard of the

@@ -56,14 +56,29 @@ RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::Rollou
 
 uint64_t rollout_seed(const input::ScenarioSpec& s, int64_t step) { return s.seed + static_cast<uint64_t>(step); }
 
+double rollout_relaunch_bytes(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
+  return 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
+}
+
 double rollout_relaunch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {
-  const double shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());  // bf16 bytes per GPU
-  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{shard});
+  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{rollout_relaunch_bytes(s, r)});
+}
+
+double train_state_move_bytes(const input::ScenarioSpec& s, const input::TrainLayout& l) {
+  const model::TrainingState state = model::training_state(s.model, l, s.workload.dtype);
+  return state.weights + state.optimizer;
 }
 
 double train_state_move_seconds(const input::ScenarioSpec& s, const input::TrainLayout& l) {
-  const model::TrainingState state = model::training_state(s.model, l, s.workload.dtype);
-  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{state.weights + state.optimizer});
+  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{train_state_move_bytes(s, l)});
+}
+
+bool same_train_sharding(const input::TrainLayout& from, const input::TrainLayout& to) {
+  // Micro-batching, recompute and sequence parallelism leave the state where it is.
+  return from.tp == to.tp && from.pp == to.pp && from.dp == to.dp && from.cp == to.cp && from.ep == to.ep &&
+         from.vpp == to.vpp && from.zero == to.zero && from.offload_optimizer == to.offload_optimizer &&
+         from.offload_params == to.offload_params && from.sharding_ranks() == to.sharding_ranks() &&
+         from.first_stage_layers == to.first_stage_layers && from.last_stage_layers == to.last_stage_layers;
 }
 
 double train_reshard_seconds(const input::ScenarioSpec& s, const input::TrainLayout& from, const input::TrainLayout& to) {
@@ -78,13 +93,7 @@ double rollout_switch_seconds(const input::RolloutLayout& from, const input::Rol
 double train_switch_seconds(const input::TrainLayout& from, const input::TrainLayout& to, double reshard_s,
                             double overhead_s) {
   if (from == to) return 0.0;
-  // Micro-batching, recompute and sequence parallelism leave the state where it is: a restart only.
-  const bool same_sharding = from.tp == to.tp && from.pp == to.pp && from.dp == to.dp && from.cp == to.cp &&
-                             from.ep == to.ep && from.vpp == to.vpp && from.zero == to.zero &&
-                             from.offload_optimizer == to.offload_optimizer && from.offload_params == to.offload_params &&
-                             from.sharding_ranks() == to.sharding_ranks() &&
-                             from.first_stage_layers == to.first_stage_layers && from.last_stage_layers == to.last_stage_layers;
-  return overhead_s + (same_sharding ? 0.0 : reshard_s);
+  return overhead_s + (same_train_sharding(from, to) ? 0.0 : reshard_s);  // else a restart only
 }
 
 double rollout_switch_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& from, const input::RolloutLayout& to,

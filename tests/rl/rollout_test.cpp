@@ -247,6 +247,48 @@ TEST_CASE("rollout: event skipping gives the same times as iterating, on random 
   }
 }
 
+TEST_CASE("rollout: a partial rollout keeps what windows in flight completed, as iterating does") {
+  // Two engines: the trajectory whose end reaches the fraction ends an iteration of one engine
+  // while the other is inside a decode window; the paused trajectories keep the tokens of the
+  // iterations that completed before the stop in both modes.
+  Setup s;
+  std::mt19937_64 rng(99);
+  int64_t kept_by_window = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    Workload w;
+    const int n = 16 + static_cast<int>(rng() % 24);
+    for (int i = 0; i < n; ++i)
+      w.add(i / 4, {turn(100 + static_cast<int32_t>(rng() % 2000), 50 + static_cast<int32_t>(rng() % 3000))});
+    auto o = s.options();
+    o.engines = 2;
+    o.stop_fraction = 0.5;
+    o.log_iterations = true;
+    const auto skip = rl::simulate_rollout(o, w.input());
+    o.per_iteration = true;
+    const auto iterate = rl::simulate_rollout(o, w.input());
+    INFO("trial ", trial, " n ", n);
+    REQUIRE(!skip.paused.empty());
+    REQUIRE(skip.paused.size() == iterate.paused.size());
+    for (size_t i = 0; i < skip.paused.size(); ++i) {
+      CHECK(skip.paused[i].trajectory == iterate.paused[i].trajectory);
+      CHECK(skip.paused[i].generated == iterate.paused[i].generated);
+      CHECK(skip.paused[i].context == iterate.paused[i].context);
+    }
+    // The engines' busy time is the same too: what ran until the stop, less the iteration in progress.
+    for (size_t e = 0; e < 2; ++e) CHECK(std::abs(skip.engines[e].busy_s - iterate.engines[e].busy_s) <= 1e-9);
+    // The logged iterations add up to the tokens each paused trajectory holds (one engine each).
+    int64_t logged = 0;
+    for (const auto& it : skip.iterations) logged += it.iterations * it.batch.decode_seqs;
+    int64_t paused = 0;
+    for (const auto& p : skip.paused) paused += std::max<int64_t>(0, p.generated);
+    CHECK(logged >= paused);
+    // The last logged record of an engine ends at most at the stop.
+    for (const auto& it : skip.iterations) CHECK(it.end_s <= skip.makespan.seconds() + 1e-9);
+    if (!skip.iterations.empty() && skip.iterations.back().iterations > 1) ++kept_by_window;
+  }
+  CHECK(kept_by_window > 0);  // the case the test is about happened
+}
+
 TEST_CASE("rollout: deterministic") {
   Setup s;
   Workload w;

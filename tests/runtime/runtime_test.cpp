@@ -468,6 +468,80 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   pass.policy.train.tp = 2;  // training tp 2 x dp 2; the old log-probs tp 1 x dp 4, shard groups of 2
   pass.policy.old_logprob = input::InferenceLayout{1, 1, 4, 1};
   CHECK(runtime::unsupported_reason(pass).find("hybrid") != std::string::npos);
+  // Partial rollouts and layout switches run.
+  auto partial = *s;
+  partial.policy.partial_rollout = 0.5;
+  CHECK(runtime::unsupported_reason(partial).empty());
+  auto switched = *s;
+  switched.policy.schedule.push_back({});
+  CHECK(runtime::unsupported_reason(switched).empty());
+}
+
+TEST_CASE("a layout switch waits the policy's overhead, loads the new engines' shards and moves a resharded state") {
+  input::Diagnostics diag;
+  std::vector<std::string> overrides;
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  s->policy.switch_overhead_s = 0.25;
+  const input::RolloutLayout r1 = s->policy.rollout;  // tp 1: two engines
+  const input::TrainLayout t1 = s->policy.train;      // tp 1 x dp 2
+  input::RolloutLayout r2 = r1;
+  r2.tp = 2;  // one engine of tp 2
+  input::TrainLayout t2 = t1;
+  t2.tp = 2;
+  t2.dp = 1;
+  auto kernels = [](const runtime::Program& p, int64_t device) {
+    for (const auto& [d, ks] : p.devices)
+      if (d == device) return ks;
+    return std::vector<Kernel>{};
+  };
+  // Nothing changes: nothing runs.
+  runtime::Program same;
+  runtime::add_layout_switch(same, *s, r1, t1, r1, t1);
+  CHECK(same.devices.empty());
+  // Both change, on the same two devices (colocated): per device the rollout's overhead and the
+  // engine's shard (2 bytes a parameter over its tp 2) from host memory, then the training's
+  // overhead, its tp-1 state out and its tp-2 state back.
+  runtime::Program both;
+  runtime::add_layout_switch(both, *s, r1, t1, r2, t2);
+  const double shard = 2.0 * model::count_params(s->model).total / 2;
+  const double out = model::training_state(s->model, t1, s->workload.dtype).weights +
+                     model::training_state(s->model, t1, s->workload.dtype).optimizer;
+  const double in = model::training_state(s->model, t2, s->workload.dtype).weights +
+                    model::training_state(s->model, t2, s->workload.dtype).optimizer;
+  CHECK(in < out);  // tp 2 halves each rank's weights; dp 1 keeps every optimizer state
+  for (int64_t d = 0; d < 2; ++d) {
+    const auto ks = kernels(both, d);
+    REQUIRE(ks.size() == 5);
+    CHECK(ks[0].kind == Kernel::Kind::wait);
+    CHECK(ks[0].seconds == 0.25);
+    CHECK(ks[1].kind == Kernel::Kind::copy);
+    CHECK(ks[1].peer == d);
+    CHECK(ks[1].bytes == doctest::Approx(shard));
+    CHECK(ks[2].kind == Kernel::Kind::wait);
+    CHECK(ks[3].peer == -1);
+    CHECK(ks[3].bytes == doctest::Approx(out));
+    CHECK(ks[4].peer == d);
+    CHECK(ks[4].bytes == doctest::Approx(in));
+  }
+  // The same sharding in other micro-batches: a restart (the overhead) and no state moved.
+  runtime::Program restart;
+  input::TrainLayout t3 = t1;
+  t3.micro_batch = t1.micro_batch + 1;
+  runtime::add_layout_switch(restart, *s, r1, t1, r1, t3);
+  for (int64_t d = 0; d < 2; ++d) {
+    const auto ks = kernels(restart, d);
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0].kind == Kernel::Kind::wait);
+  }
+  // The moved bytes arrive checked.
+  runtime::CpuBackend cpu(2, 60);
+  s->policy.switch_overhead_s = 0;
+  runtime::Program moved;
+  runtime::add_layout_switch(moved, *s, r1, t1, r2, t2);
+  const auto result = cpu.run(moved, "switch");
+  CHECK(result.checksum_failures == 0);
+  CHECK(result.bytes_verified >= 2 * (shard + in));
 }
 
 TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {
