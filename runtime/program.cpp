@@ -90,8 +90,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
            "which the runtime does not do)";
   if (t.overlaps_tp_comm() || t.overlaps_grad_reduce() || t.overlaps_param_gather())
     return "/policy/train/overlap: overlapped communication is not executed yet (set its switches to false)";
-  if (t.zero >= 1 && t.sharding_ranks() != t.dp * t.cp)
-    return "/policy/train/shard_group: hybrid sharding is not executed yet (shard over every data-parallel rank)";
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
   if (r.pp != 1 || r.ep != 1) return "/policy/rollout: pp and ep must be 1";
   if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
@@ -105,10 +103,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   for (const auto& [where, pass] : passes) {
     if (*pass && ((*pass)->pp != 1 || (*pass)->cp != 1))
       return std::string(where) + ": pp and cp must be 1 (the runtime executes tp x dp)";
-    // A pass keeps the training's shard group where it divides its ranks: hybrid again.
-    if (const input::TrainLayout tl = rl::pass_layout(t, *pass); tl.zero >= 1 && tl.sharding_ranks() != tl.dp * tl.cp)
-      return std::string(where) + ": its ranks would shard in hybrid groups (the training's shard_group), which is not "
-                                  "executed yet";
   }
   if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)
     return "/policy/weight_sync/method: a disaggregated plan's weights are broadcast to its engines";
@@ -191,11 +185,24 @@ void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::T
   }
 }
 
-std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device) {
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t dp) {
   std::vector<DeviceGroup> groups;
-  if (l.zero < 3 || l.dp <= 1) return groups;
-  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(dp_group(l, first_device, tp));
+  const int64_t size = l.sharding_ranks();
+  if (l.zero < 3 || size <= 1) return groups;
+  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(shard_of(dp_group(l, first_device, tp), size, dp));
   return groups;
+}
+
+DeviceGroup shard_of(const DeviceGroup& dp_group, int64_t size, int64_t rank) {
+  const auto first = static_cast<size_t>(rank / size * size);
+  return DeviceGroup(dp_group.begin() + static_cast<std::ptrdiff_t>(first),
+                     dp_group.begin() + static_cast<std::ptrdiff_t>(std::min(dp_group.size(), first + static_cast<size_t>(size))));
+}
+
+DeviceGroup replicas_of(const DeviceGroup& dp_group, int64_t size, int64_t rank) {
+  DeviceGroup g;
+  for (auto i = static_cast<size_t>(rank % size); i < dp_group.size(); i += static_cast<size_t>(size)) g.push_back(dp_group[i]);
+  return g;
 }
 
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
@@ -281,12 +288,20 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
   const model::StageParams params = model::largest_stage_params(m, l);
   const double grad_bytes = 2.0 * params.dense;  // bf16 gradient buckets, as train.cpp counts them
   const int64_t ranks = static_cast<int64_t>(dp_group.size());
-  const int32_t group = ranks > 1 ? p.group(dp_group) : -1;
+  // ZeRO shards over groups of sharding_ranks() consecutive ranks (all of them unless hybrid);
+  // hybrid sharding then all-reduces each shard across the groups' replicas, as train.cpp prices it.
+  const int64_t size = l.zero >= 1 ? std::min(ranks, l.sharding_ranks()) : ranks;
   const double shard = l.zero >= 1 ? params.dense / d(l.sharding_ranks()) : params.total();
-  for (int64_t device : dp_group) {
+  for (size_t i = 0; i < dp_group.size(); ++i) {
+    const int64_t device = dp_group[i];
+    const DeviceGroup mine = shard_of(dp_group, size, static_cast<int64_t>(i));
+    const DeviceGroup across = replicas_of(dp_group, size, static_cast<int64_t>(i));
+    const int32_t group = mine.size() > 1 ? p.group(mine) : -1;
     auto& ks = p.on(device);
     if (group >= 0 && l.zero == 0) ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes, group));
     if (group >= 0 && l.zero >= 1) ks.push_back(collective(model::CollectiveOp::reduce_scatter, grad_bytes, group));
+    if (l.zero >= 1 && across.size() > 1)
+      ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes / d(size), p.group(across)));
     if (l.offload_optimizer)
       // ZeRO-Offload, as train.cpp prices it: the fp32 gradients out to host memory and the bf16
       // weights back, 6 bytes per parameter over the host link, checksummed (the CPU's Adam is

@@ -5,8 +5,8 @@
 // wrong. Backend-independent: a backend (runtime/cpu) runs the kernels.
 //
 // Executable plans, for now: dense models with standard attention; training and forward passes
-// with tp and dp (pp = cp = ep = 1), without sequence parallelism, communication overlap or
-// offload; engines with tp (pp = ep = 1), no speculation; colocated steps with weight sync by
+// with tp and dp (pp = cp = ep = 1), ZeRO sharded over all data-parallel ranks or hybrid, without
+// communication overlap or offloaded weights; engines with tp (pp = ep = 1), no speculation; colocated steps with weight sync by
 // all-gather and swap or by offload, disaggregated ones by broadcast; partial rollouts; layout
 // switches between steps. unsupported_reason() names what else a plan asks.
 #pragma once
@@ -86,9 +86,14 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
 // joins every gather, so a rank with fewer micro-batches than the others still gathers with them.
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
                            bool forward_only, const std::vector<DeviceGroup>& shard_groups);
-// ZeRO-3's shard groups of a training layout (one per tp rank: the devices of that tp rank over
-// the data-parallel ranks); empty below ZeRO-3 or with one data-parallel rank.
-std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device);
+// ZeRO-3's shard groups of data-parallel rank `dp` (one per tp rank: the devices of that tp rank
+// over the data-parallel ranks of dp's shard group, sharding_ranks() consecutive ranks, all of
+// them unless sharding is hybrid); empty below ZeRO-3 or with shard groups of one rank.
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t dp);
+// Of a data-parallel group split in shard groups of `size` consecutive ranks: rank `rank`'s shard
+// group, and its replicas (the ranks at its place in every shard group).
+DeviceGroup shard_of(const DeviceGroup& dp_group, int64_t size, int64_t rank);
+DeviceGroup replicas_of(const DeviceGroup& dp_group, int64_t size, int64_t rank);
 // The first weight buffer past model m's (a base for the next model on the same devices).
 int32_t weights_after(const input::ModelSpec& m, int32_t weight_base = 0);
 // The end of an optimizer step on a data-parallel group (each device one rank): the gradients

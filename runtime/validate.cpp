@@ -30,24 +30,29 @@ double median_abs(std::vector<double> v) {
 }
 
 // Each data-parallel rank's micro-batches on its tp group. Under ZeRO-3 every rank of a shard
-// group joins each parameter gather, so a rank with fewer micro-batches than the most gathers
-// for the ones it lacks.
+// group joins each parameter gather, so a rank with fewer micro-batches than the most of its
+// group gathers for the ones it lacks.
 void add_micro_batches(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                        const std::vector<std::vector<rl::MicroBatch>>& batches, rl::MicroBatchTimer& timer,
                        bool forward_only, int32_t weights) {
-  const std::vector<DeviceGroup> shards = shard_groups(l, first_device);
   std::vector<int64_t> count(static_cast<size_t>(l.dp), 0);
-  for (int64_t dp = 0; dp < l.dp; ++dp)
+  for (int64_t dp = 0; dp < l.dp; ++dp) {
+    const std::vector<DeviceGroup> shards = shard_groups(l, first_device, dp);
     for (const auto& b : batches[static_cast<size_t>(dp)])
       if (b.tokens > 0) {
         add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, dp), forward_only, weights, shards);
         ++count[static_cast<size_t>(dp)];
       }
-  if (shards.empty()) return;
-  const int64_t most = *std::max_element(count.begin(), count.end());
-  for (int64_t dp = 0; dp < l.dp; ++dp)
+  }
+  const int64_t size = std::min(l.dp, l.sharding_ranks());
+  for (int64_t dp = 0; dp < l.dp; ++dp) {
+    const std::vector<DeviceGroup> shards = shard_groups(l, first_device, dp);
+    if (shards.empty()) continue;
+    const auto first = count.begin() + dp / size * size;
+    const int64_t most = *std::max_element(first, first + size);
     for (int64_t i = count[static_cast<size_t>(dp)]; i < most; ++i)
       add_parameter_gathers(p, m, l, tp_group(l, first_device, dp), forward_only, shards);
+  }
 }
 
 // The program of one activity of a step, from the step's execution record (and the previous

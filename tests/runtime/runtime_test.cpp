@@ -357,7 +357,7 @@ std::pair<input::TrainLayout, model::TrainRequest> zero3(int64_t tp, int64_t dp,
 TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the forward and the backward") {
   const auto m = tiny_model();
   auto [l, r] = zero3(2, 2, 64);
-  const auto shards = runtime::shard_groups(l, 0);
+  const auto shards = runtime::shard_groups(l, 0, 0);
   // Devices tp x dp: tp rank 0 on devices 0 and 2, tp rank 1 on 1 and 3.
   REQUIRE(shards.size() == 2);
   CHECK(shards[0] == runtime::DeviceGroup{0, 2});
@@ -391,16 +391,58 @@ TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the
   CHECK(gathers(pad, 0).size() == 2);
   // Below ZeRO-3, or with one data-parallel rank, there is nothing to gather.
   l.zero = 1;
-  CHECK(runtime::shard_groups(l, 0).empty());
+  CHECK(runtime::shard_groups(l, 0, 0).empty());
   l.zero = 3;
   l.dp = 1;
-  CHECK(runtime::shard_groups(l, 0).empty());
+  CHECK(runtime::shard_groups(l, 0, 0).empty());
+}
+
+TEST_CASE("hybrid sharding: shard groups of consecutive ranks, each shard all-reduced across their replicas") {
+  const auto m = tiny_model();
+  auto [l, r] = zero3(1, 4, 32);
+  l.shard_group = 2;  // ranks {0, 1} and {2, 3} each hold one copy of the state
+  CHECK(runtime::shard_groups(l, 0, 0) == std::vector<runtime::DeviceGroup>{{0, 1}});
+  CHECK(runtime::shard_groups(l, 0, 1) == std::vector<runtime::DeviceGroup>{{0, 1}});
+  CHECK(runtime::shard_groups(l, 0, 3) == std::vector<runtime::DeviceGroup>{{2, 3}});
+  CHECK(runtime::shard_of({0, 1, 2, 3}, 2, 3) == runtime::DeviceGroup{2, 3});
+  CHECK(runtime::replicas_of({0, 1, 2, 3}, 2, 3) == runtime::DeviceGroup{1, 3});
+  // The optimizer step, as train.cpp prices hybrid sharding (ZeRO-1 here): the gradients
+  // reduce-scattered within the shard group, the half each rank holds all-reduced with its
+  // replica in the other group, Adam over the half, the parameters gathered within the group.
+  l.zero = 1;
+  runtime::Program p;
+  runtime::add_optimizer_step(p, m, l, {0, 1, 2, 3});
+  const double grads = 2.0 * model::largest_stage_params(m, l).dense;
+  for (const auto& [device, ks] : p.devices) {
+    CAPTURE(device);
+    REQUIRE(ks.size() == 4);
+    CHECK(ks[0].op == model::CollectiveOp::reduce_scatter);
+    CHECK(ks[0].bytes == doctest::Approx(grads));
+    CHECK(p.groups[static_cast<size_t>(ks[0].group)] == runtime::shard_of({0, 1, 2, 3}, 2, device));
+    CHECK(ks[1].op == model::CollectiveOp::all_reduce);
+    CHECK(ks[1].bytes == doctest::Approx(grads / 2));
+    CHECK(p.groups[static_cast<size_t>(ks[1].group)] == runtime::replicas_of({0, 1, 2, 3}, 2, device));
+    CHECK(ks[2].kind == Kernel::Kind::memory);
+    CHECK(ks[2].bytes == doctest::Approx(30.0 * model::largest_stage_params(m, l).dense / 2));
+    CHECK(ks[3].op == model::CollectiveOp::all_gather);
+  }
+  // Shard groups of one rank: nothing to scatter or gather, the whole gradient all-reduced.
+  l.shard_group = 1;
+  runtime::Program single;
+  runtime::add_optimizer_step(single, m, l, {0, 1});
+  for (const auto& [device, ks] : single.devices) {
+    REQUIRE(ks.size() == 2);
+    CHECK(ks[0].op == model::CollectiveOp::all_reduce);
+    CHECK(ks[0].bytes == doctest::Approx(grads));
+  }
+  runtime::CpuBackend cpu(2, 60);
+  CHECK(cpu.run(single, "hybrid").checksum_failures == 0);
 }
 
 TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining the others' gathers") {
   const auto m = tiny_model();
   const auto [l, r] = zero3(1, 2, 32);
-  const auto shards = runtime::shard_groups(l, 0);
+  const auto shards = runtime::shard_groups(l, 0, 0);
   runtime::Program p;
   // Rank 0 has two micro-batches, rank 1 one and the gathers of the other.
   runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
@@ -451,7 +493,7 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   CHECK(runtime::unsupported_reason(offload).empty());
   offload.policy.train.offload_params = true;
   CHECK(runtime::unsupported_reason(offload).rfind("/policy/train/offload_params", 0) == 0);
-  // ZeRO-3 runs with its gathers and reductions not overlapped; hybrid sharding is refused.
+  // ZeRO-3 runs with its gathers and reductions not overlapped, sharded over all ranks or hybrid.
   auto zero3 = *s;
   zero3.policy.train.zero = 3;
   CHECK(runtime::unsupported_reason(zero3).rfind("/policy/train/overlap", 0) == 0);  // FSDP's default overlap
@@ -459,15 +501,14 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   zero3.policy.train.overlap.grad_reduce = false;
   CHECK(runtime::unsupported_reason(zero3).empty());
   zero3.policy.train.shard_group = 1;
-  CHECK(runtime::unsupported_reason(zero3).rfind("/policy/train/shard_group", 0) == 0);
-  // A pass that keeps the training's shard group over more ranks shards in hybrid groups: refused.
+  CHECK(runtime::unsupported_reason(zero3).empty());
+  // A pass that keeps the training's shard group over more ranks shards in hybrid groups too.
   auto pass = *s;
   pass.policy.train.zero = 1;
-  pass.policy.train.shard_group = 2;  // every training rank: not hybrid
-  CHECK(runtime::unsupported_reason(pass).empty());
   pass.policy.train.tp = 2;  // training tp 2 x dp 2; the old log-probs tp 1 x dp 4, shard groups of 2
+  pass.policy.train.shard_group = 2;
   pass.policy.old_logprob = input::InferenceLayout{1, 1, 4, 1};
-  CHECK(runtime::unsupported_reason(pass).find("hybrid") != std::string::npos);
+  CHECK(runtime::unsupported_reason(pass).empty());
   // Partial rollouts and layout switches run.
   auto partial = *s;
   partial.policy.partial_rollout = 0.5;
