@@ -84,7 +84,9 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   const bool colocated = s.policy.placement == input::Placement::colocated;
   if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
-  if (t.pp != 1 || t.cp != 1 || t.ep != 1) return "/policy/train: pp, cp and ep must be 1 (the runtime executes tp x dp)";
+  if (t.cp != 1 || t.ep != 1) return "/policy/train: cp and ep must be 1 (the runtime executes tp x dp x pp)";
+  if (t.pp > 1 && t.vpp > 1) return "/policy/train/vpp: the interleaved pipeline schedule is not executed yet";
+  if (t.pp > 1 && t.zero >= 3) return "/policy/train/zero: ZeRO-3 with pipeline stages is not executed";
   if (t.offload_params)
     return "/policy/train/offload_params: offloaded weights are not executed yet (their uploads overlap the compute, "
            "which the runtime does not do)";
@@ -101,8 +103,9 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
       {"/policy/old_logprob", &s.policy.old_logprob}, {"/policy/ref_logprob", &s.policy.ref_logprob},
       {"/policy/critic", &s.policy.critic}};
   for (const auto& [where, pass] : passes) {
-    if (*pass && ((*pass)->pp != 1 || (*pass)->cp != 1))
-      return std::string(where) + ": pp and cp must be 1 (the runtime executes tp x dp)";
+    if (*pass && (*pass)->cp != 1) return std::string(where) + ": cp must be 1 (the runtime executes tp x dp x pp)";
+    if (*pass && (*pass)->pp > 1 && t.zero >= 3)
+      return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
   }
   if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)
     return "/policy/weight_sync/method: a disaggregated plan's weights are broadcast to its engines";
@@ -207,6 +210,11 @@ DeviceGroup replicas_of(const DeviceGroup& dp_group, int64_t size, int64_t rank)
 
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                      bool forward_only, int32_t weight_base, const std::vector<DeviceGroup>& shard_groups) {
+  add_micro_batch_part(p, m, r, tp_group, {true, !forward_only, 0, m.num_layers, true, true}, weight_base, shard_groups);
+}
+
+void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                          const PassPart& part, int32_t weight_base, const std::vector<DeviceGroup>& shard_groups) {
   const auto& l = r.layout;
   const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len;
   const int64_t qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
@@ -233,7 +241,6 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
     const std::optional<Kernel> gather =
         shard_groups.empty() ? std::nullopt : std::optional<Kernel>(parameter_gather(p, m, l, shard_groups[tp_rank]));
     auto& ks = p.on(tp_group[tp_rank]);
-    if (gather) ks.push_back(*gather);
     auto with_weight = [&](Kernel g, int64_t layer, size_t i) {
       g.weight = weight_base + static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
       return g;
@@ -255,19 +262,27 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
       if (group >= 0) tp_op(sp ? model::CollectiveOp::reduce_scatter : model::CollectiveOp::all_reduce);
       for (const auto& e : forward_kernels) ks.push_back(memory(e.bytes, 1));
     };
-    ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
-    for (int64_t layer = 0; layer < m.num_layers; ++layer) layer_forward(layer);
     const auto head_weight = weight_base + static_cast<int32_t>(4 * m.num_layers);
-    ks.push_back(gemm(head.m, head.n, head.k, head_weight));
-    ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
-    if (forward_only) continue;
+    const int64_t end_layer = part.first_layer + part.layers;
+    if (part.forward) {
+      if (gather) ks.push_back(*gather);
+      if (part.first_stage) ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
+      for (int64_t layer = part.first_layer; layer < end_layer; ++layer) layer_forward(layer);
+      if (part.last_stage) {
+        ks.push_back(gemm(head.m, head.n, head.k, head_weight));
+        ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
+      }
+    }
+    if (!part.backward) continue;
     if (gather) ks.push_back(*gather);
     // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
     // gradients, the attention's backward (recomputing what the layout's recompute drops).
-    ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
-    ks.push_back(gemm(head.m, head.k, head.n, head_weight));  // the input's gradient reads the weight
-    ks.push_back(gemm(head.k, head.n, head.m));
-    for (int64_t layer = m.num_layers; layer-- > 0;) {
+    if (part.last_stage) {
+      ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
+      ks.push_back(gemm(head.m, head.k, head.n, head_weight));  // the input's gradient reads the weight
+      ks.push_back(gemm(head.k, head.n, head.m));
+    }
+    for (int64_t layer = end_layer; layer-- > part.first_layer;) {
       if (l.recompute == input::Recompute::full) layer_forward(layer);
       if (l.recompute == input::Recompute::selective) ks.push_back(attn);
       for (const auto& e : backward_kernels) ks.push_back(memory(e.bytes, 1));
@@ -410,16 +425,116 @@ void add_dispatch(Program& p, const std::vector<double>& bytes, const std::vecto
   }
 }
 
-DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp) {
+// Megatron-LM's numbering (graph/placement.h): tp fastest, then dp, pipeline stages outermost.
+DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp, int64_t stage) {
   DeviceGroup g;
-  for (int64_t i = 0; i < l.tp; ++i) g.push_back(first_device + dp * l.tp + i);
+  for (int64_t i = 0; i < l.tp; ++i) g.push_back(first_device + (stage * l.dp + dp) * l.tp + i);
   return g;
 }
 
-DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp) {
+DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp, int64_t stage) {
   DeviceGroup g;
-  for (int64_t i = 0; i < l.dp; ++i) g.push_back(first_device + i * l.tp + tp);
+  for (int64_t i = 0; i < l.dp; ++i) g.push_back(first_device + (stage * l.dp + i) * l.tp + tp);
   return g;
+}
+
+void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
+                  const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base) {
+  const auto n = static_cast<int64_t>(stages.size()), count = static_cast<int64_t>(micro_batches.size());
+  if (count == 0) return;
+  const input::TrainLayout& l = micro_batches.front().layout;
+  // Each stage's operations in the 1F1B order (Narayanan et al. 2021, sec. 2.2), as the simulator
+  // orders them (rl::RunSimulator::add_pipeline_events): min(p - s - 1, m) warm-up forwards, then
+  // one forward and one backward in turn, then the remaining backwards; forward-only, the forwards.
+  struct Op {
+    bool forward;
+    int64_t micro;
+  };
+  std::vector<std::vector<Op>> order(static_cast<size_t>(n));
+  for (int64_t s = 0; s < n; ++s) {
+    auto& ops = order[static_cast<size_t>(s)];
+    if (forward_only) {
+      for (int64_t i = 0; i < count; ++i) ops.push_back({true, i});
+      continue;
+    }
+    const int64_t warm = std::min(n - s - 1, count);
+    for (int64_t i = 0; i < warm; ++i) ops.push_back({true, i});
+    for (int64_t i = 0; i < count - warm; ++i) {
+      ops.push_back({true, warm + i});
+      ops.push_back({false, i});
+    }
+    for (int64_t i = count - warm; i < count; ++i) ops.push_back({false, i});
+  }
+  // The transfers between stages are rendezvous (a two-member broadcast: both sides wait), so
+  // each pair of neighbours must meet them in one order, as Megatron's combined send-and-receive
+  // calls make them. The schedule is played once with a forward of 1 and a backward of 2 units,
+  // a transfer taking place when its receiver starts the operation that needs it; every device
+  // then runs its operations and transfers in the order of that play (a transfer before an
+  // operation starting at the same moment), which is deadlock-free, being one feasible order.
+  struct Event {
+    double time;
+    int rank;  // 0: a transfer, 1: an operation
+    int64_t stage, micro;
+    bool forward;
+  };
+  std::vector<Event> events;
+  const double unset = -1;
+  std::vector<std::vector<double>> fwd(static_cast<size_t>(n), std::vector<double>(static_cast<size_t>(count), unset));
+  auto bwd = fwd;
+  std::vector<size_t> next(static_cast<size_t>(n), 0);
+  std::vector<double> free_at(static_cast<size_t>(n), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < n; ++s) {
+      const auto si = static_cast<size_t>(s);
+      while (next[si] < order[si].size()) {
+        const Op op = order[si][next[si]];
+        const auto mi = static_cast<size_t>(op.micro);
+        double dep = 0;
+        bool transfer = false;  // the operation's input comes from a neighbour
+        if (op.forward && s > 0) {
+          dep = fwd[si - 1][mi];
+          transfer = true;
+        } else if (!op.forward && s + 1 < n) {
+          dep = bwd[si + 1][mi];
+          transfer = true;
+        } else if (!op.forward) {
+          dep = fwd[si][mi];
+        }
+        if (dep == unset) break;
+        const double start = std::max(free_at[si], dep);
+        if (transfer) events.push_back({start, 0, op.forward ? s - 1 : s + 1, op.micro, op.forward});
+        events.push_back({start, 1, s, op.micro, op.forward});
+        (op.forward ? fwd : bwd)[si][mi] = free_at[si] = start + (op.forward ? 1.0 : 2.0);
+        ++next[si];
+        progress = true;
+      }
+    }
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.rank < b.rank; });
+  for (const Event& e : events) {
+    const model::TrainRequest& r = micro_batches[static_cast<size_t>(e.micro)];
+    if (e.rank == 1) {
+      const int64_t first = l.stage_first_layer(m.num_layers, e.stage), layers = l.stage_layers(m.num_layers, e.stage);
+      add_micro_batch_part(p, m, r, stages[static_cast<size_t>(e.stage)],
+                           {e.forward, !e.forward, first, layers, e.stage == 0, e.stage + 1 == n}, weight_base, {});
+      continue;
+    }
+    // Activations forward, their gradients backward: each tp rank's tensor (its sequence part under
+    // sequence parallelism) to the same tp rank of the next stage, as train.cpp prices the sends.
+    const int64_t to = e.forward ? e.stage + 1 : e.stage - 1;
+    const double bytes =
+        d(l.micro_batch * r.seq_len) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
+    const DeviceGroup& from_group = stages[static_cast<size_t>(e.stage)];
+    const DeviceGroup& to_group = stages[static_cast<size_t>(to)];
+    for (size_t j = 0; j < from_group.size(); ++j) {
+      const int32_t group = p.group({from_group[j], to_group[j]});  // the sender first: the root
+      const Kernel send = collective(model::CollectiveOp::broadcast, bytes, group);
+      p.on(from_group[j]).push_back(send);
+      p.on(to_group[j]).push_back(send);
+    }
+  }
 }
 
 }  // namespace arlsim::runtime

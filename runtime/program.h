@@ -5,7 +5,7 @@
 // wrong. Backend-independent: a backend (runtime/cpu) runs the kernels.
 //
 // Executable plans, for now: dense models with standard attention; training and forward passes
-// with tp and dp (pp = cp = ep = 1), ZeRO sharded over all data-parallel ranks or hybrid, without
+// with tp, dp and pp (1F1B; cp = ep = 1), ZeRO sharded over all data-parallel ranks or hybrid, without
 // communication overlap or offloaded weights; engines with tp (pp = ep = 1), no speculation; colocated steps with weight sync by
 // all-gather and swap or by offload, disaggregated ones by broadcast; partial rollouts; layout
 // switches between steps. unsupported_reason() names what else a plan asks.
@@ -82,6 +82,22 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
 // gather of the rank's parameters a pass; FSDP gathers layer by layer, the same bytes).
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                      bool forward_only, int32_t weight_base = 0, const std::vector<DeviceGroup>& shard_groups = {});
+// What of a micro-batch a pipeline stage runs: its forward and/or its backward, over layers
+// [first_layer, first_layer + layers), with the embedding on the first stage and the head and
+// loss on the last.
+struct PassPart {
+  bool forward = true, backward = true;
+  int64_t first_layer = 0, layers = 0;
+  bool first_stage = true, last_stage = true;
+};
+void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                          const PassPart& part, int32_t weight_base = 0, const std::vector<DeviceGroup>& shard_groups = {});
+// A data-parallel rank's micro-batches through its pipeline (`stages`: each stage's tp group) in
+// the 1F1B schedule, or forward only: each stage its layers (TrainLayout::stage_layers), the
+// activations sent to the next stage after each forward and their gradients back after each
+// backward, as two-member broadcasts that both sides wait for.
+void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
+                  const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0);
 // The gathers alone of a micro-batch a rank does not have (ZeRO-3): every member of a shard group
 // joins every gather, so a rank with fewer micro-batches than the others still gathers with them.
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
@@ -117,8 +133,9 @@ void add_layout_switch(Program& p, const input::ScenarioSpec& s, const input::Ro
 void add_dispatch(Program& p, const std::vector<double>& bytes, const std::vector<int64_t>& producer,
                   const std::vector<int64_t>& receiver);
 
-// The devices of the training layout's groups: tp groups and dp groups (pp = cp = 1).
-DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp);
-DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp);
+// The devices of the training layout's groups (cp = 1): a pipeline stage's tp group of a
+// data-parallel rank, and a stage's dp group of a tp rank.
+DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp, int64_t stage = 0);
+DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp, int64_t stage = 0);
 
 }  // namespace arlsim::runtime

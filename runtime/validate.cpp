@@ -35,6 +35,18 @@ double median_abs(std::vector<double> v) {
 void add_micro_batches(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                        const std::vector<std::vector<rl::MicroBatch>>& batches, rl::MicroBatchTimer& timer,
                        bool forward_only, int32_t weights) {
+  if (l.pp > 1) {
+    // Each data-parallel rank's pipeline (ZeRO-3 is not run with pipelines: unsupported_reason).
+    for (int64_t dp = 0; dp < l.dp; ++dp) {
+      std::vector<model::TrainRequest> requests;
+      for (const auto& b : batches[static_cast<size_t>(dp)])
+        if (b.tokens > 0) requests.push_back(timer.request(b));
+      std::vector<DeviceGroup> stages;
+      for (int64_t stage = 0; stage < l.pp; ++stage) stages.push_back(tp_group(l, first_device, dp, stage));
+      add_pipeline(p, m, requests, stages, forward_only, weights);
+    }
+    return;
+  }
   std::vector<int64_t> count(static_cast<size_t>(l.dp), 0);
   for (int64_t dp = 0; dp < l.dp; ++dp) {
     const std::vector<DeviceGroup> shards = shard_groups(l, first_device, dp);
@@ -141,7 +153,8 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
         rl::MicroBatchTimer timer(s, m, l, value_head);
         add_micro_batches(p, m, l, ranks.first_device(), batches, timer, false, weights);
-        for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp));
+        for (int64_t stage = 0; stage < l.pp; ++stage)
+          for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp, stage));
       };
       optimizer_step(s.model, false, 0);
       if (s.workload.critic) optimizer_step(*s.workload.critic, true, weights_after(s.model));

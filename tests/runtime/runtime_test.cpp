@@ -354,6 +354,59 @@ std::pair<input::TrainLayout, model::TrainRequest> zero3(int64_t tp, int64_t dp,
   return {l, r};
 }
 
+TEST_CASE("a pipeline runs each stage's layers in the 1F1B order, meeting its neighbours' transfers in one order") {
+  const auto m = tiny_model();  // two layers: one a stage
+  input::TrainLayout l;
+  l.pp = 2;
+  model::TrainRequest r;
+  r.layout = l;
+  r.seq_len = 16;
+  const std::vector<model::TrainRequest> micro(3, r);
+  runtime::Program p;
+  runtime::add_pipeline(p, m, micro, {{0}, {1}}, false);
+  // Stage 0: F0 (warm-up), then F1 B0 F2 B1, then B2; stage 1: F0 B0 F1 B1 F2 B2. Each forward of
+  // stage 0 sends, each of stage 1 receives; each backward of stage 1 sends its gradient back.
+  auto sequence = [&](int64_t device) {
+    std::string out;
+    for (const auto& k : p.on(device)) {
+      if (k.kind == Kernel::Kind::collective) {
+        CHECK(k.op == model::CollectiveOp::broadcast);
+        CHECK(k.bytes == doctest::Approx(16.0 * 64 * 2));  // the activations: tokens x hidden, bf16
+        out += p.groups[static_cast<size_t>(k.group)].front() == device ? "s" : "r";
+      } else if (k.kind == Kernel::Kind::memory && k.launches == 1 && k.bytes == 2.0 * 16 * 64) {
+        out += "E";  // the embedding: stage 0 only
+      } else if (k.kind == Kernel::Kind::gemm && k.weight == 8 && k.n == 256) {
+        out += "H";  // the head's forward: the last stage only
+      } else if (k.kind == Kernel::Kind::attention) {
+        out += k.backward ? "b" : "f";
+      }
+    }
+    return out;
+  };
+  // Played with a forward of 1 and a backward of 2: stage 0 runs F0 [0,1] F1 [1,2] B0 [4,6] F2 [6,7]
+  // B1 [7,9] B2 [10,12], stage 1 F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7] F2 [7,8] B2 [8,10]; each transfer
+  // when its receiver starts: act0 at 1, act1 and grad0 at 4, grad1 and act2 at 7, grad2 at 10. So on
+  // the link both sides meet act0, act1, grad0, grad1, act2, grad2 in that order (s: send, r: receive).
+  CHECK(sequence(0) == "Efs" "Ef" "sr" "b" "Ef" "rs" "b" "rb");
+  CHECK(sequence(1) == "rfH" "b" "rs" "fH" "b" "sr" "fH" "b" "s");
+  // Each stage runs its own layer's weights.
+  for (int64_t device = 0; device < 2; ++device)
+    for (const auto& k : p.on(device))
+      if (k.kind == Kernel::Kind::gemm && k.weight >= 0 && k.weight < 8) CHECK(k.weight / 4 == device);
+  // It runs on thread-devices without waiting forever, every transfer checked.
+  runtime::CpuBackend cpu(2, 60);
+  const auto stats = cpu.run(p, "pipeline");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.bytes_verified >= 6 * 16.0 * 64 * 2);  // three activations and three gradients
+  // Forward only: the forwards in order, the activations sent on.
+  runtime::Program forward;
+  runtime::add_pipeline(forward, m, micro, {{0}, {1}}, true);
+  int sends = 0;
+  for (const auto& k : forward.on(0)) sends += k.kind == Kernel::Kind::collective ? 1 : 0;
+  CHECK(sends == 3);
+  CHECK(cpu.run(forward, "forward pipeline").checksum_failures == 0);
+}
+
 TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the forward and the backward") {
   const auto m = tiny_model();
   auto [l, r] = zero3(2, 2, 64);
@@ -464,8 +517,18 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
   REQUIRE(s);
   CHECK(runtime::unsupported_reason(*s).empty());
+  // Pipeline stages run in the 1F1B schedule; interleaved, with ZeRO-3, or with cp they are refused.
   auto pp = *s;
   pp.policy.train.pp = 2;
+  pp.policy.train.dp = 1;
+  CHECK(runtime::unsupported_reason(pp).empty());
+  pp.policy.train.vpp = 2;
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/vpp", 0) == 0);
+  pp.policy.train.vpp = 1;
+  pp.policy.train.zero = 3;
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/zero", 0) == 0);
+  pp.policy.train.zero = 1;
+  pp.policy.train.cp = 2;
   CHECK(runtime::unsupported_reason(pp).rfind("/policy/train", 0) == 0);
   // Asynchronous steps run: their activities one at a time, placed on the step graph as measured.
   auto async = *s;
@@ -480,12 +543,14 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto broadcast = *s;
   broadcast.policy.weight_sync = input::WeightSync::broadcast;
   CHECK(runtime::unsupported_reason(broadcast).rfind("/policy/weight_sync/method", 0) == 0);
-  // A critic and pass layouts of tp x dp run; a pass layout with pp is refused.
+  // A critic and pass layouts of tp x dp x pp run; a pass layout with cp is refused.
   auto ppo = *s;
   ppo.workload.critic = s->model;
   ppo.policy.old_logprob = input::InferenceLayout{2, 1, 1, 1};
   CHECK(runtime::unsupported_reason(ppo).empty());
   ppo.policy.ref_logprob = input::InferenceLayout{1, 2, 1, 1};
+  CHECK(runtime::unsupported_reason(ppo).empty());
+  ppo.policy.ref_logprob = input::InferenceLayout{1, 1, 1, 2};
   CHECK(runtime::unsupported_reason(ppo).rfind("/policy/ref_logprob", 0) == 0);
   // Offloaded optimizer states run; offloaded weights (uploads behind the compute) are refused.
   auto offload = *s;

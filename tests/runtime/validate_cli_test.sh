@@ -147,8 +147,12 @@ for side in ("predicted", "measured"):
     def sync(step):
         return sum(e["dur"] for e in events if e.get("ph") == "X" and e.get("args", {}).get("step") == step
                    and e.get("args", {}).get("stage") == "weight_sync") / 1e6
-    # Timeline microseconds: the switch's two waits of 0.2 s are in step 2's weight sync alone.
-    assert sync(2) >= sync(1) + 0.4 - 1e-3, (side, sync(1), sync(2))
+    # Timeline microseconds: the switch's two waits of 0.2 s are in step 2's weight sync alone
+    # (predicted exactly; measured, the waits at least, whatever the machine's load).
+    if side == "predicted":
+        assert sync(2) >= sync(1) + 0.4 - 1e-3, (side, sync(1), sync(2))
+    else:
+        assert sync(2) >= 0.4 - 1e-3, (side, sync(1), sync(2))
 PY
 # Hybrid sharding (shard groups of one rank: each holds the whole state, the gradients all-reduced
 # across the replicas), under ZeRO-1 and ZeRO-3.
@@ -164,6 +168,18 @@ assert train["measured_s"] > 0 and train["predicted_s"] > 0 and r["checksum_fail
 assert r["kernels_measured_s"]["collective"] > 0
 PY
 done
+# Pipeline stages (tp 1 x pp 2): training in the 1F1B schedule and the log-prob passes forward
+# only, the activations and their gradients moving between the stages, checked.
+expect validate-pipeline 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --scale 0.5 \
+  --steps 1:1 --set /policy/train/pp=2 --set /policy/train/dp=1 --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-pipeline-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+stages = {s["stage"]: s for s in r["stages"]}
+for stage in ("train", "old_logprob"):
+    assert stages[stage]["measured_s"] > 0 and stages[stage]["predicted_s"] > 0, stages[stage]
+assert r["checksum_failures"] == 0 and r["kernels_measured_s"]["collective"] > 0, r
+PY
 # ZeRO-Offload: the optimizer step's bytes go to host memory and back, checksummed.
 expect validate-offload 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   --set /policy/train/offload_optimizer=true --json
@@ -221,8 +237,8 @@ expect validate-bad-max-memory 2 "$arlsim" validate "$scenario" --backend cpu --
 contains validate-bad-max-memory-why "$tmp/err" "--max-memory"
 expect validate-offload-params 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/offload_params=true
 contains validate-offload-params-why "$tmp/err" "/policy/train/offload_params"
-expect validate-pass-pp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "pp": 2, "dp": 1}'
-contains validate-pass-pp-named "$tmp/err" "/policy/old_logprob: pp and cp must be 1"
+expect validate-pass-cp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "cp": 2, "dp": 1}'
+contains validate-pass-cp-named "$tmp/err" "/policy/old_logprob: cp must be 1"
 
 # Bad input.
 # The CUDA backend: one process per GPU, bf16; without a GPU (or without the toolkit) a clear refusal.
@@ -257,9 +273,9 @@ contains validate-steps-message "$tmp/err" "--steps"
 expect validate-disaggregated-gather 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/placement="disaggregated"' \
   --set /policy/rollout_gpus=1 --set /policy/train/dp=1 --set '/policy/weight_sync={"method": "allgather-swap"}'
 contains validate-disaggregated-gather-message "$tmp/err" "/policy/weight_sync/method: a disaggregated plan's weights are broadcast"
-expect validate-pp 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/tp=1 --set /policy/train/dp=1 \
-  --set /policy/train/pp=2
-contains validate-pp-message "$tmp/err" "/policy/train: pp, cp and ep must be 1"
+expect validate-vpp 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/tp=1 --set /policy/train/dp=1 \
+  --set /policy/train/pp=2 --set /policy/train/vpp=2
+contains validate-vpp-message "$tmp/err" "/policy/train/vpp: the interleaved pipeline schedule is not executed yet"
 expect validate-devices 2 "$arlsim" validate "$scenario" --backend cpu --set /cluster/gpus_per_node=64 \
   --set /policy/train/dp=64 --set /workload/prompts_per_step=64 --set /workload/mini_batches=1
 contains validate-devices-message "$tmp/err" "needs 64 devices and the CPU backend has"
