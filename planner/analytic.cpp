@@ -209,7 +209,7 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
       for (const auto& b : rl::rank_micro_batches(lengths, layout_)) slots.back().push_back(static_cast<double>(b.tokens));
     }
     if (total <= 0) continue;
-    if (in_step) busiest = rl::ranks_seconds(slots, layout_);
+    if (in_step) busiest = rl::ranks_seconds(slots, layout_, 0.0);  // in step: ZeRO-3 without pipeline stages
     sum += busiest / (total / static_cast<double>(dp));
     ++parts;
   }

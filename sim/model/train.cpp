@@ -287,6 +287,37 @@ std::vector<int64_t> pipeline_stages_to_price(const input::ModelSpec& m, const i
   return stages;
 }
 
+// Every stage's times: those priced, and the even stages between the first and the last as the
+// first (the embedding lookup that sets it apart is a kernel of microseconds).
+std::vector<StageTimes> all_stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost,
+                                        const TrainRequest& r, int64_t tokens) {
+  const auto& l = r.layout;
+  std::vector<StageTimes> all(static_cast<size_t>(std::max<int64_t>(1, l.pp)));
+  std::vector<bool> priced(all.size(), false);
+  for (int64_t stage : pipeline_stages_to_price(m, l)) {
+    all[static_cast<size_t>(stage)] = stage_times(m, c, cost, r, tokens, stage);
+    priced[static_cast<size_t>(stage)] = true;
+  }
+  for (size_t s = 0; s < all.size(); ++s)
+    if (!priced[s]) all[s] = all[0];
+  return all;
+}
+
+// The slowest of those by forward + backward (a training slot), and the fill in its slots: the
+// other stages' slots, each with `extra` (the exposed sends), over the slowest's. A flow shop of
+// micro-batches through stages of unequal times takes its slowest stage's slot per micro-batch
+// plus, once, each other stage's slot as the first micro-batch fills and the last drains the
+// pipeline (exact when the slowest stage is the last, as the head makes it; an upper bound
+// otherwise); with equal stages the fill is the familiar p - 1 (Narayanan et al. 2021, sec. 2.2).
+double fill_of(const std::vector<double>& slots, double extra) {
+  double sum = 0, most = 0;
+  for (double t : slots) {
+    sum += t + extra;
+    most = std::max(most, t + extra);
+  }
+  return most > 0 ? sum / most - 1 : d(slots.size()) - 1;
+}
+
 // Parameters a rank keeps: its ZeRO-3 shard (experts shard over their own data-parallel group),
 // or all of its stage's.
 double resident_params(const StageParams& p, const input::TrainLayout& l) {
@@ -374,25 +405,57 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   return estimate_forward_seconds(m, c, r, AnalyticCostModel(c, r.dtype));
 }
 
+namespace {
+// A forward-only micro-batch's slot on the slowest stage (its sends to the next stage included,
+// as far as they are exposed) and the pipeline's fill in such slots.
+struct ForwardSlot {
+  double seconds = 0, fill = 0;
+};
+ForwardSlot forward_slot(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r) {
+  const auto& l = r.layout;
+  const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
+  std::vector<double> forwards;
+  for (const auto& st : all_stage_times(m, c, cost, r, tokens)) forwards.push_back(st.forward);
+  const double slowest = *std::max_element(forwards.begin(), forwards.end());
+  double sends = 0;
+  if (l.pp > 1) {
+    const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
+    const double p2p = d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
+    sends = l.overlaps_p2p() ? std::max(0.0, p2p - slowest) : p2p;
+  }
+  return {slowest + sends, l.pp > 1 ? fill_of(forwards, sends) : 0.0};
+}
+}  // namespace
+
+double forward_fill_slots(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
+  ARLSIM_ASSERT(check_train_request(m, c, r).empty());
+  return forward_slot(m, c, AnalyticCostModel(c, r.dtype), r).fill;
+}
+
+std::vector<double> pipeline_stage_shares(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
+  ARLSIM_ASSERT(check_train_request(m, c, r).empty());
+  const auto all = all_stage_times(m, c, AnalyticCostModel(c, r.dtype), r, r.layout.micro_batch * r.seq_len / r.layout.cp);
+  double most = 0;
+  for (const auto& st : all) most = std::max(most, st.forward + st.backward);
+  std::vector<double> shares;
+  for (const auto& st : all) shares.push_back(most > 0 ? (st.forward + st.backward) / most : 1.0);
+  return shares;
+}
+
 double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r,
                                 const CostModel& cost) {
   ARLSIM_ASSERT(check_train_request(m, c, r).empty());
   const auto& l = r.layout;
   const int64_t micro_batches = r.global_batch / (l.dp * l.micro_batch);
-  const int64_t tokens = l.micro_batch * r.seq_len / l.cp;
-  double forward = 0;
-  for (int64_t stage : pipeline_stages_to_price(m, l)) forward = std::max(forward, stage_times(m, c, cost, r, tokens, stage).forward);
-  if (l.pp > 1) {
-    const double bytes = d(tokens) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
-    const double p2p = d(l.vpp) * cost.seconds(PointToPointOp{bytes, crosses_node(c, l.tp * l.cp * l.dp)});  // per chunk
-    forward += l.overlaps_p2p() ? std::max(0.0, p2p - forward) : p2p;
-  }
-  // Forward-only micro-batches fill the pipeline once: (m + p - 1) slots. Offloaded weights are
+  const ForwardSlot slot = forward_slot(m, c, cost, r);
+  const double forward = slot.seconds;
+  // Forward-only micro-batches fill the pipeline once: (m + fill) slots, the fill p - 1 with equal
+  // stages (see fill_of). Offloaded weights are
   // uploaded for each micro-batch, behind the compute as far as it lasts. Under ZeRO-3 (FSDP)
   // every micro-batch's forward first gathers the parameters from the shard group, once: prefetched
   // behind the compute with param_gather overlap (FSDP's default), before it without. The gathers
   // do not shrink as ranks are added, so such a pass scales less than its compute.
-  const double compute = (d(micro_batches) + d(l.pp - 1)) * forward;
+  const double compute = (d(micro_batches) + slot.fill) * forward;
   const StageParams p = largest_stage_params(m, l);
   const double uploads = l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, p, l) : 0.0;
   double gathers = 0;
@@ -417,9 +480,11 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // The slowest stage sets the pipeline's pace: the first (embedding), the last (LM head, loss),
   // and with uneven stages one of the others.
   StageTimes slowest;
-  for (int64_t stage : pipeline_stages_to_price(m, l)) {
-    const StageTimes st = stage_times(m, c, cost, r, tokens, stage);
+  const std::vector<StageTimes> stages = all_stage_times(m, c, cost, r, tokens);
+  std::vector<double> stage_slots;
+  for (const StageTimes& st : stages) {
     if (st.forward + st.backward > slowest.forward + slowest.backward) slowest = st;
+    stage_slots.push_back(st.forward + st.backward);
   }
   auto& b = e.breakdown;
   b.forward_s = slowest.forward;
@@ -439,7 +504,8 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // chunk's compute and show only beyond it.
   b.pp_comm_exposed_s = l.overlaps_p2p() ? std::max(0.0, b.pp_comm_s - b.forward_s - b.backward_s) : b.pp_comm_s;
   const double slot = b.forward_s + b.backward_s + b.pp_comm_exposed_s;
-  const double bubble_slots = d(l.pp - 1) / d(l.vpp);
+  b.fill_slots = l.pp > 1 ? fill_of(stage_slots, b.pp_comm_exposed_s) : 0.0;
+  const double bubble_slots = b.fill_slots / d(l.vpp);
   b.pipeline_s = (d(e.micro_batches) + bubble_slots) * slot;
   b.bubble_fraction = bubble_slots / d(e.micro_batches);  // (p - 1) / (v m), relative to the ideal time
 

@@ -43,7 +43,11 @@ struct TrainBreakdown {
   double forward_s = 0;   // per micro-batch on the slowest stage
   double backward_s = 0;  // including recompute
   double pipeline_s = 0;  // all micro-batches through the pipeline, bubble included
-  double bubble_fraction = 0;  // bubble time / ideal time: (p - 1) / (v m)
+  double bubble_fraction = 0;  // bubble time / ideal time: fill_slots / (v m)
+  // The pipeline's fill and drain in slots of its slowest stage: the other stages' slots over the
+  // slowest's (p - 1 when the stages are equal; less when the head or the embedding makes one
+  // stage the slowest, since the fill and drain pass the others at their own pace).
+  double fill_slots = 0;
   double tp_comm_s = 0;   // per micro-batch, forward and backward
   double tp_comm_exposed_s = 0;  // the part of it inside forward_s + backward_s (all without overlap)
   double cp_comm_exposed_s = 0;
@@ -96,5 +100,11 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
 double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
 double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r,
                                 const CostModel& cost);
+// A forward-only pipeline's fill in slots of its slowest stage's forward (as
+// TrainBreakdown::fill_slots for training; 0 without pipeline stages).
+double forward_fill_slots(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
+// Each pipeline stage's forward and backward per micro-batch over the slowest stage's (its slot's
+// share; 1 for the slowest): how the timeline draws the stages' operations.
+std::vector<double> pipeline_stage_shares(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r);
 
 }  // namespace arlsim::model

@@ -21,6 +21,21 @@ namespace arlsim::rl {
 
 namespace {
 
+// A pipeline's fill and drain at the shape of the micro-batch whose slot is the longest, which the
+// fill multiplies (rl::pipeline_seconds).
+double longest_fill(const MicroBatchTimer& timer, const std::vector<std::vector<MicroBatch>>& batches,
+                    const std::vector<std::vector<double>>& slots, bool forward_only) {
+  const MicroBatch* longest = nullptr;
+  double most = -1;
+  for (size_t r = 0; r < slots.size(); ++r)
+    for (size_t k = 0; k < slots[r].size(); ++k)
+      if (slots[r][k] > most) {
+        most = slots[r][k];
+        longest = &batches[r][k];
+      }
+  return longest ? timer.fill(*longest, forward_only) : 0.0;
+}
+
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 double real(int64_t v) { return static_cast<double>(v); }
@@ -81,6 +96,7 @@ class RunSimulator {
     double micro_forward_s = 0, micro_backward_s = 0;
     int64_t micro_batches = 0;
     int64_t stages = 1;
+    std::vector<double> stage_shares;  // each stage's slot over the slowest's (the drawn schedule)
   };
 
   // switch_s: what changing to these layouts costs before the step (weight sync carries it).
@@ -217,13 +233,14 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     MicroBatchTimer timer(s_, m, tl, value_head);
     const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
     std::vector<std::vector<double>> slots;
-    for (const auto& batches : micro_batches_of_ranks(by_rank, tl)) {
+    const auto batches_by_rank = micro_batches_of_ranks(by_rank, tl);
+    for (const auto& batches : batches_by_rank) {
       slots.emplace_back();
       for (const auto& b : batches) slots.back().push_back(timer.forward(b));
     }
     input::TrainLayout forward_layout = tl;
     forward_layout.vpp = 1;  // a forward-only pipeline fills once
-    double busiest = ranks_seconds(slots, forward_layout);
+    double busiest = ranks_seconds(slots, forward_layout, longest_fill(timer, batches_by_rank, slots, true));
     // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
     // far as it lasts (the estimate of the whole pass at the mean length prices them).
     if (tl.offload_params) busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len));
@@ -279,11 +296,13 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     const int64_t mini_batches = s_.workload.mini_batches;
     for (int64_t j = 0; j < mini_batches; ++j) {
       std::vector<std::vector<double>> slots;
-      for (const auto& batches : micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, l.train.dp, j, mini_batches), l.train)) {
+      const auto batches_by_rank =
+          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, l.train.dp, j, mini_batches), l.train);
+      for (const auto& batches : batches_by_rank) {
         slots.emplace_back();
         for (const auto& b : batches) slots.back().push_back(timer.train(b));
       }
-      pipelines += ranks_seconds(slots, l.train);
+      pipelines += ranks_seconds(slots, l.train, longest_fill(timer, batches_by_rank, slots, false));
     }
     const double iteration = pipelines / real(mini_batches) + fixed;
     if (actor) {
@@ -295,6 +314,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
       p.micro_backward_s = e.breakdown.backward_s * scale;
       p.micro_batches = e.micro_batches;
       p.stages = r.layout.pp;
+      if (o_.timeline && o_.detail_pipeline && r.layout.pp > 1) p.stage_shares = model::pipeline_stage_shares(m, s_.cluster, r);
     }
     return iteration * real(s_.workload.ppo_epochs * mini_batches);
   };
@@ -394,7 +414,8 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
 
 // The 1F1B schedule of one optimizer step (Narayanan et al. 2021, sec. 2.2): stage s runs
 // min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward, then drains
-// its backwards; a forward waits for the previous stage's, a backward for the next stage's.
+// its backwards; a forward waits for the previous stage's, a backward for the next stage's. Each
+// stage's operations take its share of the slowest stage's (model::pipeline_stage_shares).
 void RunSimulator::add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s) {
   const int64_t stages = p.stages, m = p.micro_batches;
   struct Op {
@@ -433,7 +454,8 @@ void RunSimulator::add_pipeline_events(const StagePlan& p, const exec::ActivityR
           ready = dep == unset ? unset : std::max(ready, dep);
         }
         if (ready == unset) break;
-        const double end = ready + (op.forward ? p.micro_forward_s : p.micro_backward_s);
+        const double share = si < p.stage_shares.size() ? p.stage_shares[si] : 1.0;
+        const double end = ready + share * (op.forward ? p.micro_forward_s : p.micro_backward_s);
         (op.forward ? fwd : bwd)[si][mi] = end;
         free_at[si] = end;
         exec::ActivityRecord r = train;

@@ -193,18 +193,19 @@ std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& to
 // takes one micro-batch count; verl gives every rank the largest).
 std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<std::vector<int64_t>>& by_rank,
                                                             const input::TrainLayout& l);
-// A pipeline's time over micro-batches of unequal times (slots) on `stages` stages whose times
-// are each micro-batch's slot: sum + (stages - 1) / chunks x the longest slot — a proportionate
-// flow shop, whose makespan is exactly that (chunks = vpp shrinks the fill and drain as
-// interleaving does). Equal slots give (m + (p - 1) / v) x slot, the estimate's pipeline.
-double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_t chunks = 1);
+// A pipeline's time over micro-batches of unequal times (slots, each on the slowest stage): sum +
+// fill_slots / chunks x the longest slot, the fill and drain in slots of the slowest stage
+// (model::TrainBreakdown::fill_slots; p - 1 with equal stages, when this is a proportionate flow
+// shop, whose makespan is exactly that; chunks = vpp shrinks the fill and drain as interleaving
+// does). Equal slots give (m + fill / v) x slot, the estimate's pipeline.
+double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int64_t chunks = 1);
 // How long data-parallel ranks take over their micro-batches (`slots` by rank: each one's pipeline
 // slots). Ranks that shard their parameters (ZeRO-3, FSDP; pp = 1) gather them for every
 // micro-batch in collectives of their shard group (groups of `shard_ranks` consecutive ranks), so
 // they go through their micro-batches in step: each micro-batch index takes its slowest rank's
 // slot, a rank without one waiting. Otherwise (gradients reduced once a step) the busiest rank's
 // pipeline.
-double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l);
+double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l, double fill_slots);
 // Whether ranks_seconds takes a layout's ranks in step (ZeRO-3 or FSDP, pp = 1, shard groups of
 // more than one rank).
 bool ranks_in_step(const input::TrainLayout& l);
@@ -218,6 +219,8 @@ class MicroBatchTimer {
   double train(const MicroBatch& b);
   // The training request a micro-batch is priced as: one packed sequence per rank.
   model::TrainRequest request(const MicroBatch& b) const;
+  // The pipeline's fill and drain in slots at that micro-batch's shape (0 without stages).
+  double fill(const MicroBatch& b, bool forward_only) const;
 
  private:
   const input::ScenarioSpec& s_;

@@ -271,7 +271,7 @@ size_t ranks_per_shard_group(const input::TrainLayout& l) {
 
 bool ranks_in_step(const input::TrainLayout& l) { return l.zero >= 3 && l.pp == 1 && ranks_per_shard_group(l) > 1; }
 
-double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l) {
+double ranks_seconds(const std::vector<std::vector<double>>& slots, const input::TrainLayout& l, double fill_slots) {
   double busiest = 0;
   const size_t shard = ranks_per_shard_group(l);
   if (ranks_in_step(l)) {
@@ -288,17 +288,17 @@ double ranks_seconds(const std::vector<std::vector<double>>& slots, const input:
     }
     return busiest;
   }
-  for (const auto& rank : slots) busiest = std::max(busiest, pipeline_seconds(rank, l.pp, l.vpp));
+  for (const auto& rank : slots) busiest = std::max(busiest, pipeline_seconds(rank, fill_slots, l.vpp));
   return busiest;
 }
 
-double pipeline_seconds(const std::vector<double>& slots, int64_t stages, int64_t chunks) {
+double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int64_t chunks) {
   double sum = 0, longest = 0;
   for (double t : slots) {
     sum += t;
     longest = std::max(longest, t);
   }
-  return sum + real(std::max<int64_t>(0, stages - 1)) / real(std::max<int64_t>(1, chunks)) * longest;
+  return sum + std::max(0.0, fill_slots) / real(std::max<int64_t>(1, chunks)) * longest;
 }
 
 MicroBatchTimer::MicroBatchTimer(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
@@ -309,6 +309,12 @@ MicroBatchTimer::MicroBatchTimer(const input::ScenarioSpec& s, const input::Mode
   l_.max_tokens_per_gpu = 0;
   l_.micro_batch = 1;
   l_.offload_params = false;
+}
+
+double MicroBatchTimer::fill(const MicroBatch& b, bool forward_only) const {
+  if (l_.pp <= 1 || b.tokens <= 0) return 0;
+  const auto r = request(b);
+  return forward_only ? model::forward_fill_slots(m_, s_.cluster, r) : model::estimate_train(m_, s_.cluster, r).breakdown.fill_slots;
 }
 
 model::TrainRequest MicroBatchTimer::request(const MicroBatch& b) const {
@@ -336,8 +342,8 @@ double MicroBatchTimer::forward(const MicroBatch& b) {
   if (b.tokens <= 0) return 0;
   const auto r = request(b);
   return cached(forward_, r, [&] {
-    // One micro-batch through a forward-only pipeline takes pp slots.
-    return model::estimate_forward_seconds(m_, s_.cluster, r) / real(l_.pp);
+    // One micro-batch through a forward-only pipeline takes 1 + fill slots (pp with equal stages).
+    return model::estimate_forward_seconds(m_, s_.cluster, r) / (1.0 + model::forward_fill_slots(m_, s_.cluster, r));
   });
 }
 

@@ -37,21 +37,39 @@ TEST_CASE("train: model FLOPs per token are 6N plus the attention term") {
   CHECK(e.tokens_per_s == test::near(64.0 * 4096 / e.iteration_s));
 }
 
-TEST_CASE("train: the pipeline bubble is (p - 1) / (v m)") {
+TEST_CASE("train: the pipeline bubble is fill / (v m), the fill the other stages' slots over the slowest's") {
   const auto m = test::preset_model("llama-3.1-70b");
   const auto c = test::preset_cluster("dgx-h100", 4);
   auto r = request(8, 4, 1, 1, 16);
   auto e = model::estimate_train(m, c, r);
   CHECK(e.micro_batches == 16);
-  CHECK(e.breakdown.bubble_fraction == test::near(3.0 / 16));
-  const double slot = e.breakdown.forward_s + e.breakdown.backward_s + e.breakdown.pp_comm_s;
-  CHECK(e.breakdown.pipeline_s == test::near((16 + 3) * slot));
-  const double sends = e.breakdown.pp_comm_s;
+  // Four stages of 20 layers: the last also runs the LM head and the loss, so it is the slowest;
+  // the first (with the embedding lookup) and the middle ones (priced as the first) are lighter.
+  const auto shares = model::pipeline_stage_shares(m, c, r);
+  REQUIRE(shares.size() == 4);
+  CHECK(shares[3] == 1.0);
+  CHECK(shares[0] < 1.0);
+  CHECK(shares[1] == shares[0]);
+  CHECK(shares[2] == shares[0]);
+  // The fill: each stage's slot (its share of the slowest's forward + backward, plus the exposed
+  // sends) over the slowest's, less its own; below p - 1 = 3, since the fill and drain pass the
+  // lighter stages at their pace.
+  const double work = e.breakdown.forward_s + e.breakdown.backward_s, sends = e.breakdown.pp_comm_exposed_s;
+  double fill = -1;
+  for (double share : shares) fill += (share * work + sends) / (work + sends);
+  CHECK(e.breakdown.fill_slots == test::near(fill));
+  CHECK(fill < 3.0);
+  CHECK(fill > 2.5);
+  CHECK(e.breakdown.bubble_fraction == test::near(fill / 16));
+  const double slot = work + e.breakdown.pp_comm_s;
+  CHECK(e.breakdown.pipeline_s == test::near((16 + fill) * slot));
+  const double all_sends = e.breakdown.pp_comm_s;
   r.layout.vpp = 5;  // 80 layers = 4 stages x 5 chunks x 4 layers
   e = model::estimate_train(m, c, r);
-  CHECK(e.breakdown.bubble_fraction == test::near(3.0 / (5 * 16)));
+  CHECK(e.breakdown.bubble_fraction == test::near(e.breakdown.fill_slots / (5 * 16)));
+  const double sends_v = e.breakdown.pp_comm_s;
   // Each micro-batch now crosses every stage boundary once per chunk: 5 x the sends.
-  CHECK(e.breakdown.pp_comm_s == test::near(5 * sends));
+  CHECK(sends_v == test::near(5 * all_sends));
 }
 
 TEST_CASE("train: more data parallelism runs the same global batch faster") {

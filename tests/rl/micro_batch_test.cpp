@@ -40,11 +40,12 @@ TEST_CASE("micro-batches: a token budget packs a rank's samples into ceil(tokens
   CHECK(rl::rank_micro_batches({}, fixed).empty());
 }
 
-TEST_CASE("micro-batches: a pipeline over unequal slots is their sum and (p - 1) / v of the longest") {
-  CHECK(rl::pipeline_seconds({1, 2, 3}, 4) == doctest::Approx(6 + 3 * 3));
-  CHECK(rl::pipeline_seconds({2, 2}, 4, 2) == doctest::Approx((2 + 3.0 / 2) * 2));
-  CHECK(rl::pipeline_seconds({2, 5}, 1) == doctest::Approx(7));
-  CHECK(rl::pipeline_seconds({}, 4) == 0);
+TEST_CASE("micro-batches: a pipeline over unequal slots is their sum and fill / v of the longest") {
+  CHECK(rl::pipeline_seconds({1, 2, 3}, 3.0) == doctest::Approx(6 + 3 * 3));  // four equal stages: a fill of 3
+  CHECK(rl::pipeline_seconds({2, 2}, 3.0, 2) == doctest::Approx((2 + 3.0 / 2) * 2));
+  CHECK(rl::pipeline_seconds({2, 5}, 0.0) == doctest::Approx(7));
+  CHECK(rl::pipeline_seconds({1, 2, 3}, 1.5) == doctest::Approx(6 + 1.5 * 3));  // unequal stages fill less
+  CHECK(rl::pipeline_seconds({}, 3.0) == 0);
 }
 
 TEST_CASE("micro-batches: ZeRO-3 ranks go through their micro-batches in step; others end with the busiest") {
@@ -53,24 +54,24 @@ TEST_CASE("micro-batches: ZeRO-3 ranks go through their micro-batches in step; o
   // Rank 0: 3 + 1; rank 1: 1 + 3 + 2; ranks 2 and 3: 2 each, one micro-batch.
   const std::vector<std::vector<double>> slots = {{3, 1}, {1, 3, 2}, {2}, {2}};
   l.zero = 1;  // gradients reduced once: the busiest rank's sum
-  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(6));
+  CHECK(rl::ranks_seconds(slots, l, 0.0) == doctest::Approx(6));
   l.zero = 3;  // in step: max(3, 1, 2, 2) + max(1, 3) + 2
-  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(3 + 3 + 2));
+  CHECK(rl::ranks_seconds(slots, l, 0.0) == doctest::Approx(3 + 3 + 2));
   l.shard_group = 2;  // two shard groups in step each: {3 + 3 + 2} and {2}
-  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(8));
+  CHECK(rl::ranks_seconds(slots, l, 0.0) == doctest::Approx(8));
   l.cp = 2;  // groups of 4 GPUs: two data-parallel ranks of cp 2 each, as above
   l.shard_group = 4;
-  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(8));
+  CHECK(rl::ranks_seconds(slots, l, 0.0) == doctest::Approx(8));
   l.shard_group = 2;  // ... groups of 2: a rank apiece, none in step with another
-  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(6));
+  CHECK(rl::ranks_seconds(slots, l, 0.0) == doctest::Approx(6));
   l.dp = 3;  // groups of 3 GPUs split ranks of 2, chaining them all: every rank in step
   l.shard_group = 3;
-  CHECK(rl::ranks_seconds({{3, 1}, {1, 3, 2}, {2}}, l) == doctest::Approx(3 + 3 + 2));
+  CHECK(rl::ranks_seconds({{3, 1}, {1, 3, 2}, {2}}, l, 0.0) == doctest::Approx(3 + 3 + 2));
   l.dp = 4;
   l.cp = 1;
   l.shard_group = 0;
   l.pp = 2;  // pipelined ranks keep their pipeline (one count already)
-  CHECK(rl::ranks_seconds(slots, l) == doctest::Approx(rl::pipeline_seconds({1, 3, 2}, 2)));
+  CHECK(rl::ranks_seconds(slots, l, 1.0) == doctest::Approx(rl::pipeline_seconds({1, 3, 2}, 1.0)));
 }
 
 TEST_CASE("micro-batches: each rank splits its samples into mini-batches, and pipelined ranks run one count") {
@@ -107,14 +108,16 @@ TEST_CASE("micro-batches: equal micro-batches through the timer give the estimat
   const auto e = model::estimate_train(s.model, s.cluster, r);
   REQUIRE(e.micro_batches == 8);
   std::vector<double> slots(8, timer.train({2048, 2048.0 * 2048}));
-  CHECK(rl::pipeline_seconds(slots, l.pp, l.vpp) == test::near(e.breakdown.pipeline_s));
-  // Forward only: the pipeline filled once, (m + p - 1) forward slots.
+  CHECK(rl::pipeline_seconds(slots, e.breakdown.fill_slots, l.vpp) == test::near(e.breakdown.pipeline_s));
+  CHECK(e.breakdown.fill_slots == doctest::Approx(timer.fill({2048, 2048.0 * 2048}, false)));
+  // Forward only: the pipeline filled once, (m + fill) forward slots.
   std::vector<double> forward(8, timer.forward({2048, 2048.0 * 2048}));
   auto fr = r;
   fr.layout.vpp = 1;
   rl::MicroBatchTimer plain(s, s.model, fr.layout, false);
   std::vector<double> plain_forward(8, plain.forward({2048, 2048.0 * 2048}));
-  CHECK(rl::pipeline_seconds(plain_forward, l.pp) == test::near(model::estimate_forward_seconds(s.model, s.cluster, fr)));
+  CHECK(rl::pipeline_seconds(plain_forward, plain.fill({2048, 2048.0 * 2048}, true)) ==
+        test::near(model::estimate_forward_seconds(s.model, s.cluster, fr)));
   // A micro-batch of two sequences does the work of their tokens, its attention that of its
   // squares: less than one sequence of the same tokens, more than the linear part alone.
   const double packed = timer.train({4096, 2 * 2048.0 * 2048}), one = timer.train({4096, 4096.0 * 4096});
@@ -138,7 +141,7 @@ TEST_CASE("micro-batches: a batch whose long samples share one mini-batch trains
       for (const auto& b : rl::micro_batches_of_ranks(rl::samples_by_rank(tokens, rank, 8, j, 4), s.policy.train)) {
         std::vector<double> slots;
         for (const auto& mb : b) slots.push_back(timer.train(mb));
-        busiest = std::max(busiest, rl::pipeline_seconds(slots, 1));
+        busiest = std::max(busiest, rl::pipeline_seconds(slots, 0.0));
       }
       total += busiest;
     }
