@@ -95,7 +95,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
   if (r.pp != 1 || r.ep != 1) return "/policy/rollout: pp and ep must be 1";
   if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
-  if (s.workload.engine.enforce_eager) return "/workload/engine/enforce_eager: eager dispatch is not executed yet";
   if (const auto& c = s.workload.critic; c && (c->has_moe || c->attention == input::AttentionKind::mla))
     return "/workload/critic: a mixture-of-experts or multi-head-latent-attention critic (the runtime executes dense "
            "models with standard attention)";
@@ -113,7 +112,7 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
 }
 
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine, const model::IterationBatch& batch,
-                          int64_t iterations, double kv_element_bytes) {
+                          int64_t iterations, double kv_element_bytes, const model::EngineExecution& exec) {
   const int64_t tp = static_cast<int64_t>(engine.size()), h = m.hidden_size, layers = m.num_layers;
   const int64_t qk = m.head_dim, qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
   const bool gated = m.mlp == input::MlpKind::gated;
@@ -127,8 +126,20 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
       sampled += ch.completes ? 1 : 0;
     }
     const int64_t rows = prefill + decode_rows;
+    const int64_t sequences = batch.decode_seqs + static_cast<int64_t>(batch.prefill.size());
+    const double host_s =
+        exec.host_fixed_s + exec.host_per_sequence_s * d(sequences) +
+        (exec.eager ? exec.dispatch_s * d(model::short_kernels_per_iteration(m, tp, !batch.prefill.empty(), batch.decode_seqs > 0))
+                    : 0.0);
     for (int64_t device : engine) {
       auto& ks = p.on(device);
+      if (host_s > 0) {
+        Kernel host;
+        host.kind = Kernel::Kind::wait;
+        host.seconds = host_s;
+        host.busy = true;
+        ks.push_back(host);
+      }
       for (int64_t layer = 0; layer < layers; ++layer) {
         const auto w = static_cast<int32_t>(4 * layer);
         ks.push_back(gemm(rows, qkv / tp, h, w));

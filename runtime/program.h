@@ -5,10 +5,11 @@
 // wrong. Backend-independent: a backend (runtime/cpu) runs the kernels.
 //
 // Executable plans, for now: dense models with standard attention; training and forward passes
-// with tp, dp and pp (1F1B; cp = ep = 1), ZeRO sharded over all data-parallel ranks or hybrid, without
-// communication overlap or offloaded weights; engines with tp (pp = ep = 1), no speculation; colocated steps with weight sync by
-// all-gather and swap or by offload, disaggregated ones by broadcast; partial rollouts; layout
-// switches between steps. unsupported_reason() names what else a plan asks.
+// with tp, dp and pp (1F1B; cp = ep = 1), ZeRO sharded over all data-parallel ranks or hybrid,
+// without communication overlap or offloaded weights; engines with tp (pp = ep = 1), graphs or
+// eager, no speculation; colocated steps with weight sync by all-gather and swap or by offload,
+// disaggregated ones by broadcast; partial rollouts; layout switches between steps.
+// unsupported_reason() names what else a plan asks.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,9 @@ struct Kernel {
   int32_t group = -1;
   int64_t peer = -1;
   double seconds = 0;
+  // wait: the device counts as busy meanwhile (an engine's host work between its iterations, which
+  // the simulator counts in the engine's busy time), not idle (a tool call, a timer).
+  bool busy = false;
   // An engine iteration's kernels: 1 decode only, 2 with prefill work (0 otherwise). The measured
   // engine spans are split where it changes, as the simulator's are.
   int8_t phase = 0;
@@ -70,8 +74,12 @@ std::string unsupported_reason(const input::ScenarioSpec& s);
 // One engine iteration (or `iterations` decode-only iterations, the KV growing by one token per
 // sequence each) on every device of `engine`; KV elements of `kv_element_bytes` (the engines'
 // serving dtype: model::serving_element_bytes).
+// With `exec`, each iteration first waits, busy, for the host's work the inference model charges
+// it: the engine's per-iteration and per-sequence host overhead and, in eager mode, the dispatch
+// of each short kernel (model::InferenceModel::iteration).
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine,
-                          const model::IterationBatch& batch, int64_t iterations, double kv_element_bytes = 2);
+                          const model::IterationBatch& batch, int64_t iterations, double kv_element_bytes = 2,
+                          const model::EngineExecution& exec = {});
 // One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
 // forward, and unless forward_only the backward with the layout's recompute. Its weights are
 // buffers weight_base + 4 x layer + i (the head after the layers): a second model on the same

@@ -79,6 +79,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       // Each engine runs its iterations as the scheduler formed them, idle (its requests at their
       // tools) for as long as the simulator had it idle.
       const graph::Placement engines = rl::rollout_placement(s, e.rollout);
+      const model::EngineExecution execution = rl::engine_execution(rl::rollout_options(s, e.rollout).engine);
       std::map<int64_t, double> last_end;
       double latest = 0;
       for (const auto& it : e.iterations) {
@@ -94,7 +95,8 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
           }
         std::vector<size_t> before;
         for (int64_t d : devices) before.push_back(p.on(d).size());
-        add_engine_iteration(p, s.model, devices, it.batch, it.iterations, model::serving_element_bytes(s.cluster.gpu));
+        add_engine_iteration(p, s.model, devices, it.batch, it.iterations, model::serving_element_bytes(s.cluster.gpu),
+                             execution);
         const int8_t phase = it.batch.prefill.empty() ? 1 : 2;
         for (size_t j = 0; j < devices.size(); ++j) {
           auto& ks = p.on(devices[j]);

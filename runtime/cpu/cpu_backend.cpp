@@ -317,7 +317,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
         }
-        if (k.kind != Kernel::Kind::wait) add_busy(busy[slot], clock, clock + took, k.phase);
+        if (k.kind != Kernel::Kind::wait || k.busy) add_busy(busy[slot], clock, clock + took, k.phase);
         clock += took;
         kernels[slot].add(k.kind, took);
       }

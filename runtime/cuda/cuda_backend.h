@@ -16,7 +16,7 @@
 namespace arlsim::runtime {
 
 // The module's interface version: raise it when DeviceOps, Transport or Kernel change.
-constexpr int kRuntimeCudaAbi = 1;
+constexpr int kRuntimeCudaAbi = 2;  // 2: Kernel::busy
 
 // This process's GPU as a runtime device, or nothing and `problem` says why (no module, no
 // driver, no GPU, NCCL could not start). Every process of `transport` calls it together.

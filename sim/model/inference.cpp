@@ -93,12 +93,16 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
   return d(m_.num_layers - moe_layers) * dense_layer + d(moe_layers) * moe_layer;
 }
 
-int64_t InferenceModel::short_kernels_per_iteration(bool prefill, bool decode) const {
+int64_t short_kernels_per_iteration(const input::ModelSpec& m, int64_t tp, bool prefill, bool decode) {
   // Two norms, rotary, two residual adds and the activation (as in training's forward), the
   // KV-cache write, one attention kernel per kind of work, two all-reduces under tensor
   // parallelism; then softmax, sampling and the token's write-back.
-  const int64_t per_layer = 6 + 1 + (prefill ? 1 : 0) + (decode ? 1 : 0) + (layout_.tp > 1 ? 2 : 0);
-  return m_.num_layers * per_layer + 3;
+  const int64_t per_layer = 6 + 1 + (prefill ? 1 : 0) + (decode ? 1 : 0) + (tp > 1 ? 2 : 0);
+  return m.num_layers * per_layer + 3;
+}
+
+int64_t InferenceModel::short_kernels_per_iteration(bool prefill, bool decode) const {
+  return model::short_kernels_per_iteration(m_, layout_.tp, prefill, decode);
 }
 
 double InferenceModel::sampled_rows_seconds(int64_t rows) const {

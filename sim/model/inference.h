@@ -58,6 +58,11 @@ struct Speculation {
 // GEMMs run long enough for the host to get ahead.
 // The host's own work per iteration (scheduling, input tensors, sampling, detokenising) runs
 // between the GPU's iterations: host_fixed_s plus host_per_sequence_s per sequence in the batch.
+// The short kernels an engine iteration launches besides its GEMMs (norms, rotary, residual adds,
+// the activation, the KV-cache write, an attention kernel per kind of work, tp's all-reduces;
+// then softmax, sampling and the token's write-back): what eager mode dispatches one by one.
+int64_t short_kernels_per_iteration(const input::ModelSpec& m, int64_t tp, bool prefill, bool decode);
+
 struct EngineExecution {
   bool eager = false;
   double dispatch_s = 0;  // host time to dispatch one kernel in eager mode

@@ -20,6 +20,8 @@
 #include "sim/rl/step.h"
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
+#include "sim/model/inference.h"
+#include "tests/model/model_fixtures.h"
 
 using namespace arlsim;
 using runtime::Kernel;
@@ -253,6 +255,52 @@ TEST_CASE("an engine iteration's kernels are the shapes the inference model pric
   runtime::add_engine_iteration(tp2, m, {0, 1}, b, 1);
   CHECK(count(tp2.devices.at(1).second, Kernel::Kind::collective) == 2 * 2);
   CHECK(tp2.groups.size() == 1);
+  // Without host work: no waits.
+  CHECK(count(ks, Kernel::Kind::wait) == 0);
+}
+
+TEST_CASE("an engine iteration first waits, busy, for the host's work the inference model charges") {
+  const auto m = tiny_model();  // two layers
+  model::IterationBatch b;
+  b.prefill.push_back({10, 5, true});
+  b.decode_seqs = 3;
+  b.decode_kv_tokens = 30;
+  model::EngineExecution exec;
+  exec.host_fixed_s = 1e-3;
+  exec.host_per_sequence_s = 1e-4;
+  runtime::Program p;
+  runtime::add_engine_iteration(p, m, {0}, b, 2, 2, exec);
+  std::vector<Kernel> waits;
+  for (const auto& k : p.on(0))
+    if (k.kind == Kernel::Kind::wait) waits.push_back(k);
+  REQUIRE(waits.size() == 2);  // one an iteration, before its kernels
+  CHECK(p.on(0).front().kind == Kernel::Kind::wait);
+  CHECK(waits[0].busy);
+  CHECK(waits[0].seconds == doctest::Approx(1e-3 + 4 * 1e-4));  // four sequences: a chunk and three decoding
+  // Eager: each short kernel's dispatch too. A layer's norms, rotary, residual adds, activation and
+  // KV write (7), a prefill and a decode attention kernel, no all-reduce at tp 1: 9 a layer, and
+  // softmax, sampling and the write-back: 2 x 9 + 3 = 21.
+  exec.eager = true;
+  exec.dispatch_s = 1e-5;
+  CHECK(model::short_kernels_per_iteration(m, 1, true, true) == 21);
+  runtime::Program eager;
+  runtime::add_engine_iteration(eager, m, {0}, b, 1, 2, exec);
+  CHECK(eager.on(0).front().seconds == doctest::Approx(1e-3 + 4 * 1e-4 + 21 * 1e-5));
+  // The same as the inference model's overhead and eager dispatch for the iteration.
+  const auto model_m = test::preset_model("qwen3-8b");
+  const auto cluster = test::preset_cluster("dgx-h100", 1);
+  model::InferenceModel im(model_m, cluster, {1, 1, 1});
+  im.set_execution(exec);
+  const auto cost = im.iteration(b);
+  runtime::Program real;
+  runtime::add_engine_iteration(real, model_m, {0}, b, 1, 2, exec);
+  CHECK(real.on(0).front().seconds == doctest::Approx(cost.overhead_s + cost.eager_s));
+  // The host's work counts as the engine's busy time: one span with the kernels after it.
+  runtime::CpuBackend cpu(1, 60);
+  const auto stats = cpu.run(p, "host");
+  REQUIRE(stats.busy.size() == 1);
+  CHECK(stats.busy[0].second.size() == 1);
+  CHECK(stats.kernels.wait >= 2 * (1e-3 + 4 * 1e-4));
 }
 
 TEST_CASE("a micro-batch and an optimizer step run the training model's kernels") {

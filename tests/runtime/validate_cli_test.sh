@@ -180,6 +180,17 @@ for stage in ("train", "old_logprob"):
     assert stages[stage]["measured_s"] > 0 and stages[stage]["predicted_s"] > 0, stages[stage]
 assert r["checksum_failures"] == 0 and r["kernels_measured_s"]["collective"] > 0, r
 PY
+# The engines' host work between iterations and eager dispatch: a busy wait before each
+# iteration, as the inference model charges it.
+expect validate-host-eager 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --scale 0.5 \
+  --steps 1:1 --set '/workload/engine/host_overhead_per_iteration="2 ms"' --set /workload/engine/enforce_eager=true \
+  --set '/workload/engine/eager_dispatch="20 us"' --json
+if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-host-eager-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+rollout = next(s for s in r["stages"] if s["stage"] == "rollout")
+assert rollout["measured_s"] > 0 and r["checksum_failures"] == 0 and r["kernels_measured_s"]["wait"] > 0, r
+PY
 # ZeRO-Offload: the optimizer step's bytes go to host memory and back, checksummed.
 expect validate-offload 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
   --set /policy/train/offload_optimizer=true --json
