@@ -75,36 +75,60 @@ int32_t Program::group(const DeviceGroup& g) {
   return static_cast<int32_t>(groups.size() - 1);
 }
 
-std::string unsupported_reason(const input::ScenarioSpec& s) {
-  const auto& m = s.model;
-  const auto& t = s.policy.train;
-  const auto& r = s.policy.rollout;
-  if (m.has_moe) return "/model: a mixture-of-experts model (the runtime executes dense models)";
-  if (m.attention == input::AttentionKind::mla) return "/model: multi-head latent attention (the runtime executes standard attention)";
-  const bool colocated = s.policy.placement == input::Placement::colocated;
-  if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
-    return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
-  if (t.cp != 1 || t.ep != 1) return "/policy/train: cp and ep must be 1 (the runtime executes tp x dp x pp)";
-  if (t.pp > 1 && t.vpp > 1) return "/policy/train/vpp: the interleaved pipeline schedule is not executed yet";
-  if (t.pp > 1 && t.zero >= 3) return "/policy/train/zero: ZeRO-3 with pipeline stages is not executed";
+namespace {
+
+// What of one pair of layouts (the base ones, or a schedule entry's) the runtime cannot execute;
+// `train_at` and `rollout_at` point at them.
+std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t,
+                          const std::string& train_at, const std::string& rollout_at) {
+  if (t.cp != 1 || t.ep != 1) return train_at + ": cp and ep must be 1 (the runtime executes tp x dp x pp)";
+  if (t.pp > 1 && t.vpp > 1) return train_at + "/vpp: the interleaved pipeline schedule is not executed yet";
+  if (t.pp > 1 && t.zero >= 3) return train_at + "/zero: ZeRO-3 with pipeline stages is not executed";
   if (t.offload_params)
-    return "/policy/train/offload_params: offloaded weights are not executed yet (their uploads overlap the compute, "
-           "which the runtime does not do)";
-  if (t.overlaps_tp_comm() || t.overlaps_grad_reduce() || t.overlaps_param_gather())
-    return "/policy/train/overlap: overlapped communication is not executed yet (set its switches to false)";
-  if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
-  if (r.pp != 1 || r.ep != 1) return "/policy/rollout: pp and ep must be 1";
-  if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
-  if (const auto& c = s.workload.critic; c && (c->has_moe || c->attention == input::AttentionKind::mla))
-    return "/workload/critic: a mixture-of-experts or multi-head-latent-attention critic (the runtime executes dense "
-           "models with standard attention)";
+    return train_at + "/offload_params: offloaded weights are not executed yet (their uploads overlap the compute, "
+                      "which the runtime does not do)";
+  // Pipeline transfers run as blocking transfers between the stages' operations.
+  if (t.overlaps_tp_comm() || t.overlaps_grad_reduce() || t.overlaps_param_gather() || (t.pp > 1 && t.overlaps_p2p()))
+    return train_at + "/overlap: overlapped communication is not executed yet (set its switches to false)";
+  if (r.pp != 1 || r.ep != 1) return rollout_at + ": pp and ep must be 1";
   const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
       {"/policy/old_logprob", &s.policy.old_logprob}, {"/policy/ref_logprob", &s.policy.ref_logprob},
       {"/policy/critic", &s.policy.critic}};
   for (const auto& [where, pass] : passes) {
     if (*pass && (*pass)->cp != 1) return std::string(where) + ": cp must be 1 (the runtime executes tp x dp x pp)";
-    if (*pass && (*pass)->pp > 1 && t.zero >= 3)
-      return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
+    const input::TrainLayout tl = rl::pass_layout(t, *pass);
+    if (*pass && tl.pp > 1 && tl.zero >= 3) return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
+    if (*pass && tl.pp > 1 && tl.overlaps_p2p())
+      return std::string(where) + ": its pipeline would overlap its transfers (" + train_at +
+             "/overlap/p2p), which is not executed yet";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string unsupported_reason(const input::ScenarioSpec& s) {
+  const auto& m = s.model;
+  if (m.has_moe) return "/model: a mixture-of-experts model (the runtime executes dense models)";
+  if (m.attention == input::AttentionKind::mla) return "/model: multi-head latent attention (the runtime executes standard attention)";
+  const bool colocated = s.policy.placement == input::Placement::colocated;
+  if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
+    return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
+  if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
+  if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
+  if (const auto& c = s.workload.critic; c && (c->has_moe || c->attention == input::AttentionKind::mla))
+    return "/workload/critic: a mixture-of-experts or multi-head-latent-attention critic (the runtime executes dense "
+           "models with standard attention)";
+  if (std::string why = layout_reason(s, s.policy.rollout, s.policy.train, "/policy/train", "/policy/rollout"); !why.empty())
+    return why;
+  // Every scheduled layout too, as it runs: the entry's, the base layout where it gives none.
+  for (size_t i = 0; i < s.policy.schedule.size(); ++i) {
+    const auto& e = s.policy.schedule[i];
+    const std::string at = "/policy/schedule/" + std::to_string(i);
+    if (std::string why = layout_reason(s, e.rollout.value_or(s.policy.rollout), e.train.value_or(s.policy.train),
+                                        e.train ? at + "/train" : "/policy/train", e.rollout ? at + "/rollout" : "/policy/rollout");
+        !why.empty())
+      return why;
   }
   if (!colocated && s.policy.weight_sync != input::WeightSync::automatic && s.policy.weight_sync != input::WeightSync::broadcast)
     return "/policy/weight_sync/method: a disaggregated plan's weights are broadcast to its engines";

@@ -201,6 +201,8 @@ class CudaOps final : public DeviceOps {
         const auto t = Clock::now();
         std::this_thread::sleep_for(std::chrono::duration<double>(k.seconds));
         const double took = std::chrono::duration<double>(Clock::now() - t).count();
+        // The host's work between an engine's iterations counts as the engine's busy time.
+        if (k.busy) add_busy(result_.busy, result_.seconds, result_.seconds + took, k.phase);
         result_.seconds += took;
         result_.kernels.wait += took;
         break;

@@ -310,12 +310,12 @@ std::vector<StageTimes> all_stage_times(const input::ModelSpec& m, const input::
 // pipeline (exact when the slowest stage is the last, as the head makes it; an upper bound
 // otherwise); with equal stages the fill is the familiar p - 1 (Narayanan et al. 2021, sec. 2.2).
 double fill_of(const std::vector<double>& slots, double extra) {
-  double sum = 0, most = 0;
-  for (double t : slots) {
-    sum += t + extra;
-    most = std::max(most, t + extra);
-  }
-  return most > 0 ? sum / most - 1 : d(slots.size()) - 1;
+  double most = 0;
+  for (double t : slots) most = std::max(most, t + extra);
+  if (most <= 0) return d(slots.size()) - 1;
+  double fill = -1;  // the slowest's own ratio is exactly 1, so equal stages give exactly p - 1
+  for (double t : slots) fill += (t + extra) / most;
+  return fill;
 }
 
 // Parameters a rank keeps: its ZeRO-3 shard (experts shard over their own data-parallel group),
@@ -428,6 +428,7 @@ ForwardSlot forward_slot(const input::ModelSpec& m, const input::ClusterSpec& c,
 }  // namespace
 
 double forward_fill_slots(const input::ModelSpec& m, const input::ClusterSpec& c, const TrainRequest& r) {
+  if (r.layout.pp <= 1) return 0;
   ARLSIM_ASSERT(check_train_request(m, c, r).empty());
   return forward_slot(m, c, AnalyticCostModel(c, r.dtype), r).fill;
 }

@@ -629,6 +629,24 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto switched = *s;
   switched.policy.schedule.push_back({});
   CHECK(runtime::unsupported_reason(switched).empty());
+  // ... and each scheduled layout is checked as the base ones are, named at its entry.
+  input::TrainLayout scheduled = s->policy.train;
+  scheduled.pp = 2;
+  scheduled.dp = 1;
+  switched.policy.schedule.push_back({2, -1, std::nullopt, scheduled});
+  CHECK(runtime::unsupported_reason(switched).empty());
+  switched.policy.schedule.back().train->vpp = 2;
+  CHECK(runtime::unsupported_reason(switched).rfind("/policy/schedule/1/train/vpp", 0) == 0);
+  switched.policy.schedule.back().train->vpp = 1;
+  switched.policy.schedule.back().rollout = input::RolloutLayout{};
+  switched.policy.schedule.back().rollout->pp = 2;
+  CHECK(runtime::unsupported_reason(switched).rfind("/policy/schedule/1/rollout", 0) == 0);
+  // Pipeline transfers overlapped with the compute are priced hidden: refused, as the runtime blocks on them.
+  auto p2p = pp;
+  p2p.policy.train.zero = 1;
+  p2p.policy.train.cp = 1;
+  p2p.policy.train.overlap.p2p = true;
+  CHECK(runtime::unsupported_reason(p2p).rfind("/policy/train/overlap", 0) == 0);
 }
 
 TEST_CASE("a layout switch waits the policy's overhead, loads the new engines' shards and moves a resharded state") {
