@@ -440,11 +440,11 @@ void add_layout_switch(Program& p, const input::ScenarioSpec& s, const input::Ro
     const bool reshard = !rl::same_train_sharding(from_train, to_train);
     for (int64_t i = 0; i < to_train.gpus(); ++i) wait(after.first_device() + i);
     if (reshard) {
-      for (int64_t i = 0; i < from_train.gpus(); ++i)
-        p.on(before.first_device() + i).push_back(copy(rl::train_state_move_bytes(s, from_train), -1));
+      const double out = rl::train_state_move_bytes(s, from_train), in = rl::train_state_move_bytes(s, to_train);
+      for (int64_t i = 0; i < from_train.gpus(); ++i) p.on(before.first_device() + i).push_back(copy(out, -1));
       for (int64_t i = 0; i < to_train.gpus(); ++i) {
         const int64_t device = after.first_device() + i;
-        p.on(device).push_back(copy(rl::train_state_move_bytes(s, to_train), device));
+        p.on(device).push_back(copy(in, device));
       }
     }
   }
@@ -478,34 +478,13 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
   const auto n = static_cast<int64_t>(stages.size()), count = static_cast<int64_t>(micro_batches.size());
   if (count == 0) return;
   const input::TrainLayout& l = micro_batches.front().layout;
-  // Each stage's operations in the 1F1B order (Narayanan et al. 2021, sec. 2.2), as the simulator
-  // orders them (rl::RunSimulator::add_pipeline_events): min(p - s - 1, m) warm-up forwards, then
-  // one forward and one backward in turn, then the remaining backwards; forward-only, the forwards.
-  struct Op {
-    bool forward;
-    int64_t micro;
-  };
-  std::vector<std::vector<Op>> order(static_cast<size_t>(n));
-  for (int64_t s = 0; s < n; ++s) {
-    auto& ops = order[static_cast<size_t>(s)];
-    if (forward_only) {
-      for (int64_t i = 0; i < count; ++i) ops.push_back({true, i});
-      continue;
-    }
-    const int64_t warm = std::min(n - s - 1, count);
-    for (int64_t i = 0; i < warm; ++i) ops.push_back({true, i});
-    for (int64_t i = 0; i < count - warm; ++i) {
-      ops.push_back({true, warm + i});
-      ops.push_back({false, i});
-    }
-    for (int64_t i = count - warm; i < count; ++i) ops.push_back({false, i});
-  }
   // The transfers between stages are rendezvous (a two-member broadcast: both sides wait), so
   // each pair of neighbours must meet them in one order, as Megatron's combined send-and-receive
-  // calls make them. The schedule is played once with a forward of 1 and a backward of 2 units,
-  // a transfer taking place when its receiver starts the operation that needs it; every device
-  // then runs its operations and transfers in the order of that play (a transfer before an
-  // operation starting at the same moment), which is deadlock-free, being one feasible order.
+  // calls make them. The 1F1B schedule the simulator draws (rl::play_pipeline) is played once with
+  // a forward of 1 and a backward of 2 units, a transfer taking place when its receiver starts the
+  // operation that needs it; every device then runs its operations and transfers in the order of
+  // that play (a transfer before an operation starting at the same moment), which is
+  // deadlock-free, being one feasible order.
   struct Event {
     double time;
     int rank;  // 0: a transfer, 1: an operation
@@ -513,38 +492,10 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
     bool forward;
   };
   std::vector<Event> events;
-  const double unset = -1;
-  std::vector<std::vector<double>> fwd(static_cast<size_t>(n), std::vector<double>(static_cast<size_t>(count), unset));
-  auto bwd = fwd;
-  std::vector<size_t> next(static_cast<size_t>(n), 0);
-  std::vector<double> free_at(static_cast<size_t>(n), 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t s = 0; s < n; ++s) {
-      const auto si = static_cast<size_t>(s);
-      while (next[si] < order[si].size()) {
-        const Op op = order[si][next[si]];
-        const auto mi = static_cast<size_t>(op.micro);
-        double dep = 0;
-        bool transfer = false;  // the operation's input comes from a neighbour
-        if (op.forward && s > 0) {
-          dep = fwd[si - 1][mi];
-          transfer = true;
-        } else if (!op.forward && s + 1 < n) {
-          dep = bwd[si + 1][mi];
-          transfer = true;
-        } else if (!op.forward) {
-          dep = fwd[si][mi];
-        }
-        if (dep == unset) break;
-        const double start = std::max(free_at[si], dep);
-        if (transfer) events.push_back({start, 0, op.forward ? s - 1 : s + 1, op.micro, op.forward});
-        events.push_back({start, 1, s, op.micro, op.forward});
-        (op.forward ? fwd : bwd)[si][mi] = free_at[si] = start + (op.forward ? 1.0 : 2.0);
-        ++next[si];
-        progress = true;
-      }
-    }
+  for (const rl::PipelineOp& op : rl::play_pipeline(n, count, forward_only, 0, [](int64_t, bool f) { return f ? 1.0 : 2.0; })) {
+    const bool from_neighbour = op.forward ? op.stage > 0 : op.stage + 1 < n;
+    if (from_neighbour) events.push_back({op.start_s, 0, op.forward ? op.stage - 1 : op.stage + 1, op.micro, op.forward});
+    events.push_back({op.start_s, 1, op.stage, op.micro, op.forward});
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.rank < b.rank; });

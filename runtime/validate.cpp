@@ -48,22 +48,23 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
     return;
   }
   std::vector<int64_t> count(static_cast<size_t>(l.dp), 0);
+  std::vector<std::vector<DeviceGroup>> shards;  // by data-parallel rank
   for (int64_t dp = 0; dp < l.dp; ++dp) {
-    const std::vector<DeviceGroup> shards = shard_groups(l, first_device, dp);
+    shards.push_back(shard_groups(l, first_device, dp));
     for (const auto& b : batches[static_cast<size_t>(dp)])
       if (b.tokens > 0) {
-        add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, dp), forward_only, weights, shards);
+        add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, dp), forward_only, weights, shards.back());
         ++count[static_cast<size_t>(dp)];
       }
   }
   const int64_t size = std::min(l.dp, l.sharding_ranks());
   for (int64_t dp = 0; dp < l.dp; ++dp) {
-    const std::vector<DeviceGroup> shards = shard_groups(l, first_device, dp);
-    if (shards.empty()) continue;
+    const auto& mine = shards[static_cast<size_t>(dp)];
+    if (mine.empty()) continue;
     const auto first = count.begin() + dp / size * size;
     const int64_t most = *std::max_element(first, first + size);
     for (int64_t i = count[static_cast<size_t>(dp)]; i < most; ++i)
-      add_parameter_gathers(p, m, l, tp_group(l, first_device, dp), forward_only, shards);
+      add_parameter_gathers(p, m, l, tp_group(l, first_device, dp), forward_only, mine);
   }
 }
 

@@ -180,6 +180,9 @@ class Rollout final : public core::EventHandler {
   void finish_trajectory(int64_t t);
   void record_paused();
   void keep_completed_iterations();
+  // Applies `iterations` of engine e's plan in flight, ending at end_s: its busy time, span and
+  // log, the scheduler's progress (finished turns and first tokens into the scratch lists).
+  void complete_work(int64_t e, double end_s, int64_t iterations);
   void sample_kv(int64_t e);
   void start_reward(int64_t t);
   void reward_granted(int64_t t);
@@ -518,23 +521,27 @@ void Rollout::add_span(int64_t e, bool prefill, double start_s, double end_s, in
 void Rollout::work_done(int64_t e) {
   Engine& eng = engines_[static_cast<size_t>(e)];
   stale(e);
-  const double end_s = eng.end_s;
-  eng.busy_s += end_s - eng.start_s;
-  if (o_.record_spans) add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, eng.iterations);
   // As run: a window cut short by an arrival ends here with the iterations it kept.
-  if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, end_s, eng.plan.batch, eng.iterations});
-  scratch_finished_.clear();
-  scratch_first_.clear();
-  eng.sched->complete(eng.plan, eng.iterations, scratch_finished_, scratch_first_);
+  complete_work(e, eng.end_s, eng.iterations);
   sample_kv(e);
   if (o_.record_turns)
     for (int64_t t : scratch_first_) {
       const Trajectory& tr = traj_[static_cast<size_t>(t)];
       if (!tr.scoring) result_.turns[static_cast<size_t>(tr.record)].first_token = sim_.now();
     }
-  eng.start_s = end_s;
   for (int64_t t : scratch_finished_) turn_finished(t);
   plan(e);
+}
+
+void Rollout::complete_work(int64_t e, double end_s, int64_t iterations) {
+  Engine& eng = engines_[static_cast<size_t>(e)];
+  eng.busy_s += end_s - eng.start_s;
+  if (o_.record_spans) add_span(e, !eng.plan.chunks.empty(), eng.start_s, end_s, iterations);
+  if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, end_s, eng.plan.batch, iterations});
+  scratch_finished_.clear();
+  scratch_first_.clear();
+  eng.sched->complete(eng.plan, iterations, scratch_finished_, scratch_first_);
+  eng.start_s = end_s;
 }
 
 void Rollout::turn_finished(int64_t t) {
@@ -637,16 +644,8 @@ void Rollout::keep_completed_iterations() {
     const int64_t kv = eng.plan.batch.decode_kv_tokens;
     const int64_t done = std::min(eng.iterations - 1, eng.window.iterations_within(now_s - eng.start_s, kv));
     if (done < 1) continue;
-    const auto e = static_cast<int64_t>(i);
-    const double end_s = eng.start_s + eng.window.sum(done, kv);
-    eng.busy_s += end_s - eng.start_s;
-    if (o_.record_spans) add_span(e, false, eng.start_s, end_s, done);
-    if (o_.log_iterations) result_.iterations.push_back({e, eng.start_s, end_s, eng.plan.batch, done});
-    scratch_finished_.clear();
-    scratch_first_.clear();
-    eng.sched->complete(eng.plan, done, scratch_finished_, scratch_first_);
+    complete_work(static_cast<int64_t>(i), eng.start_s + eng.window.sum(done, kv), done);
     ARLSIM_ASSERT(scratch_finished_.empty() && scratch_first_.empty());
-    eng.start_s = end_s;
     eng.busy = false;
   }
 }

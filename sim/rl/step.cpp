@@ -412,64 +412,23 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   return p;
 }
 
-// The 1F1B schedule of one optimizer step (Narayanan et al. 2021, sec. 2.2): stage s runs
-// min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward, then drains
-// its backwards; a forward waits for the previous stage's, a backward for the next stage's. Each
-// stage's operations take its share of the slowest stage's (model::pipeline_stage_shares).
+// The 1F1B schedule of one optimizer step (play_pipeline), each stage's operations taking its share
+// of the slowest stage's (model::pipeline_stage_shares).
 void RunSimulator::add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s) {
-  const int64_t stages = p.stages, m = p.micro_batches;
-  struct Op {
-    bool forward;
-    int64_t micro;
-  };
-  std::vector<std::vector<Op>> order(static_cast<size_t>(stages));
-  for (int64_t s = 0; s < stages; ++s) {
-    const int64_t warm = std::min(stages - s - 1, m);
-    auto& ops = order[static_cast<size_t>(s)];
-    for (int64_t i = 0; i < warm; ++i) ops.push_back({true, i});
-    for (int64_t i = 0; i < m - warm; ++i) {
-      ops.push_back({true, warm + i});
-      ops.push_back({false, i});
-    }
-    for (int64_t i = m - warm; i < m; ++i) ops.push_back({false, i});
-  }
-  // End times of each (stage, micro-batch) forward and backward; ops are settled in rounds until
-  // every dependency is known (the schedule is deadlock-free, so each round settles one or more).
-  const double unset = -1;
-  std::vector<std::vector<double>> fwd(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(m), unset));
-  auto bwd = fwd;
-  std::vector<size_t> next(static_cast<size_t>(stages), 0);
-  std::vector<double> free_at(static_cast<size_t>(stages), start_s);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t s = 0; s < stages; ++s) {
-      auto& ops = order[static_cast<size_t>(s)];
-      while (next[static_cast<size_t>(s)] < ops.size()) {
-        const Op op = ops[next[static_cast<size_t>(s)]];
-        const auto si = static_cast<size_t>(s), mi = static_cast<size_t>(op.micro);
-        double ready = free_at[si];
-        if (op.forward && s > 0) ready = fwd[si - 1][mi] == unset ? unset : std::max(ready, fwd[si - 1][mi]);
-        if (!op.forward) {
-          const double dep = s + 1 < stages ? bwd[si + 1][mi] : fwd[si][mi];
-          ready = dep == unset ? unset : std::max(ready, dep);
-        }
-        if (ready == unset) break;
-        const double share = si < p.stage_shares.size() ? p.stage_shares[si] : 1.0;
-        const double end = ready + share * (op.forward ? p.micro_forward_s : p.micro_backward_s);
-        (op.forward ? fwd : bwd)[si][mi] = end;
-        free_at[si] = end;
-        exec::ActivityRecord r = train;
-        r.kind = exec::RecordKind::pipeline_op;
-        r.index = s;
-        r.a = static_cast<int32_t>(op.micro);
-        r.b = op.forward ? 1 : 0;
-        r.start_s = ready;
-        r.end_s = end;
-        result_.activities.push_back(r);
-        ++next[si];
-        progress = true;
-      }
-    }
+  const auto played = play_pipeline(p.stages, p.micro_batches, false, start_s, [&](int64_t stage, bool forward) {
+    const auto si = static_cast<size_t>(stage);
+    const double share = si < p.stage_shares.size() ? p.stage_shares[si] : 1.0;
+    return share * (forward ? p.micro_forward_s : p.micro_backward_s);
+  });
+  for (const PipelineOp& op : played) {
+    exec::ActivityRecord r = train;
+    r.kind = exec::RecordKind::pipeline_op;
+    r.index = op.stage;
+    r.a = static_cast<int32_t>(op.micro);
+    r.b = op.forward ? 1 : 0;
+    r.start_s = op.start_s;
+    r.end_s = op.end_s;
+    result_.activities.push_back(r);
   }
 }
 

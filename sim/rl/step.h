@@ -199,6 +199,20 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
 // shop, whose makespan is exactly that; chunks = vpp shrinks the fill and drain as interleaving
 // does). Equal slots give (m + fill / v) x slot, the estimate's pipeline.
 double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int64_t chunks = 1);
+// One operation of a pipeline schedule: stage `stage`'s forward or backward of micro-batch `micro`.
+struct PipelineOp {
+  int64_t stage = 0, micro = 0;
+  bool forward = true;
+  double start_s = 0, end_s = 0;
+};
+// The 1F1B schedule (Narayanan et al. 2021, sec. 2.2) of `micro_batches` through `stages` stages,
+// played out from `start_s`, or the forwards alone: stage s runs min(p - s - 1, m) warm-up
+// forwards, then one forward and one backward in turn, then drains its backwards; a forward waits
+// for the previous stage's, a backward for the next stage's (the last stage's for its own
+// forward). `seconds(stage, forward)` is an operation's time. The operations come in the order
+// they were settled, each after those it waits for.
+std::vector<PipelineOp> play_pipeline(int64_t stages, int64_t micro_batches, bool forward_only, double start_s,
+                                      const std::function<double(int64_t stage, bool forward)>& seconds);
 // How long data-parallel ranks take over their micro-batches (`slots` by rank: each one's pipeline
 // slots). Ranks that shard their parameters (ZeRO-3, FSDP; pp = 1) gather them for every
 // micro-batch in collectives of their shard group (groups of `shard_ranks` consecutive ranks), so

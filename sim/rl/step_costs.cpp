@@ -292,6 +292,62 @@ double ranks_seconds(const std::vector<std::vector<double>>& slots, const input:
   return busiest;
 }
 
+std::vector<PipelineOp> play_pipeline(int64_t stages, int64_t micro_batches, bool forward_only, double start_s,
+                                      const std::function<double(int64_t stage, bool forward)>& seconds) {
+  const int64_t m = micro_batches;
+  struct Op {
+    bool forward;
+    int64_t micro;
+  };
+  std::vector<std::vector<Op>> order(static_cast<size_t>(stages));
+  for (int64_t s = 0; s < stages; ++s) {
+    auto& ops = order[static_cast<size_t>(s)];
+    if (forward_only) {
+      for (int64_t i = 0; i < m; ++i) ops.push_back({true, i});
+      continue;
+    }
+    const int64_t warm = std::min(stages - s - 1, m);
+    for (int64_t i = 0; i < warm; ++i) ops.push_back({true, i});
+    for (int64_t i = 0; i < m - warm; ++i) {
+      ops.push_back({true, warm + i});
+      ops.push_back({false, i});
+    }
+    for (int64_t i = m - warm; i < m; ++i) ops.push_back({false, i});
+  }
+  // End times of each (stage, micro-batch) forward and backward; operations are settled in rounds
+  // until every dependency is known (the schedule is deadlock-free, so each round settles some).
+  const double unset = -1;
+  std::vector<std::vector<double>> fwd(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(m), unset));
+  auto bwd = fwd;
+  std::vector<size_t> next(static_cast<size_t>(stages), 0);
+  std::vector<double> free_at(static_cast<size_t>(stages), start_s);
+  std::vector<PipelineOp> played;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < stages; ++s) {
+      const auto si = static_cast<size_t>(s);
+      while (next[si] < order[si].size()) {
+        const Op op = order[si][next[si]];
+        const auto mi = static_cast<size_t>(op.micro);
+        double ready = free_at[si];
+        if (op.forward && s > 0) ready = fwd[si - 1][mi] == unset ? unset : std::max(ready, fwd[si - 1][mi]);
+        if (!op.forward) {
+          const double dep = s + 1 < stages ? bwd[si + 1][mi] : fwd[si][mi];
+          ready = dep == unset ? unset : std::max(ready, dep);
+        }
+        if (ready == unset) break;
+        const double end = ready + seconds(s, op.forward);
+        (op.forward ? fwd : bwd)[si][mi] = end;
+        free_at[si] = end;
+        played.push_back({s, op.micro, op.forward, ready, end});
+        ++next[si];
+        progress = true;
+      }
+    }
+  }
+  return played;
+}
+
 double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int64_t chunks) {
   double sum = 0, longest = 0;
   for (double t : slots) {

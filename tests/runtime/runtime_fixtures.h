@@ -1,0 +1,46 @@
+// Small models and layouts the runtime's tests build programs for.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "runtime/program.h"
+#include "sim/input/model.h"
+#include "sim/model/train.h"
+
+namespace arlsim::test {
+
+inline input::ModelSpec tiny_model() {
+  input::ModelSpec m;
+  m.hidden_size = 64;
+  m.ffn_hidden_size = 128;
+  m.num_heads = 4;
+  m.num_kv_heads = 2;
+  m.head_dim = 16;
+  m.num_layers = 2;
+  m.vocab_size = 256;
+  m.mlp = input::MlpKind::gated;
+  return m;
+}
+
+inline int count(const std::vector<runtime::Kernel>& ks, runtime::Kernel::Kind kind) {
+  int n = 0;
+  for (const auto& k : ks) n += k.kind == kind ? 1 : 0;
+  return n;
+}
+
+// A ZeRO-3 layout of tp x dp, and a request of one micro-batch of `seq_len` tokens in it.
+inline std::pair<input::TrainLayout, model::TrainRequest> zero3(int64_t tp, int64_t dp, int64_t seq_len) {
+  input::TrainLayout l;
+  l.tp = tp;
+  l.dp = dp;
+  l.zero = 3;
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = seq_len;
+  return {l, r};
+}
+
+}  // namespace arlsim::test

@@ -1,0 +1,265 @@
+// The runtime's training programs against hand-checked cases: a micro-batch's and an optimizer
+// step's kernels, tensor and sequence parallelism's collectives, pipeline stages in the 1F1B
+// order, ZeRO-3's gathers and hybrid sharding's groups, some of them run on thread-devices.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/program.h"
+#include "sim/model/memory.h"
+#include "sim/model/transformer.h"
+#include "tests/model/model_fixtures.h"
+#include "tests/runtime/runtime_fixtures.h"
+
+using namespace arlsim;
+using runtime::Kernel;
+using test::count;
+using test::tiny_model;
+using test::zero3;
+
+TEST_CASE("a micro-batch and an optimizer step run the training model's kernels") {
+  const auto m = tiny_model();
+  model::TrainRequest r;
+  r.layout.tp = 1;
+  r.layout.dp = 2;
+  r.layout.micro_batch = 1;
+  r.seq_len = 100;
+  runtime::Program p;
+  runtime::add_micro_batch(p, m, r, {0}, true);
+  const auto forward_gemms = count(p.devices.at(0).second, Kernel::Kind::gemm);
+  CHECK(forward_gemms == 4 * 2 + 1);
+  runtime::Program t;
+  runtime::add_micro_batch(t, m, r, {0}, false);
+  // Backward: each GEMM's input and weight gradients.
+  CHECK(count(t.devices.at(0).second, Kernel::Kind::gemm) == 3 * forward_gemms);
+  CHECK(count(t.devices.at(0).second, Kernel::Kind::attention) == 2 * 2);
+  runtime::Program o;
+  input::TrainLayout l = r.layout;
+  l.zero = 1;
+  runtime::add_optimizer_step(o, m, l, {0, 1});
+  const auto& ks = o.devices.at(1).second;
+  REQUIRE(ks.size() == 3);
+  CHECK(ks[0].op == model::CollectiveOp::reduce_scatter);
+  CHECK(ks[2].op == model::CollectiveOp::all_gather);
+  const double params = model::largest_stage_params(m, l).dense;
+  CHECK(ks[0].bytes == doctest::Approx(2 * params));
+  CHECK(ks[1].bytes == doctest::Approx(30 * params / 2));  // Adam over a ZeRO-1 shard
+  // Offloaded optimizer states: the shard's gradients out and weights back over the host link.
+  runtime::Program off;
+  l.offload_optimizer = true;
+  runtime::add_optimizer_step(off, m, l, {0, 1});
+  const auto& oks = off.devices.at(0).second;
+  REQUIRE(oks.size() == 3);
+  CHECK(oks[1].kind == Kernel::Kind::copy);
+  CHECK(oks[1].peer == -1);
+  CHECK(oks[1].bytes == doctest::Approx(6 * params / 2));
+  // A second model on the same device (a critic, with its value head) reads its own weights.
+  runtime::Program c;
+  runtime::add_micro_batch(c, m, r, {0}, true);
+  const int32_t base = runtime::weights_after(m);
+  CHECK(base == 4 * static_cast<int32_t>(m.num_layers) + 1);
+  model::TrainRequest value = r;
+  value.value_head = true;
+  runtime::add_micro_batch(c, m, value, {0}, true, base);
+  std::set<int32_t> first, second;
+  const auto& all = c.devices.at(0).second;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].kind == Kernel::Kind::gemm && all[i].weight >= 0) (i < all.size() / 2 ? first : second).insert(all[i].weight);
+  CHECK(first.size() == 4 * 2 + 1);
+  CHECK(second.size() == 4 * 2 + 1);
+  CHECK(*first.rbegin() < *second.begin());
+  const auto head = std::find_if(all.rbegin(), all.rend(), [](const Kernel& k) { return k.kind == Kernel::Kind::gemm; });
+  CHECK(head->n == 1);  // ... and its head gives one value per token
+}
+
+TEST_CASE("tensor parallelism all-reduces each block's output; with sequence parallelism it gathers and scatters") {
+  const auto m = tiny_model();  // two layers
+  model::TrainRequest r;
+  r.layout.tp = 2;
+  r.layout.dp = 1;
+  r.layout.micro_batch = 1;
+  r.seq_len = 64;
+  auto ops = [&](bool sp, bool forward_only) {
+    r.layout.sequence_parallel = sp;
+    runtime::Program p;
+    runtime::add_micro_batch(p, m, r, {0, 1}, forward_only);
+    std::map<model::CollectiveOp, int> n;
+    for (const auto& k : p.devices.at(0).second)
+      if (k.kind == Kernel::Kind::collective) {
+        ++n[k.op];
+        CHECK(k.bytes == doctest::Approx(64.0 * m.hidden_size * 2));  // the whole sequence's activations, as priced
+      }
+    return n;
+  };
+  // Two per layer forward, as many backward (no recompute).
+  CHECK(ops(false, true)[model::CollectiveOp::all_reduce] == 2 * 2);
+  CHECK(ops(false, false)[model::CollectiveOp::all_reduce] == 2 * 2 * 2);
+  const auto sp_forward = ops(true, true);
+  CHECK(sp_forward.count(model::CollectiveOp::all_reduce) == 0);
+  CHECK(sp_forward.at(model::CollectiveOp::all_gather) == 2 * 2);
+  CHECK(sp_forward.at(model::CollectiveOp::reduce_scatter) == 2 * 2);
+  const auto sp_step = ops(true, false);
+  CHECK(sp_step.at(model::CollectiveOp::all_gather) == 2 * 2 * 2);
+  CHECK(sp_step.at(model::CollectiveOp::reduce_scatter) == 2 * 2 * 2);
+}
+
+
+TEST_CASE("a pipeline runs each stage's layers in the 1F1B order, meeting its neighbours' transfers in one order") {
+  const auto m = tiny_model();  // two layers: one a stage
+  input::TrainLayout l;
+  l.pp = 2;
+  model::TrainRequest r;
+  r.layout = l;
+  r.seq_len = 16;
+  const std::vector<model::TrainRequest> micro(3, r);
+  runtime::Program p;
+  runtime::add_pipeline(p, m, micro, {{0}, {1}}, false);
+  // Stage 0: F0 (warm-up), then F1 B0 F2 B1, then B2; stage 1: F0 B0 F1 B1 F2 B2. Each forward of
+  // stage 0 sends, each of stage 1 receives; each backward of stage 1 sends its gradient back.
+  auto sequence = [&](int64_t device) {
+    std::string out;
+    for (const auto& k : p.on(device)) {
+      if (k.kind == Kernel::Kind::collective) {
+        CHECK(k.op == model::CollectiveOp::broadcast);
+        CHECK(k.bytes == doctest::Approx(16.0 * 64 * 2));  // the activations: tokens x hidden, bf16
+        out += p.groups[static_cast<size_t>(k.group)].front() == device ? "s" : "r";
+      } else if (k.kind == Kernel::Kind::memory && k.launches == 1 && k.bytes == 2.0 * 16 * 64) {
+        out += "E";  // the embedding: stage 0 only
+      } else if (k.kind == Kernel::Kind::gemm && k.weight == 8 && k.n == 256) {
+        out += "H";  // the head's forward: the last stage only
+      } else if (k.kind == Kernel::Kind::attention) {
+        out += k.backward ? "b" : "f";
+      }
+    }
+    return out;
+  };
+  // Played with a forward of 1 and a backward of 2: stage 0 runs F0 [0,1] F1 [1,2] B0 [4,6] F2 [6,7]
+  // B1 [7,9] B2 [10,12], stage 1 F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7] F2 [7,8] B2 [8,10]; each transfer
+  // when its receiver starts: act0 at 1, act1 and grad0 at 4, grad1 and act2 at 7, grad2 at 10. So on
+  // the link both sides meet act0, act1, grad0, grad1, act2, grad2 in that order (s: send, r: receive).
+  CHECK(sequence(0) == "Efs" "Ef" "sr" "b" "Ef" "rs" "b" "rb");
+  CHECK(sequence(1) == "rfH" "b" "rs" "fH" "b" "sr" "fH" "b" "s");
+  // Each stage runs its own layer's weights.
+  for (int64_t device = 0; device < 2; ++device)
+    for (const auto& k : p.on(device))
+      if (k.kind == Kernel::Kind::gemm && k.weight >= 0 && k.weight < 8) CHECK(k.weight / 4 == device);
+  // It runs on thread-devices without waiting forever, every transfer checked.
+  runtime::CpuBackend cpu(2, 60);
+  const auto stats = cpu.run(p, "pipeline");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.bytes_verified >= 6 * 16.0 * 64 * 2);  // three activations and three gradients
+  // Forward only: the forwards in order, the activations sent on.
+  runtime::Program forward;
+  runtime::add_pipeline(forward, m, micro, {{0}, {1}}, true);
+  int sends = 0;
+  for (const auto& k : forward.on(0)) sends += k.kind == Kernel::Kind::collective ? 1 : 0;
+  CHECK(sends == 3);
+  CHECK(cpu.run(forward, "forward pipeline").checksum_failures == 0);
+}
+
+TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the forward and the backward") {
+  const auto m = tiny_model();
+  auto [l, r] = zero3(2, 2, 64);
+  const auto shards = runtime::shard_groups(l, 0, 0);
+  // Devices tp x dp: tp rank 0 on devices 0 and 2, tp rank 1 on 1 and 3.
+  REQUIRE(shards.size() == 2);
+  CHECK(shards[0] == runtime::DeviceGroup{0, 2});
+  CHECK(shards[1] == runtime::DeviceGroup{1, 3});
+  const double bytes = 2 * model::largest_stage_params(m, l).dense;
+  auto gathers = [&](const runtime::Program& p, int64_t device) {
+    std::vector<int32_t> groups;
+    for (const auto& k : p.devices.at(static_cast<size_t>(device)).second)
+      if (k.kind == Kernel::Kind::collective && k.op == model::CollectiveOp::all_gather) {
+        CHECK(k.bytes == doctest::Approx(bytes));
+        groups.push_back(k.group);
+      }
+    return groups;
+  };
+  runtime::Program forward;
+  runtime::add_micro_batch(forward, m, r, {0, 1}, true, 0, shards);
+  REQUIRE(forward.devices.at(0).first == 0);
+  CHECK(gathers(forward, 0).size() == 1);  // one before the forward
+  REQUIRE(forward.devices.at(0).second.front().kind == Kernel::Kind::collective);
+  runtime::Program step;
+  runtime::add_micro_batch(step, m, r, {0, 1}, false, 0, shards);
+  const auto g0 = gathers(step, 0), g1 = gathers(step, 1);
+  REQUIRE(g0.size() == 2);  // ... and one before the backward
+  REQUIRE(g1.size() == 2);
+  CHECK(step.groups[static_cast<size_t>(g0[0])] == shards[0]);
+  CHECK(step.groups[static_cast<size_t>(g1[0])] == shards[1]);
+  // A rank without a micro-batch still joins both gathers of one.
+  runtime::Program pad;
+  runtime::add_parameter_gathers(pad, m, l, {2, 3}, false, shards);
+  CHECK(pad.devices.size() == 2);
+  CHECK(gathers(pad, 0).size() == 2);
+  // Below ZeRO-3, or with one data-parallel rank, there is nothing to gather.
+  l.zero = 1;
+  CHECK(runtime::shard_groups(l, 0, 0).empty());
+  l.zero = 3;
+  l.dp = 1;
+  CHECK(runtime::shard_groups(l, 0, 0).empty());
+}
+
+TEST_CASE("hybrid sharding: shard groups of consecutive ranks, each shard all-reduced across their replicas") {
+  const auto m = tiny_model();
+  auto [l, r] = zero3(1, 4, 32);
+  l.shard_group = 2;  // ranks {0, 1} and {2, 3} each hold one copy of the state
+  CHECK(runtime::shard_groups(l, 0, 0) == std::vector<runtime::DeviceGroup>{{0, 1}});
+  CHECK(runtime::shard_groups(l, 0, 1) == std::vector<runtime::DeviceGroup>{{0, 1}});
+  CHECK(runtime::shard_groups(l, 0, 3) == std::vector<runtime::DeviceGroup>{{2, 3}});
+  CHECK(runtime::shard_of({0, 1, 2, 3}, 2, 3) == runtime::DeviceGroup{2, 3});
+  CHECK(runtime::replicas_of({0, 1, 2, 3}, 2, 3) == runtime::DeviceGroup{1, 3});
+  // The optimizer step, as train.cpp prices hybrid sharding (ZeRO-1 here): the gradients
+  // reduce-scattered within the shard group, the half each rank holds all-reduced with its
+  // replica in the other group, Adam over the half, the parameters gathered within the group.
+  l.zero = 1;
+  runtime::Program p;
+  runtime::add_optimizer_step(p, m, l, {0, 1, 2, 3});
+  const double grads = 2.0 * model::largest_stage_params(m, l).dense;
+  for (const auto& [device, ks] : p.devices) {
+    CAPTURE(device);
+    REQUIRE(ks.size() == 4);
+    CHECK(ks[0].op == model::CollectiveOp::reduce_scatter);
+    CHECK(ks[0].bytes == doctest::Approx(grads));
+    CHECK(p.groups[static_cast<size_t>(ks[0].group)] == runtime::shard_of({0, 1, 2, 3}, 2, device));
+    CHECK(ks[1].op == model::CollectiveOp::all_reduce);
+    CHECK(ks[1].bytes == doctest::Approx(grads / 2));
+    CHECK(p.groups[static_cast<size_t>(ks[1].group)] == runtime::replicas_of({0, 1, 2, 3}, 2, device));
+    CHECK(ks[2].kind == Kernel::Kind::memory);
+    CHECK(ks[2].bytes == doctest::Approx(30.0 * model::largest_stage_params(m, l).dense / 2));
+    CHECK(ks[3].op == model::CollectiveOp::all_gather);
+  }
+  // Shard groups of one rank: nothing to scatter or gather, the whole gradient all-reduced.
+  l.shard_group = 1;
+  runtime::Program single;
+  runtime::add_optimizer_step(single, m, l, {0, 1});
+  for (const auto& [device, ks] : single.devices) {
+    REQUIRE(ks.size() == 2);
+    CHECK(ks[0].op == model::CollectiveOp::all_reduce);
+    CHECK(ks[0].bytes == doctest::Approx(grads));
+  }
+  runtime::CpuBackend cpu(2, 60);
+  CHECK(cpu.run(single, "hybrid").checksum_failures == 0);
+}
+
+TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining the others' gathers") {
+  const auto m = tiny_model();
+  const auto [l, r] = zero3(1, 2, 32);
+  const auto shards = runtime::shard_groups(l, 0, 0);
+  runtime::Program p;
+  // Rank 0 has two micro-batches, rank 1 one and the gathers of the other.
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
+  runtime::add_micro_batch(p, m, r, {1}, false, 0, shards);
+  runtime::add_parameter_gathers(p, m, l, {1}, false, shards);
+  runtime::add_optimizer_step(p, m, l, {0, 1});
+  runtime::CpuBackend cpu(2, 60);
+  const auto stats = cpu.run(p, "zero-3");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.kernels.collective > 0);
+  // Each all-gather's chunks checked on both members.
+  CHECK(stats.bytes_verified > 0);
+}
