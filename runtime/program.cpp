@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "sim/core/assert.h"
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
 #include "sim/rl/rollout.h"
@@ -81,7 +82,12 @@ namespace {
 // `train_at` and `rollout_at` point at them.
 std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t,
                           const std::string& train_at, const std::string& rollout_at) {
-  if (t.cp != 1 || t.ep != 1) return train_at + ": cp and ep must be 1 (the runtime executes tp x dp x pp)";
+  if (t.ep > 1 && t.dp % t.ep != 0)
+    return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must "
+                      "divide dp";
+  if (t.cp > 1 && !t.ulysses)
+    return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
+                      "does not execute yet (cp_kind \"ulysses\" runs)";
   if (t.pp > 1 && t.vpp > 1) return train_at + "/vpp: the interleaved pipeline schedule is not executed yet";
   if (t.pp > 1 && t.zero >= 3) return train_at + "/zero: ZeRO-3 with pipeline stages is not executed";
   if (t.offload_params)
@@ -95,7 +101,9 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
       {"/policy/old_logprob", &s.policy.old_logprob}, {"/policy/ref_logprob", &s.policy.ref_logprob},
       {"/policy/critic", &s.policy.critic}};
   for (const auto& [where, pass] : passes) {
-    if (*pass && (*pass)->cp != 1) return std::string(where) + ": cp must be 1 (the runtime executes tp x dp x pp)";
+    if (*pass && (*pass)->cp != 1)
+      return std::string(where) + "/cp: a pass's context parallelism is ring attention, which the runtime does not "
+                                  "execute yet";
     const input::TrainLayout tl = rl::pass_layout(t, *pass);
     if (*pass && tl.pp > 1 && tl.zero >= 3) return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
     if (*pass && tl.pp > 1 && tl.overlaps_p2p())
@@ -109,16 +117,14 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
 
 std::string unsupported_reason(const input::ScenarioSpec& s) {
   const auto& m = s.model;
-  if (m.has_moe) return "/model: a mixture-of-experts model (the runtime executes dense models)";
   if (m.attention == input::AttentionKind::mla) return "/model: multi-head latent attention (the runtime executes standard attention)";
   const bool colocated = s.policy.placement == input::Placement::colocated;
   if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
   if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
-  if (const auto& c = s.workload.critic; c && (c->has_moe || c->attention == input::AttentionKind::mla))
-    return "/workload/critic: a mixture-of-experts or multi-head-latent-attention critic (the runtime executes dense "
-           "models with standard attention)";
+  if (const auto& c = s.workload.critic; c && c->attention == input::AttentionKind::mla)
+    return "/workload/critic: a multi-head-latent-attention critic (the runtime executes standard attention)";
   if (std::string why = layout_reason(s, s.policy.rollout, s.policy.train, "/policy/train", "/policy/rollout"); !why.empty())
     return why;
   // Every scheduled layout too, as it runs: the entry's, the base layout where it gives none.
@@ -188,8 +194,26 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
         }
         ks.push_back(gemm(rows, h, out_in / tp, w + 1));
         if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
-        ks.push_back(gemm(rows, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h, w + 2));
-        ks.push_back(gemm(rows, h, m.ffn_hidden_size / tp, w + 3));
+        if (m.has_moe && m.is_moe_layer(layer)) {
+          // The router, the experts the batch's routed rows are expected to reach (grouped, each
+          // reading its weights once) and the shared experts, as InferenceModel::gemm_seconds prices them.
+          const auto& e = m.moe;
+          const model::EngineExperts x = model::engine_experts(m, {tp, 1, 1}, rows);
+          ks.push_back(gemm(rows, e.num_experts, h));
+          Kernel up = gemm(x.rows_per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size / x.expert_tp, h, w + 2);
+          Kernel down = gemm(x.rows_per_expert, h, e.expert_ffn_hidden_size / x.expert_tp, w + 3);
+          up.groups = down.groups = x.active;
+          ks.push_back(up);
+          ks.push_back(down);
+          const int64_t shared = e.shared_experts * e.expert_ffn_hidden_size + e.shared_expert_ffn_hidden_size;
+          if (shared > 0) {
+            ks.push_back(gemm(rows, (gated ? 2 : 1) * shared / tp, h));
+            ks.push_back(gemm(rows, h, shared / tp));
+          }
+        } else {
+          ks.push_back(gemm(rows, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h, w + 2));
+          ks.push_back(gemm(rows, h, m.ffn_hidden_size / tp, w + 3));
+        }
         if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
       }
       // The short kernels replay from a graph: their work without launches of their own.
@@ -223,11 +247,11 @@ void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::T
   }
 }
 
-std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t dp) {
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank) {
   std::vector<DeviceGroup> groups;
   const int64_t size = l.sharding_ranks();
   if (l.zero < 3 || size <= 1) return groups;
-  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(shard_of(dp_group(l, first_device, tp), size, dp));
+  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(shard_of(dp_group(l, first_device, tp), size, rank));
   return groups;
 }
 
@@ -244,14 +268,19 @@ DeviceGroup replicas_of(const DeviceGroup& dp_group, int64_t size, int64_t rank)
 }
 
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                     bool forward_only, int32_t weight_base, const std::vector<DeviceGroup>& shard_groups) {
-  add_micro_batch_part(p, m, r, tp_group, {true, !forward_only, 0, m.num_layers, true, true}, weight_base, shard_groups);
+                     bool forward_only, int32_t weight_base, const RankGroups& groups) {
+  add_micro_batch_part(p, m, r, tp_group, {true, !forward_only, 0, m.num_layers, true, true}, weight_base, groups);
 }
 
 void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                          const PassPart& part, int32_t weight_base, const std::vector<DeviceGroup>& shard_groups) {
+                          const PassPart& part, int32_t weight_base, const RankGroups& groups) {
   const auto& l = r.layout;
-  const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len;
+  const auto& shard_groups = groups.shard;
+  // Ring attention and MLA are refused (unsupported_reason); ep > 1 comes with its groups.
+  ARLSIM_ASSERT(l.cp == 1 || (l.ulysses && groups.cp.size() == tp_group.size()));
+  ARLSIM_ASSERT(l.ep == 1 || groups.ep.size() == tp_group.size());
+  // Each cp rank holds 1 / cp of the sequence's tokens (train.cpp's division).
+  const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len / l.cp;
   const int64_t qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
   const bool gated = m.mlp == input::MlpKind::gated;
   const int32_t group = tp > 1 ? p.group(tp_group) : -1;
@@ -259,19 +288,51 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
                                      gemm(tokens, (gated ? 2 : 1) * m.ffn_hidden_size / tp, h),
                                      gemm(tokens, h, m.ffn_hidden_size / tp)};
   const int64_t attention_len = r.attention_len > 0 ? r.attention_len : r.seq_len;
+  // Under Ulysses a rank's attention is the whole sequence's for 1 / cp of the tp rank's heads.
   const double attention_flops =
-      d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(2 * m.head_dim) * d(r.seq_len) * (d(attention_len) + 1) / 2;
+      d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(2 * m.head_dim) * d(r.seq_len) * (d(attention_len) + 1) / 2 / d(l.cp);
   const Kernel attn = attention(attention_flops, attention_len, m.head_dim, false);
   Kernel attn_backward = attn;
   attn_backward.backward = true;
   const auto forward_kernels = model::layer_elementwise_kernels(m, r, tokens, m.ffn_hidden_size / tp, false);
   const auto backward_kernels = model::layer_elementwise_kernels(m, r, tokens, m.ffn_hidden_size / tp, true);
+  // A mixture-of-experts layer's MLP block (train.cpp's layer_cost): the router, the local experts
+  // as grouped GEMMs at the busiest expert's rows, the shared experts as dense MLPs; the permutes
+  // of the tokens' top-k copies into expert order and back; their all-to-alls over the ep group.
+  std::vector<Kernel> moe_gemms;  // in forward order; the experts' read the layer's MLP weights
+  std::vector<model::ElementwiseKernel> moe_forward_kernels, moe_backward_kernels;
+  double moe_copies = 0, moe_own = 0, ep_bytes = 0;
+  if (m.has_moe) {
+    const auto& e = m.moe;
+    const model::TrainExperts x = model::train_experts(m, r, tokens);
+    moe_gemms.push_back(gemm(tokens, e.num_experts, h));
+    Kernel up = gemm(x.rows_per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, 2);
+    Kernel down = gemm(x.rows_per_expert, h, e.expert_ffn_hidden_size, 3);
+    up.groups = down.groups = x.local;
+    moe_gemms.push_back(up);
+    moe_gemms.push_back(down);
+    for (const int64_t ffn : {e.shared_experts * e.expert_ffn_hidden_size, e.shared_expert_ffn_hidden_size})
+      if (ffn > 0) {
+        moe_gemms.push_back(gemm(tokens, (gated ? 2 : 1) * ffn / tp, h));
+        moe_gemms.push_back(gemm(tokens, h, ffn / tp));
+      }
+    moe_forward_kernels = model::layer_elementwise_kernels(m, r, tokens, x.elementwise_width, false);
+    moe_backward_kernels = model::layer_elementwise_kernels(m, r, tokens, x.elementwise_width, true);
+    moe_copies = d(tokens) * d(e.experts_per_token) * d(h) * 2;
+    moe_own = d(tokens) * d(h) * 2;
+    ep_bytes = moe_copies * r.moe_imbalance;  // the busiest rank receives imbalance x the mean
+  }
   const double tp_bytes = d(tokens) * d(h) * 2;
   struct {
     int64_t m, n, k;
   } const head{tokens, r.value_head ? 1 : m.vocab_size / tp, h};
   const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(tp);
+  // Ulysses' all-to-alls over the cp group: the rank's q, k and v before the attention and its
+  // output after (bf16, as train.cpp counts them); the backward moves their gradients the other way.
+  const double qkv_bytes = 2.0 * d(tokens) * d(qkv) / d(tp), out_bytes = 2.0 * d(tokens) * d(out_in) / d(tp);
   for (size_t tp_rank = 0; tp_rank < tp_group.size(); ++tp_rank) {
+    const int32_t cp_group = groups.cp.empty() ? -1 : p.group(groups.cp[tp_rank]);
+    const int32_t ep_group = groups.ep.empty() ? -1 : p.group(groups.ep[tp_rank]);
     // ZeRO-3: the parameters gathered before the forward and again before the backward.
     const std::optional<Kernel> gather =
         shard_groups.empty() ? std::nullopt : std::optional<Kernel>(parameter_gather(p, m, l, shard_groups[tp_rank]));
@@ -285,17 +346,50 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
     // and a reduce-scatter after its last (Korthikanti et al. 2022), as the cost model counts them.
     const auto tp_op = [&](model::CollectiveOp op) { ks.push_back(collective(op, tp_bytes, group)); };
     const bool sp = group >= 0 && l.sequence_parallel;
+    const auto cp_op = [&](double bytes) {
+      if (cp_group >= 0) ks.push_back(collective(model::CollectiveOp::all_to_all, bytes, cp_group));
+    };
+    // A mixture-of-experts MLP block, forward or backward (its GEMMs' input and weight gradients
+    // in reverse order, the permutes and all-to-alls again, as the model prices them).
+    auto moe_block = [&](int64_t layer, bool backward) {
+      const auto layer_weight = [&](Kernel g) {
+        if (g.weight >= 0) g.weight = weight_base + static_cast<int32_t>(4 * layer) + g.weight;
+        return g;
+      };
+      ks.push_back(memory(moe_own + moe_copies, 1));  // into the experts' order
+      if (ep_group >= 0) ks.push_back(collective(model::CollectiveOp::all_to_all, ep_bytes, ep_group));
+      if (!backward) {
+        for (const Kernel& g : moe_gemms) ks.push_back(layer_weight(g));
+      } else {
+        for (size_t i = moe_gemms.size(); i-- > 0;) {
+          const Kernel& g = moe_gemms[i];
+          Kernel input = layer_weight(gemm(g.m, g.k, g.n, g.weight)), weights = gemm(g.k, g.n, g.m);
+          input.groups = weights.groups = g.groups;
+          ks.push_back(input);
+          ks.push_back(weights);
+        }
+      }
+      if (ep_group >= 0) ks.push_back(collective(model::CollectiveOp::all_to_all, ep_bytes, ep_group));
+      ks.push_back(memory(moe_copies + moe_own, 1));  // and back
+    };
     auto layer_forward = [&](int64_t layer) {
       if (sp) tp_op(model::CollectiveOp::all_gather);
       ks.push_back(with_weight(gemms[0], layer, 0));
+      cp_op(qkv_bytes);
       ks.push_back(attn);
+      cp_op(out_bytes);
       ks.push_back(with_weight(gemms[1], layer, 1));
       if (group >= 0) tp_op(sp ? model::CollectiveOp::reduce_scatter : model::CollectiveOp::all_reduce);
       if (sp) tp_op(model::CollectiveOp::all_gather);
-      ks.push_back(with_weight(gemms[2], layer, 2));
-      ks.push_back(with_weight(gemms[3], layer, 3));
+      if (m.has_moe && m.is_moe_layer(layer)) {
+        moe_block(layer, false);
+      } else {
+        ks.push_back(with_weight(gemms[2], layer, 2));
+        ks.push_back(with_weight(gemms[3], layer, 3));
+      }
       if (group >= 0) tp_op(sp ? model::CollectiveOp::reduce_scatter : model::CollectiveOp::all_reduce);
-      for (const auto& e : forward_kernels) ks.push_back(memory(e.bytes, 1));
+      for (const auto& e : m.has_moe && m.is_moe_layer(layer) ? moe_forward_kernels : forward_kernels)
+        ks.push_back(memory(e.bytes, 1));
     };
     const auto head_weight = weight_base + static_cast<int32_t>(4 * m.num_layers);
     const int64_t end_layer = part.first_layer + part.layers;
@@ -318,17 +412,28 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
       ks.push_back(gemm(head.k, head.n, head.m));
     }
     for (int64_t layer = end_layer; layer-- > part.first_layer;) {
+      const bool moe = m.has_moe && m.is_moe_layer(layer);
       if (l.recompute == input::Recompute::full) layer_forward(layer);
-      if (l.recompute == input::Recompute::selective) ks.push_back(attn);
-      for (const auto& e : backward_kernels) ks.push_back(memory(e.bytes, 1));
+      if (l.recompute == input::Recompute::selective) {
+        // The attention recomputed from the q, k and v its all-to-all left (no all-to-all again).
+        ks.push_back(attn);
+      }
+      for (const auto& e : moe ? moe_backward_kernels : backward_kernels) ks.push_back(memory(e.bytes, 1));
       for (size_t g = gemms.size(); g-- > 0;) {
         // Backward the collectives mirror the forward's: a reduce-scatter's gradient is an
         // all-gather (before the block's last GEMM), an all-gather's a reduce-scatter (after its first).
         if (group >= 0 && (g == 3 || g == 1)) tp_op(sp ? model::CollectiveOp::all_gather : model::CollectiveOp::all_reduce);
-        ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, weight_base + static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
-        ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
+        if (moe && g == 3) moe_block(layer, true);
+        if (!moe || g < 2) {
+          ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, weight_base + static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
+          ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
+        }
         if (sp && (g == 2 || g == 0)) tp_op(model::CollectiveOp::reduce_scatter);
-        if (g == 1) ks.push_back(attn_backward);
+        if (g == 1) {
+          cp_op(out_bytes);
+          ks.push_back(attn_backward);
+          cp_op(qkv_bytes);
+        }
       }
     }
   }
@@ -341,7 +446,9 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
   // ZeRO shards over groups of sharding_ranks() consecutive ranks (all of them unless hybrid);
   // hybrid sharding then all-reduces each shard across the groups' replicas, as train.cpp prices it.
   const int64_t size = l.zero >= 1 ? std::min(ranks, l.sharding_ranks()) : ranks;
-  const double shard = l.zero >= 1 ? params.dense / d(l.sharding_ranks()) : params.total();
+  // Experts shard over their own data-parallel group (tp x dp x cp / ep ranks).
+  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  const double shard = l.zero >= 1 ? params.dense / d(l.sharding_ranks()) + params.experts / expert_dp : params.total();
   for (size_t i = 0; i < dp_group.size(); ++i) {
     const int64_t device = dp_group[i];
     const DeviceGroup mine = shard_of(dp_group, size, static_cast<int64_t>(i));
@@ -460,21 +567,81 @@ void add_dispatch(Program& p, const std::vector<double>& bytes, const std::vecto
   }
 }
 
-// Megatron-LM's numbering (graph/placement.h): tp fastest, then dp, pipeline stages outermost.
-DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp, int64_t stage) {
+// Megatron-LM's numbering (graph/placement.h): tp fastest, then cp, then dp, pipeline stages
+// outermost; a data rank (dp x cp + cp) is the tp group's index within its stage.
+DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
   DeviceGroup g;
-  for (int64_t i = 0; i < l.tp; ++i) g.push_back(first_device + (stage * l.dp + dp) * l.tp + i);
+  for (int64_t i = 0; i < l.tp; ++i) g.push_back(first_device + (stage * l.dp * l.cp + rank) * l.tp + i);
   return g;
 }
 
 DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp, int64_t stage) {
   DeviceGroup g;
-  for (int64_t i = 0; i < l.dp; ++i) g.push_back(first_device + (stage * l.dp + i) * l.tp + tp);
+  for (int64_t i = 0; i < l.dp * l.cp; ++i) g.push_back(first_device + (stage * l.dp * l.cp + i) * l.tp + tp);
   return g;
 }
 
+std::vector<DeviceGroup> ep_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
+  std::vector<DeviceGroup> groups;
+  if (l.ep == 1) return groups;
+  const int64_t dp = rank / l.cp, cp = rank % l.cp, first_dp = dp / l.ep * l.ep;
+  for (int64_t tp = 0; tp < l.tp; ++tp) {
+    DeviceGroup g;
+    for (int64_t j = 0; j < l.ep; ++j)
+      g.push_back(tp_group(l, first_device, (first_dp + j) * l.cp + cp, stage)[static_cast<size_t>(tp)]);
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
+  RankGroups g;
+  const int64_t size = l.sharding_ranks();
+  if (l.zero >= 3 && size > 1)
+    for (int64_t tp = 0; tp < l.tp; ++tp) g.shard.push_back(shard_of(dp_group(l, first_device, tp, stage), size, rank));
+  g.cp = cp_groups(l, first_device, rank, stage);
+  g.ep = ep_groups(l, first_device, rank, stage);
+  return g;
+}
+
+void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
+                          int64_t stage) {
+  const double experts = model::largest_stage_params(m, l).experts;
+  if (experts <= 0) return;
+  const int64_t data_ranks = l.dp * l.cp;
+  for (int64_t rank = 0; rank < data_ranks; ++rank) {
+    const int64_t place = rank / l.cp % l.ep;  // its place in its ep group
+    DeviceGroup g;
+    for (int64_t other = 0; other < data_ranks; ++other)
+      if (other / l.cp % l.ep == place)
+        for (int64_t d : tp_group(l, first_device, other, stage)) g.push_back(d);
+    std::sort(g.begin(), g.end());
+    if (g.size() <= 1) continue;
+    const int32_t group = p.group(g);
+    const double bytes = 2.0 * experts;  // bf16 gradients, as train.cpp counts them
+    for (int64_t d : tp_group(l, first_device, rank, stage)) {
+      auto& ks = p.on(d);
+      ks.push_back(collective(l.zero == 0 ? model::CollectiveOp::all_reduce : model::CollectiveOp::reduce_scatter, bytes, group));
+      if (l.zero >= 1 && l.zero < 3) ks.push_back(collective(model::CollectiveOp::all_gather, bytes, group));
+    }
+  }
+}
+
+std::vector<DeviceGroup> cp_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
+  std::vector<DeviceGroup> groups;
+  if (l.cp == 1) return groups;
+  const int64_t first_rank = rank / l.cp * l.cp;
+  for (int64_t tp = 0; tp < l.tp; ++tp) {
+    DeviceGroup g;
+    for (int64_t c = 0; c < l.cp; ++c) g.push_back(tp_group(l, first_device, first_rank + c, stage)[static_cast<size_t>(tp)]);
+    groups.push_back(g);
+  }
+  return groups;
+}
+
 void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
-                  const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base) {
+                  const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base,
+                  const std::vector<RankGroups>& groups) {
   const auto n = static_cast<int64_t>(stages.size()), count = static_cast<int64_t>(micro_batches.size());
   if (count == 0) return;
   const input::TrainLayout& l = micro_batches.front().layout;
@@ -504,14 +671,15 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
     if (e.rank == 1) {
       const int64_t first = l.stage_first_layer(m.num_layers, e.stage), layers = l.stage_layers(m.num_layers, e.stage);
       add_micro_batch_part(p, m, r, stages[static_cast<size_t>(e.stage)],
-                           {e.forward, !e.forward, first, layers, e.stage == 0, e.stage + 1 == n}, weight_base, {});
+                           {e.forward, !e.forward, first, layers, e.stage == 0, e.stage + 1 == n}, weight_base,
+                           groups.empty() ? RankGroups{} : groups[static_cast<size_t>(e.stage)]);
       continue;
     }
     // Activations forward, their gradients backward: each tp rank's tensor (its sequence part under
     // sequence parallelism) to the same tp rank of the next stage, as train.cpp prices the sends.
     const int64_t to = e.forward ? e.stage + 1 : e.stage - 1;
     const double bytes =
-        d(l.micro_batch * r.seq_len) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
+        d(l.micro_batch * r.seq_len / l.cp) * d(m.hidden_size) * 2 / (l.sequence_parallel ? d(l.tp) : 1.0);
     const DeviceGroup& from_group = stages[static_cast<size_t>(e.stage)];
     const DeviceGroup& to_group = stages[static_cast<size_t>(to)];
     for (size_t j = 0; j < from_group.size(); ++j) {

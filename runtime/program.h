@@ -80,16 +80,29 @@ std::string unsupported_reason(const input::ScenarioSpec& s);
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine,
                           const model::IterationBatch& batch, int64_t iterations, double kv_element_bytes = 2,
                           const model::EngineExecution& exec = {});
+// The groups a rank of a tp group meets besides it, one entry per rank of the tp group (each
+// empty when the layout has none): ZeRO-3's shard group (the devices its parameters are sharded
+// over), its cp group (the devices that share its sequence under Ulysses, itself among them) and
+// its ep group (the devices its tokens' experts are spread over).
+struct RankGroups {
+  std::vector<DeviceGroup> shard, cp, ep;
+};
 // One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
 // forward, and unless forward_only the backward with the layout's recompute. Its weights are
 // buffers weight_base + 4 x layer + i (the head after the layers): a second model on the same
 // devices (a critic) takes a base past the first's, so that each reads its own weights.
-// Under ZeRO-3 (`shard_groups`: for each rank of the tp group, the devices its parameters are
-// sharded over; empty otherwise) each device first all-gathers its parameters over its shard
-// group before the forward and again before the backward, as the cost model counts them (one
-// gather of the rank's parameters a pass; FSDP gathers layer by layer, the same bytes).
+// Under ZeRO-3 each device first all-gathers its parameters over its shard group before the
+// forward and again before the backward, as the cost model counts them (one gather of the rank's
+// parameters a pass; FSDP gathers layer by layer, the same bytes).
+// Under Ulysses context parallelism each device runs its 1 / cp of the tokens and, around the
+// attention, all-to-alls over its cp group that trade the sequence split for a split of the
+// heads: the attention then runs over the whole sequence for heads / (tp x cp) of the heads.
+// A mixture-of-experts layer routes the tokens (a router GEMM), permutes their top-k copies into
+// expert order, all-to-alls them over the ep group, runs the local experts as grouped GEMMs at the
+// busiest expert's rows (and the shared experts as dense ones), and all-to-alls and permutes them
+// back; the backward the same in reverse. All of it as train.cpp prices it.
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                     bool forward_only, int32_t weight_base = 0, const std::vector<DeviceGroup>& shard_groups = {});
+                     bool forward_only, int32_t weight_base = 0, const RankGroups& groups = {});
 // What of a micro-batch a pipeline stage runs: its forward and/or its backward, over layers
 // [first_layer, first_layer + layers), with the embedding on the first stage and the head and
 // loss on the last.
@@ -99,21 +112,24 @@ struct PassPart {
   bool first_stage = true, last_stage = true;
 };
 void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
-                          const PassPart& part, int32_t weight_base = 0, const std::vector<DeviceGroup>& shard_groups = {});
-// A data-parallel rank's micro-batches through its pipeline (`stages`: each stage's tp group) in
-// the 1F1B schedule, or forward only: each stage its layers (TrainLayout::stage_layers), the
-// activations sent to the next stage after each forward and their gradients back after each
-// backward, as two-member broadcasts that both sides wait for.
+                          const PassPart& part, int32_t weight_base = 0, const RankGroups& groups = {});
+// A data rank's micro-batches through its pipeline (`stages`: each stage's tp group) in the 1F1B
+// schedule, or forward only: each stage its layers (TrainLayout::stage_layers), the activations
+// sent to the next stage after each forward and their gradients back after each backward, as
+// two-member broadcasts that both sides wait for. `groups` gives each stage's other groups (as
+// add_micro_batch takes them; none when empty): every data rank adds its pipeline, and since they
+// all run the same schedule they meet their cp and ep all-to-alls in one order.
 void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
-                  const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0);
+                  const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0,
+                  const std::vector<RankGroups>& groups = {});
 // The gathers alone of a micro-batch a rank does not have (ZeRO-3): every member of a shard group
 // joins every gather, so a rank with fewer micro-batches than the others still gathers with them.
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
                            bool forward_only, const std::vector<DeviceGroup>& shard_groups);
-// ZeRO-3's shard groups of data-parallel rank `dp` (one per tp rank: the devices of that tp rank
-// over the data-parallel ranks of dp's shard group, sharding_ranks() consecutive ranks, all of
-// them unless sharding is hybrid); empty below ZeRO-3 or with shard groups of one rank.
-std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t dp);
+// ZeRO-3's shard groups of data rank `rank` (see tp_group; one per tp rank: the devices of that tp
+// rank over the data ranks of its shard group, sharding_ranks() consecutive ones, all of them
+// unless sharding is hybrid); empty below ZeRO-3 or with shard groups of one rank.
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank);
 // Of a data-parallel group split in shard groups of `size` consecutive ranks: rank `rank`'s shard
 // group, and its replicas (the ranks at its place in every shard group).
 DeviceGroup shard_of(const DeviceGroup& dp_group, int64_t size, int64_t rank);
@@ -123,6 +139,11 @@ int32_t weights_after(const input::ModelSpec& m, int32_t weight_base = 0);
 // The end of an optimizer step on a data-parallel group (each device one rank): the gradients
 // reduced (all-reduce, or reduce-scatter and all-gather under ZeRO 1-2) and Adam over the shard.
 void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group);
+// A mixture-of-experts model's expert gradients of a pipeline stage, reduced over each device's
+// expert data-parallel group (the stage's devices at its place in their ep groups: tp x cp x dp /
+// ep of them), as train.cpp prices them; add_optimizer_step's Adam covers the expert shard.
+void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
+                          int64_t stage);
 // Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the
 // engines' sleep and wake).
 void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t);
@@ -141,9 +162,18 @@ void add_layout_switch(Program& p, const input::ScenarioSpec& s, const input::Ro
 void add_dispatch(Program& p, const std::vector<double>& bytes, const std::vector<int64_t>& producer,
                   const std::vector<int64_t>& receiver);
 
-// The devices of the training layout's groups (cp = 1): a pipeline stage's tp group of a
-// data-parallel rank, and a stage's dp group of a tp rank.
-DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t dp, int64_t stage = 0);
+// The devices of the training layout's groups, numbered as Megatron-LM numbers them (tp fastest,
+// then cp, then dp, pipeline stages outermost). A data rank is one of the dp x cp ranks that hold
+// a replica's parameters, dp x cp + cp: a pipeline stage's tp group of a data rank; a stage's data
+// group of a tp rank (every data rank: the gradients are reduced over dp x cp); and the cp groups
+// of a data rank's stage, one per tp rank (empty with cp = 1).
+DeviceGroup tp_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 DeviceGroup dp_group(const input::TrainLayout& l, int64_t first_device, int64_t tp, int64_t stage = 0);
+std::vector<DeviceGroup> cp_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
+// The ep groups of a data rank's stage, one per tp rank (empty with ep = 1): the same tp and cp
+// rank of ep consecutive data-parallel ranks (Megatron's expert-parallel groups within dp).
+std::vector<DeviceGroup> ep_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
+// All of a data rank's groups at a stage (shard groups: ZeRO-3's, as shard_groups gives them).
+RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 
 }  // namespace arlsim::runtime

@@ -29,42 +29,49 @@ double median_abs(std::vector<double> v) {
   return nearest_rank(v, 50);
 }
 
-// Each data-parallel rank's micro-batches on its tp group. Under ZeRO-3 every rank of a shard
-// group joins each parameter gather, so a rank with fewer micro-batches than the most of its
-// group gathers for the ones it lacks.
+// Each data-parallel rank's micro-batches on its tp groups: every one of its cp ranks (data ranks
+// dp x cp .. dp x cp + cp - 1) runs each of them on its part of the tokens. Under ZeRO-3 every
+// rank of a shard group joins each parameter gather, so a rank with fewer micro-batches than the
+// most of its group gathers for the ones it lacks.
 void add_micro_batches(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                        const std::vector<std::vector<rl::MicroBatch>>& batches, rl::MicroBatchTimer& timer,
                        bool forward_only, int32_t weights) {
+  const int64_t data_ranks = l.dp * l.cp;
   if (l.pp > 1) {
-    // Each data-parallel rank's pipeline (ZeRO-3 is not run with pipelines: unsupported_reason).
-    for (int64_t dp = 0; dp < l.dp; ++dp) {
+    // Each data rank's pipeline (ZeRO-3 is not run with pipelines: unsupported_reason).
+    for (int64_t rank = 0; rank < data_ranks; ++rank) {
       std::vector<model::TrainRequest> requests;
-      for (const auto& b : batches[static_cast<size_t>(dp)])
+      for (const auto& b : batches[static_cast<size_t>(rank / l.cp)])
         if (b.tokens > 0) requests.push_back(timer.request(b));
       std::vector<DeviceGroup> stages;
-      for (int64_t stage = 0; stage < l.pp; ++stage) stages.push_back(tp_group(l, first_device, dp, stage));
-      add_pipeline(p, m, requests, stages, forward_only, weights);
+      std::vector<RankGroups> groups;
+      for (int64_t stage = 0; stage < l.pp; ++stage) {
+        stages.push_back(tp_group(l, first_device, rank, stage));
+        groups.push_back(rank_groups(l, first_device, rank, stage));
+      }
+      add_pipeline(p, m, requests, stages, forward_only, weights, groups);
     }
     return;
   }
-  std::vector<int64_t> count(static_cast<size_t>(l.dp), 0);
-  std::vector<std::vector<DeviceGroup>> shards;  // by data-parallel rank
-  for (int64_t dp = 0; dp < l.dp; ++dp) {
-    shards.push_back(shard_groups(l, first_device, dp));
-    for (const auto& b : batches[static_cast<size_t>(dp)])
+  std::vector<int64_t> count(static_cast<size_t>(data_ranks), 0);
+  std::vector<std::vector<DeviceGroup>> shards;  // by data rank
+  for (int64_t rank = 0; rank < data_ranks; ++rank) {
+    const RankGroups groups = rank_groups(l, first_device, rank);
+    shards.push_back(groups.shard);
+    for (const auto& b : batches[static_cast<size_t>(rank / l.cp)])
       if (b.tokens > 0) {
-        add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, dp), forward_only, weights, shards.back());
-        ++count[static_cast<size_t>(dp)];
+        add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, rank), forward_only, weights, groups);
+        ++count[static_cast<size_t>(rank)];
       }
   }
-  const int64_t size = std::min(l.dp, l.sharding_ranks());
-  for (int64_t dp = 0; dp < l.dp; ++dp) {
-    const auto& mine = shards[static_cast<size_t>(dp)];
+  const int64_t size = std::min(data_ranks, l.sharding_ranks());
+  for (int64_t rank = 0; rank < data_ranks; ++rank) {
+    const auto& mine = shards[static_cast<size_t>(rank)];
     if (mine.empty()) continue;
-    const auto first = count.begin() + dp / size * size;
+    const auto first = count.begin() + rank / size * size;
     const int64_t most = *std::max_element(first, first + size);
-    for (int64_t i = count[static_cast<size_t>(dp)]; i < most; ++i)
-      add_parameter_gathers(p, m, l, tp_group(l, first_device, dp), forward_only, mine);
+    for (int64_t i = count[static_cast<size_t>(rank)]; i < most; ++i)
+      add_parameter_gathers(p, m, l, tp_group(l, first_device, rank), forward_only, mine);
   }
 }
 
@@ -156,8 +163,10 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
         rl::MicroBatchTimer timer(s, m, l, value_head);
         add_micro_batches(p, m, l, ranks.first_device(), batches, timer, false, weights);
-        for (int64_t stage = 0; stage < l.pp; ++stage)
+        for (int64_t stage = 0; stage < l.pp; ++stage) {
           for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp, stage));
+          add_expert_reduction(p, m, l, ranks.first_device(), stage);
+        }
       };
       optimizer_step(s.model, false, 0);
       if (s.workload.critic) optimizer_step(*s.workload.critic, true, weights_after(s.model));

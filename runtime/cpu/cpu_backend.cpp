@@ -74,9 +74,10 @@ class CpuBufferSizer final : public BufferSizer {
       for (const Kernel& k : kernels) {
         switch (k.kind) {
           case Kernel::Kind::gemm: {
-            grow(d.a, f(k.m, k.k));
-            grow(k.weight >= 0 ? d.weights[k.weight] : d.b, f(k.k, k.n));
-            grow(d.c, f(k.m, k.n));
+            // A grouped GEMM (a layer's experts) gives each group its own operands.
+            grow(d.a, f(k.m * k.groups, k.k));
+            grow(k.weight >= 0 ? d.weights[k.weight] : d.b, f(k.k * k.groups, k.n));
+            grow(d.c, f(k.m * k.groups, k.n));
             break;
           }
           case Kernel::Kind::attention:
@@ -196,13 +197,18 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             const auto need = [](std::vector<float>& v, int64_t r, int64_t c) {
               if (v.size() < static_cast<size_t>(r * c)) v.assign(static_cast<size_t>(r * c), 0.5f);
             };
+            // Each group (a layer's expert) its own operands: its weights are read from memory as
+            // the experts' distinct weights are, not from a cache one group warmed.
             std::vector<float>& bv = k.weight >= 0 ? dev.weights[k.weight] : dev.b;
-            need(dev.a, k.m, k.k);
-            need(bv, k.k, k.n);
-            need(dev.c, k.m, k.n);
-            Eigen::Map<Eigen::MatrixXf> a(dev.a.data(), k.m, k.k), b(bv.data(), k.k, k.n), c(dev.c.data(), k.m, k.n);
+            need(dev.a, k.m * k.groups, k.k);
+            need(bv, k.k * k.groups, k.n);
+            need(dev.c, k.m * k.groups, k.n);
             const std::function<void()> task = [&] {
-              for (int64_t g = 0; g < k.groups; ++g) c.noalias() = a * b;
+              for (int64_t g = 0; g < k.groups; ++g) {
+                Eigen::Map<Eigen::MatrixXf> a(dev.a.data() + g * k.m * k.k, k.m, k.k), b(bv.data() + g * k.k * k.n, k.k, k.n),
+                    c(dev.c.data() + g * k.m * k.n, k.m, k.n);
+                c.noalias() = a * b;
+              }
             };
             const auto t = Clock::now();
             dev.worker.run(task);

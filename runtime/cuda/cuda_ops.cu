@@ -294,25 +294,26 @@ class CudaOps final : public DeviceOps {
     check(cudaStreamSynchronize(stream_), "a kernel's first run");
   }
 
-  // bf16 inputs and output, fp32 accumulation (column-major C = A B), `groups` times; a layer's
-  // weight is its own buffer.
+  // bf16 inputs and output, fp32 accumulation (column-major C = A B), `groups` times, each group
+  // (a layer's expert) on its own operands; a layer's weight is its own buffer.
   void gemm(const Kernel& k) {
     const auto m = static_cast<size_t>(k.m), n = static_cast<size_t>(k.n), kk = static_cast<size_t>(k.k);
-    ensure_bf16(a_, m * kk, 1);
+    const auto groups = static_cast<size_t>(std::max<int64_t>(1, k.groups));
+    ensure_bf16(a_, m * kk * groups, 1);
     Buffer& w = k.weight >= 0 ? weights_[k.weight] : b_;
-    ensure_bf16(w, kk * n, 2 + static_cast<uint64_t>(std::max(0, k.weight)));
-    ensure_bf16(c_, m * n, 3);
+    ensure_bf16(w, kk * n * groups, 2 + static_cast<uint64_t>(std::max(0, k.weight)));
+    ensure_bf16(c_, m * n * groups, 3);
     const float alpha = 1, beta = 0;
     const int im = dim(k.m, "a GEMM's m"), in = dim(k.n, "a GEMM's n"), ik = dim(k.k, "a GEMM's k");
-    auto run = [&] {
-      check(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a_.as<__nv_bfloat16>(), CUDA_R_16BF, im,
-                         w.as<__nv_bfloat16>(), CUDA_R_16BF, ik, &beta, c_.as<__nv_bfloat16>(), CUDA_R_16BF, im,
-                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    auto run = [&](size_t g) {
+      check(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a_.as<__nv_bfloat16>() + g * m * kk, CUDA_R_16BF,
+                         im, w.as<__nv_bfloat16>() + g * kk * n, CUDA_R_16BF, ik, &beta, c_.as<__nv_bfloat16>() + g * m * n,
+                         CUDA_R_16BF, im, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
     };
-    warm_up(std::make_tuple(0, k.m, k.n, k.k), run);
+    warm_up(std::make_tuple(0, k.m, k.n, k.k), [&] { run(0); });
     open_segment();
-    for (int64_t g = 0; g < k.groups; ++g) run();
+    for (size_t g = 0; g < groups; ++g) run(g);
     mark(k.kind);
   }
 

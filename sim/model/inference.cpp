@@ -58,6 +58,22 @@ InferenceModel::InferenceModel(const input::ModelSpec& m, const input::ClusterSp
                                std::shared_ptr<const CostModel> cost)
     : m_(m), c_(c), layout_(layout), spec_(spec), cost_(std::move(cost)) {}
 
+EngineExperts engine_experts(const input::ModelSpec& m, const EngineLayout& layout, int64_t rows) {
+  // Experts are spread over the engine's ep ranks. With rows x top-k routed tokens spread
+  // uniformly, an expert receives none with probability (1 - 1/E)^(rows k): the expected number
+  // of active experts, each of which reads its weights once.
+  const auto& e = m.moe;
+  const double local = d(e.num_experts) / d(layout.ep);
+  const double routed = d(rows) * d(e.experts_per_token);
+  const double active_fraction = 1.0 - std::pow(1.0 - 1.0 / d(e.num_experts), routed);
+  EngineExperts x;
+  x.active = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(local * active_fraction)));
+  x.rows_per_expert = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(routed / d(layout.ep) / d(x.active))));
+  // Without enough expert parallelism each expert's matrices split over the remaining tp ranks.
+  x.expert_tp = std::max<int64_t>(1, layout.tp / layout.ep);
+  return x;
+}
+
 double InferenceModel::gemm_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
   const CostModel& ops = *cost_;
@@ -69,18 +85,8 @@ double InferenceModel::gemm_seconds(int64_t rows) const {
   dense_layer += ops.cost(GemmOp{rows, (gated ? 2 : 1) * m_.ffn_hidden_size / tp, h}).seconds +
                  ops.cost(GemmOp{rows, h, m_.ffn_hidden_size / tp}).seconds;
   if (m_.has_moe) {
-    // Experts are spread over the engine's ep ranks. With rows x top-k routed tokens spread
-    // uniformly, an expert receives none with probability (1 - 1/E)^(rows k): the expected number
-    // of active experts, each of which reads its weights once.
     const auto& e = m_.moe;
-    const double local = d(e.num_experts) / d(layout_.ep);
-    const double routed = d(rows) * d(e.experts_per_token);
-    const double active_fraction = 1.0 - std::pow(1.0 - 1.0 / d(e.num_experts), routed);
-    const int64_t active = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(local * active_fraction)));
-    const int64_t per_expert =
-        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(routed / d(layout_.ep) / d(active))));
-    // Without enough expert parallelism each expert's matrices split over the remaining tp ranks.
-    const int64_t expert_tp = std::max<int64_t>(1, layout_.tp / layout_.ep);
+    const auto [active, per_expert, expert_tp] = engine_experts(m_, layout_, rows);
     moe_layer += ops.cost(GemmOp{rows, e.num_experts, h}).seconds;
     moe_layer += ops.cost(GemmOp{per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size / expert_tp, h, active}).seconds +
                  ops.cost(GemmOp{per_expert, h, e.expert_ffn_hidden_size / expert_tp, active}).seconds;

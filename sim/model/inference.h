@@ -63,6 +63,14 @@ struct Speculation {
 // then softmax, sampling and the token's write-back): what eager mode dispatches one by one.
 int64_t short_kernels_per_iteration(const input::ModelSpec& m, int64_t tp, bool prefill, bool decode);
 
+// How an engine iteration of `rows` rows runs a mixture-of-experts layer: the experts one of its
+// ranks expects to be active (each reads its weights once), the routed rows each of them takes,
+// and the tp ranks each expert's matrices split over when ep does not spread the experts alone.
+struct EngineExperts {
+  int64_t active = 1, rows_per_expert = 1, expert_tp = 1;
+};
+EngineExperts engine_experts(const input::ModelSpec& m, const EngineLayout& layout, int64_t rows);
+
 struct EngineExecution {
   bool eager = false;
   double dispatch_s = 0;  // host time to dispatch one kernel in eager mode

@@ -60,6 +60,22 @@ OpCost backward_gemms(const CostModel& cost, const GemmOp& f) {
   return c;
 }
 
+}  // namespace
+
+TrainExperts train_experts(const input::ModelSpec& m, const TrainRequest& r, int64_t tokens) {
+  // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
+  const auto& e = m.moe;
+  const auto& l = r.layout;
+  TrainExperts x;
+  x.local = e.num_experts / l.ep;
+  const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
+  x.rows_per_expert = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
+  x.elementwise_width = x.rows_per_expert * x.local * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
+  return x;
+}
+
+namespace {
+
 LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, const CostModel& cost, const TrainRequest& r,
                      int64_t tokens, bool moe_layer) {
   const auto& l = r.layout;
@@ -115,15 +131,12 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   if (moe_layer) {
     const auto& e = m.moe;
     add_gemm(GemmOp{tokens, e.num_experts, h}, nullptr, Role::none);  // router
-    // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
-    const int64_t local_experts = e.num_experts / l.ep;
-    const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
-    const int64_t m_tokens = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
+    const auto [local_experts, m_tokens, elementwise_width] = train_experts(m, r, tokens);
     add_gemm(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts}, &feeds[1], Role::feed);
     add_gemm(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts}, &drains[1], Role::drain);
     if (e.shared_experts > 0) dense_mlp(e.shared_experts * e.expert_ffn_hidden_size, tp);
     if (e.shared_expert_ffn_hidden_size > 0) dense_mlp(e.shared_expert_ffn_hidden_size, tp);
-    ffn_elementwise = m_tokens * local_experts * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
+    ffn_elementwise = elementwise_width;
     if (l.ep > 1) {
       // Dispatch and combine: each rank sends its tokens' top-k copies; the rank whose experts are
       // busiest receives moe_imbalance times the mean, and the all-to-all waits for it.

@@ -72,6 +72,15 @@ struct TrainEstimate {
   MemoryBreakdown memory;
 };
 
+// How a training rank runs a mixture-of-experts layer on `tokens` tokens: its local experts (the
+// model's over ep), the tokens the busiest of them takes (its share of the ep ranks' routed
+// copies, times the request's imbalance), which set every expert's pace, and the width the
+// element-wise kernels after the experts see per token.
+struct TrainExperts {
+  int64_t local = 1, rows_per_expert = 1, elementwise_width = 1;
+};
+TrainExperts train_experts(const input::ModelSpec& m, const TrainRequest& r, int64_t tokens);
+
 // One element-wise (memory-bound) kernel of a transformer layer and the HBM bytes it moves.
 struct ElementwiseKernel {
   const char* name;

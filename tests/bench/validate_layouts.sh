@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU validation loop over the layouts the runtime executes beyond the shipped scenario's
-# tp 1 x dp 2: pipeline stages (tp 1 x pp 2, 1F1B), hybrid sharding (ZeRO-1 and ZeRO-3 in shard
+# tp 1 x dp 2: pipeline stages (tp 1 x pp 2, 1F1B), Ulysses context parallelism (tp 1 x cp 2),
+# hybrid sharding (ZeRO-1 and ZeRO-3 in shard
 # groups of one rank), a layout switch before step 2 (engines of tp 2, training tp 2 x dp 1, a
 # switch overhead of 0.2 s) and a partial rollout (half the trajectories end a step's rollout).
 # Calibrates this machine once (calibrate --backend cpu --quick), then predicts and executes each
@@ -30,6 +31,7 @@ PY
 }
 run "tp 1 x dp 2 (as shipped)"
 run "tp 1 x pp 2" --set /policy/train/pp=2 --set /policy/train/dp=1
+run "tp 1 x cp 2 (Ulysses)" --set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"'
 run "ZeRO-1, shard groups of 1" --set /policy/train/shard_group=1
 run "ZeRO-3, shard groups of 1" --set /policy/train/zero=3 --set /policy/train/shard_group=1 --set "$no_overlap"
 run "layout switch at step 2" --set /policy/switch_overhead=0.2s \

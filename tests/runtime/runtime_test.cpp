@@ -289,7 +289,8 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
   REQUIRE(s);
   CHECK(runtime::unsupported_reason(*s).empty());
-  // Pipeline stages run in the 1F1B schedule; interleaved, with ZeRO-3, or with cp they are refused.
+  // Pipeline stages run in the 1F1B schedule; interleaved or with ZeRO-3 they are refused; context
+  // parallelism runs as Ulysses and is refused as ring attention (which hides its exchanges).
   auto pp = *s;
   pp.policy.train.pp = 2;
   pp.policy.train.dp = 1;
@@ -301,7 +302,12 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/zero", 0) == 0);
   pp.policy.train.zero = 1;
   pp.policy.train.cp = 2;
-  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train", 0) == 0);
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/cp_kind: ring attention", 0) == 0);
+  pp.policy.train.ulysses = true;
+  CHECK(runtime::unsupported_reason(pp).empty());
+  pp.policy.train.ep = 2;
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/ep", 0) == 0);
+  pp.policy.train.ep = 1;
   // Asynchronous steps run: their activities one at a time, placed on the step graph as measured.
   auto async = *s;
   async.policy.sync = input::SyncMode::async;

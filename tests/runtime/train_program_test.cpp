@@ -179,12 +179,12 @@ TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the
     return groups;
   };
   runtime::Program forward;
-  runtime::add_micro_batch(forward, m, r, {0, 1}, true, 0, shards);
+  runtime::add_micro_batch(forward, m, r, {0, 1}, true, 0, {shards, {}, {}});
   REQUIRE(forward.devices.at(0).first == 0);
   CHECK(gathers(forward, 0).size() == 1);  // one before the forward
   REQUIRE(forward.devices.at(0).second.front().kind == Kernel::Kind::collective);
   runtime::Program step;
-  runtime::add_micro_batch(step, m, r, {0, 1}, false, 0, shards);
+  runtime::add_micro_batch(step, m, r, {0, 1}, false, 0, {shards, {}, {}});
   const auto g0 = gathers(step, 0), g1 = gathers(step, 1);
   REQUIRE(g0.size() == 2);  // ... and one before the backward
   REQUIRE(g1.size() == 2);
@@ -251,9 +251,9 @@ TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining
   const auto shards = runtime::shard_groups(l, 0, 0);
   runtime::Program p;
   // Rank 0 has two micro-batches, rank 1 one and the gathers of the other.
-  runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
-  runtime::add_micro_batch(p, m, r, {0}, false, 0, shards);
-  runtime::add_micro_batch(p, m, r, {1}, false, 0, shards);
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, {shards, {}, {}});
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, {shards, {}, {}});
+  runtime::add_micro_batch(p, m, r, {1}, false, 0, {shards, {}, {}});
   runtime::add_parameter_gathers(p, m, l, {1}, false, shards);
   runtime::add_optimizer_step(p, m, l, {0, 1});
   runtime::CpuBackend cpu(2, 60);
@@ -262,4 +262,103 @@ TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining
   CHECK(stats.kernels.collective > 0);
   // Each all-gather's chunks checked on both members.
   CHECK(stats.bytes_verified > 0);
+}
+
+TEST_CASE("Ulysses context parallelism: a cp rank's share of the tokens, all-to-alls around the attention") {
+  const auto m = tiny_model();  // two layers, 4 heads of 16, 2 KV heads
+  input::TrainLayout l;
+  l.tp = 2;
+  l.cp = 2;
+  l.dp = 2;
+  l.ulysses = true;
+  // Megatron's numbering: tp fastest, then cp, then dp; a data rank is dp x cp + cp.
+  CHECK(runtime::tp_group(l, 0, 1) == runtime::DeviceGroup{2, 3});
+  CHECK(runtime::tp_group(l, 0, 2) == runtime::DeviceGroup{4, 5});
+  CHECK(runtime::cp_groups(l, 0, 3) == std::vector<runtime::DeviceGroup>{{4, 6}, {5, 7}});
+  CHECK(runtime::cp_groups(l, 0, 2) == runtime::cp_groups(l, 0, 3));
+  CHECK(runtime::dp_group(l, 0, 1) == runtime::DeviceGroup{1, 3, 5, 7});  // gradients over dp x cp
+  input::TrainLayout no_cp = l;
+  no_cp.cp = 1;
+  CHECK(runtime::cp_groups(no_cp, 0, 0).empty());
+
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = 64;
+  model::TrainRequest whole = r;
+  whole.layout.cp = 1;
+  auto program = [&](const model::TrainRequest& req, bool forward_only) {
+    runtime::Program p;
+    runtime::add_micro_batch(p, m, req, runtime::tp_group(req.layout, 0, 0), forward_only, 0,
+                             runtime::rank_groups(req.layout, 0, 0));
+    return p.devices.at(0).second;
+  };
+  const auto split = program(r, true), full = program(whole, true);
+  // Each cp rank's GEMMs over its half of the tokens; its attention over the whole sequence for half the heads.
+  const auto first_gemm = [](const std::vector<Kernel>& ks) {
+    return *std::find_if(ks.begin(), ks.end(), [](const Kernel& k) { return k.kind == Kernel::Kind::gemm; });
+  };
+  CHECK(first_gemm(split).m == 32);
+  CHECK(first_gemm(full).m == 64);
+  const auto attention = [](const std::vector<Kernel>& ks) {
+    return *std::find_if(ks.begin(), ks.end(), [](const Kernel& k) { return k.kind == Kernel::Kind::attention; });
+  };
+  CHECK(attention(full).heads == 2);  // the tp rank's two heads (rounded from the causal FLOPs)
+  CHECK(attention(split).heads == 1);
+  CHECK(attention(split).seq_len == attention(full).seq_len);  // the kernel's length: the whole sequence
+  // Forward: q, k and v in, the output back, each layer; the training step moves their gradients too.
+  std::vector<double> to_all;
+  for (const auto& k : split)
+    if (k.kind == Kernel::Kind::collective && k.op == model::CollectiveOp::all_to_all) to_all.push_back(k.bytes);
+  REQUIRE(to_all.size() == 2 * 2);
+  const double qkv = (4 + 2 * 2) * 16, out = 4 * 16;
+  CHECK(to_all[0] == doctest::Approx(2.0 * 32 * qkv / 2));
+  CHECK(to_all[1] == doctest::Approx(2.0 * 32 * out / 2));
+  const auto step = program(r, false);
+  CHECK(std::count_if(step.begin(), step.end(), [](const Kernel& k) {
+          return k.kind == Kernel::Kind::collective && k.op == model::CollectiveOp::all_to_all;
+        }) == 4 * 2);
+  CHECK(std::none_of(full.begin(), full.end(), [](const Kernel& k) { return k.op == model::CollectiveOp::all_to_all; }));
+}
+
+TEST_CASE("Ulysses context parallelism runs on thread-devices, alone and in a pipeline") {
+  const auto m = tiny_model();
+  input::TrainLayout l;
+  l.tp = 1;
+  l.cp = 2;
+  l.dp = 2;
+  l.ulysses = true;
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = 32;
+  runtime::Program p;
+  for (int64_t rank = 0; rank < l.dp * l.cp; ++rank)
+    runtime::add_micro_batch(p, m, r, runtime::tp_group(l, 0, rank), false, 0, runtime::rank_groups(l, 0, rank));
+  runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, 0));
+  runtime::CpuBackend cpu(4, 60);
+  const auto stats = cpu.run(p, "ulysses");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.bytes_verified > 0);
+
+  // Two stages of one layer, each data rank's pipeline with its stage's cp groups.
+  input::TrainLayout pl = l;
+  pl.pp = 2;
+  pl.dp = 1;
+  model::TrainRequest pr = r;
+  pr.layout = pl;
+  pr.layout.micro_batch = 1;
+  runtime::Program pipe;
+  for (int64_t rank = 0; rank < pl.dp * pl.cp; ++rank) {
+    std::vector<runtime::DeviceGroup> stages;
+    std::vector<runtime::RankGroups> cps;
+    for (int64_t stage = 0; stage < pl.pp; ++stage) {
+      stages.push_back(runtime::tp_group(pl, 0, rank, stage));
+      cps.push_back(runtime::rank_groups(pl, 0, rank, stage));
+    }
+    runtime::add_pipeline(pipe, m, {pr, pr, pr}, stages, false, 0, cps);
+  }
+  CHECK(runtime::tp_group(pl, 0, 1, 1) == runtime::DeviceGroup{3});
+  runtime::CpuBackend cpu4(4, 60);
+  CHECK(cpu4.run(pipe, "ulysses-pipeline").checksum_failures == 0);
 }

@@ -249,7 +249,7 @@ contains validate-bad-max-memory-why "$tmp/err" "--max-memory"
 expect validate-offload-params 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/offload_params=true
 contains validate-offload-params-why "$tmp/err" "/policy/train/offload_params"
 expect validate-pass-cp 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/old_logprob={"tp": 1, "cp": 2, "dp": 1}'
-contains validate-pass-cp-named "$tmp/err" "/policy/old_logprob: cp must be 1"
+contains validate-pass-cp-named "$tmp/err" "/policy/old_logprob/cp: a pass's context parallelism is ring attention"
 
 # Bad input.
 # The CUDA backend: one process per GPU, bf16; without a GPU (or without the toolkit) a clear refusal.
