@@ -122,7 +122,12 @@ bool ComputeModel::in_gemm_grid(int64_t m, int64_t n, int64_t k) const {
 }
 
 double ComputeModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, int64_t groups) const {
-  if (groups != 1 || !in_gemm_grid(m, n, k)) return analytic_efficiency(m, n, k, groups);
+  if (!in_gemm_grid(m, n, k)) return analytic_efficiency(m, n, k, groups);
+  if (groups != 1) {
+    // A grouped GEMM (a layer's experts): each group's shape at its measured efficiency, with what
+    // sharing one kernel's waves changes for the groups' tiles (the quantisation's ratio).
+    return std::min(1.0, gemm_efficiency(m, n, k, 1) * quantisation(m, n, k, groups) / quantisation(m, n, k, 1));
+  }
   // Trilinear interpolation, linear in each of m, n and k between the neighbouring grid values.
   struct Axis {
     size_t lo, hi;

@@ -58,6 +58,15 @@ TEST_CASE("compute: a measured grid is interpolated linearly in m, n and k, and 
   // whole tiles and waves: e_max = 0.7).
   CHECK_FALSE(cm.in_gemm_grid(16384, 8192, 8192));
   CHECK(cm.gemm_efficiency(16384, 8192, 8192) == test::near(0.7 * cm.quantisation(16384, 8192, 8192)));
+  // A grouped GEMM inside the grid: each group's shape at its measured efficiency, times what
+  // sharing the waves does for its tiles (here whole waves either way: the measured figure).
+  CHECK(cm.gemm_efficiency(2048, 1024, 1024, 8) ==
+        test::near((0.1 + 0.2 / 3) * cm.quantisation(2048, 1024, 1024, 8) / cm.quantisation(2048, 1024, 1024, 1)));
+  CHECK(cm.quantisation(1024, 1024, 1024, 8) > 0);
+  CHECK(cm.gemm_efficiency(1024, 1024, 1024, 8) ==
+        test::near(0.1 * cm.quantisation(1024, 1024, 1024, 8) / cm.quantisation(1024, 1024, 1024, 1)));
+  // ... and outside it, the analytic model for the groups.
+  CHECK(cm.gemm_efficiency(16384, 8192, 8192, 4) == test::near(0.7 * cm.quantisation(16384, 8192, 8192, 4)));
 }
 
 TEST_CASE("compute: a GEMV is memory-bound and reads the weights once") {
