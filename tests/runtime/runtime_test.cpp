@@ -306,7 +306,7 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   pp.policy.train.ulysses = true;
   CHECK(runtime::unsupported_reason(pp).empty());
   pp.policy.train.ep = 2;
-  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/ep", 0) == 0);
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/ep: expert parallelism", 0) == 0);
   pp.policy.train.ep = 1;
   // Asynchronous steps run: their activities one at a time, placed on the step graph as measured.
   auto async = *s;
