@@ -82,9 +82,13 @@ namespace {
 // `train_at` and `rollout_at` point at them.
 std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t,
                           const std::string& train_at, const std::string& rollout_at) {
-  if (t.ep > 1)
-    return train_at + "/ep: expert parallelism's all-to-alls exchange different token counts between data-parallel "
-                      "ranks (all-to-all-v, each rank's micro-batches its own), which the runtime does not execute yet";
+  if (t.ep > 1 && t.dp % t.ep != 0)
+    return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
+  if (t.ep > 1 && t.pp > 1)
+    return train_at + "/ep: expert parallelism with pipeline stages is not executed yet (ranks of unequal micro-batch "
+                      "counts would have to pad their pipelines)";
+  if (t.ep > 1 && t.zero >= 3)
+    return train_at + "/ep: expert parallelism with ZeRO-3 is not executed yet";
   if (t.cp > 1 && !t.ulysses)
     return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
                       "does not execute yet (cp_kind \"ulysses\" runs)";
@@ -272,6 +276,23 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
   add_micro_batch_part(p, m, r, tp_group, {true, !forward_only, 0, m.num_layers, true, true}, weight_base, groups);
 }
 
+void add_micro_batch_joins(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                           bool forward_only, int32_t weight_base, const RankGroups& groups) {
+  std::vector<size_t> before;
+  for (int64_t device : tp_group) before.push_back(p.on(device).size());
+  add_micro_batch(p, m, r, tp_group, forward_only, weight_base, groups);
+  for (size_t i = 0; i < tp_group.size(); ++i) {
+    const int32_t shard = groups.shard.empty() ? -1 : p.group(groups.shard[i]);
+    const int32_t ep = groups.ep.empty() ? -1 : p.group(groups.ep[i]);
+    auto& ks = p.on(tp_group[i]);
+    ks.erase(std::remove_if(ks.begin() + static_cast<std::ptrdiff_t>(before[i]), ks.end(),
+                            [&](const Kernel& k) {
+                              return k.kind != Kernel::Kind::collective || (k.group != shard && k.group != ep);
+                            }),
+             ks.end());
+  }
+}
+
 void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                           const PassPart& part, int32_t weight_base, const RankGroups& groups) {
   const auto& l = r.layout;
@@ -320,7 +341,9 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
     moe_backward_kernels = model::layer_elementwise_kernels(m, r, tokens, x.elementwise_width, true);
     moe_copies = d(tokens) * d(e.experts_per_token) * d(h) * 2;
     moe_own = d(tokens) * d(h) * 2;
-    ep_bytes = moe_copies * r.moe_imbalance;  // the busiest rank receives imbalance x the mean
+    // The busiest rank receives imbalance x the mean; the group exchanges its largest member's.
+    const int64_t exchanged = std::max(tokens, groups.ep_tokens);
+    ep_bytes = d(exchanged) * d(e.experts_per_token) * d(h) * 2 * r.moe_imbalance;
   }
   const double tp_bytes = d(tokens) * d(h) * 2;
   struct {

@@ -86,6 +86,10 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
 // its ep group (the devices its tokens' experts are spread over).
 struct RankGroups {
   std::vector<DeviceGroup> shard, cp, ep;
+  // The tokens whose top-k copies the ep all-to-alls move (0: the rank's own). An all-to-all
+  // waits for its largest exchange, and the members of an ep group run micro-batches of their
+  // own sizes: each of them exchanges the largest member's (the backends move equal parts).
+  int64_t ep_tokens = 0;
 };
 // One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
 // forward, and unless forward_only the backward with the layout's recompute. Its weights are
@@ -103,6 +107,11 @@ struct RankGroups {
 // back; the backward the same in reverse. All of it as train.cpp prices it.
 void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                      bool forward_only, int32_t weight_base = 0, const RankGroups& groups = {});
+// What a rank that lacks a micro-batch its data-parallel peers run still joins of it: the
+// collectives over groups that span data-parallel ranks (ZeRO-3's gathers, the ep all-to-alls),
+// in the order the micro-batch runs them, so that the peers meet them in one order.
+void add_micro_batch_joins(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                           bool forward_only, int32_t weight_base, const RankGroups& groups);
 // What of a micro-batch a pipeline stage runs: its forward and/or its backward, over layers
 // [first_layer, first_layer + layers), with the embedding on the first stage and the head and
 // loss on the last.

@@ -55,14 +55,34 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
   }
   std::vector<int64_t> count(static_cast<size_t>(data_ranks), 0);
   std::vector<std::vector<DeviceGroup>> shards;  // by data rank
+  std::vector<std::vector<model::TrainRequest>> requests(static_cast<size_t>(l.dp));  // by data-parallel rank
+  for (int64_t dp = 0; dp < l.dp; ++dp)
+    for (const auto& b : batches[static_cast<size_t>(dp)])
+      if (b.tokens > 0) requests[static_cast<size_t>(dp)].push_back(timer.request(b));
+  const auto local_tokens = [&](const model::TrainRequest& r) { return r.layout.micro_batch * r.seq_len / l.cp; };
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
-    const RankGroups groups = rank_groups(l, first_device, rank);
+    RankGroups groups = rank_groups(l, first_device, rank);
     shards.push_back(groups.shard);
-    for (const auto& b : batches[static_cast<size_t>(rank / l.cp)])
-      if (b.tokens > 0) {
-        add_micro_batch(p, m, timer.request(b), tp_group(l, first_device, rank), forward_only, weights, groups);
-        ++count[static_cast<size_t>(rank)];
+    const int64_t dp = rank / l.cp, first_dp = dp / l.ep * l.ep;
+    size_t most = 0;  // the most micro-batches of the rank's ep group (its own count without ep)
+    for (int64_t j = first_dp; j < first_dp + l.ep; ++j) most = std::max(most, requests[static_cast<size_t>(j)].size());
+    const auto& mine = requests[static_cast<size_t>(dp)];
+    for (size_t i = 0; i < most; ++i) {
+      // Expert parallelism: the group's i-th micro-batches exchange their largest member's tokens,
+      // and a member without one joins its all-to-alls with that largest member's request.
+      const model::TrainRequest* largest = nullptr;
+      for (int64_t j = first_dp; j < first_dp + l.ep; ++j) {
+        const auto& theirs = requests[static_cast<size_t>(j)];
+        if (i < theirs.size() && (!largest || local_tokens(theirs[i]) > local_tokens(*largest))) largest = &theirs[i];
       }
+      groups.ep_tokens = l.ep > 1 ? local_tokens(*largest) : 0;
+      if (i < mine.size()) {
+        add_micro_batch(p, m, mine[i], tp_group(l, first_device, rank), forward_only, weights, groups);
+        ++count[static_cast<size_t>(rank)];
+      } else {
+        add_micro_batch_joins(p, m, *largest, tp_group(l, first_device, rank), forward_only, weights, groups);
+      }
+    }
   }
   const int64_t size = std::min(data_ranks, l.sharding_ranks());
   for (int64_t rank = 0; rank < data_ranks; ++rank) {

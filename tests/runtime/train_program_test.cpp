@@ -420,3 +420,42 @@ TEST_CASE("a mixture-of-experts layer routes, permutes and runs its experts as g
   CHECK(stats.checksum_failures == 0);
   CHECK(stats.bytes_verified > 0);
 }
+
+TEST_CASE("expert parallelism: ranks of unequal micro-batches exchange the largest member's tokens and join the rest") {
+  auto m = tiny_model();
+  m.has_moe = true;
+  m.moe.num_experts = 4;
+  m.moe.experts_per_token = 2;
+  m.moe.expert_ffn_hidden_size = 32;
+  input::TrainLayout l;
+  l.tp = 1;
+  l.dp = 2;
+  l.ep = 2;
+  model::TrainRequest small, large;
+  small.layout = large.layout = l;
+  small.layout.micro_batch = large.layout.micro_batch = 1;
+  small.seq_len = 16;
+  large.seq_len = 48;
+  runtime::Program p;
+  // Rank 0 runs a large and a small micro-batch, rank 1 one small one and joins the second's all-to-alls.
+  auto g0 = runtime::rank_groups(l, 0, 0), g1 = runtime::rank_groups(l, 0, 1);
+  g0.ep_tokens = g1.ep_tokens = 48;
+  runtime::add_micro_batch(p, m, large, {0}, false, 0, g0);
+  runtime::add_micro_batch(p, m, small, {1}, false, 0, g1);
+  g0.ep_tokens = g1.ep_tokens = 16;
+  runtime::add_micro_batch(p, m, small, {0}, false, 0, g0);
+  const size_t own = p.devices.at(1).second.size();
+  runtime::add_micro_batch_joins(p, m, small, {1}, false, 0, g1);
+  const auto& joined = p.devices.at(1).second;
+  REQUIRE(joined.size() == own + 2 * 4);  // four all-to-alls a layer, nothing else
+  for (size_t i = own; i < joined.size(); ++i) CHECK(joined[i].op == model::CollectiveOp::all_to_all);
+  // Every all-to-all of the first micro-batches moves the large one's copies, on both ranks.
+  const auto& first = p.devices.at(0).second;
+  const auto a2a = std::find_if(first.begin(), first.end(), [](const Kernel& k) { return k.op == model::CollectiveOp::all_to_all; });
+  const auto b2b = std::find_if(joined.begin(), joined.end(), [](const Kernel& k) { return k.op == model::CollectiveOp::all_to_all; });
+  CHECK(a2a->bytes == doctest::Approx(48.0 * 2 * 64 * 2));
+  CHECK(b2b->bytes == a2a->bytes);
+  runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, 0));
+  runtime::CpuBackend cpu(2, 60);
+  CHECK(cpu.run(p, "ep").checksum_failures == 0);
+}
