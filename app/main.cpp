@@ -8,6 +8,7 @@
 
 #include "app/build_info.h"
 #include "app/commands.h"
+#include "app/huge_pages.h"
 #include "app/task_farm.h"
 
 namespace {
@@ -57,6 +58,7 @@ void print_usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
   using namespace arlsim::app;
+  use_huge_pages(argv);  // returns only when already done, opted out, or not possible
   // Under mpirun every process reads the same input and would say the same about it: rank 0
   // speaks for all. A process that must stop the others still writes why (TaskFarm::abort), and
   // an error that ends this process alone is written below.
