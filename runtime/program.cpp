@@ -110,6 +110,10 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
                                   "execute yet";
     const input::TrainLayout tl = rl::pass_layout(t, *pass);
     if (*pass && tl.pp > 1 && tl.zero >= 3) return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
+    // A pass in a layout of its own keeps the training's expert parallelism over its own ranks.
+    if (*pass && tl.ep > 1 && (tl.dp % tl.ep != 0 || tl.pp > 1 || tl.zero >= 3))
+      return std::string(where) + ": the training's ep = " + std::to_string(tl.ep) +
+             " over this pass's ranks is executed only where ep divides its dp, without pipeline stages or ZeRO-3";
     if (*pass && tl.pp > 1 && tl.overlaps_p2p())
       return std::string(where) + ": its pipeline would overlap its transfers (" + train_at +
              "/overlap/p2p), which is not executed yet";
@@ -628,7 +632,7 @@ RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_
 }
 
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
-                          int64_t stage) {
+                          int64_t stage, ExpertPhase phase) {
   const double experts = model::largest_stage_params(m, l).experts;
   if (experts <= 0) return;
   const int64_t data_ranks = l.dp * l.cp;
@@ -644,8 +648,10 @@ void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::Tr
     const double bytes = 2.0 * experts;  // bf16 gradients, as train.cpp counts them
     for (int64_t d : tp_group(l, first_device, rank, stage)) {
       auto& ks = p.on(d);
-      ks.push_back(collective(l.zero == 0 ? model::CollectiveOp::all_reduce : model::CollectiveOp::reduce_scatter, bytes, group));
-      if (l.zero >= 1 && l.zero < 3) ks.push_back(collective(model::CollectiveOp::all_gather, bytes, group));
+      if (phase == ExpertPhase::gradients)
+        ks.push_back(collective(l.zero == 0 ? model::CollectiveOp::all_reduce : model::CollectiveOp::reduce_scatter, bytes, group));
+      else if (l.zero >= 1 && l.zero < 3)
+        ks.push_back(collective(model::CollectiveOp::all_gather, bytes, group));
     }
   }
 }

@@ -148,11 +148,13 @@ int32_t weights_after(const input::ModelSpec& m, int32_t weight_base = 0);
 // The end of an optimizer step on a data-parallel group (each device one rank): the gradients
 // reduced (all-reduce, or reduce-scatter and all-gather under ZeRO 1-2) and Adam over the shard.
 void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group);
-// A mixture-of-experts model's expert gradients of a pipeline stage, reduced over each device's
-// expert data-parallel group (the stage's devices at its place in their ep groups: tp x cp x dp /
-// ep of them), as train.cpp prices them; add_optimizer_step's Adam covers the expert shard.
+// A mixture-of-experts model's expert parameters of a pipeline stage over each device's expert
+// data-parallel group (the stage's devices at its place in their ep groups: tp x cp x dp / ep of
+// them), as train.cpp prices them: their gradients reduced (before add_optimizer_step, whose Adam
+// covers the expert shard) or, under ZeRO 1-2, the updated parameters gathered (after it).
+enum class ExpertPhase { gradients, parameters };
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
-                          int64_t stage);
+                          int64_t stage, ExpertPhase phase);
 // Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the
 // engines' sleep and wake).
 void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t);

@@ -184,8 +184,9 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
         rl::MicroBatchTimer timer(s, m, l, value_head);
         add_micro_batches(p, m, l, ranks.first_device(), batches, timer, false, weights);
         for (int64_t stage = 0; stage < l.pp; ++stage) {
+          add_expert_reduction(p, m, l, ranks.first_device(), stage, ExpertPhase::gradients);
           for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp, stage));
-          add_expert_reduction(p, m, l, ranks.first_device(), stage);
+          add_expert_reduction(p, m, l, ranks.first_device(), stage, ExpertPhase::parameters);
         }
       };
       optimizer_step(s.model, false, 0);

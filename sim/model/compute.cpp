@@ -126,7 +126,9 @@ double ComputeModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, int64_t gr
   if (groups != 1) {
     // A grouped GEMM (a layer's experts): each group's shape at its measured efficiency, with what
     // sharing one kernel's waves changes for the groups' tiles (the quantisation's ratio).
-    return std::min(1.0, gemm_efficiency(m, n, k, 1) * quantisation(m, n, k, groups) / quantisation(m, n, k, 1));
+    // Never above the best the grid measured.
+    const double best = *std::max_element(grid_.begin(), grid_.end());
+    return std::min(best, gemm_efficiency(m, n, k, 1) * quantisation(m, n, k, groups) / quantisation(m, n, k, 1));
   }
   // Trilinear interpolation, linear in each of m, n and k between the neighbouring grid values.
   struct Axis {

@@ -65,6 +65,17 @@ TEST_CASE("compute: a measured grid is interpolated linearly in m, n and k, and 
   CHECK(cm.quantisation(1024, 1024, 1024, 8) > 0);
   CHECK(cm.gemm_efficiency(1024, 1024, 1024, 8) ==
         test::near(0.1 * cm.quantisation(1024, 1024, 1024, 8) / cm.quantisation(1024, 1024, 1024, 1)));
+  // Groups that fill the waves a lone small GEMM leaves empty gain, but never past the grid's best
+  // measured efficiency (0.7 here).
+  int64_t capped_m = 0, capped_g = 0;  // a shape near the best point whose groups would pass it
+  for (int64_t m = 4096; m >= 3072 && capped_m == 0; m -= 64)
+    for (int64_t g = 2; g <= 64 && capped_m == 0; ++g)
+      if (cm.gemm_efficiency(m, 8192, 8192) * cm.quantisation(m, 8192, 8192, g) / cm.quantisation(m, 8192, 8192) > 0.7) {
+        capped_m = m;
+        capped_g = g;
+      }
+  REQUIRE(capped_m > 0);
+  CHECK(cm.gemm_efficiency(capped_m, 8192, 8192, capped_g) == test::near(0.7));
   // ... and outside it, the analytic model for the groups.
   CHECK(cm.gemm_efficiency(16384, 8192, 8192, 4) == test::near(0.7 * cm.quantisation(16384, 8192, 8192, 4)));
 }

@@ -405,16 +405,19 @@ TEST_CASE("a mixture-of-experts layer routes, permutes and runs its experts as g
   // Expert gradients over their data-parallel group (tp x dp / ep = 1 rank here: nothing to reduce);
   // with ep = 1 every rank's.
   runtime::Program none;
-  runtime::add_expert_reduction(none, m, l, 0, 0);
+  runtime::add_expert_reduction(none, m, l, 0, 0, runtime::ExpertPhase::gradients);
   CHECK(none.devices.empty());
   input::TrainLayout no_ep = l;
   no_ep.ep = 1;
   const size_t before = p.devices.at(1).second.size();
-  runtime::add_expert_reduction(p, m, no_ep, 0, 0);
+  runtime::add_expert_reduction(p, m, no_ep, 0, 0, runtime::ExpertPhase::gradients);
   const auto& reduced = p.devices.at(1).second[before];
   CHECK(reduced.kind == Kernel::Kind::collective);
+  CHECK(reduced.op == model::CollectiveOp::reduce_scatter);  // ZeRO-1
   CHECK(reduced.bytes == doctest::Approx(2.0 * model::largest_stage_params(m, no_ep).experts));
   runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, 0));
+  runtime::add_expert_reduction(p, m, no_ep, 0, 0, runtime::ExpertPhase::parameters);
+  CHECK(p.devices.at(1).second.back().op == model::CollectiveOp::all_gather);
   runtime::CpuBackend cpu(2, 60);
   const auto stats = cpu.run(p, "moe");
   CHECK(stats.checksum_failures == 0);
