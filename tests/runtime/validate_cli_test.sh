@@ -180,6 +180,35 @@ for stage in ("train", "old_logprob"):
     assert stages[stage]["measured_s"] > 0 and stages[stage]["predicted_s"] > 0, stages[stage]
 assert r["checksum_failures"] == 0 and r["kernels_measured_s"]["collective"] > 0, r
 PY
+# Ulysses context parallelism (tp 1 x cp 2), and a mixture-of-experts model at ep 2 over the two
+# data-parallel ranks (micro-batches of their own sizes, all-to-alls at the largest member's): run,
+# checked, with all-to-alls among the collectives measured.
+moe='/model={"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
+  "intermediate_size": 1536, "moe_intermediate_size": 384, "num_experts": 8, "num_experts_per_tok": 2,
+  "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "num_hidden_layers": 4, "vocab_size": 8192,
+  "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": true, "torch_dtype": "float32"}'
+for variant in ulysses moe-ep; do
+  if [[ $variant == ulysses ]]; then
+    extra=(--set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"')
+  else
+    extra=(--set "$moe" --set /policy/train/ep=2)
+  fi
+  expect validate-$variant 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --scale 0.5 \
+    --steps 1:1 "${extra[@]}" --json
+  if python3 - "$tmp/out" <<'PY'; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL validate-$variant-report"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))
+stages = {s["stage"]: s for s in r["stages"]}
+for stage in ("train", "old_logprob", "rollout"):
+    assert stages[stage]["measured_s"] > 0 and stages[stage]["predicted_s"] > 0, stages[stage]
+assert r["checksum_failures"] == 0 and r["kernels_measured_s"]["collective"] > 0, r
+PY
+done
+expect validate-ring 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/cp=2 --set /policy/train/dp=1
+contains validate-ring-named "$tmp/err" "/policy/train/cp_kind: ring attention"
+expect validate-pass-ep 2 "$arlsim" validate "$scenario" --backend cpu --set "$moe" --set /policy/train/ep=2 \
+  --set '/policy/old_logprob={"tp": 2, "dp": 1}'
+contains validate-pass-ep-named "$tmp/err" "/policy/old_logprob: the training's ep = 2"
 # The engines' host work between iterations and eager dispatch: a busy wait before each
 # iteration, as the inference model charges it.
 expect validate-host-eager 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --scale 0.5 \
