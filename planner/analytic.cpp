@@ -177,44 +177,76 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
   // sorted contexts no longer hold) the samples dealt round-robin. Each rank's samples, longest
   // first, are dealt to the mini-batches in turn: the order within a rank is not known here.
   const int64_t dp = layout_.dp, k = std::max<int64_t>(1, s_.workload.mini_batches);
+  const bool in_step = rl::ranks_in_step(layout_);
+  const bool balanced = s_.policy.batch_assignment != input::BatchAssignment::in_order;
+  // Without ranks in step the skew depends on dp, the mini-batches and the samples alone: every
+  // layout of this dp shares it (FNV-1a over the samples tells copies of the step apart).
+  uint64_t fingerprint = 1469598103934665603ull;
+  for (int64_t c : f.contexts) fingerprint = (fingerprint ^ static_cast<uint64_t>(c)) * 1099511628211ull;
+  const auto shared_key = std::make_tuple(dp, k, balanced, fingerprint);
+  if (!in_step && f.shared) {
+    std::lock_guard<std::mutex> lock(f.shared->mutex);
+    if (const auto it = f.shared->mini_batch_skew.find(shared_key); it != f.shared->mini_batch_skew.end()) {
+      skew_.emplace(key, it->second);
+      return it->second;
+    }
+  }
   std::vector<int64_t> rank(f.contexts.size());
-  if (s_.policy.batch_assignment == input::BatchAssignment::in_order)
+  if (!balanced)
     for (size_t i = 0; i < rank.size(); ++i) rank[i] = static_cast<int64_t>(i) % dp;
   else
     rank = rl::assign_ranks(f.contexts, dp, true);
-  std::vector<std::vector<std::vector<int64_t>>> samples(static_cast<size_t>(k),
-                                                         std::vector<std::vector<int64_t>>(static_cast<size_t>(dp)));
-  std::vector<int64_t> seen(static_cast<size_t>(dp), 0);
-  for (size_t i = 0; i < f.contexts.size(); ++i) {
-    const auto r = static_cast<size_t>(rank[i]);
-    samples[static_cast<size_t>(seen[r]++ % k)][r].push_back(f.contexts[i]);
-  }
   // Tokens stand for time. A mini-batch takes its busiest rank's tokens; ranks that gather their
   // parameter shards for each micro-batch (ZeRO-3, FSDP) go through their micro-batches in step,
   // built from their samples as the simulator builds them: each micro-batch index then takes its
   // heaviest rank's (rl::ranks_seconds).
-  const bool in_step = rl::ranks_in_step(layout_);
+  std::vector<int64_t> seen(static_cast<size_t>(dp), 0);
   double sum = 0;
   int64_t parts = 0;
-  for (const auto& by_rank : samples) {
-    double total = 0, busiest = 0;
-    std::vector<std::vector<double>> slots;  // in step: each rank's micro-batches
-    for (const auto& lengths : by_rank) {
-      double tokens = 0;
-      for (int64_t len : lengths) tokens += static_cast<double>(len);
-      total += tokens;
-      busiest = std::max(busiest, tokens);
-      if (!in_step) continue;
-      slots.emplace_back();
-      for (const auto& b : rl::rank_micro_batches(lengths, layout_)) slots.back().push_back(static_cast<double>(b.tokens));
+  if (!in_step) {
+    // Each (mini-batch, rank)'s tokens are all it takes: summed in place, nothing kept per sample.
+    std::vector<double> tokens(static_cast<size_t>(k * dp), 0.0);
+    for (size_t i = 0; i < f.contexts.size(); ++i) {
+      const auto r = static_cast<size_t>(rank[i]);
+      tokens[static_cast<size_t>(seen[r]++ % k) * static_cast<size_t>(dp) + r] += static_cast<double>(f.contexts[i]);
     }
-    if (total <= 0) continue;
-    if (in_step) busiest = rl::ranks_seconds(slots, layout_, 0.0);  // in step: ZeRO-3 without pipeline stages
-    sum += busiest / (total / static_cast<double>(dp));
-    ++parts;
+    for (int64_t part = 0; part < k; ++part) {
+      const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(part * dp);
+      double total = 0, busiest = 0;
+      for (auto t = first; t != first + static_cast<std::ptrdiff_t>(dp); ++t) {
+        total += *t;
+        busiest = std::max(busiest, *t);
+      }
+      if (total <= 0) continue;
+      sum += busiest / (total / static_cast<double>(dp));
+      ++parts;
+    }
+  } else {
+    std::vector<std::vector<std::vector<int64_t>>> samples(static_cast<size_t>(k),
+                                                           std::vector<std::vector<int64_t>>(static_cast<size_t>(dp)));
+    for (size_t i = 0; i < f.contexts.size(); ++i) {
+      const auto r = static_cast<size_t>(rank[i]);
+      samples[static_cast<size_t>(seen[r]++ % k)][r].push_back(f.contexts[i]);
+    }
+    for (const auto& by_rank : samples) {
+      double total = 0;
+      std::vector<std::vector<double>> slots;  // each rank's micro-batches
+      for (const auto& lengths : by_rank) {
+        for (int64_t len : lengths) total += static_cast<double>(len);
+        slots.emplace_back();
+        for (const auto& b : rl::rank_micro_batches(lengths, layout_)) slots.back().push_back(static_cast<double>(b.tokens));
+      }
+      if (total <= 0) continue;
+      sum += rl::ranks_seconds(slots, layout_, 0.0) / (total / static_cast<double>(dp));  // ZeRO-3 without pipeline stages
+      ++parts;
+    }
   }
   const double skew = parts > 0 ? sum / static_cast<double>(parts) : 1.0;
   skew_.emplace(key, skew);
+  if (!in_step && f.shared) {
+    std::lock_guard<std::mutex> lock(f.shared->mutex);
+    f.shared->mini_batch_skew.emplace(shared_key, skew);
+  }
   return skew;
 }
 

@@ -5,11 +5,25 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "sim/trace/trace.h"
 
 namespace arlsim::planner {
+
+// Figures of a step's samples that many candidate layouts share (the planner's training estimators
+// of every layout with the same data-parallel degree balance the same samples over the same
+// ranks), kept once for all of them. Keyed by what they depend on besides the samples, and by a
+// fingerprint of the samples themselves, so that copies of a step that share it stay right.
+// Capacity sweeps cost configurations on threads: guarded.
+struct SharedFigures {
+  std::mutex mutex;
+  std::map<std::tuple<int64_t, int64_t, bool, uint64_t>, double> mini_batch_skew;  // (dp, mini-batches, balanced, samples)
+};
 
 // A trajectory that may be the step's critical path: its generated tokens run one per engine
 // iteration, its tool calls one after another. Only the upper-right frontier of (generated
@@ -32,6 +46,7 @@ struct StepFeatures {
   int64_t total_tokens = 0;       // sum of the final contexts (the step's tokens)
   std::vector<int64_t> contexts;  // per trajectory, sorted longest first
   std::vector<TailTrajectory> tail;
+  std::shared_ptr<SharedFigures> shared = std::make_shared<SharedFigures>();
 
   // The same step with every token count scaled by `factor` (contexts `factor` times longer):
   // the probe the online selector measures candidate layouts on.

@@ -577,7 +577,9 @@ std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ra
   }
   std::vector<size_t> order(tokens.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
+  // Longest first, equals in their order (the planner's contexts come so already: nothing to sort).
+  if (!std::is_sorted(tokens.begin(), tokens.end(), std::greater<>()))
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tokens[a] > tokens[b]; });
   // The least-loaded rank (the first of equals) from a heap on (load, rank).
   LightestFirst least(static_cast<size_t>(ranks));
   for (size_t i : order) {
