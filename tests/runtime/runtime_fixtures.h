@@ -30,6 +30,21 @@ inline int count(const std::vector<runtime::Kernel>& ks, runtime::Kernel::Kind k
   return n;
 }
 
+// tiny_model with every layer a mixture of 4 experts of 32, top-2, and a layout of tp 1 x dp 2 x
+// ep 2 for it.
+inline std::pair<input::ModelSpec, input::TrainLayout> tiny_moe() {
+  auto m = tiny_model();
+  m.has_moe = true;
+  m.moe.num_experts = 4;
+  m.moe.experts_per_token = 2;
+  m.moe.expert_ffn_hidden_size = 32;
+  input::TrainLayout l;
+  l.tp = 1;
+  l.dp = 2;
+  l.ep = 2;
+  return {m, l};
+}
+
 // A ZeRO-3 layout of tp x dp, and a request of one micro-batch of `seq_len` tokens in it.
 inline std::pair<input::TrainLayout, model::TrainRequest> zero3(int64_t tp, int64_t dp, int64_t seq_len) {
   input::TrainLayout l;

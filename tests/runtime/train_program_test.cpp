@@ -364,15 +364,7 @@ TEST_CASE("Ulysses context parallelism runs on thread-devices, alone and in a pi
 }
 
 TEST_CASE("a mixture-of-experts layer routes, permutes and runs its experts as grouped GEMMs on thread-devices") {
-  auto m = tiny_model();  // two layers: both MoE
-  m.has_moe = true;
-  m.moe.num_experts = 4;
-  m.moe.experts_per_token = 2;
-  m.moe.expert_ffn_hidden_size = 32;
-  input::TrainLayout l;
-  l.tp = 1;
-  l.dp = 2;
-  l.ep = 2;
+  const auto [m, l] = test::tiny_moe();  // two layers: both MoE
   model::TrainRequest r;
   r.layout = l;
   r.layout.micro_batch = 1;
@@ -425,15 +417,7 @@ TEST_CASE("a mixture-of-experts layer routes, permutes and runs its experts as g
 }
 
 TEST_CASE("expert parallelism: ranks of unequal micro-batches exchange the largest member's tokens and join the rest") {
-  auto m = tiny_model();
-  m.has_moe = true;
-  m.moe.num_experts = 4;
-  m.moe.experts_per_token = 2;
-  m.moe.expert_ffn_hidden_size = 32;
-  input::TrainLayout l;
-  l.tp = 1;
-  l.dp = 2;
-  l.ep = 2;
+  const auto [m, l] = test::tiny_moe();  // two layers: both MoE
   model::TrainRequest small, large;
   small.layout = large.layout = l;
   small.layout.micro_batch = large.layout.micro_batch = 1;
