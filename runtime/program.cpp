@@ -84,9 +84,6 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
                           const std::string& train_at, const std::string& rollout_at) {
   if (t.ep > 1 && t.dp % t.ep != 0)
     return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
-  if (t.ep > 1 && t.pp > 1)
-    return train_at + "/ep: expert parallelism with pipeline stages is not executed yet (ranks of unequal micro-batch "
-                      "counts would have to pad their pipelines)";
   if (t.ep > 1 && t.zero >= 3)
     return train_at + "/ep: expert parallelism with ZeRO-3 is not executed yet";
   if (t.cp > 1 && !t.ulysses)
@@ -111,9 +108,9 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
     const input::TrainLayout tl = rl::pass_layout(t, *pass);
     if (*pass && tl.pp > 1 && tl.zero >= 3) return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
     // A pass in a layout of its own keeps the training's expert parallelism over its own ranks.
-    if (*pass && tl.ep > 1 && (tl.dp % tl.ep != 0 || tl.pp > 1 || tl.zero >= 3))
+    if (*pass && tl.ep > 1 && (tl.dp % tl.ep != 0 || tl.zero >= 3))
       return std::string(where) + ": the training's ep = " + std::to_string(tl.ep) +
-             " over this pass's ranks is executed only where ep divides its dp, without pipeline stages or ZeRO-3";
+             " over this pass's ranks is executed only where ep divides its dp, without ZeRO-3";
     if (*pass && tl.pp > 1 && tl.overlaps_p2p())
       return std::string(where) + ": its pipeline would overlap its transfers (" + train_at +
              "/overlap/p2p), which is not executed yet";
@@ -282,9 +279,14 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
 
 void add_micro_batch_joins(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                            bool forward_only, int32_t weight_base, const RankGroups& groups) {
+  add_part_joins(p, m, r, tp_group, {true, !forward_only, 0, m.num_layers, true, true}, weight_base, groups);
+}
+
+void add_part_joins(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                    const PassPart& part, int32_t weight_base, const RankGroups& groups) {
   std::vector<size_t> before;
   for (int64_t device : tp_group) before.push_back(p.on(device).size());
-  add_micro_batch(p, m, r, tp_group, forward_only, weight_base, groups);
+  add_micro_batch_part(p, m, r, tp_group, part, weight_base, groups);
   for (size_t i = 0; i < tp_group.size(); ++i) {
     const int32_t shard = groups.shard.empty() ? -1 : p.group(groups.shard[i]);
     const int32_t ep = groups.ep.empty() ? -1 : p.group(groups.ep[i]);
@@ -670,7 +672,7 @@ std::vector<DeviceGroup> cp_groups(const input::TrainLayout& l, int64_t first_de
 
 void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
                   const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base,
-                  const std::vector<RankGroups>& groups) {
+                  const std::vector<RankGroups>& groups, const PipelineJoins& joins) {
   const auto n = static_cast<int64_t>(stages.size()), count = static_cast<int64_t>(micro_batches.size());
   if (count == 0) return;
   const input::TrainLayout& l = micro_batches.front().layout;
@@ -697,13 +699,19 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
                    [](const Event& a, const Event& b) { return a.time != b.time ? a.time < b.time : a.rank < b.rank; });
   for (const Event& e : events) {
     const model::TrainRequest& r = micro_batches[static_cast<size_t>(e.micro)];
+    // A micro-batch of the rank's own, or one it only joins (expert parallelism: its ep peers have
+    // more), whose all-to-alls it meets and whose transfers between stages it has none of.
+    const bool joined = static_cast<size_t>(e.micro) >= joins.own;
     if (e.rank == 1) {
       const int64_t first = l.stage_first_layer(m.num_layers, e.stage), layers = l.stage_layers(m.num_layers, e.stage);
-      add_micro_batch_part(p, m, r, stages[static_cast<size_t>(e.stage)],
-                           {e.forward, !e.forward, first, layers, e.stage == 0, e.stage + 1 == n}, weight_base,
-                           groups.empty() ? RankGroups{} : groups[static_cast<size_t>(e.stage)]);
+      RankGroups g = groups.empty() ? RankGroups{} : groups[static_cast<size_t>(e.stage)];
+      if (static_cast<size_t>(e.micro) < joins.ep_tokens.size()) g.ep_tokens = joins.ep_tokens[static_cast<size_t>(e.micro)];
+      const PassPart part{e.forward, !e.forward, first, layers, e.stage == 0, e.stage + 1 == n};
+      if (joined) add_part_joins(p, m, r, stages[static_cast<size_t>(e.stage)], part, weight_base, g);
+      else add_micro_batch_part(p, m, r, stages[static_cast<size_t>(e.stage)], part, weight_base, g);
       continue;
     }
+    if (joined) continue;
     // Activations forward, their gradients backward: each tp rank's tensor (its sequence part under
     // sequence parallelism) to the same tp rank of the next stage, as train.cpp prices the sends.
     const int64_t to = e.forward ? e.stage + 1 : e.stage - 1;

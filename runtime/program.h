@@ -112,6 +112,10 @@ void add_micro_batch(Program& p, const input::ModelSpec& m, const model::TrainRe
 // in the order the micro-batch runs them, so that the peers meet them in one order.
 void add_micro_batch_joins(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                            bool forward_only, int32_t weight_base, const RankGroups& groups);
+struct PassPart;
+// The same for what a pipeline stage runs of it.
+void add_part_joins(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
+                    const PassPart& part, int32_t weight_base, const RankGroups& groups);
 // What of a micro-batch a pipeline stage runs: its forward and/or its backward, over layers
 // [first_layer, first_layer + layers), with the embedding on the first stage and the head and
 // loss on the last.
@@ -128,9 +132,17 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
 // two-member broadcasts that both sides wait for. `groups` gives each stage's other groups (as
 // add_micro_batch takes them; none when empty): every data rank adds its pipeline, and since they
 // all run the same schedule they meet their cp and ep all-to-alls in one order.
+// Under expert parallelism the ep peers' pipelines must meet their all-to-alls in one order: each
+// plays the schedule over as many micro-batches as the most of its ep group has, those from
+// `own` on the largest peer's, which it only joins (add_part_joins; no transfers between its
+// stages), and each micro-batch's all-to-alls move `ep_tokens` of it (its largest member's).
+struct PipelineJoins {
+  size_t own = static_cast<size_t>(-1);
+  std::vector<int64_t> ep_tokens;  // by micro-batch; empty: each its own
+};
 void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
                   const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0,
-                  const std::vector<RankGroups>& groups = {});
+                  const std::vector<RankGroups>& groups = {}, const PipelineJoins& joins = {});
 // The gathers alone of a micro-batch a rank does not have (ZeRO-3): every member of a shard group
 // joins every gather, so a rank with fewer micro-batches than the others still gathers with them.
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,

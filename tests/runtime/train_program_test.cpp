@@ -446,3 +446,48 @@ TEST_CASE("expert parallelism: ranks of unequal micro-batches exchange the large
   runtime::CpuBackend cpu(2, 60);
   CHECK(cpu.run(p, "ep").checksum_failures == 0);
 }
+
+TEST_CASE("expert parallelism with pipeline stages: a rank with fewer micro-batches joins its peers' in the schedule") {
+  auto [m, l] = test::tiny_moe();  // two layers: one a stage
+  l.pp = 2;
+  model::TrainRequest small, large;
+  small.layout = large.layout = l;
+  small.layout.micro_batch = large.layout.micro_batch = 1;
+  small.seq_len = 16;
+  large.seq_len = 48;
+  runtime::Program p;
+  // Data rank 0 runs three micro-batches; data rank 1 one, and joins the other two (the larger's).
+  const std::vector<model::TrainRequest> mine[2] = {{large, small, large}, {small, large, large}};
+  const size_t own[2] = {3, 1};
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    std::vector<runtime::DeviceGroup> stages;
+    std::vector<runtime::RankGroups> groups;
+    for (int64_t stage = 0; stage < 2; ++stage) {
+      stages.push_back(runtime::tp_group(l, 0, rank, stage));
+      groups.push_back(runtime::rank_groups(l, 0, rank, stage));
+    }
+    runtime::PipelineJoins joins;
+    joins.own = own[rank];
+    joins.ep_tokens = {48, 16, 48};
+    runtime::add_pipeline(p, m, mine[rank], stages, false, 0, groups, joins);
+  }
+  CHECK(runtime::ep_groups(l, 0, 1, 1) == std::vector<runtime::DeviceGroup>{{2, 3}});
+  // Device 1 (rank 1's first stage): its own micro-batch whole, the two it joins as all-to-alls
+  // alone: as many all-to-alls as its peer, device 0, and the transfers of its own micro-batch only.
+  auto to_alls = [&](int64_t device) {
+    return std::count_if(p.on(device).begin(), p.on(device).end(),
+                         [](const Kernel& k) { return k.op == model::CollectiveOp::all_to_all; });
+  };
+  CHECK(to_alls(0) == to_alls(1));
+  CHECK(to_alls(2) == to_alls(3));
+  auto broadcasts = [&](int64_t device) {
+    return std::count_if(p.on(device).begin(), p.on(device).end(),
+                         [](const Kernel& k) { return k.op == model::CollectiveOp::broadcast; });
+  };
+  CHECK(broadcasts(0) == 3 * 2);  // activations out, gradients in, each micro-batch
+  CHECK(broadcasts(1) == 1 * 2);
+  for (int64_t stage = 0; stage < 2; ++stage)
+    for (int64_t tp = 0; tp < 1; ++tp) runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, tp, stage));
+  runtime::CpuBackend cpu(4, 60);
+  CHECK(cpu.run(p, "ep-pipeline").checksum_failures == 0);
+}
