@@ -45,6 +45,15 @@ inline std::pair<input::ModelSpec, input::TrainLayout> tiny_moe() {
   return {m, l};
 }
 
+// A micro-batch of one sequence of `seq_len` tokens in layout l.
+inline model::TrainRequest one_sequence(const input::TrainLayout& l, int64_t seq_len) {
+  model::TrainRequest r;
+  r.layout = l;
+  r.layout.micro_batch = 1;
+  r.seq_len = seq_len;
+  return r;
+}
+
 // A ZeRO-3 layout of tp x dp, and a request of one micro-batch of `seq_len` tokens in it.
 inline std::pair<input::TrainLayout, model::TrainRequest> zero3(int64_t tp, int64_t dp, int64_t seq_len) {
   input::TrainLayout l;

@@ -418,11 +418,7 @@ TEST_CASE("a mixture-of-experts layer routes, permutes and runs its experts as g
 
 TEST_CASE("expert parallelism: ranks of unequal micro-batches exchange the largest member's tokens and join the rest") {
   const auto [m, l] = test::tiny_moe();  // two layers: both MoE
-  model::TrainRequest small, large;
-  small.layout = large.layout = l;
-  small.layout.micro_batch = large.layout.micro_batch = 1;
-  small.seq_len = 16;
-  large.seq_len = 48;
+  const model::TrainRequest small = test::one_sequence(l, 16), large = test::one_sequence(l, 48);
   runtime::Program p;
   // Rank 0 runs a large and a small micro-batch, rank 1 one small one and joins the second's all-to-alls.
   auto g0 = runtime::rank_groups(l, 0, 0), g1 = runtime::rank_groups(l, 0, 1);
@@ -450,11 +446,7 @@ TEST_CASE("expert parallelism: ranks of unequal micro-batches exchange the large
 TEST_CASE("expert parallelism with pipeline stages: a rank with fewer micro-batches joins its peers' in the schedule") {
   auto [m, l] = test::tiny_moe();  // two layers: one a stage
   l.pp = 2;
-  model::TrainRequest small, large;
-  small.layout = large.layout = l;
-  small.layout.micro_batch = large.layout.micro_batch = 1;
-  small.seq_len = 16;
-  large.seq_len = 48;
+  const model::TrainRequest small = test::one_sequence(l, 16), large = test::one_sequence(l, 48);
   runtime::Program p;
   // Data rank 0 runs three micro-batches; data rank 1 one, and joins the other two (the larger's).
   const std::vector<model::TrainRequest> mine[2] = {{large, small, large}, {small, large, large}};
