@@ -84,8 +84,9 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
                           const std::string& train_at, const std::string& rollout_at) {
   if (t.ep > 1 && t.dp % t.ep != 0)
     return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
-  if (t.ep > 1 && t.zero >= 3)
-    return train_at + "/ep: expert parallelism with ZeRO-3 is not executed yet";
+  if (s.model.has_moe && t.zero >= 3)
+    return train_at + "/zero: ZeRO-3 of a mixture-of-experts model (its experts gathered over their own data-parallel "
+                      "group) is not executed yet";
   if (t.cp > 1 && !t.ulysses)
     return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
                       "does not execute yet (cp_kind \"ulysses\" runs)";
@@ -108,9 +109,9 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
     const input::TrainLayout tl = rl::pass_layout(t, *pass);
     if (*pass && tl.pp > 1 && tl.zero >= 3) return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
     // A pass in a layout of its own keeps the training's expert parallelism over its own ranks.
-    if (*pass && tl.ep > 1 && (tl.dp % tl.ep != 0 || tl.zero >= 3))
+    if (*pass && tl.ep > 1 && tl.dp % tl.ep != 0)
       return std::string(where) + ": the training's ep = " + std::to_string(tl.ep) +
-             " over this pass's ranks is executed only where ep divides its dp, without ZeRO-3";
+             " over this pass's ranks is executed only where ep divides its dp";
     if (*pass && tl.pp > 1 && tl.overlaps_p2p())
       return std::string(where) + ": its pipeline would overlap its transfers (" + train_at +
              "/overlap/p2p), which is not executed yet";

@@ -338,6 +338,16 @@ double resident_params(const StageParams& p, const input::TrainLayout& l) {
   return l.zero >= 3 ? p.dense / d(l.sharding_ranks()) + p.experts / expert_dp : p.total();
 }
 
+// ZeRO-3 shards the expert weights over their own data-parallel group (resident_params), so a
+// pass of a micro-batch gathers them from it too (bf16), as it gathers the dense ones from the
+// shard group; nothing below ZeRO-3 or without experts.
+double expert_gather_seconds(const input::ClusterSpec& c, const CostModel& cost, const StageParams& p,
+                             const input::TrainLayout& l) {
+  const auto expert_dp = static_cast<int64_t>(std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep)));
+  if (l.zero < 3 || p.experts <= 0 || expert_dp <= 1) return 0;
+  return cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.experts, group_of(c, expert_dp, l.tp)}).seconds;
+}
+
 // Uploading a rank's offloaded bf16 weights from host memory, once per pass of a micro-batch.
 double weight_upload_seconds(const CostModel& cost, const StageParams& p, const input::TrainLayout& l) {
   return cost.seconds(HostTransferOp{2.0 * resident_params(p, l)});
@@ -476,6 +486,7 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   const auto shard_group = group_of(c, l.sharding_ranks(), l.tp);
   if (l.zero >= 3 && shard_group.ranks > 1)
     gathers = d(micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.dense, shard_group}).seconds;
+  gathers += d(micro_batches) * expert_gather_seconds(c, cost, p, l);
   return l.overlaps_param_gather() ? std::max(compute, gathers + uploads) : gathers + std::max(compute, uploads);
 }
 
@@ -580,6 +591,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   const auto shard_group = group_of(c, l.sharding_ranks(), l.tp);  // ZeRO-3 gathers within it
   if (l.zero >= 3 && shard_group.ranks > 1)
     gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, shard_group}).seconds;
+  gathers += 2 * d(e.micro_batches) * expert_gather_seconds(c, cost, p, l);
   if (l.offload_params) uploads = 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
   const double fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads - b.pipeline_s)
                                                            : gathers + std::max(0.0, uploads - b.pipeline_s);

@@ -264,6 +264,26 @@ TEST_CASE("cost model: a forward-only pass under ZeRO-3 gathers the parameters o
   CHECK(estimate_forward_seconds(m, c, alone, fake) == test::near(estimate_forward_seconds(m, c, alone1, fake)));
 }
 
+TEST_CASE("cost model: ZeRO-3 of a mixture-of-experts model gathers the experts too, over their own group") {
+  const auto m = test::preset_model("qwen3-30b-a3b");
+  const auto c = test::own_cluster(1);
+  const GemmsAndCollectives fake;  // every all-gather 3 ms
+  auto r = overlap_request(1, 8, 1);
+  r.global_batch = 4 * 8;  // four micro-batches per rank
+  const double compute = estimate_forward_seconds(m, c, r, fake);
+  auto z3 = r;
+  z3.layout.zero = 3;
+  z3.layout.overlap.param_gather = false;
+  // Each micro-batch gathers the dense parameters from the shard group and the experts from the
+  // eight ranks that hold them (ep 1): 4 x (3 + 3) ms.
+  CHECK(estimate_forward_seconds(m, c, z3, fake) == test::near(compute + 4 * 2 * 3e-3));
+  // With ep 8 every rank holds its own experts whole: nothing of them to gather.
+  z3.layout.ep = 8;
+  auto z1 = r;
+  z1.layout.ep = 8;
+  CHECK(estimate_forward_seconds(m, c, z3, fake) == test::near(estimate_forward_seconds(m, c, z1, fake) + 4 * 3e-3));
+}
+
 namespace {
 
 // Records the shapes of the GEMMs it prices (each 1 ms).

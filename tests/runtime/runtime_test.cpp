@@ -319,7 +319,7 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   moe.policy.train.ep = 2;
   CHECK(runtime::unsupported_reason(moe).empty());
   moe.policy.train.zero = 3;
-  CHECK(runtime::unsupported_reason(moe).rfind("/policy/train/ep: expert parallelism with ZeRO-3", 0) == 0);
+  CHECK(runtime::unsupported_reason(moe).rfind("/policy/train/zero: ZeRO-3 of a mixture-of-experts model", 0) == 0);
   // Asynchronous steps run: their activities one at a time, placed on the step graph as measured.
   auto async = *s;
   async.policy.sync = input::SyncMode::async;
