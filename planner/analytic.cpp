@@ -181,10 +181,12 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
   const bool balanced = s_.policy.batch_assignment != input::BatchAssignment::in_order;
   // Without ranks in step the skew depends on dp, the mini-batches and the samples alone: every
   // layout of this dp shares it (FNV-1a over the samples tells copies of the step apart).
+  const bool shareable = !in_step && f.shared;
   uint64_t fingerprint = 1469598103934665603ull;
-  for (int64_t c : f.contexts) fingerprint = (fingerprint ^ static_cast<uint64_t>(c)) * 1099511628211ull;
+  if (shareable)
+    for (int64_t c : f.contexts) fingerprint = (fingerprint ^ static_cast<uint64_t>(c)) * 1099511628211ull;
   const auto shared_key = std::make_tuple(dp, k, balanced, fingerprint);
-  if (!in_step && f.shared) {
+  if (shareable) {
     std::lock_guard<std::mutex> lock(f.shared->mutex);
     if (const auto it = f.shared->mini_batch_skew.find(shared_key); it != f.shared->mini_batch_skew.end()) {
       skew_.emplace(key, it->second);
@@ -243,7 +245,7 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
   }
   const double skew = parts > 0 ? sum / static_cast<double>(parts) : 1.0;
   skew_.emplace(key, skew);
-  if (!in_step && f.shared) {
+  if (shareable) {
     std::lock_guard<std::mutex> lock(f.shared->mutex);
     f.shared->mini_batch_skew.emplace(shared_key, skew);
   }

@@ -253,11 +253,11 @@ void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::T
   }
 }
 
-std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank) {
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
   std::vector<DeviceGroup> groups;
   const int64_t size = l.sharding_ranks();
   if (l.zero < 3 || size <= 1) return groups;
-  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(shard_of(dp_group(l, first_device, tp), size, rank));
+  for (int64_t tp = 0; tp < l.tp; ++tp) groups.push_back(shard_of(dp_group(l, first_device, tp, stage), size, rank));
   return groups;
 }
 
@@ -476,9 +476,8 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
   // ZeRO shards over groups of sharding_ranks() consecutive ranks (all of them unless hybrid);
   // hybrid sharding then all-reduces each shard across the groups' replicas, as train.cpp prices it.
   const int64_t size = l.zero >= 1 ? std::min(ranks, l.sharding_ranks()) : ranks;
-  // Experts shard over their own data-parallel group (tp x dp x cp / ep ranks).
-  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
-  const double shard = l.zero >= 1 ? params.dense / d(l.sharding_ranks()) + params.experts / expert_dp : params.total();
+  // The dense parameters over the shard group, the experts over their own data-parallel group.
+  const double shard = l.zero >= 1 ? model::sharded_params(params, l) : params.total();
   for (size_t i = 0; i < dp_group.size(); ++i) {
     const int64_t device = dp_group[i];
     const DeviceGroup mine = shard_of(dp_group, size, static_cast<int64_t>(i));
@@ -626,9 +625,7 @@ std::vector<DeviceGroup> ep_groups(const input::TrainLayout& l, int64_t first_de
 
 RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
   RankGroups g;
-  const int64_t size = l.sharding_ranks();
-  if (l.zero >= 3 && size > 1)
-    for (int64_t tp = 0; tp < l.tp; ++tp) g.shard.push_back(shard_of(dp_group(l, first_device, tp, stage), size, rank));
+  g.shard = shard_groups(l, first_device, rank, stage);
   g.cp = cp_groups(l, first_device, rank, stage);
   g.ep = ep_groups(l, first_device, rank, stage);
   return g;
@@ -639,13 +636,14 @@ void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::Tr
   const double experts = model::largest_stage_params(m, l).experts;
   if (experts <= 0) return;
   const int64_t data_ranks = l.dp * l.cp;
+  // The group of each place in the ep groups: the devices of every data rank at that place, in
+  // increasing order (data ranks in order, each tp group's devices consecutive).
+  const auto place = [&](int64_t rank) { return static_cast<size_t>(rank / l.cp % l.ep); };
+  std::vector<DeviceGroup> by_place(static_cast<size_t>(l.ep));
+  for (int64_t rank = 0; rank < data_ranks; ++rank)
+    for (int64_t d : tp_group(l, first_device, rank, stage)) by_place[place(rank)].push_back(d);
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
-    const int64_t place = rank / l.cp % l.ep;  // its place in its ep group
-    DeviceGroup g;
-    for (int64_t other = 0; other < data_ranks; ++other)
-      if (other / l.cp % l.ep == place)
-        for (int64_t d : tp_group(l, first_device, other, stage)) g.push_back(d);
-    std::sort(g.begin(), g.end());
+    const DeviceGroup& g = by_place[place(rank)];
     if (g.size() <= 1) continue;
     const int32_t group = p.group(g);
     const double bytes = 2.0 * experts;  // bf16 gradients, as train.cpp counts them

@@ -150,7 +150,7 @@ void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::T
 // ZeRO-3's shard groups of data rank `rank` (see tp_group; one per tp rank: the devices of that tp
 // rank over the data ranks of its shard group, sharding_ranks() consecutive ones, all of them
 // unless sharding is hybrid); empty below ZeRO-3 or with shard groups of one rank.
-std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank);
+std::vector<DeviceGroup> shard_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 // Of a data-parallel group split in shard groups of `size` consecutive ranks: rank `rank`'s shard
 // group, and its replicas (the ranks at its place in every shard group).
 DeviceGroup shard_of(const DeviceGroup& dp_group, int64_t size, int64_t rank);
@@ -196,7 +196,7 @@ std::vector<DeviceGroup> cp_groups(const input::TrainLayout& l, int64_t first_de
 // The ep groups of a data rank's stage, one per tp rank (empty with ep = 1): the same tp and cp
 // rank of ep consecutive data-parallel ranks (Megatron's expert-parallel groups within dp).
 std::vector<DeviceGroup> ep_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
-// All of a data rank's groups at a stage (shard groups: ZeRO-3's, as shard_groups gives them).
+// All of a data rank's groups at a stage.
 RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 
 }  // namespace arlsim::runtime

@@ -42,44 +42,38 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
     for (const auto& b : batches[static_cast<size_t>(dp)])
       if (b.tokens > 0) requests[static_cast<size_t>(dp)].push_back(timer.request(b));
   const auto local_tokens = [&](const model::TrainRequest& r) { return r.layout.micro_batch * r.seq_len / l.cp; };
-  // Expert parallelism: the i-th micro-batch of a rank's ep group with the most tokens (null where
-  // none of the group has an i-th), and how many the group's busiest in count has.
-  const auto largest_of = [&](int64_t dp, size_t i) {
-    const model::TrainRequest* largest = nullptr;
-    for (int64_t j = dp / l.ep * l.ep; j < dp / l.ep * l.ep + l.ep; ++j) {
-      const auto& theirs = requests[static_cast<size_t>(j)];
-      if (i < theirs.size() && (!largest || local_tokens(theirs[i]) > local_tokens(*largest))) largest = &theirs[i];
-    }
-    return largest;
-  };
-  const auto most_of = [&](int64_t dp) {
-    size_t most = 0;
-    for (int64_t j = dp / l.ep * l.ep; j < dp / l.ep * l.ep + l.ep; ++j) most = std::max(most, requests[static_cast<size_t>(j)].size());
-    return most;
-  };
-  if (l.pp > 1) {
-    // Each data rank's pipeline (ZeRO-3 is not run with pipelines: unsupported_reason); under
-    // expert parallelism over as many micro-batches as its ep group's most, joining those it lacks.
-    for (int64_t rank = 0; rank < data_ranks; ++rank) {
-      const int64_t dp = rank / l.cp;
-      std::vector<model::TrainRequest> mine = requests[static_cast<size_t>(dp)];
-      PipelineJoins joins;
-      joins.own = mine.size();
-      if (l.ep > 1) {
-        const size_t most = most_of(dp);
-        for (size_t i = 0; i < most; ++i) {
-          const model::TrainRequest* largest = largest_of(dp, i);
-          joins.ep_tokens.push_back(local_tokens(*largest));
-          if (i >= joins.own) mine.push_back(*largest);
-        }
+  // Each data-parallel rank's micro-batches as its ep group meets them: its own, then under expert
+  // parallelism those only its peers have (the largest of theirs at that index, joined), each
+  // one's all-to-alls exchanging the group's largest at that index (the members run micro-batches
+  // of their own sizes and counts; the backends move equal parts).
+  std::vector<std::vector<model::TrainRequest>> runs = requests;
+  std::vector<PipelineJoins> joins(static_cast<size_t>(l.dp));
+  for (int64_t dp = 0; dp < l.dp; ++dp) {
+    auto& j = joins[static_cast<size_t>(dp)];
+    j.own = requests[static_cast<size_t>(dp)].size();
+    if (l.ep == 1) continue;
+    for (size_t i = 0;; ++i) {
+      const model::TrainRequest* largest = nullptr;
+      for (int64_t peer = dp / l.ep * l.ep; peer < dp / l.ep * l.ep + l.ep; ++peer) {
+        const auto& theirs = requests[static_cast<size_t>(peer)];
+        if (i < theirs.size() && (!largest || local_tokens(theirs[i]) > local_tokens(*largest))) largest = &theirs[i];
       }
+      if (!largest) break;
+      j.ep_tokens.push_back(local_tokens(*largest));
+      if (i >= j.own) runs[static_cast<size_t>(dp)].push_back(*largest);
+    }
+  }
+  if (l.pp > 1) {
+    // Each data rank's pipeline (ZeRO-3 is not run with pipelines: unsupported_reason).
+    for (int64_t rank = 0; rank < data_ranks; ++rank) {
       std::vector<DeviceGroup> stages;
       std::vector<RankGroups> groups;
       for (int64_t stage = 0; stage < l.pp; ++stage) {
         stages.push_back(tp_group(l, first_device, rank, stage));
         groups.push_back(rank_groups(l, first_device, rank, stage));
       }
-      add_pipeline(p, m, mine, stages, forward_only, weights, groups, joins);
+      const auto dp = static_cast<size_t>(rank / l.cp);
+      add_pipeline(p, m, runs[dp], stages, forward_only, weights, groups, joins[dp]);
     }
     return;
   }
@@ -88,19 +82,15 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
     RankGroups groups = rank_groups(l, first_device, rank);
     shards.push_back(groups.shard);
-    const int64_t dp = rank / l.cp;
-    const auto& mine = requests[static_cast<size_t>(dp)];
-    const size_t most = l.ep > 1 ? most_of(dp) : mine.size();
-    for (size_t i = 0; i < most; ++i) {
-      // Expert parallelism: the group's i-th micro-batches exchange their largest member's tokens,
-      // and a member without one joins its all-to-alls with that largest member's request.
-      const model::TrainRequest* largest = l.ep > 1 ? largest_of(dp, i) : &mine[i];
-      groups.ep_tokens = l.ep > 1 ? local_tokens(*largest) : 0;
-      if (i < mine.size()) {
-        add_micro_batch(p, m, mine[i], tp_group(l, first_device, rank), forward_only, weights, groups);
+    const auto dp = static_cast<size_t>(rank / l.cp);
+    const PipelineJoins& j = joins[dp];
+    for (size_t i = 0; i < runs[dp].size(); ++i) {
+      groups.ep_tokens = j.ep_tokens.empty() ? 0 : j.ep_tokens[i];
+      if (i < j.own) {
+        add_micro_batch(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
         ++count[static_cast<size_t>(rank)];
       } else {
-        add_micro_batch_joins(p, m, *largest, tp_group(l, first_device, rank), forward_only, weights, groups);
+        add_micro_batch_joins(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
       }
     }
   }

@@ -62,6 +62,7 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
     for (const auto& p : points)
       grid_[(index(grid_m_, p.m) * grid_n_.size() + index(grid_n_, p.n)) * grid_k_.size() + index(grid_k_, p.k)] =
           p.efficiency;
+    grid_best_ = *std::max_element(grid_.begin(), grid_.end());
   }
   // Attention points by pass and head dimension, in order of length, chosen once: an engine prices
   // attention at every prefill iteration. The attention modelled is causal, so causal points are
@@ -127,8 +128,7 @@ double ComputeModel::gemm_efficiency(int64_t m, int64_t n, int64_t k, int64_t gr
     // A grouped GEMM (a layer's experts): each group's shape at its measured efficiency, with what
     // sharing one kernel's waves changes for the groups' tiles (the quantisation's ratio).
     // Never above the best the grid measured.
-    const double best = *std::max_element(grid_.begin(), grid_.end());
-    return std::min(best, gemm_efficiency(m, n, k, 1) * quantisation(m, n, k, groups) / quantisation(m, n, k, 1));
+    return std::min(grid_best_, gemm_efficiency(m, n, k, 1) * quantisation(m, n, k, groups) / quantisation(m, n, k, 1));
   }
   // Trilinear interpolation, linear in each of m, n and k between the neighbouring grid values.
   struct Axis {

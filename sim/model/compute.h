@@ -98,6 +98,7 @@ class ComputeModel {
   // The measured grid: sorted axes and efficiencies indexed [m][n][k]; empty without one.
   std::vector<int64_t> grid_m_, grid_n_, grid_k_;
   std::vector<double> grid_;
+  double grid_best_ = 0;  // the grid's best measured efficiency
   double memory_rate_ = 0;  // achieved bytes/s
   double launch_s_ = 0;
   struct AttentionGroup {

@@ -100,10 +100,16 @@ double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayou
   return outside + attention + mlp_bytes;
 }
 
+double expert_data_parallel_ranks(const input::TrainLayout& l) { return std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep)); }
+
+double sharded_params(const StageParams& p, const input::TrainLayout& l) {
+  return p.dense / d(l.sharding_ranks()) + p.experts / expert_data_parallel_ranks(l);
+}
+
 TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype, bool first_stage,
                              bool last_stage) {
   const double dp = d(l.sharding_ranks());  // states are sharded over dp x cp, or a hybrid shard group
-  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  const double expert_dp = expert_data_parallel_ranks(l);
   const StageParams p = params_per_rank(m, l, first_stage, last_stage);
   auto sharded = [&](double bytes_per_param, int from_stage) {
     const bool shard = l.zero >= from_stage;

@@ -41,6 +41,12 @@ StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout&
 // The stage whose ranks hold the most parameters (they set gradient buckets, optimizer steps and
 // data-parallel traffic: every stage's ranks run theirs at once).
 StageParams largest_stage_params(const input::ModelSpec& m, const input::TrainLayout& l);
+// The devices a stage's expert weights are replicated over, their own data-parallel group:
+// tp x dp x cp / ep of them (at least 1).
+double expert_data_parallel_ranks(const input::TrainLayout& l);
+// A rank's share of p where its states are sharded: the dense parameters over sharding_ranks(),
+// the experts over their data-parallel group.
+double sharded_params(const StageParams& p, const input::TrainLayout& l);
 
 // The training state of one rank: weights, gradients and optimizer states under the layout's ZeRO
 // sharding, wherever they live (offloaded parts count: they still move when the state moves).

@@ -334,8 +334,7 @@ double fill_of(const std::vector<double>& slots, double extra) {
 // Parameters a rank keeps: its ZeRO-3 shard (experts shard over their own data-parallel group),
 // or all of its stage's.
 double resident_params(const StageParams& p, const input::TrainLayout& l) {
-  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
-  return l.zero >= 3 ? p.dense / d(l.sharding_ranks()) + p.experts / expert_dp : p.total();
+  return l.zero >= 3 ? sharded_params(p, l) : p.total();
 }
 
 // ZeRO-3 shards the expert weights over their own data-parallel group (resident_params), so a
@@ -343,7 +342,7 @@ double resident_params(const StageParams& p, const input::TrainLayout& l) {
 // shard group; nothing below ZeRO-3 or without experts.
 double expert_gather_seconds(const input::ClusterSpec& c, const CostModel& cost, const StageParams& p,
                              const input::TrainLayout& l) {
-  const auto expert_dp = static_cast<int64_t>(std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep)));
+  const auto expert_dp = static_cast<int64_t>(expert_data_parallel_ranks(l));
   if (l.zero < 3 || p.experts <= 0 || expert_dp <= 1) return 0;
   return cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.experts, group_of(c, expert_dp, l.tp)}).seconds;
 }
@@ -538,7 +537,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   const StageParams p = largest_stage_params(m, l);
   const auto dp_group = group_of(c, l.dp * l.cp, l.tp);
   const double grad_bytes = 2.0 * p.dense;  // bf16 gradient buckets
-  const double expert_dp = std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep));
+  const double expert_dp = expert_data_parallel_ranks(l);
   const double expert_bytes = 2.0 * p.experts;
   // Gradients are reduce-scattered under ZeRO (the distributed optimizer, FSDP) and all-reduced
   // otherwise; under ZeRO 1-2 the updated parameters are then all-gathered (ZeRO-3 keeps them
@@ -601,7 +600,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // the bf16 copy: 30 bytes per parameter. Offloaded (ZeRO-Offload, Ren et al. 2021), the fp32
   // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 6 bytes per
   // parameter over the host link (the CPU's Adam time itself is not modelled).
-  const double shard = l.zero >= 1 ? p.dense / d(l.sharding_ranks()) + p.experts / expert_dp : p.total();
+  const double shard = l.zero >= 1 ? sharded_params(p, l) : p.total();
   b.optimizer_s = l.offload_optimizer ? cost.seconds(HostTransferOp{6.0 * shard}) : cost.cost(MemoryBoundOp{30.0 * shard, 4}).seconds;
 
   e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;

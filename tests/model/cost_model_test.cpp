@@ -242,16 +242,27 @@ TEST_CASE("cost model: gradient-reduce and parameter-gather overlap hide under t
   CHECK(estimate_train(m, c, z3, fake).breakdown.dp_comm_exposed_s == test::near(fsdp.dp_comm_exposed_s + 6e-3));
 }
 
+namespace {
+
+// A forward-only pass of four micro-batches on each of 8 ranks under ZeRO-1, and its ZeRO-3 copy
+// whose micro-batches each wait for their gathers.
+std::pair<TrainRequest, TrainRequest> four_micro_batches() {
+  auto r = overlap_request(1, 8, 1);
+  r.global_batch = 4 * 8;
+  auto z3 = r;
+  z3.layout.zero = 3;
+  z3.layout.overlap.param_gather = false;
+  return {r, z3};
+}
+
+}  // namespace
+
 TEST_CASE("cost model: a forward-only pass under ZeRO-3 gathers the parameters once per micro-batch") {
   const auto m = test::preset_model("llama-3.1-8b");
   const auto c = test::own_cluster(1);
   const GemmsAndCollectives fake;  // every all-gather 3 ms
-  auto r = overlap_request(1, 8, 1);
-  r.global_batch = 4 * 8;  // four micro-batches per rank
+  auto [r, z3] = four_micro_batches();  // each micro-batch waits for its gather: 4 x 3 ms
   const double compute = estimate_forward_seconds(m, c, r, fake);
-  auto z3 = r;
-  z3.layout.zero = 3;
-  z3.layout.overlap.param_gather = false;  // each micro-batch waits for its gather: 4 x 3 ms
   CHECK(estimate_forward_seconds(m, c, z3, fake) == test::near(compute + 4 * 3e-3));
   // Prefetched (FSDP's default), the gathers hide behind the compute as far as it lasts.
   z3.layout.overlap.param_gather = std::nullopt;
@@ -268,12 +279,8 @@ TEST_CASE("cost model: ZeRO-3 of a mixture-of-experts model gathers the experts 
   const auto m = test::preset_model("qwen3-30b-a3b");
   const auto c = test::own_cluster(1);
   const GemmsAndCollectives fake;  // every all-gather 3 ms
-  auto r = overlap_request(1, 8, 1);
-  r.global_batch = 4 * 8;  // four micro-batches per rank
+  auto [r, z3] = four_micro_batches();
   const double compute = estimate_forward_seconds(m, c, r, fake);
-  auto z3 = r;
-  z3.layout.zero = 3;
-  z3.layout.overlap.param_gather = false;
   // Each micro-batch gathers the dense parameters from the shard group and the experts from the
   // eight ranks that hold them (ep 1): 4 x (3 + 3) ms.
   CHECK(estimate_forward_seconds(m, c, z3, fake) == test::near(compute + 4 * 2 * 3e-3));
