@@ -84,9 +84,6 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
                           const std::string& train_at, const std::string& rollout_at) {
   if (t.ep > 1 && t.dp % t.ep != 0)
     return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
-  if (s.model.has_moe && t.zero >= 3)
-    return train_at + "/zero: ZeRO-3 of a mixture-of-experts model (its experts gathered over their own data-parallel "
-                      "group) is not executed yet";
   if (t.cp > 1 && !t.ulysses)
     return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
                       "does not execute yet (cp_kind \"ulysses\" runs)";
@@ -122,15 +119,11 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
 }  // namespace
 
 std::string unsupported_reason(const input::ScenarioSpec& s) {
-  const auto& m = s.model;
-  if (m.attention == input::AttentionKind::mla) return "/model: multi-head latent attention (the runtime executes standard attention)";
   const bool colocated = s.policy.placement == input::Placement::colocated;
   if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
   if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
-  if (const auto& c = s.workload.critic; c && c->attention == input::AttentionKind::mla)
-    return "/workload/critic: a multi-head-latent-attention critic (the runtime executes standard attention)";
   if (std::string why = layout_reason(s, s.policy.rollout, s.policy.train, "/policy/train", "/policy/rollout"); !why.empty())
     return why;
   // Every scheduled layout too, as it runs: the entry's, the base layout where it gives none.
@@ -150,7 +143,9 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
 void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGroup& engine, const model::IterationBatch& batch,
                           int64_t iterations, double kv_element_bytes, const model::EngineExecution& exec) {
   const int64_t tp = static_cast<int64_t>(engine.size()), h = m.hidden_size, layers = m.num_layers;
-  const int64_t qk = m.head_dim, qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
+  const model::AttentionWidths widths = model::attention_widths(m);
+  const int64_t qk = widths.qk, qkv = widths.qkv, out_in = widths.out_in;
+  const bool mla = m.attention == input::AttentionKind::mla;
   const bool gated = m.mlp == input::MlpKind::gated;
   const int32_t group = tp > 1 ? p.group(engine) : -1;
   const double kv_per_token = model::kv_bytes_per_token_per_gpu(m, tp, 1, kv_element_bytes);
@@ -181,7 +176,7 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
         ks.push_back(gemm(rows, qkv / tp, h, w));
         for (const auto& ch : batch.prefill) {
           const double pairs = d(ch.tokens) * d(ch.context) + d(ch.tokens) * d(ch.tokens + 1) / 2;
-          ks.push_back(attention(2.0 * d(m.num_heads / tp) * d(2 * qk) * pairs, ch.context + ch.tokens, qk, false));
+          ks.push_back(attention(2.0 * d(m.num_heads / tp) * d(qk + widths.v) * pairs, ch.context + ch.tokens, qk, false));
         }
         if (batch.decode_seqs > 0) {
           // The batch's cache split evenly over its sequences (the simulator prices the sum);
@@ -192,9 +187,19 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
           a.weight = static_cast<int32_t>(layer);
           a.seqs = batch.decode_seqs;
           a.seq_len = std::max<int64_t>(1, (kv_tokens + batch.decode_seqs - 1) / batch.decode_seqs);
-          a.kv_heads = std::max<int64_t>(1, m.num_kv_heads / tp);
-          a.heads = std::max<int64_t>(a.kv_heads, m.num_heads / tp / a.kv_heads * a.kv_heads);
-          a.head_dim = m.head_dim;
+          if (mla) {
+            // The latent cache, absorbed as engines decode MLA (DeepSeek-V2 sec. 2.1.2): every head
+            // of the rank scores its query against each token's kv_lora_rank + qk_rope_head_dim
+            // vector and sums its first kv_lora_rank as the value; one cache, whole on each tp rank.
+            a.kv_heads = 1;
+            a.heads = std::max<int64_t>(1, m.num_heads / tp);
+            a.head_dim = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim;
+            a.value_dim = m.mla.kv_lora_rank;
+          } else {
+            a.kv_heads = std::max<int64_t>(1, m.num_kv_heads / tp);
+            a.heads = std::max<int64_t>(a.kv_heads, m.num_heads / tp / a.kv_heads * a.kv_heads);
+            a.head_dim = m.head_dim;
+          }
           a.bytes = kv_per_token * d(kv_tokens) / d(layers);
           ks.push_back(a);
         }
@@ -237,19 +242,27 @@ int32_t weights_after(const input::ModelSpec& m, int32_t weight_base) {
 }
 
 namespace {
-// ZeRO-3: one gather of a rank's parameters (bf16, as train.cpp gathers them) over its shard group.
-Kernel parameter_gather(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& shard) {
-  return collective(model::CollectiveOp::all_gather, 2.0 * model::largest_stage_params(m, l).dense, p.group(shard));
+// ZeRO-3: the gathers of tp rank `tp_rank`'s parameters before a pass (bf16, as train.cpp gathers
+// them): the dense ones over its shard group, a mixture-of-experts model's experts over their own
+// data-parallel group.
+std::vector<Kernel> parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l,
+                                      const RankGroups& groups, size_t tp_rank) {
+  std::vector<Kernel> ks;
+  const model::StageParams params = model::largest_stage_params(m, l);
+  if (!groups.shard.empty())
+    ks.push_back(collective(model::CollectiveOp::all_gather, 2.0 * params.dense, p.group(groups.shard[tp_rank])));
+  if (!groups.experts.empty() && params.experts > 0)
+    ks.push_back(collective(model::CollectiveOp::all_gather, 2.0 * params.experts, p.group(groups.experts[tp_rank])));
+  return ks;
 }
 }  // namespace
 
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
-                           bool forward_only, const std::vector<DeviceGroup>& shard_groups) {
-  for (size_t i = 0; i < shard_groups.size(); ++i) {
-    const Kernel gather = parameter_gather(p, m, l, shard_groups[i]);
+                           bool forward_only, const RankGroups& groups) {
+  for (size_t i = 0; i < tp_group.size(); ++i) {
+    const std::vector<Kernel> gathers = parameter_gathers(p, m, l, groups, i);
     auto& ks = p.on(tp_group[i]);
-    ks.push_back(gather);
-    if (!forward_only) ks.push_back(gather);
+    for (int pass = 0; pass < (forward_only ? 1 : 2); ++pass) ks.insert(ks.end(), gathers.begin(), gathers.end());
   }
 }
 
@@ -291,10 +304,12 @@ void add_part_joins(Program& p, const input::ModelSpec& m, const model::TrainReq
   for (size_t i = 0; i < tp_group.size(); ++i) {
     const int32_t shard = groups.shard.empty() ? -1 : p.group(groups.shard[i]);
     const int32_t ep = groups.ep.empty() ? -1 : p.group(groups.ep[i]);
+    const int32_t experts = groups.experts.empty() ? -1 : p.group(groups.experts[i]);
     auto& ks = p.on(tp_group[i]);
     ks.erase(std::remove_if(ks.begin() + static_cast<std::ptrdiff_t>(before[i]), ks.end(),
                             [&](const Kernel& k) {
-                              return k.kind != Kernel::Kind::collective || (k.group != shard && k.group != ep);
+                              return k.kind != Kernel::Kind::collective ||
+                                     (k.group != shard && k.group != ep && k.group != experts);
                             }),
              ks.end());
   }
@@ -303,13 +318,13 @@ void add_part_joins(Program& p, const input::ModelSpec& m, const model::TrainReq
 void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::TrainRequest& r, const DeviceGroup& tp_group,
                           const PassPart& part, int32_t weight_base, const RankGroups& groups) {
   const auto& l = r.layout;
-  const auto& shard_groups = groups.shard;
-  // Ring attention and MLA are refused (unsupported_reason); ep > 1 comes with its groups.
+  // Ring attention is refused (unsupported_reason); ep > 1 comes with its groups.
   ARLSIM_ASSERT(l.cp == 1 || (l.ulysses && groups.cp.size() == tp_group.size()));
   ARLSIM_ASSERT(l.ep == 1 || groups.ep.size() == tp_group.size());
   // Each cp rank holds 1 / cp of the sequence's tokens (train.cpp's division).
   const int64_t tp = l.tp, h = m.hidden_size, tokens = l.micro_batch * r.seq_len / l.cp;
-  const int64_t qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim, out_in = m.num_heads * m.head_dim;
+  const model::AttentionWidths widths = model::attention_widths(m);
+  const int64_t qkv = widths.qkv, out_in = widths.out_in;
   const bool gated = m.mlp == input::MlpKind::gated;
   const int32_t group = tp > 1 ? p.group(tp_group) : -1;
   const std::vector<Kernel> gemms = {gemm(tokens, qkv / tp, h), gemm(tokens, h, out_in / tp),
@@ -318,8 +333,8 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
   const int64_t attention_len = r.attention_len > 0 ? r.attention_len : r.seq_len;
   // Under Ulysses a rank's attention is the whole sequence's for 1 / cp of the tp rank's heads.
   const double attention_flops =
-      d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(2 * m.head_dim) * d(r.seq_len) * (d(attention_len) + 1) / 2 / d(l.cp);
-  const Kernel attn = attention(attention_flops, attention_len, m.head_dim, false);
+      d(l.micro_batch) * 2.0 * d(m.num_heads / tp) * d(widths.qk + widths.v) * d(r.seq_len) * (d(attention_len) + 1) / 2 / d(l.cp);
+  const Kernel attn = attention(attention_flops, attention_len, widths.qk, false);
   Kernel attn_backward = attn;
   attn_backward.backward = true;
   const auto forward_kernels = model::layer_elementwise_kernels(m, r, tokens, m.ffn_hidden_size / tp, false);
@@ -364,8 +379,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
     const int32_t cp_group = groups.cp.empty() ? -1 : p.group(groups.cp[tp_rank]);
     const int32_t ep_group = groups.ep.empty() ? -1 : p.group(groups.ep[tp_rank]);
     // ZeRO-3: the parameters gathered before the forward and again before the backward.
-    const std::optional<Kernel> gather =
-        shard_groups.empty() ? std::nullopt : std::optional<Kernel>(parameter_gather(p, m, l, shard_groups[tp_rank]));
+    const std::vector<Kernel> gathers = parameter_gathers(p, m, l, groups, tp_rank);
     auto& ks = p.on(tp_group[tp_rank]);
     auto with_weight = [&](Kernel g, int64_t layer, size_t i) {
       g.weight = weight_base + static_cast<int32_t>(4 * layer) + static_cast<int32_t>(i);
@@ -424,7 +438,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
     const auto head_weight = weight_base + static_cast<int32_t>(4 * m.num_layers);
     const int64_t end_layer = part.first_layer + part.layers;
     if (part.forward) {
-      if (gather) ks.push_back(*gather);
+      ks.insert(ks.end(), gathers.begin(), gathers.end());
       if (part.first_stage) ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
       for (int64_t layer = part.first_layer; layer < end_layer; ++layer) layer_forward(layer);
       if (part.last_stage) {
@@ -433,7 +447,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
       }
     }
     if (!part.backward) continue;
-    if (gather) ks.push_back(*gather);
+    ks.insert(ks.end(), gathers.begin(), gathers.end());
     // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
     // gradients, the attention's backward (recomputing what the layout's recompute drops).
     if (part.last_stage) {
@@ -628,6 +642,19 @@ RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_
   g.shard = shard_groups(l, first_device, rank, stage);
   g.cp = cp_groups(l, first_device, rank, stage);
   g.ep = ep_groups(l, first_device, rank, stage);
+  if (l.zero >= 3)
+    if (DeviceGroup experts = expert_group(l, first_device, rank, stage); experts.size() > 1)
+      g.experts.assign(static_cast<size_t>(l.tp), experts);
+  return g;
+}
+
+DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
+  // Data rank dp x cp + cp sits at place dp mod ep of its ep group.
+  const int64_t place = rank / l.cp % l.ep;
+  DeviceGroup g;
+  for (int64_t other = 0; other < l.dp * l.cp; ++other)
+    if (other / l.cp % l.ep == place)
+      for (int64_t d : tp_group(l, first_device, other, stage)) g.push_back(d);
   return g;
 }
 
@@ -636,14 +663,12 @@ void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::Tr
   const double experts = model::largest_stage_params(m, l).experts;
   if (experts <= 0) return;
   const int64_t data_ranks = l.dp * l.cp;
-  // The group of each place in the ep groups: the devices of every data rank at that place, in
-  // increasing order (data ranks in order, each tp group's devices consecutive).
-  const auto place = [&](int64_t rank) { return static_cast<size_t>(rank / l.cp % l.ep); };
-  std::vector<DeviceGroup> by_place(static_cast<size_t>(l.ep));
-  for (int64_t rank = 0; rank < data_ranks; ++rank)
-    for (int64_t d : tp_group(l, first_device, rank, stage)) by_place[place(rank)].push_back(d);
+  // Each place's group built once (data ranks at ep consecutive places).
+  std::vector<DeviceGroup> by_place;
+  for (int64_t rank = 0; rank < std::min(data_ranks, l.ep * l.cp); rank += l.cp)
+    by_place.push_back(expert_group(l, first_device, rank, stage));
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
-    const DeviceGroup& g = by_place[place(rank)];
+    const DeviceGroup& g = by_place[static_cast<size_t>(rank / l.cp % l.ep)];
     if (g.size() <= 1) continue;
     const int32_t group = p.group(g);
     const double bytes = 2.0 * experts;  // bf16 gradients, as train.cpp counts them

@@ -28,7 +28,8 @@ struct Kernel {
     gemm,              // m x n x k, `groups` times
     attention,         // causal, `heads` heads of seq_len x head_dim; backward: the backward pass only
     decode_attention,  // one layer's (`weight`) decode attention: `seqs` sequences of seq_len cached tokens,
-                       // `heads` query heads on `kv_heads` KV heads of head_dim, reading `bytes` of cache
+                       // `heads` query heads on `kv_heads` KV heads of head_dim, reading `bytes` of cache;
+                       // with value_dim the values are the first value_dim of each cached key (MLA's latent)
     memory,            // element-wise work streaming `bytes` in `launches` kernels (0: no launch of its own)
     collective,        // `op` over the devices of group `group`, on `bytes` (as nccl-tests counts them)
     copy,              // `bytes` to device `peer` (-1: host memory), checksummed at the receiver
@@ -41,6 +42,10 @@ struct Kernel {
   int32_t weight = -1;
   int64_t seq_len = 0, head_dim = 0, heads = 1;
   int64_t seqs = 0, kv_heads = 0;  // decode attention
+  // Decode attention over a latent cache (MLA, absorbed as engines run it: DeepSeek-V2 sec. 2.1.2):
+  // one cached vector a token serves as the key (head_dim) and, its first value_dim, as the value.
+  // 0: keys and values of head_dim each.
+  int64_t value_dim = 0;
   bool backward = false;
   double bytes = 0;
   int64_t launches = 1;
@@ -90,6 +95,10 @@ struct RankGroups {
   // waits for its largest exchange, and the members of an ep group run micro-batches of their
   // own sizes: each of them exchanges the largest member's (the backends move equal parts).
   int64_t ep_tokens = 0;
+  // Under ZeRO-3, the group a mixture-of-experts model's experts are sharded over and gathered
+  // from (expert_group; the same for every rank of the tp group); empty below ZeRO-3 or when the
+  // group is one device. A dense model gathers nothing over it.
+  std::vector<DeviceGroup> experts = {};
 };
 // One micro-batch of one packed sequence (the request MicroBatchTimer prices) on a tp group:
 // forward, and unless forward_only the backward with the layout's recompute. Its weights are
@@ -97,7 +106,8 @@ struct RankGroups {
 // devices (a critic) takes a base past the first's, so that each reads its own weights.
 // Under ZeRO-3 each device first all-gathers its parameters over its shard group before the
 // forward and again before the backward, as the cost model counts them (one gather of the rank's
-// parameters a pass; FSDP gathers layer by layer, the same bytes).
+// parameters a pass; FSDP gathers layer by layer, the same bytes); a mixture-of-experts model's
+// experts then over their own data-parallel group (groups.experts), as train.cpp prices them.
 // Under Ulysses context parallelism each device runs its 1 / cp of the tokens and, around the
 // attention, all-to-alls over its cp group that trade the sequence split for a split of the
 // heads: the attention then runs over the whole sequence for heads / (tp x cp) of the heads.
@@ -144,9 +154,10 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
                   const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0,
                   const std::vector<RankGroups>& groups = {}, const PipelineJoins& joins = {});
 // The gathers alone of a micro-batch a rank does not have (ZeRO-3): every member of a shard group
-// joins every gather, so a rank with fewer micro-batches than the others still gathers with them.
+// (and of an expert group) joins every gather, so a rank with fewer micro-batches than the others
+// still gathers with them.
 void add_parameter_gathers(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& tp_group,
-                           bool forward_only, const std::vector<DeviceGroup>& shard_groups);
+                           bool forward_only, const RankGroups& groups);
 // ZeRO-3's shard groups of data rank `rank` (see tp_group; one per tp rank: the devices of that tp
 // rank over the data ranks of its shard group, sharding_ranks() consecutive ones, all of them
 // unless sharding is hybrid); empty below ZeRO-3 or with shard groups of one rank.
@@ -165,6 +176,10 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
 // them), as train.cpp prices them: their gradients reduced (before add_optimizer_step, whose Adam
 // covers the expert shard) or, under ZeRO 1-2, the updated parameters gathered (after it).
 enum class ExpertPhase { gradients, parameters };
+// The expert data-parallel group of data rank `rank` of a stage: the devices of every data rank at
+// its place in the ep groups (all data ranks without ep), in increasing order; tp x cp x dp / ep of
+// them (model::expert_data_parallel_ranks).
+DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                           int64_t stage, ExpertPhase phase);
 // Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the

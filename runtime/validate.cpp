@@ -31,8 +31,8 @@ double median_abs(std::vector<double> v) {
 
 // Each data-parallel rank's micro-batches on its tp groups: every one of its cp ranks (data ranks
 // dp x cp .. dp x cp + cp - 1) runs each of them on its part of the tokens. Under ZeRO-3 every
-// rank of a shard group joins each parameter gather, so a rank with fewer micro-batches than the
-// most of its group gathers for the ones it lacks.
+// rank of a shard group (or of an expert group) joins each parameter gather, so a rank with fewer
+// micro-batches than the most of its group gathers for the ones it lacks.
 void add_micro_batches(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                        const std::vector<std::vector<rl::MicroBatch>>& batches, rl::MicroBatchTimer& timer,
                        bool forward_only, int32_t weights) {
@@ -77,27 +77,29 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
     }
     return;
   }
-  std::vector<int64_t> count(static_cast<size_t>(data_ranks), 0);
-  std::vector<std::vector<DeviceGroup>> shards;  // by data rank
+  std::vector<int64_t> count(static_cast<size_t>(data_ranks), 0);  // micro-batches run or joined: each gathers
+  std::vector<RankGroups> by_rank;
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
     RankGroups groups = rank_groups(l, first_device, rank);
-    shards.push_back(groups.shard);
     const auto dp = static_cast<size_t>(rank / l.cp);
     const PipelineJoins& j = joins[dp];
     for (size_t i = 0; i < runs[dp].size(); ++i) {
       groups.ep_tokens = j.ep_tokens.empty() ? 0 : j.ep_tokens[i];
-      if (i < j.own) {
-        add_micro_batch(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
-        ++count[static_cast<size_t>(rank)];
-      } else {
-        add_micro_batch_joins(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
-      }
+      if (i < j.own) add_micro_batch(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
+      else add_micro_batch_joins(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
+      ++count[static_cast<size_t>(rank)];
     }
+    groups.ep_tokens = 0;
+    by_rank.push_back(std::move(groups));
   }
-  const int64_t size = std::min(data_ranks, l.sharding_ranks());
+  // A rank with fewer gathers than the most of its shard group gathers for the micro-batches it
+  // lacks. The experts' groups cross the shard groups (one place of every ep group), so when a
+  // mixture-of-experts model gathers its experts every data rank gathers as often as the busiest.
+  const bool experts = model::largest_stage_params(m, l).experts > 0 && !by_rank.front().experts.empty();
+  const int64_t size = experts ? data_ranks : std::min(data_ranks, l.sharding_ranks());
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
-    const auto& mine = shards[static_cast<size_t>(rank)];
-    if (mine.empty()) continue;
+    const RankGroups& mine = by_rank[static_cast<size_t>(rank)];
+    if (mine.shard.empty() && !experts) continue;
     const auto first = count.begin() + rank / size * size;
     const int64_t most = *std::max_element(first, first + size);
     for (int64_t i = count[static_cast<size_t>(rank)]; i < most; ++i)

@@ -53,11 +53,11 @@ void Attention::run(bool backward, bool backward_only) {
   }
 }
 
-void DecodeAttention::prepare(int64_t b, int64_t len, int64_t h, int64_t kvh, int64_t dh) {
-  const bool same = b == batch && h == heads && kvh == kv_heads && dh == head_dim;
+void DecodeAttention::prepare(int64_t b, int64_t len, int64_t h, int64_t kvh, int64_t dh, int64_t vd) {
+  const bool same = b == batch && h == heads && kvh == kv_heads && dh == head_dim && vd == value_dim;
   kv_len = len;
   if (same && len <= capacity) return;
-  batch = b, heads = h, kv_heads = kvh, head_dim = dh;
+  batch = b, heads = h, kv_heads = kvh, head_dim = dh, value_dim = vd;
   capacity = same ? std::max(len, capacity + capacity / 4) : len;
   scale = 1.0f / std::sqrt(static_cast<float>(dh));
   const auto group = static_cast<Eigen::Index>(std::max<int64_t>(1, h / kvh)), rows = static_cast<Eigen::Index>(capacity),
@@ -70,8 +70,8 @@ void DecodeAttention::prepare(int64_t b, int64_t len, int64_t h, int64_t kvh, in
   for (size_t i = 0; i < n; ++i) {
     q[i] = RowMat::Random(group, cols);
     k[i] = RowMat::Random(rows, cols);
-    v[i] = RowMat::Random(rows, cols);
-    o[i].resize(group, cols);
+    if (vd == 0) v[i] = RowMat::Random(rows, cols);
+    o[i].resize(group, vd > 0 ? static_cast<Eigen::Index>(vd) : cols);
   }
 }
 
@@ -84,13 +84,14 @@ void DecodeAttention::run() {
       row = (row.array() - row.maxCoeff()).exp();
       row /= row.sum();
     }
-    o[i].noalias() = s_ * v[i].topRows(len);
+    if (value_dim > 0) o[i].noalias() = s_ * k[i].topLeftCorner(len, static_cast<Eigen::Index>(value_dim));
+    else o[i].noalias() = s_ * v[i].topRows(len);
   }
 }
 
 double DecodeAttention::kv_bytes() const {
-  return 2.0 * static_cast<double>(batch) * static_cast<double>(kv_heads) * static_cast<double>(kv_len) *
-         static_cast<double>(head_dim) * sizeof(float);
+  return (value_dim > 0 ? 1.0 : 2.0) * static_cast<double>(batch) * static_cast<double>(kv_heads) *
+         static_cast<double>(kv_len) * static_cast<double>(head_dim) * sizeof(float);
 }
 
 void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_t n) {

@@ -41,17 +41,21 @@ struct Attention {
 // a KV cache of `kv_len` tokens of `kv_heads` heads (grouped-query attention: heads / kv_heads
 // queries share a KV head). Per sequence and KV head, the group's scores S = Q K^T, their softmax
 // and O = S V, with Eigen's products: the keys and values are read once, so the kernel streams
-// the cache as decode attention does.
+// the cache as decode attention does. With value_dim the cache holds one vector a token (MLA's
+// latent, absorbed: DeepSeek-V2 sec. 2.1.2) whose head_dim serve as the key and whose first
+// value_dim as the value, read once for both.
 struct DecodeAttention {
-  int64_t batch = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t batch = 0, kv_len = 0, heads = 0, kv_heads = 0, head_dim = 0, value_dim = 0;
   int64_t capacity = 0;  // tokens the caches hold; the first kv_len are read
-  std::vector<RowMat> q, k, v, o;  // by (sequence, KV head): group x head_dim, capacity x head_dim
+  // By (sequence, KV head): q group x head_dim, k (and v without value_dim) capacity x head_dim,
+  // o group x the values' width.
+  std::vector<RowMat> q, k, v, o;
   float scale = 1;
   // Random inputs. The buffers stay while the batch and heads do and hold kv_len tokens, so that a
   // growing context (a decode step after another) costs no refill.
-  void prepare(int64_t batch, int64_t kv_len, int64_t heads, int64_t kv_heads, int64_t head_dim);
+  void prepare(int64_t batch, int64_t kv_len, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t value_dim = 0);
   void run();
-  // The cache's bytes (keys and values) that one run reads.
+  // The cache's bytes (keys and values, or the latent vectors) that one run reads.
   double kv_bytes() const;
 
  private:

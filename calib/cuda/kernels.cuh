@@ -197,22 +197,26 @@ struct DecodeBuffers {
 
 // Enqueues decode attention on the stream of `blas`: per pair S = Q K^T (group x len), the
 // softmax of its rows, O = S V, with batched GEMMs over the pairs. The keys and values are read
-// once each; the scores (group x len per pair) are small beside them. False when a library call
-// failed.
+// once each; the scores (group x len per pair) are small beside them. With latent_values the
+// values are the first latent_values of each key (MLA's latent cache: b.v is b.k) and o is
+// pairs x group x latent_values. False when a library call failed.
 inline bool unfused_decode_attention(cublasHandle_t blas, cudaStream_t stream, int64_t pairs, int64_t group, int64_t len,
-                                     int64_t d, const DecodeBuffers& b) {
+                                     int64_t d, const DecodeBuffers& b, int64_t latent_values = 0) {
   const float one = 1, zero = 0, scale = 1.0f / sqrtf(static_cast<float>(d));
-  const int il = static_cast<int>(len), ig = static_cast<int>(group), id = static_cast<int>(d), ip = static_cast<int>(pairs);
-  const long long kv = len * d, qs = group * d, ss = group * len;
-  // Row-major X (r x c) is column-major X' (c x r): S' (len x group) = K'^T Q', O' (d x group) = V' S'.
+  const int64_t vd = latent_values > 0 ? latent_values : d;
+  const int il = static_cast<int>(len), ig = static_cast<int>(group), id = static_cast<int>(d), ip = static_cast<int>(pairs),
+            iv = static_cast<int>(vd);
+  const long long kv = len * d, qs = group * d, ss = group * len, os = group * vd;
+  // Row-major X (r x c) is column-major X' (c x r): S' (len x group) = K'^T Q', O' (vd x group) =
+  // V' S', V' read with the keys' leading dimension d (the same rows for a latent cache).
   bool good = cublasGemmStridedBatchedEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, il, ig, id, &one, b.k, CUDA_R_16BF, id, kv, b.q,
                                          CUDA_R_16BF, id, qs, &zero, b.s, CUDA_R_16BF, il, ss, ip, CUBLAS_COMPUTE_32F,
                                          CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   const int blocks = static_cast<int>(std::min<int64_t>(65535, pairs * group));
   softmax_rows<<<blocks, kThreads, 0, stream>>>(b.s, len, pairs * group, scale, false);
   good = good && cudaGetLastError() == cudaSuccess;
-  good = good && cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, id, ig, il, &one, b.v, CUDA_R_16BF, id, kv, b.s,
-                                            CUDA_R_16BF, il, ss, &zero, b.o, CUDA_R_16BF, id, qs, ip, CUBLAS_COMPUTE_32F,
+  good = good && cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, iv, ig, il, &one, b.v, CUDA_R_16BF, id, kv, b.s,
+                                            CUDA_R_16BF, il, ss, &zero, b.o, CUDA_R_16BF, iv, os, ip, CUBLAS_COMPUTE_32F,
                                             CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   return good;
 }

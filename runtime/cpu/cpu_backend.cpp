@@ -90,12 +90,16 @@ class CpuBufferSizer final : public BufferSizer {
             // quarter at a time when a longer context needs it, one of another shape is made anew;
             // each sequence and KV head has its keys and values and its group of queries and outputs.
             Decode& c = d.decode[k.weight];
-            const bool same = k.seqs == c.seqs && k.heads == c.heads && k.kv_heads == c.kv_heads && k.head_dim == c.head_dim;
+            const bool same = k.seqs == c.seqs && k.heads == c.heads && k.kv_heads == c.kv_heads &&
+                              k.head_dim == c.head_dim && k.value_dim == c.value_dim;
             if (same && k.seq_len <= c.capacity) break;
             c.capacity = same ? std::max(k.seq_len, c.capacity + c.capacity / 4) : k.seq_len;
-            c.seqs = k.seqs, c.heads = k.heads, c.kv_heads = k.kv_heads, c.head_dim = k.head_dim;
+            c.seqs = k.seqs, c.heads = k.heads, c.kv_heads = k.kv_heads, c.head_dim = k.head_dim, c.value_dim = k.value_dim;
             const int64_t group = std::max<int64_t>(1, k.heads / std::max<int64_t>(1, k.kv_heads));
-            grow(c.largest, f(k.seqs, k.kv_heads) * 2 * (f(c.capacity, k.head_dim) + f(group, k.head_dim)));
+            // Keys and values (or one latent cache) and the group's queries and outputs.
+            const double cache = f(c.capacity, k.head_dim) * (k.value_dim > 0 ? 1 : 2);
+            const double rows = f(group, k.head_dim) + f(group, k.value_dim > 0 ? k.value_dim : k.head_dim);
+            grow(c.largest, f(k.seqs, k.kv_heads) * (cache + rows));
             break;
           }
           case Kernel::Kind::memory: {
@@ -141,7 +145,7 @@ class CpuBufferSizer final : public BufferSizer {
 
  private:
   struct Decode {  // a layer's cache as DecodeAttention::prepare keeps it
-    int64_t seqs = 0, heads = 0, kv_heads = 0, head_dim = 0, capacity = 0;
+    int64_t seqs = 0, heads = 0, kv_heads = 0, head_dim = 0, value_dim = 0, capacity = 0;
     double largest = 0;  // floats of its largest allocation
   };
   struct Sizes {
@@ -234,7 +238,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             // One layer's decode attention (calibration's kernel) over its own cache, which
             // grows with the context and is filled once.
             auto& a = dev.decode[k.weight];
-            a.prepare(k.seqs, k.seq_len, k.heads, k.kv_heads, k.head_dim);
+            a.prepare(k.seqs, k.seq_len, k.heads, k.kv_heads, k.head_dim, k.value_dim);
             const std::function<void()> task = [&] { a.run(); };
             const auto t = Clock::now();
             dev.worker.run(task);

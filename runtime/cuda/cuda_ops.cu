@@ -318,28 +318,30 @@ class CudaOps final : public DeviceOps {
   }
 
   // One layer's decode attention (calibration's unfused_decode_attention) over the layer's own
-  // cache: keys then values, grown in steps of 256 tokens so that a growing context is not
-  // reallocated at every step.
+  // cache: keys then values (or the latent vectors alone, Kernel::value_dim), grown in steps of
+  // 256 tokens so that a growing context is not reallocated at every step.
   void decode_attention(const Kernel& k) {
     const int64_t pairs = k.seqs * k.kv_heads, group = std::max<int64_t>(1, k.heads / k.kv_heads);
     const int64_t len = k.seq_len, d = k.head_dim, room = (len + 255) / 256 * 256;
+    const bool latent = k.value_dim > 0;
+    const int64_t vd = latent ? k.value_dim : d;
     dim(pairs * std::max(len, group), "decode attention's batch");
     Buffer& cache = decode_kv_[k.weight];
-    ensure_bf16(cache, static_cast<size_t>(2 * pairs * room * d), 30 + static_cast<uint64_t>(std::max(0, k.weight)));
+    ensure_bf16(cache, static_cast<size_t>((latent ? 1 : 2) * pairs * room * d), 30 + static_cast<uint64_t>(std::max(0, k.weight)));
     ensure_bf16(q_, static_cast<size_t>(pairs * group * d), 31);
-    ensure_bf16(o_, static_cast<size_t>(pairs * group * d), 32);
+    ensure_bf16(o_, static_cast<size_t>(pairs * group * vd), 32);
     ensure_bf16(p_, static_cast<size_t>(pairs * group * len), 33);
     DecodeBuffers b;
     b.q = q_.as<__nv_bfloat16>();
     b.o = o_.as<__nv_bfloat16>();
     b.s = p_.as<__nv_bfloat16>();
     b.k = cache.as<__nv_bfloat16>();
-    b.v = b.k + static_cast<size_t>(pairs * len * d);
+    b.v = latent ? b.k : b.k + static_cast<size_t>(pairs * len * d);
     auto run = [&] {
-      if (!unfused_decode_attention(blas_, stream_, pairs, group, len, d, b))
+      if (!unfused_decode_attention(blas_, stream_, pairs, group, len, d, b, latent ? vd : 0))
         throw std::runtime_error("decode attention: a cuBLAS call or the softmax kernel failed");
     };
-    warm_up(std::make_tuple(3, pairs, group, d), run);
+    warm_up(std::make_tuple(latent ? 4 : 3, pairs, group, d), run);
     open_segment();
     run();
     mark(k.kind);

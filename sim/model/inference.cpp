@@ -13,24 +13,6 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-struct Widths {
-  int64_t qkv = 0, out_in = 0, qk = 0, v = 0;
-};
-
-Widths widths(const input::ModelSpec& m) {
-  Widths w;
-  if (m.attention == input::AttentionKind::mla) {
-    w.qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-    w.v = m.mla.v_head_dim;
-    w.qkv = m.num_heads * (2 * w.qk + w.v);
-  } else {
-    w.qk = w.v = m.head_dim;
-    w.qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim;
-  }
-  w.out_in = m.num_heads * w.v;
-  return w;
-}
-
 }  // namespace
 
 double DecodeWindow::sum(int64_t k, int64_t kv_tokens) const {
@@ -77,7 +59,7 @@ EngineExperts engine_experts(const input::ModelSpec& m, const EngineLayout& layo
 double InferenceModel::gemm_seconds(int64_t rows) const {
   if (rows <= 0) return 0;
   const CostModel& ops = *cost_;
-  const Widths w = widths(m_);
+  const AttentionWidths w = attention_widths(m_);
   const int64_t tp = layout_.tp, h = m_.hidden_size;
   const bool gated = m_.mlp == input::MlpKind::gated;
   double dense_layer = ops.cost(GemmOp{rows, w.qkv / tp, h}).seconds + ops.cost(GemmOp{rows, h, w.out_in / tp}).seconds;
@@ -158,7 +140,7 @@ InferenceModel::RowTerms InferenceModel::row_terms(int64_t rows) const {
 
 IterationCost InferenceModel::iteration(const IterationBatch& batch) const {
   const CostModel& ops = *cost_;
-  const Widths w = widths(m_);
+  const AttentionWidths w = attention_widths(m_);
   const int64_t tp = layout_.tp;
   IterationCost cost;
   // A pipeline-parallel engine runs as pp virtual engines (vLLM) whose decode batches fill the

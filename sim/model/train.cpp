@@ -81,13 +81,8 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   const auto& l = r.layout;
   const int64_t tp = l.tp, h = m.hidden_size;
   LayerCost lc;
-  int64_t q_width = m.num_heads * m.head_dim, kv_width = m.num_kv_heads * m.head_dim, qk = m.head_dim, v = m.head_dim;
-  if (m.attention == input::AttentionKind::mla) {
-    qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-    v = m.mla.v_head_dim;
-    q_width = m.num_heads * qk;
-    kv_width = m.num_heads * (qk + v) / 2;
-  }
+  const AttentionWidths widths = attention_widths(m);
+  const int64_t qk = widths.qk, v = widths.v;
   // The GEMMs each tensor-parallel all-gather feeds (QKV, the MLP's input) and each
   // reduce-scatter drains (the attention output, the MLP's output): what overlap hides them under.
   double feeds[2] = {0, 0}, drains[2] = {0, 0};
@@ -120,8 +115,8 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     }
     if (slot) *slot += g.seconds;
   };
-  add_gemm(GemmOp{tokens, (q_width + 2 * kv_width) / tp, h}, &feeds[0], Role::feed);
-  add_gemm(GemmOp{tokens, h, m.num_heads * v / tp}, &drains[0], Role::drain);
+  add_gemm(GemmOp{tokens, widths.qkv / tp, h}, &feeds[0], Role::feed);
+  add_gemm(GemmOp{tokens, h, widths.out_in / tp}, &drains[0], Role::drain);
   const bool gated = m.mlp == input::MlpKind::gated;
   auto dense_mlp = [&](int64_t ffn, int64_t split) {
     add_gemm(GemmOp{tokens, (gated ? 2 : 1) * ffn / split, h}, &feeds[1], Role::feed);
@@ -228,11 +223,11 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     // Ulysses: an all-to-all of the rank's q, k and v before the attention and one of its output
     // after, over the cp ranks; the backward moves the same. Nothing hides them.
     const auto g = group_of(c, l.cp, tp);
-    lc.ulysses_comm_s = cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, 2.0 * d(tokens) * d(q_width + 2 * kv_width) / d(tp), g}).seconds +
-                        cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, 2.0 * d(tokens) * d(m.num_heads * v) / d(tp), g}).seconds;
+    lc.ulysses_comm_s = cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, 2.0 * d(tokens) * d(widths.qkv) / d(tp), g}).seconds +
+                        cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, 2.0 * d(tokens) * d(widths.out_in) / d(tp), g}).seconds;
   } else if (l.cp > 1) {
     // Ring attention passes the K and V chunks around the cp ranks: cp - 1 exchanges.
-    const double kv_bytes = 2.0 * d(tokens) * d(2 * kv_width) / d(tp);
+    const double kv_bytes = 2.0 * d(tokens) * d(widths.qkv - m.num_heads * qk) / d(tp);  // the keys and values
     lc.cp_comm_s = d(l.cp - 1) * cost.seconds(PointToPointOp{kv_bytes, crosses_node(c, tp)});
   }
   return lc;

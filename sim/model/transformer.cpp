@@ -98,6 +98,20 @@ ParamCounts count_params(const ModelSpec& m) {
   return c;
 }
 
+AttentionWidths attention_widths(const ModelSpec& m) {
+  AttentionWidths w;
+  if (m.attention == AttentionKind::mla) {
+    w.qk = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    w.v = m.mla.v_head_dim;
+    w.qkv = m.num_heads * (2 * w.qk + w.v);
+  } else {
+    w.qk = w.v = m.head_dim;
+    w.qkv = (m.num_heads + 2 * m.num_kv_heads) * m.head_dim;
+  }
+  w.out_in = m.num_heads * w.v;
+  return w;
+}
+
 int64_t kv_bytes_per_token(const ModelSpec& m, int64_t bytes_per_element) {
   if (m.attention == AttentionKind::mla)
     return m.num_layers * (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * bytes_per_element;
@@ -109,13 +123,9 @@ double forward_flops_per_token(const ModelSpec& m, int64_t context) {
   // The input embedding is a lookup; the LM head is a matmul whether or not it is tied.
   const double lm_head = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
   const double matmul_weights = c.active - c.embedding - c.norms + lm_head;
-  int64_t qk_dim = m.head_dim, v_dim = m.head_dim;
-  if (m.attention == AttentionKind::mla) {
-    qk_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-    v_dim = m.mla.v_head_dim;
-  }
+  const AttentionWidths w = attention_widths(m);
   const double attention = 2.0 * static_cast<double>(m.num_layers) * static_cast<double>(m.num_heads) *
-                           static_cast<double>(qk_dim + v_dim) * static_cast<double>(context);
+                           static_cast<double>(w.qk + w.v) * static_cast<double>(context);
   return 2.0 * matmul_weights + attention;
 }
 

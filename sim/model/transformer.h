@@ -27,6 +27,15 @@ double attention_params(const input::ModelSpec& m);
 double dense_mlp_params(const input::ModelSpec& m, int64_t ffn);
 ParamCounts count_params(const input::ModelSpec& m);
 
+// The widths a layer's attention block computes with, as the cost model prices its GEMMs and
+// kernels: the query, key and value projections' outputs together (qkv), the output projection's
+// input (out_in), and a head's query-key and value dimensions. MLA (DeepSeek-V2) is priced as
+// full-width projections of heads x (qk + qk + v), its latent compression not counted apart.
+struct AttentionWidths {
+  int64_t qkv = 0, out_in = 0, qk = 0, v = 0;
+};
+AttentionWidths attention_widths(const input::ModelSpec& m);
+
 // KV-cache bytes per token over all layers: 2 x kv_heads x head_dim per layer for GQA; the latent
 // plus the rotary key (kv_lora_rank + qk_rope_head_dim) per layer for MLA (DeepSeek-V2, sec. 2.1.2).
 int64_t kv_bytes_per_token(const input::ModelSpec& m, int64_t bytes_per_element = 2);

@@ -2,7 +2,9 @@
 # The CPU validation loop over the layouts the runtime executes beyond the shipped scenario's
 # tp 1 x dp 2: pipeline stages (tp 1 x pp 2, 1F1B), Ulysses context parallelism (tp 1 x cp 2), a
 # mixture-of-experts variant of the model (8 experts, top-2, as Qwen3-MoE configures them) with
-# and without expert parallelism (ep 2 over the two data-parallel ranks), hybrid sharding (ZeRO-1 and ZeRO-3 in shard
+# and without expert parallelism (ep 2 over the two data-parallel ranks) and under ZeRO-3 (its
+# experts gathered over their data-parallel group), a small DeepSeek-V3-shaped model (multi-head
+# latent attention, MoE layers after a dense one), hybrid sharding (ZeRO-1 and ZeRO-3 in shard
 # groups of one rank), a layout switch before step 2 (engines of tp 2, training tp 2 x dp 1, a
 # switch overhead of 0.2 s) and a partial rollout (half the trajectories end a step's rollout).
 # Calibrates this machine once (calibrate --backend cpu --quick), then predicts and executes each
@@ -39,6 +41,14 @@ moe='/model={"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe"
   "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": true, "torch_dtype": "float32"}'
 run "MoE, 8 experts top-2" --set "$moe"
 run "MoE, ep 2" --set "$moe" --set /policy/train/ep=2
+run "MoE, ZeRO-3" --set "$moe" --set /policy/train/zero=3 --set "$no_overlap"
+mla='/model={"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 512,
+  "intermediate_size": 1536, "moe_intermediate_size": 256, "n_routed_experts": 8, "n_shared_experts": 1,
+  "num_experts_per_tok": 2, "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 128, "q_lora_rank": 256,
+  "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "num_attention_heads": 8, "num_key_value_heads": 8,
+  "num_hidden_layers": 4, "vocab_size": 8192, "max_position_embeddings": 4096, "hidden_act": "silu",
+  "tie_word_embeddings": false, "torch_dtype": "float32"}'
+run "MLA (DeepSeek-V3-shaped)" --set "$mla"
 run "ZeRO-1, shard groups of 1" --set /policy/train/shard_group=1
 run "ZeRO-3, shard groups of 1" --set /policy/train/zero=3 --set /policy/train/shard_group=1 --set "$no_overlap"
 run "layout switch at step 2" --set /policy/switch_overhead=0.2s \

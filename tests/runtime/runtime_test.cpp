@@ -239,6 +239,60 @@ TEST_CASE("an engine iteration's kernels are the shapes the inference model pric
   CHECK(count(ks, Kernel::Kind::wait) == 0);
 }
 
+TEST_CASE("multi-head latent attention: full-width projections as the model prices them, decode over the latent cache") {
+  auto m = tiny_model();  // 4 heads, 2 layers
+  m.attention = input::AttentionKind::mla;
+  m.mla.kv_lora_rank = 32;
+  m.mla.qk_rope_head_dim = 8;
+  m.mla.qk_nope_head_dim = 16;
+  m.mla.v_head_dim = 16;
+  const model::AttentionWidths w = model::attention_widths(m);
+  CHECK(w.qk == 24);
+  CHECK(w.qkv == 4 * (2 * 24 + 16));
+  CHECK(w.out_in == 4 * 16);
+  runtime::Program p;
+  model::IterationBatch b;
+  b.prefill.push_back({10, 5, true});
+  b.decode_seqs = 3;
+  b.decode_kv_tokens = 30;
+  runtime::add_engine_iteration(p, m, {0, 1}, b, 1);
+  const auto& ks = p.devices.at(1).second;
+  CHECK(ks.front().n == w.qkv / 2);
+  const auto decode = std::find_if(ks.begin(), ks.end(), [](const Kernel& k) { return k.kind == Kernel::Kind::decode_attention; });
+  REQUIRE(decode != ks.end());
+  // Every head of the rank on one latent vector a token (rank + rotary key), its first kv_lora_rank the value.
+  CHECK(decode->kv_heads == 1);
+  CHECK(decode->heads == 2);
+  CHECK(decode->head_dim == 40);
+  CHECK(decode->value_dim == 32);
+  CHECK(decode->bytes == doctest::Approx(model::kv_bytes_per_token_per_gpu(m, 2, 1) * 30 / 2));
+  // The prefill's attention at the query-key dimension, its FLOPs over qk + v.
+  const auto prefill = std::find_if(ks.begin(), ks.end(), [](const Kernel& k) { return k.kind == Kernel::Kind::attention; });
+  REQUIRE(prefill != ks.end());
+  CHECK(prefill->head_dim == 24);
+  // The latent kernel reads its cache once for keys and values, and runs.
+  calib::cpu::DecodeAttention latent, separate;
+  latent.prepare(3, 50, 2, 1, 40, 32);
+  separate.prepare(3, 50, 2, 1, 40);
+  CHECK(latent.kv_bytes() == doctest::Approx(separate.kv_bytes() / 2));
+  latent.run();
+  REQUIRE(latent.o.size() == 3);
+  CHECK(latent.o[0].cols() == 32);
+  CHECK(latent.o[0].allFinite());
+  // Training runs its projections at the same widths.
+  model::TrainRequest r;
+  r.layout.dp = 2;
+  r.layout.micro_batch = 1;
+  r.seq_len = 32;
+  runtime::Program t;
+  runtime::add_micro_batch(t, m, r, {0}, false);
+  const auto& tks = t.devices.at(0).second;
+  CHECK(std::find_if(tks.begin(), tks.end(), [](const Kernel& k) { return k.kind == Kernel::Kind::gemm; })->n == w.qkv);
+  runtime::CpuBackend cpu(2, 60);
+  CHECK(cpu.run(p, "mla-engine").checksum_failures == 0);
+  CHECK(cpu.run(t, "mla-train").kernels.attention > 0);
+}
+
 TEST_CASE("an engine iteration first waits, busy, for the host's work the inference model charges") {
   const auto m = tiny_model();  // two layers
   model::IterationBatch b;
@@ -308,8 +362,8 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   pp.policy.train.ep = 2;
   CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/ep", 0) == 0);
   pp.policy.train.ep = 1;
-  // Mixture-of-experts models run, with expert parallelism over data-parallel ranks (tp x dp here),
-  // not yet with pipeline stages or ZeRO-3.
+  // Mixture-of-experts models run, with expert parallelism over data-parallel ranks (tp x dp here)
+  // and with ZeRO-3 (its experts gathered over their own group); ZeRO-3 never with pipeline stages.
   auto moe = *s;
   moe.model.has_moe = true;
   moe.model.moe.num_experts = 4;
@@ -319,7 +373,9 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   moe.policy.train.ep = 2;
   CHECK(runtime::unsupported_reason(moe).empty());
   moe.policy.train.zero = 3;
-  CHECK(runtime::unsupported_reason(moe).rfind("/policy/train/zero: ZeRO-3 of a mixture-of-experts model", 0) == 0);
+  CHECK(runtime::unsupported_reason(moe).rfind("/policy/train/overlap", 0) == 0);  // FSDP's default prefetch
+  moe.policy.train.overlap.param_gather = moe.policy.train.overlap.grad_reduce = false;
+  CHECK(runtime::unsupported_reason(moe).empty());
   // Asynchronous steps run: their activities one at a time, placed on the step graph as measured.
   auto async = *s;
   async.policy.sync = input::SyncMode::async;

@@ -192,7 +192,7 @@ TEST_CASE("ZeRO-3 gathers each rank's parameters over its shard group before the
   CHECK(step.groups[static_cast<size_t>(g1[0])] == shards[1]);
   // A rank without a micro-batch still joins both gathers of one.
   runtime::Program pad;
-  runtime::add_parameter_gathers(pad, m, l, {2, 3}, false, shards);
+  runtime::add_parameter_gathers(pad, m, l, {2, 3}, false, {shards, {}, {}});
   CHECK(pad.devices.size() == 2);
   CHECK(gathers(pad, 0).size() == 2);
   // Below ZeRO-3, or with one data-parallel rank, there is nothing to gather.
@@ -254,7 +254,7 @@ TEST_CASE("ZeRO-3 micro-batches run on thread-devices, a rank with fewer joining
   runtime::add_micro_batch(p, m, r, {0}, false, 0, {shards, {}, {}});
   runtime::add_micro_batch(p, m, r, {0}, false, 0, {shards, {}, {}});
   runtime::add_micro_batch(p, m, r, {1}, false, 0, {shards, {}, {}});
-  runtime::add_parameter_gathers(p, m, l, {1}, false, shards);
+  runtime::add_parameter_gathers(p, m, l, {1}, false, {shards, {}, {}});
   runtime::add_optimizer_step(p, m, l, {0, 1});
   runtime::CpuBackend cpu(2, 60);
   const auto stats = cpu.run(p, "zero-3");
@@ -482,4 +482,69 @@ TEST_CASE("expert parallelism with pipeline stages: a rank with fewer micro-batc
     for (int64_t tp = 0; tp < 1; ++tp) runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, tp, stage));
   runtime::CpuBackend cpu(4, 60);
   CHECK(cpu.run(p, "ep-pipeline").checksum_failures == 0);
+}
+
+TEST_CASE("ZeRO-3 of a mixture-of-experts model gathers its experts over their own group, every rank as often") {
+  auto [m, l] = test::tiny_moe();  // two layers: both MoE
+  l.dp = 4;
+  l.ep = 2;
+  l.zero = 3;
+  // The experts' data-parallel group: one place of every ep group (ranks {0, 1} and {2, 3}).
+  CHECK(runtime::expert_group(l, 0, 0) == runtime::DeviceGroup{0, 2});
+  CHECK(runtime::expert_group(l, 0, 3) == runtime::DeviceGroup{1, 3});
+  CHECK(runtime::rank_groups(l, 0, 2).experts == std::vector<runtime::DeviceGroup>{{0, 2}});
+  input::TrainLayout wide = l;  // without ep, every tp rank of every data rank
+  wide.tp = 2;
+  wide.dp = 2;
+  wide.ep = 1;
+  CHECK(runtime::expert_group(wide, 0, 1) == runtime::DeviceGroup{0, 1, 2, 3});
+  CHECK(runtime::rank_groups(wide, 0, 1).experts.size() == 2);
+  input::TrainLayout below = l;
+  below.zero = 1;
+  CHECK(runtime::rank_groups(below, 0, 0).experts.empty());
+
+  const model::StageParams params = model::largest_stage_params(m, l);
+  REQUIRE(params.experts > 0);
+  const model::TrainRequest r = test::one_sequence(l, 32);
+  runtime::Program forward;
+  runtime::add_micro_batch(forward, m, r, {0}, true, 0, runtime::rank_groups(l, 0, 0));
+  const auto& ks = forward.devices.at(0).second;
+  // Before the forward: the dense parameters over the shard group, then the experts over theirs.
+  REQUIRE(ks.size() > 2);
+  CHECK(ks[0].op == model::CollectiveOp::all_gather);
+  CHECK(ks[0].bytes == doctest::Approx(2 * params.dense));
+  CHECK(forward.groups[static_cast<size_t>(ks[0].group)] == runtime::DeviceGroup{0, 1, 2, 3});
+  CHECK(ks[1].op == model::CollectiveOp::all_gather);
+  CHECK(ks[1].bytes == doctest::Approx(2 * params.experts));
+  CHECK(forward.groups[static_cast<size_t>(ks[1].group)] == runtime::DeviceGroup{0, 2});
+
+  // Rank 0 runs two micro-batches; rank 1, its ep peer, one and joins the second's gathers and
+  // all-to-alls; ranks 2 and 3 one each and then gather for the second alone (their expert groups
+  // cross into rank 0's and 1's).
+  runtime::Program p;
+  std::vector<runtime::RankGroups> groups;
+  for (int64_t rank = 0; rank < 4; ++rank) groups.push_back(runtime::rank_groups(l, 0, rank));
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, groups[0]);
+  runtime::add_micro_batch(p, m, r, {0}, false, 0, groups[0]);
+  runtime::add_micro_batch(p, m, r, {1}, false, 0, groups[1]);
+  runtime::add_micro_batch_joins(p, m, r, {1}, false, 0, groups[1]);
+  for (int64_t rank = 2; rank < 4; ++rank) {
+    runtime::add_micro_batch(p, m, r, {rank}, false, 0, groups[static_cast<size_t>(rank)]);
+    runtime::add_parameter_gathers(p, m, l, {rank}, false, groups[static_cast<size_t>(rank)]);
+  }
+  auto gathers = [&](int64_t device) {
+    return std::count_if(p.on(device).begin(), p.on(device).end(),
+                         [](const Kernel& k) { return k.op == model::CollectiveOp::all_gather; });
+  };
+  for (int64_t device = 0; device < 4; ++device) CHECK(gathers(device) == 2 * 2 * 2);  // two of each a pass
+  runtime::add_expert_reduction(p, m, l, 0, 0, runtime::ExpertPhase::gradients);
+  CHECK(p.on(3).back().op == model::CollectiveOp::reduce_scatter);
+  runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, 0));
+  const size_t after_step = p.on(3).size();
+  runtime::add_expert_reduction(p, m, l, 0, 0, runtime::ExpertPhase::parameters);
+  CHECK(p.on(3).size() == after_step);  // ZeRO-3 keeps them sharded: nothing gathered after the step
+  runtime::CpuBackend cpu(4, 60);
+  const auto stats = cpu.run(p, "moe-zero-3");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.bytes_verified > 0);
 }

@@ -180,18 +180,30 @@ for stage in ("train", "old_logprob"):
     assert stages[stage]["measured_s"] > 0 and stages[stage]["predicted_s"] > 0, stages[stage]
 assert r["checksum_failures"] == 0 and r["kernels_measured_s"]["collective"] > 0, r
 PY
-# Ulysses context parallelism (tp 1 x cp 2), and a mixture-of-experts model at ep 2 over the two
-# data-parallel ranks (micro-batches of their own sizes, all-to-alls at the largest member's): run,
-# checked, with all-to-alls among the collectives measured.
+# Ulysses context parallelism (tp 1 x cp 2), a mixture-of-experts model at ep 2 over the two
+# data-parallel ranks (micro-batches of their own sizes, all-to-alls at the largest member's), and
+# the same model under ZeRO-3 (its experts gathered over their data-parallel group), and a small
+# DeepSeek-V3-shaped model (multi-head latent attention, its engines decoding over the latent
+# cache; MoE layers after a dense one): run, checked, with collectives measured.
 moe='/model={"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
   "intermediate_size": 1536, "moe_intermediate_size": 384, "num_experts": 8, "num_experts_per_tok": 2,
   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "num_hidden_layers": 4, "vocab_size": 8192,
   "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": true, "torch_dtype": "float32"}'
-for variant in ulysses moe-ep; do
+mla='/model={"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 512,
+  "intermediate_size": 1536, "moe_intermediate_size": 256, "n_routed_experts": 8, "n_shared_experts": 1,
+  "num_experts_per_tok": 2, "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 128, "q_lora_rank": 256,
+  "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "num_attention_heads": 8, "num_key_value_heads": 8,
+  "num_hidden_layers": 4, "vocab_size": 8192, "max_position_embeddings": 4096, "hidden_act": "silu",
+  "tie_word_embeddings": false, "torch_dtype": "float32"}'
+for variant in ulysses moe-ep moe-zero3 mla; do
   if [[ $variant == ulysses ]]; then
     extra=(--set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"')
-  else
+  elif [[ $variant == moe-ep ]]; then
     extra=(--set "$moe" --set /policy/train/ep=2)
+  elif [[ $variant == moe-zero3 ]]; then
+    extra=(--set "$moe" --set /policy/train/zero=3 --set '/policy/train/overlap={"param_gather": false, "grad_reduce": false}')
+  else
+    extra=(--set "$mla")
   fi
   expect validate-$variant 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --scale 0.5 \
     --steps 1:1 "${extra[@]}" --json
