@@ -88,7 +88,6 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
     return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
                       "does not execute yet (cp_kind \"ulysses\" runs)";
   if (t.pp > 1 && t.vpp > 1) return train_at + "/vpp: the interleaved pipeline schedule is not executed yet";
-  if (t.pp > 1 && t.zero >= 3) return train_at + "/zero: ZeRO-3 with pipeline stages is not executed";
   if (t.offload_params)
     return train_at + "/offload_params: offloaded weights are not executed yet (their uploads overlap the compute, "
                       "which the runtime does not do)";
@@ -104,7 +103,6 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
       return std::string(where) + "/cp: a pass's context parallelism is ring attention, which the runtime does not "
                                   "execute yet";
     const input::TrainLayout tl = rl::pass_layout(t, *pass);
-    if (*pass && tl.pp > 1 && tl.zero >= 3) return std::string(where) + ": ZeRO-3 with pipeline stages is not executed";
     // A pass in a layout of its own keeps the training's expert parallelism over its own ranks.
     if (*pass && tl.ep > 1 && tl.dp % tl.ep != 0)
       return std::string(where) + ": the training's ep = " + std::to_string(tl.ep) +
@@ -730,6 +728,7 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
       const int64_t first = l.stage_first_layer(m.num_layers, e.stage), layers = l.stage_layers(m.num_layers, e.stage);
       RankGroups g = groups.empty() ? RankGroups{} : groups[static_cast<size_t>(e.stage)];
       if (static_cast<size_t>(e.micro) < joins.ep_tokens.size()) g.ep_tokens = joins.ep_tokens[static_cast<size_t>(e.micro)];
+      if (static_cast<size_t>(e.micro) >= joins.gathers_only) g.ep.clear();  // no ep peer runs it
       const PassPart part{e.forward, !e.forward, first, layers, e.stage == 0, e.stage + 1 == n};
       if (joined) add_part_joins(p, m, r, stages[static_cast<size_t>(e.stage)], part, weight_base, g);
       else add_micro_batch_part(p, m, r, stages[static_cast<size_t>(e.stage)], part, weight_base, g);

@@ -146,9 +146,13 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
 // plays the schedule over as many micro-batches as the most of its ep group has, those from
 // `own` on the largest peer's, which it only joins (add_part_joins; no transfers between its
 // stages), and each micro-batch's all-to-alls move `ep_tokens` of it (its largest member's).
+// Under ZeRO-3 the members of a shard group (and of an expert group) meet each micro-batch's
+// gathers: a rank plays as many micro-batches as the most of them, those from `gathers_only` on
+// (which none of its ep peers has either) joined for their gathers alone.
 struct PipelineJoins {
   size_t own = static_cast<size_t>(-1);
   std::vector<int64_t> ep_tokens;  // by micro-batch; empty: each its own
+  size_t gathers_only = static_cast<size_t>(-1);
 };
 void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
                   const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0,

@@ -63,8 +63,24 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
       if (i >= j.own) runs[static_cast<size_t>(dp)].push_back(*largest);
     }
   }
+  // Whether ZeRO-3 gathers across data ranks: over shard groups of more than one rank, or a
+  // mixture-of-experts model's experts over their group.
+  const RankGroups first_groups = rank_groups(l, first_device, 0);
+  const bool experts = model::largest_stage_params(m, l).experts > 0 && !first_groups.experts.empty();
   if (l.pp > 1) {
-    // Each data rank's pipeline (ZeRO-3 is not run with pipelines: unsupported_reason).
+    // Each data rank's pipeline. Under ZeRO-3 every data rank plays as many micro-batches as the
+    // busiest (the expert groups cross the shard groups, so all of them when experts gather), the
+    // ones beyond its ep group's joined for their gathers alone.
+    if (!first_groups.shard.empty() || experts) {
+      size_t most = 0, busiest = 0;
+      for (size_t dp = 0; dp < runs.size(); ++dp)
+        if (runs[dp].size() > most) most = runs[dp].size(), busiest = dp;
+      for (size_t dp = 0; dp < runs.size(); ++dp) {
+        joins[dp].gathers_only = runs[dp].size();
+        while (runs[dp].size() < most) runs[dp].push_back(runs[busiest][runs[dp].size()]);
+        joins[dp].own = std::min(joins[dp].own, joins[dp].gathers_only);
+      }
+    }
     for (int64_t rank = 0; rank < data_ranks; ++rank) {
       std::vector<DeviceGroup> stages;
       std::vector<RankGroups> groups;
@@ -95,7 +111,6 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
   // A rank with fewer gathers than the most of its shard group gathers for the micro-batches it
   // lacks. The experts' groups cross the shard groups (one place of every ep group), so when a
   // mixture-of-experts model gathers its experts every data rank gathers as often as the busiest.
-  const bool experts = model::largest_stage_params(m, l).experts > 0 && !by_rank.front().experts.empty();
   const int64_t size = experts ? data_ranks : std::min(data_ranks, l.sharding_ranks());
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
     const RankGroups& mine = by_rank[static_cast<size_t>(rank)];

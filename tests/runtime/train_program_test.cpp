@@ -548,3 +548,41 @@ TEST_CASE("ZeRO-3 of a mixture-of-experts model gathers its experts over their o
   CHECK(stats.checksum_failures == 0);
   CHECK(stats.bytes_verified > 0);
 }
+
+TEST_CASE("ZeRO-3 with pipeline stages: each stage gathers over its shard group, a rank short of micro-batches joining") {
+  const auto m = tiny_model();  // two layers: one a stage
+  auto [l, r] = zero3(1, 2, 32);
+  l.pp = 2;
+  r.layout = l;
+  // Stage 1's shard group: the second stage's devices of both data ranks.
+  CHECK(runtime::shard_groups(l, 0, 1, 1) == std::vector<runtime::DeviceGroup>{{2, 3}});
+  runtime::Program p;
+  // Data rank 0 runs two micro-batches; data rank 1 one, and joins the second for its gathers alone.
+  const size_t own[2] = {2, 1};
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    std::vector<runtime::DeviceGroup> stages;
+    std::vector<runtime::RankGroups> groups;
+    for (int64_t stage = 0; stage < 2; ++stage) {
+      stages.push_back(runtime::tp_group(l, 0, rank, stage));
+      groups.push_back(runtime::rank_groups(l, 0, rank, stage));
+    }
+    runtime::PipelineJoins joins;
+    joins.own = joins.gathers_only = own[rank];
+    runtime::add_pipeline(p, m, {r, r}, stages, false, 0, groups, joins);
+  }
+  auto count_op = [&](int64_t device, model::CollectiveOp op) {
+    return std::count_if(p.on(device).begin(), p.on(device).end(), [&](const Kernel& k) { return k.op == op && k.kind == Kernel::Kind::collective; });
+  };
+  // Every device gathers before each pass of each micro-batch; only rank 0's stages send both.
+  for (int64_t device = 0; device < 4; ++device) CHECK(count_op(device, model::CollectiveOp::all_gather) == 2 * 2);
+  CHECK(count_op(0, model::CollectiveOp::broadcast) == 2 * 2);
+  CHECK(count_op(1, model::CollectiveOp::broadcast) == 1 * 2);
+  const double stage_params = model::largest_stage_params(m, l).dense;
+  const auto gather = std::find_if(p.on(3).begin(), p.on(3).end(), [](const Kernel& k) { return k.op == model::CollectiveOp::all_gather; });
+  CHECK(gather->bytes == doctest::Approx(2 * stage_params));
+  for (int64_t stage = 0; stage < 2; ++stage) runtime::add_optimizer_step(p, m, l, runtime::dp_group(l, 0, 0, stage));
+  runtime::CpuBackend cpu(4, 60);
+  const auto stats = cpu.run(p, "zero-3-pipeline");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.bytes_verified > 0);
+}
