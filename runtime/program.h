@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <stdexcept>
 #include <vector>
 
 #include "sim/input/scenario.h"
@@ -154,6 +155,31 @@ struct PipelineJoins {
   std::vector<int64_t> ep_tokens;  // by micro-batch; empty: each its own
   size_t gathers_only = static_cast<size_t>(-1);
 };
+// A plan the runtime cannot execute as it turned out (what unsupported_reason cannot know before
+// the simulation): "/pointer: reason".
+struct UnsupportedPlan : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// One operation of a pipeline schedule: a forward or backward of micro-batch `micro` through
+// model chunk `chunk` (0 without virtual stages) of stage `stage`, starting at `start_s`.
+struct ChunkOp {
+  int64_t stage = 0, chunk = 0, micro = 0;
+  bool forward = true;
+  double start_s = 0;
+};
+// Megatron-Core's interleaved 1F1B schedule (Narayanan et al. 2021, sec. 2.2) of `micro_batches`
+// through `stages` stages of `chunks` model chunks each (virtual stage chunk x stages + stage),
+// played out with a forward of 1 unit and a backward of 2: micro-batches taken in groups of
+// `stages`, each group through chunk 0, then chunk 1, ... (backwards with the chunks reversed);
+// stage r runs (stages - r - 1) x 2 + (chunks - 1) x stages warm-up forwards (all of them when
+// forward only or when there are exactly `stages` micro-batches), then a forward and a backward
+// in turn, then its remaining backwards. A forward waits for the previous virtual stage's, a
+// backward for the next one's.
+std::vector<ChunkOp> play_interleaved(int64_t stages, int64_t chunks, int64_t micro_batches, bool forward_only);
+// With virtual stages (layout vpp > 1) each stage holds vpp chunks of layers / (pp x vpp) layers,
+// chunk c at virtual stage c x pp + stage, and the micro-batches run in play_interleaved's order;
+// the first virtual stage has the embedding, the last the head and loss. Megatron's interleaved
+// schedule takes micro-batches in multiples of pp: other counts throw UnsupportedPlan.
 void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model::TrainRequest>& micro_batches,
                   const std::vector<DeviceGroup>& stages, bool forward_only, int32_t weight_base = 0,
                   const std::vector<RankGroups>& groups = {}, const PipelineJoins& joins = {});

@@ -254,17 +254,25 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   for (const auto& a : pred.activities)
     if (a.kind == exec::RecordKind::stage) stages.push_back(a);
   std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
-  if (check) {
-    // The buffers every program will need, before any runs (the programs are built again below:
-    // holding them all would take more memory than building them twice takes time).
-    double buffer_bytes = 0;
-    if (auto sizer = backend.buffer_sizer()) {
+  {
+    // Every program built before any runs: one the runtime cannot execute as the simulation
+    // formed it is refused whole; and the buffers they will need (the programs are built again
+    // below: holding them all would take more memory than building them twice takes time).
+    auto sizer = check ? backend.buffer_sizer() : nullptr;
+    try {
       double tail = 0;
-      for (const auto& a : stages) sizer->add(program_of(s, executions.at(a.step), previous_of(a.step), a, &tail));
-      buffer_bytes = sizer->bytes();
+      for (const auto& a : stages) {
+        const Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
+        if (sizer) sizer->add(p);
+      }
+    } catch (const UnsupportedPlan& e) {
+      report.refused = e.what();
+      return report;
     }
-    report.refused = check(pred, buffer_bytes);
-    if (!report.refused.empty()) return report;
+    if (check) {
+      report.refused = check(pred, sizer ? sizer->bytes() : 0.0);
+      if (!report.refused.empty()) return report;
+    }
   }
   std::vector<double> measured(stages.size(), 0);
   // Each rollout's engines as measured: their spans of work, from the activity's start.

@@ -238,9 +238,10 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
       slots.emplace_back();
       for (const auto& b : batches) slots.back().push_back(timer.forward(b));
     }
-    input::TrainLayout forward_layout = tl;
-    forward_layout.vpp = 1;  // a forward-only pipeline fills once
-    double busiest = ranks_seconds(slots, forward_layout, longest_fill(timer, batches_by_rank, slots, true));
+    // A forward-only pipeline fills once; with virtual stages Megatron runs it through the
+    // interleaved schedule too (its forward_backward function is the interleaved one whenever
+    // vpp is set), so the fill is pp - 1 chunks' slots: the stages' fill over vpp.
+    double busiest = ranks_seconds(slots, tl, longest_fill(timer, batches_by_rank, slots, true));
     // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
     // far as it lasts (the estimate of the whole pass at the mean length prices them).
     if (tl.offload_params) busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len));

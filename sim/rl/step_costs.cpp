@@ -251,9 +251,14 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
     out.push_back(rank_micro_batches(lengths, l));
     most = std::max(most, out.back().size());
   }
-  if (l.pp > 1 && l.max_tokens_per_gpu > 0)
+  if (l.pp > 1 && l.max_tokens_per_gpu > 0) {
+    // Megatron's interleaved schedule takes micro-batches in multiples of pp (its groups of
+    // microbatch_group_size_per_vp_stage, pp by default), so verl splits each mini-batch into a
+    // multiple of them under vpp.
+    if (l.vpp > 1) most = (most + static_cast<size_t>(l.pp) - 1) / static_cast<size_t>(l.pp) * static_cast<size_t>(l.pp);
     for (size_t r = 0; r < out.size(); ++r)
       if (out[r].size() < most) out[r] = rank_micro_batches(by_rank[r], l, static_cast<int64_t>(most));
+  }
   return out;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU validation loop over the layouts the runtime executes beyond the shipped scenario's
-# tp 1 x dp 2: pipeline stages (tp 1 x pp 2, 1F1B), Ulysses context parallelism (tp 1 x cp 2), a
+# tp 1 x dp 2: pipeline stages (tp 1 x pp 2, 1F1B, and interleaved with vpp 2), Ulysses context parallelism (tp 1 x cp 2), a
 # mixture-of-experts variant of the model (8 experts, top-2, as Qwen3-MoE configures them) with
 # and without expert parallelism (ep 2 over the two data-parallel ranks) and under ZeRO-3 (its
 # experts gathered over their data-parallel group), a small DeepSeek-V3-shaped model (multi-head
@@ -34,6 +34,8 @@ PY
 }
 run "tp 1 x dp 2 (as shipped)"
 run "tp 1 x pp 2" --set /policy/train/pp=2 --set /policy/train/dp=1
+run "tp 1 x pp 2 x vpp 2" --set /policy/train/pp=2 --set /policy/train/vpp=2 --set /policy/train/dp=1 \
+  --set '/policy/train/overlap={"p2p": false}'
 run "tp 1 x cp 2 (Ulysses)" --set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"'
 moe='/model={"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
   "intermediate_size": 1536, "moe_intermediate_size": 384, "num_experts": 8, "num_experts_per_tok": 2,

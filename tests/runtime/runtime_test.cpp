@@ -343,14 +343,21 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
   REQUIRE(s);
   CHECK(runtime::unsupported_reason(*s).empty());
-  // Pipeline stages run in the 1F1B schedule, with ZeRO-3 too; interleaved they are refused;
-  // context parallelism runs as Ulysses and is refused as ring attention (which hides its exchanges).
+  // Pipeline stages run in the 1F1B schedule, interleaved too, and with ZeRO-3 (not both); context
+  // parallelism runs as Ulysses and is refused as ring attention (which hides its exchanges).
   auto pp = *s;
   pp.policy.train.pp = 2;
   pp.policy.train.dp = 1;
   CHECK(runtime::unsupported_reason(pp).empty());
-  pp.policy.train.vpp = 2;
-  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/vpp", 0) == 0);
+  pp.policy.train.vpp = 2;  // runs, with the overlapped transfers interleaving defaults to switched off
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/overlap", 0) == 0);
+  pp.policy.train.overlap.p2p = false;
+  CHECK(runtime::unsupported_reason(pp).empty());
+  pp.policy.train.zero = 3;
+  pp.policy.train.overlap.param_gather = pp.policy.train.overlap.grad_reduce = false;
+  CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/vpp: ZeRO-3", 0) == 0);
+  pp.policy.train.overlap = {};
+  pp.policy.train.zero = 1;
   pp.policy.train.vpp = 1;
   pp.policy.train.zero = 3;  // runs, with the overlap that ZeRO-3 defaults to switched off
   CHECK(runtime::unsupported_reason(pp).rfind("/policy/train/overlap", 0) == 0);
@@ -436,8 +443,8 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   scheduled.dp = 1;
   switched.policy.schedule.push_back({2, -1, std::nullopt, scheduled});
   CHECK(runtime::unsupported_reason(switched).empty());
-  switched.policy.schedule.back().train->vpp = 2;
-  CHECK(runtime::unsupported_reason(switched).rfind("/policy/schedule/1/train/vpp", 0) == 0);
+  switched.policy.schedule.back().train->vpp = 2;  // its transfers overlapped by default
+  CHECK(runtime::unsupported_reason(switched).rfind("/policy/schedule/1/train/overlap", 0) == 0);
   switched.policy.schedule.back().train->vpp = 1;
   switched.policy.schedule.back().rollout = input::RolloutLayout{};
   switched.policy.schedule.back().rollout->pp = 2;

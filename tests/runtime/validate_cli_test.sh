@@ -184,7 +184,8 @@ PY
 # data-parallel ranks (micro-batches of their own sizes, all-to-alls at the largest member's), and
 # the same model under ZeRO-3 (its experts gathered over their data-parallel group), and a small
 # DeepSeek-V3-shaped model (multi-head latent attention, its engines decoding over the latent
-# cache; MoE layers after a dense one): run, checked, with collectives measured.
+# cache; MoE layers after a dense one), and Megatron's interleaved schedule (pp 2 x vpp 2): run,
+# checked, with collectives measured.
 moe='/model={"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
   "intermediate_size": 1536, "moe_intermediate_size": 384, "num_experts": 8, "num_experts_per_tok": 2,
   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "num_hidden_layers": 4, "vocab_size": 8192,
@@ -195,8 +196,10 @@ mla='/model={"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek
   "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "num_attention_heads": 8, "num_key_value_heads": 8,
   "num_hidden_layers": 4, "vocab_size": 8192, "max_position_embeddings": 4096, "hidden_act": "silu",
   "tie_word_embeddings": false, "torch_dtype": "float32"}'
-for variant in ulysses moe-ep moe-zero3 mla; do
-  if [[ $variant == ulysses ]]; then
+for variant in ulysses moe-ep moe-zero3 mla vpp; do
+  if [[ $variant == vpp ]]; then
+    extra=(--set /policy/train/pp=2 --set /policy/train/vpp=2 --set /policy/train/dp=1 --set '/policy/train/overlap={"p2p": false}')
+  elif [[ $variant == ulysses ]]; then
     extra=(--set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"')
   elif [[ $variant == moe-ep ]]; then
     extra=(--set "$moe" --set /policy/train/ep=2)
@@ -216,6 +219,11 @@ for stage in ("train", "old_logprob", "rollout"):
 assert r["checksum_failures"] == 0 and r["kernels_measured_s"]["collective"] > 0, r
 PY
 done
+# Interleaving takes micro-batches in multiples of pp: three of them are refused, once simulated.
+expect validate-vpp-count 2 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 \
+  --set /policy/train/pp=2 --set /policy/train/vpp=2 --set /policy/train/dp=1 --set '/policy/train/overlap={"p2p": false}' \
+  --set /policy/train/micro_batch=3
+contains validate-vpp-count-named "$tmp/err" "/policy/train/vpp: Megatron's interleaved schedule takes micro-batches in multiples of pp = 2"
 expect validate-ring 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/cp=2 --set /policy/train/dp=1
 contains validate-ring-named "$tmp/err" "/policy/train/cp_kind: ring attention"
 expect validate-pass-ep 2 "$arlsim" validate "$scenario" --backend cpu --set "$moe" --set /policy/train/ep=2 \
