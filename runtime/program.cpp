@@ -76,6 +76,18 @@ int32_t Program::group(const DeviceGroup& g) {
   return static_cast<int32_t>(groups.size() - 1);
 }
 
+void merge_into(Program& into, Program from) {
+  std::vector<int32_t> renumbered;
+  for (const DeviceGroup& g : from.groups) renumbered.push_back(into.group(g));
+  for (auto& [device, kernels] : from.devices) {
+    auto& ks = into.on(device);
+    for (Kernel& k : kernels) {
+      if (k.group >= 0) k.group = renumbered[static_cast<size_t>(k.group)];
+      ks.push_back(k);
+    }
+  }
+}
+
 namespace {
 
 // What of one pair of layouts (the base ones, or a schedule entry's) the runtime cannot execute;

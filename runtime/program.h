@@ -74,6 +74,10 @@ struct Program {
   int32_t group(const DeviceGroup& g);  // its index, added when new
 };
 
+// Appends `from`'s kernels to `into`'s devices (after what they hold), its collective groups
+// renumbered into `into`'s.
+void merge_into(Program& into, Program from);
+
 // What in the scenario the runtime cannot execute yet, as "/pointer: reason"; "" when it can.
 std::string unsupported_reason(const input::ScenarioSpec& s);
 

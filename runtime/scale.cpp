@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <unordered_set>
 #include <vector>
 
@@ -34,7 +35,17 @@ ScaleNote scale_plan(input::ScenarioSpec& s, trace::Trace& t, double factor) {
   ScaleNote note;
   note.factor = factor;
   note.layers_from = s.model.num_layers;
-  s.model.num_layers = std::max<int64_t>(1, std::llround(static_cast<double>(s.model.num_layers) * factor));
+  // Whole pipeline stages (and chunks, with virtual stages) in every layout the plan runs: the
+  // layers stay a multiple of each pp x vpp.
+  int64_t unit = 1;
+  const auto keep = [&](int64_t stages) { unit = std::lcm(unit, std::max<int64_t>(1, stages)); };
+  keep(s.policy.train.pp * s.policy.train.vpp);
+  for (const auto& e : s.policy.schedule)
+    if (e.train) keep(e.train->pp * e.train->vpp);
+  for (const auto* pass : {&s.policy.old_logprob, &s.policy.ref_logprob, &s.policy.critic})
+    if (*pass) keep((*pass)->pp);
+  const auto layers = std::max<int64_t>(1, std::llround(static_cast<double>(s.model.num_layers) * factor));
+  s.model.num_layers = std::min(s.model.num_layers, std::max(unit, (layers + unit - 1) / unit * unit));
   note.layers_to = s.model.num_layers;
 
   auto& w = s.workload;

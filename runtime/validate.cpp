@@ -230,6 +230,61 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
 
 }  // namespace
 
+std::vector<std::vector<size_t>> concurrent_waves(const std::vector<exec::ActivityRecord>& activities,
+                                                  const std::vector<std::set<int64_t>>& devices) {
+  constexpr double kEps = 1e-9;
+  const size_t n = activities.size();
+  const auto overlap = [&](size_t x, size_t y) {
+    const auto &a = activities[x], &b = activities[y];
+    return std::min(a.end_s, b.end_s) - std::max(a.start_s, b.start_s);
+  };
+  const auto disjoint = [&](size_t x, size_t y) {
+    for (int64_t d : devices[x])
+      if (devices[y].count(d)) return false;
+    return true;
+  };
+  // Pairs that could run at once, the longest overlap first: an activity overlapping several
+  // others in turn (a rollout beside a step's passes, then its training) runs beside the one it
+  // overlaps most.
+  struct Pair {
+    double overlap;
+    size_t x, y;
+  };
+  std::vector<Pair> pairs;
+  for (size_t x = 0; x < n; ++x)
+    for (size_t y = x + 1; y < n; ++y)
+      if (!devices[x].empty() && !devices[y].empty() && overlap(x, y) > kEps && disjoint(x, y))
+        pairs.push_back({overlap(x, y), x, y});
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.overlap > b.overlap; });
+  std::vector<std::vector<size_t>> waves;
+  std::vector<int64_t> wave_of(n, -1);
+  const auto joins = [&](size_t x, const std::vector<size_t>& wave) {
+    for (size_t member : wave)
+      if (overlap(x, member) <= kEps || !disjoint(x, member)) return false;
+    return true;
+  };
+  for (const Pair& p : pairs) {
+    const int64_t wx = wave_of[p.x], wy = wave_of[p.y];
+    if (wx < 0 && wy < 0) {
+      wave_of[p.x] = wave_of[p.y] = static_cast<int64_t>(waves.size());
+      waves.push_back({p.x, p.y});
+    } else if ((wx < 0) != (wy < 0)) {
+      const size_t free = wx < 0 ? p.x : p.y;
+      const auto w = static_cast<size_t>(wx < 0 ? wy : wx);
+      if (joins(free, waves[w])) {
+        wave_of[free] = static_cast<int64_t>(w);
+        waves[w].push_back(free);
+      }
+    }
+  }
+  for (size_t x = 0; x < n; ++x)
+    if (wave_of[x] < 0) waves.push_back({x});
+  // In the order of each group's first member in `activities`.
+  for (auto& w : waves) std::sort(w.begin(), w.end());
+  std::sort(waves.begin(), waves.end(), [](const auto& a, const auto& b) { return a.front() < b.front(); });
+  return waves;
+}
+
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
                           Backend& backend, const ValidationCheck& check) {
   ARLSIM_ASSERT(unsupported_reason(s).empty());
@@ -254,15 +309,19 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   for (const auto& a : pred.activities)
     if (a.kind == exec::RecordKind::stage) stages.push_back(a);
   std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
+  std::vector<std::set<int64_t>> devices_of;  // by activity: the devices its program runs on
   {
     // Every program built before any runs: one the runtime cannot execute as the simulation
     // formed it is refused whole; and the buffers they will need (the programs are built again
     // below: holding them all would take more memory than building them twice takes time).
     auto sizer = check ? backend.buffer_sizer() : nullptr;
+    devices_of.assign(stages.size(), {});
     try {
       double tail = 0;
-      for (const auto& a : stages) {
+      for (size_t i = 0; i < stages.size(); ++i) {
+        const auto& a = stages[i];
         const Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
+        for (const auto& [device, kernels] : p.devices) devices_of[i].insert(device);
         if (sizer) sizer->add(p);
       }
     } catch (const UnsupportedPlan& e) {
@@ -277,47 +336,85 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   std::vector<double> measured(stages.size(), 0);
   // Each rollout's engines as measured: their spans of work, from the activity's start.
   std::vector<std::vector<exec::ActivityRecord>> engine_spans(stages.size());
-  for (size_t i = 0; i < stages.size(); ++i) {
+  // What one activity's run measured: its duration (the slowest of its devices, and the tool
+  // calls after its engines' work) and its engines' spans.
+  auto take = [&](size_t i, const RunStats& r, double tail) {
     const auto& a = stages[i];
-    const auto it = executions.find(a.step);
-    ARLSIM_ASSERT(it != executions.end());
-    double tail = 0;
-    const Program p = program_of(s, it->second, previous_of(a.step), a, &tail);
-    const std::string name = "step " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage));
-    const RunStats r = backend.run(p, name);
-    if (a.stage == graph::Stage::rollout) {
-      const graph::Placement engines = rl::rollout_placement(s, it->second.rollout);
-      const int64_t per_engine = it->second.rollout.gpus_per_engine();
-      std::set<int64_t> active;  // the engines that ran
-      for (const auto& iteration : it->second.iterations) active.insert(iteration.engine);
-      std::map<int64_t, const std::vector<BusySpan>*> busy;
-      for (const auto& [device, spans] : r.busy) busy[device] = &spans;
-      for (int64_t engine : active) {
-        const int64_t first = engines.replica_device(engine);
-        const auto found = busy.find(first);
-        if (found == busy.end()) continue;
-        for (const BusySpan& b : *found->second) {
-          exec::ActivityRecord e;
-          e.step = a.step;
-          e.stage = graph::Stage::rollout;
-          e.op = graph::OpKind::engine_run;
-          e.side = graph::Side::rollout;
-          e.kind = exec::RecordKind::engine_span;
-          e.index = engine;
-          e.a = b.phase == 2 ? 1 : 0;
-          e.devices = {first, per_engine};
-          e.start_s = b.start;
-          e.end_s = b.end;
-          engine_spans[i].push_back(e);
-        }
+    const rl::StepExecution& e = executions.at(a.step);
+    double slowest = 0;
+    for (const auto& [device, seconds] : r.device_seconds)
+      if (devices_of[i].count(device)) slowest = std::max(slowest, seconds);
+    measured[i] = slowest + tail;
+    if (a.stage != graph::Stage::rollout) return;
+    const graph::Placement engines = rl::rollout_placement(s, e.rollout);
+    const int64_t per_engine = e.rollout.gpus_per_engine();
+    std::set<int64_t> active;  // the engines that ran
+    for (const auto& iteration : e.iterations) active.insert(iteration.engine);
+    std::map<int64_t, const std::vector<BusySpan>*> busy;
+    for (const auto& [device, spans] : r.busy) busy[device] = &spans;
+    for (int64_t engine : active) {
+      const int64_t first = engines.replica_device(engine);
+      const auto found = busy.find(first);
+      if (found == busy.end()) continue;
+      for (const BusySpan& b : *found->second) {
+        exec::ActivityRecord span;
+        span.step = a.step;
+        span.stage = graph::Stage::rollout;
+        span.op = graph::OpKind::engine_run;
+        span.side = graph::Side::rollout;
+        span.kind = exec::RecordKind::engine_span;
+        span.index = engine;
+        span.a = b.phase == 2 ? 1 : 0;
+        span.devices = {first, per_engine};
+        span.start_s = b.start;
+        span.end_s = b.end;
+        engine_spans[i].push_back(span);
       }
     }
-    if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
-    measured[i] = r.seconds + tail;
+  };
+  auto account = [&](const RunStats& r) {
     report.kernels += r.kernels;
-    report.kernels.wait += tail;
     report.bytes_verified += r.bytes_verified;
     report.checksum_failures += r.checksum_failures;
+  };
+  report.executed = static_cast<int64_t>(stages.size());
+  for (const std::vector<size_t>& wave : concurrent_waves(stages, devices_of)) {
+    if (wave.size() > 1) report.concurrent += static_cast<int64_t>(wave.size());
+    if (wave.size() == 1) {
+      const size_t i = wave.front();
+      const auto& a = stages[i];
+      double tail = 0;
+      const Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
+      const RunStats r = backend.run(p, "step " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage)));
+      if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
+      take(i, r, tail);
+      report.kernels.wait += tail;
+      account(r);
+      continue;
+    }
+    // Activities the prediction overlaps on devices of their own run at once, as the plan runs
+    // them (an asynchronous step's next rollout beside this step's training): one program, each
+    // activity's duration its own devices', so that what they share (a CPU's memory, a node's
+    // links) slows them as it would. The tool calls after an engine's work wait on its devices.
+    Program merged;
+    std::string name = "step";
+    for (size_t i : wave) {
+      const auto& a = stages[i];
+      double tail = 0;
+      Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
+      if (tail > 0)
+        for (auto& [device, kernels] : p.devices) {
+          Kernel w;
+          w.kind = Kernel::Kind::wait;
+          w.seconds = tail;
+          kernels.push_back(w);
+        }
+      merge_into(merged, std::move(p));
+      name += " " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage)) + (i == wave.back() ? "" : " and");
+    }
+    const RunStats r = backend.run(merged, name);
+    for (size_t i : wave) take(i, r, 0.0);
+    account(r);
   }
 
   // The measured run: the same records, placed by the measured durations on the same step graph
@@ -452,6 +549,11 @@ std::string report_table(const ValidationReport& r) {
   std::snprintf(line, sizeof line, "total time    predicted %.3f s, measured %.3f s\n", r.predicted.total_time_s,
                 r.measured.total_time_s);
   out += line;
+  if (r.concurrent > 0) {
+    std::snprintf(line, sizeof line, "at once       %lld of %lld activities ran beside another, as the prediction overlaps them\n",
+                  static_cast<long long>(r.concurrent), static_cast<long long>(r.executed));
+    out += line;
+  }
   std::snprintf(line, sizeof line, "data          %.1f MiB moved with checksums, %lld checksum failure%s%s\n",
                 r.bytes_verified / (1024.0 * 1024.0), static_cast<long long>(r.checksum_failures),
                 r.checksum_failures == 1 ? "" : "s", r.checksum_failures == 0 ? ": nothing lost or corrupted" : "");
@@ -486,6 +588,8 @@ std::string report_json(const ValidationReport& r) {
                              {"wait", r.kernels.wait}};
   j["bytes_verified"] = r.bytes_verified;
   j["checksum_failures"] = r.checksum_failures;
+  j["activities_executed"] = r.executed;
+  j["activities_concurrent"] = r.concurrent;
   return j.dump(2) + "\n";
 }
 

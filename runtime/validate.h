@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct ValidationReport {
   double median_abs_activity_error = 0, worst_abs_activity_error = 0;
   double scale = 1;  // --scale: the plan as predicted and executed (runtime/scale.h)
   std::string refused;  // why the prediction was not executed (the caller's check), "" when it was
+  // Stage activities executed, and those of them run beside others the prediction overlaps them
+  // with on devices of their own (concurrent_waves).
+  int64_t executed = 0, concurrent = 0;
 };
 
 // Runs the scenario's steps (options.first_step / last_step) on the backend. The scenario must
@@ -45,6 +49,14 @@ struct ValidationReport {
 using ValidationCheck = std::function<std::string(const rl::RunResult& prediction, double buffer_bytes)>;
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
                           Backend& backend, const ValidationCheck& check = {});
+
+// Which activities run at once: groups of indices into `activities` (stage records, in their
+// order), each a set the prediction overlaps in time whose devices (`devices`, by activity) are
+// disjoint, every pair of them overlapping (so none waits for another), formed from the pairs of
+// longest overlap first; the rest alone. An activity without devices (a timer) runs alone.
+// Groups in the order of their first member.
+std::vector<std::vector<size_t>> concurrent_waves(const std::vector<exec::ActivityRecord>& activities,
+                                                  const std::vector<std::set<int64_t>>& devices);
 
 std::string report_table(const ValidationReport& r);
 std::string report_json(const ValidationReport& r);

@@ -16,6 +16,7 @@
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/program.h"
 #include "runtime/scale.h"
+#include "runtime/validate.h"
 #include "sim/input/check.h"
 #include "sim/rl/step.h"
 #include "sim/model/memory.h"
@@ -624,4 +625,48 @@ TEST_CASE("--scale: fewer layers, shorter sequences, fewer prompts, limits that 
   runtime::scale_plan(capped, long_one, 0.5);
   CHECK(capped.workload.max_context_tokens == 100);
   CHECK(capped.workload.max_prompt_tokens + capped.workload.max_response_tokens <= capped.workload.max_context_tokens);
+}
+
+TEST_CASE("activities the prediction overlaps on devices of their own run at once, in one merged program") {
+  // Step 2's rollout (device 0) overlaps step 1's passes and training (device 1), which follow one
+  // another; a weight sync on both devices and a timer overlap nothing they could run beside.
+  auto record = [](graph::Stage stage, double start, double end) {
+    exec::ActivityRecord a;
+    a.stage = stage;
+    a.start_s = start;
+    a.end_s = end;
+    return a;
+  };
+  const std::vector<exec::ActivityRecord> acts = {
+      record(graph::Stage::old_logprob, 0, 2), record(graph::Stage::train, 2, 6), record(graph::Stage::rollout, 1, 5),
+      record(graph::Stage::weight_sync, 6, 7), record(graph::Stage::reward, 5, 5.5)};
+  const std::vector<std::set<int64_t>> devices = {{1}, {1}, {0}, {0, 1}, {}};
+  const auto waves = runtime::concurrent_waves(acts, devices);
+  // The rollout overlaps training most (3 s, the pass 1 s): they run at once; the pass alone (it
+  // does not overlap training, whose device it shares); the timer and the sync alone.
+  REQUIRE(waves.size() == 4);
+  CHECK(waves[0] == std::vector<size_t>{0});
+  CHECK(waves[1] == std::vector<size_t>{1, 2});
+  CHECK(waves[2] == std::vector<size_t>{3});
+  CHECK(waves[3] == std::vector<size_t>{4});
+  // Merging renumbers the groups: each program's collectives keep their own devices.
+  runtime::Program a, b;
+  Kernel c;
+  c.kind = Kernel::Kind::collective;
+  c.op = model::CollectiveOp::all_reduce;
+  c.bytes = 4096;
+  c.group = a.group({0, 1});
+  a.on(0).push_back(c);
+  a.on(1).push_back(c);
+  c.group = b.group({2, 3});
+  b.on(2).push_back(c);
+  b.on(3).push_back(c);
+  runtime::merge_into(a, b);
+  REQUIRE(a.groups.size() == 2);
+  CHECK(a.groups[static_cast<size_t>(a.on(3).front().group)] == runtime::DeviceGroup{2, 3});
+  CHECK(a.groups[static_cast<size_t>(a.on(0).front().group)] == runtime::DeviceGroup{0, 1});
+  runtime::CpuBackend cpu(4, 60);
+  const auto stats = cpu.run(a, "merged");
+  CHECK(stats.checksum_failures == 0);
+  CHECK(stats.device_seconds.size() == 4);
 }

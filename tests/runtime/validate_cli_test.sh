@@ -107,6 +107,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 stages = {s["stage"]: s for s in r["stages"]}
 assert r["checksum_failures"] == 0 and stages["rollout"]["measured_s"] > 0 and stages["train"]["measured_s"] > 0
+# The activities the prediction overlaps (a step's next rollout beside its training) ran at once.
+assert r["activities_concurrent"] >= 2 and r["activities_concurrent"] <= r["activities_executed"], r
 # Overlap: each run's total is less than the sum of its stages, predicted and measured alike.
 for side, total in (("predicted", r["predicted_total_s"]), ("measured", r["measured_total_s"])):
     assert total < sum(s[side + "_s"] for s in r["stages"]) * 0.98, (side, total)
@@ -196,8 +198,8 @@ mla='/model={"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek
   "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "num_attention_heads": 8, "num_key_value_heads": 8,
   "num_hidden_layers": 4, "vocab_size": 8192, "max_position_embeddings": 4096, "hidden_act": "silu",
   "tie_word_embeddings": false, "torch_dtype": "float32"}'
-for variant in ulysses moe-ep moe-zero3 mla vpp; do
-  if [[ $variant == vpp ]]; then
+for variant in ulysses moe-ep moe-zero3 mla interleaved; do
+  if [[ $variant == interleaved ]]; then
     extra=(--set /policy/train/pp=2 --set /policy/train/vpp=2 --set /policy/train/dp=1 --set '/policy/train/overlap={"p2p": false}')
   elif [[ $variant == ulysses ]]; then
     extra=(--set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"')
@@ -333,9 +335,9 @@ contains validate-steps-message "$tmp/err" "--steps"
 expect validate-disaggregated-gather 2 "$arlsim" validate "$scenario" --backend cpu --set '/policy/placement="disaggregated"' \
   --set /policy/rollout_gpus=1 --set /policy/train/dp=1 --set '/policy/weight_sync={"method": "allgather-swap"}'
 contains validate-disaggregated-gather-message "$tmp/err" "/policy/weight_sync/method: a disaggregated plan's weights are broadcast"
-expect validate-vpp 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/tp=1 --set /policy/train/dp=1 \
+expect validate-vpp-overlap 2 "$arlsim" validate "$scenario" --backend cpu --set /policy/train/tp=1 --set /policy/train/dp=1 \
   --set /policy/train/pp=2 --set /policy/train/vpp=2
-contains validate-vpp-message "$tmp/err" "/policy/train/vpp: the interleaved pipeline schedule is not executed yet"
+contains validate-vpp-overlap-message "$tmp/err" "/policy/train/overlap: overlapped communication is not executed yet"
 expect validate-devices 2 "$arlsim" validate "$scenario" --backend cpu --set /cluster/gpus_per_node=64 \
   --set /policy/train/dp=64 --set /workload/prompts_per_step=64 --set /workload/mini_batches=1
 contains validate-devices-message "$tmp/err" "needs 64 devices and the CPU backend has"
