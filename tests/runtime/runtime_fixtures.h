@@ -45,6 +45,21 @@ inline std::pair<input::ModelSpec, input::TrainLayout> tiny_moe() {
   return {m, l};
 }
 
+// Data rank `rank`'s pipeline in layout l: each stage's tp group and its other groups, as
+// add_pipeline takes them.
+struct RankPipeline {
+  std::vector<runtime::DeviceGroup> stages;
+  std::vector<runtime::RankGroups> groups;
+};
+inline RankPipeline rank_pipeline(const input::TrainLayout& l, int64_t rank) {
+  RankPipeline p;
+  for (int64_t stage = 0; stage < l.pp; ++stage) {
+    p.stages.push_back(runtime::tp_group(l, 0, rank, stage));
+    p.groups.push_back(runtime::rank_groups(l, 0, rank, stage));
+  }
+  return p;
+}
+
 // A micro-batch of one sequence of `seq_len` tokens in layout l.
 inline model::TrainRequest one_sequence(const input::TrainLayout& l, int64_t seq_len) {
   model::TrainRequest r;

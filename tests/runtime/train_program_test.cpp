@@ -350,12 +350,7 @@ TEST_CASE("Ulysses context parallelism runs on thread-devices, alone and in a pi
   pr.layout.micro_batch = 1;
   runtime::Program pipe;
   for (int64_t rank = 0; rank < pl.dp * pl.cp; ++rank) {
-    std::vector<runtime::DeviceGroup> stages;
-    std::vector<runtime::RankGroups> cps;
-    for (int64_t stage = 0; stage < pl.pp; ++stage) {
-      stages.push_back(runtime::tp_group(pl, 0, rank, stage));
-      cps.push_back(runtime::rank_groups(pl, 0, rank, stage));
-    }
+    const auto [stages, cps] = test::rank_pipeline(pl, rank);
     runtime::add_pipeline(pipe, m, {pr, pr, pr}, stages, false, 0, cps);
   }
   CHECK(runtime::tp_group(pl, 0, 1, 1) == runtime::DeviceGroup{3});
@@ -452,12 +447,7 @@ TEST_CASE("expert parallelism with pipeline stages: a rank with fewer micro-batc
   const std::vector<model::TrainRequest> mine[2] = {{large, small, large}, {small, large, large}};
   const size_t own[2] = {3, 1};
   for (int64_t rank = 0; rank < 2; ++rank) {
-    std::vector<runtime::DeviceGroup> stages;
-    std::vector<runtime::RankGroups> groups;
-    for (int64_t stage = 0; stage < 2; ++stage) {
-      stages.push_back(runtime::tp_group(l, 0, rank, stage));
-      groups.push_back(runtime::rank_groups(l, 0, rank, stage));
-    }
+    const auto [stages, groups] = test::rank_pipeline(l, rank);
     runtime::PipelineJoins joins;
     joins.own = own[rank];
     joins.ep_tokens = {48, 16, 48};
@@ -560,12 +550,7 @@ TEST_CASE("ZeRO-3 with pipeline stages: each stage gathers over its shard group,
   // Data rank 0 runs two micro-batches; data rank 1 one, and joins the second for its gathers alone.
   const size_t own[2] = {2, 1};
   for (int64_t rank = 0; rank < 2; ++rank) {
-    std::vector<runtime::DeviceGroup> stages;
-    std::vector<runtime::RankGroups> groups;
-    for (int64_t stage = 0; stage < 2; ++stage) {
-      stages.push_back(runtime::tp_group(l, 0, rank, stage));
-      groups.push_back(runtime::rank_groups(l, 0, rank, stage));
-    }
+    const auto [stages, groups] = test::rank_pipeline(l, rank);
     runtime::PipelineJoins joins;
     joins.own = joins.gathers_only = own[rank];
     runtime::add_pipeline(p, m, {r, r}, stages, false, 0, groups, joins);

@@ -188,16 +188,8 @@ PY
 # DeepSeek-V3-shaped model (multi-head latent attention, its engines decoding over the latent
 # cache; MoE layers after a dense one), and Megatron's interleaved schedule (pp 2 x vpp 2): run,
 # checked, with collectives measured.
-moe='/model={"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 512,
-  "intermediate_size": 1536, "moe_intermediate_size": 384, "num_experts": 8, "num_experts_per_tok": 2,
-  "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "num_hidden_layers": 4, "vocab_size": 8192,
-  "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": true, "torch_dtype": "float32"}'
-mla='/model={"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 512,
-  "intermediate_size": 1536, "moe_intermediate_size": 256, "n_routed_experts": 8, "n_shared_experts": 1,
-  "num_experts_per_tok": 2, "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 128, "q_lora_rank": 256,
-  "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "num_attention_heads": 8, "num_key_value_heads": 8,
-  "num_hidden_layers": 4, "vocab_size": 8192, "max_position_embeddings": 4096, "hidden_act": "silu",
-  "tie_word_embeddings": false, "torch_dtype": "float32"}'
+moe='/model="tests/runtime/models/tiny-qwen3-moe.json"'
+mla='/model="tests/runtime/models/tiny-deepseek-v3.json"'
 for variant in ulysses moe-ep moe-zero3 mla interleaved; do
   if [[ $variant == interleaved ]]; then
     extra=(--set /policy/train/pp=2 --set /policy/train/vpp=2 --set /policy/train/dp=1 --set '/policy/train/overlap={"p2p": false}')
