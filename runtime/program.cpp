@@ -315,7 +315,9 @@ void add_part_joins(Program& p, const input::ModelSpec& m, const model::TrainReq
   for (size_t i = 0; i < tp_group.size(); ++i) {
     const int32_t shard = groups.shard.empty() ? -1 : p.group(groups.shard[i]);
     const int32_t ep = groups.ep.empty() ? -1 : p.group(groups.ep[i]);
-    const int32_t experts = groups.experts.empty() ? -1 : p.group(groups.experts[i]);
+    const int32_t experts = groups.experts.empty() || model::largest_stage_params(m, r.layout).experts <= 0
+                                ? -1
+                                : p.group(groups.experts[i]);
     auto& ks = p.on(tp_group[i]);
     ks.erase(std::remove_if(ks.begin() + static_cast<std::ptrdiff_t>(before[i]), ks.end(),
                             [&](const Kernel& k) {
@@ -824,7 +826,16 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
       const int64_t layers = v > 1 ? per : l.stage_layers(m.num_layers, e.stage);
       RankGroups g = groups.empty() ? RankGroups{} : groups[static_cast<size_t>(e.stage)];
       if (static_cast<size_t>(e.micro) < joins.ep_tokens.size()) g.ep_tokens = joins.ep_tokens[static_cast<size_t>(e.micro)];
-      if (static_cast<size_t>(e.micro) >= joins.gathers_only) g.ep.clear();  // no ep peer runs it
+      const DeviceGroup& stage_group = stages[static_cast<size_t>(e.stage)];
+      if (static_cast<size_t>(e.micro) >= joins.gathers_only) {
+        // No ep peer runs it either: the ZeRO-3 gathers of this pass of it, nothing else.
+        for (size_t i = 0; i < stage_group.size(); ++i) {
+          const std::vector<Kernel> gathers = parameter_gathers(p, m, l, g, i);
+          auto& ks = p.on(stage_group[i]);
+          ks.insert(ks.end(), gathers.begin(), gathers.end());
+        }
+        continue;
+      }
       const PassPart part{e.forward, !e.forward, first, layers, vs == 0, vs + 1 == virtual_stages};
       if (joined) add_part_joins(p, m, r, stages[static_cast<size_t>(e.stage)], part, weight_base, g);
       else add_micro_batch_part(p, m, r, stages[static_cast<size_t>(e.stage)], part, weight_base, g);

@@ -69,15 +69,22 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
   const bool experts = model::largest_stage_params(m, l).experts > 0 && !first_groups.experts.empty();
   if (l.pp > 1) {
     // Each data rank's pipeline. Under ZeRO-3 every data rank plays as many micro-batches as the
-    // busiest (the expert groups cross the shard groups, so all of them when experts gather), the
+    // busiest of its shard group (of all data ranks when experts gather: their groups cross the
+    // shard groups; or when a shard group splits a rank's cp ranks, which chains the groups), the
     // ones beyond its ep group's joined for their gathers alone.
     if (!first_groups.shard.empty() || experts) {
-      size_t most = 0, busiest = 0;
-      for (size_t dp = 0; dp < runs.size(); ++dp)
-        if (runs[dp].size() > most) most = runs[dp].size(), busiest = dp;
+      const int64_t size = std::min(data_ranks, l.sharding_ranks());
+      const bool whole = experts || size % l.cp != 0;
+      const auto set_of = [&](size_t dp) { return whole ? 0 : static_cast<int64_t>(dp) * l.cp / size; };
+      std::map<int64_t, std::pair<size_t, size_t>> busiest;  // by shard group: (count, dp)
       for (size_t dp = 0; dp < runs.size(); ++dp) {
+        auto& b = busiest[set_of(dp)];
+        if (runs[dp].size() > b.first) b = {runs[dp].size(), dp};
+      }
+      for (size_t dp = 0; dp < runs.size(); ++dp) {
+        const auto [most, from] = busiest[set_of(dp)];
         joins[dp].gathers_only = runs[dp].size();
-        while (runs[dp].size() < most) runs[dp].push_back(runs[busiest][runs[dp].size()]);
+        while (runs[dp].size() < most) runs[dp].push_back(runs[from][runs[dp].size()]);
         joins[dp].own = std::min(joins[dp].own, joins[dp].gathers_only);
       }
     }
@@ -310,6 +317,31 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     if (a.kind == exec::RecordKind::stage) stages.push_back(a);
   std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) { return x.id < y.id; });
   std::vector<std::set<int64_t>> devices_of;  // by activity: the devices its program runs on
+  std::vector<std::vector<size_t>> waves;      // what runs at once (concurrent_waves)
+  // The program of a group of activities run at once, and its name: the members' programs merged,
+  // each rollout's tool calls after its engines' work a wait on its first device. A group of one
+  // is its activity's program, with the tail apart (the second member).
+  auto wave_program = [&](const std::vector<size_t>& wave) -> std::pair<Program, double> {
+    Program merged;
+    double alone_tail = 0;
+    for (size_t i : wave) {
+      const auto& a = stages[i];
+      double tail = 0;
+      Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
+      if (wave.size() == 1) {
+        alone_tail = tail;
+        return {std::move(p), alone_tail};
+      }
+      if (tail > 0 && !p.devices.empty()) {
+        Kernel w;
+        w.kind = Kernel::Kind::wait;
+        w.seconds = tail;
+        p.devices.front().second.push_back(w);
+      }
+      merge_into(merged, std::move(p));
+    }
+    return {std::move(merged), alone_tail};
+  };
   {
     // Every program built before any runs: one the runtime cannot execute as the simulation
     // formed it is refused whole; and the buffers they will need (the programs are built again
@@ -322,12 +354,14 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
         const auto& a = stages[i];
         const Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
         for (const auto& [device, kernels] : p.devices) devices_of[i].insert(device);
-        if (sizer) sizer->add(p);
       }
     } catch (const UnsupportedPlan& e) {
       report.refused = e.what();
       return report;
     }
+    waves = concurrent_waves(stages, devices_of);
+    if (sizer)
+      for (const auto& wave : waves) sizer->add(wave_program(wave).first);  // what runs at once, together
     if (check) {
       report.refused = check(pred, sizer ? sizer->bytes() : 0.0);
       if (!report.refused.empty()) return report;
@@ -378,42 +412,21 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     report.checksum_failures += r.checksum_failures;
   };
   report.executed = static_cast<int64_t>(stages.size());
-  for (const std::vector<size_t>& wave : concurrent_waves(stages, devices_of)) {
-    if (wave.size() > 1) report.concurrent += static_cast<int64_t>(wave.size());
-    if (wave.size() == 1) {
-      const size_t i = wave.front();
-      const auto& a = stages[i];
-      double tail = 0;
-      const Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
-      const RunStats r = backend.run(p, "step " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage)));
-      if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
-      take(i, r, tail);
-      report.kernels.wait += tail;
-      account(r);
-      continue;
-    }
+  for (const std::vector<size_t>& wave : waves) {
     // Activities the prediction overlaps on devices of their own run at once, as the plan runs
     // them (an asynchronous step's next rollout beside this step's training): one program, each
     // activity's duration its own devices', so that what they share (a CPU's memory, a node's
-    // links) slows them as it would. The tool calls after an engine's work wait on its devices.
-    Program merged;
+    // links) slows them as it would.
+    if (wave.size() > 1) report.concurrent += static_cast<int64_t>(wave.size());
     std::string name = "step";
-    for (size_t i : wave) {
-      const auto& a = stages[i];
-      double tail = 0;
-      Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
-      if (tail > 0)
-        for (auto& [device, kernels] : p.devices) {
-          Kernel w;
-          w.kind = Kernel::Kind::wait;
-          w.seconds = tail;
-          kernels.push_back(w);
-        }
-      merge_into(merged, std::move(p));
-      name += " " + std::to_string(a.step) + " " + std::string(graph::stage_name(a.stage)) + (i == wave.back() ? "" : " and");
-    }
-    const RunStats r = backend.run(merged, name);
-    for (size_t i : wave) take(i, r, 0.0);
+    for (size_t i : wave)
+      name += " " + std::to_string(stages[i].step) + " " + std::string(graph::stage_name(stages[i].stage)) +
+              (i == wave.back() ? "" : " and");
+    const auto [program, tail] = wave_program(wave);
+    const RunStats r = backend.run(program, name);
+    if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
+    for (size_t i : wave) take(i, r, tail);
+    report.kernels.wait += tail;
     account(r);
   }
 

@@ -473,7 +473,9 @@ double estimate_forward_seconds(const input::ModelSpec& m, const input::ClusterS
   // every micro-batch's forward first gathers the parameters from the shard group, once: prefetched
   // behind the compute with param_gather overlap (FSDP's default), before it without. The gathers
   // do not shrink as ranks are added, so such a pass scales less than its compute.
-  const double compute = (d(micro_batches) + slot.fill) * forward;
+  // With virtual stages the pass runs through the interleaved schedule too, filling with pp - 1
+  // chunks' forwards: the stages' fill over vpp.
+  const double compute = (d(micro_batches) + slot.fill / d(l.vpp)) * forward;
   const StageParams p = largest_stage_params(m, l);
   const double uploads = l.offload_params ? d(micro_batches) * weight_upload_seconds(cost, p, l) : 0.0;
   double gathers = 0;

@@ -403,8 +403,10 @@ double MicroBatchTimer::forward(const MicroBatch& b) {
   if (b.tokens <= 0) return 0;
   const auto r = request(b);
   return cached(forward_, r, [&] {
-    // One micro-batch through a forward-only pipeline takes 1 + fill slots (pp with equal stages).
-    return model::estimate_forward_seconds(m_, s_.cluster, r) / (1.0 + model::forward_fill_slots(m_, s_.cluster, r));
+    // One micro-batch through a forward-only pipeline takes 1 + fill slots (pp with equal stages;
+    // over vpp with virtual stages).
+    return model::estimate_forward_seconds(m_, s_.cluster, r) /
+           (1.0 + model::forward_fill_slots(m_, s_.cluster, r) / real(std::max<int64_t>(1, r.layout.vpp)));
   });
 }
 

@@ -634,3 +634,35 @@ TEST_CASE("an interleaved pipeline: each stage its chunks' layers, transfers aro
   CHECK(stats.checksum_failures == 0);
   CHECK(stats.bytes_verified > 0);
 }
+
+TEST_CASE("ZeRO-3 of a mixture-of-experts model in a pipeline: an ep group short of micro-batches joins their gathers alone") {
+  auto [m, l] = test::tiny_moe();  // two layers: one a stage
+  l.dp = 4;
+  l.ep = 2;
+  l.pp = 2;
+  l.zero = 3;
+  const model::TrainRequest r = test::one_sequence(l, 32);
+  runtime::Program p;
+  // Ranks 0 and 1 (one ep group) run two micro-batches; ranks 2 and 3 (the other) one, then the
+  // second's gathers alone: no all-to-all, since no peer of theirs runs it.
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    const auto [stages, groups] = test::rank_pipeline(l, rank);
+    runtime::PipelineJoins joins;
+    joins.own = joins.gathers_only = rank < 2 ? 2 : 1;
+    runtime::add_pipeline(p, m, {r, r}, stages, false, 0, groups, joins);
+  }
+  auto count_op = [&](int64_t device, model::CollectiveOp op) {
+    return std::count_if(p.on(device).begin(), p.on(device).end(),
+                         [&](const Kernel& k) { return k.kind == Kernel::Kind::collective && k.op == op; });
+  };
+  for (int64_t device = 0; device < 8; ++device) {
+    CAPTURE(device);
+    CHECK(count_op(device, model::CollectiveOp::all_gather) == 2 * 2 * 2);  // dense and experts, each pass
+  }
+  // Rank 2's first stage (device 2) exchanges tokens for its one micro-batch, rank 0's (device 0) for two.
+  CHECK(count_op(2, model::CollectiveOp::all_to_all) > 0);
+  CHECK(count_op(0, model::CollectiveOp::all_to_all) == 2 * count_op(2, model::CollectiveOp::all_to_all));
+  runtime::CpuBackend cpu(8, 60);
+  const auto stats = cpu.run(p, "moe-zero-3-pipeline");
+  CHECK(stats.checksum_failures == 0);
+}
