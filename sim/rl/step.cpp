@@ -97,6 +97,9 @@ class RunSimulator {
     int64_t micro_batches = 0;
     int64_t stages = 1;
     std::vector<double> stage_shares;  // each stage's slot over the slowest's (the drawn schedule)
+    // With virtual stages: a data rank's micro-batch count in a mini-batch that is no multiple of
+    // pp, which Megatron's interleaved schedule refuses (0: none).
+    int64_t uninterleavable = 0;
   };
 
   // switch_s: what changing to these layouts costs before the step (weight sync carries it).
@@ -302,6 +305,8 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
       for (const auto& batches : batches_by_rank) {
         slots.emplace_back();
         for (const auto& b : batches) slots.back().push_back(timer.train(b));
+        const auto count = static_cast<int64_t>(batches.size());
+        if (l.train.vpp > 1 && count % l.train.pp != 0 && p.uninterleavable == 0) p.uninterleavable = count;
       }
       pipelines += ranks_seconds(slots, l.train, longest_fill(timer, batches_by_rank, slots, false));
     }
@@ -589,6 +594,12 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
                                                                    static_cast<double>(rec.tokens) + 0.5)) +
                "% of the step's): the engines' KV cache is too small for their batch; raise gpu_memory_utilization "
                "or tp, or lower max_num_seqs"});
+    if (p.uninterleavable > 0)
+      result_.warnings.push_back(
+          {d.step, "interleaved_micro_batches",
+           "a data rank has " + std::to_string(p.uninterleavable) + " micro-batches in a mini-batch, which Megatron's "
+           "interleaved schedule (vpp = " + std::to_string(l.train.vpp) + ") refuses: it takes them in multiples of pp = " +
+           std::to_string(l.train.pp) + "; a token budget (max_tokens_per_gpu) makes them a multiple"});
     Pending step;
     step.events_begin = result_.activities.size();
     step.counters_begin = result_.counters.size();

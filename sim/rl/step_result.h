@@ -50,7 +50,7 @@ struct StepRecord {
 // engines recompute a large share of the step's tokens because the KV cache is too small).
 struct RunWarning {
   int64_t step = 0;
-  std::string kind;  // "kv_exhaustion"
+  std::string kind;  // "kv_exhaustion", "interleaved_micro_batches"
   std::string message;
 };
 
