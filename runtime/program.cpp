@@ -134,7 +134,6 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
-  if (rl::engine_speculation(s.workload.engine).on()) return "/workload/engine/speculative: speculation is not executed yet";
   if (std::string why = layout_reason(s, s.policy.rollout, s.policy.train, "/policy/train", "/policy/rollout"); !why.empty())
     return why;
   // Every scheduled layout too, as it runs: the entry's, the base layout where it gives none.
@@ -211,6 +210,9 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
             a.heads = std::max<int64_t>(a.kv_heads, m.num_heads / tp / a.kv_heads * a.kv_heads);
             a.head_dim = m.head_dim;
           }
+          // A verification step's rows of a sequence query its cache together: more queries on
+          // each KV head, the cache read once.
+          a.heads *= std::max<int64_t>(1, batch.decode_rows_per_seq);
           a.bytes = kv_per_token * d(kv_tokens) / d(layers);
           ks.push_back(a);
         }

@@ -141,8 +141,11 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       // Each engine runs its iterations as the scheduler formed them, idle (its requests at their
       // tools) for as long as the simulator had it idle.
       const graph::Placement engines = rl::rollout_placement(s, e.rollout);
-      const model::EngineExecution execution = rl::engine_execution(rl::rollout_options(s, e.rollout).engine);
+      const input::EngineSpec& engine_spec = rl::rollout_options(s, e.rollout).engine;
+      const model::EngineExecution execution = rl::engine_execution(engine_spec);
+      const model::Speculation spec = rl::engine_speculation(engine_spec);
       std::map<int64_t, double> last_end;
+      std::map<int64_t, double> verifications;  // by engine: the fraction of a verification step owed
       double latest = 0;
       for (const auto& it : e.iterations) {
         DeviceGroup devices;
@@ -157,8 +160,34 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
           }
         std::vector<size_t> before;
         for (int64_t d : devices) before.push_back(p.on(d).size());
-        add_engine_iteration(p, s.model, devices, it.batch, it.iterations, model::serving_element_bytes(s.cluster.gpu),
-                             execution);
+        if (spec.on() && it.batch.prefill.empty() && it.batch.decode_seqs > 0) {
+          // Speculative decoding, as the inference model prices it: a decode-only iteration's
+          // tokens come mean_accepted at a time from verification steps of draft_tokens + 1 rows
+          // a sequence, each after the host drafts them (draft_s, the engine busy). A record's
+          // iterations / mean_accepted steps run, the fraction left carried to the engine's next
+          // decode-only record, so that each engine runs the steps the model prices in expectation.
+          double& owed = verifications[it.engine];
+          owed += static_cast<double>(it.iterations) / spec.mean_accepted;
+          const auto steps = static_cast<int64_t>(std::floor(owed + 1e-9));
+          owed -= static_cast<double>(steps);
+          model::IterationBatch verify = it.batch;
+          verify.decode_rows_per_seq = spec.draft_tokens + 1;
+          for (int64_t j = 0; j < steps; ++j) {
+            verify.decode_kv_tokens =
+                it.batch.decode_kv_tokens + std::llround(static_cast<double>(j) * spec.mean_accepted * static_cast<double>(it.batch.decode_seqs));
+            for (int64_t device : devices) {
+              Kernel draft;
+              draft.kind = Kernel::Kind::wait;
+              draft.seconds = spec.draft_s;
+              draft.busy = true;
+              if (draft.seconds > 0) p.on(device).push_back(draft);
+            }
+            add_engine_iteration(p, s.model, devices, verify, 1, model::serving_element_bytes(s.cluster.gpu), execution);
+          }
+        } else {
+          add_engine_iteration(p, s.model, devices, it.batch, it.iterations, model::serving_element_bytes(s.cluster.gpu),
+                               execution);
+        }
         const int8_t phase = it.batch.prefill.empty() ? 1 : 2;
         for (size_t j = 0; j < devices.size(); ++j) {
           auto& ks = p.on(devices[j]);

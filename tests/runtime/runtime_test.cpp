@@ -294,6 +294,26 @@ TEST_CASE("multi-head latent attention: full-width projections as the model pric
   CHECK(cpu.run(t, "mla-train").kernels.attention > 0);
 }
 
+TEST_CASE("a speculative verification step: k + 1 rows a sequence, their queries reading each cache once") {
+  const auto m = tiny_model();  // 4 heads on 2 KV heads
+  model::IterationBatch b;
+  b.decode_seqs = 3;
+  b.decode_kv_tokens = 30;
+  b.decode_rows_per_seq = 5;  // four draft tokens and the bonus
+  runtime::Program p;
+  runtime::add_engine_iteration(p, m, {0}, b, 1);
+  const auto& ks = p.devices.at(0).second;
+  CHECK(ks.front().m == 3 * 5);  // the projections over every row
+  const auto decode = std::find_if(ks.begin(), ks.end(), [](const Kernel& k) { return k.kind == Kernel::Kind::decode_attention; });
+  REQUIRE(decode != ks.end());
+  CHECK(decode->seqs == 3);
+  CHECK(decode->kv_heads == 2);
+  CHECK(decode->heads == 4 * 5);  // each KV head's group of queries, for five rows
+  CHECK(decode->bytes == doctest::Approx(model::kv_bytes_per_token_per_gpu(m, 1, 1) * 30 / 2));
+  runtime::CpuBackend cpu(1, 60);
+  CHECK(cpu.run(p, "verify").kernels.decode_attention > 0);
+}
+
 TEST_CASE("an engine iteration first waits, busy, for the host's work the inference model charges") {
   const auto m = tiny_model();  // two layers
   model::IterationBatch b;

@@ -186,12 +186,15 @@ PY
 # data-parallel ranks (micro-batches of their own sizes, all-to-alls at the largest member's), and
 # the same model under ZeRO-3 (its experts gathered over their data-parallel group), and a small
 # DeepSeek-V3-shaped model (multi-head latent attention, its engines decoding over the latent
-# cache; MoE layers after a dense one), and Megatron's interleaved schedule (pp 2 x vpp 2): run,
+# cache; MoE layers after a dense one), Megatron's interleaved schedule (pp 2 x vpp 2) and
+# speculative decoding (verification steps of 5 rows a sequence after a drafting wait): run,
 # checked, with collectives measured.
 moe='/model="tests/runtime/models/tiny-qwen3-moe.json"'
 mla='/model="tests/runtime/models/tiny-deepseek-v3.json"'
-for variant in ulysses moe-ep moe-zero3 mla interleaved; do
-  if [[ $variant == interleaved ]]; then
+for variant in ulysses moe-ep moe-zero3 mla interleaved speculative; do
+  if [[ $variant == speculative ]]; then
+    extra=(--set '/workload/engine/speculative={"mean_accepted_tokens": 2.5, "draft_tokens": 4, "draft_time": "1 ms"}')
+  elif [[ $variant == interleaved ]]; then
     extra=(--set /policy/train/pp=2 --set /policy/train/vpp=2 --set /policy/train/dp=1 --set '/policy/train/overlap={"p2p": false}')
   elif [[ $variant == ulysses ]]; then
     extra=(--set /policy/train/cp=2 --set /policy/train/dp=1 --set '/policy/train/cp_kind="ulysses"')
