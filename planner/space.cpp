@@ -69,6 +69,17 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
       c.pruned = "tp x pp x dp x cp = " + std::to_string(l.gpus()) + ", the training stage has " + std::to_string(gpus) + " GPUs";
     else
       c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload));
+    if (c.pruned.empty() && l.pp > 1 && l.vpp > 1 && l.max_tokens_per_gpu <= 0) {
+      // Megatron's interleaved schedule takes a rank's micro-batches of a mini-batch in multiples
+      // of pp; fixed-size micro-batches (no token budget, which verl rounds so) must come out so.
+      const int64_t samples = s.workload.prompts_per_step * s.workload.samples_per_prompt;
+      const int64_t per_rank = samples / std::max<int64_t>(1, s.workload.mini_batches * l.dp);
+      const int64_t count = (per_rank + std::max<int64_t>(1, l.micro_batch) - 1) / std::max<int64_t>(1, l.micro_batch);
+      if (count % l.pp != 0)
+        c.pruned = "vpp " + std::to_string(l.vpp) + ": a data rank's " + std::to_string(count) +
+                   " micro-batches a mini-batch are no multiple of pp = " + std::to_string(l.pp) +
+                   ", which Megatron's interleaved schedule requires";
+    }
     out.push_back(c);
   };
   add(base);

@@ -521,3 +521,24 @@ TEST_CASE("capacity: near misses on paper never crowd out a configuration within
   for (auto& r : dear) r.confirmed = false;
   CHECK_THROWS_AS(planner::confirm_and_recommend(dear, std::nullopt, 100.0, broken, 2), std::runtime_error);
 }
+
+TEST_CASE("space: interleaved candidates whose fixed-size micro-batches are no multiple of pp are pruned, with the reason") {
+  // No token budget: 512 samples in 4 mini-batches, 3 sequences a micro-batch.
+  const auto s = scenario({"/policy/train/max_tokens_per_gpu=null", "/policy/train/micro_batch=3"});
+  int pruned = 0, kept = 0;
+  for (const auto& c : planner::train_space(s)) {
+    const auto& l = c.layout;
+    if (l.vpp <= 1) continue;
+    const int64_t per_rank = 512 / (4 * l.dp), count = (per_rank + 2) / 3;
+    const bool by_vpp = c.pruned.find("which Megatron's interleaved schedule requires") != std::string::npos;
+    CAPTURE(c.pruned);
+    CHECK(by_vpp == (count % l.pp != 0 && c.pruned.rfind("vpp", 0) == 0));
+    if (by_vpp) ++pruned;
+    else if (c.pruned.empty()) ++kept;
+  }
+  CHECK(pruned > 0);
+  CHECK(kept > 0);
+  // With a token budget the simulator makes the counts a multiple: none is pruned for it.
+  for (const auto& c : planner::train_space(scenario({})))
+    CHECK(c.pruned.find("interleaved schedule requires") == std::string::npos);
+}
