@@ -47,6 +47,19 @@ CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stri
   return g;
 }
 
+// The experts' data-parallel group (model::expert_data_parallel_ranks: tp x cp x dp / ep ranks):
+// every data rank at one place of the ep groups brings its tp x cp devices, consecutive in
+// Megatron's numbering, and those blocks sit ep x tp x cp devices apart. So a node holds whole
+// blocks, as many as fit ep x tp x cp apart (or, when a block is larger than a node, a node's worth).
+CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainLayout& l) {
+  CollectiveGroup g;
+  g.ranks = static_cast<int64_t>(expert_data_parallel_ranks(l));
+  const int64_t block = std::max<int64_t>(1, l.tp * l.cp), per_node = std::max<int64_t>(1, c.gpus_per_node);
+  const int64_t members = block >= per_node ? per_node : std::max<int64_t>(1, per_node / (std::max<int64_t>(1, l.ep) * block)) * block;
+  g.ranks_per_node = std::clamp<int64_t>(members, 1, g.ranks);
+  return g;
+}
+
 // Neighbours `stride` ranks apart sit on different nodes when fewer than two such ranks fit one
 // node (ranks fill nodes in order).
 bool crosses_node(const input::ClusterSpec& c, int64_t stride) { return group_of(c, 2, stride).ranks_per_node < 2; }
@@ -337,9 +350,9 @@ double resident_params(const StageParams& p, const input::TrainLayout& l) {
 // shard group; nothing below ZeRO-3 or without experts.
 double expert_gather_seconds(const input::ClusterSpec& c, const CostModel& cost, const StageParams& p,
                              const input::TrainLayout& l) {
-  const auto expert_dp = static_cast<int64_t>(expert_data_parallel_ranks(l));
-  if (l.zero < 3 || p.experts <= 0 || expert_dp <= 1) return 0;
-  return cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.experts, group_of(c, expert_dp, l.tp)}).seconds;
+  const CollectiveGroup g = expert_group_of(c, l);
+  if (l.zero < 3 || p.experts <= 0 || g.ranks <= 1) return 0;
+  return cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.experts, g}).seconds;
 }
 
 // Uploading a rank's offloaded bf16 weights from host memory, once per pass of a micro-batch.
@@ -534,7 +547,6 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   const StageParams p = largest_stage_params(m, l);
   const auto dp_group = group_of(c, l.dp * l.cp, l.tp);
   const double grad_bytes = 2.0 * p.dense;  // bf16 gradient buckets
-  const double expert_dp = expert_data_parallel_ranks(l);
   const double expert_bytes = 2.0 * p.experts;
   // Gradients are reduce-scattered under ZeRO (the distributed optimizer, FSDP) and all-reduced
   // otherwise; under ZeRO 1-2 the updated parameters are then all-gathered (ZeRO-3 keeps them
@@ -542,10 +554,9 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   struct Traffic {
     double grads = 0, params = 0;
   };
-  auto data_parallel = [&](double bytes, int64_t ranks) {
+  auto data_parallel = [&](double bytes, const CollectiveGroup& g) {
     Traffic t;
-    if (ranks <= 1 || bytes <= 0) return t;
-    const auto g = group_of(c, ranks, l.tp);
+    if (g.ranks <= 1 || bytes <= 0) return t;
     if (l.zero == 0) {
       t.grads = cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
       return t;
@@ -554,7 +565,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     if (l.zero < 3) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
     return t;
   };
-  Traffic dense = data_parallel(grad_bytes, l.zero >= 1 ? l.sharding_ranks() : dp_group.ranks);
+  Traffic dense = data_parallel(grad_bytes, group_of(c, l.zero >= 1 ? l.sharding_ranks() : dp_group.ranks, l.tp));
   if (l.zero >= 1 && l.sharding_ranks() < dp_group.ranks) {
     // Hybrid sharding: the reduce-scatter within a shard group, then each shard all-reduced across
     // the groups' replicas (ranks sharding_ranks() x tp apart).
@@ -563,7 +574,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     across.ranks_per_node = std::clamp<int64_t>(c.gpus_per_node / (l.tp * l.sharding_ranks()), 1, across.ranks);
     dense.grads += cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, grad_bytes / d(l.sharding_ranks()), across}).seconds;
   }
-  const Traffic experts = data_parallel(expert_bytes, static_cast<int64_t>(expert_dp));
+  const Traffic experts = data_parallel(expert_bytes, expert_group_of(c, l));
   const double grads = dense.grads + experts.grads, params = dense.params + experts.params;
   b.dp_comm_s = grads + params;
   // With overlap the gradient buckets reduce while the last micro-batch's backward runs, and the

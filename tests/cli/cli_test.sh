@@ -200,6 +200,10 @@ then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL check-resol
 # check simulates a scenario's first step and warns when a stage does not fit (the file is valid).
 expect check-first-step 0 "$arlsim" check default --set /workload/engine/gpu_memory_utilization=0.12
 contains check-first-step "$tmp/err" "default: warning: step 1: rollout does not fit: it needs 10.0 GiB per GPU, 9.6 GiB available"
+# A mixture-of-experts model with tensor parallelism on one node: its experts' group is that node's
+# (it was priced as crossing nodes, and a cluster without a NIC ended in an internal error).
+expect simulate-moe-tp 0 "$arlsim" simulate scenarios/cpu-validate.json --steps 1:1 \
+  --set '/model="tests/runtime/models/tiny-qwen3-moe.json"' --set /policy/train/tp=2 --set /policy/train/dp=1
 # ... and when, with virtual pipeline stages, a data rank's micro-batches are no multiple of pp.
 expect check-interleaved 0 "$arlsim" check scenarios/cpu-validate.json --set /policy/train/pp=2 --set /policy/train/vpp=2 \
   --set /policy/train/dp=1 --set /policy/train/micro_batch=3

@@ -293,6 +293,57 @@ TEST_CASE("cost model: ZeRO-3 of a mixture-of-experts model gathers the experts 
 
 namespace {
 
+// Records the groups of the collectives it prices whose bytes are the experts' gradients.
+class ExpertGroupRecorder final : public CostModel {
+ public:
+  explicit ExpertGroupRecorder(double expert_bytes) : expert_bytes_(expert_bytes) {}
+  mutable std::vector<CollectiveGroup> groups;
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* g = std::get_if<CollectiveCallOp>(&op); g && g->bytes == expert_bytes_) groups.push_back(g->group);
+    c.seconds = 1e-3;
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+
+ private:
+  double expert_bytes_;
+};
+
+}  // namespace
+
+TEST_CASE("cost model: the experts' data-parallel group sits where Megatron's numbering puts its devices") {
+  const auto m = test::preset_model("qwen3-30b-a3b");
+  auto group = [&](int64_t nodes, int64_t per_node, int64_t tp, int64_t dp, int64_t ep) {
+    auto c = test::own_cluster(nodes);
+    c.gpus_per_node = per_node;
+    TrainRequest r;
+    r.seq_len = 1024;
+    r.layout.tp = tp;
+    r.layout.dp = dp;
+    r.layout.ep = ep;
+    r.global_batch = dp;
+    const ExpertGroupRecorder rec(2.0 * largest_stage_params(m, r.layout).experts);
+    estimate_train(m, c, r, rec);
+    REQUIRE_FALSE(rec.groups.empty());
+    return rec.groups.front();
+  };
+  // tp 8 on one node of 8, ep 1: the experts' group is the node's eight devices, not eight nodes.
+  const auto whole = group(1, 8, 8, 1, 1);
+  CHECK(whole.ranks == 8);
+  CHECK(whole.ranks_per_node == 8);
+  // tp 2 x dp 4 x ep 2 on 8: data ranks 0 and 2 (devices 0-1, 4-5) at one place: 4 ranks, one node.
+  const auto split = group(1, 8, 2, 4, 2);
+  CHECK(split.ranks == 4);
+  CHECK(split.ranks_per_node == 4);
+  // The same on two nodes of 4: one block of 2 a node.
+  const auto spread = group(2, 4, 2, 4, 2);
+  CHECK(spread.ranks_per_node == 2);
+  CHECK(spread.nodes() == 2);
+}
+
+namespace {
+
 // Records the shapes of the GEMMs it prices (each 1 ms).
 class GemmRecorder final : public CostModel {
  public:
