@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "runtime/pipeline.h"
 #include "runtime/program.h"
 #include "sim/exec/analytic.h"
 #include "sim/graph/step_graph.h"
@@ -30,9 +31,8 @@ double median_abs(std::vector<double> v) {
 }
 
 // Each data-parallel rank's micro-batches on its tp groups: every one of its cp ranks (data ranks
-// dp x cp .. dp x cp + cp - 1) runs each of them on its part of the tokens. Under ZeRO-3 every
-// rank of a shard group (or of an expert group) joins each parameter gather, so a rank with fewer
-// micro-batches than the most of its group gathers for the ones it lacks.
+// dp x cp .. dp x cp + cp - 1) runs each of them on its part of the tokens, a rank with fewer
+// than those it gathers parameters with (ZeRO-3) joining the gathers of the ones it lacks.
 void add_micro_batches(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                        const std::vector<std::vector<rl::MicroBatch>>& batches, rl::MicroBatchTimer& timer,
                        bool forward_only, int32_t weights) {
@@ -63,30 +63,32 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
       if (i >= j.own) runs[static_cast<size_t>(dp)].push_back(*largest);
     }
   }
-  // Whether ZeRO-3 gathers across data ranks: over shard groups of more than one rank, or a
-  // mixture-of-experts model's experts over their group.
+  // Under ZeRO-3 every member of a shard group (or of an expert group) joins each parameter
+  // gather, so each data-parallel rank meets as many micro-batches' gathers as the busiest of its
+  // shard group: of every rank when a mixture-of-experts model gathers its experts (their groups
+  // cross the shard groups) or when a shard group splits a rank's cp ranks (which chains them).
+  struct Busiest {
+    size_t count = 0, dp = 0;
+  };
+  std::vector<Busiest> busiest(static_cast<size_t>(l.dp));
+  for (size_t dp = 0; dp < runs.size(); ++dp) busiest[dp] = {runs[dp].size(), dp};
   const RankGroups first_groups = rank_groups(l, first_device, 0);
   const bool experts = model::largest_stage_params(m, l).experts > 0 && !first_groups.experts.empty();
+  if (!first_groups.shard.empty() || experts) {
+    const int64_t size = std::min(data_ranks, l.sharding_ranks());
+    const bool whole = experts || size % l.cp != 0;
+    const auto set_of = [&](size_t dp) { return whole ? 0 : static_cast<int64_t>(dp) * l.cp / size; };
+    std::map<int64_t, Busiest> of_set;
+    for (size_t dp = 0; dp < runs.size(); ++dp)
+      if (auto& b = of_set[set_of(dp)]; runs[dp].size() > b.count) b = {runs[dp].size(), dp};
+    for (size_t dp = 0; dp < runs.size(); ++dp) busiest[dp] = of_set[set_of(dp)];
+  }
   if (l.pp > 1) {
-    // Each data rank's pipeline. Under ZeRO-3 every data rank plays as many micro-batches as the
-    // busiest of its shard group (of all data ranks when experts gather: their groups cross the
-    // shard groups; or when a shard group splits a rank's cp ranks, which chains the groups), the
+    // Each data rank's pipeline, over as many micro-batches as the busiest it gathers with: the
     // ones beyond its ep group's joined for their gathers alone.
-    if (!first_groups.shard.empty() || experts) {
-      const int64_t size = std::min(data_ranks, l.sharding_ranks());
-      const bool whole = experts || size % l.cp != 0;
-      const auto set_of = [&](size_t dp) { return whole ? 0 : static_cast<int64_t>(dp) * l.cp / size; };
-      std::map<int64_t, std::pair<size_t, size_t>> busiest;  // by shard group: (count, dp)
-      for (size_t dp = 0; dp < runs.size(); ++dp) {
-        auto& b = busiest[set_of(dp)];
-        if (runs[dp].size() > b.first) b = {runs[dp].size(), dp};
-      }
-      for (size_t dp = 0; dp < runs.size(); ++dp) {
-        const auto [most, from] = busiest[set_of(dp)];
-        joins[dp].gathers_only = runs[dp].size();
-        while (runs[dp].size() < most) runs[dp].push_back(runs[from][runs[dp].size()]);
-        joins[dp].own = std::min(joins[dp].own, joins[dp].gathers_only);
-      }
+    for (size_t dp = 0; dp < runs.size(); ++dp) {
+      joins[dp].gathers_only = runs[dp].size();
+      while (runs[dp].size() < busiest[dp].count) runs[dp].push_back(runs[busiest[dp].dp][runs[dp].size()]);
     }
     for (int64_t rank = 0; rank < data_ranks; ++rank) {
       std::vector<DeviceGroup> stages;
@@ -100,32 +102,19 @@ void add_micro_batches(Program& p, const input::ModelSpec& m, const input::Train
     }
     return;
   }
-  std::vector<int64_t> count(static_cast<size_t>(data_ranks), 0);  // micro-batches run or joined: each gathers
-  std::vector<RankGroups> by_rank;
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
     RankGroups groups = rank_groups(l, first_device, rank);
     const auto dp = static_cast<size_t>(rank / l.cp);
     const PipelineJoins& j = joins[dp];
+    const DeviceGroup devices = tp_group(l, first_device, rank);
     for (size_t i = 0; i < runs[dp].size(); ++i) {
       groups.ep_tokens = j.ep_tokens.empty() ? 0 : j.ep_tokens[i];
-      if (i < j.own) add_micro_batch(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
-      else add_micro_batch_joins(p, m, runs[dp][i], tp_group(l, first_device, rank), forward_only, weights, groups);
-      ++count[static_cast<size_t>(rank)];
+      if (i < j.own) add_micro_batch(p, m, runs[dp][i], devices, forward_only, weights, groups);
+      else add_micro_batch_joins(p, m, runs[dp][i], devices, forward_only, weights, groups);
     }
-    groups.ep_tokens = 0;
-    by_rank.push_back(std::move(groups));
-  }
-  // A rank with fewer gathers than the most of its shard group gathers for the micro-batches it
-  // lacks. The experts' groups cross the shard groups (one place of every ep group), so when a
-  // mixture-of-experts model gathers its experts every data rank gathers as often as the busiest.
-  const int64_t size = experts ? data_ranks : std::min(data_ranks, l.sharding_ranks());
-  for (int64_t rank = 0; rank < data_ranks; ++rank) {
-    const RankGroups& mine = by_rank[static_cast<size_t>(rank)];
-    if (mine.shard.empty() && !experts) continue;
-    const auto first = count.begin() + rank / size * size;
-    const int64_t most = *std::max_element(first, first + size);
-    for (int64_t i = count[static_cast<size_t>(rank)]; i < most; ++i)
-      add_parameter_gathers(p, m, l, tp_group(l, first_device, rank), forward_only, mine);
+    // Then the gathers of the micro-batches it lacks.
+    for (size_t i = runs[dp].size(); i < busiest[dp].count; ++i)
+      add_parameter_gathers(p, m, l, devices, forward_only, groups);
   }
 }
 
@@ -351,16 +340,17 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   // each rollout's tool calls after its engines' work a wait on its first device. A group of one
   // is its activity's program, with the tail apart (the second member).
   auto wave_program = [&](const std::vector<size_t>& wave) -> std::pair<Program, double> {
+    const auto build = [&](size_t i, double* tail) {
+      return program_of(s, executions.at(stages[i].step), previous_of(stages[i].step), stages[i], tail);
+    };
+    double tail = 0;
+    if (wave.size() == 1) {
+      Program alone = build(wave.front(), &tail);
+      return {std::move(alone), tail};
+    }
     Program merged;
-    double alone_tail = 0;
     for (size_t i : wave) {
-      const auto& a = stages[i];
-      double tail = 0;
-      Program p = program_of(s, executions.at(a.step), previous_of(a.step), a, &tail);
-      if (wave.size() == 1) {
-        alone_tail = tail;
-        return {std::move(p), alone_tail};
-      }
+      Program p = build(i, &tail);
       if (tail > 0 && !p.devices.empty()) {
         Kernel w;
         w.kind = Kernel::Kind::wait;
@@ -369,7 +359,7 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
       }
       merge_into(merged, std::move(p));
     }
-    return {std::move(merged), alone_tail};
+    return {std::move(merged), 0.0};
   };
   {
     // Every program built before any runs: one the runtime cannot execute as the simulation

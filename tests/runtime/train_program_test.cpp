@@ -8,6 +8,7 @@
 #include <set>
 
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/pipeline.h"
 #include "runtime/program.h"
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
