@@ -39,6 +39,9 @@ class IntMap {
   void prefetch(int64_t key) const {
     if (!slots_.empty()) __builtin_prefetch(&slots_[home(key)]);
   }
+  // Where the key's lookup begins (null when empty), to prefetch later: valid until the next
+  // insert or erase.
+  const void* home_address(int64_t key) const { return slots_.empty() ? nullptr : &slots_[home(key)]; }
 
   // The key's value, inserted as Value{} when absent.
   Value& operator[](int64_t key) {

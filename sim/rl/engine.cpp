@@ -32,6 +32,14 @@ void EngineScheduler::arrive(Request r) {
   waiting_.push_back(slot);
 }
 
+EngineScheduler::TurnEndHint EngineScheduler::turn_end_hint() const {
+  // After a plan of the decode group the top is live (planning pops the entries of requests
+  // that left); otherwise it may be stale, which costs a hint nothing.
+  if (turn_ends_.empty()) return {};
+  const TurnEnd& e = turn_ends_.top();
+  return {e.trajectory, &slots_[static_cast<size_t>(e.slot)], by_trajectory_.home_address(e.trajectory)};
+}
+
 std::optional<Request> EngineScheduler::find(int64_t trajectory) const {
   const int32_t slot = of(trajectory).slot;
   if (slot < 0) return std::nullopt;
@@ -63,7 +71,7 @@ void EngineScheduler::join(int64_t id) {
   ++due_[static_cast<size_t>(key)];
   ++grouped_;
   grouped_kv_tokens_ += r.kv_tokens();
-  turn_ends_.push({steps_ + r.gen_target - r.generated, r.admitted, id});
+  turn_ends_.push({steps_ + r.gen_target - r.generated, r.admitted, id, r.trajectory});
 }
 
 void EngineScheduler::leave(int64_t id) {

@@ -114,8 +114,19 @@ class EngineScheduler {
   int64_t total_blocks() const { return total_blocks_; }
   int64_t used_blocks() const { return total_blocks_ - free_blocks_ - cached_blocks_; }
   const EngineStats& stats() const { return stats_; }
-  // A hint that the trajectory may soon arrive: starts loading its entry.
-  void prefetch(int64_t trajectory) const { by_trajectory_.prefetch(trajectory); }
+  // Where the trajectory's entry is looked up, to prefetch when it may soon arrive: valid until
+  // the next trajectory is added or forgotten (a stale address costs a hint nothing).
+  const void* entry_address(int64_t trajectory) const { return by_trajectory_.home_address(trajectory); }
+  // What completing the plan in flight reads first that has gone cold since: the request of the
+  // grouped turn that ends first (the last plan's window ends there unless an arrival cuts it),
+  // and its entry by trajectory. Addresses to prefetch, valid until the scheduler next changes;
+  // trajectory -1 when no grouped turn is pending.
+  struct TurnEndHint {
+    int64_t trajectory = -1;
+    const void* request = nullptr;
+    const void* entry = nullptr;
+  };
+  TurnEndHint turn_end_hint() const;
   // The trajectory's request on this engine, brought up to date, or nothing.
   std::optional<Request> find(int64_t trajectory) const;
 
@@ -195,7 +206,7 @@ class EngineScheduler {
   int64_t grouped_kv_tokens_ = 0;
   std::vector<int64_t> due_;  // by block key: grouped requests needing a block at those steps
   struct TurnEnd {
-    int64_t step, admitted, slot;
+    int64_t step, admitted, slot, trajectory;
     bool operator>(const TurnEnd& o) const { return step != o.step ? step > o.step : admitted > o.admitted; }
   };
   // When grouped requests end their turn; entries of requests that left are skipped when met.

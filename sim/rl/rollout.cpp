@@ -176,7 +176,7 @@ class Rollout final : public core::EventHandler {
   void work_done(int64_t e);
   void turn_finished(int64_t t);
   void tool_granted(int64_t t);
-  void tool_done(int64_t t);
+  void tool_done(int64_t t, uint64_t call);
   void finish_trajectory(int64_t t);
   void record_paused();
   void keep_completed_iterations();
@@ -222,6 +222,20 @@ class Rollout final : public core::EventHandler {
   std::vector<char> is_stale_;
   std::vector<int64_t> stale_;
   std::vector<int64_t> last_span_;  // per engine, index of its latest span (-1: none)
+  // For prefetch(): per engine, where its work in flight ends a turn. Per tool call under way
+  // (numbered in its done event's payload), what its end will write and read.
+  std::vector<EngineScheduler::TurnEndHint> ending_;
+  // A tool call under way: its record (written once, when the call ends: the record has gone
+  // cold since it was made), when it started, and for prefetch() what its end will read.
+  struct ToolCall {
+    int64_t record = -1;          // in result_.tool_calls; -1: the entry is free
+    SimTime started;
+    const void* turn = nullptr;   // the trajectory's next turn in the trace
+    const void* entry = nullptr;  // its entry on its last engine
+  };
+  static constexpr uint64_t kCallMask = (uint64_t{1} << 28) - 1;  // payload bits 32-59
+  std::vector<ToolCall> calls_;
+  std::vector<uint64_t> free_calls_;
   std::vector<SimTime> last_kv_sample_;  // per engine
   int64_t finished_ = 0;                 // trajectories whose generation ended
   int64_t stop_after_ = 0;               // partial rollout: stop at this many
@@ -241,6 +255,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   const bool reward_model = o.reward.kind == input::RewardKind::model && o.reward.model && o.reward.engines > 0;
   engines_.resize(static_cast<size_t>(o.engines + (reward_model ? o.reward.engines : 0)));
   last_span_.assign(engines_.size(), -1);
+  ending_.assign(engines_.size(), {});
   loads_.reset(static_cast<size_t>(policy_engines_));
   reward_loads_.reset(engines_.size() - static_cast<size_t>(policy_engines_));
   is_stale_.assign(engines_.size(), 0);
@@ -371,7 +386,7 @@ void Rollout::on_event(uint64_t payload) {
     case kEngineDone: work_done(index); break;
     case kTurnArrives: start_turn(index); break;
     case kToolGranted: tool_granted(index); break;
-    case kToolDone: tool_done(index); break;
+    case kToolDone: tool_done(index, payload >> 32 & kCallMask); break;
     case kRewardGranted: reward_granted(index); break;
     case kRewardDone: reward_done(index); break;
     case kEngineStart: {
@@ -387,7 +402,28 @@ void Rollout::on_event(uint64_t payload) {
 void Rollout::prefetch(uint64_t payload) const {
   const auto kind = static_cast<Kind>(payload >> 60);
   const auto index = static_cast<size_t>(payload & 0xffffffffu);
-  if (!closing_ && kind != kEngineDone && kind != kEngineStart && index < traj_.size()) __builtin_prefetch(&traj_[index]);
+  if (closing_ || kind == kEngineStart) return;
+  if (kind == kEngineDone) {
+    // A window ends where a grouped request ends its turn: its request, its entry on the engine
+    // and its trajectory have all gone cold while the other engines ran.
+    const EngineScheduler::TurnEndHint& h = ending_[index];
+    if (h.trajectory < 0) return;
+    __builtin_prefetch(&traj_[static_cast<size_t>(h.trajectory)]);
+    __builtin_prefetch(h.request);
+    __builtin_prefetch(static_cast<const char*>(h.request) + 64);  // a request spans two lines
+    if (h.entry) __builtin_prefetch(h.entry);
+    return;
+  }
+  if (index >= traj_.size()) return;
+  __builtin_prefetch(&traj_[index]);
+  if (kind == kToolDone) {
+    // What the tool's end and the next turn read beyond the trajectory, located when the tool
+    // started: one hop, where finding them from the trajectory would take a miss per hop.
+    const ToolCall& c = calls_[payload >> 32 & kCallMask];
+    __builtin_prefetch(&result_.tool_calls[static_cast<size_t>(c.record)], 1);
+    if (c.turn) __builtin_prefetch(c.turn);
+    if (c.entry) __builtin_prefetch(c.entry);
+  }
 }
 
 void Rollout::start_turn(int64_t t) {
@@ -479,6 +515,7 @@ void Rollout::plan(int64_t e) {
     return;
   }
   eng.sched->plan(eng.plan);
+  ending_[static_cast<size_t>(e)] = eng.sched->turn_end_hint();
   if (eng.plan.chunks.empty() && eng.plan.batch.decode_seqs == 0) {
     eng.busy = false;  // nothing can run (cannot happen with a non-empty engine, but stay safe)
     return;
@@ -587,20 +624,33 @@ void Rollout::tool_granted(int64_t t) {
   const Trajectory& tr = traj_[static_cast<size_t>(t)];
   const int pool = pool_for(tr.tool);
   if (pool >= 0 && !lease(t, pool).held()) lease(t, pool) = pools_[static_cast<size_t>(pool)]->take_lease();
-  result_.tool_calls[static_cast<size_t>(tr.record)].started = sim_.now();
-  // Its next turn starts when the tool is done: what it reads of the trace and the engine it
-  // will likely return to (its last, under sticky routing) start coming now.
-  if (tr.turn + 1 < tr.turn_count) __builtin_prefetch(tr.turns + tr.turn + 1);
-  engines_[static_cast<size_t>(tr.engine)].sched->prefetch(t);
   SimTime latency = tr.tool_latency;
   if (latency == SimTime::zero() && pool >= 0 && pool_latency_[static_cast<size_t>(pool)])
     latency = SimTime::from_seconds(pool_latency_[static_cast<size_t>(pool)]->sample(rng_));
-  sim_.after(latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)));
+  uint64_t call = calls_.size();
+  if (free_calls_.empty()) {
+    ARLSIM_ASSERT(call <= kCallMask);  // one per tool call under way
+    calls_.emplace_back();
+  } else {
+    call = free_calls_.back();
+    free_calls_.pop_back();
+  }
+  ToolCall& c = calls_[call];
+  c.record = tr.record;
+  c.started = sim_.now();
+  c.turn = tr.turn + 1 < tr.turn_count ? tr.turns + tr.turn + 1 : nullptr;
+  c.entry = engines_[static_cast<size_t>(tr.engine)].sched->entry_address(t);
+  sim_.after(latency, kArrivalPhase, this, encode(kToolDone, static_cast<uint64_t>(t)) | call << 32);
 }
 
-void Rollout::tool_done(int64_t t) {
+void Rollout::tool_done(int64_t t, uint64_t call) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
-  result_.tool_calls[static_cast<size_t>(tr.record)].ended = sim_.now();
+  ToolCall& c = calls_[call];
+  ToolCallRecord& rec = result_.tool_calls[static_cast<size_t>(c.record)];
+  rec.started = c.started;
+  rec.ended = sim_.now();
+  c.record = -1;
+  free_calls_.push_back(call);
   tr.in_tool = false;
   const int pool = pool_for(tr.tool);
   if (pool >= 0 && per_action_[static_cast<size_t>(pool)]) lease(t, pool).release();
@@ -651,6 +701,9 @@ void Rollout::keep_completed_iterations() {
 }
 
 void Rollout::record_paused() {
+  // Tool calls still under way have started.
+  for (const ToolCall& c : calls_)
+    if (c.record >= 0) result_.tool_calls[static_cast<size_t>(c.record)].started = c.started;
   // Rewards still running when a partial rollout stops finish right after, in parallel.
   for (size_t t = 0; t < traj_.size(); ++t) {
     if (result_.done[t] && result_.trajectory_end[t] == SimTime::zero())

@@ -163,6 +163,38 @@ TEST_CASE("rollout: static sandboxes make the second caller wait for the first t
   CHECK(act(stat, 1) == doctest::Approx(20.0 + first_last_turn).epsilon(1e-6));
 }
 
+TEST_CASE("rollout: a partial rollout's tool calls under way at the stop keep when they started") {
+  // One sandbox: trajectory 1's call waits for trajectory 0's (10 s), then runs 10 s; trajectory
+  // 2, one long turn, ends in between and stops the rollout (a third of the trajectories done).
+  Setup s;
+  s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 1, 1, SimTime::zero(), {}, 0}};
+  Workload w;
+  for (int i = 0; i < 2; ++i) w.add(i, {turn(100, 10, 10.0, 50), turn(20, 200)});
+  w.add(2, {turn(100, 1500)});
+  auto o = s.options();
+  o.tool_policy = input::ToolPolicy::pooled;
+  const auto whole = rl::simulate_rollout(o, w.input());
+  REQUIRE(whole.tool_calls.size() == 2);
+  const auto& queued = whole.tool_calls[1];
+  REQUIRE(queued.trajectory == 1);
+  CHECK((queued.started - queued.requested).seconds() == doctest::Approx(10.0).epsilon(1e-3));
+  // The case the test is about: trajectory 2 ends while trajectory 1's call runs.
+  INFO("trajectory 2 ends at ", whole.generation_end[2].seconds(), " s; the call runs from ", queued.started.seconds(),
+       " s to ", queued.ended.seconds(), " s");
+  REQUIRE(whole.generation_end[2] > queued.started);
+  REQUIRE(whole.generation_end[2] < queued.ended);
+  o.stop_fraction = 1.0 / 3.0;
+  const auto part = rl::simulate_rollout(o, w.input());
+  REQUIRE(part.tool_calls.size() == 2);
+  CHECK(part.tool_calls[0].started == whole.tool_calls[0].started);
+  CHECK(part.tool_calls[0].ended == whole.tool_calls[0].ended);
+  CHECK(part.tool_calls[1].requested == queued.requested);
+  CHECK(part.tool_calls[1].started == queued.started);  // under way: started, not yet ended
+  bool in_tool = false;
+  for (const auto& p : part.paused) in_tool = in_tool || (p.trajectory == 1 && p.generated == -1);
+  CHECK(in_tool);
+}
+
 TEST_CASE("rollout: an API pool limits concurrent calls without binding a unit to a trajectory") {
   // As above, but the pool is an API with one concurrent call: even under static binding the
   // second call waits for the first call only (ACT 10 + 10), not for the first trajectory's end.
@@ -454,4 +486,36 @@ TEST_CASE("engine: eviction takes a cached context's last blocks first and leave
   serve(0, 900);
   CHECK(e.stats().cached_tokens == 400);
   CHECK(e.stats().preemptions == 0);
+}
+
+TEST_CASE("engine: the turn-end hint names the grouped request that ends its turn first") {
+  input::EngineSpec spec;
+  rl::EngineScheduler e(spec, 1000);
+  CHECK(e.turn_end_hint().trajectory == -1);  // nothing grouped
+  rl::Planned p;
+  std::vector<int64_t> finished, first;
+  for (const auto& [trajectory, gen] : {std::pair<int64_t, int64_t>{7, 300}, {8, 40}, {9, 120}}) {
+    rl::Request r;
+    r.trajectory = trajectory;
+    r.context = 64;
+    r.gen_target = gen;
+    e.arrive(r);
+  }
+  // The prefill iteration, then a plan that groups the three decoding requests.
+  e.plan(p);
+  e.complete(p, 1, finished, first);
+  e.plan(p);
+  REQUIRE(p.chunks.empty());
+  CHECK(e.turn_end_hint().trajectory == 8);
+  CHECK(e.turn_end_hint().request != nullptr);
+  CHECK(e.turn_end_hint().entry != nullptr);
+  // Once it has left, the next to end.
+  e.complete(p, std::max<int64_t>(1, p.skippable), finished, first);
+  while (std::find(finished.begin(), finished.end(), 8) == finished.end()) {
+    e.plan(p);
+    e.complete(p, std::max<int64_t>(1, p.skippable), finished, first);
+  }
+  e.release(8);
+  e.plan(p);
+  CHECK(e.turn_end_hint().trajectory == 9);
 }
