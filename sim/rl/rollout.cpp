@@ -500,6 +500,7 @@ void Rollout::submit(int64_t e, const Request& r) {
     const int64_t keep = std::min(eng.iterations, done + 1);
     if (keep < eng.iterations) {
       eng.iterations = keep;
+      ending_[static_cast<size_t>(e)] = {};  // it no longer ends a turn
       eng.end_s = eng.start_s + eng.window.sum(keep, eng.plan.batch.decode_kv_tokens);
       sim_.set_timer(eng.timer, SimTime::from_seconds(eng.end_s), kWorkPhase, this,
                      encode(kEngineDone, static_cast<uint64_t>(e)));
