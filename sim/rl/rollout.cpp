@@ -774,12 +774,14 @@ double Rollout::state_bytes(int64_t trajectories, int64_t turn_records, int64_t 
   // flags); the step's view of its turns; its arrival event; on its engine a request slot (and its group
   // mark), its entry by trajectory (in a table a quarter full just after it grew: four slots) and
   // its cached context in the LRU ring (an entry, in a ring that may hold as many holes and have
-  // doubled: four entries' room); and on the training side its length, producer and rank.
+  // doubled: four entries' room); a tool call under way (calls off any pool run all at once, one
+  // a trajectory at most); and on the training side its length, producer and rank.
   const double extra_leases = static_cast<double>(std::max<int64_t>(0, pools - static_cast<int64_t>(kInlineLeases)));
   const double trajectory =
       static_cast<double>(sizeof(Trajectory)) + extra_leases * sizeof(core::Lease) +
       2 * sizeof(SimTime) + sizeof(int64_t) + sizeof(int32_t) + 1 + sizeof(trace::TrajectoryView) +
-      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * 56 + 3 * sizeof(int64_t);
+      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * 56 + sizeof(ToolCall) +
+      sizeof(uint64_t) + 3 * sizeof(int64_t);
   // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
   // and its map on construction), its record, and its entry in the router's table of loads (the
   // load, a handle, and in the mutable heap a list node of the load and its index, with the
