@@ -80,7 +80,7 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
   std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;
-  if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), limit, !a.max_memory.empty());
+  if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t, o.timeline), limit, !a.max_memory.empty());
       !problem.empty()) {
     std::cerr << "arlsim simulate: " << problem << "\n";
     return kExitBadInput;

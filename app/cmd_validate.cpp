@@ -220,7 +220,7 @@ int run_validate(const Args& args) {
   // The prediction simulates the steps as `simulate` does: refused up front when it would not fit
   // (every process decides alike). The runtime's own buffers are the plan's devices' and are not
   // estimated here.
-  if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), memory, !max_memory.empty());
+  if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t, true), memory, !max_memory.empty());
       !problem.empty()) {
     if (root) std::cerr << "arlsim validate: " << problem << "\n";
     return kExitBadInput;

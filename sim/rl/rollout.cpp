@@ -147,7 +147,8 @@ class Rollout final : public core::EventHandler {
     const trace::Turn* turns = nullptr;  // its turns in the trace
     int64_t context = 0;   // tokens in the context so far
     // The record of what it is doing: the TurnRecord of the turn generating, then the
-    // ToolCallRecord of the turn's tool call while that runs.
+    // ToolCallRecord of the turn's tool call until it starts (RolloutOptions::record_tool_calls;
+    // without records, when the call was asked for, in nanoseconds).
     int64_t record = -1;
     SimTime tool_latency;  // the current turn's, from the trace
     // Its units of the first kInlineLeases pools (the others' are in extra_leases_); static
@@ -226,9 +227,13 @@ class Rollout final : public core::EventHandler {
   // (numbered in its done event's payload), what its end will write and read.
   std::vector<EngineScheduler::TurnEndHint> ending_;
   // A tool call under way: its record (written once, when the call ends: the record has gone
-  // cold since it was made), when it started, and for prefetch() what its end will read.
+  // cold since it was made) or without records when it was asked for and its pool, when it
+  // started, and for prefetch() what its end will read.
   struct ToolCall {
-    int64_t record = -1;          // in result_.tool_calls; -1: the entry is free
+    bool live = false;            // false: the entry is free
+    int32_t pool = -1;
+    int64_t record = -1;          // in result_.tool_calls; -1: none kept
+    SimTime requested;            // without a record
     SimTime started;
     const void* turn = nullptr;   // the trajectory's next turn in the trace
     const void* entry = nullptr;  // its entry on its last engine
@@ -333,12 +338,24 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   // At most one record per turn and per tool call of the trace (limits only cut them short):
   // reserved, the step's largest vectors are written once instead of copied as they double.
   size_t turns = 0, calls = 0;
+  std::vector<size_t> pool_calls(pools_.size(), 0);
   for (const auto& t : in.trajectories) {
     turns += t.turns.size();
-    for (const auto& turn : t.turns) calls += turn.tool != trace::kNoTool ? 1 : 0;
+    for (const auto& turn : t.turns) {
+      if (turn.tool == trace::kNoTool) continue;
+      ++calls;
+      if (const int pool = pool_for(turn.tool); pool >= 0) ++pool_calls[static_cast<size_t>(pool)];
+    }
   }
   if (o.record_turns) result_.turns.reserve(turns);
-  result_.tool_calls.reserve(calls);
+  if (o.record_tool_calls) {
+    result_.tool_calls.reserve(calls);
+  } else {
+    for (size_t p = 0; p < pools_.size(); ++p) {
+      result_.pools[p].act_s.reserve(pool_calls[p]);
+      result_.pools[p].queue_s.reserve(pool_calls[p]);
+    }
+  }
 }
 
 int Rollout::pool_for(int16_t tool) const {
@@ -420,7 +437,7 @@ void Rollout::prefetch(uint64_t payload) const {
     // What the tool's end and the next turn read beyond the trajectory, located when the tool
     // started: one hop, where finding them from the trajectory would take a miss per hop.
     const ToolCall& c = calls_[payload >> 32 & kCallMask];
-    __builtin_prefetch(&result_.tool_calls[static_cast<size_t>(c.record)], 1);
+    if (c.record >= 0) __builtin_prefetch(&result_.tool_calls[static_cast<size_t>(c.record)], 1);
     if (c.turn) __builtin_prefetch(c.turn);
     if (c.entry) __builtin_prefetch(c.entry);
   }
@@ -610,10 +627,14 @@ void Rollout::turn_finished(int64_t t) {
     sim_.at(sim_.now(), kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
     return;
   }
-  tr.record = static_cast<int64_t>(result_.tool_calls.size());
   tr.in_tool = true;
   const int pool = pool_for(tr.tool);
-  result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
+  if (o_.record_tool_calls) {
+    tr.record = static_cast<int64_t>(result_.tool_calls.size());
+    result_.tool_calls.push_back({t, pool, sim_.now(), sim_.now(), sim_.now()});
+  } else {
+    tr.record = sim_.now().ns();  // no record: when the call was asked for
+  }
   if (pool < 0 || lease(t, pool).held() || pools_[static_cast<size_t>(pool)]->try_acquire(lease(t, pool))) {
     tool_granted(t);  // a free unit is taken without waiting for an event
   } else {
@@ -637,7 +658,10 @@ void Rollout::tool_granted(int64_t t) {
     free_calls_.pop_back();
   }
   ToolCall& c = calls_[call];
-  c.record = tr.record;
+  c.live = true;
+  c.record = o_.record_tool_calls ? tr.record : -1;
+  c.requested = o_.record_tool_calls ? SimTime::zero() : SimTime::from_ns(tr.record);
+  c.pool = pool;
   c.started = sim_.now();
   c.turn = tr.turn + 1 < tr.turn_count ? tr.turns + tr.turn + 1 : nullptr;
   c.entry = engines_[static_cast<size_t>(tr.engine)].sched->entry_address(t);
@@ -647,10 +671,16 @@ void Rollout::tool_granted(int64_t t) {
 void Rollout::tool_done(int64_t t, uint64_t call) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   ToolCall& c = calls_[call];
-  ToolCallRecord& rec = result_.tool_calls[static_cast<size_t>(c.record)];
-  rec.started = c.started;
-  rec.ended = sim_.now();
-  c.record = -1;
+  if (c.record >= 0) {
+    ToolCallRecord& rec = result_.tool_calls[static_cast<size_t>(c.record)];
+    rec.started = c.started;
+    rec.ended = sim_.now();
+  } else if (c.pool >= 0) {
+    PoolRecord& p = result_.pools[static_cast<size_t>(c.pool)];
+    p.act_s.push_back(static_cast<float>((sim_.now() - c.requested).seconds()));
+    p.queue_s.push_back(static_cast<float>((c.started - c.requested).seconds()));
+  }
+  c.live = false;
   free_calls_.push_back(call);
   tr.in_tool = false;
   const int pool = pool_for(tr.tool);
@@ -702,9 +732,27 @@ void Rollout::keep_completed_iterations() {
 }
 
 void Rollout::record_paused() {
-  // Tool calls still under way have started.
-  for (const ToolCall& c : calls_)
-    if (c.record >= 0) result_.tool_calls[static_cast<size_t>(c.record)].started = c.started;
+  // Tool calls still under way have started; a record not ended counts no action time, one
+  // not started no queueing either.
+  std::vector<int64_t> queued(pools_.size(), 0);  // per pool, calls asked for and not started
+  if (!o_.record_tool_calls)
+    for (const Trajectory& tr : traj_)
+      if (tr.in_tool && pool_for(tr.tool) >= 0) ++queued[static_cast<size_t>(pool_for(tr.tool))];
+  for (const ToolCall& c : calls_) {
+    if (!c.live) continue;
+    if (c.record >= 0) {
+      result_.tool_calls[static_cast<size_t>(c.record)].started = c.started;
+    } else if (c.pool >= 0) {
+      PoolRecord& p = result_.pools[static_cast<size_t>(c.pool)];
+      p.act_s.push_back(0.0f);
+      p.queue_s.push_back(static_cast<float>((c.started - c.requested).seconds()));
+      --queued[static_cast<size_t>(c.pool)];
+    }
+  }
+  for (size_t p = 0; p < queued.size(); ++p) {
+    result_.pools[p].act_s.insert(result_.pools[p].act_s.end(), static_cast<size_t>(queued[p]), 0.0f);
+    result_.pools[p].queue_s.insert(result_.pools[p].queue_s.end(), static_cast<size_t>(queued[p]), 0.0f);
+  }
   // Rewards still running when a partial rollout stops finish right after, in parallel.
   for (size_t t = 0; t < traj_.size(); ++t) {
     if (result_.done[t] && result_.trajectory_end[t] == SimTime::zero())
@@ -794,8 +842,10 @@ double Rollout::state_bytes(int64_t trajectories, int64_t turn_records, int64_t 
          sizeof(ToolCallRecord) * static_cast<double>(tool_calls) + engine * static_cast<double>(engines);
 }
 
-double rollout_memory_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools, int64_t engines) {
-  return Rollout::state_bytes(trajectories, turn_records, tool_calls, pools, engines);
+double rollout_memory_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools,
+                            int64_t engines, int64_t pool_times) {
+  return Rollout::state_bytes(trajectories, turn_records, tool_calls, pools, engines) +
+         4.0 * sizeof(float) * static_cast<double>(pool_times);
 }
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input) {

@@ -60,6 +60,9 @@ struct RolloutOptions {
   bool log_iterations = false;  // keep every planned iteration in RolloutResult::iterations
   bool record_spans = true;     // keep each engine's spans of work in RolloutResult::spans (for timelines)
   bool record_turns = true;     // keep a TurnRecord per turn in RolloutResult::turns (for latency metrics)
+  // Keep a ToolCallRecord per call in RolloutResult::tool_calls (for timelines and rollout
+  // metrics); else only each pool's times (PoolRecord::act_s, queue_s), which a run's summary reads.
+  bool record_tool_calls = true;
 };
 
 struct RolloutInput {
@@ -93,6 +96,10 @@ struct EngineRecord {
 struct PoolRecord {
   std::string name;
   core::PoolStats stats;
+  // Without RolloutOptions::record_tool_calls, each of its calls' action completion time
+  // (request to end) and queueing time (request to start), in no particular order; a call still
+  // under way when a partial rollout stops counts with what it had by then, as its record would.
+  std::vector<float> act_s = {}, queue_s = {};
 };
 
 // An engine's KV-cache use at a moment (fraction of its blocks held by requests).
@@ -162,8 +169,11 @@ std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = null
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input);
 // The bytes a rollout of that many trajectories, turns and tool calls on that many engines holds
-// at its peak: its records of turns and tool calls, each trajectory's state here, on its engine
-// and in the step around it, and each engine's; from the sizes of those records.
-double rollout_memory_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools, int64_t engines);
+// at its peak: its records of turns and tool calls (or, for `pool_times` calls without records,
+// each call's two times as its pool keeps them and as the run gathers them), each trajectory's
+// state here, on its engine and in the step around it, and each engine's; from the sizes of
+// those records.
+double rollout_memory_bytes(int64_t trajectories, int64_t turn_records, int64_t tool_calls, int64_t pools,
+                            int64_t engines, int64_t pool_times = 0);
 
 }  // namespace arlsim::rl

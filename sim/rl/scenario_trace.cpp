@@ -125,7 +125,7 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
   return t;
 }
 
-RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t) {
+RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool timeline) {
   RunMemory m;
   m.trace_bytes = static_cast<double>(t.storage_bytes());
   m.cluster_bytes = model::Topology::bytes_for(s.cluster);
@@ -142,8 +142,10 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t) {
     }
     const RolloutOptions ro = rollout_options(s, layouts_at(s.policy, step).rollout);
     const int64_t engines = ro.engines + (ro.reward.kind == input::RewardKind::model ? ro.reward.engines : 0);
-    // A run keeps no record per turn (RolloutOptions::record_turns): its tool calls' are all.
-    const double bytes = rollout_memory_bytes(trajectories, 0, calls, pools, engines);
+    // A run keeps no record per turn (RolloutOptions::record_turns), and one per tool call only
+    // for a timeline (record_tool_calls); else its pools' times of each call.
+    const double bytes = timeline ? rollout_memory_bytes(trajectories, 0, calls, pools, engines)
+                                  : rollout_memory_bytes(trajectories, 0, 0, pools, engines, calls);
     if (bytes > largest) {
       largest = bytes;
       m.step = step;

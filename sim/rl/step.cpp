@@ -159,6 +159,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
   ro.record_spans = o_.timeline;  // spans feed the timeline only: a step's can run to millions
   ro.record_turns = false;        // nothing of a run reads a turn's latencies
+  ro.record_tool_calls = o_.timeline;  // else the pools' times alone, which the summary reads
   RolloutInput in;
   in.trajectories = d.trajectories;
   in.tool_names = tool_names_;
@@ -467,11 +468,17 @@ void RunSimulator::record_pools(const RolloutResult& r) {
     run.peak_provisioned = std::max(run.peak_provisioned, st.peak_provisioned);
     run.cold_starts += st.cold_starts;
   }
+  // Each call's times, from its record or (without records) as the rollout kept them.
   for (const auto& c : r.tool_calls) {
     if (c.pool < 0 || static_cast<size_t>(c.pool) >= result_.pools.size()) continue;
     auto& run = result_.pools[static_cast<size_t>(c.pool)];
     run.act_s.push_back(static_cast<float>((c.ended - c.requested).seconds()));
     run.queue_s.push_back(static_cast<float>((c.started - c.requested).seconds()));
+  }
+  for (size_t i = 0; i < r.pools.size(); ++i) {
+    auto& run = result_.pools[i];
+    run.act_s.insert(run.act_s.end(), r.pools[i].act_s.begin(), r.pools[i].act_s.end());
+    run.queue_s.insert(run.queue_s.end(), r.pools[i].queue_s.begin(), r.pools[i].queue_s.end());
   }
 }
 

@@ -77,7 +77,7 @@ struct RunMemory {
   int64_t step = 0;  // the largest step (by the rollout's bytes)
   int64_t trajectories = 0, turns = 0;  // in it
 };
-RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t);
+RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool timeline = false);
 
 // The scenario's rollout engines in `layout`: how many, and the options (engine settings,
 // routing, tools, rewards, limits) they run with.

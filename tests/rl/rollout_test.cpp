@@ -519,3 +519,42 @@ TEST_CASE("engine: the turn-end hint names the grouped request that ends its tur
   e.plan(p);
   CHECK(e.turn_end_hint().trajectory == 9);
 }
+
+TEST_CASE("rollout: without records of tool calls, each pool keeps the same action and queueing times") {
+  // Multi-turn trajectories on two sandboxes, whole and stopped part-way (calls queued and running
+  // at the stop): the pools' times equal those the records give, as sets.
+  Setup s;
+  s.cluster.pools = {input::PoolSpec{"sandbox", input::PoolKind::sandbox, 2, 2, SimTime::zero(), {}, 0}};
+  std::mt19937_64 rng(5);
+  for (const double stop : {1.0, 0.5, 0.25}) {
+    Workload w;
+    for (int i = 0; i < 24; ++i) {
+      std::vector<trace::Turn> turns;
+      const int n = 1 + static_cast<int>(rng() % 4);
+      for (int k = 0; k < n; ++k)
+        turns.push_back(turn(50 + static_cast<int32_t>(rng() % 500), 10 + static_cast<int32_t>(rng() % 300),
+                             k + 1 < n ? 0.5 + static_cast<double>(rng() % 40) / 10.0 : -1.0, 20));
+      w.add(i / 4, std::move(turns));
+    }
+    auto o = s.options();
+    o.tool_policy = input::ToolPolicy::pooled;
+    o.stop_fraction = stop;
+    const auto with = rl::simulate_rollout(o, w.input());
+    o.record_tool_calls = false;
+    const auto without = rl::simulate_rollout(o, w.input());
+    INFO("stop at ", stop);
+    CHECK(without.tool_calls.empty());
+    REQUIRE(!with.tool_calls.empty());
+    std::vector<float> act, queue;
+    for (const auto& c : with.tool_calls) {
+      act.push_back(static_cast<float>((c.ended - c.requested).seconds()));
+      queue.push_back(static_cast<float>((c.started - c.requested).seconds()));
+    }
+    auto sorted = [](std::vector<float> v) { return std::sort(v.begin(), v.end()), v; };
+    REQUIRE(without.pools.size() == 1);
+    CHECK(sorted(without.pools[0].act_s) == sorted(act));
+    CHECK(sorted(without.pools[0].queue_s) == sorted(queue));
+    CHECK(with.pools[0].act_s.empty());
+    CHECK(without.trajectory_end == with.trajectory_end);
+  }
+}

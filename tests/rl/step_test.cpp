@@ -590,7 +590,10 @@ TEST_CASE("step: a run's memory is its trace and the rollout records of its larg
   CHECK(m.turns == turns);
   const auto pools = static_cast<int64_t>(s.cluster.pools.size());
   const int64_t engines = rl::rollout_engines(s, s.policy.rollout);
-  CHECK(m.bytes == test::near(m.trace_bytes + m.cluster_bytes + rl::rollout_memory_bytes(m.trajectories, 0, calls, pools, engines)));
+  CHECK(m.bytes == test::near(m.trace_bytes + m.cluster_bytes + rl::rollout_memory_bytes(m.trajectories, 0, 0, pools, engines, calls)));
+  // With a timeline, a record per tool call instead of the pools' times.
+  CHECK(rl::run_memory(s, t, true).bytes ==
+        test::near(m.trace_bytes + m.cluster_bytes + rl::rollout_memory_bytes(m.trajectories, 0, calls, pools, engines)));
   // No other step needs more.
   for (int64_t step = 1; step <= 3; ++step) {
     int64_t n = 0, c = 0;
@@ -599,13 +602,16 @@ TEST_CASE("step: a run's memory is its trace and the rollout records of its larg
         ++n;
         c += t.trajectory(i).tool_calls();
       }
-    CHECK(rl::rollout_memory_bytes(n, 0, c, pools, engines) <= m.bytes - m.trace_bytes - m.cluster_bytes);
+    CHECK(rl::rollout_memory_bytes(n, 0, 0, pools, engines, c) <= m.bytes - m.trace_bytes - m.cluster_bytes);
   }
   // Each turn record, call and trajectory adds its records.
   CHECK(rl::rollout_memory_bytes(2, 10, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
   CHECK(rl::rollout_memory_bytes(1, 11, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
   CHECK(rl::rollout_memory_bytes(1, 10, 5, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
   CHECK(rl::rollout_memory_bytes(1, 10, 4, 1, 2) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
+  CHECK(rl::rollout_memory_bytes(1, 10, 4, 1, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
+  // A call's two times take less than its record.
+  CHECK(rl::rollout_memory_bytes(1, 10, 0, 1, 1, 4) < rl::rollout_memory_bytes(1, 10, 4, 1, 1));
 }
 
 TEST_CASE("step: a run of later steps generates only those, and projects the generator's whole run from them") {
