@@ -102,7 +102,7 @@ int64_t EngineScheduler::shareable_prompt(const Request& r) const {
 void EngineScheduler::unref_prompt(int64_t prompt_id) {
   SharedPrompt& sp = *prompt(prompt_id);
   if (--sp.refs == 0) {
-    sp.lru = lru_push({true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id});
+    sp.lru = lru_push(cache_entry(true, prompt_id, sp.tokens, sp.blocks, 0, prompt_id));
     cached_blocks_ += sp.blocks;
   }
 }
@@ -115,7 +115,7 @@ void EngineScheduler::cache_context(const Request& r) {
     free_blocks_ += lru_[where.cached].blocks;
     lru_.erase(where.cached);
   }
-  where.cached = lru_push({false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id});
+  where.cached = lru_push(cache_entry(false, r.trajectory, r.kv_tokens(), r.blocks, r.shared_tokens, r.prompt_id));
   cached_blocks_ += r.blocks;
 }
 
@@ -126,8 +126,8 @@ bool EngineScheduler::evict(int64_t want) {
   if (!entry.prompt && entry.blocks > want) {
     // vLLM frees a request's blocks last one first, so eviction takes a cached context's tail
     // and leaves its prefix a cache hit.
-    entry.blocks -= want;
-    entry.tokens = std::min(entry.tokens, entry.shared_tokens + entry.blocks * block_size_);
+    entry.blocks -= static_cast<int32_t>(want);
+    entry.tokens = static_cast<int32_t>(std::min<int64_t>(entry.tokens, entry.shared_tokens + entry.blocks * block_size_));
     cached_blocks_ -= want;
     free_blocks_ += want;
     return true;
@@ -197,7 +197,7 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
     const bool whole = e.shared_tokens == 0 || (sp && sp->tokens == e.shared_tokens);
     if (whole) {
       u.kind = Reuse::Kind::context;
-      u.computed = std::min(e.tokens, r.context - 1);  // the last token is always computed
+      u.computed = std::min<int64_t>(e.tokens, r.context - 1);  // the last token is always computed
       u.blocks = e.blocks;
       u.shared_tokens = e.shared_tokens;
       u.leaves_cache = e.blocks + (e.shared_tokens > 0 && sp->refs == 0 ? sp->blocks : 0);

@@ -127,6 +127,8 @@ class EngineScheduler {
     const void* entry = nullptr;
   };
   TurnEndHint turn_end_hint() const;
+  // The size of an entry of the cache's LRU ring, for memory estimates.
+  static constexpr size_t cache_entry_bytes() { return sizeof(CacheEntry); }
   // The trajectory's request on this engine, brought up to date, or nothing.
   std::optional<Request> find(int64_t trajectory) const;
 
@@ -219,15 +221,26 @@ class EngineScheduler {
   std::vector<int64_t> ungrouped_;  // decoding requests outside the group
   std::vector<int64_t> group_finished_;  // scratch
   // Evictable cache entries in LRU order: a trajectory's context, or a prompt's shared blocks.
+  // 32-bit fields (trajectories, prompts, one engine's tokens and blocks all count below 2^31),
+  // so that eviction, which reads the entries in order, finds the next one or two on the line it
+  // has just read: an engine's entries are cold by the time its cache runs short again.
   struct CacheEntry {
+    int32_t key = 0;
+    int32_t tokens = 0;
+    int32_t blocks = 0;
+    int32_t shared_tokens = 0;  // a context entry that starts with its group's prompt blocks
+    int32_t prompt_id = 0;
     bool prompt = false;
-    int64_t key = 0;
-    int64_t tokens = 0;
-    int64_t blocks = 0;
-    int64_t shared_tokens = 0;  // a context entry that starts with its group's prompt blocks
-    int64_t prompt_id = 0;
     bool erased = false;  // (a hole the front skips)
   };
+  static CacheEntry cache_entry(bool prompt, int64_t key, int64_t tokens, int64_t blocks, int64_t shared_tokens,
+                                int64_t prompt_id) {
+    const auto narrow = [](int64_t v) {
+      ARLSIM_ASSERT(v >= INT32_MIN && v <= INT32_MAX);
+      return static_cast<int32_t>(v);
+    };
+    return {narrow(key), narrow(tokens), narrow(blocks), narrow(shared_tokens), narrow(prompt_id), prompt, false};
+  }
   // The LRU order is the order of insertion (an entry that is used leaves, and comes back at the
   // end), so the list is a queue in a ring buffer: eviction reads its front, which is contiguous
   // and cheap to read ahead, and erasing an entry elsewhere leaves a hole, touching no neighbour.

@@ -828,7 +828,7 @@ double Rollout::state_bytes(int64_t trajectories, int64_t turn_records, int64_t 
   const double trajectory =
       static_cast<double>(sizeof(Trajectory)) + extra_leases * sizeof(core::Lease) +
       2 * sizeof(SimTime) + sizeof(int64_t) + sizeof(int32_t) + 1 + sizeof(trace::TrajectoryView) +
-      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * 56 + sizeof(ToolCall) +
+      sizeof(core::Event) + sizeof(Request) + sizeof(int64_t) + 8 * sizeof(int64_t) + 4 * EngineScheduler::cache_entry_bytes() + sizeof(ToolCall) +
       sizeof(uint64_t) + 3 * sizeof(int64_t);
   // Per engine: its state, its scheduler (whose waiting queue, a deque, allocates a 512-byte block
   // and its map on construction), its record, and its entry in the router's table of loads (the
