@@ -363,8 +363,8 @@ contains memory-bad-size-named "$tmp/err" "--max-memory:"
 expect memory-zero 2 "$arlsim" simulate default --max-memory "0 GiB"
 contains memory-zero-named "$tmp/err" "--max-memory: must be more than 0"
 expect memory-enough 0 "$arlsim" simulate default --max-memory "1 GiB" --steps 1:1
-expect memory-whatif 2 "$arlsim" whatif default --vary /workload/prompts_per_step=8,128 --max-memory "1 MiB" --steps 1:1
-contains memory-whatif-variant "$tmp/err" "variant /workload/prompts_per_step=128: the run needs about"
+expect memory-whatif 2 "$arlsim" whatif default --vary /workload/prompts_per_step=8,512 --max-memory "1 MiB" --steps 1:1
+contains memory-whatif-variant "$tmp/err" "variant /workload/prompts_per_step=512: the run needs about"
 expect memory-plan 2 "$arlsim" plan default --max-memory "1 MiB"
 contains memory-plan-said "$tmp/err" "arlsim plan: the run needs about"
 expect memory-larger-step 2 "$arlsim" simulate default --max-memory "1 MiB" --set /workload/prompts_per_step=128
