@@ -13,7 +13,7 @@ double d(int64_t v) { return static_cast<double>(v); }
 }  // namespace
 
 std::vector<ChunkOp> play_interleaved(int64_t stages, int64_t chunks, int64_t micro_batches, bool forward_only) {
-  const int64_t p = stages, v = chunks, m = micro_batches, total = m * v, virtual_stages = p * v;
+  const int64_t p = stages, v = chunks, m = micro_batches, total = m * v;
   if (m <= 0) return {};
   // Megatron-Core's schedule table: micro-batches in groups of p, each group through chunk 0, then
   // chunk 1, ...; a backward takes the same entries with the chunks in reverse.
@@ -21,16 +21,12 @@ std::vector<ChunkOp> play_interleaved(int64_t stages, int64_t chunks, int64_t mi
   for (int64_t first = 0; first < m; first += p)
     for (int64_t c = 0; c < v; ++c)
       for (int64_t mb = first; mb < std::min(m, first + p); ++mb) table.emplace_back(mb, c);
-  struct Op {
-    bool forward;
-    int64_t micro, chunk;
-  };
-  std::vector<std::vector<Op>> order(static_cast<size_t>(p));
+  std::vector<std::vector<ChunkOp>> order(static_cast<size_t>(p));
   for (int64_t r = 0; r < p; ++r) {
     auto& ops = order[static_cast<size_t>(r)];
-    const auto fwd = [&](int64_t k) { ops.push_back({true, table[static_cast<size_t>(k)].first, table[static_cast<size_t>(k)].second}); };
+    const auto fwd = [&](int64_t k) { ops.push_back({r, table[static_cast<size_t>(k)].second, table[static_cast<size_t>(k)].first, true}); };
     const auto bwd = [&](int64_t k) {
-      ops.push_back({false, table[static_cast<size_t>(k)].first, v - 1 - table[static_cast<size_t>(k)].second});
+      ops.push_back({r, v - 1 - table[static_cast<size_t>(k)].second, table[static_cast<size_t>(k)].first, false});
     };
     // Warm-up forwards: all of them forward only or when there are exactly p micro-batches.
     const int64_t warm = forward_only || m == p ? total : std::min(total, (p - r - 1) * 2 + (v - 1) * p);
@@ -42,37 +38,8 @@ std::vector<ChunkOp> play_interleaved(int64_t stages, int64_t chunks, int64_t mi
     }
     for (int64_t k = total - warm; k < total; ++k) bwd(k);
   }
-  // Played out with a forward of 1 and a backward of 2: a forward waits for the previous virtual
-  // stage's (chunk c of stage s follows chunk c of stage s - 1, and chunk c of the first stage
-  // chunk c - 1 of the last), a backward for the next one's (the last virtual stage's for its own
-  // forward); settled in rounds until every operation is placed.
-  const double unset = -1;
-  std::vector<std::vector<double>> fwd_end(static_cast<size_t>(virtual_stages), std::vector<double>(static_cast<size_t>(m), unset));
-  auto bwd_end = fwd_end;
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  std::vector<double> free_at(static_cast<size_t>(p), 0);
-  std::vector<ChunkOp> played;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t r = 0; r < p; ++r) {
-      const auto ri = static_cast<size_t>(r);
-      while (next[ri] < order[ri].size()) {
-        const Op op = order[ri][next[ri]];
-        const int64_t vs = op.chunk * p + r;
-        const auto mb = static_cast<size_t>(op.micro);
-        double ready = 0;
-        if (op.forward && vs > 0) ready = fwd_end[static_cast<size_t>(vs - 1)][mb];
-        if (!op.forward) ready = vs + 1 < virtual_stages ? bwd_end[static_cast<size_t>(vs + 1)][mb] : fwd_end[static_cast<size_t>(vs)][mb];
-        if (ready == unset) break;
-        const double start = std::max(ready, free_at[ri]), end = start + (op.forward ? 1.0 : 2.0);
-        (op.forward ? fwd_end : bwd_end)[static_cast<size_t>(vs)][mb] = end;
-        free_at[ri] = end;
-        played.push_back({r, op.chunk, op.micro, op.forward, start});
-        ++next[ri];
-        progress = true;
-      }
-    }
-  }
+  // Played out with a forward of 1 and a backward of 2.
+  std::vector<ChunkOp> played = rl::play_orders(order, v, m, 0, [](int64_t, bool forward) { return forward ? 1.0 : 2.0; });
   ARLSIM_ASSERT(played.size() == static_cast<size_t>(p) * static_cast<size_t>(total) * (forward_only ? 1 : 2));
   return played;
 }
@@ -100,8 +67,7 @@ void add_pipeline(Program& p, const input::ModelSpec& m, const std::vector<model
                             " (a token budget, /policy/train/max_tokens_per_gpu, makes them a multiple)");
     ops = play_interleaved(n, v, count, forward_only);
   } else {
-    for (const rl::PipelineOp& op : rl::play_pipeline(n, count, forward_only, 0, [](int64_t, bool f) { return f ? 1.0 : 2.0; }))
-      ops.push_back({op.stage, 0, op.micro, op.forward, op.start_s});
+    ops = rl::play_pipeline(n, count, forward_only, 0, [](int64_t, bool f) { return f ? 1.0 : 2.0; });
   }
   struct Event {
     double time;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/program.h"
+#include "sim/rl/step.h"
 
 namespace arlsim::runtime {
 
@@ -29,12 +30,9 @@ struct PipelineJoins {
   size_t gathers_only = static_cast<size_t>(-1);
 };
 // One operation of a pipeline schedule: a forward or backward of micro-batch `micro` through
-// model chunk `chunk` (0 without virtual stages) of stage `stage`, starting at `start_s`.
-struct ChunkOp {
-  int64_t stage = 0, chunk = 0, micro = 0;
-  bool forward = true;
-  double start_s = 0;
-};
+// model chunk `chunk` (0 without virtual stages) of stage `stage`, as the simulator's schedules
+// play them (rl::play_orders).
+using ChunkOp = rl::PipelineOp;
 // Megatron-Core's interleaved 1F1B schedule (Narayanan et al. 2021, sec. 2.2) of `micro_batches`
 // through `stages` stages of `chunks` model chunks each (virtual stage chunk x stages + stage),
 // played out with a forward of 1 unit and a backward of 2: micro-batches taken in groups of

@@ -200,12 +200,23 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
 // shop, whose makespan is exactly that; chunks = vpp shrinks the fill and drain as interleaving
 // does). Equal slots give (m + fill / v) x slot, the estimate's pipeline.
 double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int64_t chunks = 1);
-// One operation of a pipeline schedule: stage `stage`'s forward or backward of micro-batch `micro`.
+// One operation of a pipeline schedule: stage `stage`'s forward or backward of micro-batch `micro`
+// through its model chunk `chunk` (0 without virtual stages).
 struct PipelineOp {
-  int64_t stage = 0, micro = 0;
+  int64_t stage = 0, chunk = 0, micro = 0;
   bool forward = true;
   double start_s = 0, end_s = 0;
 };
+// Plays each stage's operations (`order` by stage; their times unset) out from `start_s`: chunk c
+// of stage s is virtual stage c x stages + s; a forward waits for the previous virtual stage's
+// forward of its micro-batch, a backward for the next one's backward (the last virtual stage's
+// for its own forward), and a stage runs its operations one at a time, in its order.
+// `seconds(stage, forward)` is an operation's time. Settled in rounds until every operation is
+// placed (a deadlock-free schedule settles some each round); the operations come in the order
+// they were settled, each after those it waits for.
+std::vector<PipelineOp> play_orders(const std::vector<std::vector<PipelineOp>>& order, int64_t chunks,
+                                    int64_t micro_batches, double start_s,
+                                    const std::function<double(int64_t stage, bool forward)>& seconds);
 // The 1F1B schedule (Narayanan et al. 2021, sec. 2.2) of `micro_batches` through `stages` stages,
 // played out from `start_s`, or the forwards alone: stage s runs min(p - s - 1, m) warm-up
 // forwards, then one forward and one backward in turn, then drains its backwards; a forward waits

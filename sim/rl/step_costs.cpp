@@ -297,32 +297,15 @@ double ranks_seconds(const std::vector<std::vector<double>>& slots, const input:
   return busiest;
 }
 
-std::vector<PipelineOp> play_pipeline(int64_t stages, int64_t micro_batches, bool forward_only, double start_s,
-                                      const std::function<double(int64_t stage, bool forward)>& seconds) {
-  const int64_t m = micro_batches;
-  struct Op {
-    bool forward;
-    int64_t micro;
-  };
-  std::vector<std::vector<Op>> order(static_cast<size_t>(stages));
-  for (int64_t s = 0; s < stages; ++s) {
-    auto& ops = order[static_cast<size_t>(s)];
-    if (forward_only) {
-      for (int64_t i = 0; i < m; ++i) ops.push_back({true, i});
-      continue;
-    }
-    const int64_t warm = std::min(stages - s - 1, m);
-    for (int64_t i = 0; i < warm; ++i) ops.push_back({true, i});
-    for (int64_t i = 0; i < m - warm; ++i) {
-      ops.push_back({true, warm + i});
-      ops.push_back({false, i});
-    }
-    for (int64_t i = m - warm; i < m; ++i) ops.push_back({false, i});
-  }
-  // End times of each (stage, micro-batch) forward and backward; operations are settled in rounds
-  // until every dependency is known (the schedule is deadlock-free, so each round settles some).
+std::vector<PipelineOp> play_orders(const std::vector<std::vector<PipelineOp>>& order, int64_t chunks,
+                                    int64_t micro_batches, double start_s,
+                                    const std::function<double(int64_t stage, bool forward)>& seconds) {
+  const auto stages = static_cast<int64_t>(order.size());
+  const int64_t virtual_stages = stages * chunks;
+  // End times of each (virtual stage, micro-batch) forward and backward.
   const double unset = -1;
-  std::vector<std::vector<double>> fwd(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(m), unset));
+  std::vector<std::vector<double>> fwd(static_cast<size_t>(virtual_stages),
+                                       std::vector<double>(static_cast<size_t>(micro_batches), unset));
   auto bwd = fwd;
   std::vector<size_t> next(static_cast<size_t>(stages), 0);
   std::vector<double> free_at(static_cast<size_t>(stages), start_s);
@@ -332,25 +315,47 @@ std::vector<PipelineOp> play_pipeline(int64_t stages, int64_t micro_batches, boo
     for (int64_t s = 0; s < stages; ++s) {
       const auto si = static_cast<size_t>(s);
       while (next[si] < order[si].size()) {
-        const Op op = order[si][next[si]];
+        PipelineOp op = order[si][next[si]];
+        const auto vs = static_cast<size_t>(op.chunk * stages + s);
         const auto mi = static_cast<size_t>(op.micro);
-        double ready = free_at[si];
-        if (op.forward && s > 0) ready = fwd[si - 1][mi] == unset ? unset : std::max(ready, fwd[si - 1][mi]);
-        if (!op.forward) {
-          const double dep = s + 1 < stages ? bwd[si + 1][mi] : fwd[si][mi];
-          ready = dep == unset ? unset : std::max(ready, dep);
+        op.start_s = free_at[si];
+        if (!op.forward || vs > 0) {
+          const double dep = op.forward ? fwd[vs - 1][mi]
+                                        : (vs + 1 < static_cast<size_t>(virtual_stages) ? bwd[vs + 1][mi] : fwd[vs][mi]);
+          if (dep == unset) break;
+          op.start_s = std::max(op.start_s, dep);
         }
-        if (ready == unset) break;
-        const double end = ready + seconds(s, op.forward);
-        (op.forward ? fwd : bwd)[si][mi] = end;
-        free_at[si] = end;
-        played.push_back({s, op.micro, op.forward, ready, end});
+        op.stage = s;
+        op.end_s = op.start_s + seconds(s, op.forward);
+        (op.forward ? fwd : bwd)[vs][mi] = op.end_s;
+        free_at[si] = op.end_s;
+        played.push_back(op);
         ++next[si];
         progress = true;
       }
     }
   }
   return played;
+}
+
+std::vector<PipelineOp> play_pipeline(int64_t stages, int64_t micro_batches, bool forward_only, double start_s,
+                                      const std::function<double(int64_t stage, bool forward)>& seconds) {
+  const int64_t m = micro_batches;
+  std::vector<std::vector<PipelineOp>> order(static_cast<size_t>(stages));
+  for (int64_t s = 0; s < stages; ++s) {
+    auto& ops = order[static_cast<size_t>(s)];
+    const auto fwd = [&](int64_t i) { ops.push_back({s, 0, i, true}); };
+    const auto bwd = [&](int64_t i) { ops.push_back({s, 0, i, false}); };
+    const int64_t warm = forward_only ? m : std::min(stages - s - 1, m);
+    for (int64_t i = 0; i < warm; ++i) fwd(i);
+    if (forward_only) continue;
+    for (int64_t i = 0; i < m - warm; ++i) {
+      fwd(warm + i);
+      bwd(i);
+    }
+    for (int64_t i = m - warm; i < m; ++i) bwd(i);
+  }
+  return play_orders(order, 1, m, start_s, seconds);
 }
 
 double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int64_t chunks) {
