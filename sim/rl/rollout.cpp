@@ -611,19 +611,19 @@ void Rollout::tool_granted(int64_t t) {
 void Rollout::tool_done(int64_t t, uint64_t call) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   ToolCall& c = calls_[call];
+  const int pool = c.pool;
   if (c.record >= 0) {
     ToolCallRecord& rec = result_.tool_calls[static_cast<size_t>(c.record)];
     rec.started = c.started;
     rec.ended = sim_.now();
-  } else if (c.pool >= 0) {
-    PoolRecord& p = result_.pools[static_cast<size_t>(c.pool)];
+  } else if (pool >= 0) {
+    PoolRecord& p = result_.pools[static_cast<size_t>(pool)];
     p.act_s.push_back(static_cast<float>((sim_.now() - c.requested).seconds()));
     p.queue_s.push_back(static_cast<float>((c.started - c.requested).seconds()));
   }
   c.live = false;
   free_calls_.push_back(call);
   tr.in_tool = false;
-  const int pool = pool_for(tr.tool);
   if (pool >= 0 && per_action_[static_cast<size_t>(pool)]) lease(t, pool).release();
   tr.context += tr.obs_tokens;
   ++tr.turn;
@@ -677,7 +677,7 @@ void Rollout::record_paused() {
   std::vector<int64_t> queued(pools_.size(), 0);  // per pool, calls asked for and not started
   if (!o_.record_tool_calls)
     for (const Trajectory& tr : traj_)
-      if (tr.in_tool && pool_for(tr.tool) >= 0) ++queued[static_cast<size_t>(pool_for(tr.tool))];
+      if (const int pool = pool_for(tr.tool); tr.in_tool && pool >= 0) ++queued[static_cast<size_t>(pool)];
   for (const ToolCall& c : calls_) {
     if (!c.live) continue;
     if (c.record >= 0) {
