@@ -1,13 +1,13 @@
 #include "runtime/backend.h"
 
-#include <boost/crc.hpp>
+#include <zlib.h>
 
 namespace arlsim::runtime {
 
-uint32_t checksum(const void* data, size_t bytes) {
-  boost::crc_32_type crc;
-  crc.process_bytes(data, bytes);
-  return crc.checksum();
+uint32_t checksum(const void* data, size_t bytes) { return checksum_more(0, data, bytes); }
+
+uint32_t checksum_more(uint32_t crc, const void* data, size_t bytes) {
+  return static_cast<uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), bytes));
 }
 
 void KernelSeconds::add(Kernel::Kind kind, double s) {

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ ccache pkg-config make
   libboost-graph-dev libboost-program-options-dev libeigen3-dev
-  nlohmann-json3-dev doctest-dev libbenchmark-dev libyaml-cpp-dev
+  nlohmann-json3-dev doctest-dev libbenchmark-dev libyaml-cpp-dev zlib1g-dev
   qt6-base-dev libgl-dev xvfb xauth fonts-dejavu-core
   libopenmpi-dev openmpi-bin python3
 )

@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <boost/crc.hpp>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -77,14 +76,14 @@ using HostBuffer = Memory<host_alloc, cudaFreeHost>;
 
 // The checksum of the synthetic values with `seed`, computed in blocks (a copy can be many GB).
 uint32_t expected_checksum(size_t floats, uint64_t seed) {
-  boost::crc_32_type crc;
+  uint32_t crc = 0;
   std::vector<float> block(std::min<size_t>(floats, size_t{1} << 20));
   for (size_t at = 0; at < floats; at += block.size()) {
     const size_t n = std::min(block.size(), floats - at);
     for (size_t i = 0; i < n; ++i) block[i] = pattern_value(at + i, seed);
-    crc.process_bytes(block.data(), n * sizeof(float));
+    crc = checksum_more(crc, block.data(), n * sizeof(float));
   }
-  return crc.checksum();
+  return crc;
 }
 
 // cuBLAS takes int dimensions: a larger one is refused rather than wrapped.
@@ -330,7 +329,7 @@ class CudaOps final : public DeviceOps {
     ensure_bf16(cache, static_cast<size_t>((latent ? 1 : 2) * pairs * room * d), 30 + static_cast<uint64_t>(std::max(0, k.weight)));
     ensure_bf16(q_, static_cast<size_t>(pairs * group * d), 31);
     ensure_bf16(o_, static_cast<size_t>(pairs * group * vd), 32);
-    ensure_bf16(p_, static_cast<size_t>(pairs * group * len), 33);
+    ensure_bf16(p_, static_cast<size_t>(pairs * group * room), 33);
     DecodeBuffers b;
     b.q = q_.as<__nv_bfloat16>();
     b.o = o_.as<__nv_bfloat16>();

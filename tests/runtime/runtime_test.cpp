@@ -33,6 +33,9 @@ using test::tiny_model;
 TEST_CASE("checksum: the CRC-32 check value") {
   const char* text = "123456789";
   CHECK(runtime::checksum(text, 9) == 0xCBF43926u);
+  // Continued over pieces, as a long buffer is checked in blocks: the same value.
+  CHECK(runtime::checksum_more(runtime::checksum(text, 4), text + 4, 5) == 0xCBF43926u);
+  CHECK(runtime::checksum(text, 0) == 0u);
 }
 
 TEST_CASE("copies move their bytes and a corrupted buffer is caught") {

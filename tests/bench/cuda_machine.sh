@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: the whole loop of calibration and validation in one run.
+#   1. calibrate the first GPU (calibrate --backend cuda; --quick when CUDA_MACHINE_QUICK=1) into
+#      OUTDIR/measured.json;
+#   2. compare it, table by table, with a shipped datasheet profile (calibrate compare);
+#   3. validate the shipped one-GPU scenario (scenarios/gpu-validate.json, step 1) with the measured
+#      profile, then with the shipped one: predicted and measured per stage and per activity kind,
+#      checksums of every buffer. A one-GPU calibration measures no NIC, so the measured profile is
+#      given the NIC rate CUDA_MACHINE_NIC (default 400 Gbps, one ConnectX-7 port per GPU).
+# Writes everything under OUTDIR (gpu.txt, measured.json, compare.txt, validate.json,
+# validate-shipped.json, their folders, *.err) and prints a short table last. Numbers to read, not a pass/fail test; each step has a time
+# limit (seconds, CUDA_MACHINE_LIMIT, default 240) so that a hang cannot hold the machine.
+# Usage: tests/bench/cuda_machine.sh BUILD_DIR OUTDIR [SHIPPED_PROFILE]
+set -u
+build="${1:?usage: cuda_machine.sh BUILD_DIR OUTDIR [SHIPPED_PROFILE]}"
+out="${2:?usage: cuda_machine.sh BUILD_DIR OUTDIR [SHIPPED_PROFILE]}"
+shipped="${3:-calib/profiles/h200-sxm.json}"
+limit="${CUDA_MACHINE_LIMIT:-240}"
+arlsim="$build/app/arlsim"
+mkdir -p "$out"
+
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
+    --format=csv >"$out/gpu.txt" 2>&1
+  cat "$out/gpu.txt"
+fi
+
+step() {  # step NAME COMMAND...: runs it under the time limit, stdout and stderr to OUTDIR/NAME.*
+  local name="$1" start status
+  shift
+  start=$(date +%s%N)
+  timeout "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
+  status=$?
+  printf '%-10s exit %3d in %6d ms\n' "$name" "$status" "$((($(date +%s%N) - start) / 1000000))" | tee -a "$out/steps.txt"
+  if [ "$status" -ne 0 ]; then tail -5 "$out/$name.err"; fi
+  return "$status"
+}
+
+quick=()
+[ "${CUDA_MACHINE_QUICK:-0}" = 1 ] && quick=(--quick)
+step calibrate "$arlsim" calibrate --backend cuda "${quick[@]}" --out "$out/measured.json"
+if [ -f "$out/measured.json" ]; then
+  step check "$arlsim" check "$out/measured.json"
+  step compare "$arlsim" calibrate compare "$shipped" "$out/measured.json" && cp "$out/compare.out" "$out/compare.txt"
+  step validate "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$out/measured.json" \
+    --set "/cluster/network/nic_bandwidth=\"${CUDA_MACHINE_NIC:-400 Gbps}\"" --steps 1:1 \
+    --out "$out/validate" --json && cp "$out/validate.out" "$out/validate.json"
+fi
+step validate-shipped "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$shipped" --steps 1:1 \
+  --out "$out/validate-shipped" --json && cp "$out/validate-shipped.out" "$out/validate-shipped.json"
+
+for v in validate validate-shipped; do
+  [ -f "$out/$v.json" ] || continue
+  python3 - "$out/$v.json" "$v" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]}: predicted {r['predicted_total_s']:.3f} s, measured {r['measured_total_s']:.3f} s")
+for key, rows in (("stage", r["stages"]), ("kind", r["activities"])):
+    for row in rows:
+        print(f"  {row[key]:<14} predicted {row['predicted_s']:9.4f} s  measured {row['measured_s']:9.4f} s  {100 * row['error']:+8.1f}%")
+print(f"  median |stage error| {100 * r['median_abs_stage_error']:.1f}%, median |activity error| "
+      f"{100 * r['median_abs_activity_error']:.1f}%, {r['bytes_verified'] / 2**20:.1f} MiB verified, "
+      f"{r['checksum_failures']} checksum failures")
+PY
+done
