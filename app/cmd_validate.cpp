@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <iostream>
 #include <thread>
@@ -253,7 +254,20 @@ int run_validate(const Args& args) {
              parse::format_bytes(*memory) + limit_origin(!max_memory.empty()) +
              ": run it smaller (--scale) or on fewer devices";
     };
-    r = runtime::validate(*s, *t, o, *device, check);
+    // What runs now, on stderr (rank 0), a line an activity completed when it ends: a long or
+    // stopped run shows where it is.
+    const auto progress = [&](const runtime::ValidationProgress& p) {
+      if (!root) return;
+      if (!p.done) {
+        std::cerr << "arlsim validate: " << p.name << " (" << p.index + 1 << " of " << p.count << ") ..." << std::flush;
+        return;
+      }
+      std::ostringstream line;
+      line << std::fixed << std::setprecision(3) << " " << p.measured_s << " s measured, " << std::setprecision(1) << p.wall_s
+           << " s of wall time\n";
+      std::cerr << line.str() << std::flush;
+    };
+    r = runtime::validate(*s, *t, o, *device, check, progress);
     r.scale = scale;
   } catch (const std::exception& e) {
     // A device failed (a CUDA, cuBLAS or NCCL call, memory): the others must not wait for it.

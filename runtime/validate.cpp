@@ -311,7 +311,8 @@ std::vector<std::vector<size_t>> concurrent_waves(const std::vector<exec::Activi
 }
 
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          Backend& backend, const ValidationCheck& check) {
+                          Backend& backend, const ValidationCheck& check,
+                          const std::function<void(const ValidationProgress&)>& progress) {
   ARLSIM_ASSERT(unsupported_reason(s).empty());
   ValidationReport report;
   std::map<int64_t, rl::StepExecution> executions;
@@ -441,9 +442,18 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     for (size_t i : wave)
       name += " " + std::to_string(stages[i].step) + " " + std::string(graph::stage_name(stages[i].stage)) +
               (i == wave.back() ? "" : " and");
+    ValidationProgress heard{name, static_cast<size_t>(&wave - waves.data()), waves.size()};
+    if (progress) progress(heard);
+    const auto started = std::chrono::steady_clock::now();
     const auto [program, tail] = wave_program(wave);
     const RunStats r = backend.run(program, name);
     if (tail > 0) std::this_thread::sleep_for(std::chrono::duration<double>(tail));
+    if (progress) {
+      heard.done = true;
+      heard.measured_s = r.seconds + tail;
+      heard.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      progress(heard);
+    }
     for (size_t i : wave) take(i, r, tail);
     report.kernels.wait += tail;
     account(r);

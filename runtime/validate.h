@@ -46,9 +46,20 @@ struct ValidationReport {
 // process's memory over the whole execution (0 when it keeps none there: Backend::buffer_sizer);
 // what it returns ("" to go on) stops the execution (ValidationReport::refused). A prediction that
 // ran out of memory is not executed either.
+// `progress`, when given, hears of each group of activities run at once (concurrent_waves) before
+// it runs (`done` false) and after (`done` true, with the longest device time it measured and the
+// wall time its run took, buffers filled and checksums checked included): its name ("step 1
+// rollout"), its place and the number of groups.
 using ValidationCheck = std::function<std::string(const rl::RunResult& prediction, double buffer_bytes)>;
+struct ValidationProgress {
+  std::string name;
+  size_t index = 0, count = 0;
+  bool done = false;
+  double measured_s = 0, wall_s = 0;
+};
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
-                          Backend& backend, const ValidationCheck& check = {});
+                          Backend& backend, const ValidationCheck& check = {},
+                          const std::function<void(const ValidationProgress&)>& progress = {});
 
 // Which activities run at once: groups of indices into `activities` (stage records, in their
 // order), each a set the prediction overlaps in time whose devices (`devices`, by activity) are

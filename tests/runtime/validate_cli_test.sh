@@ -58,6 +58,9 @@ contains validate-table-data "$tmp/out" "0 checksum failures: nothing lost or co
 expect validate-scale 0 "$arlsim" validate "$scenario" --backend cpu --profile "$tmp/v/profile.json" --steps 1:1 --scale 0.5 --json
 contains validate-scale-json "$tmp/out" '"scale": 0.5'
 contains validate-scale-note "$tmp/err" "scaled by 0.5: 2 of 4 layers, 2 of 4 prompts per step"
+# Progress on stderr: each activity as it starts, its times when it ends.
+contains validate-progress-start "$tmp/err" "arlsim validate: step 1 rollout (1 of "
+contains validate-progress-end "$tmp/err" "s of wall time"
 expect validate-scale-zero 2 "$arlsim" validate "$scenario" --backend cpu --scale 0
 contains validate-scale-zero-message "$tmp/err" "--scale must be in (0, 1]"
 expect validate-scale-big 2 "$arlsim" validate "$scenario" --backend cpu --scale 2
