@@ -253,10 +253,14 @@ class CudaDevice final : public Device {
       uint16_t raw = 0;
       const size_t at = fp8 ? static_cast<size_t>(j + i * n) : static_cast<size_t>(i + j * m);
       right = ok(cudaMemcpy(&raw, static_cast<uint16_t*>(c) + at, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      // The operands as the device holds them (rounded to fp8 or fp16).
+      auto held = [&](uint64_t at, uint64_t seed) {
+        const float v = test_value(at, seed);
+        return static_cast<double>(fp8 ? static_cast<float>(__nv_fp8_e4m3(v)) : __half2float(__float2half(v)));
+      };
       double want = 0;
       for (int64_t x = 0; x < k; ++x)
-        want += static_cast<double>(test_value(static_cast<uint64_t>(fp8 ? i * k + x : i + x * m), 1)) *
-                static_cast<double>(test_value(static_cast<uint64_t>(x + j * k), 2));
+        want += held(static_cast<uint64_t>(fp8 ? i * k + x : i + x * m), 1) * held(static_cast<uint64_t>(x + j * k), 2);
       __nv_bfloat16 as_bf16;
       __half as_f16;
       std::memcpy(&as_bf16, &raw, 2);
@@ -532,10 +536,15 @@ class CudaDevice final : public Device {
     problem_ = std::string(what) + ": " + cudaGetErrorString(e);
     return false;
   }
-  // One run of `fn` on the stream between two events; nothing when it fails.
+  // One run of `fn` on the stream between two events; nothing when it fails. The events and `fn`'s
+  // launches are queued behind a delay kernel (kernels.cuh), so the time is the GPU's from the
+  // first of fn's kernels to the end of its last, without the host's work of launching them.
+  static constexpr uint64_t kQueueDelayNs = 500'000;  // longer than queuing any fn here takes
   template <typename F>
   std::optional<double> timed(F&& fn) {
-    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize") || !ok(cudaEventRecord(start_, stream_), "cudaEventRecord"))
+    if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) return std::nullopt;
+    delay_kernel<<<1, 1, 0, stream_>>>(kQueueDelayNs);
+    if (!ok(cudaGetLastError(), "the delay kernel") || !ok(cudaEventRecord(start_, stream_), "cudaEventRecord"))
       return std::nullopt;
     if (!fn()) {
       if (problem_.empty()) problem_ = "a library call failed";

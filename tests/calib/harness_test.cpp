@@ -603,6 +603,19 @@ TEST_CASE("calibrate: a CPU's kernels are measured with the run's other devices 
   CHECK(calib::make_plan(d.info(), {calib::Op::gemm}, true, 4).busy_peers == 0);
 }
 
+TEST_CASE("calibrate: a GPU's collective groups go up to its node's GPUs; a machine of one GPU has none") {
+  FakeDevice d;
+  calib::DeviceInfo gpu = d.info();  // bf16: a GPU's plan
+  const std::vector<calib::Op> ops = {calib::Op::collective};
+  CHECK(calib::make_plan(gpu, ops, true).collective_ranks == std::vector<int64_t>{2, 4, 8});
+  gpu.max_ranks = 1;
+  const calib::Plan one = calib::make_plan(gpu, ops, true);
+  CHECK(one.collective_ranks.empty());
+  CHECK(calib::estimated_seconds(one, 1e12, 1e9, 1e-5) == 0.0);
+  // Asked for, a group is planned (and each of its points fails its check, reported).
+  CHECK(calib::make_plan(gpu, ops, true, 2).collective_ranks == std::vector<int64_t>{2});
+}
+
 TEST_CASE("calibrate: collectives whose in-place runs all fail are fitted to their out-of-place runs") {
   FakeDevice d;
   d.fail_in_place = true;
