@@ -2,12 +2,72 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "runtime/pattern.h"
+
 namespace arlsim::runtime {
 
 uint32_t checksum(const void* data, size_t bytes) { return checksum_more(0, data, bytes); }
 
 uint32_t checksum_more(uint32_t crc, const void* data, size_t bytes) {
   return static_cast<uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), bytes));
+}
+
+namespace {
+// `piece(first, count)` over `threads` contiguous pieces of `n` items (fewer when pieces would be
+// under 1 Mi items), the pieces' results in order.
+template <typename F>
+std::vector<uint32_t> in_pieces(size_t n, unsigned threads, F&& piece) {
+  const size_t most = std::max<size_t>(1, n / (size_t{1} << 20));
+  const size_t count = std::max<size_t>(1, std::min<size_t>(threads, most)), each = (n + count - 1) / count;
+  std::vector<uint32_t> results(count, 0);
+  std::vector<std::thread> workers;
+  for (size_t i = 1; i < count; ++i)
+    workers.emplace_back([&, i] { results[i] = piece(std::min(n, i * each), std::min(each, n - std::min(n, i * each))); });
+  results[0] = piece(0, std::min(each, n));
+  for (auto& w : workers) w.join();
+  return results;
+}
+
+uint32_t joined(const std::vector<uint32_t>& crcs, size_t n, size_t item_bytes) {
+  const size_t each = (n + crcs.size() - 1) / crcs.size();
+  uint32_t crc = crcs.front();
+  for (size_t i = 1; i < crcs.size(); ++i) {
+    const size_t items = std::min(each, n - std::min(n, i * each));
+    crc = static_cast<uint32_t>(crc32_combine(crc, crcs[i], static_cast<z_off_t>(items * item_bytes)));
+  }
+  return crc;
+}
+}  // namespace
+
+uint32_t checksum(const void* data, size_t bytes, unsigned threads) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  return joined(in_pieces(bytes, threads, [&](size_t first, size_t count) { return checksum(b + first, count); }), bytes, 1);
+}
+
+uint32_t pattern_checksum(size_t floats, uint64_t seed, unsigned threads) {
+  return joined(in_pieces(floats, threads,
+                          [&](size_t first, size_t count) {
+                            std::vector<float> block(std::min<size_t>(count, size_t{1} << 16));
+                            uint32_t crc = 0;
+                            for (size_t at = 0; at < count; at += block.size()) {
+                              const size_t n = std::min(block.size(), count - at);
+                              for (size_t i = 0; i < n; ++i) block[i] = pattern_value(first + at + i, seed);
+                              crc = checksum_more(crc, block.data(), n * sizeof(float));
+                            }
+                            return crc;
+                          }),
+                floats, sizeof(float));
+}
+
+void fill_pattern_host(float* out, size_t floats, uint64_t seed, unsigned threads) {
+  in_pieces(floats, threads, [&](size_t first, size_t count) {
+    for (size_t i = first; i < first + count; ++i) out[i] = pattern_value(i, seed);
+    return uint32_t{0};
+  });
 }
 
 void KernelSeconds::add(Kernel::Kind kind, double s) {

@@ -48,6 +48,14 @@ struct RunStats {
 // moved. checksum_more continues `crc` (0 to start) over more bytes.
 uint32_t checksum(const void* data, size_t bytes);
 uint32_t checksum_more(uint32_t crc, const void* data, size_t bytes);
+// The same over `threads` threads, each a contiguous piece, the pieces' CRCs joined with zlib's
+// crc32_combine: for the GPU backend's host, whose cores are idle while it checks what a copy
+// moved (the CPU backend's devices are its cores, so it checks on one).
+uint32_t checksum(const void* data, size_t bytes, unsigned threads);
+// The checksum of `floats` values of runtime/pattern.h's data with `seed` (what a receiver of that
+// buffer must hold), and those values written to `out`, each over `threads` threads.
+uint32_t pattern_checksum(size_t floats, uint64_t seed, unsigned threads = 1);
+void fill_pattern_host(float* out, size_t floats, uint64_t seed, unsigned threads = 1);
 
 // What a backend's buffers in this process's memory come to over programs run one after another.
 class BufferSizer {

@@ -74,18 +74,6 @@ cudaError_t host_alloc(void** p, size_t n) { return cudaMallocHost(p, n); }
 using Buffer = Memory<device_alloc, cudaFree>;
 using HostBuffer = Memory<host_alloc, cudaFreeHost>;
 
-// The checksum of the synthetic values with `seed`, computed in blocks (a copy can be many GB).
-uint32_t expected_checksum(size_t floats, uint64_t seed) {
-  uint32_t crc = 0;
-  std::vector<float> block(std::min<size_t>(floats, size_t{1} << 20));
-  for (size_t at = 0; at < floats; at += block.size()) {
-    const size_t n = std::min(block.size(), floats - at);
-    for (size_t i = 0; i < n; ++i) block[i] = pattern_value(at + i, seed);
-    crc = checksum_more(crc, block.data(), n * sizeof(float));
-  }
-  return crc;
-}
-
 // cuBLAS takes int dimensions: a larger one is refused rather than wrapped.
 int dim(int64_t v, const char* what) {
   if (v < 0 || v > std::numeric_limits<int>::max())
@@ -122,6 +110,8 @@ class CudaOps final : public DeviceOps {
       return false;
     }
     gpu_ = count == 1 ? 0 : t.local_rank();
+    // The host's cores, shared by the node's processes (one a GPU), fill and check copies' buffers.
+    host_threads_ = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(count));
     try {
       check(cudaSetDevice(gpu_), "cudaSetDevice");
       check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -450,7 +440,7 @@ class CudaOps final : public DeviceOps {
       checks_.push_back([this, out, elements = elements, root_seed] {
         ensure_host(landed_, elements * sizeof(float));
         check(cudaMemcpy(landed_.data, out, elements * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-        if (checksum(landed_.data, elements * sizeof(float)) != expected_checksum(elements, root_seed)) ++result_.checksum_failures;
+        if (checksum(landed_.data, elements * sizeof(float), host_threads_) != pattern_checksum(elements, root_seed, host_threads_)) ++result_.checksum_failures;
         result_.bytes_verified += static_cast<double>(elements * sizeof(float));
       });
       flush();
@@ -465,7 +455,7 @@ class CudaOps final : public DeviceOps {
           if (static_cast<size_t>(m) == r) continue;
           check(cudaMemcpy(landed_.data, out + static_cast<size_t>(m) * chunk, chunk * sizeof(float), cudaMemcpyDeviceToHost),
                 "cudaMemcpy");
-          if (checksum(landed_.data, chunk * sizeof(float)) != expected_checksum(chunk, seeds[static_cast<size_t>(m)]))
+          if (checksum(landed_.data, chunk * sizeof(float), host_threads_) != pattern_checksum(chunk, seeds[static_cast<size_t>(m)], host_threads_))
             ++result_.checksum_failures;
           result_.bytes_verified += static_cast<double>(chunk * sizeof(float));
         }
@@ -491,8 +481,7 @@ class CudaOps final : public DeviceOps {
       check(cudaGetLastError(), "filling a copy's source");
       check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     } else {
-      auto* h = static_cast<float*>(host_.data);
-      for (size_t i = 0; i < n; ++i) h[i] = pattern_value(i, c.seed);
+      fill_pattern_host(static_cast<float*>(host_.data), n, c.seed, host_threads_);
     }
     open_segment();
     if (k.peer < 0)
@@ -511,13 +500,14 @@ class CudaOps final : public DeviceOps {
         static_cast<unsigned char*>(landed)[bytes / 2] ^= 0x5A;
         corrupt_ = false;
       }
-      if (checksum(landed, bytes) != expected_checksum(n, seed)) ++result_.checksum_failures;
+      if (checksum(landed, bytes, host_threads_) != pattern_checksum(n, seed, host_threads_)) ++result_.checksum_failures;
       result_.bytes_verified += static_cast<double>(bytes);
     });
     flush();
   }
 
   int gpu_ = 0;
+  unsigned host_threads_ = 1;  // threads that fill and check host buffers (init)
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   std::vector<cudaEvent_t> events_;

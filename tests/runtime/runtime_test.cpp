@@ -14,6 +14,7 @@
 
 #include "calib/cpu/kernels.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/pattern.h"
 #include "runtime/program.h"
 #include "runtime/scale.h"
 #include "runtime/validate.h"
@@ -36,6 +37,28 @@ TEST_CASE("checksum: the CRC-32 check value") {
   // Continued over pieces, as a long buffer is checked in blocks: the same value.
   CHECK(runtime::checksum_more(runtime::checksum(text, 4), text + 4, 5) == 0xCBF43926u);
   CHECK(runtime::checksum(text, 0) == 0u);
+}
+
+TEST_CASE("checksum: over threads, pieces joined, the same as on one; the pattern's checksum without its buffer") {
+  // 3 Mi + 5 values: three pieces of 1 Mi and a remainder, over 1, 2, 3 and 8 threads.
+  const size_t n = (size_t{3} << 20) + 5;
+  const uint64_t seed = runtime::pattern_seed(7, 11);
+  std::vector<float> values(n, -1.0f);
+  runtime::fill_pattern_host(values.data(), n, seed, 3);
+  CHECK(std::none_of(values.begin(), values.end(), [](float v) { return v < 0; }));  // every value written
+  CHECK(values[n - 1] == runtime::pattern_value(n - 1, seed));
+  const uint32_t one = runtime::checksum(values.data(), n * sizeof(float));
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    CAPTURE(threads);
+    CHECK(runtime::checksum(values.data(), n * sizeof(float), threads) == one);
+    CHECK(runtime::pattern_checksum(n, seed, threads) == one);
+  }
+  // A small buffer stays one piece; an empty one is CRC-32's 0.
+  CHECK(runtime::pattern_checksum(3, seed, 8) == runtime::checksum(values.data(), 3 * sizeof(float)));
+  CHECK(runtime::pattern_checksum(0, seed, 4) == 0u);
+  // One value off is caught.
+  values[n / 2] += 1.0f;
+  CHECK(runtime::checksum(values.data(), n * sizeof(float), 2) != one);
 }
 
 TEST_CASE("copies move their bytes and a corrupted buffer is caught") {
