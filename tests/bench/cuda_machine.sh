@@ -3,8 +3,9 @@
 #   1. calibrate the first GPU (calibrate --backend cuda; --quick when CUDA_MACHINE_QUICK=1) into
 #      OUTDIR/measured.json;
 #   2. compare it, table by table, with a shipped datasheet profile (calibrate compare);
-#   3. validate the shipped one-GPU scenario (scenarios/gpu-validate.json, step 1) with the measured
-#      profile, then with the shipped one: predicted and measured per stage and per activity kind,
+#   3. validate the shipped one-GPU scenario (scenarios/gpu-validate.json, step 1, at --scale
+#      CUDA_MACHINE_SCALE, default 0.25: 7 of its 28 layers, 2 of 8 prompts, a quarter of every
+#      sequence) with the measured profile, then with the shipped one: predicted and measured per stage and per activity kind,
 #      checksums of every buffer. A one-GPU calibration measures no NIC, so the measured profile is
 #      given the NIC rate CUDA_MACHINE_NIC (default 400 Gbps, one ConnectX-7 port per GPU).
 # Writes everything under OUTDIR (gpu.txt, measured.json, compare.txt, validate.json,
@@ -36,6 +37,7 @@ step() {  # step NAME COMMAND...: runs it under the time limit, stdout and stder
   return "$status"
 }
 
+scale="${CUDA_MACHINE_SCALE:-0.25}"
 quick=()
 [ "${CUDA_MACHINE_QUICK:-0}" = 1 ] && quick=(--quick)
 step calibrate "$arlsim" calibrate --backend cuda "${quick[@]}" --out "$out/measured.json"
@@ -43,10 +45,10 @@ if [ -f "$out/measured.json" ]; then
   step check "$arlsim" check "$out/measured.json"
   step compare "$arlsim" calibrate compare "$shipped" "$out/measured.json" && cp "$out/compare.out" "$out/compare.txt"
   step validate "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$out/measured.json" \
-    --set "/cluster/network/nic_bandwidth=\"${CUDA_MACHINE_NIC:-400 Gbps}\"" --steps 1:1 \
+    --set "/cluster/network/nic_bandwidth=\"${CUDA_MACHINE_NIC:-400 Gbps}\"" --steps 1:1 --scale "$scale" \
     --out "$out/validate" --json && cp "$out/validate.out" "$out/validate.json"
 fi
-step validate-shipped "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$shipped" --steps 1:1 \
+step validate-shipped "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$shipped" --steps 1:1 --scale "$scale" \
   --out "$out/validate-shipped" --json && cp "$out/validate-shipped.out" "$out/validate-shipped.json"
 
 for v in validate validate-shipped; do
