@@ -3,12 +3,22 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 #include "runtime/pattern.h"
 
 namespace arlsim::runtime {
+
+void hold(double seconds, bool busy) {
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
+  constexpr auto kSpinTail = std::chrono::milliseconds(1);
+  if (!busy && end - Clock::now() > kSpinTail) std::this_thread::sleep_until(end - kSpinTail);
+  while (Clock::now() < end) {
+  }
+}
 
 uint32_t checksum(const void* data, size_t bytes) { return checksum_more(0, data, bytes); }
 

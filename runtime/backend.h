@@ -31,6 +31,13 @@ struct BusySpan {
 // Appends `[start, end)` to `spans`, joined to the last one when they touch and share the phase.
 void add_busy(std::vector<BusySpan>& spans, double start, double end, int8_t phase);
 
+// A Kernel::wait of `seconds`, as close to them as the clock allows. A busy one (an engine's host
+// work between its iterations, which keeps its core working) spins on the clock; any other sleeps
+// to within a millisecond of its end, then spins: a sleep overshoots by the timer's slack and the
+// wake-up (a 20 us sleep took 142 us, a 100 us one 218 us on a 2-vCPU VM), more than the host
+// work of a decoding iteration, and an engine waits so once an iteration.
+void hold(double seconds, bool busy);
+
 struct RunStats {
   // The activity's measured duration: the slowest device's time (collectives wait for their
   // slowest member, so a device's time includes those waits). Filling buffers with synthetic data

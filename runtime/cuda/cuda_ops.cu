@@ -188,7 +188,7 @@ class CudaOps final : public DeviceOps {
       case Kernel::Kind::wait: {
         flush();
         const auto t = Clock::now();
-        std::this_thread::sleep_for(std::chrono::duration<double>(k.seconds));
+        hold(k.seconds, k.busy);
         const double took = std::chrono::duration<double>(Clock::now() - t).count();
         // The host's work between an engine's iterations counts as the engine's busy time.
         if (k.busy) add_busy(result_.busy, result_.seconds, result_.seconds + took, k.phase);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include <barrier>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -59,6 +60,17 @@ TEST_CASE("checksum: over threads, pieces joined, the same as on one; the patter
   // One value off is caught.
   values[n / 2] += 1.0f;
   CHECK(runtime::checksum(values.data(), n * sizeof(float), 2) != one);
+}
+
+TEST_CASE("hold: a wait lasts at least what it is asked, busy or not; a negative one none") {
+  using Clock = std::chrono::steady_clock;
+  for (const auto& [seconds, busy] : {std::pair{0.0003, true}, std::pair{0.003, false}, std::pair{0.0003, false}}) {
+    CAPTURE(seconds);
+    const auto t = Clock::now();
+    runtime::hold(seconds, busy);
+    CHECK(std::chrono::duration<double>(Clock::now() - t).count() >= seconds);
+  }
+  runtime::hold(-1.0, true);
 }
 
 TEST_CASE("copies move their bytes and a corrupted buffer is caught") {
