@@ -242,6 +242,7 @@ int run_validate(const Args& args) {
   } else {
     device = std::make_unique<runtime::CpuBackend>(devices, timeout_s);
   }
+  bool line_open = false;  // a progress line awaits its times
   runtime::ValidationReport r;
   try {
     // CPU devices are threads of this process: their buffers all come out of the host's memory,
@@ -258,6 +259,7 @@ int run_validate(const Args& args) {
     // stopped run shows where it is.
     const auto progress = [&](const runtime::ValidationProgress& p) {
       if (!root) return;
+      line_open = !p.done;
       if (!p.done) {
         std::cerr << "arlsim validate: " << p.name << " (" << p.index + 1 << " of " << p.count << ") ..." << std::flush;
         return;
@@ -271,6 +273,7 @@ int run_validate(const Args& args) {
     r.scale = scale;
   } catch (const std::exception& e) {
     // A device failed (a CUDA, cuBLAS or NCCL call, memory): the others must not wait for it.
+    if (line_open) std::cerr << "\n";  // the activity's line, left open when it failed
     farm.abort("arlsim validate: device " + std::to_string(farm.rank()) + ": " + e.what(), kExitInternal);
   }
   if (!root) return r.checksum_failures > 0 ? kExitInternal : kExitOk;  // rank 0 reports for all

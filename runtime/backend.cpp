@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -28,17 +30,33 @@ uint32_t checksum_more(uint32_t crc, const void* data, size_t bytes) {
 
 namespace {
 // `piece(first, count)` over `threads` contiguous pieces of `n` items (fewer when pieces would be
-// under 1 Mi items), the pieces' results in order.
+// under 1 Mi items), the pieces' results in order. A piece that throws (memory) has its exception
+// rethrown here once every thread has ended; a thread that cannot start leaves its piece to this one.
 template <typename F>
 std::vector<uint32_t> in_pieces(size_t n, unsigned threads, F&& piece) {
   const size_t most = std::max<size_t>(1, n / (size_t{1} << 20));
   const size_t count = std::max<size_t>(1, std::min<size_t>(threads, most)), each = (n + count - 1) / count;
   std::vector<uint32_t> results(count, 0);
+  std::vector<std::exception_ptr> failed(count);
+  auto run = [&](size_t i) {
+    try {
+      const size_t first = std::min(n, i * each);
+      results[i] = piece(first, std::min(each, n - first));
+    } catch (...) {
+      failed[i] = std::current_exception();
+    }
+  };
   std::vector<std::thread> workers;
-  for (size_t i = 1; i < count; ++i)
-    workers.emplace_back([&, i] { results[i] = piece(std::min(n, i * each), std::min(each, n - std::min(n, i * each))); });
-  results[0] = piece(0, std::min(each, n));
+  size_t started = 1;
+  try {
+    for (; started < count; ++started) workers.emplace_back(run, started);
+  } catch (const std::system_error&) {
+  }
+  for (size_t i = started; i < count; ++i) run(i);
+  run(0);
   for (auto& w : workers) w.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
   return results;
 }
 

@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <functional>
@@ -123,26 +124,43 @@ class ThreadTeam {
 // Threads that keep their cores busy with dense fp32 products (Eigen's kernels on cache-resident
 // 256 x 256 operands: the vector units at full load, as another device's GEMMs keep them) until
 // stopped.
-class BusyThreads {
+// The run's other devices while a kernel is measured: a CPU's threads share its caches, its
+// memory bus and its clocks, and the devices of a data- or tensor-parallel run execute the same
+// kernels at the same time. Each peer runs the measured kernel on its own data, in a loop, for as
+// long as the measurement lasts (a peer's kernel that reads memory competes for the bus as the
+// run's will; one that stays in its core's caches does not).
+class Peers {
  public:
-  ~BusyThreads() { set(0); }
+  ~Peers() { stop(); }
   void set(int64_t n) {
+    stop();
+    n_ = n;
+  }
+  // Starts every peer on its own copy of the kernel `make` builds (in the peer's thread, so that
+  // its buffers are that thread's own) and returns once all have built theirs.
+  void start(const std::function<std::function<void()>()>& make) {
+    stop();
+    ready_ = 0;
+    for (int64_t i = 0; i < n_; ++i)
+      threads_.emplace_back([this, make] {
+        const std::function<void()> run = make();
+        ready_.fetch_add(1);
+        while (!stop_.load(std::memory_order_relaxed)) run();
+      });
+    while (ready_.load() < n_) std::this_thread::yield();
+  }
+  // Stops them, each after the kernel it is running.
+  void stop() {
     stop_ = true;
     for (auto& t : threads_) t.join();
     threads_.clear();
     stop_ = false;
-    for (int64_t i = 0; i < n; ++i)
-      threads_.emplace_back([this] {
-        Eigen::MatrixXf a = Eigen::MatrixXf::Random(256, 256), b = Eigen::MatrixXf::Random(256, 256), c(256, 256);
-        while (!stop_.load(std::memory_order_relaxed)) {
-          c.noalias() = a * b;
-          a(0, 0) = c(1, 1) * 1e-6f;  // a dependency, so that no product is skipped
-        }
-      });
   }
 
  private:
+  int64_t n_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> ready_{0};
   std::vector<std::thread> threads_;
 };
 
@@ -201,6 +219,22 @@ class CpuDevice final : public Device {
     std::vector<Eigen::Map<const Eigen::MatrixXf>> bs;
     for (size_t i = 0; i < copies; ++i) bs.emplace_back(weights_.data() + i * b_floats, k, n);
     const auto& b = bs.front();
+    // The peers: the same product over weight copies of their own.
+    peers_.start([m, n, k, copies, b_floats] {
+      struct Own {
+        Eigen::MatrixXf a, c;
+        std::vector<float> w;
+        size_t next = 0;
+      };
+      auto own = std::make_shared<Own>();
+      own->a = Eigen::MatrixXf::Constant(m, k, 0.5f);
+      own->c = Eigen::MatrixXf::Zero(m, n);
+      own->w.assign(copies * b_floats, 0.25f);
+      return std::function<void()>([own, k, n, copies, b_floats] {
+        own->c.noalias() = own->a * Eigen::Map<const Eigen::MatrixXf>(own->w.data() + own->next * b_floats, k, n);
+        own->next = (own->next + 1) % copies;
+      });
+    });
     c.noalias() = a * bs.back();  // first run, not counted (bs.front() is now the coldest copy)
     auto t = Clock::now();
     c.noalias() = a * b;
@@ -212,6 +246,7 @@ class CpuDevice final : public Device {
       s = since(t) / runs;
       c.noalias() = a * b;  // the result checked below
     }
+    peers_.stop();
     // Check a few entries against plain dot products.
     std::mt19937_64 rng(static_cast<uint64_t>(m * 1315423911 + n * 2654435761 + k));
     for (int i = 0; i < 4; ++i) {
@@ -239,9 +274,15 @@ class CpuDevice final : public Device {
     const float scale = attention_.scale;
     const auto &q = attention_.q, &k = attention_.k, &v = attention_.v, &o = attention_.o, &d_o = attention_.d_o;
     const auto &dq = attention_.dq, &dk = attention_.dk, &dv = attention_.dv;
+    peers_.start([seq_len, head_dim, backward] {
+      auto own = std::make_shared<cpu::Attention>();
+      own->prepare(seq_len, head_dim);
+      return std::function<void()>([own, backward] { own->run(backward); });
+    });
     const auto t = Clock::now();
     attention_.run(backward);
     const double secs = since(t);
+    peers_.stop();
     // Check against a plain double-precision reference at a middle and the last query: the output
     // row, and (backward) the rows of dV and dK that only the last query reaches, dV[s-1] =
     // P dO[s-1] and dK[s-1] = scale dS q[s-1] with P = P[s-1][s-1], dS = P (dO[s-1] v[s-1] - dO[s-1] O[s-1]).
@@ -313,9 +354,19 @@ class CpuDevice final : public Device {
     auto& a = decode_[next_decode_];
     next_decode_ = (next_decode_ + 1) % decode_.size();
     const std::function<void()> task = [&] { a.run(); };
+    peers_.start([batch, kv_len, heads, kv_heads, head_dim, copies] {
+      auto own = std::make_shared<std::vector<cpu::DecodeAttention>>(copies);
+      for (auto& c : *own) c.prepare(batch, kv_len, heads, kv_heads, head_dim);
+      auto next = std::make_shared<size_t>(0);
+      return std::function<void()>([own, next] {
+        (*own)[*next].run();
+        *next = (*next + 1) % own->size();
+      });
+    });
     const auto t = Clock::now();
     const bool ran = worker_.run(task);
     const double secs = since(t);
+    peers_.stop();
     if (!ran) {
       problem_ = "the worker thread did not run its task";
       return std::nullopt;
@@ -426,7 +477,7 @@ class CpuDevice final : public Device {
     return std::chrono::duration<double>(end - start).count();
   }
 
-  void busy_peers(int64_t peers) override { busy_.set(peers); }
+  void busy_peers(int64_t peers) override { peers_.set(peers); }
 
   std::optional<double> memory(MemoryKernel kernel, double bytes) override {
     const int arrays = kernel == MemoryKernel::triad ? 3 : 2;
@@ -435,9 +486,19 @@ class CpuDevice final : public Device {
     y_.assign(n, 0.0f);
     if (arrays == 3) z_.assign(n, 0.25f);
     const float s = 3.0f;
+    peers_.start([kernel, n, arrays] {
+      auto own = std::make_shared<std::array<std::vector<float>, 3>>();
+      (*own)[0].assign(n, 1.5f);
+      (*own)[1].assign(n, 0.0f);
+      if (arrays == 3) (*own)[2].assign(n, 0.25f);
+      return std::function<void()>([own, kernel, n, arrays] {
+        cpu::stream(kernel, (*own)[0].data(), (*own)[1].data(), arrays == 3 ? (*own)[2].data() : nullptr, n);
+      });
+    });
     const auto t = Clock::now();
     cpu::stream(kernel, x_.data(), y_.data(), arrays == 3 ? z_.data() : nullptr, n);
     const double secs = since(t);
+    peers_.stop();
     // Check the first and last elements against the kernel's formula.
     float want = 0;
     switch (kernel) {
@@ -490,7 +551,7 @@ class CpuDevice final : public Device {
   std::vector<float> weights_;  // GEMM weight copies (gemm)
   std::unique_ptr<ThreadTeam> team_;
   cpu::Worker worker_;
-  BusyThreads busy_;
+  Peers peers_;
   cpu::Attention attention_;
   std::vector<cpu::DecodeAttention> decode_;  // copies of one shape's inputs, used in turn
   size_t next_decode_ = 0;

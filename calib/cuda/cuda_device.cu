@@ -243,8 +243,8 @@ class CudaDevice final : public Device {
     }
     const auto t = timed(run);
     if (!t && problem_ == "a library call failed") problem_ = dtype + " GEMM: the library refused the shape";
-    // Check a few entries of C against the host's sums over the same test values (exact in both
-    // dtypes). fp16: A column-major (i + x m); fp8: A row-major (i k + x); B column-major (x + j k).
+    // Check a few entries of C against the host's sums over the same test values, rounded as the
+    // device holds them. fp16: A column-major (i + x m); fp8: A row-major (i k + x); B column-major (x + j k).
     bool right = t.has_value();
     for (int s = 0; right && s < 3; ++s) {
       const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
@@ -254,8 +254,8 @@ class CudaDevice final : public Device {
       const size_t at = fp8 ? static_cast<size_t>(j + i * n) : static_cast<size_t>(i + j * m);
       right = ok(cudaMemcpy(&raw, static_cast<uint16_t*>(c) + at, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
       // The operands as the device holds them (rounded to fp8 or fp16).
-      auto held = [&](uint64_t at, uint64_t seed) {
-        const float v = test_value(at, seed);
+      auto held = [&](uint64_t index, uint64_t seed) {
+        const float v = test_value(index, seed);
         return static_cast<double>(fp8 ? static_cast<float>(__nv_fp8_e4m3(v)) : __half2float(__float2half(v)));
       };
       double want = 0;
@@ -324,16 +324,15 @@ class CudaDevice final : public Device {
       for (auto& l : logits) sum += (l = std::exp(l - top));
       std::vector<__nv_bfloat16> got(static_cast<size_t>(d));
       fine = ok(cudaMemcpy(got.data(), o + (seq - 1) * d, static_cast<size_t>(d) * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (int64_t c = 0; fine && c < d; ++c) {
-        double want = 0;
-        for (int64_t j = 0; j < seq; ++j) want += logits[static_cast<size_t>(j)] / sum * in(12, j, c);
-        if (std::abs(__bfloat162float(got[static_cast<size_t>(c)]) - want) > 0.03) fine = false;
-      }
+      std::vector<double> want(static_cast<size_t>(d), 0.0);
+      for (int64_t c = 0; c < d; ++c)
+        for (int64_t j = 0; j < seq; ++j) want[static_cast<size_t>(c)] += logits[static_cast<size_t>(j)] / sum * in(12, j, c);
+      fine = fine && row_close(got, want);
       if (fine && backward) {
         const double last = logits[static_cast<size_t>(seq - 1)] / sum;
         fine = ok(cudaMemcpy(got.data(), dv + (seq - 1) * d, static_cast<size_t>(d) * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-        for (int64_t c = 0; fine && c < d; ++c)
-          if (std::abs(__bfloat162float(got[static_cast<size_t>(c)]) - last * in(14, seq - 1, c)) > 0.03) fine = false;
+        for (int64_t c = 0; c < d; ++c) want[static_cast<size_t>(c)] = last * in(14, seq - 1, c);
+        fine = fine && row_close(got, want);
       }
       if (!fine) {
         if (problem_.empty()) problem_ = "attention result differs from the host's reference row";
@@ -395,11 +394,10 @@ class CudaDevice final : public Device {
       for (auto& l : logits) sum += (l = std::exp(l - top));
       std::vector<__nv_bfloat16> got(static_cast<size_t>(d));
       fine = ok(cudaMemcpy(got.data(), b.o, static_cast<size_t>(d) * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (int64_t c = 0; fine && c < d; ++c) {
-        double want = 0;
-        for (int64_t j = 0; j < len; ++j) want += logits[static_cast<size_t>(j)] / sum * in(22, j * d + c);
-        if (std::abs(__bfloat162float(got[static_cast<size_t>(c)]) - want) > 0.03) fine = false;
-      }
+      std::vector<double> want(static_cast<size_t>(d), 0.0);
+      for (int64_t c = 0; c < d; ++c)
+        for (int64_t j = 0; j < len; ++j) want[static_cast<size_t>(c)] += logits[static_cast<size_t>(j)] / sum * in(22, j * d + c);
+      fine = fine && row_close(got, want);
       if (!fine) {
         if (problem_.empty()) problem_ = "decode attention result differs from the host's reference row";
         t.reset();
@@ -433,10 +431,10 @@ class CudaDevice final : public Device {
     const size_t cols = 4096, rows = (n + cols - 1) / cols;
     auto run = [&] {
       switch (kernel) {
-        case MemoryKernel::copy: copy_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, y, n); break;
-        case MemoryKernel::triad: triad_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, z, y, 3.0f, n); break;
+        case MemoryKernel::copy: copy_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x, y, n); break;
+        case MemoryKernel::triad: triad_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x, z, y, 3.0f, n); break;
         case MemoryKernel::norm: rmsnorm_kernel<<<static_cast<int>(std::min<size_t>(65535, rows)), kThreads, 0, stream_>>>(x, y, n / cols, cols); break;
-        case MemoryKernel::activation: silu_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, y, n); break;
+        case MemoryKernel::activation: silu_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x, y, n); break;
       }
       return cudaGetLastError() == cudaSuccess;
     };
@@ -536,6 +534,18 @@ class CudaDevice final : public Device {
     problem_ = std::string(what) + ": " + cudaGetErrorString(e);
     return false;
   }
+  // A row of bf16 results against its double-precision reference: within 5% of the row's largest
+  // value (bf16 scores, probabilities and outputs each round to 0.4%), so that a row of zeros or
+  // of another row's values fails however small the values are (a long context's outputs are
+  // averages over many keys: a few thousandths).
+  static bool row_close(const std::vector<__nv_bfloat16>& got, const std::vector<double>& want) {
+    double largest = 0;
+    for (double w : want) largest = std::max(largest, std::abs(w));
+    for (size_t c = 0; c < want.size(); ++c)
+      if (!(std::abs(static_cast<double>(__bfloat162float(got[c])) - want[c]) <= 0.05 * largest + 1e-6)) return false;
+    return true;
+  }
+
   // One run of `fn` on the stream between two events; nothing when it fails. The events and `fn`'s
   // launches are queued behind a delay kernel (kernels.cuh), so the time is the GPU's from the
   // first of fn's kernels to the end of its last, without the host's work of launching them.

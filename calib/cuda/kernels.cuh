@@ -42,7 +42,7 @@ __global__ void fill_f16(__half* p, size_t n, uint64_t seed) {
     p[i] = __float2half(test_value(i, seed));
 }
 
-// fp8 e4m3 holds every test value (multiples of 1/8 in [-1, 1]) exactly.
+// fp8 e4m3 holds the test values rounded to its 3 mantissa bits (checks round them the same way).
 __global__ void fill_fp8(__nv_fp8_e4m3* p, size_t n, uint64_t seed) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     p[i] = __nv_fp8_e4m3(test_value(i, seed));
@@ -183,6 +183,8 @@ __global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, f
 }
 
 int grid_for(size_t n) { return static_cast<int>(std::min<size_t>(65535, (n + kThreads - 1) / kThreads)); }
+// The threads of a 16-byte streaming kernel over n floats (copy_kernel, triad_kernel, silu_kernel).
+size_t quads(size_t n) { return (n + 3) / 4; }
 
 // The buffers of the unfused causal attention: q, k, v, o and (backward) dO, dQ, dK, dV, each
 // heads x seq x d, and the scores p (and dP) of heads x seq x seq, all bf16.

@@ -4,11 +4,14 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <limits>
 #include <set>
 #include <tuple>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -110,8 +113,16 @@ class CudaOps final : public DeviceOps {
       return false;
     }
     gpu_ = count == 1 ? 0 : t.local_rank();
-    // The host's cores, shared by the node's processes (one a GPU), fill and check copies' buffers.
-    host_threads_ = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(count));
+    // The cores this process may run on, shared by the node's processes (mpirun's local size, else
+    // one a visible GPU), fill and check copies' buffers.
+    cpu_set_t cores;
+    CPU_ZERO(&cores);
+    const int usable = sched_getaffinity(0, sizeof cores, &cores) == 0 ? CPU_COUNT(&cores)
+                                                                      : static_cast<int>(std::thread::hardware_concurrency());
+    const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const int sharing = local_size && std::atoi(local_size) > 0 ? std::atoi(local_size) : count;
+    // Bound to fewer cores than the node's processes (mpirun binds each to one): they are its own.
+    host_threads_ = static_cast<unsigned>(std::max(1, usable < sharing ? usable : usable / sharing));
     try {
       check(cudaSetDevice(gpu_), "cudaSetDevice");
       check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -178,7 +189,7 @@ class CudaOps final : public DeviceOps {
         ensure(x_, n * sizeof(float), 1.5f);
         ensure(y_, n * sizeof(float), 0.0f);
         open_segment();
-        for (int64_t l = 0; l < launches; ++l) copy_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), n);
+        for (int64_t l = 0; l < launches; ++l) copy_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), n);
         check(cudaGetLastError(), "memory-bound kernel");
         mark(k.kind);
         break;
