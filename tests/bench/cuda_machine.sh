@@ -53,15 +53,5 @@ step validate-shipped "$arlsim" validate scenarios/gpu-validate.json --backend c
 
 for v in validate validate-shipped; do
   [ -f "$out/$v.json" ] || continue
-  python3 - "$out/$v.json" "$v" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]}: predicted {r['predicted_total_s']:.3f} s, measured {r['measured_total_s']:.3f} s")
-for key, rows in (("stage", r["stages"]), ("kind", r["activities"])):
-    for row in rows:
-        print(f"  {row[key]:<14} predicted {row['predicted_s']:9.4f} s  measured {row['measured_s']:9.4f} s  {100 * row['error']:+8.1f}%")
-print(f"  median |stage error| {100 * r['median_abs_stage_error']:.1f}%, median |activity error| "
-      f"{100 * r['median_abs_activity_error']:.1f}%, {r['bytes_verified'] / 2**20:.1f} MiB verified, "
-      f"{r['checksum_failures']} checksum failures")
-PY
+  python3 "$(dirname "$0")/validation_report.py" "$out/$v.json" "$v"
 done
