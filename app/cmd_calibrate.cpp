@@ -314,6 +314,9 @@ int run_calibrate(const Args& args) {
     if (!has(calib::Op::memory) && info.memory_bandwidth <= 0)
       return fail("--ops must include memory: the " + backend +
                   " backend knows no nominal memory bandwidth, and a profile needs one");
+    if (vm.count("ranks") && info.max_ranks < 2)
+      return fail("--ranks: this machine has " + std::to_string(info.max_ranks) + " " + backend +
+                  " device(s), so no collective group to measure (leave --ranks out)");
     if (vm.count("ranks") && (ranks < 2 || ranks > info.max_ranks))
       return fail("--ranks must be between 2 and " + std::to_string(info.max_ranks) + " for backend " + backend +
                   ", not " + std::to_string(ranks));

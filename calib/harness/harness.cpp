@@ -159,7 +159,7 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   p.host_bytes = quick ? std::vector<double>{64.0 * (1 << 20)} : std::vector<double>{1 << 20, 16 << 20, 256.0 * (1 << 20)};
   // Collectives: groups of 2, 4, ... up to the largest asked for; sizes in powers of two from 8 B
   // (every fourth in a quick sweep) to 32 MiB on a CPU, 8 GiB on a GPU. A machine of one GPU has
-  // no group within it (none is planned unless --ranks asks).
+  // no group within it: none is planned.
   const int64_t most = ranks > 0 ? ranks : cpu ? 2 : dev.max_ranks;
   for (int64_t n = 2; n < most; n *= 2) p.collective_ranks.push_back(n);
   if (most >= 2) p.collective_ranks.push_back(most);

@@ -612,7 +612,8 @@ TEST_CASE("calibrate: a GPU's collective groups go up to its node's GPUs; a mach
   const calib::Plan one = calib::make_plan(gpu, ops, true);
   CHECK(one.collective_ranks.empty());
   CHECK(calib::estimated_seconds(one, 1e12, 1e9, 1e-5) == 0.0);
-  // Asked for, a group is planned (and each of its points fails its check, reported).
+  // Asked for (the program refuses --ranks on such a machine), a group is planned and each of its
+  // points fails its check, reported.
   CHECK(calib::make_plan(gpu, ops, true, 2).collective_ranks == std::vector<int64_t>{2});
 }
 
