@@ -520,9 +520,16 @@ class CpuDevice final : public Device {
     const auto n = static_cast<size_t>(std::max(1.0, bytes / 4));
     x_.assign(n, 2.5f);
     y_.assign(n, 0.0f);
+    peers_.start([n] {
+      auto own = std::make_shared<std::array<std::vector<float>, 2>>();
+      (*own)[0].assign(n, 2.5f);
+      (*own)[1].assign(n, 0.0f);
+      return std::function<void()>([own, n] { std::memcpy((*own)[1].data(), (*own)[0].data(), n * sizeof(float)); });
+    });
     const auto t = Clock::now();
     std::memcpy(y_.data(), x_.data(), n * sizeof(float));
     const double secs = since(t);
+    peers_.stop();
     if (y_.front() != 2.5f || y_.back() != 2.5f) {
       problem_ = "host copy differs from its source";
       return std::nullopt;

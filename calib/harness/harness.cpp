@@ -318,6 +318,13 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
           const std::string what = std::string(kernel_name(kernel)) + " " + std::to_string(static_cast<int64_t>(b)) + " B";
           if (auto s = sample([&] { return dev.memory(kernel, b); }, what, b / byte_rate)) r.memory.push_back({kernel, b, *s});
         }
+    // Host copies too: a run's devices move their states out and back together (weight sync,
+    // an engine's sleep), and on a CPU those copies share one memory bus.
+    if (has(Op::host))
+      for (double b : p.host_bytes)
+        if (auto s = sample([&] { return dev.host_copy(b); }, "host copy " + std::to_string(static_cast<int64_t>(b)) + " B",
+                            b / byte_rate))
+          r.host.emplace_back(b, *s);
   }
   if (has(Op::launch)) {
     auto many = [&]() -> std::optional<double> {
@@ -335,11 +342,6 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
                           d(p.graph_kernels) * launch_guess))
         r.graph_kernel = *s;
   }
-  if (has(Op::host))
-    for (double b : p.host_bytes)
-      if (auto s = sample([&] { return dev.host_copy(b); }, "host copy " + std::to_string(static_cast<int64_t>(b)) + " B",
-                          b / byte_rate))
-        r.host.emplace_back(b, *s);
   for (int64_t n : p.collective_ranks)
     for (const auto& [op, in_place] : collective_runs(p))
       for (double b : p.collective_bytes) {
