@@ -30,13 +30,7 @@ std::vector<ChunkOp> play_interleaved(int64_t stages, int64_t chunks, int64_t mi
     };
     // Warm-up forwards: all of them forward only or when there are exactly p micro-batches.
     const int64_t warm = forward_only || m == p ? total : std::min(total, (p - r - 1) * 2 + (v - 1) * p);
-    for (int64_t k = 0; k < warm; ++k) fwd(k);
-    if (forward_only) continue;
-    for (int64_t i = 0; i < total - warm; ++i) {
-      fwd(warm + i);
-      bwd(i);
-    }
-    for (int64_t k = total - warm; k < total; ++k) bwd(k);
+    rl::one_forward_one_backward(total, warm, forward_only, fwd, bwd);
   }
   // Played out with a forward of 1 and a backward of 2.
   std::vector<ChunkOp> played = rl::play_orders(order, v, m, 0, [](int64_t, bool forward) { return forward ? 1.0 : 2.0; });

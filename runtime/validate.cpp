@@ -432,7 +432,8 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     report.checksum_failures += r.checksum_failures;
   };
   report.executed = static_cast<int64_t>(stages.size());
-  for (const std::vector<size_t>& wave : waves) {
+  for (size_t w = 0; w < waves.size(); ++w) {
+    const std::vector<size_t>& wave = waves[w];
     // Activities the prediction overlaps on devices of their own run at once, as the plan runs
     // them (an asynchronous step's next rollout beside this step's training): one program, each
     // activity's duration its own devices', so that what they share (a CPU's memory, a node's
@@ -442,7 +443,7 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     for (size_t i : wave)
       name += " " + std::to_string(stages[i].step) + " " + std::string(graph::stage_name(stages[i].stage)) +
               (i == wave.back() ? "" : " and");
-    ValidationProgress heard{name, static_cast<size_t>(&wave - waves.data()), waves.size()};
+    ValidationProgress heard{name, w, waves.size()};
     if (progress) progress(heard);
     const auto started = std::chrono::steady_clock::now();
     const auto [program, tail] = wave_program(wave);

@@ -25,7 +25,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // Deterministic synthetic data (runtime/pattern.h): a buffer's contents depend on its seed only.
 void fill(std::vector<float>& v, size_t n, uint64_t seed) {
   if (v.size() < n) v.resize(n);
-  for (size_t i = 0; i < n; ++i) v[i] = pattern_value(i, seed);
+  fill_pattern_host(v.data(), n, seed);  // on this device's thread: the others are devices too
 }
 
 const char* kind_name(Kernel::Kind k) {

@@ -217,6 +217,19 @@ struct PipelineOp {
 std::vector<PipelineOp> play_orders(const std::vector<std::vector<PipelineOp>>& order, int64_t chunks,
                                     int64_t micro_batches, double start_s,
                                     const std::function<double(int64_t stage, bool forward)>& seconds);
+// One stage's order in a one-forward-one-backward schedule of `total` operations each way: `warm`
+// forwards, then a forward and a backward in turn, then the backwards left (none when
+// forward_only). fwd(k) and bwd(k) append the k-th forward and backward.
+template <typename Fwd, typename Bwd>
+void one_forward_one_backward(int64_t total, int64_t warm, bool forward_only, Fwd&& fwd, Bwd&& bwd) {
+  for (int64_t k = 0; k < warm; ++k) fwd(k);
+  if (forward_only) return;
+  for (int64_t i = 0; i < total - warm; ++i) {
+    fwd(warm + i);
+    bwd(i);
+  }
+  for (int64_t k = total - warm; k < total; ++k) bwd(k);
+}
 // The 1F1B schedule (Narayanan et al. 2021, sec. 2.2) of `micro_batches` through `stages` stages,
 // played out from `start_s`, or the forwards alone: stage s runs min(p - s - 1, m) warm-up
 // forwards, then one forward and one backward in turn, then drains its backwards; a forward waits

@@ -346,14 +346,7 @@ std::vector<PipelineOp> play_pipeline(int64_t stages, int64_t micro_batches, boo
     auto& ops = order[static_cast<size_t>(s)];
     const auto fwd = [&](int64_t i) { ops.push_back({s, 0, i, true}); };
     const auto bwd = [&](int64_t i) { ops.push_back({s, 0, i, false}); };
-    const int64_t warm = forward_only ? m : std::min(stages - s - 1, m);
-    for (int64_t i = 0; i < warm; ++i) fwd(i);
-    if (forward_only) continue;
-    for (int64_t i = 0; i < m - warm; ++i) {
-      fwd(warm + i);
-      bwd(i);
-    }
-    for (int64_t i = m - warm; i < m; ++i) bwd(i);
+    one_forward_one_backward(m, forward_only ? m : std::min(stages - s - 1, m), forward_only, fwd, bwd);
   }
   return play_orders(order, 1, m, start_s, seconds);
 }
