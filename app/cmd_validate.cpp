@@ -66,7 +66,7 @@ int run_validate(const Args& args) {
       "steps", po::value(&steps), "trace steps to run, A:B inclusive (default: the scenario's)")(
       "set", po::value(&overrides)->composing(), "/json/pointer=value override (repeatable)")(
       "out", po::value(&out), "write predicted/ and measured/ (summary.json, steps.csv, timeline.json, report.html), "
-                              "profile.json and validation.json here")(
+                              "profile.json, validation.json and kernels.csv (every kernel shape, predicted and measured) here")(
       "scale", po::value(&scale), "run the plan smaller, S in (0, 1]: layers x S, every sequence's tokens x S, prompts per "
                                   "step x S; predicted and executed alike (1)")(
       "timeout", po::value(&timeout_s), "seconds an activity may take before its devices count as hung (600)")(
@@ -295,13 +295,14 @@ int run_validate(const Args& args) {
     const std::filesystem::path dir(out);
     if (!report::write_outputs(r.predicted, (dir / "predicted").string(), error) ||
         !report::write_outputs(r.measured, (dir / "measured").string(), error) ||
-        !report::write_text_file(out, "validation.json", runtime::report_json(r), error)) {
+        !report::write_text_file(out, "validation.json", runtime::report_json(r), error) ||
+        !report::write_text_file(out, "kernels.csv", runtime::kernels_csv(r), error)) {
       std::cerr << "arlsim validate: " << error << "\n";
       return kExitInternal;
     }
     if (!vm.count("json"))
       std::cout << "wrote " << out << "/predicted/, " << out << "/measured/ (summary.json, steps.csv, timeline.json, report.html), "
-                << out << "/validation.json\n";
+                << out << "/validation.json, " << out << "/kernels.csv\n";
   }
   return r.checksum_failures > 0 ? kExitInternal : kExitOk;
 }

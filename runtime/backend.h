@@ -48,6 +48,9 @@ struct RunStats {
   double bytes_verified = 0;  // bytes moved by copies and gathers whose checksum was checked
   int64_t checksum_failures = 0;
   std::vector<std::pair<int64_t, std::vector<BusySpan>>> busy;  // (device, its spans of work)
+  // (device, each of its program's kernels' measured seconds, in the program's order): a wait its
+  // held time, any other kernel its device time.
+  std::vector<std::pair<int64_t, std::vector<double>>> kernel_seconds;
 };
 
 // The CRC-32 of a buffer (zlib's crc32_z: IEEE 802.3's CRC, as Boost.CRC's crc_32_type, about 14

@@ -54,6 +54,19 @@ Kernel copy(double bytes, int64_t peer) {
 
 }  // namespace
 
+const char* kernel_kind_name(Kernel::Kind kind) {
+  switch (kind) {
+    case Kernel::Kind::gemm: return "gemm";
+    case Kernel::Kind::attention: return "attention";
+    case Kernel::Kind::decode_attention: return "decode_attention";
+    case Kernel::Kind::memory: return "memory";
+    case Kernel::Kind::collective: return "collective";
+    case Kernel::Kind::copy: return "copy";
+    case Kernel::Kind::wait: return "wait";
+  }
+  return "kernel";
+}
+
 Kernel collective(model::CollectiveOp op, double bytes, int32_t group) {
   Kernel k;
   k.kind = Kernel::Kind::collective;

@@ -61,6 +61,9 @@ struct Kernel {
   int8_t phase = 0;
 };
 
+// "gemm", "attention", "decode_attention", "memory", "collective", "copy", "wait".
+const char* kernel_kind_name(Kernel::Kind kind);
+
 // A group of devices that run collectives together (an engine's tp ranks, a data-parallel group).
 using DeviceGroup = std::vector<int64_t>;
 

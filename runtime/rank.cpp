@@ -69,6 +69,8 @@ std::string encode(int64_t device, const DeviceResult& r) {
     put(s, b.end);
     put(s, b.phase);
   }
+  put(s, static_cast<int64_t>(r.kernel_seconds.size()));
+  for (double v : r.kernel_seconds) put(s, v);
   return s;
 }
 
@@ -91,6 +93,14 @@ std::pair<int64_t, DeviceResult> decode(const std::string& s) {
     if (!(std::isfinite(b.start) && std::isfinite(b.end) && b.start >= 0 && b.end >= b.start) || b.phase < 0 || b.phase > 2)
       throw std::runtime_error("a device's result arrived with a malformed span");
     r.busy.push_back(b);
+  }
+  const auto kernels = take<int64_t>(s, at);
+  if (kernels < 0 || static_cast<size_t>(kernels) > (s.size() - at) / sizeof(double))
+    throw std::runtime_error("a device's result arrived with a malformed kernel count");
+  for (int64_t i = 0; i < kernels; ++i) {
+    const auto v = take<double>(s, at);
+    if (!(std::isfinite(v) && v >= 0)) throw std::runtime_error("a device's result arrived with a malformed kernel time");
+    r.kernel_seconds.push_back(v);
   }
   if (at != s.size()) throw std::runtime_error("a device's result arrived with extra bytes");
   return {device, r};
@@ -191,6 +201,7 @@ RunStats RankBackend::run(const Program& p, const std::string& activity) {
     stats.bytes_verified += r.bytes_verified;
     stats.checksum_failures += r.checksum_failures;
     stats.busy.emplace_back(d, r.busy);
+    stats.kernel_seconds.emplace_back(d, r.kernel_seconds);
   }
   return stats;
 }

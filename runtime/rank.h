@@ -45,6 +45,7 @@ struct DeviceResult {
   double bytes_verified = 0;
   int64_t checksum_failures = 0;
   std::vector<BusySpan> busy;  // its work, waits excluded (add_busy)
+  std::vector<double> kernel_seconds;  // each kernel's, by its index in the device's program (RunStats)
 };
 
 class DeviceOps {

@@ -137,12 +137,10 @@ class CudaDevice final : public Device {
       release();
       return std::nullopt;
     }
-    const float alpha = 1, beta = 0;
-    // Column-major: C (m x n) = A (m x k) B (k x n).
+    // Row-major C (m x n) = A (m x k) B (k x n), as the runtime runs its GEMMs (gemm_row_major).
     auto run = [&] {
-      return cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                          &alpha, a, CUDA_R_16BF, static_cast<int>(m), b, CUDA_R_16BF, static_cast<int>(k), &beta, c,
-                          CUDA_R_16BF, static_cast<int>(m), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+      return gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b, c, CUDA_R_16BF) ==
+             CUBLAS_STATUS_SUCCESS;
     };
     // The weights are read from HBM, not from the L2 cache the fill left them in: in a model's
     // step every layer reads its own weights once per pass, evicted by the other layers' (GPU
@@ -157,11 +155,11 @@ class CudaDevice final : public Device {
     for (int s = 0; right && s < 3; ++s) {
       const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
       __nv_bfloat16 got_bf16;
-      right = ok(cudaMemcpy(&got_bf16, c + i + j * m, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      double want = 0;
+      right = ok(cudaMemcpy(&got_bf16, c + i * n + j, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      double want = 0;  // A row-major (i k + x), B row-major (x n + j)
       for (int64_t x = 0; x < k; ++x)
-        want += static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(i + x * m), 1)))) *
-                static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(x + j * k), 2))));
+        want += static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(i * k + x), 1)))) *
+                static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(x * n + j), 2))));
       const double got = __bfloat162float(got_bf16);
       if (right && std::abs(got - want) > 0.02 * std::abs(want) + 0.05 * std::sqrt(static_cast<double>(k))) {
         problem_ = "GEMM result differs from the host reference";
@@ -172,7 +170,7 @@ class CudaDevice final : public Device {
     return right ? t : std::nullopt;
   }
 
-  // fp16: cublasGemmEx as for bf16, C = A B column-major, an fp16 output. fp8 (e4m3): cuBLASLt, which takes fp8
+  // fp16: as for bf16 (gemm_row_major), an fp16 output. fp8 (e4m3): cuBLASLt, which takes fp8
   // only with the first operand transposed, so it computes C^T (n x m) = B^T A^T with A held
   // row-major (m x k) and B column-major (k x n): every leading dimension is k or n, multiples of
   // 16 as fp8 requires, whatever m is; bf16 output, fp32 accumulation, unit scales.
@@ -234,8 +232,7 @@ class CudaDevice final : public Device {
       if (fp8)
         return cublasLtMatmul(lt_, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr, lt_workspace_,
                               lt_workspace_ ? kLtWorkspace : 0, stream_) == CUBLAS_STATUS_SUCCESS;
-      return cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a, CUDA_R_16F, im, b, CUDA_R_16F, ik, &beta,
-                          c, CUDA_R_16F, im, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+      return gemm_row_major(blas_, im, in, ik, a, b, c, CUDA_R_16F) == CUBLAS_STATUS_SUCCESS;
     };
     if (flush_ && !ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
       release();
@@ -244,14 +241,14 @@ class CudaDevice final : public Device {
     const auto t = timed(run);
     if (!t && problem_ == "a library call failed") problem_ = dtype + " GEMM: the library refused the shape";
     // Check a few entries of C against the host's sums over the same test values, rounded as the
-    // device holds them. fp16: A column-major (i + x m); fp8: A row-major (i k + x); B column-major (x + j k).
+    // device holds them. A row-major (i k + x); B row-major (x n + j) for fp16, column-major (x + j k) for fp8.
     bool right = t.has_value();
     for (int s = 0; right && s < 3; ++s) {
       const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
       // The output is bf16 for fp8 (cuBLASLt's), fp16 for fp16 (cublasGemmEx takes fp16 inputs to an
       // fp16 or fp32 output only).
       uint16_t raw = 0;
-      const size_t at = fp8 ? static_cast<size_t>(j + i * n) : static_cast<size_t>(i + j * m);
+      const size_t at = static_cast<size_t>(j + i * n);
       right = ok(cudaMemcpy(&raw, static_cast<uint16_t*>(c) + at, 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
       // The operands as the device holds them (rounded to fp8 or fp16).
       auto held = [&](uint64_t index, uint64_t seed) {
@@ -260,7 +257,7 @@ class CudaDevice final : public Device {
       };
       double want = 0;
       for (int64_t x = 0; x < k; ++x)
-        want += held(static_cast<uint64_t>(fp8 ? i * k + x : i + x * m), 1) * held(static_cast<uint64_t>(x + j * k), 2);
+        want += held(static_cast<uint64_t>(i * k + x), 1) * held(static_cast<uint64_t>(fp8 ? x + j * k : x * n + j), 2);
       __nv_bfloat16 as_bf16;
       __half as_f16;
       std::memcpy(&as_bf16, &raw, 2);
@@ -281,7 +278,7 @@ class CudaDevice final : public Device {
     problem_.clear();
     // As many heads as keep the scores within 2 GiB (bf16), at least one.
     const int64_t heads = std::max<int64_t>(1, (int64_t{1} << 30) / (seq * seq));
-    const size_t tokens = static_cast<size_t>(heads * seq * d), scores = static_cast<size_t>(heads * seq * seq);
+    const size_t tokens = static_cast<size_t>(heads * seq * d), scores = static_cast<size_t>(heads * seq * score_ld(seq));
     std::vector<__nv_bfloat16*> buffers(8, nullptr);  // q k v o dO dq dk dv
     __nv_bfloat16 *p = nullptr, *dp = nullptr;
     auto release = [&] {
@@ -354,7 +351,7 @@ class CudaDevice final : public Device {
     }
     const int64_t pairs = batch * kv_heads, group = heads / kv_heads;
     const size_t queries = static_cast<size_t>(pairs * group * d), cache = static_cast<size_t>(pairs * len * d),
-                 scores = static_cast<size_t>(pairs * group * len);
+                 scores = static_cast<size_t>(pairs * group * score_ld(len));
     DecodeBuffers b;
     auto release = [&] {
       for (auto* p : {b.q, b.k, b.v, b.o, b.s}) cudaFree(p);

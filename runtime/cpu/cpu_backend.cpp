@@ -28,19 +28,6 @@ void fill(std::vector<float>& v, size_t n, uint64_t seed) {
   fill_pattern_host(v.data(), n, seed);  // on this device's thread: the others are devices too
 }
 
-const char* kind_name(Kernel::Kind k) {
-  switch (k) {
-    case Kernel::Kind::gemm: return "gemm";
-    case Kernel::Kind::attention: return "attention";
-    case Kernel::Kind::decode_attention: return "decode attention";
-    case Kernel::Kind::memory: return "memory-bound";
-    case Kernel::Kind::collective: return "collective";
-    case Kernel::Kind::copy: return "copy";
-    case Kernel::Kind::wait: return "wait";
-  }
-  return "kernel";
-}
-
 }  // namespace
 
 // A device: its worker (the "GPU") and its buffers, grown to the largest request and reused.
@@ -185,6 +172,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
   std::vector<double> clocks(p.devices.size(), 0);
   std::vector<KernelSeconds> kernels(p.devices.size());
   std::vector<std::vector<BusySpan>> busy(p.devices.size());
+  std::vector<std::vector<double>> each(p.devices.size());
   std::atomic<int64_t> failures{0};
   std::atomic<double> verified{0};
   for (size_t slot = 0; slot < p.devices.size(); ++slot) {
@@ -330,6 +318,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
         if (k.kind != Kernel::Kind::wait || k.busy) add_busy(busy[slot], clock, clock + took, k.phase);
         clock += took;
         kernels[slot].add(k.kind, took);
+        each[slot].push_back(took);
       }
       dev.kernel = -1;
       clocks[slot] = clock;
@@ -346,7 +335,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
         if (k >= 0)
           std::fprintf(stderr, "arlsim: device %lld did not finish %s within %.0f s: stuck in kernel %lld (%s); stopping\n",
                        static_cast<long long>(id), activity.c_str(), impl_->timeout_s, static_cast<long long>(k),
-                       kind_name(ks[static_cast<size_t>(k)].kind));
+                       kernel_kind_name(ks[static_cast<size_t>(k)].kind));
       }
       std::fflush(stderr);
       std::_Exit(3);
@@ -358,6 +347,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
     stats.seconds = std::max(stats.seconds, clocks[slot]);
     stats.kernels += kernels[slot];
     stats.busy.emplace_back(p.devices[slot].first, std::move(busy[slot]));
+    stats.kernel_seconds.emplace_back(p.devices[slot].first, std::move(each[slot]));
   }
   stats.bytes_verified = verified.load();
   stats.checksum_failures = failures.load();

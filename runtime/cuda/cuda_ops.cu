@@ -173,10 +173,17 @@ class CudaOps final : public DeviceOps {
     result_ = {};
     marks_.clear();
     phases_.clear();
+    indices_.clear();
+    index_ = 0;
   }
 
   void enqueue(const Kernel& k, const KernelContext& c) override {
     phase_ = k.phase;
+    result_.kernel_seconds.push_back(0);
+    struct Next {  // the next kernel's index, however this one ends
+      size_t& i;
+      ~Next() { ++i; }
+    } next{index_};
     switch (k.kind) {
       case Kernel::Kind::gemm: gemm(k); break;
       case Kernel::Kind::attention: attention(k); break;
@@ -205,6 +212,7 @@ class CudaOps final : public DeviceOps {
         if (k.busy) add_busy(result_.busy, result_.seconds, result_.seconds + took, k.phase);
         result_.seconds += took;
         result_.kernels.wait += took;
+        result_.kernel_seconds[index_] += took;
         break;
       }
     }
@@ -236,6 +244,7 @@ class CudaOps final : public DeviceOps {
     check(cudaEventRecord(e, stream_), "cudaEventRecord");
     marks_.emplace_back(e, kind);
     phases_.push_back(phase_);
+    indices_.push_back(index_);
   }
   void flush() {
     if (!marks_.empty()) {
@@ -245,11 +254,13 @@ class CudaOps final : public DeviceOps {
         check(cudaEventElapsedTime(&ms, marks_[i - 1].first, marks_[i].first), "cudaEventElapsedTime");
         const double s = static_cast<double>(ms) * 1e-3;
         result_.kernels.add(marks_[i].second, s);
+        result_.kernel_seconds[indices_[i]] += s;
         add_busy(result_.busy, result_.seconds, result_.seconds + s, phases_[i]);
         result_.seconds += s;
       }
       marks_.clear();
       phases_.clear();
+      indices_.clear();
     }
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     // A check may allocate (and so flush) itself: it finds nothing left to run.
@@ -294,8 +305,9 @@ class CudaOps final : public DeviceOps {
     check(cudaStreamSynchronize(stream_), "a kernel's first run");
   }
 
-  // bf16 inputs and output, fp32 accumulation (column-major C = A B), `groups` times, each group
-  // (a layer's expert) on its own operands; a layer's weight is its own buffer.
+  // bf16 inputs and output, fp32 accumulation, `groups` times, each group (a layer's expert) on
+  // its own operands; a layer's weight is its own buffer. Row-major C (m x n) = A (m x k) W (k x n)
+  // as frameworks call cuBLAS (gemm_row_major): the tokens (m) are never a leading dimension.
   void gemm(const Kernel& k) {
     const auto m = static_cast<size_t>(k.m), n = static_cast<size_t>(k.n), kk = static_cast<size_t>(k.k);
     const auto groups = static_cast<size_t>(std::max<int64_t>(1, k.groups));
@@ -303,12 +315,10 @@ class CudaOps final : public DeviceOps {
     Buffer& w = k.weight >= 0 ? weights_[k.weight] : b_;
     ensure_bf16(w, kk * n * groups, 2 + static_cast<uint64_t>(std::max(0, k.weight)));
     ensure_bf16(c_, m * n * groups, 3);
-    const float alpha = 1, beta = 0;
     const int im = dim(k.m, "a GEMM's m"), in = dim(k.n, "a GEMM's n"), ik = dim(k.k, "a GEMM's k");
     auto run = [&](size_t g) {
-      check(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, im, in, ik, &alpha, a_.as<__nv_bfloat16>() + g * m * kk, CUDA_R_16BF,
-                         im, w.as<__nv_bfloat16>() + g * kk * n, CUDA_R_16BF, ik, &beta, c_.as<__nv_bfloat16>() + g * m * n,
-                         CUDA_R_16BF, im, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      check(gemm_row_major(blas_, im, in, ik, a_.as<__nv_bfloat16>() + g * m * kk, w.as<__nv_bfloat16>() + g * kk * n,
+                           c_.as<__nv_bfloat16>() + g * m * n, CUDA_R_16BF),
             "cublasGemmEx");
     };
     warm_up(std::make_tuple(0, k.m, k.n, k.k), [&] { run(0); });
@@ -351,9 +361,10 @@ class CudaOps final : public DeviceOps {
   // whose scores fit in 1 GiB.
   void attention(const Kernel& k) {
     const int64_t s = k.seq_len, d = k.head_dim;
-    const int64_t per_batch = std::clamp<int64_t>((int64_t{1} << 29) / std::max<int64_t>(1, s * s), 1, k.heads);
-    const auto tokens = static_cast<size_t>(per_batch * s * d), scores = static_cast<size_t>(per_batch * s * s);
-    dim(s * s * per_batch, "attention's scores");
+    const int64_t ld = score_ld(s);  // the scores' row stride
+    const int64_t per_batch = std::clamp<int64_t>((int64_t{1} << 29) / std::max<int64_t>(1, s * ld), 1, k.heads);
+    const auto tokens = static_cast<size_t>(per_batch * s * d), scores = static_cast<size_t>(per_batch * s * ld);
+    dim(s * ld * per_batch, "attention's scores");
     dim(std::max(s, d), "attention's length");
     AttentionBuffers b;
     // The forward reads q, k, v and writes o and the scores; the backward reads q, k, v, dO and
@@ -525,6 +536,8 @@ class CudaOps final : public DeviceOps {
   std::vector<std::pair<cudaEvent_t, Kernel::Kind>> marks_;
   std::vector<int8_t> phases_;  // each mark's kernel's phase (Kernel::phase)
   int8_t phase_ = 0;            // the phase of the kernel being enqueued
+  std::vector<size_t> indices_;  // each mark's kernel's index in the device's program
+  size_t index_ = 0;             // the index of the kernel being enqueued
   std::vector<std::function<void()>> checks_;  // run after the stream is waited for
   DeviceResult result_;
   bool corrupt_ = false;

@@ -72,6 +72,7 @@ class FakeOps final : public runtime::DeviceOps {
     }
     r_.seconds += s;
     r_.kernels.add(k.kind, s);
+    r_.kernel_seconds.push_back(s);
   }
   runtime::DeviceResult end() override { return r_; }
   void corrupt_next_copy() override { corrupt_ = true; }

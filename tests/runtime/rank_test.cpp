@@ -117,6 +117,12 @@ TEST_CASE("each process runs its own device's kernels and every process gets the
     CHECK(s.kernels.collective == doctest::Approx(2 * link_s(1 << 16)));
     CHECK(s.bytes_verified == doctest::Approx(1 << 20));
     CHECK(s.checksum_failures == 0);
+    // Each device's kernels, in its program's order.
+    REQUIRE(s.kernel_seconds.size() == 2);
+    CHECK(s.kernel_seconds[0].first == 0);
+    CHECK(s.kernel_seconds[0].second ==
+          std::vector<double>{gemm_s(gemm(256, 512, 1024)), link_s(1 << 16)});
+    CHECK(s.kernel_seconds[1].second == std::vector<double>{link_s(1 << 20), link_s(1 << 16)});
   }
   // Every process joined the one group, members with their rank and the outsider with -1.
   std::sort(log.joins.begin(), log.joins.end());
@@ -187,6 +193,7 @@ TEST_CASE("a device's result survives the transport, and a damaged one is refuse
   r.bytes_verified = 4096;
   r.checksum_failures = 2;
   r.busy = {{0.0, 0.5, 2}, {0.75, 1.25, 1}};
+  r.kernel_seconds = {0.5, 0.25, 0.5};
   const std::string bytes = runtime::encode(7, r);
   const auto [device, back] = runtime::decode(bytes);
   CHECK(device == 7);
@@ -199,6 +206,7 @@ TEST_CASE("a device's result survives the transport, and a damaged one is refuse
   CHECK(back.busy[1].start == 0.75);
   CHECK(back.busy[1].end == 1.25);
   CHECK(back.busy[0].phase == 2);
+  CHECK(back.kernel_seconds == std::vector<double>{0.5, 0.25, 0.5});
   CHECK_THROWS_AS(runtime::decode(bytes.substr(0, bytes.size() - 1)), std::runtime_error);
   CHECK_THROWS_AS(runtime::decode(bytes + "x"), std::runtime_error);
 }

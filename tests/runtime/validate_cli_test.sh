@@ -45,6 +45,26 @@ spans = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("name") in 
 assert len(spans) >= 2, len(spans)
 assert any(e["name"] == "prefill+decode" for e in spans)
 assert json.load(open(os.path.join(out, "validation.json")))["stages"] == r["stages"]
+# Every kernel timed and priced alone: per stage and kind, their measured times add up to the
+# per-kind totals, fit inside their stage's time on its devices, and every shape is in kernels.csv.
+kinds = r["kernels"]
+assert {k["stage"] for k in kinds} >= {"rollout", "old_logprob", "train"}, kinds
+for k in kinds:
+    assert k["count"] > 0 and math.isfinite(k["predicted_s"]) and k["predicted_s"] >= 0, k
+    assert math.isfinite(k["measured_s"]) and k["measured_s"] >= 0, k
+for kind, total in r["kernels_measured_s"].items():
+    if kind == "wait":
+        continue  # the tool calls after a rollout's engine work are waits of no kernel
+    mine = sum(k["measured_s"] for k in kinds if k["kind"] == kind)
+    assert abs(mine - total) <= 1e-6 * max(1.0, total), (kind, mine, total)
+stage_measured = {s["stage"]: s["measured_s"] for s in r["stages"]}
+for stage in stage_measured:
+    inside = sum(k["measured_s"] for k in kinds if k["stage"] == stage)
+    assert inside <= stage_measured[stage] * r["devices"] * (1 + 1e-6), (stage, inside, stage_measured[stage])
+rows = list(csv.DictReader(open(os.path.join(out, "kernels.csv"))))
+assert sum(int(x["count"]) for x in rows) == sum(k["count"] for k in kinds)
+assert r["kernel_shapes"][0]["shape"] == rows[0]["shape"]
+assert any(x["kind"] == "gemm" and " x " in x["shape"] for x in rows)
 PY
 contains validate-profile "$tmp/v/profile.json" '"kind": "measured"'
 
