@@ -5,6 +5,7 @@
 // per GPU under mpirun (app/task_farm.h carries NCCL's bootstrap and the gathered figures).
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -84,6 +85,11 @@ int run_validate(const Args& args) {
     return kExitBadInput;
   }
   const bool cuda = backend == "cuda";
+  // Every GPU kernel loaded when CUDA starts, not at its first launch (CUDA's lazy loading, the
+  // default since 12.2): a cuBLAS kernel first chosen mid-run would otherwise charge its load,
+  // some 3-4 ms on an H200, to the activity it first ran in, as an engine's warm-up spares it.
+  // A value the user set stands.
+  if (cuda) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   if (!(scale > 0 && scale <= 1)) {
     std::cerr << "arlsim validate: --scale must be in (0, 1], not " << scale << "\n";
     return kExitBadInput;

@@ -44,6 +44,12 @@ Kernel attention(double forward_flops, int64_t seq_len, int64_t head_dim, bool b
   k.heads = std::max<int64_t>(1, std::llround(forward_flops / per_head));
   return k;
 }
+// A weight gradient: `in` x `out` from the `tokens` of the layer's input and output gradient.
+Kernel weight_gradient(int64_t in, int64_t out, int64_t tokens) {
+  Kernel g = gemm(in, out, tokens);
+  g.weight_gradient = true;
+  return g;
+}
 Kernel copy(double bytes, int64_t peer) {
   Kernel k;
   k.kind = Kernel::Kind::copy;
@@ -435,7 +441,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
       } else {
         for (size_t i = moe_gemms.size(); i-- > 0;) {
           const Kernel& g = moe_gemms[i];
-          Kernel input = layer_weight(gemm(g.m, g.k, g.n, g.weight)), weights = gemm(g.k, g.n, g.m);
+          Kernel input = layer_weight(gemm(g.m, g.k, g.n, g.weight)), weights = weight_gradient(g.k, g.n, g.m);
           input.groups = weights.groups = g.groups;
           ks.push_back(input);
           ks.push_back(weights);
@@ -481,7 +487,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
     if (part.last_stage) {
       ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
       ks.push_back(gemm(head.m, head.k, head.n, head_weight));  // the input's gradient reads the weight
-      ks.push_back(gemm(head.k, head.n, head.m));
+      ks.push_back(weight_gradient(head.k, head.n, head.m));
     }
     for (int64_t layer = end_layer; layer-- > part.first_layer;) {
       const bool moe = m.has_moe && m.is_moe_layer(layer);
@@ -498,7 +504,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
         if (moe && g == 3) moe_block(layer, true);
         if (!moe || g < 2) {
           ks.push_back(gemm(gemms[g].m, gemms[g].k, gemms[g].n, weight_base + static_cast<int32_t>(4 * layer + static_cast<int64_t>(g))));
-          ks.push_back(gemm(gemms[g].k, gemms[g].n, gemms[g].m));
+          ks.push_back(weight_gradient(gemms[g].k, gemms[g].n, gemms[g].m));
         }
         if (sp && (g == 2 || g == 0)) tp_op(model::CollectiveOp::reduce_scatter);
         if (g == 1) {

@@ -40,6 +40,9 @@ struct Kernel {
   // gemm: the weight matrix it reads (a layer's own, as a model's layers each have theirs, so
   // that caches see the model's footprint); -1 for an operand of the moment.
   int32_t weight = -1;
+  // gemm: a weight gradient (X^T dY), whose reduction runs over the tokens (k): both operands are
+  // held token-major, as frameworks hold activations, so that the tokens are no leading dimension.
+  bool weight_gradient = false;
   int64_t seq_len = 0, head_dim = 0, heads = 1;
   int64_t seqs = 0, kv_heads = 0;  // decode attention
   // Decode attention over a latent cache (MLA, absorbed as engines run it: DeepSeek-V2 sec. 2.1.2):

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -350,10 +351,8 @@ std::string kernel_shape(const Kernel& k) {
   const auto ll = [](int64_t v) { return static_cast<long long>(v); };
   switch (k.kind) {
     case Kernel::Kind::gemm:
-      if (k.groups > 1)
-        std::snprintf(s, sizeof s, "%lld x %lld x %lld, %lld groups", ll(k.m), ll(k.n), ll(k.k), ll(k.groups));
-      else
-        std::snprintf(s, sizeof s, "%lld x %lld x %lld", ll(k.m), ll(k.n), ll(k.k));
+      std::snprintf(s, sizeof s, "%lld x %lld x %lld%s", ll(k.m), ll(k.n), ll(k.k), k.weight_gradient ? " (weight gradient)" : "");
+      if (k.groups > 1) std::snprintf(s + std::strlen(s), sizeof s - std::strlen(s), ", %lld groups", ll(k.groups));
       break;
     case Kernel::Kind::attention:
       std::snprintf(s, sizeof s, "%lld heads x %lld tokens x %lld%s", ll(k.heads), ll(k.seq_len), ll(k.head_dim),

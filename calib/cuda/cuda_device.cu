@@ -117,30 +117,47 @@ class CudaDevice final : public Device {
     return i;
   }
 
+  // How many GEMMs of a shape one timing runs back to back, each on weights of its own (a model's
+  // layers in a row): enough that a small one's share of the timing's own start and end (the
+  // events, the first kernel's ramp) is small, as a stream of layers amortizes them, within
+  // kRotationBytes of weights; one for weights that large.
+  static constexpr double kRotationBytes = 256.0 * (1 << 20);
+  static int64_t gemm_repeats(double weight_bytes) {
+    return std::clamp<int64_t>(static_cast<int64_t>(kRotationBytes / std::max(1.0, weight_bytes)), 1, 16);
+  }
+
+  // Each timing: an L2 flush, then gemm_repeats GEMMs, each reading its own weights (from HBM, as
+  // each layer reads its own) and the same activations (warm, as the previous kernel left them),
+  // timed together and divided by the count.
   std::optional<double> gemm(int64_t m, int64_t n, int64_t k) override {
     problem_.clear();
     __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
+    const int64_t repeats = gemm_repeats(2.0 * static_cast<double>(k * n));
     const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
+    const size_t nbs = nb * static_cast<size_t>(repeats);
     auto release = [&] {
       cudaFree(a);
       cudaFree(b);
       cudaFree(c);
     };
-    if (!ok(cudaMalloc(&a, na * 2), "cudaMalloc") || !ok(cudaMalloc(&b, nb * 2), "cudaMalloc") ||
+    if (!ok(cudaMalloc(&a, na * 2), "cudaMalloc") || !ok(cudaMalloc(&b, nbs * 2), "cudaMalloc") ||
         !ok(cudaMalloc(&c, nc * 2), "cudaMalloc")) {
       release();
       return std::nullopt;
     }
     fill_bf16<<<grid_for(na), kThreads, 0, stream_>>>(a, na, 1);
-    fill_bf16<<<grid_for(nb), kThreads, 0, stream_>>>(b, nb, 2);
+    fill_bf16<<<grid_for(nbs), kThreads, 0, stream_>>>(b, nbs, 2);
     if (!ok(cudaGetLastError(), "filling the GEMM's inputs")) {
       release();
       return std::nullopt;
     }
     // Row-major C (m x n) = A (m x k) B (k x n), as the runtime runs its GEMMs (gemm_row_major).
     auto run = [&] {
-      return gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b, c, CUDA_R_16BF) ==
-             CUBLAS_STATUS_SUCCESS;
+      for (int64_t r = 0; r < repeats; ++r)
+        if (gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b + r * nb, c,
+                           CUDA_R_16BF) != CUBLAS_STATUS_SUCCESS)
+          return false;
+      return true;
     };
     // The weights are read from HBM, not from the L2 cache the fill left them in: in a model's
     // step every layer reads its own weights once per pass, evicted by the other layers' (GPU
@@ -149,8 +166,11 @@ class CudaDevice final : public Device {
       release();
       return std::nullopt;
     }
-    const auto t = timed(run);
-    // Check C(i, j) for a few (i, j) against the host's sum over the same test values.
+    auto t = timed(run);
+    if (t) *t /= static_cast<double>(repeats);
+    // Check C(i, j) for a few (i, j) against the host's sum over the same test values (the last
+    // GEMM's weights).
+    const uint64_t last = static_cast<uint64_t>(repeats - 1) * nb;
     bool right = t.has_value();
     for (int s = 0; right && s < 3; ++s) {
       const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
@@ -159,7 +179,7 @@ class CudaDevice final : public Device {
       double want = 0;  // A row-major (i k + x), B row-major (x n + j)
       for (int64_t x = 0; x < k; ++x)
         want += static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(i * k + x), 1)))) *
-                static_cast<double>(__bfloat162float(__float2bfloat16(test_value(static_cast<uint64_t>(x * n + j), 2))));
+                static_cast<double>(__bfloat162float(__float2bfloat16(test_value(last + static_cast<uint64_t>(x * n + j), 2))));
       const double got = __bfloat162float(got_bf16);
       if (right && std::abs(got - want) > 0.02 * std::abs(want) + 0.05 * std::sqrt(static_cast<double>(k))) {
         problem_ = "GEMM result differs from the host reference";
@@ -183,6 +203,8 @@ class CudaDevice final : public Device {
     }
     const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
     const size_t element = fp8 ? 1 : 2;
+    const int64_t repeats = gemm_repeats(static_cast<double>(nb * element));  // as gemm() times them
+    const size_t nbs = nb * static_cast<size_t>(repeats);
     void *a = nullptr, *b = nullptr, *c = nullptr;
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
@@ -194,17 +216,17 @@ class CudaDevice final : public Device {
       for (auto l : {la, lb, lc})
         if (l) cublasLtMatrixLayoutDestroy(l);
     };
-    if (!ok(cudaMalloc(&a, na * element), "cudaMalloc") || !ok(cudaMalloc(&b, nb * element), "cudaMalloc") ||
+    if (!ok(cudaMalloc(&a, na * element), "cudaMalloc") || !ok(cudaMalloc(&b, nbs * element), "cudaMalloc") ||
         !ok(cudaMalloc(&c, nc * 2), "cudaMalloc")) {
       release();
       return std::nullopt;
     }
     if (fp8) {
       fill_fp8<<<grid_for(na), kThreads, 0, stream_>>>(static_cast<__nv_fp8_e4m3*>(a), na, 1);
-      fill_fp8<<<grid_for(nb), kThreads, 0, stream_>>>(static_cast<__nv_fp8_e4m3*>(b), nb, 2);
+      fill_fp8<<<grid_for(nbs), kThreads, 0, stream_>>>(static_cast<__nv_fp8_e4m3*>(b), nbs, 2);
     } else {
       fill_f16<<<grid_for(na), kThreads, 0, stream_>>>(static_cast<__half*>(a), na, 1);
-      fill_f16<<<grid_for(nb), kThreads, 0, stream_>>>(static_cast<__half*>(b), nb, 2);
+      fill_f16<<<grid_for(nbs), kThreads, 0, stream_>>>(static_cast<__half*>(b), nbs, 2);
     }
     if (!ok(cudaGetLastError(), "filling the GEMM's inputs")) {
       release();
@@ -228,18 +250,25 @@ class CudaDevice final : public Device {
         return std::nullopt;
       }
     }
-    auto run = [&] {
+    auto one = [&](const void* w) {
       if (fp8)
-        return cublasLtMatmul(lt_, desc, &alpha, b, la, a, lb, &beta, c, lc, c, lc, nullptr, lt_workspace_,
+        return cublasLtMatmul(lt_, desc, &alpha, w, la, a, lb, &beta, c, lc, c, lc, nullptr, lt_workspace_,
                               lt_workspace_ ? kLtWorkspace : 0, stream_) == CUBLAS_STATUS_SUCCESS;
-      return gemm_row_major(blas_, im, in, ik, a, b, c, CUDA_R_16F) == CUBLAS_STATUS_SUCCESS;
+      return gemm_row_major(blas_, im, in, ik, a, w, c, CUDA_R_16F) == CUBLAS_STATUS_SUCCESS;
+    };
+    auto run = [&] {
+      for (int64_t r = 0; r < repeats; ++r)
+        if (!one(static_cast<const char*>(b) + static_cast<size_t>(r) * nb * element)) return false;
+      return true;
     };
     if (flush_ && !ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
       release();
       return std::nullopt;
     }
-    const auto t = timed(run);
+    auto t = timed(run);
+    if (t) *t /= static_cast<double>(repeats);
     if (!t && problem_ == "a library call failed") problem_ = dtype + " GEMM: the library refused the shape";
+    const uint64_t last = static_cast<uint64_t>(repeats - 1) * nb;  // the last GEMM's weights, which C holds
     // Check a few entries of C against the host's sums over the same test values, rounded as the
     // device holds them. A row-major (i k + x); B row-major (x n + j) for fp16, column-major (x + j k) for fp8.
     bool right = t.has_value();
@@ -257,7 +286,7 @@ class CudaDevice final : public Device {
       };
       double want = 0;
       for (int64_t x = 0; x < k; ++x)
-        want += held(static_cast<uint64_t>(i * k + x), 1) * held(static_cast<uint64_t>(fp8 ? x + j * k : x * n + j), 2);
+        want += held(static_cast<uint64_t>(i * k + x), 1) * held(last + static_cast<uint64_t>(fp8 ? x + j * k : x * n + j), 2);
       __nv_bfloat16 as_bf16;
       __half as_f16;
       std::memcpy(&as_bf16, &raw, 2);
@@ -278,7 +307,7 @@ class CudaDevice final : public Device {
     problem_.clear();
     // As many heads as keep the scores within 2 GiB (bf16), at least one.
     const int64_t heads = std::max<int64_t>(1, (int64_t{1} << 30) / (seq * seq));
-    const size_t tokens = static_cast<size_t>(heads * seq * d), scores = static_cast<size_t>(heads * seq * score_ld(seq));
+    const size_t tokens = static_cast<size_t>(heads * seq * d), scores = static_cast<size_t>(heads * seq * seq);
     std::vector<__nv_bfloat16*> buffers(8, nullptr);  // q k v o dO dq dk dv
     __nv_bfloat16 *p = nullptr, *dp = nullptr;
     auto release = [&] {
@@ -351,7 +380,7 @@ class CudaDevice final : public Device {
     }
     const int64_t pairs = batch * kv_heads, group = heads / kv_heads;
     const size_t queries = static_cast<size_t>(pairs * group * d), cache = static_cast<size_t>(pairs * len * d),
-                 scores = static_cast<size_t>(pairs * group * score_ld(len));
+                 scores = static_cast<size_t>(pairs * group * len);
     DecodeBuffers b;
     auto release = [&] {
       for (auto* p : {b.q, b.k, b.v, b.o, b.s}) cudaFree(p);
@@ -450,12 +479,20 @@ class CudaDevice final : public Device {
     return t;
   }
 
+  // A kernel's share of a stream of eager launches: kLaunchBurst empty kernels launched back to
+  // back and waited for once, from the first launch to the end, divided by their number. This is
+  // what each kernel of an eager stream adds (the host's enqueue or the GPU's per-kernel time,
+  // whichever is longer), not one launch's round trip, which a stream pays once (the round trip
+  // is about 8 us on an H200 in a VM: calib/SOURCES.md sec. 3).
+  static constexpr int kLaunchBurst = 32;
   std::optional<double> launch() override {
     problem_.clear();
-    const auto t = Clock::now();
-    empty_kernel<<<1, 1, 0, stream_>>>();
     if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) return std::nullopt;
-    return std::chrono::duration<double>(Clock::now() - t).count();
+    const auto t = Clock::now();
+    for (int i = 0; i < kLaunchBurst; ++i) empty_kernel<<<1, 1, 0, stream_>>>();
+    if (!ok(cudaGetLastError(), "the empty kernel") || !ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"))
+      return std::nullopt;
+    return std::chrono::duration<double>(Clock::now() - t).count() / kLaunchBurst;
   }
 
   // A graph of `kernels` empty kernels, captured from the stream once per size and replayed: its

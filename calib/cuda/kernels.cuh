@@ -125,18 +125,12 @@ __global__ void rmsnorm_kernel(const float* x, float* y, size_t rows, size_t col
 
 __global__ void empty_kernel() {}
 
-// The row stride of a score matrix of `len` columns: `len` rounded up to 8 elements (16 bytes of
-// bf16), as an engine's attention pads or pages its scores and keys. cuBLAS's tensor-core GEMMs
-// need 16-byte aligned leading dimensions: at an odd length they fall back to kernels 2-4x slower
-// (seen on an H200), a cliff no engine's attention has.
-inline int64_t score_ld(int64_t len) { return (len + 7) / 8 * 8; }
-
-// Softmax backward, in place on dP: dS = P (dP - sum_j P dP), per row of `s` scores, rows `ld` apart.
-__global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int64_t s, int64_t ld, int64_t rows) {
+// Softmax backward, in place on dP: dS = P (dP - sum_j P dP), per row.
+__global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int64_t s, int64_t rows) {
   __shared__ float part[kThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const __nv_bfloat16* pr = p + r * ld;
-    __nv_bfloat16* dr = dp + r * ld;
+    const __nv_bfloat16* pr = p + r * s;
+    __nv_bfloat16* dr = dp + r * s;
     float sum = 0;
     for (int64_t j = threadIdx.x; j < s; j += blockDim.x) sum += __bfloat162float(pr[j]) * __bfloat162float(dr[j]);
     part[threadIdx.x] = sum;
@@ -153,13 +147,14 @@ __global__ void softmax_backward(const __nv_bfloat16* p, __nv_bfloat16* dp, int6
   }
 }
 
-// Softmax of each row of `len` scores (rows `ld` apart), in place. Causal: row r of each head's
-// `len x len` block keeps columns 0..r % len, the others become 0 (attention's mask); otherwise
-// every column is visible (decode attention's query sees the whole cache). One block per row.
-__global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t ld, int64_t rows, float scale, bool causal) {
+// Softmax of each row of `len` scores (rows one after another), in place. Causal: row r of each
+// head's `len x len` block keeps columns 0..r % len, the others become 0 (attention's mask);
+// otherwise every column is visible (decode attention's query sees the whole cache). One block
+// per row.
+__global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, float scale, bool causal) {
   __shared__ float part[kThreads];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    __nv_bfloat16* row = scores + r * ld;
+    __nv_bfloat16* row = scores + r * len;
     const int64_t visible = causal ? r % len + 1 : len;
     float top = -INFINITY;
     for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) top = fmaxf(top, __bfloat162float(row[j]) * scale);
@@ -199,12 +194,29 @@ inline cublasStatus_t gemm_row_major(cublasHandle_t blas, int m, int n, int k, c
                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
+// Row-major C (m x n) = A^T B with A held k x m and B k x n, both row-major: a weight gradient
+// X^T dY as frameworks run it, the tokens k the reduction and no leading dimension (column-major
+// C^T (n x m) = B^T A, leading dimensions n and m).
+inline cublasStatus_t gemm_token_major(cublasHandle_t blas, int m, int n, int k, const void* a, const void* b, void* c,
+                                       cudaDataType_t type) {
+  const float alpha = 1, beta = 0;
+  return cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, &alpha, b, type, n, a, type, m, &beta, c, type, n,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+// A sequence length as the unfused attention paths run it: rounded up to 8 tokens. Their batched
+// GEMMs take the length as a leading dimension and as a reduction length, and cuBLAS's tensor-core
+// kernels need both 16-byte aligned: at an odd length they fall back to kernels 2-4x slower (seen
+// on an H200 at decode and prefill lengths alike), a cliff no engine's attention has (FlashAttention
+// and paged attention work on tiles and blocks of 16 to 128 tokens). At most 7 tokens more.
+inline int64_t attention_length(int64_t len) { return (len + 7) / 8 * 8; }
+
 int grid_for(size_t n) { return static_cast<int>(std::min<size_t>(65535, (n + kThreads - 1) / kThreads)); }
 // The threads of a 16-byte streaming kernel over n floats (copy_kernel, triad_kernel, silu_kernel).
 size_t quads(size_t n) { return (n + 3) / 4; }
 
 // The buffers of the unfused causal attention: q, k, v, o and (backward) dO, dQ, dK, dV, each
-// heads x seq x d, and the scores p (and dP) of heads x seq x score_ld(seq), all bf16.
+// heads x seq x d, and the scores p (and dP) of heads x seq x seq, all bf16.
 struct AttentionBuffers {
   __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *d_o = nullptr, *dq = nullptr, *dk = nullptr,
                 *dv = nullptr, *p = nullptr, *dp = nullptr;
@@ -218,8 +230,7 @@ inline bool unfused_attention(cublasHandle_t blas, cudaStream_t stream, int64_t 
                               const AttentionBuffers& b, bool forward, bool backward) {
   const float one = 1, zero = 0, scale = 1.0f / sqrtf(static_cast<float>(d));
   const int is = static_cast<int>(seq), id = static_cast<int>(d), ih = static_cast<int>(heads);
-  const int il = static_cast<int>(score_ld(seq));  // the scores' row stride
-  const long long sd = seq * d, ss = seq * score_ld(seq);
+  const long long sd = seq * d, ss = seq * seq;
   // Row-major (s x d) per head is column-major (d x s): S' = K'^T Q', O' = V' P', dV' = dO' P'^T,
   // dP' = V'^T dO', dQ' = scale K' dS', dK' = scale Q' dS'^T, where X' is X read column-major.
   auto gemm = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int kk, const void* a, int lda, long long sa,
@@ -231,32 +242,32 @@ inline bool unfused_attention(cublasHandle_t blas, cudaStream_t stream, int64_t 
   const int blocks = static_cast<int>(std::min<int64_t>(65535, heads * seq));
   bool good = true;
   if (forward) {
-    good = gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, b.k, id, sd, b.q, id, sd, one, b.p, il, ss);  // S
-    softmax_rows<<<blocks, kThreads, 0, stream>>>(b.p, seq, il, heads * seq, scale, true);
+    good = gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, b.k, id, sd, b.q, id, sd, one, b.p, is, ss);  // S
+    softmax_rows<<<blocks, kThreads, 0, stream>>>(b.p, seq, heads * seq, scale, true);
     good = good && cudaGetLastError() == cudaSuccess;
-    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, b.v, id, sd, b.p, il, ss, one, b.o, id, sd);  // O
+    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, b.v, id, sd, b.p, is, ss, one, b.o, id, sd);  // O
   }
   if (backward) {
-    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, b.d_o, id, sd, b.p, il, ss, one, b.dv, id, sd);  // dV
-    good = good && gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, b.v, id, sd, b.d_o, id, sd, one, b.dp, il, ss);  // dP
-    softmax_backward<<<blocks, kThreads, 0, stream>>>(b.p, b.dp, seq, il, heads * seq);
+    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, b.d_o, id, sd, b.p, is, ss, one, b.dv, id, sd);  // dV
+    good = good && gemm(CUBLAS_OP_T, CUBLAS_OP_N, is, is, id, b.v, id, sd, b.d_o, id, sd, one, b.dp, is, ss);  // dP
+    softmax_backward<<<blocks, kThreads, 0, stream>>>(b.p, b.dp, seq, heads * seq);
     good = good && cudaGetLastError() == cudaSuccess;
-    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, b.k, id, sd, b.dp, il, ss, scale, b.dq, id, sd);  // dQ
-    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, b.q, id, sd, b.dp, il, ss, scale, b.dk, id, sd);  // dK
+    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_N, id, is, is, b.k, id, sd, b.dp, is, ss, scale, b.dq, id, sd);  // dQ
+    good = good && gemm(CUBLAS_OP_N, CUBLAS_OP_T, id, is, is, b.q, id, sd, b.dp, is, ss, scale, b.dk, id, sd);  // dK
   }
   return good;
 }
 
 // The buffers of unfused decode attention over `pairs` (sequence, KV head) pairs, each with a
 // group of queries sharing the KV head: q and o pairs x group x d, k and v pairs x len x d, the
-// scores s pairs x group x score_ld(len), all bf16.
+// scores s pairs x group x len, all bf16.
 struct DecodeBuffers {
   __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *s = nullptr;
 };
 
 // Enqueues decode attention on the stream of `blas`: per pair S = Q K^T (group x len), the
 // softmax of its rows, O = S V, with batched GEMMs over the pairs. The keys and values are read
-// once each; the scores (group x score_ld(len) per pair) are small beside them. With latent_values the
+// once each; the scores (group x len per pair) are small beside them. With latent_values the
 // values are the first latent_values of each key (MLA's latent cache: b.v is b.k) and o is
 // pairs x group x latent_values. False when a library call failed.
 inline bool unfused_decode_attention(cublasHandle_t blas, cudaStream_t stream, int64_t pairs, int64_t group, int64_t len,
@@ -265,18 +276,17 @@ inline bool unfused_decode_attention(cublasHandle_t blas, cudaStream_t stream, i
   const int64_t vd = latent_values > 0 ? latent_values : d;
   const int il = static_cast<int>(len), ig = static_cast<int>(group), id = static_cast<int>(d), ip = static_cast<int>(pairs),
             iv = static_cast<int>(vd);
-  const int ild = static_cast<int>(score_ld(len));  // the scores' row stride
-  const long long kv = len * d, qs = group * d, ss = group * score_ld(len), os = group * vd;
+  const long long kv = len * d, qs = group * d, ss = group * len, os = group * vd;
   // Row-major X (r x c) is column-major X' (c x r): S' (len x group) = K'^T Q', O' (vd x group) =
   // V' S', V' read with the keys' leading dimension d (the same rows for a latent cache).
   bool good = cublasGemmStridedBatchedEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, il, ig, id, &one, b.k, CUDA_R_16BF, id, kv, b.q,
-                                         CUDA_R_16BF, id, qs, &zero, b.s, CUDA_R_16BF, ild, ss, ip, CUBLAS_COMPUTE_32F,
+                                         CUDA_R_16BF, id, qs, &zero, b.s, CUDA_R_16BF, il, ss, ip, CUBLAS_COMPUTE_32F,
                                          CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   const int blocks = static_cast<int>(std::min<int64_t>(65535, pairs * group));
-  softmax_rows<<<blocks, kThreads, 0, stream>>>(b.s, len, ild, pairs * group, scale, false);
+  softmax_rows<<<blocks, kThreads, 0, stream>>>(b.s, len, pairs * group, scale, false);
   good = good && cudaGetLastError() == cudaSuccess;
   good = good && cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, iv, ig, il, &one, b.v, CUDA_R_16BF, id, kv, b.s,
-                                            CUDA_R_16BF, ild, ss, &zero, b.o, CUDA_R_16BF, iv, os, ip, CUBLAS_COMPUTE_32F,
+                                            CUDA_R_16BF, il, ss, &zero, b.o, CUDA_R_16BF, iv, os, ip, CUBLAS_COMPUTE_32F,
                                             CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   return good;
 }

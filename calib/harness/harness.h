@@ -86,8 +86,9 @@ class Device {
                                                  int64_t head_dim) = 0;
   // A streaming kernel moving `bytes` (reads and writes).
   virtual std::optional<double> memory(MemoryKernel kernel, double bytes) = 0;
-  // An empty kernel from launch to completion (on a CPU: a task handed to a worker thread and
-  // waited for).
+  // What one kernel launch adds to a stream of them: on a GPU, empty kernels launched back to back
+  // and waited for once, per kernel; on a CPU, a task handed to a worker thread and waited for
+  // (the runtime's CPU devices wait for each kernel).
   virtual std::optional<double> launch() = 0;
   // One empty kernel of a CUDA graph of `kernels` of them replayed back to back, launch to
   // completion of the whole graph divided by `kernels`: the GPU-side time a kernel of an engine's

@@ -307,7 +307,8 @@ class CudaOps final : public DeviceOps {
 
   // bf16 inputs and output, fp32 accumulation, `groups` times, each group (a layer's expert) on
   // its own operands; a layer's weight is its own buffer. Row-major C (m x n) = A (m x k) W (k x n)
-  // as frameworks call cuBLAS (gemm_row_major): the tokens (m) are never a leading dimension.
+  // as frameworks call cuBLAS (gemm_row_major; a weight gradient's operands token-major,
+  // gemm_token_major): the tokens are never a leading dimension.
   void gemm(const Kernel& k) {
     const auto m = static_cast<size_t>(k.m), n = static_cast<size_t>(k.n), kk = static_cast<size_t>(k.k);
     const auto groups = static_cast<size_t>(std::max<int64_t>(1, k.groups));
@@ -317,11 +318,14 @@ class CudaOps final : public DeviceOps {
     ensure_bf16(c_, m * n * groups, 3);
     const int im = dim(k.m, "a GEMM's m"), in = dim(k.n, "a GEMM's n"), ik = dim(k.k, "a GEMM's k");
     auto run = [&](size_t g) {
-      check(gemm_row_major(blas_, im, in, ik, a_.as<__nv_bfloat16>() + g * m * kk, w.as<__nv_bfloat16>() + g * kk * n,
-                           c_.as<__nv_bfloat16>() + g * m * n, CUDA_R_16BF),
+      const auto* x = a_.as<__nv_bfloat16>() + g * m * kk;
+      const auto* y = w.as<__nv_bfloat16>() + g * kk * n;
+      auto* out = c_.as<__nv_bfloat16>() + g * m * n;
+      check(k.weight_gradient ? gemm_token_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF)
+                              : gemm_row_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF),
             "cublasGemmEx");
     };
-    warm_up(std::make_tuple(0, k.m, k.n, k.k), [&] { run(0); });
+    warm_up(std::make_tuple(k.weight_gradient ? 5 : 0, k.m, k.n, k.k), [&] { run(0); });
     open_segment();
     for (size_t g = 0; g < groups; ++g) run(g);
     mark(k.kind);
@@ -329,10 +333,11 @@ class CudaOps final : public DeviceOps {
 
   // One layer's decode attention (calibration's unfused_decode_attention) over the layer's own
   // cache: keys then values (or the latent vectors alone, Kernel::value_dim), grown in steps of
-  // 256 tokens so that a growing context is not reallocated at every step.
+  // 256 tokens so that a growing context is not reallocated at every step; at the context rounded
+  // up to 8 tokens (attention_length).
   void decode_attention(const Kernel& k) {
     const int64_t pairs = k.seqs * k.kv_heads, group = std::max<int64_t>(1, k.heads / k.kv_heads);
-    const int64_t len = k.seq_len, d = k.head_dim, room = (len + 255) / 256 * 256;
+    const int64_t len = attention_length(k.seq_len), d = k.head_dim, room = (len + 255) / 256 * 256;
     const bool latent = k.value_dim > 0;
     const int64_t vd = latent ? k.value_dim : d;
     dim(pairs * std::max(len, group), "decode attention's batch");
@@ -358,13 +363,12 @@ class CudaOps final : public DeviceOps {
   }
 
   // `heads` heads of causal attention, the forward or the backward alone, in batches of heads
-  // whose scores fit in 1 GiB.
+  // whose scores fit in 1 GiB, at the length rounded up to 8 tokens (attention_length).
   void attention(const Kernel& k) {
-    const int64_t s = k.seq_len, d = k.head_dim;
-    const int64_t ld = score_ld(s);  // the scores' row stride
-    const int64_t per_batch = std::clamp<int64_t>((int64_t{1} << 29) / std::max<int64_t>(1, s * ld), 1, k.heads);
-    const auto tokens = static_cast<size_t>(per_batch * s * d), scores = static_cast<size_t>(per_batch * s * ld);
-    dim(s * ld * per_batch, "attention's scores");
+    const int64_t s = attention_length(k.seq_len), d = k.head_dim;
+    const int64_t per_batch = std::clamp<int64_t>((int64_t{1} << 29) / std::max<int64_t>(1, s * s), 1, k.heads);
+    const auto tokens = static_cast<size_t>(per_batch * s * d), scores = static_cast<size_t>(per_batch * s * s);
+    dim(s * s * per_batch, "attention's scores");
     dim(std::max(s, d), "attention's length");
     AttentionBuffers b;
     // The forward reads q, k, v and writes o and the scores; the backward reads q, k, v, dO and

@@ -37,6 +37,17 @@ TEST_CASE("a micro-batch and an optimizer step run the training model's kernels"
   // Backward: each GEMM's input and weight gradients.
   CHECK(count(t.devices.at(0).second, Kernel::Kind::gemm) == 3 * forward_gemms);
   CHECK(count(t.devices.at(0).second, Kernel::Kind::attention) == 2 * 2);
+  // A weight gradient per forward GEMM, reducing over the tokens (its operands token-major);
+  // the forward and the input gradients are no weight gradients.
+  int gradients = 0;
+  for (const Kernel& k : t.devices.at(0).second)
+    if (k.kind == Kernel::Kind::gemm && k.weight_gradient) {
+      ++gradients;
+      CHECK(k.k == r.seq_len);
+      CHECK(k.weight < 0);
+    }
+  CHECK(gradients == forward_gemms);
+  for (const Kernel& k : p.devices.at(0).second) CHECK_FALSE(k.weight_gradient);
   runtime::Program o;
   input::TrainLayout l = r.layout;
   l.zero = 1;
