@@ -86,9 +86,10 @@ int run_validate(const Args& args) {
   }
   const bool cuda = backend == "cuda";
   // Every GPU kernel loaded when CUDA starts, not at its first launch (CUDA's lazy loading, the
-  // default since 12.2): a cuBLAS kernel first chosen mid-run would otherwise charge its load,
-  // some 3-4 ms on an H200, to the activity it first ran in, as an engine's warm-up spares it.
-  // A value the user set stands.
+  // default since 12.2), as an engine's warm-up leaves them: a cuBLAS kernel first chosen mid-run
+  // would charge its load to the activity it ran in. On an H200 the rollout of
+  // scenarios/gpu-validate.json measured 15.3 s so against 15.7 s without (one run each;
+  // docs/validation.md). A value the user set stands.
   if (cuda) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   if (!(scale > 0 && scale <= 1)) {
     std::cerr << "arlsim validate: --scale must be in (0, 1], not " << scale << "\n";
