@@ -104,6 +104,11 @@ struct GpuProfile {
   Link host_link;  // to host memory
   double nic_bandwidth_bytes_per_s = 0;  // default NIC rate per GPU (a cluster may override)
   SimTime kernel_launch_overhead;
+  // A GEMM kernel's GPU-side time beyond its roofline time, at least a launch (its ramp, DRAM
+  // latency, split-K reduction and tail; the intercept of decode-batch GEMM times against their
+  // bytes, calib/SOURCES.md sec. 2b); 0: the launch overhead alone. A measured GEMM grid holds it
+  // in its rates already.
+  SimTime gemm_kernel_overhead;
   // A kernel's GPU-side time when replayed from a CUDA graph (engines' iterations), however
   // little it does; 0: not measured (graph-replayed kernels then cost their bytes alone).
   SimTime graph_kernel_overhead;

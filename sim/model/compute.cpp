@@ -44,6 +44,7 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
   launch_s_ = gpu.kernel_launch_overhead.seconds();
+  gemm_fixed_s_ = std::max(launch_s_, gpu.gemm_kernel_overhead.seconds());
   k_overhead_ = gpu.gemm_k_overhead;
   // e_max: the best measured point with its own quantisation and depth losses taken out.
   double e_max = 0;
@@ -166,7 +167,7 @@ OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k
   const double compute_s = c.flops / (tensor_rate_ * gemm_efficiency(m, n, k, count));
   const double memory_s = c.bytes / memory_rate_;
   c.memory_bound = memory_s > compute_s;
-  c.seconds = std::max(compute_s, memory_s) + launch_s_;
+  c.seconds = std::max(compute_s, memory_s) + gemm_fixed_s_;
   return c;
 }
 

@@ -101,6 +101,7 @@ class ComputeModel {
   double grid_best_ = 0;  // the grid's best measured efficiency
   double memory_rate_ = 0;  // achieved bytes/s
   double launch_s_ = 0;
+  double gemm_fixed_s_ = 0;  // a GEMM's time beyond its roofline: the launch or the profile's gemm_kernel_overhead
   struct AttentionGroup {
     int64_t head_dim = 0;
     std::vector<const input::AttentionPoint*> points;  // by seq_len

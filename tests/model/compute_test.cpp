@@ -89,6 +89,21 @@ TEST_CASE("compute: a GEMV is memory-bound and reads the weights once") {
   CHECK(gemv.seconds == test::near(bytes / (2e12 * 0.75) + 5e-6));
 }
 
+TEST_CASE("compute: a GEMM kernel's fixed time is the profile's gemm_kernel_overhead, at least a launch") {
+  auto c = test::own_cluster(1);  // a 5 us launch
+  const double bytes = 2.0 * (4.0 * 4096 + 4096.0 * 4096 + 4.0 * 4096);  // A, the weights, C
+  c.gpu.gemm_kernel_overhead = SimTime::from_seconds(8e-6);
+  CHECK(model::ComputeModel(c.gpu, input::Dtype::bf16).gemm(4, 4096, 4096).seconds ==
+        test::near(bytes / (2e12 * 0.75) + 8e-6));
+  // Below the launch, the launch: a kernel takes at least its launch.
+  c.gpu.gemm_kernel_overhead = SimTime::from_seconds(1e-6);
+  CHECK(model::ComputeModel(c.gpu, input::Dtype::bf16).gemm(4, 4096, 4096).seconds ==
+        test::near(bytes / (2e12 * 0.75) + 5e-6));
+  // Other kernels keep the launch.
+  c.gpu.gemm_kernel_overhead = SimTime::from_seconds(8e-6);
+  CHECK(model::ComputeModel(c.gpu, input::Dtype::bf16).memory_bound(1e6, 1).seconds == test::near(1e6 / (2e12 * 0.75) + 5e-6));
+}
+
 TEST_CASE("compute: attention efficiency interpolates the profile's curve in log length") {
   const auto c = test::own_cluster(1);
   const model::ComputeModel cm(c.gpu, input::Dtype::bf16);
