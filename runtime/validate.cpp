@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <tuple>
@@ -333,6 +334,7 @@ double predict_kernel(const Kernel& k, const Program& p, const model::CostModel&
     case Kernel::Kind::collective: {
       if (k.group < 0 || static_cast<size_t>(k.group) >= p.groups.size()) return 0;
       const DeviceGroup& g = p.groups[static_cast<size_t>(k.group)];
+      if (g.empty()) return 0;
       std::set<int64_t> nodes;
       for (int64_t d : g) nodes.insert(d / std::max<int64_t>(1, gpus_per_node));
       model::CollectiveGroup group;
@@ -347,7 +349,7 @@ double predict_kernel(const Kernel& k, const Program& p, const model::CostModel&
 }
 
 std::string kernel_shape(const Kernel& k) {
-  char s[160];
+  char s[160] = "";
   const auto ll = [](int64_t v) { return static_cast<long long>(v); };
   switch (k.kind) {
     case Kernel::Kind::gemm:
@@ -428,6 +430,7 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     }
     Program merged;
     for (size_t i : wave) {
+      tail = 0;  // program_of sets it for a rollout or a reward only
       Program p = build(i, &tail);
       if (tail > 0 && !p.devices.empty()) {
         Kernel w;
@@ -518,9 +521,14 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
       for (size_t i : wave)
         if (devices_of[i].count(device)) stage = stages[i].stage;
       const model::CostModel& cost = stage == graph::Stage::rollout ? serving_cost : training_cost;
-      for (size_t j = 0; j < kernels->size() && j < seconds.size(); ++j) {
+      if (seconds.size() != kernels->size())
+        throw std::runtime_error("device " + std::to_string(device) + " reported " + std::to_string(seconds.size()) +
+                                 " kernel times for a program of " + std::to_string(kernels->size()) + " kernels");
+      for (size_t j = 0; j < kernels->size(); ++j) {
         const Kernel& k = (*kernels)[j];
         std::string shape = kernel_shape(k);
+        if (k.kind == Kernel::Kind::collective && k.group >= 0 && static_cast<size_t>(k.group) < program.groups.size())
+          shape += " over " + std::to_string(program.groups[static_cast<size_t>(k.group)].size());
         KernelComparison& c = shapes[{stage, k.kind, shape}];
         if (c.count == 0) {
           c.stage = std::string(graph::stage_name(stage));
@@ -718,7 +726,7 @@ std::string report_table(const ValidationReport& r) {
                   "measured (s)", "error");
     out += line;
     for (const auto& c : r.kernel_kinds) {
-      std::snprintf(line, sizeof line, "  %-12s %-14s %9lld %13.4f %13.4f %+8.1f%%\n", c.stage.c_str(), c.kind.c_str(),
+      std::snprintf(line, sizeof line, "  %-12s %-16s %7lld %13.4f %13.4f %+8.1f%%\n", c.stage.c_str(), c.kind.c_str(),
                     static_cast<long long>(c.count), c.predicted_s, c.measured_s, 100 * c.error());
       out += line;
     }

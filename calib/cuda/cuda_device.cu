@@ -134,7 +134,8 @@ class CudaDevice final : public Device {
     __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
     const int64_t repeats = gemm_repeats(2.0 * static_cast<double>(k * n));
     const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
-    const size_t nbs = nb * static_cast<size_t>(repeats);
+    const size_t spacing = (nb + 127) / 128 * 128;  // each copy of the weights 256-byte aligned
+    const size_t nbs = spacing * static_cast<size_t>(repeats);
     auto release = [&] {
       cudaFree(a);
       cudaFree(b);
@@ -154,7 +155,7 @@ class CudaDevice final : public Device {
     // Row-major C (m x n) = A (m x k) B (k x n), as the runtime runs its GEMMs (gemm_row_major).
     auto run = [&] {
       for (int64_t r = 0; r < repeats; ++r)
-        if (gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b + r * nb, c,
+        if (gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b + r * spacing, c,
                            CUDA_R_16BF) != CUBLAS_STATUS_SUCCESS)
           return false;
       return true;
@@ -170,7 +171,7 @@ class CudaDevice final : public Device {
     if (t) *t /= static_cast<double>(repeats);
     // Check C(i, j) for a few (i, j) against the host's sum over the same test values (the last
     // GEMM's weights).
-    const uint64_t last = static_cast<uint64_t>(repeats - 1) * nb;
+    const uint64_t last = static_cast<uint64_t>(repeats - 1) * spacing;
     bool right = t.has_value();
     for (int s = 0; right && s < 3; ++s) {
       const int64_t i = (s * 7919) % m, j = (s * 104729) % n;
@@ -204,7 +205,8 @@ class CudaDevice final : public Device {
     const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
     const size_t element = fp8 ? 1 : 2;
     const int64_t repeats = gemm_repeats(static_cast<double>(nb * element));  // as gemm() times them
-    const size_t nbs = nb * static_cast<size_t>(repeats);
+    const size_t spacing = (nb + 255) / 256 * 256;  // each copy of the weights 256-byte aligned
+    const size_t nbs = spacing * static_cast<size_t>(repeats);
     void *a = nullptr, *b = nullptr, *c = nullptr;
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
@@ -258,7 +260,7 @@ class CudaDevice final : public Device {
     };
     auto run = [&] {
       for (int64_t r = 0; r < repeats; ++r)
-        if (!one(static_cast<const char*>(b) + static_cast<size_t>(r) * nb * element)) return false;
+        if (!one(static_cast<const char*>(b) + static_cast<size_t>(r) * spacing * element)) return false;
       return true;
     };
     if (flush_ && !ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
@@ -268,7 +270,7 @@ class CudaDevice final : public Device {
     auto t = timed(run);
     if (t) *t /= static_cast<double>(repeats);
     if (!t && problem_ == "a library call failed") problem_ = dtype + " GEMM: the library refused the shape";
-    const uint64_t last = static_cast<uint64_t>(repeats - 1) * nb;  // the last GEMM's weights, which C holds
+    const uint64_t last = static_cast<uint64_t>(repeats - 1) * spacing;  // the last GEMM's weights, which C holds
     // Check a few entries of C against the host's sums over the same test values, rounded as the
     // device holds them. A row-major (i k + x); B row-major (x n + j) for fp16, column-major (x + j k) for fp8.
     bool right = t.has_value();

@@ -298,17 +298,18 @@ class CudaOps final : public DeviceOps {
   // A kernel's first run at a shape (cuBLAS choosing and loading its kernel, CUDA's lazy module
   // loading) is run once untimed, so that the measurement is of the steady state.
   template <typename F>
-  void warm_up(const std::tuple<int, int64_t, int64_t, int64_t>& shape, F&& run) {
+  void warm_up(const std::tuple<int, int64_t, int64_t, int64_t, int64_t>& shape, F&& run) {
     if (!warmed_.insert(shape).second) return;
     flush();
     run();
     check(cudaStreamSynchronize(stream_), "a kernel's first run");
   }
 
-  // bf16 inputs and output, fp32 accumulation, `groups` times, each group (a layer's expert) on
-  // its own operands; a layer's weight is its own buffer. Row-major C (m x n) = A (m x k) W (k x n)
-  // as frameworks call cuBLAS (gemm_row_major; a weight gradient's operands token-major,
-  // gemm_token_major): the tokens are never a leading dimension.
+  // bf16 inputs and output, fp32 accumulation; `groups` of them (a layer's experts) in one
+  // strided-batched call, as a grouped GEMM kernel runs them and the cost model prices them (one
+  // kernel), each group on its own operands; a layer's weight is its own buffer. Row-major
+  // C (m x n) = A (m x k) W (k x n) as frameworks call cuBLAS (gemm_row_major; a weight gradient's
+  // operands token-major, gemm_token_major): the tokens are never a leading dimension.
   void gemm(const Kernel& k) {
     const auto m = static_cast<size_t>(k.m), n = static_cast<size_t>(k.n), kk = static_cast<size_t>(k.k);
     const auto groups = static_cast<size_t>(std::max<int64_t>(1, k.groups));
@@ -317,17 +318,18 @@ class CudaOps final : public DeviceOps {
     ensure_bf16(w, kk * n * groups, 2 + static_cast<uint64_t>(std::max(0, k.weight)));
     ensure_bf16(c_, m * n * groups, 3);
     const int im = dim(k.m, "a GEMM's m"), in = dim(k.n, "a GEMM's n"), ik = dim(k.k, "a GEMM's k");
-    auto run = [&](size_t g) {
-      const auto* x = a_.as<__nv_bfloat16>() + g * m * kk;
-      const auto* y = w.as<__nv_bfloat16>() + g * kk * n;
-      auto* out = c_.as<__nv_bfloat16>() + g * m * n;
-      check(k.weight_gradient ? gemm_token_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF)
-                              : gemm_row_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF),
-            "cublasGemmEx");
+    const int batch = dim(static_cast<int64_t>(groups), "a grouped GEMM's groups");
+    auto run = [&] {
+      const auto* x = a_.as<__nv_bfloat16>();
+      const auto* y = w.as<__nv_bfloat16>();
+      auto* out = c_.as<__nv_bfloat16>();
+      check(k.weight_gradient ? gemm_token_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF, batch)
+                              : gemm_row_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF, batch),
+            groups > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx");
     };
-    warm_up(std::make_tuple(k.weight_gradient ? 5 : 0, k.m, k.n, k.k), [&] { run(0); });
+    warm_up(std::make_tuple(k.weight_gradient ? 5 : 0, k.m, k.n, k.k, static_cast<int64_t>(groups)), run);
     open_segment();
-    for (size_t g = 0; g < groups; ++g) run(g);
+    run();
     mark(k.kind);
   }
 
@@ -356,7 +358,7 @@ class CudaOps final : public DeviceOps {
       if (!unfused_decode_attention(blas_, stream_, pairs, group, len, d, b, latent ? vd : 0))
         throw std::runtime_error("decode attention: a cuBLAS call or the softmax kernel failed");
     };
-    warm_up(std::make_tuple(latent ? 4 : 3, pairs, group, d), run);
+    warm_up(std::make_tuple(latent ? 4 : 3, pairs, group, d, int64_t{0}), run);
     open_segment();
     run();
     mark(k.kind);
@@ -387,7 +389,7 @@ class CudaOps final : public DeviceOps {
       ensure_bf16(dp_, scores, 21);
       b.dp = dp_.as<__nv_bfloat16>();
     }
-    warm_up(std::make_tuple(k.backward ? 2 : 1, s, d, per_batch), [&] {
+    warm_up(std::make_tuple(k.backward ? 2 : 1, s, d, per_batch, int64_t{0}), [&] {
       if (!unfused_attention(blas_, stream_, per_batch, s, d, b, !k.backward, k.backward))
         throw std::runtime_error("attention: a cuBLAS call or the softmax kernel failed");
     });
@@ -444,7 +446,7 @@ class CudaOps final : public DeviceOps {
     // communicator (NCCL connects peers lazily), then a one-element all-reduce as a barrier, so
     // that no member's time includes waiting for another's untimed work (a buffer filled, a
     // checksum) — as the CPU backend's barrier before each collective.
-    warm_up(std::make_tuple(10 + static_cast<int>(k.op), static_cast<int64_t>(c.comm), static_cast<int64_t>(elements), 0), run);
+    warm_up(std::make_tuple(10 + static_cast<int>(k.op), static_cast<int64_t>(c.comm), static_cast<int64_t>(elements), int64_t{0}, int64_t{0}), run);
     const bool broadcast = k.op == CollectiveOp::broadcast;
     if (gather || (broadcast && r == 0)) {
       // This member's chunk (all-gather, in place in the output) or the root's tensor (broadcast):
@@ -549,7 +551,7 @@ class CudaOps final : public DeviceOps {
   std::map<int32_t, Buffer> decode_kv_;  // each layer's KV cache, by Kernel::weight
   Buffer a_, b_, c_, x_, y_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
   std::map<int32_t, Buffer> weights_;
-  std::set<std::tuple<int, int64_t, int64_t, int64_t>> warmed_;
+  std::set<std::tuple<int, int64_t, int64_t, int64_t, int64_t>> warmed_;
   HostBuffer host_, landed_;
 #ifdef ARLSIM_HAVE_NCCL
   ncclComm_t world_ = nullptr;
