@@ -132,6 +132,12 @@ stages = {s["stage"]: s for s in r["stages"]}
 assert r["checksum_failures"] == 0 and stages["rollout"]["measured_s"] > 0 and stages["train"]["measured_s"] > 0
 # The activities the prediction overlaps (a step's next rollout beside its training) ran at once.
 assert r["activities_concurrent"] >= 2 and r["activities_concurrent"] <= r["activities_executed"], r
+# Each kernel of a merged run counted in its own activity's stage: decode attention in the rollout
+# alone, training's GEMMs under train, no tool-call wait but the rollout's.
+kinds = r["kernels"]
+assert not any(k["kind"] == "decode_attention" and k["stage"] != "rollout" for k in kinds), kinds
+assert any(k["stage"] == "train" and k["kind"] == "gemm" for k in kinds), kinds
+assert not any(k["kind"] == "wait" and k["stage"] in ("train", "old_logprob", "ref_logprob") for k in kinds), kinds
 # Overlap: each run's total is less than the sum of its stages, predicted and measured alike.
 for side, total in (("predicted", r["predicted_total_s"]), ("measured", r["measured_total_s"])):
     assert total < sum(s[side + "_s"] for s in r["stages"]) * 0.98, (side, total)
