@@ -186,31 +186,22 @@ __global__ void softmax_rows(__nv_bfloat16* scores, int64_t len, int64_t rows, f
 // cuBLAS: column-major C^T (n x m) = B^T A^T, so every leading dimension is k or n (a model's
 // widths) and the tokens m only a count, aligned whatever m is. (Column-major with m as A's
 // leading dimension falls off the tensor-core path at odd m: a GEMM of 2013 tokens ran 4-6x
-// slower than its neighbours of even length on an H200.) `type` is A's, B's and C's. With `batch`
-// > 1, that many GEMMs of the shape in one strided-batched call (a layer's experts, as a grouped
-// GEMM kernel runs them), each group's operands following the previous group's.
+// slower than its neighbours of even length on an H200.) `type` is A's, B's and C's.
+// `a_token_major`: C = A^T B with A held k x m, row-major, as B is: a weight gradient X^T dY as
+// frameworks run it, the tokens k the reduction and again no leading dimension (column-major
+// C^T = B^T A, leading dimensions n and m). With `batch` > 1, that many GEMMs of the shape in one
+// strided-batched call (a layer's experts, as a grouped GEMM kernel runs them), each group's
+// operands following the previous group's.
 inline cublasStatus_t gemm_row_major(cublasHandle_t blas, int m, int n, int k, const void* a, const void* b, void* c,
-                                     cudaDataType_t type, int batch = 1) {
+                                     cudaDataType_t type, int batch = 1, bool a_token_major = false) {
   const float alpha = 1, beta = 0;
+  const cublasOperation_t op_a = a_token_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int lda = a_token_major ? m : k;
   if (batch > 1)
-    return cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, type, n,
-                                      static_cast<long long>(k) * n, a, type, k, static_cast<long long>(m) * k, &beta, c,
-                                      type, n, static_cast<long long>(m) * n, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  return cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, type, n, a, type, k, &beta, c, type, n,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-}
-
-// Row-major C (m x n) = A^T B with A held k x m and B k x n, both row-major: a weight gradient
-// X^T dY as frameworks run it, the tokens k the reduction and no leading dimension (column-major
-// C^T (n x m) = B^T A, leading dimensions n and m). `batch` as for gemm_row_major.
-inline cublasStatus_t gemm_token_major(cublasHandle_t blas, int m, int n, int k, const void* a, const void* b, void* c,
-                                       cudaDataType_t type, int batch = 1) {
-  const float alpha = 1, beta = 0;
-  if (batch > 1)
-    return cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, &alpha, b, type, n,
-                                      static_cast<long long>(k) * n, a, type, m, static_cast<long long>(m) * k, &beta, c,
-                                      type, n, static_cast<long long>(m) * n, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  return cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_T, n, m, k, &alpha, b, type, n, a, type, m, &beta, c, type, n,
+    return cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, op_a, n, m, k, &alpha, b, type, n, static_cast<long long>(k) * n,
+                                      a, type, lda, static_cast<long long>(m) * k, &beta, c, type, n,
+                                      static_cast<long long>(m) * n, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return cublasGemmEx(blas, CUBLAS_OP_N, op_a, n, m, k, &alpha, b, type, n, a, type, lda, &beta, c, type, n,
                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 

@@ -309,7 +309,7 @@ class CudaOps final : public DeviceOps {
   // strided-batched call, as a grouped GEMM kernel runs them and the cost model prices them (one
   // kernel), each group on its own operands; a layer's weight is its own buffer. Row-major
   // C (m x n) = A (m x k) W (k x n) as frameworks call cuBLAS (gemm_row_major; a weight gradient's
-  // operands token-major, gemm_token_major): the tokens are never a leading dimension.
+  // operands token-major): the tokens are never a leading dimension.
   void gemm(const Kernel& k) {
     const auto m = static_cast<size_t>(k.m), n = static_cast<size_t>(k.n), kk = static_cast<size_t>(k.k);
     const auto groups = static_cast<size_t>(std::max<int64_t>(1, k.groups));
@@ -323,8 +323,7 @@ class CudaOps final : public DeviceOps {
       const auto* x = a_.as<__nv_bfloat16>();
       const auto* y = w.as<__nv_bfloat16>();
       auto* out = c_.as<__nv_bfloat16>();
-      check(k.weight_gradient ? gemm_token_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF, batch)
-                              : gemm_row_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF, batch),
+      check(gemm_row_major(blas_, im, in, ik, x, y, out, CUDA_R_16BF, batch, k.weight_gradient),
             groups > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx");
     };
     warm_up(std::make_tuple(k.weight_gradient ? 5 : 0, k.m, k.n, k.k, static_cast<int64_t>(groups)), run);
