@@ -303,7 +303,7 @@ int run_validate(const Args& args) {
     if (!report::write_outputs(r.predicted, (dir / "predicted").string(), error) ||
         !report::write_outputs(r.measured, (dir / "measured").string(), error) ||
         !report::write_text_file(out, "validation.json", runtime::report_json(r), error) ||
-        !report::write_text_file(out, "kernels.csv", runtime::kernels_csv(r), error)) {
+        !report::write_text_file(out, "kernels.csv", runtime::kernels_csv(r.kernel_shapes), error)) {
       std::cerr << "arlsim validate: " << error << "\n";
       return kExitInternal;
     }

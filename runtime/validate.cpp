@@ -4,10 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <tuple>
@@ -19,7 +17,6 @@
 #include "sim/rl/step.h"
 #include "sim/core/assert.h"
 #include "sim/core/percentile.h"
-#include "sim/model/memory.h"
 #include "sim/rl/dispatch.h"
 
 namespace arlsim::runtime {
@@ -313,82 +310,6 @@ std::vector<std::vector<size_t>> concurrent_waves(const std::vector<exec::Activi
   return waves;
 }
 
-double predict_kernel(const Kernel& k, const Program& p, const model::CostModel& cost, int64_t gpus_per_node) {
-  switch (k.kind) {
-    case Kernel::Kind::gemm: return cost.seconds(model::GemmOp{k.m, k.n, k.k, std::max<int64_t>(1, k.groups)});
-    case Kernel::Kind::attention: {
-      // The kernel's heads of 2 s^2 d forward FLOPs each (program.cpp's attention()).
-      const double flops = static_cast<double>(k.heads) * 2.0 * static_cast<double>(k.seq_len) *
-                           static_cast<double>(k.seq_len) * static_cast<double>(k.head_dim);
-      const double forward = cost.seconds(model::AttentionOp{flops, k.seq_len, model::AttentionPass::forward, k.head_dim});
-      if (!k.backward) return forward;
-      return cost.seconds(model::AttentionOp{flops, k.seq_len, model::AttentionPass::forward_backward, k.head_dim}) - forward;
-    }
-    case Kernel::Kind::decode_attention: return cost.seconds(model::DecodeAttentionOp{k.bytes, 1, std::max<int64_t>(1, k.seqs)});
-    case Kernel::Kind::memory: {
-      model::MemoryBoundOp op;
-      op.bytes = k.bytes;
-      op.kernels = static_cast<int>(std::max<int64_t>(0, k.launches));
-      return cost.seconds(op);
-    }
-    case Kernel::Kind::collective: {
-      if (k.group < 0 || static_cast<size_t>(k.group) >= p.groups.size()) return 0;
-      const DeviceGroup& g = p.groups[static_cast<size_t>(k.group)];
-      if (g.empty()) return 0;
-      std::set<int64_t> nodes;
-      for (int64_t d : g) nodes.insert(d / std::max<int64_t>(1, gpus_per_node));
-      model::CollectiveGroup group;
-      group.ranks = static_cast<int64_t>(g.size());
-      group.ranks_per_node = (group.ranks + static_cast<int64_t>(nodes.size()) - 1) / static_cast<int64_t>(nodes.size());
-      return cost.seconds(model::CollectiveCallOp{k.op, k.bytes, group});
-    }
-    case Kernel::Kind::copy: return cost.seconds(model::HostTransferOp{k.bytes});
-    case Kernel::Kind::wait: return k.seconds;
-  }
-  return 0;
-}
-
-std::string kernel_shape(const Kernel& k) {
-  char s[160] = "";
-  const auto ll = [](int64_t v) { return static_cast<long long>(v); };
-  switch (k.kind) {
-    case Kernel::Kind::gemm:
-      std::snprintf(s, sizeof s, "%lld x %lld x %lld%s", ll(k.m), ll(k.n), ll(k.k), k.weight_gradient ? " (weight gradient)" : "");
-      if (k.groups > 1) std::snprintf(s + std::strlen(s), sizeof s - std::strlen(s), ", %lld groups", ll(k.groups));
-      break;
-    case Kernel::Kind::attention:
-      std::snprintf(s, sizeof s, "%lld heads x %lld tokens x %lld%s", ll(k.heads), ll(k.seq_len), ll(k.head_dim),
-                    k.backward ? ", backward" : "");
-      break;
-    case Kernel::Kind::decode_attention:
-      std::snprintf(s, sizeof s, "%lld seqs x %lld tokens, %lld/%lld heads x %lld", ll(k.seqs), ll(k.seq_len), ll(k.heads),
-                    ll(k.kv_heads), ll(k.head_dim));
-      break;
-    case Kernel::Kind::memory:
-      std::snprintf(s, sizeof s, "%.4g MB in %lld launches", k.bytes / 1e6, ll(k.launches));
-      break;
-    case Kernel::Kind::collective:
-      std::snprintf(s, sizeof s, "%s of %.4g MB", model::collective_name(k.op), k.bytes / 1e6);
-      break;
-    case Kernel::Kind::copy:
-      std::snprintf(s, sizeof s, "%.4g MB %s", k.bytes / 1e6, k.peer < 0 ? "to host" : "from host");
-      break;
-    case Kernel::Kind::wait: std::snprintf(s, sizeof s, "%s", k.busy ? "host work" : "timer"); break;
-  }
-  return s;
-}
-
-std::string kernels_csv(const ValidationReport& r) {
-  std::string out = "stage,kind,shape,count,predicted_s,measured_s,error\n";
-  char line[320];
-  for (const auto& c : r.kernel_shapes) {
-    std::snprintf(line, sizeof line, "%s,%s,\"%s\",%lld,%.9g,%.9g,%.6f\n", c.stage.c_str(), c.kind.c_str(), c.shape.c_str(),
-                  static_cast<long long>(c.count), c.predicted_s, c.measured_s, c.error());
-    out += line;
-  }
-  return out;
-}
-
 ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, const rl::RunOptions& options,
                           Backend& backend, const ValidationCheck& check,
                           const std::function<void(const ValidationProgress&)>& progress) {
@@ -506,41 +427,8 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
       }
     }
   };
-  // Each kernel as measured and as the cost model prices it alone, by stage, kind and shape (the
-  // engines' kernels in the serving dtype, as the inference model prices them).
-  const model::AnalyticCostModel training_cost(s.cluster, s.workload.dtype);
-  const model::AnalyticCostModel serving_cost(s.cluster, model::serving_dtype(s.cluster.gpu));
-  std::map<std::tuple<graph::Stage, Kernel::Kind, std::string>, KernelComparison> shapes;
-  auto compare_kernels = [&](const std::vector<size_t>& wave, const Program& program, const RunStats& r) {
-    for (const auto& [device, seconds] : r.kernel_seconds) {
-      const std::vector<Kernel>* kernels = nullptr;
-      for (const auto& [d, ks] : program.devices)
-        if (d == device) kernels = &ks;
-      if (!kernels) continue;
-      graph::Stage stage = stages[wave.front()].stage;
-      for (size_t i : wave)
-        if (devices_of[i].count(device)) stage = stages[i].stage;
-      const model::CostModel& cost = stage == graph::Stage::rollout ? serving_cost : training_cost;
-      if (seconds.size() != kernels->size())
-        throw std::runtime_error("device " + std::to_string(device) + " reported " + std::to_string(seconds.size()) +
-                                 " kernel times for a program of " + std::to_string(kernels->size()) + " kernels");
-      for (size_t j = 0; j < kernels->size(); ++j) {
-        const Kernel& k = (*kernels)[j];
-        std::string shape = kernel_shape(k);
-        if (k.kind == Kernel::Kind::collective && k.group >= 0 && static_cast<size_t>(k.group) < program.groups.size())
-          shape += " over " + std::to_string(program.groups[static_cast<size_t>(k.group)].size());
-        KernelComparison& c = shapes[{stage, k.kind, shape}];
-        if (c.count == 0) {
-          c.stage = std::string(graph::stage_name(stage));
-          c.kind = kernel_kind_name(k.kind);
-          c.shape = std::move(shape);
-        }
-        ++c.count;
-        c.predicted_s += predict_kernel(k, program, cost, s.cluster.gpus_per_node);
-        c.measured_s += seconds[j];
-      }
-    }
-  };
+  // Each kernel as measured and as the cost model prices it alone.
+  KernelTally tally(s);
   auto account = [&](const RunStats& r) {
     report.kernels += r.kernels;
     report.bytes_verified += r.bytes_verified;
@@ -573,24 +461,14 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
     for (size_t i : wave) take(i, r, tail);
     report.kernels.wait += tail;
     account(r);
-    compare_kernels(wave, program, r);
-  }
-  {
-    std::map<std::pair<graph::Stage, Kernel::Kind>, KernelComparison> kinds;
-    for (auto& [key, c] : shapes) {
-      KernelComparison& k = kinds[{std::get<0>(key), std::get<1>(key)}];
-      k.stage = c.stage;
-      k.kind = c.kind;
-      k.count += c.count;
-      k.predicted_s += c.predicted_s;
-      k.measured_s += c.measured_s;
-      report.kernel_shapes.push_back(std::move(c));
-    }
-    for (auto& [key, c] : kinds) report.kernel_kinds.push_back(std::move(c));
-    std::stable_sort(report.kernel_shapes.begin(), report.kernel_shapes.end(), [](const auto& x, const auto& y) {
-      return std::abs(x.predicted_s - x.measured_s) > std::abs(y.predicted_s - y.measured_s);
+    tally.add(program, r, [&](int64_t device) {
+      for (size_t i : wave)
+        if (devices_of[i].count(device)) return stages[i].stage;
+      return stages[wave.front()].stage;
     });
   }
+  report.kernel_kinds = tally.by_kind();
+  report.kernel_shapes = tally.by_shape();
 
   // The measured run: the same records, placed by the measured durations on the same step graph
   // (the scenario's sync mode: a synchronous step is a chain; an asynchronous one overlaps the

@@ -7,35 +7,16 @@
 #include <cstdint>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "runtime/backend.h"
 #include "sim/input/scenario.h"
-#include "sim/model/cost_model.h"
+#include "runtime/kernel_comparison.h"
 #include "sim/rl/step.h"
 #include "sim/rl/step_result.h"
 #include "sim/trace/trace.h"
 
 namespace arlsim::runtime {
-
-struct Comparison {
-  std::string name;
-  double predicted_s = 0, measured_s = 0;
-  // Signed, as a fraction of the measured value: (predicted - measured) / measured.
-  double error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0.0; }
-};
-
-// The kernels of one stage of one kind (and, in ValidationReport::kernel_shapes, one shape), as
-// executed: how many ran, what they took, and what the cost model prices each of them at alone
-// (predict_kernel). The difference between the stages' and these sums is the composition's: how
-// the step graph, the engine's schedule and the host's work between kernels are modelled.
-struct KernelComparison {
-  std::string stage, kind, shape;  // shape: "" in the per-kind rows
-  int64_t count = 0;
-  double predicted_s = 0, measured_s = 0;
-  double error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0.0; }
-};
 
 struct ValidationReport {
   rl::RunResult predicted, measured;
@@ -83,16 +64,6 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
 // Groups in the order of their first member.
 std::vector<std::vector<size_t>> concurrent_waves(const std::vector<exec::ActivityRecord>& activities,
                                                   const std::vector<std::set<int64_t>>& devices);
-
-// The cost model's time of one kernel of a program alone (the operation the kernel executes,
-// model/cost_model.h): a GEMM, an attention pass (a backward one: forward and backward less the
-// forward), a layer's decode attention, streaming work in its launches, a collective over its
-// group (on nodes of `gpus_per_node`), a copy over the host link, a wait's own seconds.
-double predict_kernel(const Kernel& k, const Program& p, const model::CostModel& cost, int64_t gpus_per_node);
-// What names a kernel's shape in ValidationReport::kernel_shapes ("8192 x 1024 x 1024").
-std::string kernel_shape(const Kernel& k);
-// Every row of kernel_shapes as CSV (stage,kind,shape,count,predicted_s,measured_s,error).
-std::string kernels_csv(const ValidationReport& r);
 
 std::string report_table(const ValidationReport& r);
 std::string report_json(const ValidationReport& r);

@@ -125,6 +125,22 @@ class CudaDevice final : public Device {
   static int64_t gemm_repeats(double weight_bytes) {
     return std::clamp<int64_t>(static_cast<int64_t>(kRotationBytes / std::max(1.0, weight_bytes)), 1, 16);
   }
+  // Elements from one copy of `elements` weights of `element` bytes to the next: each copy 256-byte aligned.
+  static size_t weight_spacing(size_t elements, size_t element) {
+    const size_t per = 256 / element;
+    return (elements + per - 1) / per * per;
+  }
+  // One timing of gemm_repeats GEMMs, `one(r)` the r-th (false: it failed), over their number.
+  template <typename F>
+  std::optional<double> timed_runs(int64_t repeats, F&& one) {
+    auto t = timed([&] {
+      for (int64_t r = 0; r < repeats; ++r)
+        if (!one(r)) return false;
+      return true;
+    });
+    if (t) *t /= static_cast<double>(repeats);
+    return t;
+  }
 
   // Each timing: an L2 flush, then gemm_repeats GEMMs, each reading its own weights (from HBM, as
   // each layer reads its own) and the same activations (warm, as the previous kernel left them),
@@ -134,7 +150,7 @@ class CudaDevice final : public Device {
     __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
     const int64_t repeats = gemm_repeats(2.0 * static_cast<double>(k * n));
     const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
-    const size_t spacing = (nb + 127) / 128 * 128;  // each copy of the weights 256-byte aligned
+    const size_t spacing = weight_spacing(nb, 2);
     const size_t nbs = spacing * static_cast<size_t>(repeats);
     auto release = [&] {
       cudaFree(a);
@@ -153,12 +169,9 @@ class CudaDevice final : public Device {
       return std::nullopt;
     }
     // Row-major C (m x n) = A (m x k) B (k x n), as the runtime runs its GEMMs (gemm_row_major).
-    auto run = [&] {
-      for (int64_t r = 0; r < repeats; ++r)
-        if (gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b + r * spacing, c,
-                           CUDA_R_16BF) != CUBLAS_STATUS_SUCCESS)
-          return false;
-      return true;
+    auto one = [&](int64_t r) {
+      return gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b + r * spacing, c,
+                            CUDA_R_16BF) == CUBLAS_STATUS_SUCCESS;
     };
     // The weights are read from HBM, not from the L2 cache the fill left them in: in a model's
     // step every layer reads its own weights once per pass, evicted by the other layers' (GPU
@@ -167,8 +180,7 @@ class CudaDevice final : public Device {
       release();
       return std::nullopt;
     }
-    auto t = timed(run);
-    if (t) *t /= static_cast<double>(repeats);
+    const auto t = timed_runs(repeats, one);
     // Check C(i, j) for a few (i, j) against the host's sum over the same test values (the last
     // GEMM's weights).
     const uint64_t last = static_cast<uint64_t>(repeats - 1) * spacing;
@@ -205,7 +217,7 @@ class CudaDevice final : public Device {
     const size_t na = static_cast<size_t>(m * k), nb = static_cast<size_t>(k * n), nc = static_cast<size_t>(m * n);
     const size_t element = fp8 ? 1 : 2;
     const int64_t repeats = gemm_repeats(static_cast<double>(nb * element));  // as gemm() times them
-    const size_t spacing = (nb + 255) / 256 * 256;  // each copy of the weights 256-byte aligned
+    const size_t spacing = weight_spacing(nb, element);
     const size_t nbs = spacing * static_cast<size_t>(repeats);
     void *a = nullptr, *b = nullptr, *c = nullptr;
     cublasLtMatmulDesc_t desc = nullptr;
@@ -252,23 +264,18 @@ class CudaDevice final : public Device {
         return std::nullopt;
       }
     }
-    auto one = [&](const void* w) {
+    auto one = [&](int64_t r) {
+      const void* w = static_cast<const char*>(b) + static_cast<size_t>(r) * spacing * element;
       if (fp8)
         return cublasLtMatmul(lt_, desc, &alpha, w, la, a, lb, &beta, c, lc, c, lc, nullptr, lt_workspace_,
                               lt_workspace_ ? kLtWorkspace : 0, stream_) == CUBLAS_STATUS_SUCCESS;
       return gemm_row_major(blas_, im, in, ik, a, w, c, CUDA_R_16F) == CUBLAS_STATUS_SUCCESS;
     };
-    auto run = [&] {
-      for (int64_t r = 0; r < repeats; ++r)
-        if (!one(static_cast<const char*>(b) + static_cast<size_t>(r) * spacing * element)) return false;
-      return true;
-    };
     if (flush_ && !ok(cudaMemsetAsync(flush_, 0, flush_bytes_, stream_), "flushing the L2 cache")) {
       release();
       return std::nullopt;
     }
-    auto t = timed(run);
-    if (t) *t /= static_cast<double>(repeats);
+    const auto t = timed_runs(repeats, one);
     if (!t && problem_ == "a library call failed") problem_ = dtype + " GEMM: the library refused the shape";
     const uint64_t last = static_cast<uint64_t>(repeats - 1) * spacing;  // the last GEMM's weights, which C holds
     // Check a few entries of C against the host's sums over the same test values, rounded as the
