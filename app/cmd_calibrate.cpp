@@ -97,6 +97,15 @@ int compare(const std::string& a_path, const std::string& b_path) {
   row("  GEMM kernel's fixed time", a->gemm_kernel_overhead.seconds(), b->gemm_kernel_overhead.seconds(), "us", 1e-6);
   // The share of the measured tensor rates dense work sustains (1: as measured).
   row("  sustained tensor clock share", a->sustained_tensor_fraction(), b->sustained_tensor_fraction(), "", 1);
+  for (auto dt : dtypes) {
+    const auto pa = a->power_limited_rate(dt), pb = b->power_limited_rate(dt);
+    if (pa.gemm_flops_per_s > 0 || pb.gemm_flops_per_s > 0)
+      row("  " + std::string(input::dtype_name(dt)) + " GEMM, power-limited", pa.gemm_flops_per_s, pb.gemm_flops_per_s,
+          "TFLOP/s", 1e12);
+    if (pa.attention_flops_per_s > 0 || pb.attention_flops_per_s > 0)
+      row("  " + std::string(input::dtype_name(dt)) + " attention, power-limited", pa.attention_flops_per_s,
+          pb.attention_flops_per_s, "TFLOP/s", 1e12);
+  }
   row("  memory capacity", a->memory_bytes, b->memory_bytes, "GiB", 1024.0 * 1024 * 1024);
   // GEMMs: each profile's cost model at the points either profile measured, in a dtype both have.
   // The dtype models train and serve in first (bf16; fp32 for a CPU's profile).

@@ -62,10 +62,16 @@ std::string describe(const input::CheckedDocument& doc) {
     case SpecKind::model: return "model, " + describe_model(std::get<ModelSpec>(doc.spec));
     case SpecKind::gpu: {
       const auto& g = std::get<GpuProfile>(doc.spec);
-      const std::string clock = g.sustained_tensor_fraction() < 1
-                                    ? " (tensor work sustained at " + std::to_string(std::lround(g.sustained_clock_mhz)) +
-                                          " of " + std::to_string(std::lround(g.benchmark_clock_mhz)) + " MHz)"
-                                    : std::string();
+      std::string clock;
+      for (const auto& [dtype, rate] : g.power_limited)
+        if (rate.gemm_flops_per_s > 0)
+          clock += std::string(clock.empty() ? "" : ", ") + input::dtype_name(dtype) + " GEMMs at most " +
+                   tflops(rate.gemm_flops_per_s) + " at the power limit";
+      if (g.sustained_tensor_fraction() < 1)
+        clock += std::string(clock.empty() ? "tensor work" : "; other tensor work") + " sustained at " +
+                 std::to_string(std::lround(g.sustained_clock_mhz)) + " of " +
+                 std::to_string(std::lround(g.benchmark_clock_mhz)) + " MHz";
+      if (!clock.empty()) clock = " (" + clock + ")";
       return "gpu " + g.name + ", " + headline_peak(g) + clock + ", " + gib(g.memory_bytes) + " at " +
              format_bytes(g.memory_bandwidth_bytes_per_s) + "/s, " + g.provenance.kind;
     }

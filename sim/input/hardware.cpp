@@ -76,6 +76,33 @@ void parse_peaks(ObjectReader& parent, GpuProfile& g) {
     r.error_here("at least one of \"bf16\", \"fp16\" or \"fp32\" peaks is required");
 }
 
+// "power_limited": {"bf16": {"gemm": "668 TFLOP/s", "attention": "583 TFLOP/s"}}: each element
+// type's sustained rates at the power limit, neither above that type's peak.
+void parse_power_limited(ObjectReader& parent, GpuProfile& g) {
+  const Value* v = parent.field("power_limited", Presence::optional);
+  if (!v) return;
+  ObjectReader r(*v, parent.pointer_of("power_limited"), parent.diag());
+  for (const auto& d : kDtypeNames) {
+    const Value* rates = r.field(d.name, Presence::optional);
+    if (!rates) continue;
+    ObjectReader t(*rates, r.pointer_of(d.name), r.diag());
+    if (!t.is_object()) continue;
+    const double peak = g.peak(d.value);
+    if (peak <= 0) {
+      r.error(d.name, "the profile has no " + std::string(d.name) + " peak for this rate to lie under",
+              "add \"" + std::string(d.name) + "\" to \"peak\"");
+      continue;
+    }
+    GpuProfile::PowerLimitedRate rate;
+    t.read_quantity("gemm", Dimension::flops_per_s, rate.gemm_flops_per_s, Presence::optional, 1e9, peak);
+    t.read_quantity("attention", Dimension::flops_per_s, rate.attention_flops_per_s, Presence::optional, 1e9, peak);
+    t.finish();
+    if (!t.has("gemm") && !t.has("attention")) t.error_here("give \"gemm\", \"attention\" or both");
+    g.power_limited[d.value] = rate;
+  }
+  r.finish();
+}
+
 void parse_link(ObjectReader& parent, std::string_view key, Presence p, Link& link) {
   const Value* v = parent.field(key, p);
   if (!v) return;
@@ -322,6 +349,7 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
                             std::to_string(static_cast<int64_t>(g.benchmark_clock_mhz)) + " MHz)");
     }
   }
+  parse_power_limited(r, g);
   parse_efficiency(r, g);
   parse_collectives(r, g);
   parse_collective_protocols(r, g);

@@ -114,12 +114,24 @@ struct GpuProfile {
   SimTime graph_kernel_overhead;
   // The SM clock the tensor-core efficiencies below were measured at (short benchmarks run at
   // the boost clock) and the clock dense tensor-core work sustains at the power limit; the cost
-  // model runs GEMMs and attention at sustained / benchmarks of the measured rates. 0: not given
-  // (the efficiencies stand as measured, as a calibration's sweep, which keeps the GPU busy for
-  // minutes, measures them).
+  // model runs GEMMs and attention at sustained / benchmarks of the measured rates, in the element
+  // types that have no power_limited rate. 0: not given (the efficiencies stand as measured).
   double benchmark_clock_mhz = 0, sustained_clock_mhz = 0;
   double sustained_tensor_fraction() const {
     return benchmark_clock_mhz > 0 && sustained_clock_mhz > 0 ? sustained_clock_mhz / benchmark_clock_mhz : 1.0;
+  }
+  // What dense tensor-core work sustains once the power limit holds the clock down, per element
+  // type: a GEMM's and a fused attention's FLOP/s, measured with random operands over tens of
+  // seconds back to back (calib/SOURCES.md sec. 2d). A kernel runs at the lower of its short-run
+  // rate (the efficiencies) and this; a kernel below it draws less than the limit and keeps its
+  // short-run rate. An element type with one takes no tensor-clock derating. 0: not measured.
+  struct PowerLimitedRate {
+    double gemm_flops_per_s = 0, attention_flops_per_s = 0;
+  };
+  std::map<Dtype, PowerLimitedRate> power_limited;
+  PowerLimitedRate power_limited_rate(Dtype d) const {
+    const auto it = power_limited.find(d);
+    return it == power_limited.end() ? PowerLimitedRate{} : it->second;
   }
   double reserved_memory_bytes = 0;  // CUDA context, workspaces and communication buffers
   double price_usd_per_gpu_hour = 0;  // 0: unknown

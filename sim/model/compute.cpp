@@ -40,7 +40,13 @@ std::string missing_compute_data(const input::GpuProfile& gpu, Dtype dtype) {
 ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu) {
   ARLSIM_ASSERT(missing_compute_data(gpu, dtype).empty());
   peak_ = gpu.peak(dtype);
-  tensor_rate_ = peak_ * gpu.sustained_tensor_fraction();
+  // A measured power-limited rate replaces the rated clock's derating: below it a kernel keeps
+  // its short-run rate, above it the power limit holds it to it.
+  const input::GpuProfile::PowerLimitedRate limit = gpu.power_limited_rate(dtype);
+  const bool power_measured = limit.gemm_flops_per_s > 0 || limit.attention_flops_per_s > 0;
+  tensor_rate_ = peak_ * (power_measured ? 1.0 : gpu.sustained_tensor_fraction());
+  gemm_limit_ = limit.gemm_flops_per_s > 0 ? limit.gemm_flops_per_s : tensor_rate_;
+  attention_limit_ = limit.attention_flops_per_s > 0 ? limit.attention_flops_per_s : tensor_rate_;
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
   launch_s_ = gpu.kernel_launch_overhead.seconds();
@@ -164,7 +170,7 @@ OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
   c.flops = groups * 2.0 * md * nd * kd;
   c.bytes = groups * bytes_per_element_ * (md * kd + kd * nd + md * nd);
-  const double compute_s = c.flops / (tensor_rate_ * gemm_efficiency(m, n, k, count));
+  const double compute_s = c.flops / std::min(tensor_rate_ * gemm_efficiency(m, n, k, count), gemm_limit_);
   const double memory_s = c.bytes / memory_rate_;
   c.memory_bound = memory_s > compute_s;
   c.seconds = std::max(compute_s, memory_s) + gemm_fixed_s_;
@@ -198,7 +204,7 @@ OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionP
   // FlashAttention counts the backward pass as 2.5x the forward FLOPs (its benchmark's convention),
   // so forward + backward is 3.5x.
   c.flops = pass == AttentionPass::forward ? forward_flops : 3.5 * forward_flops;
-  c.seconds = c.flops / (tensor_rate_ * attention_efficiency(seq_len, pass, head_dim)) +
+  c.seconds = c.flops / std::min(tensor_rate_ * attention_efficiency(seq_len, pass, head_dim), attention_limit_) +
               launch_s_ * static_cast<double>(std::max<int64_t>(calls, 1) * (pass == AttentionPass::forward ? 1 : 2));
   return c;
 }

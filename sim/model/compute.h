@@ -13,7 +13,9 @@
 // the fixed work of each tile (pipeline fill, epilogue) against its main loop over K; e_max is the
 // efficiency of a perfectly quantised deep GEMM, recovered from the profile's best point.
 // Attention uses the profile's FlashAttention efficiency curve by sequence length; decode
-// attention reads the KV cache at the memory-bound rate. Every efficiency is profile data.
+// attention reads the KV cache at the memory-bound rate. Where the profile measured what dense
+// work sustains at the power limit, a GEMM or attention kernel runs at the lower of its rate and
+// that one. Every efficiency is profile data.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +51,8 @@ class ComputeModel {
 
   // The datasheet peak (MFU's denominator). GEMMs and attention run at the profile's efficiencies
   // of sustained_peak_flops(): the peak scaled from the clock the efficiencies were measured at
-  // to the clock tensor-core work sustains.
+  // to the clock tensor-core work sustains (the peak itself where the profile measured the rates
+  // the power limit sustains, which then bound each kernel's rate).
   double peak_flops() const { return peak_; }
   double sustained_peak_flops() const { return tensor_rate_; }
   double bytes_per_element() const { return bytes_per_element_; }
@@ -91,6 +94,7 @@ class ComputeModel {
   const input::GpuProfile& gpu_;
   double peak_ = 0;
   double tensor_rate_ = 0;
+  double gemm_limit_ = 0, attention_limit_ = 0;  // FLOP/s at the power limit (tensor_rate_: none)
   double bytes_per_element_ = 2;
   double e_max_ = 0;
   double k_overhead_ = 0;

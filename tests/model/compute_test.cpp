@@ -150,3 +150,37 @@ TEST_CASE("compute: GEMMs and attention run at the sustained clock's share of th
   // A memory-bound GEMM (one row) is as fast as before.
   CHECK(sustained.gemm(1, 8192, 8192).seconds == test::near(burst.gemm(1, 8192, 8192).seconds));
 }
+
+TEST_CASE("compute: the power-limited rate bounds fast kernels alone, and replaces the clock's derating") {
+  auto c = test::own_cluster(1);
+  c.gpu.benchmark_clock_mhz = 2000;
+  c.gpu.sustained_clock_mhz = 1500;
+  const model::ComputeModel derated(c.gpu, input::Dtype::bf16);
+  c.gpu.benchmark_clock_mhz = c.gpu.sustained_clock_mhz = 0;
+  const model::ComputeModel burst(c.gpu, input::Dtype::bf16);
+  const double launch = burst.launch_overhead_s();
+  // The short-run rates of a large and a small GEMM and of a long and a short attention.
+  const auto rate = [&](const model::ComputeModel& m, int64_t mnk) {
+    const double d = static_cast<double>(mnk);
+    return 2.0 * d * d * d / (m.gemm(mnk, mnk, mnk).seconds - launch);
+  };
+  const double big = rate(burst, 8192), small = rate(burst, 512);
+  REQUIRE(small < big);
+  const double fa = 1e12 / (burst.attention(1e12, 16384, model::AttentionPass::forward).seconds - launch);
+  // A limit between the two GEMMs' rates, and one under the long attention's.
+  const double limit = (big + small) / 2;
+  c.gpu.benchmark_clock_mhz = 2000;
+  c.gpu.sustained_clock_mhz = 1500;
+  c.gpu.power_limited[input::Dtype::bf16] = {limit, fa * 0.8};
+  const model::ComputeModel limited(c.gpu, input::Dtype::bf16);
+  // The large GEMM runs at the limit; the small one keeps its short-run rate, underated by the clock.
+  CHECK(rate(limited, 8192) == test::near(limit));
+  CHECK(rate(limited, 512) == test::near(small));
+  CHECK(rate(derated, 512) == test::near(small * 0.75));
+  CHECK(1e12 / (limited.attention(1e12, 16384, model::AttentionPass::forward).seconds - launch) == test::near(fa * 0.8));
+  CHECK(limited.sustained_peak_flops() == test::near(limited.peak_flops()));
+  // Another element type keeps the clock's derating.
+  c.gpu.peak_flops_per_s[input::Dtype::fp16] = c.gpu.peak(input::Dtype::bf16);
+  const model::ComputeModel fp16(c.gpu, input::Dtype::fp16);
+  CHECK(fp16.sustained_peak_flops() == test::near(fp16.peak_flops() * 0.75));
+}

@@ -51,6 +51,7 @@ inline input::ClusterSpec own_cluster(int64_t nodes) {
   g.kernel_launch_overhead = SimTime::from_seconds(5e-6);
   g.gemm_kernel_overhead = SimTime();  // a GEMM's fixed time: the launch
   g.benchmark_clock_mhz = g.sustained_clock_mhz = 0;  // efficiencies as measured
+  g.power_limited.clear();                            // and no power limit
   g.attention_efficiency = {{4096, 128, true, "fwd_bwd", 0.30}, {8192, 128, true, "fwd_bwd", 0.32},
                             {4096, 128, true, "fwd", 0.50}, {65536, 128, true, "fwd", 0.60}};
   c.gpu_link = {"test-link", 400e9, 0.8};
