@@ -66,7 +66,7 @@ void EngineScheduler::join(int64_t id) {
   r.synced = steps_;
   // It needs a block at the plan of step t when its KV (beyond the shared prompt) fills whole
   // blocks: kv - shared + (t - steps_) = 0 modulo the block size.
-  const int64_t key = ((r.kv_tokens() - r.shared_tokens - steps_) % block_size_ + block_size_) % block_size_;
+  const int64_t key = block_offset(r.kv_tokens() - r.shared_tokens - steps_);
   r.block_key = static_cast<int32_t>(key);
   ++due_[static_cast<size_t>(key)];
   ++grouped_;
@@ -96,7 +96,7 @@ void EngineScheduler::dissolve() {
 
 int64_t EngineScheduler::shareable_prompt(const Request& r) const {
   // Whole blocks of the prompt, leaving at least its last token to compute.
-  return std::min(r.prompt_tokens, r.context - 1) / block_size_ * block_size_;
+  return whole_blocks(std::min(r.prompt_tokens, r.context - 1)) * block_size_;
 }
 
 void EngineScheduler::unref_prompt(int64_t prompt_id) {
@@ -374,7 +374,7 @@ int64_t EngineScheduler::window_iterations(const Planned& p, int64_t k) const {
   // ceil(k / block_size) + 1 more blocks: when even that fits, no request needs a look.
   const int64_t available = free_blocks_ + cached_blocks_;
   const int64_t d = p.batch.decode_seqs;
-  if (k <= available && d * ((k + block_size_ - 1) / block_size_ + 1) <= available) return k;
+  if (k <= available && d * (blocks_for(k) + 1) <= available) return k;
   auto extra_blocks = [&](int64_t iterations) {
     int64_t extra = 0;
     auto add = [&](const Request& r) { extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks; };
@@ -422,7 +422,7 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
         if (shared > 0) {
           SharedPrompt sp;
           sp.tokens = shared;
-          sp.blocks = shared / block_size_;
+          sp.blocks = whole_blocks(shared);
           sp.refs = 1;
           prompts_[r.prompt_id] = sp;
           r.blocks -= sp.blocks;
@@ -450,10 +450,10 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
   if (grouped_ > 0) {
     // The plan gave the group its blocks for the first iteration; the others need theirs now.
     if (iterations > 1) {
-      int64_t need = (iterations - 1) / block_size_ * grouped_;  // each needs one per block_size steps
+      int64_t need = whole_blocks(iterations - 1) * grouped_;  // each needs one per block_size steps
       // The rest, step by step: the key due at step t is -t modulo the block size.
-      size_t key = static_cast<size_t>((block_size_ - steps_ % block_size_) % block_size_);
-      for (int64_t j = 1; j <= (iterations - 1) % block_size_; ++j) {
+      size_t key = static_cast<size_t>(block_offset(-steps_));
+      for (int64_t j = 1, rest = block_offset(iterations - 1); j <= rest; ++j) {
         key = key == 0 ? static_cast<size_t>(block_size_) - 1 : key - 1;
         need += due_[key];
       }

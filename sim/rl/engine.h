@@ -133,8 +133,16 @@ class EngineScheduler {
   std::optional<Request> find(int64_t trajectory) const;
 
  private:
+  // Block arithmetic is a shift and a mask when the block size is a power of two (the usual case):
+  // a 64-bit division costs tens of cycles, and planning and completing an iteration do several.
   int64_t blocks_for(int64_t tokens) const {
     return block_shift_ >= 0 ? (tokens + block_size_ - 1) >> block_shift_ : (tokens + block_size_ - 1) / block_size_;
+  }
+  int64_t whole_blocks(int64_t tokens) const {  // tokens >= 0
+    return block_shift_ >= 0 ? tokens >> block_shift_ : tokens / block_size_;
+  }
+  int64_t block_offset(int64_t x) const {  // x modulo the block size, in [0, block size) for any x
+    return block_shift_ >= 0 ? x & (block_size_ - 1) : (x % block_size_ + block_size_) % block_size_;
   }
   bool allocate(int64_t blocks);
   // Frees up to `want` cached blocks from the least recently used entry: a context entry loses
@@ -154,7 +162,7 @@ class EngineScheduler {
   void leave(int64_t id);
   void dissolve();
   Request current(int64_t id) const;  // a request with its group progress applied
-  int64_t blocks_due(int64_t step) const { return due_[static_cast<size_t>((block_size_ - step % block_size_) % block_size_)]; }
+  int64_t blocks_due(int64_t step) const { return due_[static_cast<size_t>(block_offset(-step))]; }
   int64_t decoding() const { return static_cast<int64_t>(running_.size()) - prefilling_; }
   // What the prefix cache can give a request being admitted, and the blocks that leave the
   // evictable cache if it takes them.
