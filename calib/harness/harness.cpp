@@ -171,7 +171,10 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   if (p.collective_bytes.back() < top) p.collective_bytes.push_back(top);
   // What was not asked for has no points (and leaves no trace in the profile's notes).
   auto has = [&](Op o) { return std::find(ops.begin(), ops.end(), o) != ops.end(); };
-  if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear(), p.gemm_dtypes.clear();
+  // A GPU's GEMM held for tens of seconds: the power limit lowers its clock within a second or two
+  // and holds it there (calib/SOURCES.md sec. 2d). A CPU's cores are not measured so.
+  if (!cpu) p.held_seconds = quick ? 10 : 30;
+  if (!has(Op::gemm)) p.gemm_m.clear(), p.gemm_n.clear(), p.gemm_k.clear(), p.gemm_dtypes.clear(), p.held_seconds = 0;
   if (!has(Op::attention))
     p.attention_seq.clear(), p.attention_head_dims.clear(), p.decode_batch.clear(), p.decode_kv_len.clear();
   if (!has(Op::memory)) p.memory_bytes.clear();
@@ -198,6 +201,7 @@ double estimated_seconds(const Plan& p, double flops_per_s, double bytes_per_s, 
       s += runs * (decode_kv_bytes(b, len, p.decode_kv_heads, p.decode_head_dim, 2) / bytes_per_s + 3 * launch_s);
   if (has(Op::memory))
     for (double b : p.memory_bytes) s += runs * std::size(kMemoryKernels) * b / bytes_per_s;
+  s += p.held_seconds;
   if (has(Op::launch)) s += runs * d(p.launches_per_sample + p.graph_kernels) * launch_s;
   if (has(Op::host))
     for (double b : p.host_bytes) s += runs * b / bytes_per_s;
@@ -325,6 +329,24 @@ Results measure(Device& dev, const Plan& p, const Progress& progress) {
         if (auto s = sample([&] { return dev.host_copy(b); }, "host copy " + std::to_string(static_cast<int64_t>(b)) + " B",
                             b / byte_rate))
           r.host.emplace_back(b, *s);
+    // Last of them, since it leaves the GPU hot: the GEMM held back to back.
+    if (p.held_seconds > 0) {
+      const int64_t x = p.held_mnk;
+      const auto windows = dev.held_gemm(x, x, x, p.held_seconds, p.held_window_s);
+      advance(p.held_seconds);
+      HeldResult h{x, p.held_window_s, {}, 0};
+      for (double t : windows)
+        if (std::isfinite(t) && t > 0) h.window_flops.push_back(gemm_flops(x, x, x) / t);
+      if (h.window_flops.size() == windows.size() && windows.size() >= 2) {
+        const std::vector<double> later(h.window_flops.begin() + static_cast<std::ptrdiff_t>(windows.size() / 2),
+                                        h.window_flops.end());
+        h.held_flops = stat_of(later).median;
+        r.held = std::move(h);
+      } else if (!windows.empty()) {
+        const std::string why = dev.problem();
+        r.excluded.push_back("held gemm " + std::to_string(x) + "^3: " + (why.empty() ? "no valid time" : why));
+      }
+    }
   }
   if (has(Op::launch)) {
     auto many = [&]() -> std::optional<double> {

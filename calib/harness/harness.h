@@ -107,6 +107,12 @@ class Device {
   // `bytes` is rounded up to what splits evenly; `*used` gets the bytes run.
   virtual std::optional<double> collective(model::CollectiveOp op, double bytes, int64_t ranks, double* used,
                                            bool in_place) = 0;
+  // The GEMM run back to back for `seconds`, long enough for the power limit to lower the clock:
+  // its seconds per call over each `window_s` of it, in order (empty: the device does not run it).
+  virtual std::vector<double> held_gemm(int64_t m, int64_t n, int64_t k, double seconds, double window_s) {
+    (void)m, (void)n, (void)k, (void)seconds, (void)window_s;
+    return {};
+  }
   virtual std::string problem() const { return {}; }
   // Keeps `peers` other workers busy with dense compute (0: none) while the compute kernels are
   // measured, as the other devices of a run are: devices that share hardware (a CPU's threads on
@@ -137,6 +143,10 @@ struct Plan {
   // Other workers kept busy while GEMMs, attention and streaming kernels are measured (a CPU's
   // thread-devices: one fewer than the largest group, as many as a run's devices).
   int64_t busy_peers = 0;
+  // A GEMM of held_mnk cubed held back to back this long (0: not measured), in windows of
+  // held_window_s: what dense work sustains at the power limit (a GPU's; not a CPU's).
+  double held_seconds = 0, held_window_s = 1;
+  int64_t held_mnk = 8192;
   int64_t launches_per_sample = 100;  // a launch sample is the mean over this many
   int64_t graph_kernels = 0;  // kernels of the replayed graph (0: not measured)
   int repeats = 3;   // at least 3: one sample of a large GEMM can swing 15-25% with the clocks
@@ -266,6 +276,15 @@ struct NicInfo {
   int64_t per_node = 0;   // NICs of a node the processes of a node use
 };
 
+// The held GEMM: its rate in each window, and the rate it held (the median of the later half of
+// the windows, after the clock has settled).
+struct HeldResult {
+  int64_t mnk = 0;
+  double window_s = 0;
+  std::vector<double> window_flops;
+  double held_flops = 0;
+};
+
 struct Results {
   DeviceInfo info;
   Plan plan;
@@ -276,6 +295,7 @@ struct Results {
   std::vector<MemoryResult> memory;
   std::optional<Stat> launch;
   std::optional<Stat> graph_kernel;
+  std::optional<HeldResult> held;
   std::vector<CollectiveResult> collectives;
   std::vector<std::pair<double, Stat>> host;  // bytes, seconds
   std::vector<CollectiveResult> inter_node;   // measure_fabric's: every process, over every node

@@ -174,6 +174,9 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
                      {"bandwidth", bandwidth_text(info.link_bandwidth > 0 ? info.link_bandwidth : bandwidth)}};
   if (r.launch) j["kernel_launch_overhead"] = micros_text(r.launch->median);
   if (r.graph_kernel) j["graph_kernel_overhead"] = micros_text(r.graph_kernel->median);
+  // What the held GEMM sustained bounds every GEMM of the measured type (at most its peak).
+  if (r.held && peak > 0)
+    j["power_limited"] = {{info.gemm_dtype, {{"gemm", flops_text(std::min(r.held->held_flops, peak))}}}};
   Json eff = Json::object();
   if (peak > 0 && !main_grid.points.empty()) eff["gemm"] = main_grid.points;
   for (const auto& [dtype, g] : other_grids) eff["gemm_by_dtype"][dtype] = g.points;
@@ -421,6 +424,17 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     table["rows"] = rows;
     return table;
   };
+  if (r.held) {
+    Json windows = Json::array();
+    for (double f : r.held->window_flops) windows.push_back(round4(f / 1e12));
+    tables["held_gemm"] = {{"m", r.held->mnk},
+                           {"n", r.held->mnk},
+                           {"k", r.held->mnk},
+                           {"dtype", info.gemm_dtype},
+                           {"window_s", r.held->window_s},
+                           {"window_tflops", windows},
+                           {"held_tflops", round4(r.held->held_flops / 1e12)}};
+  }
   if (!r.collectives.empty()) tables["collective"] = collective_table(r.collectives, false);
   if (!r.inter_node.empty()) tables["collective_inter_node"] = collective_table(r.inter_node, true);
   cal["tables"] = tables;

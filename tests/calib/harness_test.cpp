@@ -81,6 +81,17 @@ class FakeDevice final : public calib::Device {
   bool graphs = false;  // replays graphs whose kernels take 1.5 us each
   std::optional<double> graph_kernel(int64_t) override { return graphs ? std::optional<double>(1.5e-6) : std::nullopt; }
   std::optional<double> host_copy(double bytes) override { return bytes / 20e9; }  // 20 GB/s
+  // Held back to back, the GEMM runs at efficiency(k) of the peak in its first window, then at
+  // 0.8 of that (the power limit); `held` false: not measured; `held_fails`: its check fails.
+  bool held = true, held_fails = false;
+  std::vector<double> held_gemm(int64_t m, int64_t n, int64_t k, double seconds, double window_s) override {
+    if (!held) return {};
+    std::vector<double> windows;
+    const double t = 2.0 * static_cast<double>(m * n) * static_cast<double>(k) / (peak * efficiency(k));
+    for (double at = 0; at < seconds; at += window_s) windows.push_back(at == 0 ? t : t / 0.8);
+    if (held_fails) windows.back() = 0;
+    return windows;
+  }
   // Collectives: 3 us, 5 us per ring step (2(n - 1) for an all-reduce, n - 1 otherwise), and the
   // bytes each rank moves (bytes x the bus factor) at 10 GB/s.
   static double collective_seconds(model::CollectiveOp op, double bytes, int64_t n) {
@@ -668,4 +679,40 @@ TEST_CASE("calibrate: the CPU device's collectives among 3 threads, at sizes tha
   // the 128-query block.
   CHECK(dev->attention(300, 64, false).has_value());
   CHECK(dev->attention(300, 64, true).has_value());
+}
+
+TEST_CASE("calibrate: a GPU's GEMM held back to back gives the profile the rate the power limit sustains") {
+  FakeDevice d;
+  const auto plan = small_plan(d);
+  REQUIRE(plan.held_seconds > 0);
+  const auto r = calib::measure(d, plan);
+  REQUIRE(r.held);
+  const int64_t x = plan.held_mnk;
+  const double first = FakeDevice::efficiency(x) * d.peak;
+  REQUIRE(r.held->window_flops.size() >= 2);
+  CHECK(r.held->window_flops.front() == doctest::Approx(first));
+  CHECK(r.held->held_flops == doctest::Approx(0.8 * first));
+  const auto g = round_trip(r, "fake-held.json");
+  CHECK(g.power_limited_rate(input::Dtype::bf16).gemm_flops_per_s == doctest::Approx(0.8 * first).epsilon(1e-4));
+  CHECK(g.power_limited_rate(input::Dtype::bf16).attention_flops_per_s == 0);
+  // The cost model runs no GEMM faster than that.
+  const model::ComputeModel c(g, input::Dtype::bf16);
+  CHECK(c.gemm(x, x, x).seconds - c.launch_overhead_s() >= 2.0 * std::pow(static_cast<double>(x), 3) / (0.8 * first) * (1 - 1e-4));
+  // A device that does not hold one, one whose held run fails its check, and a CPU's plan: none.
+  FakeDevice none;
+  none.held = false;
+  const auto r2 = calib::measure(none, small_plan(none));
+  CHECK(!r2.held);
+  CHECK(r2.excluded.empty());
+  CHECK(round_trip(r2, "fake-noheld.json").power_limited.empty());
+  FakeDevice failing;
+  failing.held_fails = true;
+  const auto r3 = calib::measure(failing, small_plan(failing));
+  CHECK(!r3.held);
+  REQUIRE(r3.excluded.size() == 1);
+  CHECK(r3.excluded.front().find("held gemm") == 0);
+  calib::DeviceInfo cpu = d.info();
+  cpu.gemm_dtype = "fp32";
+  CHECK(calib::make_plan(cpu, {calib::Op::gemm}, true).held_seconds == 0);
+  CHECK(calib::make_plan(d.info(), {calib::Op::attention}, true).held_seconds == 0);
 }
