@@ -18,7 +18,6 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +29,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// This file is built for this machine's vector units (-march=native). A standard-library template
+// instantiated here, such as std::mt19937's generator, can be the copy the linker keeps for the
+// whole program, whose other users would then need those units too; so the random numbers here
+// come from a generator of this file's own (SplitMix64).
+struct LocalRandom {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return static_cast<float>(static_cast<double>(next() >> 40) / static_cast<double>(1ull << 23) - 1.0); }
+};
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -212,9 +226,8 @@ class CpuDevice final : public Device {
     if (weights_.size() < copies * b_floats) {
       const auto old = weights_.size();
       weights_.resize(copies * b_floats);
-      std::mt19937 rng(12345 + static_cast<unsigned>(old));
-      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-      for (size_t i = old; i < weights_.size(); ++i) weights_[i] = u(rng);
+      LocalRandom rng{12345 + old};
+      for (size_t i = old; i < weights_.size(); ++i) weights_[i] = rng.uniform();  // in [-1, 1)
     }
     std::vector<Eigen::Map<const Eigen::MatrixXf>> bs;
     for (size_t i = 0; i < copies; ++i) bs.emplace_back(weights_.data() + i * b_floats, k, n);
@@ -248,10 +261,10 @@ class CpuDevice final : public Device {
     }
     peers_.stop();
     // Check a few entries against plain dot products.
-    std::mt19937_64 rng(static_cast<uint64_t>(m * 1315423911 + n * 2654435761 + k));
+    LocalRandom rng{static_cast<uint64_t>(m * 1315423911 + n * 2654435761 + k)};
     for (int i = 0; i < 4; ++i) {
-      const auto r = static_cast<Eigen::Index>(rng() % static_cast<uint64_t>(m));
-      const auto col = static_cast<Eigen::Index>(rng() % static_cast<uint64_t>(n));
+      const auto r = static_cast<Eigen::Index>(rng.next() % static_cast<uint64_t>(m));
+      const auto col = static_cast<Eigen::Index>(rng.next() % static_cast<uint64_t>(n));
       double want = 0;
       for (Eigen::Index x = 0; x < k; ++x) want += static_cast<double>(a(r, x)) * static_cast<double>(b(x, col));
       if (std::abs(static_cast<double>(c(r, col)) - want) > 1e-3 * std::sqrt(static_cast<double>(k)) + 1e-4 * std::abs(want)) {
