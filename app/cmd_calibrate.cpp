@@ -96,7 +96,7 @@ int compare(const std::string& a_path, const std::string& b_path) {
   row("  graph-replayed kernel", a->graph_kernel_overhead.seconds(), b->graph_kernel_overhead.seconds(), "us", 1e-6);
   row("  GEMM kernel's fixed time", a->gemm_kernel_overhead.seconds(), b->gemm_kernel_overhead.seconds(), "us", 1e-6);
   // The share of the measured tensor rates dense work sustains (1: as measured).
-  row("  sustained tensor clock share", a->sustained_tensor_fraction(), b->sustained_tensor_fraction(), "", 1);
+  row("  clock share (no power_limited)", a->sustained_tensor_fraction(), b->sustained_tensor_fraction(), "", 1);
   for (auto dt : dtypes) {
     const auto pa = a->power_limited_rate(dt), pb = b->power_limited_rate(dt);
     if (pa.gemm_flops_per_s > 0 || pb.gemm_flops_per_s > 0)

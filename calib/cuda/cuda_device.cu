@@ -204,8 +204,8 @@ class CudaDevice final : public Device {
   }
 
   // The GEMM back to back on one set of operands for `seconds`: per window of `window_s` (host
-  // wall time), the events' time over the calls launched in it. The host waits for the call 16
-  // back every 16 calls, so the queue never runs far ahead of the GPU nor empties.
+  // wall time), the events' time over the calls launched in it. Every 16 calls the host waits for
+  // the batch marked two rounds before, so 16-32 calls stay queued: the GPU never runs dry.
   std::vector<double> held_gemm(int64_t m, int64_t n, int64_t k, double seconds, double window_s) override {
     problem_.clear();
     __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
@@ -240,7 +240,7 @@ class CudaDevice final : public Device {
       fine = ok(cudaEventRecord(start_, stream_), "cudaEventRecord");
       while (fine && Clock::now() < window_end) {
         for (int i = 0; fine && i < 16; ++i, ++calls) fine = one();
-        // Wait for the previous 16 (marked last time round), mark these.
+        // Wait for the batch marked two rounds ago (an event never recorded is complete), mark these.
         fine = fine && ok(cudaEventSynchronize(marks[calls / 16 % 2]), "cudaEventSynchronize") &&
                ok(cudaEventRecord(marks[calls / 16 % 2], stream_), "cudaEventRecord");
       }

@@ -42,11 +42,13 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   peak_ = gpu.peak(dtype);
   // A measured power-limited rate replaces the rated clock's derating: below it a kernel keeps
   // its short-run rate, above it the power limit holds it to it.
+  // Per kind: a profile may measure one kind's rate and not the other's.
   const input::GpuProfile::PowerLimitedRate limit = gpu.power_limited_rate(dtype);
-  const bool power_measured = limit.gemm_flops_per_s > 0 || limit.attention_flops_per_s > 0;
-  tensor_rate_ = peak_ * (power_measured ? 1.0 : gpu.sustained_tensor_fraction());
+  const double derated = peak_ * gpu.sustained_tensor_fraction();
+  tensor_rate_ = limit.gemm_flops_per_s > 0 ? peak_ : derated;
+  attention_rate_ = limit.attention_flops_per_s > 0 ? peak_ : derated;
   gemm_limit_ = limit.gemm_flops_per_s > 0 ? limit.gemm_flops_per_s : tensor_rate_;
-  attention_limit_ = limit.attention_flops_per_s > 0 ? limit.attention_flops_per_s : tensor_rate_;
+  attention_limit_ = limit.attention_flops_per_s > 0 ? limit.attention_flops_per_s : attention_rate_;
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
   launch_s_ = gpu.kernel_launch_overhead.seconds();
@@ -210,7 +212,7 @@ OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionP
   // FlashAttention counts the backward pass as 2.5x the forward FLOPs (its benchmark's convention),
   // so forward + backward is 3.5x.
   c.flops = pass == AttentionPass::forward ? forward_flops : 3.5 * forward_flops;
-  c.seconds = c.flops / std::min(tensor_rate_ * attention_efficiency(seq_len, pass, head_dim), attention_limit_) +
+  c.seconds = c.flops / std::min(attention_rate_ * attention_efficiency(seq_len, pass, head_dim), attention_limit_) +
               launch_s_ * static_cast<double>(std::max<int64_t>(calls, 1) * (pass == AttentionPass::forward ? 1 : 2));
   return c;
 }

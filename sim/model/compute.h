@@ -51,8 +51,8 @@ class ComputeModel {
 
   // The datasheet peak (MFU's denominator). GEMMs and attention run at the profile's efficiencies
   // of sustained_peak_flops(): the peak scaled from the clock the efficiencies were measured at
-  // to the clock tensor-core work sustains (the peak itself where the profile measured the rates
-  // the power limit sustains, which then bound each kernel's rate).
+  // to the clock tensor-core work sustains (the peak itself where the profile measured the GEMM
+  // rate the power limit sustains, which then bounds each GEMM's rate; attention likewise).
   double peak_flops() const { return peak_; }
   double sustained_peak_flops() const { return tensor_rate_; }
   double bytes_per_element() const { return bytes_per_element_; }
@@ -94,7 +94,8 @@ class ComputeModel {
   const input::GpuProfile& gpu_;
   double peak_ = 0;
   double tensor_rate_ = 0;
-  double gemm_limit_ = 0, attention_limit_ = 0;  // FLOP/s at the power limit (tensor_rate_: none)
+  double attention_rate_ = 0;                     // tensor_rate_ for attention
+  double gemm_limit_ = 0, attention_limit_ = 0;  // FLOP/s at the power limit (the rate: none)
   double bytes_per_element_ = 2;
   double e_max_ = 0;
   double k_overhead_ = 0;

@@ -82,7 +82,7 @@ class FakeDevice final : public calib::Device {
   std::optional<double> graph_kernel(int64_t) override { return graphs ? std::optional<double>(1.5e-6) : std::nullopt; }
   std::optional<double> host_copy(double bytes) override { return bytes / 20e9; }  // 20 GB/s
   // Held back to back, the GEMM runs at efficiency(k) of the peak in its first window, then at
-  // 0.8 of that (the power limit); `held` false: not measured; `held_fails`: its check fails.
+  // 0.8 of that (the power limit); `held` false: not measured; `held_fails`: its last window fails.
   bool held = true, held_fails = false;
   std::vector<double> held_gemm(int64_t m, int64_t n, int64_t k, double seconds, double window_s) override {
     if (!held) return {};

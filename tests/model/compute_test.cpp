@@ -194,6 +194,12 @@ TEST_CASE("compute: the power-limited rate bounds fast kernels alone, and replac
   CHECK(rate(derated, 512) == test::near(small * 0.75));
   CHECK(1e12 / (limited.attention(1e12, 16384, model::AttentionPass::forward).seconds - launch) == test::near(fa * 0.8));
   CHECK(limited.sustained_peak_flops() == test::near(limited.peak_flops()));
+  // A profile that measured one kind alone keeps the clock's derating for the other.
+  c.gpu.power_limited[input::Dtype::bf16] = {limit, 0};
+  const model::ComputeModel gemm_only(c.gpu, input::Dtype::bf16);
+  CHECK(gemm_only.attention(1e12, 16384, model::AttentionPass::forward).seconds ==
+        test::near(derated.attention(1e12, 16384, model::AttentionPass::forward).seconds));
+  CHECK(rate(gemm_only, 512) == test::near(small));
   // Another element type keeps the clock's derating.
   c.gpu.peak_flops_per_s[input::Dtype::fp16] = c.gpu.peak(input::Dtype::bf16);
   const model::ComputeModel fp16(c.gpu, input::Dtype::fp16);
