@@ -6,7 +6,8 @@
 #   3. validate the shipped one-GPU scenario (scenarios/gpu-validate.json, step 1, at --scale
 #      CUDA_MACHINE_SCALE, default 1: the whole step, about 35 s on an H200; 0.25 runs 7 of its 28
 #      layers, 2 of 8 prompts, a quarter of every sequence) with the measured profile, then with
-#      the shipped one: predicted and measured per stage, per activity kind and per kind of kernel
+#      the shipped one (with CUDA_MACHINE_MORE=1 also gpu-validate-4b.json and gpu-validate-moe.json
+#      with the measured profile): predicted and measured per stage, per activity kind and per kind of kernel
 #      (every kernel shape in validate*/kernels.csv), checksums of every buffer. A one-GPU calibration measures no NIC, so the measured profile is
 #      given the NIC rate CUDA_MACHINE_NIC (default 400 Gbps, one ConnectX-7 port per GPU).
 # Writes everything under OUTDIR (gpu.txt, measured.json, compare.txt, validate.json,
@@ -48,11 +49,21 @@ if [ -f "$out/measured.json" ]; then
   step validate "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$out/measured.json" \
     --set "/cluster/network/nic_bandwidth=\"${CUDA_MACHINE_NIC:-400 Gbps}\"" --steps 1:1 --scale "$scale" \
     --out "$out/validate" --json && cp "$out/validate.out" "$out/validate.json"
+  # The other shapes, when asked for (CUDA_MACHINE_MORE=1): scenarios/gpu-validate-4b.json and
+  # gpu-validate-moe.json, with the same profile, as validate-4b and validate-moe.
+  if [ "${CUDA_MACHINE_MORE:-0}" = 1 ]; then
+    for shape in 4b moe; do
+      step "validate-$shape" "$arlsim" validate "scenarios/gpu-validate-$shape.json" --backend cuda \
+        --profile "$out/measured.json" --set "/cluster/network/nic_bandwidth=\"${CUDA_MACHINE_NIC:-400 Gbps}\"" \
+        --steps 1:1 --scale "$scale" --out "$out/validate-$shape" --json &&
+        cp "$out/validate-$shape.out" "$out/validate-$shape.json"
+    done
+  fi
 fi
 step validate-shipped "$arlsim" validate scenarios/gpu-validate.json --backend cuda --profile "$shipped" --steps 1:1 --scale "$scale" \
   --out "$out/validate-shipped" --json && cp "$out/validate-shipped.out" "$out/validate-shipped.json"
 
-for v in validate validate-shipped; do
+for v in validate validate-4b validate-moe validate-shipped; do
   [ -f "$out/$v.json" ] || continue
   python3 "$(dirname "$0")/validation_report.py" "$out/$v.json" "$v"
 done
