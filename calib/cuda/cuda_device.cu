@@ -204,8 +204,9 @@ class CudaDevice final : public Device {
   }
 
   // The GEMM back to back on one set of operands for `seconds`: per window of `window_s` (host
-  // wall time), the events' time over the calls launched in it. Every 16 calls the host waits for
-  // the batch marked two rounds before, so 16-32 calls stay queued: the GPU never runs dry.
+  // wall time), the calls launched in it timed together (timed()), over their number. Every 16
+  // calls the host waits for the batch marked two rounds before, so 16-32 calls stay queued: the
+  // GPU never runs dry within a window.
   std::vector<double> held_gemm(int64_t m, int64_t n, int64_t k, double seconds, double window_s) override {
     problem_.clear();
     __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
@@ -231,24 +232,24 @@ class CudaDevice final : public Device {
       return gemm_row_major(blas_, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), a, b, c, CUDA_R_16BF) ==
              CUBLAS_STATUS_SUCCESS;
     };
-    using Clock = std::chrono::steady_clock;
     const auto end = Clock::now() + std::chrono::duration<double>(seconds);
     bool fine = ok(cudaGetLastError(), "filling the GEMM's inputs") && one() && ok(cudaStreamSynchronize(stream_), "a GEMM");
     while (fine && Clock::now() < end) {
       const auto window_end = Clock::now() + std::chrono::duration<double>(window_s);
       int64_t calls = 0;
-      fine = ok(cudaEventRecord(start_, stream_), "cudaEventRecord");
-      while (fine && Clock::now() < window_end) {
-        for (int i = 0; fine && i < 16; ++i, ++calls) fine = one();
-        // Wait for the batch marked two rounds ago (an event never recorded is complete), mark these.
-        fine = fine && ok(cudaEventSynchronize(marks[calls / 16 % 2]), "cudaEventSynchronize") &&
-               ok(cudaEventRecord(marks[calls / 16 % 2], stream_), "cudaEventRecord");
-      }
-      float ms = 0;
-      fine = fine && ok(cudaEventRecord(stop_, stream_), "cudaEventRecord") &&
-             ok(cudaEventSynchronize(stop_), "cudaEventSynchronize") &&
-             ok(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-      if (fine && calls > 0) windows.push_back(static_cast<double>(ms) / 1e3 / static_cast<double>(calls));
+      const auto t = timed([&] {
+        do {
+          for (int i = 0; i < 16; ++i, ++calls)
+            if (!one()) return false;
+          // The batch marked two rounds ago (an event never recorded is complete); mark these.
+          cudaEvent_t mark = marks[calls / 16 % 2];
+          if (!ok(cudaEventSynchronize(mark), "cudaEventSynchronize") || !ok(cudaEventRecord(mark, stream_), "cudaEventRecord"))
+            return false;
+        } while (Clock::now() < window_end);
+        return true;
+      });
+      fine = t.has_value();
+      if (fine) windows.push_back(*t / static_cast<double>(calls));
     }
     if (!fine) {
       if (problem_.empty()) problem_ = "the held GEMM failed";

@@ -40,9 +40,9 @@ std::string missing_compute_data(const input::GpuProfile& gpu, Dtype dtype) {
 ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu) {
   ARLSIM_ASSERT(missing_compute_data(gpu, dtype).empty());
   peak_ = gpu.peak(dtype);
-  // A measured power-limited rate replaces the rated clock's derating: below it a kernel keeps
-  // its short-run rate, above it the power limit holds it to it.
-  // Per kind: a profile may measure one kind's rate and not the other's.
+  // A measured power-limited rate replaces the rated clock's derating, kind by kind (a profile may
+  // measure one and not the other): below it a kernel keeps its short-run rate, above it the power
+  // limit holds it to it.
   const input::GpuProfile::PowerLimitedRate limit = gpu.power_limited_rate(dtype);
   const double derated = peak_ * gpu.sustained_tensor_fraction();
   tensor_rate_ = limit.gemm_flops_per_s > 0 ? peak_ : derated;
