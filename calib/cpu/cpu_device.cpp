@@ -236,7 +236,7 @@ class CpuDevice final : public Device {
     peers_.start([m, n, k, copies, b_floats] {
       struct Own {
         Eigen::MatrixXf a, c;
-        std::vector<float> w;
+        cpu::Floats w;
         size_t next = 0;
       };
       auto own = std::make_shared<Own>();
@@ -433,7 +433,7 @@ class CpuDevice final : public Device {
     for (auto& v : in_) v.assign(e, 0.0f);
     for (auto& v : out_) v.assign(e, 0.0f);
     auto left = [&](int64_t r) { return static_cast<size_t>((r + n - 1) % n); };
-    auto span = [&](std::vector<float>& v, int64_t c) { return v.data() + static_cast<size_t>((c % n + n) % n) * chunk; };
+    auto span = [&](cpu::Floats& v, int64_t c) { return v.data() + static_cast<size_t>((c % n + n) % n) * chunk; };
     Clock::time_point start, end;
     std::atomic<bool> ok{true};
     const float total = static_cast<float>(n * (n + 1) / 2);
@@ -500,7 +500,7 @@ class CpuDevice final : public Device {
     if (arrays == 3) z_.assign(n, 0.25f);
     const float s = 3.0f;
     peers_.start([kernel, n, arrays] {
-      auto own = std::make_shared<std::array<std::vector<float>, 3>>();
+      auto own = std::make_shared<std::array<cpu::Floats, 3>>();
       (*own)[0].assign(n, 1.5f);
       (*own)[1].assign(n, 0.0f);
       if (arrays == 3) (*own)[2].assign(n, 0.25f);
@@ -534,7 +534,7 @@ class CpuDevice final : public Device {
     x_.assign(n, 2.5f);
     y_.assign(n, 0.0f);
     peers_.start([n] {
-      auto own = std::make_shared<std::array<std::vector<float>, 2>>();
+      auto own = std::make_shared<std::array<cpu::Floats, 2>>();
       (*own)[0].assign(n, 2.5f);
       (*own)[1].assign(n, 0.0f);
       return std::function<void()>([own, n] { std::memcpy((*own)[1].data(), (*own)[0].data(), n * sizeof(float)); });
@@ -565,10 +565,10 @@ class CpuDevice final : public Device {
   std::string problem() const override { return problem_; }
 
  private:
-  std::vector<float> x_, y_, z_;
-  std::vector<std::vector<float>> in_, out_;
+  cpu::Floats x_, y_, z_;
+  std::vector<cpu::Floats> in_, out_;
   double last_level_cache_ = last_level_cache();
-  std::vector<float> weights_;  // GEMM weight copies (gemm)
+  cpu::Floats weights_;  // GEMM weight copies (gemm)
   std::unique_ptr<ThreadTeam> team_;
   cpu::Worker worker_;
   Peers peers_;

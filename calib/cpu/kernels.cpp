@@ -121,14 +121,14 @@ void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_
   }
 }
 
-void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<std::vector<float>>& in,
-                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step,
+void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<Floats>& in,
+                     std::vector<Floats>& out, size_t elements, const std::function<void()>& step,
                      bool in_place) {
   using model::CollectiveOp;
   const bool by_rank = op != CollectiveOp::send_recv && op != CollectiveOp::broadcast;
   const size_t e = elements, chunk = by_rank ? e / static_cast<size_t>(n) : e;
   auto left = [&](int64_t x) { return static_cast<size_t>((x + n - 1) % n); };
-  auto span = [&](std::vector<float>& v, int64_t c) { return v.data() + static_cast<size_t>((c % n + n) % n) * chunk; };
+  auto span = [&](Floats& v, int64_t c) { return v.data() + static_cast<size_t>((c % n + n) % n) * chunk; };
   auto& mine = out[static_cast<size_t>(r)];
   auto& from = out[left(r)];
   // Out of place a rank's own data and the left neighbour's first contribution are its input.

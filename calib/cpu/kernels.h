@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,6 +19,28 @@
 namespace arlsim::calib::cpu {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// The files that include this header are built for this machine's vector units (-march=native).
+// A standard container of a plain type they instantiate (std::vector<float>'s assign, say) can
+// become the one copy the linker keeps for the whole program, and then code that must run on any
+// x86-64 runs this machine's instructions. Their containers take this allocator instead: the
+// instantiations are of a type no other code names, so each stays with the code built for it.
+template <class T>
+struct NativeAllocator : std::allocator<T> {
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = NativeAllocator<U>;
+  };
+  NativeAllocator() = default;
+  template <class U>
+  NativeAllocator(const NativeAllocator<U>&) noexcept {}
+};
+template <class T, class U>
+bool operator==(const NativeAllocator<T>&, const NativeAllocator<U>&) noexcept {
+  return true;
+}
+using Floats = std::vector<float, NativeAllocator<float>>;
 
 // Causal attention of one head, blocked by rows of queries as FlashAttention blocks it: each
 // block of 128 queries scores the keys up to its last one, takes the softmax (the diagonal block
@@ -75,8 +98,8 @@ void stream(MemoryKernel kernel, const float* x, float* y, const float* z, size_
 // data is read from `in` (the ring's first step reads the inputs, later steps the partial results
 // in `out`, as NCCL's out-of-place rings do) and `out` gets the result. Every rank must call it,
 // with the same arguments but r.
-void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<std::vector<float>>& in,
-                     std::vector<std::vector<float>>& out, size_t elements, const std::function<void()>& step,
+void ring_collective(model::CollectiveOp op, int64_t r, int64_t n, std::vector<Floats>& in,
+                     std::vector<Floats>& out, size_t elements, const std::function<void()>& step,
                      bool in_place = true);
 
 // A worker thread that runs the tasks handed to it one at a time, the caller waiting for each:

@@ -23,7 +23,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Deterministic synthetic data (runtime/pattern.h): a buffer's contents depend on its seed only.
-void fill(std::vector<float>& v, size_t n, uint64_t seed) {
+void fill(calib::cpu::Floats& v, size_t n, uint64_t seed) {
   if (v.size() < n) v.resize(n);
   fill_pattern_host(v.data(), n, seed);  // on this device's thread: the others are devices too
 }
@@ -33,8 +33,8 @@ void fill(std::vector<float>& v, size_t n, uint64_t seed) {
 // A device: its worker (the "GPU") and its buffers, grown to the largest request and reused.
 struct Device {
   calib::cpu::Worker worker;
-  std::vector<float> a, b, c, x, y, host, source;
-  std::map<int32_t, std::vector<float>> weights;  // by Kernel::weight
+  calib::cpu::Floats a, b, c, x, y, host, source;
+  std::map<int32_t, calib::cpu::Floats> weights;  // by Kernel::weight
   calib::cpu::Attention attention;
   int64_t attention_seq = -1, attention_dim = -1;
   std::map<int32_t, calib::cpu::DecodeAttention> decode;  // each layer's KV cache, by Kernel::weight
@@ -45,7 +45,7 @@ struct Device {
 struct Group {
   explicit Group(size_t n) : step(static_cast<std::ptrdiff_t>(n)), in(n), out(n), sums(n) {}
   std::barrier<> step;
-  std::vector<std::vector<float>> in, out;
+  std::vector<calib::cpu::Floats> in, out;
   std::vector<uint32_t> sums;  // all-gather: each member's chunk checksum, as sent
 };
 
@@ -186,12 +186,12 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
         double took = 0;
         switch (k.kind) {
           case Kernel::Kind::gemm: {
-            const auto need = [](std::vector<float>& v, int64_t r, int64_t c) {
+            const auto need = [](calib::cpu::Floats& v, int64_t r, int64_t c) {
               if (v.size() < static_cast<size_t>(r * c)) v.assign(static_cast<size_t>(r * c), 0.5f);
             };
             // Each group (a layer's expert) its own operands: its weights are read from memory as
             // the experts' distinct weights are, not from a cache one group warmed.
-            std::vector<float>& bv = k.weight >= 0 ? dev.weights[k.weight] : dev.b;
+            calib::cpu::Floats& bv = k.weight >= 0 ? dev.weights[k.weight] : dev.b;
             need(dev.a, k.m * k.groups, k.k);
             need(bv, k.k * k.groups, k.n);
             need(dev.c, k.m * k.groups, k.n);
@@ -298,7 +298,7 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             const size_t n = buffer_floats(k.bytes);
             fill(dev.source, n, copy_seed(id, index));
             const uint32_t sent = checksum(dev.source.data(), n * sizeof(float));
-            std::vector<float>& dst = k.peer < 0 ? dev.host : dev.y;
+            calib::cpu::Floats& dst = k.peer < 0 ? dev.host : dev.y;
             if (dst.size() < n) dst.resize(n);
             const auto t = Clock::now();
             std::memcpy(dst.data(), dev.source.data(), n * sizeof(float));

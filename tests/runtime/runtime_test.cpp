@@ -149,7 +149,7 @@ TEST_CASE("ring collectives equal a reference reduction") {
   for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
                           CollectiveOp::broadcast, CollectiveOp::all_to_all, CollectiveOp::send_recv}) {
     CAPTURE(model::collective_name(op));
-    std::vector<std::vector<float>> in(n, std::vector<float>(e)), out(n, std::vector<float>(e, 0));
+    std::vector<calib::cpu::Floats> in(n, calib::cpu::Floats(e)), out(n, calib::cpu::Floats(e, 0));
     for (int64_t r = 0; r < n; ++r)
       for (size_t i = 0; i < e; ++i) {
         in[r][i] = static_cast<float>(100 * r + i);
@@ -192,7 +192,7 @@ TEST_CASE("ring collectives out of place leave their inputs and give the in-plac
                           CollectiveOp::broadcast}) {
     CAPTURE(model::collective_name(op));
     // The same data in place (in `placed`) and out of place (in `in`, results in `out`).
-    std::vector<std::vector<float>> in(n, std::vector<float>(e, 0)), out(n, std::vector<float>(e, -1)), placed;
+    std::vector<calib::cpu::Floats> in(n, calib::cpu::Floats(e, 0)), out(n, calib::cpu::Floats(e, -1)), placed;
     for (int64_t r = 0; r < n; ++r)
       for (size_t i = 0; i < e; ++i) {
         const bool holds = op == CollectiveOp::all_gather ? i / 2 == static_cast<size_t>(r)
@@ -202,7 +202,7 @@ TEST_CASE("ring collectives out of place leave their inputs and give the in-plac
       }
     placed = in;
     const auto inputs = in;
-    std::vector<std::vector<float>> none;
+    std::vector<calib::cpu::Floats> none;
     for (const bool in_place : {true, false}) {
       std::barrier<> step(n);
       std::vector<std::thread> threads;
