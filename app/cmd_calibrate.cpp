@@ -94,6 +94,7 @@ int compare(const std::string& a_path, const std::string& b_path) {
   row("  host link (achieved)", a->host_link.achieved(), b->host_link.achieved(), "GB/s", 1e9);
   row("  kernel launch overhead", a->kernel_launch_overhead.seconds(), b->kernel_launch_overhead.seconds(), "us", 1e-6);
   row("  graph-replayed kernel", a->graph_kernel_overhead.seconds(), b->graph_kernel_overhead.seconds(), "us", 1e-6);
+  row("  host copy overhead", a->host_copy_overhead.seconds(), b->host_copy_overhead.seconds(), "us", 1e-6);
   row("  GEMM kernel's fixed time", a->gemm_kernel_overhead.seconds(), b->gemm_kernel_overhead.seconds(), "us", 1e-6);
   // The share of the measured tensor rates dense work sustains (1: as measured).
   row("  clock share (no power_limited)", a->sustained_tensor_fraction(), b->sustained_tensor_fraction(), "", 1);

@@ -156,7 +156,10 @@ Plan make_plan(const DeviceInfo& dev, const std::vector<Op>& ops, bool quick, in
   for (const auto& [dtype, peak] : dev.other_gemm_dtypes) p.gemm_dtypes.push_back(dtype);
   p.launches_per_sample = quick ? 200 : 1000;
   if (dev.graphs) p.graph_kernels = 1000;
-  p.host_bytes = quick ? std::vector<double>{64.0 * (1 << 20)} : std::vector<double>{1 << 20, 16 << 20, 256.0 * (1 << 20)};
+  // Host copies from 4 KiB, where the copy's fixed time is all of it, to 256 MiB, where the link's
+  // rate is.
+  p.host_bytes = quick ? std::vector<double>{4096, 64.0 * (1 << 20)}
+                       : std::vector<double>{4096, 64 << 10, 1 << 20, 16 << 20, 256.0 * (1 << 20)};
   // Collectives: groups of 2, 4, ... up to the largest asked for; sizes in powers of two from 8 B
   // (every fourth in a quick sweep) to 32 MiB on a CPU, 8 GiB on a GPU. A machine of one GPU has
   // no group within it: none is planned.

@@ -100,12 +100,21 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   if (info.memory_bandwidth <= 0 && best_stream > 0)
     notes.push_back("memory bandwidth: the best streaming kernel at " + std::to_string(static_cast<int64_t>(largest)) +
                     " bytes (no nominal bandwidth known)");
-  // The host link: the largest copy measured, else the nominal rate, else (a CPU, whose device
-  // memory is the host's) the streaming rate.
+  // The host link: the rate between the smallest and the largest copy measured (one copy: its
+  // own rate), else the nominal rate, else (a CPU, whose device memory is the host's) the
+  // streaming rate; and what the smallest copy takes beyond its bytes at that rate, the fixed
+  // time of every copy.
   double host = info.host_link_bandwidth > 0 ? info.host_link_bandwidth : best_stream;
+  std::optional<double> copy_overhead;
   if (!r.host.empty()) {
-    const auto& top = *std::max_element(r.host.begin(), r.host.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const auto by_bytes = [](const auto& a, const auto& b) { return a.first < b.first; };
+    const auto& top = *std::max_element(r.host.begin(), r.host.end(), by_bytes);
+    const auto& low = *std::min_element(r.host.begin(), r.host.end(), by_bytes);
     host = top.first / top.second.median;
+    if (low.first < top.first && top.second.median > low.second.median) {
+      host = (top.first - low.first) / (top.second.median - low.second.median);
+      copy_overhead = std::max(0.0, low.second.median - low.first / host);
+    }
   }
   int64_t widest = 0;
   for (const auto& c : r.collectives) widest = std::max(widest, c.ranks);
@@ -174,6 +183,7 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
                      {"bandwidth", bandwidth_text(info.link_bandwidth > 0 ? info.link_bandwidth : bandwidth)}};
   if (r.launch) j["kernel_launch_overhead"] = micros_text(r.launch->median);
   if (r.graph_kernel) j["graph_kernel_overhead"] = micros_text(r.graph_kernel->median);
+  if (copy_overhead) j["host_copy_overhead"] = micros_text(*copy_overhead);
   // What the held GEMM sustained bounds every GEMM of the measured type (at most its peak).
   if (r.held && peak > 0)
     j["power_limited"] = {{info.gemm_dtype, {{"gemm", flops_text(std::min(r.held->held_flops, peak))}}}};
@@ -398,7 +408,7 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     Json rows = Json::array();
     for (const auto& [bytes, stat] : r.host) {
       st.push_back(stat);
-      rows.push_back({{"bytes", bytes}, {"bandwidth", bandwidth_text(bytes / stat.median)}});
+      rows.push_back({{"bytes", bytes}, {"time", micros_text(stat.median)}, {"bandwidth", bandwidth_text(bytes / stat.median)}});
     }
     tables["host"] = table_summary(st, r.plan.repeats);
     tables["host"]["rows"] = rows;

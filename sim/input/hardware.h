@@ -112,6 +112,10 @@ struct GpuProfile {
   // A kernel's GPU-side time when replayed from a CUDA graph (engines' iterations), however
   // little it does; 0: not measured (graph-replayed kernels then cost their bytes alone).
   SimTime graph_kernel_overhead;
+  // A copy between host and device memory takes this beyond its bytes at the host link's rate
+  // (the copy engine's start and the DMA's first round trip; `arlsim calibrate` measures it as the
+  // smallest copy's excess); 0: not measured (copies cost their bytes alone).
+  SimTime host_copy_overhead;
   // The SM clock the tensor-core efficiencies below were measured at (short benchmarks run at
   // the boost clock) and the clock dense tensor-core work sustains at the power limit; the cost
   // model runs GEMMs and attention at sustained / benchmarks of the measured rates, in the element

@@ -55,7 +55,7 @@ OpCost AnalyticCostModel::cost(const Op& op) const {
       const double rate = m.cluster_.gpu.host_link.achieved();
       ARLSIM_ASSERT(rate > 0 || h.bytes <= 0);  // offload and swaps are refused without a host link
       OpCost out;
-      out.seconds = h.bytes > 0 ? h.bytes / rate : 0.0;
+      out.seconds = h.bytes > 0 ? h.bytes / rate + m.cluster_.gpu.host_copy_overhead.seconds() : 0.0;
       return out;
     }
   };

@@ -54,7 +54,8 @@ struct PointToPointOp {
   double bytes = 0;
   bool cross_node = false;
 };
-// Bytes between a GPU and host memory, one way, over the GPU's host link.
+// Bytes between a GPU and host memory, one way, over the GPU's host link: one copy, which takes
+// the profile's host_copy_overhead beyond its bytes.
 struct HostTransferOp {
   double bytes = 0;
 };

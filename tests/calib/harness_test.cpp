@@ -12,6 +12,7 @@
 
 #include "sim/input/check.h"
 #include "sim/model/compute.h"
+#include "sim/model/cost_model.h"
 #include "calib/cpu/cpu_device.h"
 
 using namespace arlsim;
@@ -80,7 +81,8 @@ class FakeDevice final : public calib::Device {
   std::optional<double> launch() override { return 7e-6; }
   bool graphs = false;  // replays graphs whose kernels take 1.5 us each
   std::optional<double> graph_kernel(int64_t) override { return graphs ? std::optional<double>(1.5e-6) : std::nullopt; }
-  std::optional<double> host_copy(double bytes) override { return bytes / 20e9; }  // 20 GB/s
+  double copy_overhead_s = 0;  // a host copy's fixed time
+  std::optional<double> host_copy(double bytes) override { return bytes / 20e9 + copy_overhead_s; }  // 20 GB/s
   // Held back to back, the GEMM runs at efficiency(k) of the peak in its first window, then at
   // 0.8 of that (the power limit); `held` false: not measured; `held_fails`: its last window fails.
   bool held = true, held_fails = false;
@@ -330,6 +332,29 @@ TEST_CASE("calibrate: a device with graphs gets its graph-replayed kernel time; 
   CHECK(!r2.graph_kernel);
   CHECK(r2.excluded.empty());
   CHECK(round_trip(r2, "fake-nograph.json").graph_kernel_overhead.seconds() == 0);
+}
+
+TEST_CASE("calibrate: host copies give the link's rate and each copy's fixed time, which the cost model charges a copy") {
+  FakeDevice d;
+  d.copy_overhead_s = 7e-6;
+  const auto plan = small_plan(d);
+  REQUIRE(plan.host_bytes.size() >= 2);
+  CHECK(plan.host_bytes.front() <= 4096);  // small enough that the fixed time is most of it
+  const auto g = round_trip(calib::measure(d, plan), "fake-copy.json");
+  // The rate between the smallest and the largest copy, not the largest's own (which holds the
+  // fixed time too), and the smallest's excess over it.
+  CHECK(g.host_link.achieved() == doctest::Approx(20e9).epsilon(1e-6));
+  CHECK(g.host_copy_overhead.seconds() == doctest::Approx(7e-6).epsilon(1e-6));
+  input::ClusterSpec c;
+  c.gpus_per_node = 1;  // one device: nothing to price between devices
+  c.gpu = g;
+  const model::AnalyticCostModel cost(c, input::Dtype::bf16);
+  CHECK(cost.seconds(model::HostTransferOp{70e3}) == doctest::Approx(70e3 / 20e9 + 7e-6));
+  CHECK(cost.seconds(model::HostTransferOp{0}) == 0);  // no copy, no fixed time
+  // A device whose copies have none gets 0, and copies cost their bytes alone.
+  FakeDevice none;
+  const auto g0 = round_trip(calib::measure(none, small_plan(none)), "fake-copy-none.json");
+  CHECK(g0.host_copy_overhead.seconds() == doctest::Approx(0).epsilon(1e-12));
 }
 
 TEST_CASE("calibrate: decode points keep a batch only with two lengths that fit; a fit needs a positive slope") {
