@@ -23,8 +23,10 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 // The files that include this header are built for this machine's vector units (-march=native).
 // A standard container of a plain type they instantiate (std::vector<float>'s assign, say) can
 // become the one copy the linker keeps for the whole program, and then code that must run on any
-// x86-64 runs this machine's instructions. Their containers take this allocator instead: the
-// instantiations are of a type no other code names, so each stays with the code built for it.
+// x86-64 runs this machine's instructions. Their float buffers take this allocator instead: the
+// container's members are then of a type no other code names, and stay with the code built for
+// it. Other containers there, and helpers keyed on a plain pointer, can still leak:
+// tests/cli/portable_binary_test.sh finds them.
 template <class T>
 struct NativeAllocator : std::allocator<T> {
   using value_type = T;

@@ -605,12 +605,13 @@ class CudaDevice final : public Device {
       cudaFree(dev);
       return std::nullopt;
     }
-    // Not timed(): a copy runs on a copy engine, not behind timed()'s delay kernel on the compute
-    // engine, and copies timed so came out 0.54-0.70 ms slower at every size, about the delay's
-    // length (the host tables of calib/profiles/measured/*-2026-11-28*.json; the H200's of
-    // 11-27, timed without the delay, lie on a line of 55.6 GB/s and 5.5 us). The copies are timed
-    // back to back on an idle stream instead, enough of them that the first one's enqueue is a
-    // small share.
+    // Not timed(): copies timed behind its delay kernel (which runs on the compute engine, a copy
+    // on a copy engine) came out 0.5-0.8 ms slower at 1 and 16 MiB, about the delay's length, and
+    // no slower at 256 MiB (the host tables of calib/profiles/measured/*-2026-11-28*.json; the
+    // H200's of 11-27, timed without the delay, lie on a line of 54.9 GB/s and 5.4 us). The copies
+    // are timed back to back on an idle stream instead, enough of them that the first one's
+    // enqueue is a small share. The smallest copies may come as fast as the host issues them, as
+    // they do for a loop that issues copies one after another.
     const int64_t copies = std::clamp<int64_t>(static_cast<int64_t>(64.0 * (1 << 20) / static_cast<double>(n)), 4, 256);
     std::optional<double> t;
     float ms = 0;

@@ -54,8 +54,8 @@ struct PointToPointOp {
   double bytes = 0;
   bool cross_node = false;
 };
-// Bytes between a GPU and host memory, one way, over the GPU's host link: one copy, which takes
-// the profile's host_copy_overhead beyond its bytes.
+// Bytes between a GPU and host memory over the GPU's host link, priced as one transfer: its bytes
+// at the link's rate and one copy's fixed time (the profile's host_copy_overhead).
 struct HostTransferOp {
   double bytes = 0;
 };

@@ -480,7 +480,7 @@ double engine_sleep_wake_seconds(const input::ScenarioSpec& s, const input::Roll
   // Level 1: each rollout GPU's shard of the weights (bf16) out to host memory after the rollout
   // and back before the next, over the host link; the KV cache is dropped and mapped again.
   const double rollout_shard = 2.0 * model::count_params(s.model).total / real(r.gpus_per_engine());
-  return model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{2 * rollout_shard});
+  return 2 * model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{rollout_shard});
 }
 
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
@@ -521,12 +521,12 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
       const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
-      return gather + cost.seconds(model::HostTransferOp{2 * (state.gradients + state.optimizer)});
+      return gather + 2 * cost.seconds(model::HostTransferOp{state.gradients + state.optimizer});
     }
     case input::WeightSync::offload: {
       // Training state out to host memory and back, rollout weights loaded over the host link.
       const double state = model::training_state(s.model, train, s.workload.dtype).total();
-      return cost.seconds(model::HostTransferOp{2 * state + rollout_shard});
+      return 2 * cost.seconds(model::HostTransferOp{state}) + cost.seconds(model::HostTransferOp{rollout_shard});
     }
     case input::WeightSync::broadcast:
     case input::WeightSync::automatic: {

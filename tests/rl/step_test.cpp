@@ -528,7 +528,7 @@ TEST_CASE("step: colocated engines asleep at level 1 move their weights to host 
   const auto& r = s.policy.rollout;
   // Every rollout GPU's bf16 shard, out after the rollout and back before the next.
   const double shard = 2.0 * model::count_params(s.model).total / static_cast<double>(r.tp * r.pp);
-  const double expected = 2 * shard / s.cluster.gpu.host_link.achieved();
+  const double expected = 2 * (shard / s.cluster.gpu.host_link.achieved() + s.cluster.gpu.host_copy_overhead.seconds());
   CHECK(rl::engine_sleep_wake_seconds(s, r) == test::near(expected));
   CHECK(rl::weight_sync_seconds(s, r, s.policy.train) ==
         test::near(rl::refit_seconds(s, r, s.policy.train) + expected));
