@@ -71,7 +71,10 @@ def rollouts(arlsim, tmp):
     def result(r, e):
         # The time to serve them all: the benchmark's duration, else requests over its requests per second.
         measured = r["measured_duration_s"] if "measured_duration_s" in r else r["requests"] / r["measured_requests_per_s"]
-        return {"id": r["id"], "measured": measured, "predicted": e["makespan_s"],
+        # The benchmark's mean time to first token and per output token (after the first), where published.
+        latency = {k: (r["measured_%s_mean_s" % k], e["%s_s" % k]["mean"]) for k in ("ttft", "tpot")
+                   if "measured_%s_mean_s" % k in r}
+        return {"id": r["id"], "measured": measured, "predicted": e["makespan_s"], "latency": latency,
                 "preemptions": e["preemptions"], "source": r["source"]}
     return predict_rows(arlsim, tmp, "rollout.json", stage, result)
 
@@ -112,6 +115,33 @@ def summary(results):
     return {"rows": len(results), "median_abs_error": round(statistics.median(abs_errors), 4),
             "worst_abs_error": round(max(abs_errors), 4), "median_signed_error": round(statistics.median(errors), 4),
             "error_low": round(quantile(errors, 0.1), 4), "error_high": round(quantile(errors, 0.9), 4)}
+
+
+def latency_table(results):
+    """The rollout rows' mean TTFT and TPOT next to the published ones: a test of the engine model's
+    latencies, not part of the bands (which are of the time to serve every request)."""
+    rows = [r for r in results if r["latency"]]
+    if not rows:
+        return
+    print("\n### Rollout latencies (mean time to first token, s; mean time per output token, ms)\n")
+    print("| row | TTFT measured | TTFT predicted | error | TPOT measured | TPOT predicted | error |")
+    print("|---|---|---|---|---|---|---|")
+    errors = {"ttft": [], "tpot": []}
+    for r in rows:
+        cells = []
+        for k, scale in (("ttft", 1.0), ("tpot", 1e3)):
+            if k in r["latency"]:
+                m, p = r["latency"][k]
+                errors[k].append(p / m - 1)
+                cells.append("%.4g | %.4g | %+.1f%%" % (m * scale, p * scale, 100 * (p / m - 1)))
+            else:
+                cells.append("- | - | -")
+        print("| %s | %s | %s |" % (r["id"], cells[0], cells[1]))
+    for k, name in (("ttft", "TTFT"), ("tpot", "TPOT")):
+        if errors[k]:
+            print("\n%s: %d rows, median |error| %.1f%%, median signed %+.1f%%." % (
+                name, len(errors[k]), 100 * statistics.median([abs(e) for e in errors[k]]),
+                100 * statistics.median(errors[k])))
 
 
 def table(title, results, unit, scale, extra=None):
@@ -155,9 +185,11 @@ def main():
         "collective": table("Collectives (nccl-tests)", coll, "us", 1e6, ("chosen", lambda r: r["how"])),
         "rollout": table("Rollouts (vLLM throughput runs; time to serve every request)", roll, "s", 1.0,
                          ("preemptions", lambda r: str(r["preemptions"]))),
-        "rl_step": table("RL steps (NeMo RL GRPO; mean step time)", steps, "s", 1.0,
-                         ("rollout share", lambda r: "%.0f%%" % (100 * r["rollout_share"]))),
+        "rl_step": None,
     }
+    latency_table(roll)
+    kinds["rl_step"] = table("RL steps (NeMo RL GRPO; mean step time)", steps, "s", 1.0,
+                             ("rollout share", lambda r: "%.0f%%" % (100 * r["rollout_share"])))
     bands = {"format": "arlsim-error-bands/1",
              "description": "Signed errors (predicted - measured) / measured of the cost model against the published "
                             "measurements in tests/bench/validation, per kind; a prediction p is printed with the band "
