@@ -31,6 +31,10 @@ using namespace cuda_kernels;
 
 using Clock = std::chrono::steady_clock;
 
+// How a timed region starts: queued behind a delay kernel on the compute engine (kernels), or on
+// an idle stream (copies, which a copy engine runs without waiting behind the delay).
+enum class Queue { behind_delay, idle };
+
 class CudaDevice final : public Device {
  public:
   CudaDevice() = default;
@@ -130,14 +134,16 @@ class CudaDevice final : public Device {
     const size_t per = 256 / element;
     return (elements + per - 1) / per * per;
   }
-  // One timing of gemm_repeats GEMMs, `one(r)` the r-th (false: it failed), over their number.
+  // One timing of `repeats` runs, `one(r)` the r-th (false: it failed), over their number.
   template <typename F>
-  std::optional<double> timed_runs(int64_t repeats, F&& one) {
-    auto t = timed([&] {
-      for (int64_t r = 0; r < repeats; ++r)
-        if (!one(r)) return false;
-      return true;
-    });
+  std::optional<double> timed_runs(int64_t repeats, F&& one, Queue queue = Queue::behind_delay) {
+    auto t = timed(
+        [&] {
+          for (int64_t r = 0; r < repeats; ++r)
+            if (!one(r)) return false;
+          return true;
+        },
+        queue);
     if (t) *t /= static_cast<double>(repeats);
     return t;
   }
@@ -590,9 +596,12 @@ class CudaDevice final : public Device {
     problem_.clear();
     const auto n = static_cast<size_t>(std::max(4.0, bytes));
     void *host = nullptr, *dev = nullptr;
-    if (!ok(cudaMallocHost(&host, n), "cudaMallocHost") || !ok(cudaMalloc(&dev, n), "cudaMalloc")) {
+    auto release = [&] {
       cudaFreeHost(host);
       cudaFree(dev);
+    };
+    if (!ok(cudaMallocHost(&host, n), "cudaMallocHost") || !ok(cudaMalloc(&dev, n), "cudaMalloc")) {
+      release();
       return std::nullopt;
     }
     static_cast<unsigned char*>(host)[0] = 42;
@@ -601,11 +610,10 @@ class CudaDevice final : public Device {
     // in a VM, 35 times its time at the link's rate, and its repeats differed by 63%).
     if (!ok(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync") ||
         !ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) {
-      cudaFreeHost(host);
-      cudaFree(dev);
+      release();
       return std::nullopt;
     }
-    // Not timed(): copies timed behind its delay kernel (which runs on the compute engine, a copy
+    // Not behind the delay kernel: copies timed so (the delay runs on the compute engine, a copy
     // on a copy engine) came out 0.5-0.8 ms slower at 1 and 16 MiB, about the delay's length, and
     // no slower at 256 MiB (the host tables of calib/profiles/measured/*-2026-11-28*.json; the
     // H200's of 11-27, timed without the delay, lie on a line of 54.9 GB/s and 5.4 us). The copies
@@ -613,23 +621,15 @@ class CudaDevice final : public Device {
     // enqueue is a small share. The smallest copies may come as fast as the host issues them, as
     // they do for a loop that issues copies one after another.
     const int64_t copies = std::clamp<int64_t>(static_cast<int64_t>(64.0 * (1 << 20) / static_cast<double>(n)), 4, 256);
-    std::optional<double> t;
-    float ms = 0;
-    if (ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize") && ok(cudaEventRecord(start_, stream_), "cudaEventRecord")) {
-      bool queued = true;
-      for (int64_t i = 0; i < copies && queued; ++i)
-        queued = ok(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-      if (queued && ok(cudaEventRecord(stop_, stream_), "cudaEventRecord") &&
-          ok(cudaEventSynchronize(stop_), "cudaEventSynchronize") && ok(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime"))
-        t = static_cast<double>(ms) * 1e-3 / static_cast<double>(copies);
-    }
+    auto t = timed_runs(
+        copies, [&](int64_t) { return ok(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync"); },
+        Queue::idle);
     unsigned char back = 0;
     if (t && (!ok(cudaMemcpy(&back, dev, 1, cudaMemcpyDeviceToHost), "cudaMemcpy") || back != 42)) {
       problem_ = "host copy differs from its source";
       t.reset();
     }
-    cudaFreeHost(host);
-    cudaFree(dev);
+    release();
     return t;
   }
 
@@ -671,16 +671,19 @@ class CudaDevice final : public Device {
     return true;
   }
 
-  // One run of `fn` on the stream between two events; nothing when it fails. The events and `fn`'s
-  // launches are queued behind a delay kernel (kernels.cuh), so the time is the GPU's from the
-  // first of fn's kernels to the end of its last, without the host's work of launching them.
+  // One run of `fn` on the stream between two events; nothing when it fails. Behind the delay,
+  // the events and `fn`'s launches are queued behind a delay kernel (kernels.cuh), so the time is
+  // the GPU's from the first of fn's kernels to the end of its last, without the host's work of
+  // launching them; on an idle stream (copies: see host_copy) the first one's enqueue is in it.
   static constexpr uint64_t kQueueDelayNs = 500'000;  // longer than queuing any fn here takes
   template <typename F>
-  std::optional<double> timed(F&& fn) {
+  std::optional<double> timed(F&& fn, Queue queue = Queue::behind_delay) {
     if (!ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) return std::nullopt;
-    delay_kernel<<<1, 1, 0, stream_>>>(kQueueDelayNs);
-    if (!ok(cudaGetLastError(), "the delay kernel") || !ok(cudaEventRecord(start_, stream_), "cudaEventRecord"))
-      return std::nullopt;
+    if (queue == Queue::behind_delay) {
+      delay_kernel<<<1, 1, 0, stream_>>>(kQueueDelayNs);
+      if (!ok(cudaGetLastError(), "the delay kernel")) return std::nullopt;
+    }
+    if (!ok(cudaEventRecord(start_, stream_), "cudaEventRecord")) return std::nullopt;
     if (!fn()) {
       if (problem_.empty()) problem_ = "a library call failed";
       return std::nullopt;
