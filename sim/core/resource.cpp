@@ -52,9 +52,10 @@ void CountedPool::grant(EventHandler* grantee, uint64_t payload) {
   ++ready_leases_;
   ++stats_.grants;
   stats_.peak_in_use = std::max(stats_.peak_in_use, in_use_);
-  sim_.at(sim_.now(), kGrantPhase, grantee, payload);
   // The next grant goes to the front waiter: a long queue's waiters are cold by their turn.
   if (!waiters_.empty()) waiters_.front().first->prefetch(waiters_.front().second);
+  if (options_.grant_at_once) grantee->on_event(payload);
+  else sim_.at(sim_.now(), kGrantPhase, grantee, payload);
 }
 
 void CountedPool::request(EventHandler* grantee, uint64_t payload) {

@@ -1,7 +1,8 @@
 // Resources that activities acquire: a counted pool of interchangeable units (tool sandboxes,
 // API slots) with elastic capacity, and an exclusive group (a set of GPUs one stage holds at a
-// time). Acquisition is asynchronous — a grant arrives as an event when a unit is free — and
-// ownership is a move-only Lease that gives the unit back when released or destroyed.
+// time). Acquisition is asynchronous — a grant arrives as an event when a unit is free (or as a
+// call, for a pool that grants at once) — and ownership is a move-only Lease that gives the unit
+// back when released or destroyed.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,10 @@ class CountedPool : public EventHandler {
     int64_t max_units = 0;
     SimTime cold_start;
     bool elastic = false;
+    // Grants call the grantee at once (from within request(), a release or a cold start's end)
+    // instead of as an event at the same time: for a grantee that may be called from inside its
+    // own handlers, a busy pool's every release then costs no event of its own.
+    bool grant_at_once = false;
   };
   CountedPool(Simulation& sim, Options options);
 

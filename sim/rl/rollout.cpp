@@ -55,7 +55,7 @@ class Rollout final : public core::EventHandler {
  public:
   Rollout(const RolloutOptions& o, const RolloutInput& in);
   // Leases still held go back to their pools as the trajectories are destroyed, and a pool hands
-  // a freed unit to its next waiter: no prefetch of a trajectory then.
+  // a freed unit to its next waiter: no prefetch of a trajectory then, and no grant handled.
   ~Rollout() override { closing_ = true; }
   RolloutResult run();
   void on_event(uint64_t payload) override;
@@ -242,6 +242,8 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     po.min_units = p.count;
     po.max_units = input::pool_max_units(p, o.tool_policy);
     po.elastic = pooled;
+    // Granted at once: a saturated pool hands a unit on at nearly every tool call's end.
+    po.grant_at_once = true;
     pools_.push_back(std::make_unique<core::CountedPool>(sim_, po));
     per_action_.push_back(pooled || api);
     pool_latency_.push_back(pool_latency(p.latency));
@@ -338,6 +340,8 @@ RolloutResult Rollout::run() {
 
 void Rollout::on_event(uint64_t payload) {
   const auto kind = static_cast<Kind>(payload >> 60);
+  // Pools grant at once, also to the waiters of units the trajectories give back as they go.
+  if (closing_) return;
   const auto index = static_cast<int64_t>(payload & 0xffffffffu);
   switch (kind) {
     case kEngineDone: work_done(index); break;

@@ -168,8 +168,20 @@ void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)
   const double shared = std::sqrt(p.group_correlation), own = std::sqrt(1 - p.group_correlation);
   std::vector<Turn> turns;
   const int first = p.first_step, last = p.last_step();
+  // The storage the steps drawn will take, about: their trajectories, and turns at half as many
+  // again as the mean (at most the most a trajectory takes), so that a million trajectories'
+  // turns are laid out once rather than copied as they grow.
+  std::vector<std::pair<int, int>> kept;  // (step, its index among the generator's steps)
+  double expected_trajectories = 0, expected_turns = 0;
   for (int step = first, index = 0; step <= last; step += p.every, ++index) {
     if (keep_step && !keep_step(step)) continue;
+    kept.emplace_back(step, index);
+    const double n = static_cast<double>(p.prompts_per_step) * p.group_size;
+    expected_trajectories += n;
+    expected_turns += n * std::min<double>(p.turns_max, std::ceil(1.5 * p.turns_mean.at(step, first, last)) + 1);
+  }
+  sink.expect(static_cast<size_t>(expected_trajectories), static_cast<size_t>(expected_turns));
+  for (const auto& [step, index] : kept) {
     Rng rng(Rng::stream_seed(p.seed, static_cast<uint64_t>(step)));
     const double turns_mean = p.turns_mean.at(step, first, last);
     const double response_limit = p.response_limit.at(step, first, last);

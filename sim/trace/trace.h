@@ -79,6 +79,9 @@ class TraceSink {
   virtual void header(const TraceHeader& h) = 0;
   virtual void tool_kind(int16_t index, std::string_view name) = 0;
   virtual void trajectory(const TrajectoryView& t) = 0;
+  // A hint, before the trajectories: about how many trajectories and turns will follow (a sink
+  // that keeps them sizes its storage once instead of copying it as it grows).
+  virtual void expect(size_t /*trajectories*/, size_t /*turns*/) {}
 };
 
 // A whole trace in memory.
@@ -120,6 +123,9 @@ class TraceBuilder final : public TraceSink {
   void header(const TraceHeader& h) override { trace_.header = h; }
   void tool_kind(int16_t index, std::string_view name) override;
   void trajectory(const TrajectoryView& t) override { trace_.add(t.info, t.turns); }
+  void expect(size_t trajectories, size_t turns) override {
+    trace_.reserve(trace_.size() + trajectories, trace_.turn_count() + turns);
+  }
 
  private:
   Trace& trace_;

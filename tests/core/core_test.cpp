@@ -181,6 +181,27 @@ TEST_CASE("counted pool: elastic units start after a cold start and are given ba
   CHECK(pool.provisioned() == 0);  // scaled in
 }
 
+TEST_CASE("counted pool: a pool that grants at once calls its grantee from the release, with no event") {
+  Simulation sim;
+  CountedPool::Options o{"sandboxes", 1, 1, SimTime::zero(), false};
+  o.grant_at_once = true;
+  CountedPool pool(sim, o);
+  User a, b;
+  a.sim = b.sim = &sim;
+  a.pool = b.pool = &pool;
+  a.hold = b.hold = ns(100);
+  pool.request(&a, 0);
+  CHECK(a.granted_at == 0);  // a free unit: granted inside request()
+  pool.request(&b, 0);
+  CHECK(b.granted_at == -1);  // waits
+  CHECK(sim.pending() == 1);  // a's hold only
+  sim.run();
+  CHECK(b.granted_at == 100);  // at a's release, in a's event
+  CHECK(sim.events_run() == 2);  // the two holds' ends; no grant events
+  CHECK(pool.stats().busy_unit_seconds == doctest::Approx(200e-9));
+  CHECK(pool.stats().grants == 2);
+}
+
 TEST_CASE("activity: successors start when all their predecessors are done") {
   Simulation sim;
   Activity a(sim, "a", ns(10)), b(sim, "b", ns(30)), c(sim, "c", ns(5));

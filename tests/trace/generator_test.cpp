@@ -335,3 +335,28 @@ TEST_CASE("generator: a mean after the limits that the limits cannot give is an 
   CHECK(find_gen_option("response-mean-is")->set(p, "before-limits").empty());
   CHECK(!p.response_mean_after_limits);
 }
+
+TEST_CASE("generator: tells its sink, before the first trajectory, how many trajectories the steps drawn hold") {
+  struct Counting final : TraceSink {
+    size_t expected = 0, expected_turns = 0, trajectories = 0, turns = 0;
+    bool early = false;  // the hint came before any trajectory
+    void header(const TraceHeader&) override {}
+    void tool_kind(int16_t, std::string_view) override {}
+    void expect(size_t n, size_t t) override {
+      early = trajectories == 0;
+      expected += n;
+      expected_turns += t;
+    }
+    void trajectory(const TrajectoryView& v) override {
+      ++trajectories;
+      turns += v.turns.size();
+    }
+  } sink;
+  GenParams p = small();
+  p.every = 3;
+  generate(p, sink, [](int step) { return step == 7 || step == 13 || step == 19; });
+  CHECK(sink.early);
+  CHECK(sink.trajectories == 3u * 16 * 8);
+  CHECK(sink.expected == sink.trajectories);
+  CHECK(sink.expected_turns == sink.turns);  // one turn each, as the hint says
+}
