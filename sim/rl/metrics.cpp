@@ -1,9 +1,9 @@
 #include "sim/rl/metrics.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 
-#include "sim/core/percentile.h"
-#include "sim/core/sort.h"
 
 namespace arlsim::rl {
 
@@ -11,14 +11,32 @@ Distribution summarize(std::vector<double> values) {
   Distribution d;
   d.count = static_cast<int64_t>(values.size());
   if (values.empty()) return d;
-  core::sort_ascending(values);
-  double sum = 0;
-  for (double v : values) sum += v;
-  d.mean = sum / static_cast<double>(values.size());
-  d.p50 = nearest_rank(values, 50);
-  d.p90 = nearest_rank(values, 90);
-  d.p99 = nearest_rank(values, 99);
-  d.max = values.back();
+  // Compensated (Neumaier) sum: the mean does not depend on the order the values come in.
+  double sum = 0, carry = 0;
+  for (double v : values) {
+    const double t = sum + v;
+    carry += std::abs(sum) >= std::abs(v) ? (sum - t) + v : (v - t) + sum;
+    sum = t;
+  }
+  d.mean = (sum + carry) / static_cast<double>(values.size());
+  // The nearest-rank percentiles by selection, each in what lies above the one before: a step's
+  // millions of turns and tool calls need their order statistics, not a sort.
+  const size_t n = values.size();
+  auto rank = [n](double percent) {  // 0-based, as nearest_rank counts it
+    const auto r = static_cast<size_t>(std::ceil(percent / 100.0 * static_cast<double>(n) - 1e-9));
+    return std::clamp<size_t>(r, 1, n) - 1;
+  };
+  size_t from = 0;
+  auto select = [&](size_t k) {
+    std::nth_element(values.begin() + static_cast<std::ptrdiff_t>(from), values.begin() + static_cast<std::ptrdiff_t>(k),
+                     values.end());
+    from = k;
+    return values[k];
+  };
+  d.p50 = select(rank(50));
+  d.p90 = select(rank(90));
+  d.p99 = select(rank(99));
+  d.max = *std::max_element(values.begin() + static_cast<std::ptrdiff_t>(from), values.end());
   return d;
 }
 
