@@ -90,20 +90,21 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
     auto& groups = attention_points_[i];
     for (const auto* p : pts) {
       auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.head_dim == p->head_dim; });
-      if (it == groups.end()) it = groups.insert(groups.end(), {p->head_dim, {}});
+      if (it == groups.end()) it = groups.insert(groups.end(), {p->head_dim, {}, {}});
       it->points.push_back(p);
+      it->log_len.push_back(std::log(static_cast<double>(p->seq_len)));
     }
     std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.head_dim < b.head_dim; });
   }
 }
 
-const std::vector<const input::AttentionPoint*>& ComputeModel::attention_points(AttentionPass pass, int64_t head_dim) const {
+const ComputeModel::AttentionGroup& ComputeModel::attention_group(AttentionPass pass, int64_t head_dim) const {
   // The points of the nearest measured head dimension (the smaller on a tie).
   const auto& groups = attention_points_[pass == AttentionPass::forward ? 0 : 1];
   const AttentionGroup* best = &groups.front();
   for (const auto& g : groups)
     if (std::abs(g.head_dim - head_dim) < std::abs(best->head_dim - head_dim)) best = &g;
-  return best->points;
+  return *best;
 }
 
 double ComputeModel::quantisation(int64_t m, int64_t n, int64_t k, int64_t groups) const {
@@ -186,18 +187,19 @@ OpCost ComputeModel::grouped_gemm(int64_t count, int64_t m, int64_t n, int64_t k
 }
 
 double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass, int64_t head_dim) const {
-  const auto& pts = attention_points(pass, head_dim);
+  const AttentionGroup& g = attention_group(pass, head_dim);
+  const auto& pts = g.points;
   const double x = std::log(static_cast<double>(std::max<int64_t>(seq_len, 1)));
-  if (x <= std::log(static_cast<double>(pts.front()->seq_len))) {
+  if (x <= g.log_len.front()) {
     // Below the shortest measured length the kernel is launch- and occupancy-bound: efficiency
     // falls in proportion to the work.
     return pts.front()->efficiency * static_cast<double>(std::max<int64_t>(seq_len, 1)) /
            static_cast<double>(pts.front()->seq_len);
   }
   for (size_t i = 1; i < pts.size(); ++i) {
-    const double x1 = std::log(static_cast<double>(pts[i]->seq_len));
+    const double x1 = g.log_len[i];
     if (x <= x1) {
-      const double x0 = std::log(static_cast<double>(pts[i - 1]->seq_len));
+      const double x0 = g.log_len[i - 1];
       const double t = (x - x0) / (x1 - x0);
       return pts[i - 1]->efficiency + t * (pts[i]->efficiency - pts[i - 1]->efficiency);
     }

@@ -110,8 +110,9 @@ class ComputeModel {
   struct AttentionGroup {
     int64_t head_dim = 0;
     std::vector<const input::AttentionPoint*> points;  // by seq_len
+    std::vector<double> log_len;  // the points' log(seq_len), interpolated along at every call
   };
-  const std::vector<const input::AttentionPoint*>& attention_points(AttentionPass pass, int64_t head_dim) const;
+  const AttentionGroup& attention_group(AttentionPass pass, int64_t head_dim) const;
   std::vector<AttentionGroup> attention_points_[2];  // forward, forward_backward; by head_dim
 };
 
