@@ -28,8 +28,13 @@ void EngineScheduler::arrive(Request r) {
     slots_[static_cast<size_t>(slot)] = r;
   }
   slots_[static_cast<size_t>(slot)].state = Request::State::waiting;
-  of(r.trajectory).slot = static_cast<int32_t>(slot);
+  ByTrajectory& where = of(r.trajectory);
+  where.slot = static_cast<int32_t>(slot);
   waiting_.push_back(slot);
+  // What admitting it will read of the prefix cache, by then gone cold: its earlier turn's cached
+  // context, and its group's shared prompt.
+  if (where.cached >= 0) __builtin_prefetch(&lru_[where.cached]);
+  if (r.prompt_id >= 0) prompts_.prefetch(r.prompt_id);
 }
 
 EngineScheduler::TurnEndHint EngineScheduler::turn_end_hint() const {
@@ -368,6 +373,18 @@ void EngineScheduler::admit(Planned& p, int64_t& budget) {
   }
 }
 
+int64_t EngineScheduler::group_blocks(int64_t iterations) const {
+  if (grouped_ == 0 || iterations <= 1) return 0;
+  int64_t need = whole_blocks(iterations - 1) * grouped_;  // each needs one per block_size steps
+  // The rest, step by step: the key due at step t is -t modulo the block size.
+  size_t key = static_cast<size_t>(block_offset(-steps_));
+  for (int64_t j = 1, rest = block_offset(iterations - 1); j <= rest; ++j) {
+    key = key == 0 ? static_cast<size_t>(block_size_) - 1 : key - 1;
+    need += due_[key];
+  }
+  return need;
+}
+
 int64_t EngineScheduler::window_iterations(const Planned& p, int64_t k) const {
   // Until the first request ends its turn (k), and while the cache can grow every decoding
   // request without preempting anyone. Over k iterations a request needs at most
@@ -376,12 +393,11 @@ int64_t EngineScheduler::window_iterations(const Planned& p, int64_t k) const {
   const int64_t d = p.batch.decode_seqs;
   if (k <= available && d * (blocks_for(k) + 1) <= available) return k;
   auto extra_blocks = [&](int64_t iterations) {
-    int64_t extra = 0;
-    auto add = [&](const Request& r) { extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks; };
-    for (int64_t id : p.decodes) add(slots_[static_cast<size_t>(id)]);
-    if (grouped_ > 0)
-      for (size_t i = 0; i < static_cast<size_t>(decoding()); ++i)
-        if (slots_[static_cast<size_t>(running_[i])].state == Request::State::grouped) add(current(running_[i]));
+    int64_t extra = group_blocks(iterations);
+    for (int64_t id : p.decodes) {
+      const Request& r = slots_[static_cast<size_t>(id)];
+      extra += blocks_for(r.kv_tokens() + iterations - r.shared_tokens) - r.blocks;
+    }
     return extra;
   };
   if (extra_blocks(k) <= available) return k;
@@ -449,17 +465,8 @@ void EngineScheduler::complete(const Planned& p, int64_t iterations, std::vector
   }
   if (grouped_ > 0) {
     // The plan gave the group its blocks for the first iteration; the others need theirs now.
-    if (iterations > 1) {
-      int64_t need = whole_blocks(iterations - 1) * grouped_;  // each needs one per block_size steps
-      // The rest, step by step: the key due at step t is -t modulo the block size.
-      size_t key = static_cast<size_t>(block_offset(-steps_));
-      for (int64_t j = 1, rest = block_offset(iterations - 1); j <= rest; ++j) {
-        key = key == 0 ? static_cast<size_t>(block_size_) - 1 : key - 1;
-        need += due_[key];
-      }
-      const bool ok = allocate(need);
-      ARLSIM_ASSERT(ok);
-    }
+    const bool ok = allocate(group_blocks(iterations));
+    ARLSIM_ASSERT(ok);
     grouped_kv_tokens_ += iterations * grouped_;
   }
   steps_ += iterations;

@@ -173,6 +173,9 @@ class EngineScheduler {
   Reuse probe_cache(const Request& r) const;
   void commit_reuse(Request& r, const Reuse& u);
   int64_t window_iterations(const Planned& p, int64_t first_turn_end) const;
+  // The blocks the grouped requests need, beyond those the plan of this step gave them, to run
+  // `iterations` steps from it: by the due counts, whatever the group's size.
+  int64_t group_blocks(int64_t iterations) const;
 
   input::EngineSpec spec_;
   int64_t block_size_;
