@@ -15,7 +15,9 @@
 
 namespace arlsim::calib::cuda_device_detail {
 
-NcclComms::~NcclComms() {
+NcclComms::~NcclComms() { close(); }
+
+void NcclComms::close() {
 #ifdef ARLSIM_HAVE_NCCL
   release(false);
 #endif

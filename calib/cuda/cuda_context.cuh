@@ -69,6 +69,8 @@ class NcclComms {
   NcclComms(const NcclComms&) = delete;
   NcclComms& operator=(const NcclComms&) = delete;
   ~NcclComms();
+  // Destroys the communicators and their streams now (made again when next asked for).
+  void close();
   // The operation over the first `ranks` GPUs: its mean time, or nothing and ctx.problem says why.
   std::optional<double> collective(CudaContext& ctx, model::CollectiveOp op, double bytes, int64_t ranks, double* used,
                                    bool in_place);

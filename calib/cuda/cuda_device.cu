@@ -78,6 +78,7 @@ class CudaDevice final : public Device {
  public:
   CudaDevice() = default;
   ~CudaDevice() override {
+    comms_.close();  // the communicators first, as they were made last
     cudaSetDevice(0);
     if (ctx_.blas) cublasDestroy(ctx_.blas);
     if (ctx_.lt) cublasLtDestroy(ctx_.lt);

@@ -18,7 +18,8 @@ Distribution summarize(std::vector<double> values) {
     carry += std::abs(sum) >= std::abs(v) ? (sum - t) + v : (v - t) + sum;
     sum = t;
   }
-  d.mean = (sum + carry) / static_cast<double>(values.size());
+  // (An infinite value makes the carry infinite too: the plain sum then.)
+  d.mean = (std::isfinite(sum) ? sum + carry : sum) / static_cast<double>(values.size());
   // The nearest-rank percentiles by selection, each in what lies above the one before: a step's
   // millions of turns and tool calls need their order statistics, not a sort.
   const size_t n = values.size();

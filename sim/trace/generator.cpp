@@ -169,7 +169,7 @@ void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)
   std::vector<Turn> turns;
   const int first = p.first_step, last = p.last_step();
   // The storage the steps drawn will take, about: their trajectories, and turns at half as many
-  // again as the mean (at most the most a trajectory takes), so that a million trajectories'
+  // again as the mean (within the bounds a trajectory's count takes), so that a million trajectories'
   // turns are laid out once rather than copied as they grow.
   std::vector<std::pair<int, int>> kept;  // (step, its index among the generator's steps)
   double expected_trajectories = 0, expected_turns = 0;
@@ -178,7 +178,7 @@ void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)
     kept.emplace_back(step, index);
     const double n = static_cast<double>(p.prompts_per_step) * p.group_size;
     expected_trajectories += n;
-    expected_turns += n * std::min<double>(p.turns_max, std::ceil(1.5 * p.turns_mean.at(step, first, last)) + 1);
+    expected_turns += n * std::clamp<double>(std::ceil(1.5 * p.turns_mean.at(step, first, last)) + 1, p.turns_min, p.turns_max);
   }
   sink.expect(static_cast<size_t>(expected_trajectories), static_cast<size_t>(expected_turns));
   for (const auto& [step, index] : kept) {

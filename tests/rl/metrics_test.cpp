@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <vector>
 
@@ -34,4 +36,6 @@ TEST_CASE("summaries: percentiles by selection match the nearest ranks of the so
     CHECK(rl::summarize(v).mean == d.mean);
   }
   CHECK(rl::summarize({}).count == 0);
+  // An infinite value gives an infinite mean, not NaN.
+  CHECK(std::isinf(rl::summarize({1.0, std::numeric_limits<double>::infinity(), 2.0}).mean));
 }

@@ -359,4 +359,12 @@ TEST_CASE("generator: tells its sink, before the first trajectory, how many traj
   CHECK(sink.trajectories == 3u * 16 * 8);
   CHECK(sink.expected == sink.trajectories);
   CHECK(sink.expected_turns == sink.turns);  // one turn each, as the hint says
+  // Four turns each (fewer where a limit cuts one short), above the three the mean alone would
+  // suggest: the hint takes the bound.
+  p.turns_min = p.turns_max = 4;
+  Counting fixed;
+  generate(p, fixed, [](int step) { return step == 7; });
+  CHECK(fixed.turns > 3u * 16 * 8);
+  CHECK(fixed.expected_turns == 4u * 16 * 8);
+  CHECK(fixed.expected_turns >= fixed.turns);
 }
