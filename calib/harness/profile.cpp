@@ -219,6 +219,17 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     for (double s : streaming) shares.push_back(s / bandwidth);
     eff["memory_bound"] = std::min(1.0, round4(stat_of(shares).median));
   }
+  // By size, the median of the kernels' rates: the cost model takes it for a kernel of that size
+  // where it beats the streaming rate (data a cache holds).
+  std::map<double, std::vector<double>> rates_by_size;
+  for (const auto& m : r.memory)
+    if (m.seconds.median > 0) rates_by_size[m.bytes].push_back(m.bytes / m.seconds.median);
+  if (rates_by_size.size() >= 2) {
+    Json rows = Json::array();
+    for (const auto& [bytes, rates] : rates_by_size)
+      rows.push_back({{"bytes", static_cast<int64_t>(bytes)}, {"bandwidth", bandwidth_text(stat_of(rates).median)}});
+    eff["memory_by_size"] = rows;
+  }
   if (nic_efficiency > 0) {
     eff["nic"] = nic_efficiency;
     j["nic"] = bandwidth_text(r.nic.bandwidth);

@@ -180,6 +180,18 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
       break;
     }
   r.read("memory_bound", g.memory_bound_efficiency, Presence::optional, 1e-6, 1.0);
+  parse_array(r, "memory_by_size", g.memory_by_size, [](ObjectReader& p, MemorySizePoint& pt) {
+    p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
+    p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
+  });
+  for (size_t i = 1; i < g.memory_by_size.size(); ++i)
+    if (g.memory_by_size[i].bytes <= g.memory_by_size[i - 1].bytes) {
+      r.error("memory_by_size", "sizes must rise from one point to the next (" +
+                                    std::to_string(g.memory_by_size[i - 1].bytes) + " then " +
+                                    std::to_string(g.memory_by_size[i].bytes) + " bytes)",
+              "list one point per size, smallest first");
+      break;
+    }
   if (const Value* tile = r.field("gemm_tile")) {
     ObjectReader t(*tile, r.pointer_of("gemm_tile"), r.diag());
     t.read("m", g.gemm_tile_m, Presence::required, 1, 4096);

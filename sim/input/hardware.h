@@ -60,6 +60,13 @@ struct DecodeAttentionPoint {
   SimTime fixed;
   double bandwidth_bytes_per_s = 0;
 };
+// What memory-bound kernels of one size achieved, as measured by `arlsim calibrate` (the median of
+// its streaming, norm-like and activation-like kernels): above the streaming rate where the data
+// stays in a cache.
+struct MemorySizePoint {
+  int64_t bytes = 0;
+  double bandwidth_bytes_per_s = 0;
+};
 // A collective's achieved bus bandwidth (nccl-tests definition) for a scope and algorithm.
 struct CollectivePoint {
   std::string op;         // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv
@@ -155,6 +162,7 @@ struct GpuProfile {
   std::vector<AttentionPoint> attention_efficiency;
   std::vector<DecodeAttentionPoint> decode_attention;  // by batch, ascending; empty: memory-bound rate
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
+  std::vector<MemorySizePoint> memory_by_size;  // by bytes, ascending; empty: the streaming rate at every size
   std::vector<CollectivePoint> collectives;
   std::vector<CollectiveProtocol> collective_protocols;
   double nic_efficiency = 0;       // achieved / peak for large transfers over the NIC; 0 = not given

@@ -51,6 +51,7 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   attention_limit_ = limit.attention_flops_per_s > 0 ? limit.attention_flops_per_s : attention_rate_;
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
+  for (const auto& p : gpu.memory_by_size) memory_log_bytes_.push_back(std::log(static_cast<double>(p.bytes)));
   launch_s_ = gpu.kernel_launch_overhead.seconds();
   gemm_fixed_s_ = std::max(launch_s_, gpu.gemm_kernel_overhead.seconds());
   k_overhead_ = gpu.gemm_k_overhead;
@@ -244,12 +245,33 @@ OpCost ComputeModel::decode_attention(double kv_bytes, int64_t layers, int64_t s
   return c;
 }
 
+double ComputeModel::memory_rate_at(double kernel_bytes) const {
+  const auto& t = gpu_.memory_by_size;
+  if (t.empty() || !(kernel_bytes > 0)) return memory_rate_;
+  double table = t.back().bandwidth_bytes_per_s;
+  const double x = std::log(kernel_bytes);
+  if (x <= memory_log_bytes_.front()) {
+    table = t.front().bandwidth_bytes_per_s;
+  } else {
+    for (size_t i = 1; i < t.size(); ++i) {
+      if (x > memory_log_bytes_[i]) continue;
+      const double w = (x - memory_log_bytes_[i - 1]) / (memory_log_bytes_[i] - memory_log_bytes_[i - 1]);
+      table = (1 - w) * t[i - 1].bandwidth_bytes_per_s + w * t[i].bandwidth_bytes_per_s;
+      break;
+    }
+  }
+  // Below the streaming rate a small kernel's measured time is mostly its fixed part, which the
+  // launch term charges.
+  return std::max(memory_rate_, table);
+}
+
 OpCost ComputeModel::memory_bound(double bytes, int kernels) const {
   OpCost c;
   if (bytes <= 0) return c;
   c.bytes = bytes;
   c.memory_bound = true;
-  c.seconds = bytes / memory_rate_ + launch_s_ * kernels;
+  const double rate = kernels > 0 ? memory_rate_at(bytes / kernels) : memory_rate_;
+  c.seconds = bytes / rate + launch_s_ * kernels;
   return c;
 }
 

@@ -83,7 +83,12 @@ class ComputeModel {
   // Whether a decode batch of `seqs` sequences lies inside the profile's decode table.
   bool in_decode_table(int64_t seqs) const;
   // Streaming `bytes` through HBM (element-wise kernels, KV-cache reads, optimizer steps).
+  // `kernels` kernels moving `bytes` in all. With a measured table by size (GpuSpec::memory_by_size)
+  // a kernel of a size the caches hold moves its bytes at the faster of the table's rate at its
+  // size (linear in log bytes between points, the end points' beyond them) and the streaming
+  // rate; without kernels (work priced as a whole), at the streaming rate.
   OpCost memory_bound(double bytes, int kernels = 1) const;
+  double memory_rate_at(double kernel_bytes) const;
 
   double launch_overhead_s() const { return launch_s_; }
   // A graph-replayed kernel's GPU-side time (0: not in the profile).
@@ -105,6 +110,7 @@ class ComputeModel {
   std::vector<double> grid_;
   double grid_best_ = 0;  // the grid's best measured efficiency
   double memory_rate_ = 0;  // achieved bytes/s
+  std::vector<double> memory_log_bytes_;  // log of memory_by_size's sizes
   double launch_s_ = 0;
   double gemm_fixed_s_ = 0;  // a GEMM's time beyond its roofline: the launch or the profile's gemm_kernel_overhead
   struct AttentionGroup {

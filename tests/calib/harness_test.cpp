@@ -66,8 +66,10 @@ class FakeDevice final : public calib::Device {
   std::optional<double> attention(int64_t seq, int64_t head_dim, bool backward) override {
     return swing(calib::attention_flops(seq, head_dim, backward) / (peak * (backward ? 0.3 : 0.4)), attention_calls_++);
   }
+  // Up to cache_bytes the kernels run from a cache, three times as fast.
+  double cache_bytes = 0;
   std::optional<double> memory(calib::MemoryKernel, double bytes) override {
-    return swing(bytes / (0.8 * bandwidth), memory_calls_++);
+    return swing(bytes / ((bytes <= cache_bytes ? 3 : 1) * 0.8 * bandwidth), memory_calls_++);
   }
   // Decode attention: a fixed 4 us + 10 ns per sequence, and the cache (bf16) at 90% of the
   // bandwidth times b / (b + 1) for b sequences.
@@ -234,6 +236,36 @@ TEST_CASE("calibrate: a fake device's known curves come back exactly, and the pr
   const double e1 = c.gemm_efficiency(1024, 2048, 256), e2 = c.gemm_efficiency(1024, 2048, 1024);
   CHECK(e1 == doctest::Approx(FakeDevice::efficiency(256)).epsilon(1e-3));
   CHECK(c.gemm_efficiency(1024, 2048, 640) == doctest::Approx((e1 + e2) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("calibrate: memory-bound kernels by size come back exactly, and the cost model takes a cache's rate where it beats streaming") {
+  FakeDevice d;
+  d.cache_bytes = 2 << 20;  // the 1 MiB kernels stay in the cache, the 64 MiB ones stream
+  const auto plan = small_plan(d);
+  REQUIRE(plan.memory_bytes == std::vector<double>{1 << 20, 64 << 20});
+  const auto g = round_trip(calib::measure(d, plan), "fake-memory.json");
+  REQUIRE(g.memory_by_size.size() == 2);
+  CHECK(g.memory_by_size[0].bytes == 1 << 20);
+  CHECK(g.memory_by_size[0].bandwidth_bytes_per_s == doctest::Approx(2.4 * d.bandwidth).epsilon(1e-4));
+  CHECK(g.memory_by_size[1].bandwidth_bytes_per_s == doctest::Approx(0.8 * d.bandwidth).epsilon(1e-4));
+  CHECK(g.memory_bound_efficiency == doctest::Approx(0.8));  // streaming: the largest size
+  const model::ComputeModel c(g, input::Dtype::bf16);
+  const double launch = c.launch_overhead_s(), streaming = 0.8 * d.bandwidth;
+  // At a measured size its rate; between two, linear in log bytes (8 MiB is half way from 1 to 64).
+  CHECK(c.memory_bound(1 << 20, 1).seconds == doctest::Approx((1 << 20) / (2.4 * d.bandwidth) + launch).epsilon(1e-4));
+  CHECK(c.memory_rate_at(8 << 20) == doctest::Approx(1.6 * d.bandwidth).epsilon(1e-4));
+  // Smaller than the table: its smallest size's rate; larger: streaming.
+  CHECK(c.memory_rate_at(64 << 10) == doctest::Approx(2.4 * d.bandwidth).epsilon(1e-4));
+  CHECK(c.memory_rate_at(1 << 30) == doctest::Approx(streaming).epsilon(1e-4));
+  // The size is a kernel's: four kernels of 1 MiB each run at the cache's rate.
+  CHECK(c.memory_bound(4 << 20, 4).seconds == doctest::Approx((4 << 20) / (2.4 * d.bandwidth) + 4 * launch).epsilon(1e-4));
+  // Work priced as a whole (no kernels) streams.
+  CHECK(c.memory_bound(1 << 20, 0).seconds == doctest::Approx((1 << 20) / streaming).epsilon(1e-4));
+  // A table below the streaming rate (a GPU's small kernels, mostly fixed time) changes nothing.
+  input::GpuProfile slow = g;
+  for (auto& p : slow.memory_by_size) p.bandwidth_bytes_per_s = 0.1 * d.bandwidth;
+  const model::ComputeModel cs(slow, input::Dtype::bf16);
+  CHECK(cs.memory_rate_at(1 << 20) == doctest::Approx(streaming).epsilon(1e-4));
 }
 
 TEST_CASE("calibrate: decode attention's fit per batch comes back exactly and the cost model reads it") {
