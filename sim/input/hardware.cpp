@@ -125,6 +125,20 @@ void parse_array(ObjectReader& parent, std::string_view key, std::vector<T>& out
   });
 }
 
+// A table's points must rise in `key` from one to the next; the first that does not is reported
+// with the two values (and `unit`).
+template <typename T, typename Key>
+void require_rising(ObjectReader& r, std::string_view field, const std::vector<T>& points, Key key,
+                    const std::string& what, const std::string& unit, const std::string& fix) {
+  for (size_t i = 1; i < points.size(); ++i)
+    if (key(points[i]) <= key(points[i - 1])) {
+      r.error(field, what + " must rise from one point to the next (" + std::to_string(key(points[i - 1])) + " then " +
+                         std::to_string(key(points[i])) + unit + ")",
+              fix);
+      return;
+    }
+}
+
 void read_gemm_point(ObjectReader& p, GemmPoint& pt) {
   p.read("m", pt.m, Presence::required, 1, int64_t{1} << 40);
   p.read("n", pt.n, Presence::required, 1, int64_t{1} << 40);
@@ -171,27 +185,15 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     p.read_duration("fixed", pt.fixed, Presence::required, 0, 1.0);
     p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
   });
-  for (size_t i = 1; i < g.decode_attention.size(); ++i)
-    if (g.decode_attention[i].batch <= g.decode_attention[i - 1].batch) {
-      r.error("decode_attention", "batch sizes must rise from one point to the next (" +
-                                      std::to_string(g.decode_attention[i - 1].batch) + " then " +
-                                      std::to_string(g.decode_attention[i].batch) + ")",
-              "list one point per batch size, smallest first");
-      break;
-    }
+  require_rising(r, "decode_attention", g.decode_attention, [](const DecodeAttentionPoint& p) { return p.batch; },
+                 "batch sizes", "", "list one point per batch size, smallest first");
   r.read("memory_bound", g.memory_bound_efficiency, Presence::optional, 1e-6, 1.0);
   parse_array(r, "memory_by_size", g.memory_by_size, [](ObjectReader& p, MemorySizePoint& pt) {
     p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
     p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
   });
-  for (size_t i = 1; i < g.memory_by_size.size(); ++i)
-    if (g.memory_by_size[i].bytes <= g.memory_by_size[i - 1].bytes) {
-      r.error("memory_by_size", "sizes must rise from one point to the next (" +
-                                    std::to_string(g.memory_by_size[i - 1].bytes) + " then " +
-                                    std::to_string(g.memory_by_size[i].bytes) + " bytes)",
-              "list one point per size, smallest first");
-      break;
-    }
+  require_rising(r, "memory_by_size", g.memory_by_size, [](const MemorySizePoint& p) { return p.bytes; }, "sizes",
+                 " bytes", "list one point per size, smallest first");
   if (const Value* tile = r.field("gemm_tile")) {
     ObjectReader t(*tile, r.pointer_of("gemm_tile"), r.diag());
     t.read("m", g.gemm_tile_m, Presence::required, 1, 4096);
