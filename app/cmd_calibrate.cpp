@@ -174,6 +174,22 @@ int compare(const std::string& a_path, const std::string& b_path) {
                   cb.in_decode_table(batch) ? " " : "*", ratio(bytes / ta, bytes / tb).c_str());
     }
   }
+  // Memory-bound kernels: one kernel at each size either profile measured, as each cost model
+  // prices it (its launch apart).
+  std::set<int64_t> sizes;
+  for (const auto* p : {&*a, &*b})
+    for (const auto& x : p->memory_by_size) sizes.insert(x.bytes);
+  if (comparable && !sizes.empty()) {
+    std::printf("memory-bound kernels by size, achieved (* no table in that profile: the streaming rate)\n");
+    const model::ComputeModel ca(*a, *common), cb(*b, *common);
+    for (int64_t bytes : sizes) {
+      const double ra = ca.memory_rate_at(static_cast<double>(bytes)), rb = cb.memory_rate_at(static_cast<double>(bytes));
+      const std::string name = "  " + number(static_cast<double>(bytes) / (1 << 20), "MiB");
+      std::printf("%-34s %17s%s %17s%s %8s\n", name.c_str(), number(ra / 1e9, "GB/s").c_str(),
+                  a->memory_by_size.empty() ? "*" : " ", number(rb / 1e9, "GB/s").c_str(),
+                  b->memory_by_size.empty() ? "*" : " ", ratio(ra, rb).c_str());
+    }
+  }
   if (!a->collectives.empty() || !b->collectives.empty()) {
     std::printf("collectives (bus bandwidth)\n");
     std::map<std::string, std::pair<double, double>> rows;
