@@ -5,17 +5,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <vector>
 
 namespace arlsim {
 
-// `sorted` ascending; T{} when empty. The small tolerance keeps an exact rank exact (0.9 * 10 is
-// 9.000000000000002 in binary floating point).
+// The 0-based index of the p-th percentile among n > 0 sorted values. The small tolerance keeps an
+// exact rank exact (0.9 * 10 is 9.000000000000002 in binary floating point).
+inline size_t nearest_rank_index(size_t n, double percent) {
+  const auto rank = static_cast<size_t>(std::ceil(percent / 100.0 * static_cast<double>(n) - 1e-9));
+  return std::clamp<size_t>(rank, 1, n) - 1;
+}
+
+// `sorted` ascending; T{} when empty.
 template <class T>
 T nearest_rank(const std::vector<T>& sorted, double percent) {
   if (sorted.empty()) return T{};
-  const auto rank = static_cast<size_t>(std::ceil(percent / 100.0 * static_cast<double>(sorted.size()) - 1e-9));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+  return sorted[nearest_rank_index(sorted.size(), percent)];
 }
 
 }  // namespace arlsim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "sim/core/assert.h"
 
@@ -10,6 +11,14 @@ namespace arlsim::model {
 using input::Dtype;
 
 namespace {
+
+// Where x lies along a table's ascending log positions, x above the first: the point i at or above
+// it and the fraction of the way from point i - 1 (linear in the log); i = 0 beyond the last point.
+std::pair<size_t, double> log_segment(const std::vector<double>& logs, double x) {
+  for (size_t i = 1; i < logs.size(); ++i)
+    if (x <= logs[i]) return {i, (x - logs[i - 1]) / (logs[i] - logs[i - 1])};
+  return {0, 0.0};
+}
 
 double element_bytes(Dtype d) {
   switch (d) {
@@ -197,15 +206,8 @@ double ComputeModel::attention_efficiency(int64_t seq_len, AttentionPass pass, i
     return pts.front()->efficiency * static_cast<double>(std::max<int64_t>(seq_len, 1)) /
            static_cast<double>(pts.front()->seq_len);
   }
-  for (size_t i = 1; i < pts.size(); ++i) {
-    const double x1 = g.log_len[i];
-    if (x <= x1) {
-      const double x0 = g.log_len[i - 1];
-      const double t = (x - x0) / (x1 - x0);
-      return pts[i - 1]->efficiency + t * (pts[i]->efficiency - pts[i - 1]->efficiency);
-    }
-  }
-  return pts.back()->efficiency;
+  const auto [i, t] = log_segment(g.log_len, x);
+  return i == 0 ? pts.back()->efficiency : pts[i - 1]->efficiency + t * (pts[i]->efficiency - pts[i - 1]->efficiency);
 }
 
 OpCost ComputeModel::attention(double forward_flops, int64_t seq_len, AttentionPass pass, int64_t head_dim,
@@ -248,17 +250,12 @@ OpCost ComputeModel::decode_attention(double kv_bytes, int64_t layers, int64_t s
 double ComputeModel::memory_rate_at(double kernel_bytes) const {
   const auto& t = gpu_.memory_by_size;
   if (t.empty() || !(kernel_bytes > 0)) return memory_rate_;
-  double table = t.back().bandwidth_bytes_per_s;
   const double x = std::log(kernel_bytes);
+  double table = t.back().bandwidth_bytes_per_s;
   if (x <= memory_log_bytes_.front()) {
     table = t.front().bandwidth_bytes_per_s;
-  } else {
-    for (size_t i = 1; i < t.size(); ++i) {
-      if (x > memory_log_bytes_[i]) continue;
-      const double w = (x - memory_log_bytes_[i - 1]) / (memory_log_bytes_[i] - memory_log_bytes_[i - 1]);
-      table = (1 - w) * t[i - 1].bandwidth_bytes_per_s + w * t[i].bandwidth_bytes_per_s;
-      break;
-    }
+  } else if (const auto [i, w] = log_segment(memory_log_bytes_, x); i > 0) {
+    table = (1 - w) * t[i - 1].bandwidth_bytes_per_s + w * t[i].bandwidth_bytes_per_s;
   }
   // Below the streaming rate a small kernel's measured time is mostly its fixed part, which the
   // launch term charges.

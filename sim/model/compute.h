@@ -83,11 +83,12 @@ class ComputeModel {
   // Whether a decode batch of `seqs` sequences lies inside the profile's decode table.
   bool in_decode_table(int64_t seqs) const;
   // Streaming `bytes` through HBM (element-wise kernels, KV-cache reads, optimizer steps).
-  // `kernels` kernels moving `bytes` in all. With a measured table by size (GpuSpec::memory_by_size)
-  // a kernel of a size the caches hold moves its bytes at the faster of the table's rate at its
-  // size (linear in log bytes between points, the end points' beyond them) and the streaming
-  // rate; without kernels (work priced as a whole), at the streaming rate.
+  // `kernels` kernels moving `bytes` in all, each at memory_rate_at() its size; without kernels
+  // (work priced as a whole), at the streaming rate.
   OpCost memory_bound(double bytes, int kernels = 1) const;
+  // One kernel's rate: with a measured table by size (GpuProfile::memory_by_size), the faster of
+  // the table's rate at its size (linear in log bytes between points, the end points' beyond
+  // them) and the streaming rate, so that a size the caches hold runs faster; else streaming.
   double memory_rate_at(double kernel_bytes) const;
 
   double launch_overhead_s() const { return launch_s_; }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "sim/core/percentile.h"
 
 namespace arlsim::rl {
 
@@ -22,21 +23,17 @@ Distribution summarize(std::vector<double> values) {
   d.mean = (std::isfinite(sum) ? sum + carry : sum) / static_cast<double>(values.size());
   // The nearest-rank percentiles by selection, each in what lies above the one before: a step's
   // millions of turns and tool calls need their order statistics, not a sort.
-  const size_t n = values.size();
-  auto rank = [n](double percent) {  // 0-based, as nearest_rank counts it
-    const auto r = static_cast<size_t>(std::ceil(percent / 100.0 * static_cast<double>(n) - 1e-9));
-    return std::clamp<size_t>(r, 1, n) - 1;
-  };
   size_t from = 0;
-  auto select = [&](size_t k) {
+  auto select = [&](double percent) {
+    const size_t k = nearest_rank_index(values.size(), percent);
     std::nth_element(values.begin() + static_cast<std::ptrdiff_t>(from), values.begin() + static_cast<std::ptrdiff_t>(k),
                      values.end());
     from = k;
     return values[k];
   };
-  d.p50 = select(rank(50));
-  d.p90 = select(rank(90));
-  d.p99 = select(rank(99));
+  d.p50 = select(50);
+  d.p90 = select(90);
+  d.p99 = select(99);
   d.max = *std::max_element(values.begin() + static_cast<std::ptrdiff_t>(from), values.end());
   return d;
 }

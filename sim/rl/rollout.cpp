@@ -242,8 +242,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     po.min_units = p.count;
     po.max_units = input::pool_max_units(p, o.tool_policy);
     po.elastic = pooled;
-    // Granted at once: a saturated pool hands a unit on at nearly every tool call's end.
-    po.grant_at_once = true;
+    po.grant_at_once = true;  // a saturated pool hands a unit on at nearly every call's end
     pools_.push_back(std::make_unique<core::CountedPool>(sim_, po));
     per_action_.push_back(pooled || api);
     pool_latency_.push_back(pool_latency(p.latency));
@@ -339,9 +338,8 @@ RolloutResult Rollout::run() {
 }
 
 void Rollout::on_event(uint64_t payload) {
+  if (closing_) return;  // a pool granting at once a unit given back as the trajectories go
   const auto kind = static_cast<Kind>(payload >> 60);
-  // Pools grant at once, also to the waiters of units the trajectories give back as they go.
-  if (closing_) return;
   const auto index = static_cast<int64_t>(payload & 0xffffffffu);
   switch (kind) {
     case kEngineDone: work_done(index); break;
