@@ -46,6 +46,7 @@ class LengthAware final : public RoutingPolicy {
     return static_cast<int64_t>(best);
   }
   bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0 && r.predicted_tokens <= 0; }
+  bool uses_prediction(const RouteRequest& r) const override { return r.previous_engine < 0; }
 
  private:
   core::IndexedMin<int64_t> predicted_;  // each engine's predicted backlog

@@ -43,6 +43,9 @@ class RoutingPolicy {
   virtual int64_t route(const RouteRequest& r, const EngineLoads& engines) = 0;
   // Whether route() reads the loads for this request (the caller brings them up to date first).
   virtual bool uses_load(const RouteRequest&) const { return true; }
+  // Whether route() reads the request's predicted_tokens (the caller looks the prediction up only
+  // then: a million trajectories' predictions are a cache miss a turn).
+  virtual bool uses_prediction(const RouteRequest&) const { return false; }
 };
 
 // The routing policy the registry (input::routing_policies()) names.

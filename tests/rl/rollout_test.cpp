@@ -421,6 +421,37 @@ TEST_CASE("rollout: least-loaded routing sees what a router knows, never how lon
   CHECK(a == std::vector<int64_t>{0, 1, 0, 1, 0, 1});
 }
 
+TEST_CASE("routing: length-aware routing places first turns by the predictions it is given, and only it reads them") {
+  // Predictions of 1,000 tokens for the first trajectory and 10 for the others: the long one takes
+  // an engine, the short ones share the other, since its predicted backlog stays the smaller.
+  auto engines_of = [](input::Routing routing) {
+    Setup s;
+    Workload w;
+    for (int64_t i = 0; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
+    auto in = w.input();
+    in.predicted_tokens = {1000, 10, 10, 10};
+    auto o = s.options();
+    o.engines = 2;
+    o.routing = routing;
+    const auto r = rl::simulate_rollout(o, in);
+    std::vector<int64_t> engine(4, -1);
+    for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
+    return engine;
+  };
+  CHECK(engines_of(input::Routing::length_aware) == std::vector<int64_t>{0, 1, 1, 1});
+  CHECK(engines_of(input::Routing::least_loaded) == std::vector<int64_t>{0, 1, 0, 1});
+  // Which policies ask for a prediction, and for which turns: the caller looks it up only then.
+  const rl::RouteRequest first{0, 0, -1, 0}, later{0, 1, 1, 0};
+  for (const auto r : {input::Routing::round_robin, input::Routing::least_loaded, input::Routing::sticky}) {
+    const auto policy = rl::make_routing_policy(r);
+    CHECK_FALSE(policy->uses_prediction(first));
+    CHECK_FALSE(policy->uses_prediction(later));
+  }
+  const auto length_aware = rl::make_routing_policy(input::Routing::length_aware);
+  CHECK(length_aware->uses_prediction(first));
+  CHECK_FALSE(length_aware->uses_prediction(later));
+}
+
 TEST_CASE("routing: an engine's load is its requests and the tokens it has to prefill") {
   input::EngineSpec spec;
   rl::EngineScheduler short_gen(spec, 1000), long_gen(spec, 1000);
