@@ -90,15 +90,47 @@ def rl_steps(arlsim, tmp):
         if out.returncode != 0:
             sys.exit("arlsim simulate failed on %s: %s" % (r["id"], out.stderr.strip()))
         summary = json.loads(out.stdout)
-        predicted = summary["stats"]["step_time_s"]["mean"]
+        steps = summary["steps"]
         if r.get("steady_state"):
             # An asynchronous run's steady steps: all but the first (no rollout before it to overlap)
             # and the last (no rollout after it).
-            times = [st["time_s"] for st in summary["steps"]][1:-1]
-            predicted = sum(times) / len(times)
+            steps = steps[1:-1]
+        predicted = statistics.mean(st["time_s"] for st in steps)
+        # Stages the source gives, each the mean over the same steps; a key "a+b" is the sum of
+        # those simulated stages (a framework timing two of them as one).
+        stages = []
+        for key, measured in r.get("measured_stages_s", {}).items():
+            parts = key.split("+")
+            for part in parts:
+                if part not in steps[0]["stages"]:
+                    sys.exit("%s: measured_stages_s names %r, which is no stage of a simulated step (%s)" % (
+                        r["id"], part, ", ".join(steps[0]["stages"])))
+            stages.append({"stage": key, "measured": measured,
+                           "predicted": statistics.mean(sum(st["stages"][p] for p in parts) for st in steps)})
         results.append({"id": r["id"], "measured": r["measured_step_s"], "predicted": predicted,
-                        "rollout_share": summary["stats"]["stage_share"]["rollout"], "source": r["source"]})
+                        "rollout_share": summary["stats"]["stage_share"]["rollout"], "source": r["source"],
+                        "stages": stages})
     return results
+
+
+def stage_table(results):
+    """The stages of the RL-step rows whose source gives them, against the simulated stages (target:
+    each within 25%); not part of the bands, which are of whole steps."""
+    rows = [(r["id"], st) for r in results for st in r["stages"]]
+    if not rows:
+        return
+    print("\n### RL-step stages (where the source gives them; mean seconds a step)\n")
+    print("| row | stage | measured s | predicted s | error |")
+    print("|---|---|---|---|---|")
+    errors = []
+    for row, st in rows:
+        e = st["predicted"] / st["measured"] - 1
+        errors.append(e)
+        print("| %s | %s | %.4g | %.4g | %+.1f%% |" % (row, st["stage"], st["measured"], st["predicted"], 100 * e))
+    within = sum(1 for e in errors if abs(e) <= 0.25)
+    print("\n%d stages: median |error| %.1f%%, worst %.1f%%, median signed %+.1f%%; %d of %d within 25%%." % (
+        len(errors), 100 * statistics.median([abs(e) for e in errors]), 100 * max(abs(e) for e in errors),
+        100 * statistics.median(errors), within, len(errors)))
 
 
 def quantile(xs, q):
@@ -188,8 +220,9 @@ def main():
         "rl_step": None,
     }
     latency_table(roll)
-    kinds["rl_step"] = table("RL steps (NeMo RL GRPO; mean step time)", steps, "s", 1.0,
+    kinds["rl_step"] = table("RL steps (mean step time)", steps, "s", 1.0,
                              ("rollout share", lambda r: "%.0f%%" % (100 * r["rollout_share"])))
+    stage_table(steps)
     bands = {"format": "arlsim-error-bands/1",
              "description": "Signed errors (predicted - measured) / measured of the cost model against the published "
                             "measurements in tests/bench/validation, per kind; a prediction p is printed with the band "
