@@ -1,6 +1,7 @@
 // `arlsim calibrate`: measures a device with microbenchmarks and writes the profile the cost model
 // reads; `arlsim calibrate compare A B` puts two profiles side by side.
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
@@ -188,6 +189,25 @@ int compare(const std::string& a_path, const std::string& b_path) {
       std::printf("%-34s %17s%s %17s%s %8s\n", name.c_str(), number(ra / 1e9, "GB/s").c_str(),
                   a->memory_by_size.empty() ? "*" : " ", number(rb / 1e9, "GB/s").c_str(),
                   b->memory_by_size.empty() ? "*" : " ", ratio(ra, rb).c_str());
+    }
+    // Each kind's kernel, streaming (its largest size): what prices a norm, an add, an activation.
+    const std::pair<const char*, input::ElementwiseKind> kinds[] = {{"copy", input::ElementwiseKind::copy},
+                                                                    {"triad (add)", input::ElementwiseKind::add},
+                                                                    {"norm", input::ElementwiseKind::norm},
+                                                                    {"activation", input::ElementwiseKind::activation}};
+    const auto measured = [](const input::GpuProfile& p, input::ElementwiseKind k) {
+      return !p.memory_by_kernel[static_cast<int>(k)].empty();
+    };
+    if (std::any_of(std::begin(kinds), std::end(kinds),
+                    [&](const auto& k) { return measured(*a, k.second) || measured(*b, k.second); })) {
+      std::printf("memory-bound kernels by kind, streaming (* not measured in that profile: the memory-bound rate)\n");
+      const double big = static_cast<double>(*sizes.rbegin());
+      for (const auto& [name, kind] : kinds) {
+        const double ra = ca.memory_rate_at(big, kind), rb = cb.memory_rate_at(big, kind);
+        std::printf("%-34s %17s%s %17s%s %8s\n", ("  " + std::string(name)).c_str(), number(ra / 1e9, "GB/s").c_str(),
+                    measured(*a, kind) ? " " : "*", number(rb / 1e9, "GB/s").c_str(), measured(*b, kind) ? " " : "*",
+                    ratio(ra, rb).c_str());
+      }
     }
   }
   if (!a->collectives.empty() || !b->collectives.empty()) {

@@ -27,6 +27,7 @@ double predict_kernel(const Kernel& k, const Program& p, const model::CostModel&
       model::MemoryBoundOp op;
       op.bytes = k.bytes;
       op.kernels = static_cast<int>(std::max<int64_t>(0, k.launches));
+      op.kind = k.elementwise;
       return cost.seconds(op);
     }
     case Kernel::Kind::collective: {

@@ -25,11 +25,12 @@ Kernel gemm(int64_t m, int64_t n, int64_t k, int32_t weight = -1) {
   g.k = std::max<int64_t>(1, k);
   return g;
 }
-Kernel memory(double bytes, int64_t launches) {
+Kernel memory(double bytes, int64_t launches, model::ElementwiseKind kind) {
   Kernel k;
   k.kind = Kernel::Kind::memory;
   k.bytes = bytes;
   k.launches = launches;
+  k.elementwise = kind;
   return k;
 }
 // Causal attention doing `forward_flops` of work at length `seq_len`: as many heads of the
@@ -59,6 +60,12 @@ Kernel copy(double bytes, int64_t peer) {
 }
 
 }  // namespace
+
+size_t memory_floats_per_launch(const Kernel& k) {
+  const double arrays = k.elementwise == model::ElementwiseKind::add ? 3.0 : 2.0;
+  const auto launches = static_cast<double>(std::max<int64_t>(1, k.launches));
+  return static_cast<size_t>(std::max(1.0, k.bytes / (4.0 * arrays) / launches));
+}
 
 const char* kernel_kind_name(Kernel::Kind kind) {
   switch (kind) {
@@ -260,11 +267,13 @@ void add_engine_iteration(Program& p, const input::ModelSpec& m, const DeviceGro
         }
         if (group >= 0) ks.push_back(collective(model::CollectiveOp::all_reduce, d(rows) * d(h) * 2, group));
       }
-      // The short kernels replay from a graph: their work without launches of their own.
-      ks.push_back(memory(2.0 * d(rows) * (10.0 * d(h) + 3.0 * d(m.ffn_hidden_size) / d(tp)) * d(layers), 0));
+      // The short kernels replay from a graph: their work without launches of their own, by kind
+      // as the inference model prices it.
+      for (const auto& share : model::inference_elementwise(m, tp))
+        ks.push_back(memory(2.0 * d(rows) * share.elements * d(layers), 0, share.kind));
       if (sampled > 0) {
         ks.push_back(gemm(sampled, m.vocab_size / tp, h, static_cast<int32_t>(4 * layers)));
-        ks.push_back(memory(3.0 * 4.0 * d(sampled) * d(m.vocab_size) / d(tp), 2));
+        ks.push_back(memory(3.0 * 4.0 * d(sampled) * d(m.vocab_size) / d(tp), 2, model::ElementwiseKind::norm));  // the sampler's softmax
       }
     }
   }
@@ -434,7 +443,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
         if (g.weight >= 0) g.weight = weight_base + static_cast<int32_t>(4 * layer) + g.weight;
         return g;
       };
-      ks.push_back(memory(moe_own + moe_copies, 1));  // into the experts' order
+      ks.push_back(memory(moe_own + moe_copies, 1, model::ElementwiseKind::copy));  // into the experts' order
       if (ep_group >= 0) ks.push_back(collective(model::CollectiveOp::all_to_all, ep_bytes, ep_group));
       if (!backward) {
         for (const Kernel& g : moe_gemms) ks.push_back(layer_weight(g));
@@ -448,7 +457,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
         }
       }
       if (ep_group >= 0) ks.push_back(collective(model::CollectiveOp::all_to_all, ep_bytes, ep_group));
-      ks.push_back(memory(moe_copies + moe_own, 1));  // and back
+      ks.push_back(memory(moe_copies + moe_own, 1, model::ElementwiseKind::copy));  // and back
     };
     auto layer_forward = [&](int64_t layer) {
       if (sp) tp_op(model::CollectiveOp::all_gather);
@@ -467,17 +476,17 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
       }
       if (group >= 0) tp_op(sp ? model::CollectiveOp::reduce_scatter : model::CollectiveOp::all_reduce);
       for (const auto& e : m.has_moe && m.is_moe_layer(layer) ? moe_forward_kernels : forward_kernels)
-        ks.push_back(memory(e.bytes, 1));
+        ks.push_back(memory(e.bytes, 1, e.kind));
     };
     const auto head_weight = weight_base + static_cast<int32_t>(4 * m.num_layers);
     const int64_t end_layer = part.first_layer + part.layers;
     if (part.forward) {
       ks.insert(ks.end(), gathers.begin(), gathers.end());
-      if (part.first_stage) ks.push_back(memory(2.0 * d(tokens) * d(h), 1));  // embedding lookup
+      if (part.first_stage) ks.push_back(memory(2.0 * d(tokens) * d(h), 1, model::ElementwiseKind::copy));  // embedding lookup
       for (int64_t layer = part.first_layer; layer < end_layer; ++layer) layer_forward(layer);
       if (part.last_stage) {
         ks.push_back(gemm(head.m, head.n, head.k, head_weight));
-        ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
+        ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3, model::ElementwiseKind::norm));  // the loss's softmax
       }
     }
     if (!part.backward) continue;
@@ -485,7 +494,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
     // Backward: the loss and the head, then the layers in reverse; each GEMM's input and weight
     // gradients, the attention's backward (recomputing what the layout's recompute drops).
     if (part.last_stage) {
-      ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3));
+      ks.push_back(memory(3.0 * 4.0 * d(tokens) * outputs, 3, model::ElementwiseKind::norm));  // the loss's softmax
       ks.push_back(gemm(head.m, head.k, head.n, head_weight));  // the input's gradient reads the weight
       ks.push_back(weight_gradient(head.k, head.n, head.m));
     }
@@ -496,7 +505,7 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
         // The attention recomputed from the q, k and v its all-to-all left (no all-to-all again).
         ks.push_back(attn);
       }
-      for (const auto& e : moe ? moe_backward_kernels : backward_kernels) ks.push_back(memory(e.bytes, 1));
+      for (const auto& e : moe ? moe_backward_kernels : backward_kernels) ks.push_back(memory(e.bytes, 1, e.kind));
       for (size_t g = gemms.size(); g-- > 0;) {
         // Backward the collectives mirror the forward's: a reduce-scatter's gradient is an
         // all-gather (before the block's last GEMM), an all-gather's a reduce-scatter (after its first).
@@ -542,7 +551,7 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
       // not modelled, so not run).
       ks.push_back(copy(6.0 * shard, -1));
     else
-      ks.push_back(memory(30.0 * shard, 4));  // Adam: 30 bytes per parameter of the shard
+      ks.push_back(memory(30.0 * shard, 4, model::ElementwiseKind::add));  // Adam: 30 bytes per parameter of the shard
     if (group >= 0 && l.zero >= 1 && l.zero < 3) ks.push_back(collective(model::CollectiveOp::all_gather, grad_bytes, group));
   }
 }

@@ -52,6 +52,8 @@ struct Kernel {
   bool backward = false;
   double bytes = 0;
   int64_t launches = 1;
+  // memory: which streaming kernel it runs (a norm runs calibration's norm, an add its triad; any, a copy).
+  model::ElementwiseKind elementwise = model::ElementwiseKind::any;
   model::CollectiveOp op = model::CollectiveOp::all_reduce;
   int32_t group = -1;
   int64_t peer = -1;
@@ -66,6 +68,11 @@ struct Kernel {
 
 // "gemm", "attention", "decode_attention", "memory", "collective", "copy", "wait".
 const char* kernel_kind_name(Kernel::Kind kind);
+
+// A memory kernel's arrays, in floats, for each of its launches: its bytes over the arrays its
+// kind streams (an add reads two and writes one; a copy, norm or activation reads one and writes
+// one), at least one float. 0 launches (replayed from a graph) is the whole work in one.
+size_t memory_floats_per_launch(const Kernel& k);
 
 // A group of devices that run collectives together (an engine's tp ranks, a data-parallel group).
 using DeviceGroup = std::vector<int64_t>;

@@ -229,6 +229,19 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     for (const auto& [bytes, rates] : rates_by_size)
       rows.push_back({{"bytes", static_cast<int64_t>(bytes)}, {"bandwidth", bandwidth_text(stat_of(rates).median)}});
     eff["memory_by_size"] = rows;
+    // Each kernel's own rates by size: the cost model prices a norm, an add (the triad) or an
+    // activation at its kind's, and work of no one kind at the medians above.
+    std::map<std::string, std::map<double, double>> by_kernel;
+    for (const auto& m : r.memory)
+      if (m.seconds.median > 0) by_kernel[std::string(kernel_name(m.kernel))][m.bytes] = m.bytes / m.seconds.median;
+    Json kinds = Json::object();
+    for (const auto& [name, rates] : by_kernel) {
+      Json kind_rows = Json::array();
+      for (const auto& [bytes, rate] : rates)
+        kind_rows.push_back({{"bytes", static_cast<int64_t>(bytes)}, {"bandwidth", bandwidth_text(rate)}});
+      kinds[name] = kind_rows;
+    }
+    eff["memory_by_kernel"] = kinds;
   }
   if (nic_efficiency > 0) {
     eff["nic"] = nic_efficiency;

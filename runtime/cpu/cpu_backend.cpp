@@ -28,12 +28,24 @@ void fill(calib::cpu::Floats& v, size_t n, uint64_t seed) {
   fill_pattern_host(v.data(), n, seed);  // on this device's thread: the others are devices too
 }
 
+// Calibration's streaming kernel that runs an element-wise kind (an add is its triad).
+calib::MemoryKernel stream_kernel(model::ElementwiseKind kind) {
+  switch (kind) {
+    case model::ElementwiseKind::any:
+    case model::ElementwiseKind::copy: return calib::MemoryKernel::copy;
+    case model::ElementwiseKind::add: return calib::MemoryKernel::triad;
+    case model::ElementwiseKind::norm: return calib::MemoryKernel::norm;
+    case model::ElementwiseKind::activation: return calib::MemoryKernel::activation;
+  }
+  return calib::MemoryKernel::copy;
+}
+
 }  // namespace
 
 // A device: its worker (the "GPU") and its buffers, grown to the largest request and reused.
 struct Device {
   calib::cpu::Worker worker;
-  calib::cpu::Floats a, b, c, x, y, host, source;
+  calib::cpu::Floats a, b, c, x, y, z, host, source;
   std::map<int32_t, calib::cpu::Floats> weights;  // by Kernel::weight
   calib::cpu::Attention attention;
   int64_t attention_seq = -1, attention_dim = -1;
@@ -90,10 +102,10 @@ class CpuBufferSizer final : public BufferSizer {
             break;
           }
           case Kernel::Kind::memory: {
-            const int64_t launches = std::max<int64_t>(1, k.launches);
-            const double n = std::max(1.0, k.bytes / 8.0 / static_cast<double>(launches));
+            const auto n = static_cast<double>(memory_floats_per_launch(k));
             grow(d.x, n);
             grow(d.y, n);
+            if (k.elementwise == model::ElementwiseKind::add) grow(d.z, n);
             break;
           }
           case Kernel::Kind::collective: {
@@ -123,7 +135,7 @@ class CpuBufferSizer final : public BufferSizer {
   double bytes() const override {
     double floats = transient_;
     for (const auto& [id, d] : devices_) {
-      floats += d.a + d.b + d.c + d.x + d.y + d.host + d.source + d.attention;
+      floats += d.a + d.b + d.c + d.x + d.y + d.z + d.host + d.source + d.attention;
       for (const auto& [w, n] : d.weights) floats += n;
       for (const auto& [w, cache] : d.decode) floats += cache.largest;
     }
@@ -136,7 +148,7 @@ class CpuBufferSizer final : public BufferSizer {
     double largest = 0;  // floats of its largest allocation
   };
   struct Sizes {
-    double a = 0, b = 0, c = 0, x = 0, y = 0, host = 0, source = 0, attention = 0;
+    double a = 0, b = 0, c = 0, x = 0, y = 0, z = 0, host = 0, source = 0, attention = 0;
     std::map<int32_t, double> weights;
     std::map<int32_t, Decode> decode;  // by layer
   };
@@ -234,13 +246,16 @@ RunStats CpuBackend::run(const Program& p, const std::string& activity) {
             break;
           }
           case Kernel::Kind::memory: {
-            // A copy kernel reads and writes: bytes / 8 floats per launch.
+            // Calibration's streaming kernel of the op's kind, over its bytes.
             const int64_t launches = std::max<int64_t>(1, k.launches);
-            const size_t n = static_cast<size_t>(std::max(1.0, k.bytes / 8.0 / static_cast<double>(launches)));
+            const size_t n = memory_floats_per_launch(k);
+            const bool add = k.elementwise == model::ElementwiseKind::add;
             if (dev.x.size() < n) dev.x.assign(n, 1.5f);
             if (dev.y.size() < n) dev.y.assign(n, 0.0f);
+            if (add && dev.z.size() < n) dev.z.assign(n, 0.25f);
+            const calib::MemoryKernel kernel = stream_kernel(k.elementwise);
             const std::function<void()> task = [&] {
-              calib::cpu::stream(calib::MemoryKernel::copy, dev.x.data(), dev.y.data(), nullptr, n);
+              calib::cpu::stream(kernel, dev.x.data(), dev.y.data(), add ? dev.z.data() : nullptr, n);
             };
             const auto t = Clock::now();
             if (k.launches == 0) {

@@ -189,14 +189,32 @@ class CudaOps final : public DeviceOps {
       case Kernel::Kind::attention: attention(k); break;
       case Kernel::Kind::decode_attention: decode_attention(k); break;
       case Kernel::Kind::memory: {
-        // A copy kernel reads and writes: bytes / 8 floats per launch; 0 launches (replayed from a
-        // graph) is the whole work in one.
+        // Calibration's streaming kernel of the op's kind over its bytes; 0 launches (replayed
+        // from a graph) is the whole work in one. A norm takes rows of 4,096 (fewer floats: one row).
         const int64_t launches = std::max<int64_t>(1, k.launches);
-        const size_t n = static_cast<size_t>(std::max(1.0, k.bytes / 8.0 / static_cast<double>(launches)));
+        const size_t n = memory_floats_per_launch(k);
         ensure(x_, n * sizeof(float), 1.5f);
         ensure(y_, n * sizeof(float), 0.0f);
+        if (k.elementwise == model::ElementwiseKind::add) ensure(z_, n * sizeof(float), 0.25f);
+        const size_t cols = std::min<size_t>(n, 4096), rows = n / cols;
         open_segment();
-        for (int64_t l = 0; l < launches; ++l) copy_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), n);
+        for (int64_t l = 0; l < launches; ++l) {
+          switch (k.elementwise) {
+            case model::ElementwiseKind::any:
+            case model::ElementwiseKind::copy:
+              copy_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), n);
+              break;
+            case model::ElementwiseKind::add:
+              triad_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x_.as<float>(), z_.as<float>(), y_.as<float>(), 3.0f, n);
+              break;
+            case model::ElementwiseKind::norm:
+              rmsnorm_kernel<<<static_cast<int>(std::min<size_t>(65535, rows)), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), rows, cols);
+              break;
+            case model::ElementwiseKind::activation:
+              silu_kernel<<<grid_for(quads(n)), kThreads, 0, stream_>>>(x_.as<float>(), y_.as<float>(), n);
+              break;
+          }
+        }
         check(cudaGetLastError(), "memory-bound kernel");
         mark(k.kind);
         break;
@@ -548,7 +566,7 @@ class CudaOps final : public DeviceOps {
   bool corrupt_ = false;
   float* sink_ = nullptr;
   std::map<int32_t, Buffer> decode_kv_;  // each layer's KV cache, by Kernel::weight
-  Buffer a_, b_, c_, x_, y_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
+  Buffer a_, b_, c_, x_, y_, z_, in_, out_, staging_, q_, k_, v_, o_, do_, dq_, dk_, dv_, p_, dp_;
   std::map<int32_t, Buffer> weights_;
   std::set<std::tuple<int, int64_t, int64_t, int64_t, int64_t>> warmed_;
   HostBuffer host_, landed_;

@@ -192,6 +192,24 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
     p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
     p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
   });
+  if (const Value* kinds = r.field("memory_by_kernel")) {
+    // Calibration's kernel names; the triad is what an add runs.
+    ObjectReader k(*kinds, r.pointer_of("memory_by_kernel"), r.diag());
+    const std::pair<const char*, ElementwiseKind> names[] = {{"copy", ElementwiseKind::copy},
+                                                             {"triad", ElementwiseKind::add},
+                                                             {"norm", ElementwiseKind::norm},
+                                                             {"activation", ElementwiseKind::activation}};
+    for (const auto& [name, kind] : names) {
+      auto& table = g.memory_by_kernel[static_cast<int>(kind)];
+      parse_array(k, name, table, [](ObjectReader& p, MemorySizePoint& pt) {
+        p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
+        p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
+      });
+      require_rising(k, name, table, [](const MemorySizePoint& p) { return p.bytes; }, "sizes", " bytes",
+                     "list one point per size, smallest first");
+    }
+    k.finish();
+  }
   require_rising(r, "memory_by_size", g.memory_by_size, [](const MemorySizePoint& p) { return p.bytes; }, "sizes",
                  " bytes", "list one point per size, smallest first");
   if (const Value* tile = r.field("gemm_tile")) {

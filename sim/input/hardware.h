@@ -60,6 +60,14 @@ struct DecodeAttentionPoint {
   SimTime fixed;
   double bandwidth_bytes_per_s = 0;
 };
+// What an element-wise kernel does with the bytes it streams, in the four kinds `arlsim calibrate`
+// times (its copy, triad, norm and activation kernels): moves them (permutes, gathers, lookups), adds
+// streams (residual adds, the optimizer's update: the triad), reduces rows and scales them (norms,
+// softmaxes), or applies a function to each element (activations, rotary embeddings). `any`: work
+// of no one kind, priced at the profile's memory-bound rate (the four kinds' median).
+enum class ElementwiseKind : uint8_t { any, copy, add, norm, activation };
+inline constexpr int kElementwiseKinds = 5;
+
 // What memory-bound kernels of one size achieved, as measured by `arlsim calibrate` (the median of
 // its streaming, norm-like and activation-like kernels): above the streaming rate where the data
 // stays in a cache.
@@ -163,6 +171,10 @@ struct GpuProfile {
   std::vector<DecodeAttentionPoint> decode_attention;  // by batch, ascending; empty: memory-bound rate
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
   std::vector<MemorySizePoint> memory_by_size;  // by bytes, ascending; empty: the streaming rate at every size
+  // Each kind's kernel by size (efficiency/memory_by_kernel, calibrate's kernels: the triad is an
+  // add's), by ElementwiseKind; empty where not measured (then memory_by_size and memory_bound).
+  // Index `any` stays empty.
+  std::vector<MemorySizePoint> memory_by_kernel[kElementwiseKinds];
   std::vector<CollectivePoint> collectives;
   std::vector<CollectiveProtocol> collective_protocols;
   double nic_efficiency = 0;       // achieved / peak for large transfers over the NIC; 0 = not given

@@ -60,7 +60,12 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   attention_limit_ = limit.attention_flops_per_s > 0 ? limit.attention_flops_per_s : attention_rate_;
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
-  for (const auto& p : gpu.memory_by_size) memory_log_bytes_.push_back(std::log(static_cast<double>(p.bytes)));
+  for (int k = 0; k < input::kElementwiseKinds; ++k) {
+    const auto& own = gpu.memory_by_kernel[k];
+    memory_table_[k] = own.empty() ? &gpu.memory_by_size : &own;
+    streaming_rate_[k] = own.empty() ? memory_rate_ : own.back().bandwidth_bytes_per_s;
+    for (const auto& p : *memory_table_[k]) memory_log_bytes_[k].push_back(std::log(static_cast<double>(p.bytes)));
+  }
   launch_s_ = gpu.kernel_launch_overhead.seconds();
   gemm_fixed_s_ = std::max(launch_s_, gpu.gemm_kernel_overhead.seconds());
   k_overhead_ = gpu.gemm_k_overhead;
@@ -247,27 +252,30 @@ OpCost ComputeModel::decode_attention(double kv_bytes, int64_t layers, int64_t s
   return c;
 }
 
-double ComputeModel::memory_rate_at(double kernel_bytes) const {
-  const auto& t = gpu_.memory_by_size;
-  if (t.empty() || !(kernel_bytes > 0)) return memory_rate_;
+double ComputeModel::memory_rate_at(double kernel_bytes, ElementwiseKind kind) const {
+  const int k = static_cast<int>(kind);
+  const auto& t = *memory_table_[k];
+  const auto& logs = memory_log_bytes_[k];
+  const double streaming = streaming_rate_[k];
+  if (t.empty() || !(kernel_bytes > 0)) return streaming;
   const double x = std::log(kernel_bytes);
   double table = t.back().bandwidth_bytes_per_s;
-  if (x <= memory_log_bytes_.front()) {
+  if (x <= logs.front()) {
     table = t.front().bandwidth_bytes_per_s;
-  } else if (const auto [i, w] = log_segment(memory_log_bytes_, x); i > 0) {
+  } else if (const auto [i, w] = log_segment(logs, x); i > 0) {
     table = (1 - w) * t[i - 1].bandwidth_bytes_per_s + w * t[i].bandwidth_bytes_per_s;
   }
   // Below the streaming rate a small kernel's measured time is mostly its fixed part, which the
   // launch term charges.
-  return std::max(memory_rate_, table);
+  return std::max(streaming, table);
 }
 
-OpCost ComputeModel::memory_bound(double bytes, int kernels) const {
+OpCost ComputeModel::memory_bound(double bytes, int kernels, ElementwiseKind kind) const {
   OpCost c;
   if (bytes <= 0) return c;
   c.bytes = bytes;
   c.memory_bound = true;
-  const double rate = kernels > 0 ? memory_rate_at(bytes / kernels) : memory_rate_;
+  const double rate = kernels > 0 ? memory_rate_at(bytes / kernels, kind) : streaming_rate_[static_cast<int>(kind)];
   c.seconds = bytes / rate + launch_s_ * kernels;
   return c;
 }

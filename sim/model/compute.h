@@ -26,6 +26,8 @@
 
 namespace arlsim::model {
 
+using input::ElementwiseKind;
+
 struct OpCost {
   double seconds = 0;
   double flops = 0;
@@ -84,12 +86,14 @@ class ComputeModel {
   bool in_decode_table(int64_t seqs) const;
   // Streaming `bytes` through HBM (element-wise kernels, KV-cache reads, optimizer steps).
   // `kernels` kernels moving `bytes` in all, each at memory_rate_at() its size; without kernels
-  // (work priced as a whole), at the streaming rate.
-  OpCost memory_bound(double bytes, int kernels = 1) const;
-  // One kernel's rate: with a measured table by size (GpuProfile::memory_by_size), the faster of
-  // the table's rate at its size (linear in log bytes between points, the end points' beyond
-  // them) and the streaming rate, so that a size the caches hold runs faster; else streaming.
-  double memory_rate_at(double kernel_bytes) const;
+  // (work priced as a whole), at the streaming rate. A kernel of a kind the profile measured
+  // (GpuProfile::memory_by_kernel) runs at that kind's own rates.
+  OpCost memory_bound(double bytes, int kernels = 1, ElementwiseKind kind = ElementwiseKind::any) const;
+  // One kernel's rate: with a measured table by size (GpuProfile::memory_by_size, or the kind's own
+  // in memory_by_kernel), the faster of the table's rate at its size (linear in log bytes between
+  // points, the end points' beyond them) and the streaming rate (the kind's: its table's largest
+  // size), so that a size the caches hold runs faster; else streaming.
+  double memory_rate_at(double kernel_bytes, ElementwiseKind kind = ElementwiseKind::any) const;
 
   double launch_overhead_s() const { return launch_s_; }
   // A graph-replayed kernel's GPU-side time (0: not in the profile).
@@ -111,7 +115,11 @@ class ComputeModel {
   std::vector<double> grid_;
   double grid_best_ = 0;  // the grid's best measured efficiency
   double memory_rate_ = 0;  // achieved bytes/s
-  std::vector<double> memory_log_bytes_;  // log of memory_by_size's sizes
+  // By ElementwiseKind: the table by size it is priced with (`any`: memory_by_size), the log of its
+  // sizes, and its streaming rate.
+  const std::vector<input::MemorySizePoint>* memory_table_[input::kElementwiseKinds] = {};
+  std::vector<double> memory_log_bytes_[input::kElementwiseKinds];
+  double streaming_rate_[input::kElementwiseKinds] = {};
   double launch_s_ = 0;
   double gemm_fixed_s_ = 0;  // a GEMM's time beyond its roofline: the launch or the profile's gemm_kernel_overhead
   struct AttentionGroup {

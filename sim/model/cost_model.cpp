@@ -31,7 +31,7 @@ OpCost AnalyticCostModel::cost(const Op& op) const {
     OpCost operator()(const AttentionOp& a) const { return m.compute_.attention(a.forward_flops, a.seq_len, a.pass, a.head_dim, a.calls); }
     OpCost operator()(const DecodeAttentionOp& a) const { return m.compute_.decode_attention(a.kv_bytes, a.layers, a.seqs); }
     OpCost operator()(const MemoryBoundOp& b) const {
-      OpCost c = m.compute_.memory_bound(b.bytes, b.kernels);
+      OpCost c = m.compute_.memory_bound(b.bytes, b.kernels, b.kind);
       c.seconds += static_cast<double>(b.graph_kernels) * m.compute_.graph_kernel_s();
       return c;
     }

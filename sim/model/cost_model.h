@@ -41,6 +41,7 @@ struct MemoryBoundOp {
   double bytes = 0;
   int kernels = 1;
   int64_t graph_kernels = 0;
+  ElementwiseKind kind = ElementwiseKind::any;  // priced at that kind's measured rate, where the profile has one
 };
 // A collective over a group of ranks (see collective_group()); `bytes` as nccl-tests counts them.
 struct CollectiveCallOp {

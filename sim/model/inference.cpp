@@ -89,6 +89,13 @@ int64_t short_kernels_per_iteration(const input::ModelSpec& m, int64_t tp, bool 
   return m.num_layers * per_layer + 3;
 }
 
+std::vector<ElementwiseShare> inference_elementwise(const input::ModelSpec& m, int64_t tp) {
+  const double h = static_cast<double>(m.hidden_size);
+  return {{4.0 * h, ElementwiseKind::norm},
+          {6.0 * h, ElementwiseKind::add},
+          {3.0 * static_cast<double>(m.ffn_hidden_size) / static_cast<double>(tp), ElementwiseKind::activation}};
+}
+
 int64_t InferenceModel::short_kernels_per_iteration(bool prefill, bool decode) const {
   return model::short_kernels_per_iteration(m_, layout_.tp, prefill, decode);
 }
@@ -98,16 +105,18 @@ double InferenceModel::sampled_rows_seconds(int64_t rows) const {
   const CostModel& ops = *cost_;
   // LM head, then softmax and sampling over fp32 logits.
   return ops.cost(GemmOp{rows, m_.vocab_size / layout_.tp, m_.hidden_size}).seconds +
-         ops.cost(MemoryBoundOp{3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2}).seconds;
+         ops.cost(MemoryBoundOp{3.0 * 4.0 * d(rows) * d(m_.vocab_size) / d(layout_.tp), 2, 0, ElementwiseKind::norm}).seconds;
 }
 
 InferenceModel::RowTerms InferenceModel::compute_row_terms(int64_t rows) const {
   const int64_t tp = layout_.tp;
   RowTerms t;
   t.gemm_s = gemm_seconds(rows);
-  const double elementwise_bytes = 2.0 * d(rows) * (10.0 * d(m_.hidden_size) + 3.0 * d(m_.ffn_hidden_size) / d(tp));
+  // The norms, residual adds and activation of every layer, each priced as its kind.
   const CostModel& ops = *cost_;
-  t.elementwise_s = ops.cost(MemoryBoundOp{elementwise_bytes * d(m_.num_layers), 0}).seconds;
+  t.elementwise_s = 0;
+  for (const auto& share : inference_elementwise(m_, tp))
+    t.elementwise_s += ops.cost(MemoryBoundOp{2.0 * d(rows) * share.elements * d(m_.num_layers), 0, 0, share.kind}).seconds;
   if (tp > 1) {
     CollectiveGroup g;
     g.ranks = tp;

@@ -63,6 +63,15 @@ struct Speculation {
 // then softmax, sampling and the token's write-back): what eager mode dispatches one by one.
 int64_t short_kernels_per_iteration(const input::ModelSpec& m, int64_t tp, bool prefill, bool decode);
 
+// An engine iteration's element-wise work per row of the batch and layer, by kind: the two norms
+// of the hidden state (reading and writing it, 4 h elements of bf16 a row), its two residual adds
+// (6 h) and the MLP's activation on the rank's width (3 ffn / tp).
+struct ElementwiseShare {
+  double elements = 0;  // bf16 elements streamed per row and layer
+  ElementwiseKind kind = ElementwiseKind::any;
+};
+std::vector<ElementwiseShare> inference_elementwise(const input::ModelSpec& m, int64_t tp);
+
 // How an engine iteration of `rows` rows runs a mixture-of-experts layer: the experts one of its
 // ranks expects to be active (each reads its weights once), the routed rows each of them takes,
 // and the tp ranks each expert's matrices split over when ep does not spread the experts alone.

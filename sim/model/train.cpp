@@ -155,8 +155,8 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     // (read the copies and their weights, write t x h), forward and backward.
     const double copies = d(tokens) * d(e.experts_per_token) * d(h) * 2;
     const double own = d(tokens) * d(h) * 2;
-    lc.moe_permute += cost.cost(MemoryBoundOp{own + copies, 1});
-    lc.moe_permute += cost.cost(MemoryBoundOp{copies + own, 1});
+    lc.moe_permute += cost.cost(MemoryBoundOp{own + copies, 1, 0, ElementwiseKind::copy});
+    lc.moe_permute += cost.cost(MemoryBoundOp{copies + own, 1, 0, ElementwiseKind::copy});
   } else {
     dense_mlp(m.ffn_hidden_size, tp);
   }
@@ -187,13 +187,13 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     const OpCost scores = cost.cost(scores_op);
     const OpCost values = cost.cost(values_op);
     const double elements = d(groups) * d(queries) * d(attention_len);
-    OpCost softmax = cost.cost(MemoryBoundOp{2.0 * 2 * elements, 1});
-    OpCost softmax_backward = cost.cost(MemoryBoundOp{3.0 * 2 * elements, 1});
+    OpCost softmax = cost.cost(MemoryBoundOp{2.0 * 2 * elements, 1, 0, ElementwiseKind::norm});
+    OpCost softmax_backward = cost.cost(MemoryBoundOp{3.0 * 2 * elements, 1, 0, ElementwiseKind::norm});
     if (m.attention_dropout > 0) {
       // Dropout on the probabilities: read them, write the kept ones and a one-byte mask; backward
       // read the gradient and the mask, write the gradient.
-      softmax += cost.cost(MemoryBoundOp{(2.0 * 2 + 1) * elements, 1});
-      softmax_backward += cost.cost(MemoryBoundOp{(2.0 * 2 + 1) * elements, 1});
+      softmax += cost.cost(MemoryBoundOp{(2.0 * 2 + 1) * elements, 1, 0, ElementwiseKind::activation});
+      softmax_backward += cost.cost(MemoryBoundOp{(2.0 * 2 + 1) * elements, 1, 0, ElementwiseKind::activation});
     }
     lc.attention = scores;
     lc.attention += values;
@@ -205,9 +205,9 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     lc.attention_fwd_bwd += softmax_backward;
   }
   for (const auto& k : layer_elementwise_kernels(m, r, tokens, ffn_elementwise, false))
-    lc.elementwise += cost.cost(MemoryBoundOp{k.bytes, 1});
+    lc.elementwise += cost.cost(MemoryBoundOp{k.bytes, 1, 0, k.kind});
   for (const auto& k : layer_elementwise_kernels(m, r, tokens, ffn_elementwise, true))
-    lc.elementwise_backward += cost.cost(MemoryBoundOp{k.bytes, 1});
+    lc.elementwise_backward += cost.cost(MemoryBoundOp{k.bytes, 1, 0, k.kind});
   if (tp > 1) {
     const double bytes = d(tokens) * d(h) * 2;
     const auto g = group_of(c, tp, 1);
@@ -282,13 +282,13 @@ StageTimes stage_times(const input::ModelSpec& m, const input::ClusterSpec& c, c
     st.cp_exposed += n * (cp_fwd + cp_bwd);
   }
   const int64_t h = m.hidden_size;
-  if (first) st.forward += cost.cost(MemoryBoundOp{2.0 * d(tokens) * d(h), 1}).seconds;  // embedding lookup
+  if (first) st.forward += cost.cost(MemoryBoundOp{2.0 * d(tokens) * d(h), 1, 0, ElementwiseKind::copy}).seconds;  // embedding lookup
   if (last) {
     // LM head and the cross-entropy over fp32 logits (a critic's value head: one output per token).
     const GemmOp head_op{tokens, r.value_head ? 1 : m.vocab_size / l.tp, h};
     const OpCost head = cost.cost(head_op);
     const double outputs = r.value_head ? 1.0 : d(m.vocab_size) / d(l.tp);
-    const OpCost loss = cost.cost(MemoryBoundOp{3.0 * 4.0 * d(tokens) * outputs, 3});
+    const OpCost loss = cost.cost(MemoryBoundOp{3.0 * 4.0 * d(tokens) * outputs, 3, 0, ElementwiseKind::norm});
     st.forward += head.seconds + loss.seconds;
     st.backward += backward_gemms(cost, head_op).seconds + loss.seconds;
   }
@@ -381,25 +381,25 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
   std::vector<ElementwiseKernel> k;
   if (!backward) {
     // A norm reads the hidden state and writes it normalised.
-    k.push_back({"input norm", 2 * b * ts * h});
-    if (m.qk_norm) k.push_back({"query-key norm", 2 * b * t * qk_width});
-    if (rotary) k.push_back({"rotary embedding", 2 * b * t * qk_width});
-    k.push_back({"attention residual add", 3 * b * ts * h + mask});
-    k.push_back({"post-attention norm", 2 * b * ts * h});
+    k.push_back({"input norm", 2 * b * ts * h, ElementwiseKind::norm});
+    if (m.qk_norm) k.push_back({"query-key norm", 2 * b * t * qk_width, ElementwiseKind::norm});
+    if (rotary) k.push_back({"rotary embedding", 2 * b * t * qk_width, ElementwiseKind::activation});
+    k.push_back({"attention residual add", 3 * b * ts * h + mask, ElementwiseKind::add});
+    k.push_back({"post-attention norm", 2 * b * ts * h, ElementwiseKind::norm});
     // SwiGLU reads the gate and up halves and writes their product; GeLU reads and writes one.
-    k.push_back({"activation", (gated ? 3 : 2) * b * t * d(ffn_width)});
-    k.push_back({"MLP residual add", 3 * b * ts * h + mask});
+    k.push_back({"activation", (gated ? 3 : 2) * b * t * d(ffn_width), ElementwiseKind::activation});
+    k.push_back({"MLP residual add", 3 * b * ts * h + mask, ElementwiseKind::add});
   } else {
     // A norm's backward reads the input and the gradient and writes the input's gradient.
-    k.push_back({"MLP residual add backward", 3 * b * ts * h + mask});
+    k.push_back({"MLP residual add backward", 3 * b * ts * h + mask, ElementwiseKind::add});
     // SwiGLU backward reads gate, up and the gradient and writes both halves' gradients; GeLU
     // reads its input and the gradient and writes one.
-    k.push_back({"activation backward", (gated ? 5 : 3) * b * t * d(ffn_width)});
-    k.push_back({"post-attention norm backward", 3 * b * ts * h});
-    k.push_back({"attention residual add backward", 3 * b * ts * h + mask});
-    if (rotary) k.push_back({"rotary embedding backward", 2 * b * t * qk_width});
-    if (m.qk_norm) k.push_back({"query-key norm backward", 3 * b * t * qk_width});
-    k.push_back({"input norm backward", 3 * b * ts * h});
+    k.push_back({"activation backward", (gated ? 5 : 3) * b * t * d(ffn_width), ElementwiseKind::activation});
+    k.push_back({"post-attention norm backward", 3 * b * ts * h, ElementwiseKind::norm});
+    k.push_back({"attention residual add backward", 3 * b * ts * h + mask, ElementwiseKind::add});
+    if (rotary) k.push_back({"rotary embedding backward", 2 * b * t * qk_width, ElementwiseKind::activation});
+    if (m.qk_norm) k.push_back({"query-key norm backward", 3 * b * t * qk_width, ElementwiseKind::norm});
+    k.push_back({"input norm backward", 3 * b * ts * h, ElementwiseKind::norm});
   }
   return k;
 }
@@ -609,7 +609,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   // gradients go to host memory, Adam runs on the CPU and the bf16 weights come back: 6 bytes per
   // parameter over the host link (the CPU's Adam time itself is not modelled).
   const double shard = l.zero >= 1 ? sharded_params(p, l) : p.total();
-  b.optimizer_s = l.offload_optimizer ? cost.seconds(HostTransferOp{6.0 * shard}) : cost.cost(MemoryBoundOp{30.0 * shard, 4}).seconds;
+  b.optimizer_s = l.offload_optimizer ? cost.seconds(HostTransferOp{6.0 * shard}) : cost.cost(MemoryBoundOp{30.0 * shard, 4, 0, ElementwiseKind::add}).seconds;
 
   e.iteration_s = b.pipeline_s + b.dp_comm_exposed_s + b.optimizer_s;
   const double tokens_per_iteration = d(r.global_batch) * d(r.seq_len);

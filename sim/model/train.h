@@ -81,10 +81,13 @@ struct TrainExperts {
 };
 TrainExperts train_experts(const input::ModelSpec& m, const TrainRequest& r, int64_t tokens);
 
+using input::ElementwiseKind;
+
 // One element-wise (memory-bound) kernel of a transformer layer and the HBM bytes it moves.
 struct ElementwiseKernel {
   const char* name;
   double bytes;
+  ElementwiseKind kind = ElementwiseKind::any;  // which calibrated rate prices it, and what the runtime runs
 };
 
 // The element-wise kernels of one layer's forward (or backward) on a rank's `tokens` tokens, with

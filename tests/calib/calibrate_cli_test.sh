@@ -49,6 +49,8 @@ contains calibrate-compare-decode "$tmp/out" "decode attention, achieved"
 contains calibrate-compare-decode-batch "$tmp/out" "batch 16"
 contains calibrate-compare-memory "$tmp/out" "memory-bound kernels by size, achieved"
 contains calibrate-compare-memory-size "$tmp/out" "  1 MiB"
+contains calibrate-compare-memory-kind "$tmp/out" "memory-bound kernels by kind, streaming"
+contains calibrate-compare-memory-norm "$tmp/out" "  norm"
 
 # A profile with an fp8 grid of its own: compare prints that dtype's GEMMs too, priced with it.
 sed 's/"efficiency": {/"efficiency": { "gemm_by_dtype": { "fp8": [ {"m": 2048, "n": 2048, "k": 13312, "efficiency": 0.6} ] },/' \

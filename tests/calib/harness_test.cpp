@@ -66,10 +66,11 @@ class FakeDevice final : public calib::Device {
   std::optional<double> attention(int64_t seq, int64_t head_dim, bool backward) override {
     return swing(calib::attention_flops(seq, head_dim, backward) / (peak * (backward ? 0.3 : 0.4)), attention_calls_++);
   }
-  // Up to cache_bytes the kernels run from a cache, three times as fast.
-  double cache_bytes = 0;
-  std::optional<double> memory(calib::MemoryKernel, double bytes) override {
-    return swing(bytes / ((bytes <= cache_bytes ? 3 : 1) * 0.8 * bandwidth), memory_calls_++);
+  // Up to cache_bytes the kernels run from a cache, three times as fast; the norm at norm_speed.
+  double cache_bytes = 0, norm_speed = 1;
+  std::optional<double> memory(calib::MemoryKernel kernel, double bytes) override {
+    const double speed = kernel == calib::MemoryKernel::norm ? norm_speed : 1.0;
+    return swing(bytes / ((bytes <= cache_bytes ? 3 : 1) * 0.8 * speed * bandwidth), memory_calls_++);
   }
   // Decode attention: a fixed 4 us + 10 ns per sequence, and the cache (bf16) at 90% of the
   // bandwidth times b / (b + 1) for b sequences.
@@ -266,6 +267,39 @@ TEST_CASE("calibrate: memory-bound kernels by size come back exactly, and the co
   for (auto& p : slow.memory_by_size) p.bandwidth_bytes_per_s = 0.1 * d.bandwidth;
   const model::ComputeModel cs(slow, input::Dtype::bf16);
   CHECK(cs.memory_rate_at(1 << 20) == doctest::Approx(streaming).epsilon(1e-4));
+}
+
+TEST_CASE("calibrate: each memory-bound kernel's rates by size come back, and the cost model prices a kind by its own") {
+  FakeDevice d;
+  d.cache_bytes = 2 << 20;
+  d.norm_speed = 0.5;  // the norm kernel streams at half the others' rate
+  const auto g = round_trip(calib::measure(d, small_plan(d)), "fake-kinds.json");
+  const auto& norm = g.memory_by_kernel[static_cast<int>(input::ElementwiseKind::norm)];
+  const auto& add = g.memory_by_kernel[static_cast<int>(input::ElementwiseKind::add)];  // the triad's
+  REQUIRE(norm.size() == 2);
+  REQUIRE(add.size() == 2);
+  CHECK(g.memory_by_kernel[static_cast<int>(input::ElementwiseKind::any)].empty());
+  CHECK(norm[0].bandwidth_bytes_per_s == doctest::Approx(1.2 * d.bandwidth).epsilon(1e-4));
+  CHECK(norm[1].bandwidth_bytes_per_s == doctest::Approx(0.4 * d.bandwidth).epsilon(1e-4));
+  CHECK(add[1].bandwidth_bytes_per_s == doctest::Approx(0.8 * d.bandwidth).epsilon(1e-4));
+  CHECK(g.memory_bound_efficiency == doctest::Approx(0.8));  // the four kinds' median
+  const model::ComputeModel c(g, input::Dtype::bf16);
+  const double launch = c.launch_overhead_s();
+  using input::ElementwiseKind;
+  // A norm at its own rates, streaming and from the cache; an add at the triad's; work of no one
+  // kind at the medians.
+  CHECK(c.memory_bound(1 << 30, 1, ElementwiseKind::norm).seconds ==
+        doctest::Approx((1 << 30) / (0.4 * d.bandwidth) + launch).epsilon(1e-4));
+  CHECK(c.memory_rate_at(1 << 20, ElementwiseKind::norm) == doctest::Approx(1.2 * d.bandwidth).epsilon(1e-4));
+  CHECK(c.memory_rate_at(1 << 30, ElementwiseKind::add) == doctest::Approx(0.8 * d.bandwidth).epsilon(1e-4));
+  CHECK(c.memory_rate_at(1 << 30) == doctest::Approx(0.8 * d.bandwidth).epsilon(1e-4));
+  CHECK(c.memory_bound(1 << 20, 0, ElementwiseKind::norm).seconds == doctest::Approx((1 << 20) / (0.4 * d.bandwidth)).epsilon(1e-4));
+  // A profile without the table prices every kind as before.
+  input::GpuProfile plain = g;
+  for (auto& t : plain.memory_by_kernel) t.clear();
+  const model::ComputeModel p(plain, input::Dtype::bf16);
+  CHECK(p.memory_rate_at(1 << 30, ElementwiseKind::norm) == doctest::Approx(p.memory_rate_at(1 << 30)));
+  CHECK(p.memory_rate_at(1 << 20, ElementwiseKind::norm) == doctest::Approx(p.memory_rate_at(1 << 20)));
 }
 
 TEST_CASE("calibrate: decode attention's fit per batch comes back exactly and the cost model reads it") {

@@ -37,6 +37,16 @@ TEST_CASE("cost model: the analytic implementation is the kernel and collective 
   CHECK(a.seconds(GemmOp{512, 1024, 2048, 8}) == cm.grouped_gemm(8, 512, 1024, 2048).seconds);
   CHECK(a.seconds(AttentionOp{1e12, 8192, AttentionPass::forward}) == cm.attention(1e12, 8192, AttentionPass::forward).seconds);
   CHECK(a.seconds(MemoryBoundOp{1e9, 3}) == cm.memory_bound(1e9, 3).seconds);
+  {
+    // A kind the profile measured is priced by its own table.
+    auto k = c;
+    k.gpu.memory_by_kernel[static_cast<int>(input::ElementwiseKind::norm)] = {{1 << 20, 1e12}, {1 << 30, 1e12}};
+    const AnalyticCostModel ak(k, input::Dtype::bf16);
+    const ComputeModel ck(k.gpu, input::Dtype::bf16);
+    CHECK(ak.seconds(MemoryBoundOp{1e9, 1, 0, input::ElementwiseKind::norm}) ==
+          test::near(1e9 / 1e12 + ck.launch_overhead_s()));
+    CHECK(ak.seconds(MemoryBoundOp{1e9, 1, 0, input::ElementwiseKind::copy}) == ck.memory_bound(1e9, 1).seconds);
+  }
   // Decode attention: the KV bytes at the memory-bound rate, one launch per layer.
   CHECK(a.seconds(DecodeAttentionOp{1e9, 32}) == test::near(1e9 / cm.memory_rate() + 32 * cm.launch_overhead_s()));
   const CollectiveGroup g{16, 8};

@@ -87,6 +87,54 @@ TEST_CASE("a micro-batch and an optimizer step run the training model's kernels"
   CHECK(head->n == 1);  // ... and its head gives one value per token
 }
 
+TEST_CASE("a micro-batch's element-wise kernels run as their kinds: norms, residual adds, activations, the loss's softmax") {
+  const auto m = tiny_model();
+  model::TrainRequest r;
+  r.layout.tp = 1;
+  r.layout.dp = 1;
+  r.layout.micro_batch = 1;
+  r.seq_len = 100;
+  runtime::Program p;
+  runtime::add_micro_batch(p, m, r, {0}, false);
+  // Each kind's bytes, against the training model's kernels of the same layers.
+  std::map<model::ElementwiseKind, double> ran, priced;
+  for (const Kernel& k : p.devices.at(0).second)
+    if (k.kind == Kernel::Kind::memory) ran[k.elementwise] += k.bytes;
+  const int64_t tokens = r.seq_len;
+  for (bool backward : {false, true})
+    for (const auto& e : model::layer_elementwise_kernels(m, r, tokens, m.ffn_hidden_size, backward))
+      priced[e.kind] += e.bytes * static_cast<double>(m.num_layers);
+  // Beyond the layers: the embedding lookup (a copy) and the loss forward and backward (a softmax).
+  CHECK(ran[model::ElementwiseKind::copy] > 0);
+  CHECK(ran[model::ElementwiseKind::add] == doctest::Approx(priced[model::ElementwiseKind::add]));
+  CHECK(ran[model::ElementwiseKind::activation] == doctest::Approx(priced[model::ElementwiseKind::activation]));
+  CHECK(ran[model::ElementwiseKind::norm] > priced[model::ElementwiseKind::norm]);  // and the loss's softmax
+  CHECK(priced[model::ElementwiseKind::norm] > 0);
+  // An add streams three arrays (two read, one written), the others two.
+  Kernel add, copy;
+  add.kind = copy.kind = Kernel::Kind::memory;
+  add.bytes = copy.bytes = 1200;
+  add.elementwise = model::ElementwiseKind::add;
+  CHECK(runtime::memory_floats_per_launch(add) == 100);
+  CHECK(runtime::memory_floats_per_launch(copy) == 150);
+  copy.launches = 3;
+  CHECK(runtime::memory_floats_per_launch(copy) == 50);
+  // Each kind runs on a thread-device and takes time.
+  runtime::Program each;
+  each.devices.push_back({0, {}});
+  for (auto kind : {model::ElementwiseKind::copy, model::ElementwiseKind::add, model::ElementwiseKind::norm,
+                    model::ElementwiseKind::activation}) {
+    Kernel k;
+    k.kind = Kernel::Kind::memory;
+    k.bytes = 64e6;
+    k.elementwise = kind;
+    each.devices[0].second.push_back(k);
+  }
+  runtime::CpuBackend cpu(1, 60);
+  const auto stats = cpu.run(each, "elementwise");
+  CHECK(stats.kernels.memory > 0);
+}
+
 TEST_CASE("tensor parallelism all-reduces each block's output; with sequence parallelism it gathers and scatters") {
   const auto m = tiny_model();  // two layers
   model::TrainRequest r;
