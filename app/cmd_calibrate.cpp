@@ -190,7 +190,10 @@ int compare(const std::string& a_path, const std::string& b_path) {
                   a->memory_by_size.empty() ? "*" : " ", number(rb / 1e9, "GB/s").c_str(),
                   b->memory_by_size.empty() ? "*" : " ", ratio(ra, rb).c_str());
     }
-    // Each kind's kernel, streaming (its largest size): what prices a norm, an add, an activation.
+  }
+  {
+    // Each kind's kernel, streaming: what prices a norm, an add, an activation (work priced as a
+    // whole, so no size's table but the kind's streaming point).
     const std::pair<const char*, input::ElementwiseKind> kinds[] = {{"copy", input::ElementwiseKind::copy},
                                                                     {"triad (add)", input::ElementwiseKind::add},
                                                                     {"norm", input::ElementwiseKind::norm},
@@ -198,12 +201,13 @@ int compare(const std::string& a_path, const std::string& b_path) {
     const auto measured = [](const input::GpuProfile& p, input::ElementwiseKind k) {
       return !p.memory_by_kernel[static_cast<int>(k)].empty();
     };
-    if (std::any_of(std::begin(kinds), std::end(kinds),
-                    [&](const auto& k) { return measured(*a, k.second) || measured(*b, k.second); })) {
+    if (comparable && std::any_of(std::begin(kinds), std::end(kinds),
+                                  [&](const auto& k) { return measured(*a, k.second) || measured(*b, k.second); })) {
       std::printf("memory-bound kernels by kind, streaming (* not measured in that profile: the memory-bound rate)\n");
-      const double big = static_cast<double>(*sizes.rbegin());
+      const model::ComputeModel ca(*a, *common), cb(*b, *common);
+      const double bytes = 1e9;
       for (const auto& [name, kind] : kinds) {
-        const double ra = ca.memory_rate_at(big, kind), rb = cb.memory_rate_at(big, kind);
+        const double ra = bytes / ca.memory_bound(bytes, 0, kind).seconds, rb = bytes / cb.memory_bound(bytes, 0, kind).seconds;
         std::printf("%-34s %17s%s %17s%s %8s\n", ("  " + std::string(name)).c_str(), number(ra / 1e9, "GB/s").c_str(),
                     measured(*a, kind) ? " " : "*", number(rb / 1e9, "GB/s").c_str(), measured(*b, kind) ? " " : "*",
                     ratio(ra, rb).c_str());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <stdexcept>
 
@@ -63,9 +64,13 @@ std::string kernel_shape(const Kernel& k, const Program& p) {
       std::snprintf(s, sizeof s, "%lld seqs x %lld tokens, %lld/%lld heads x %lld", ll(k.seqs), ll(k.seq_len), ll(k.heads),
                     ll(k.kv_heads), ll(k.head_dim));
       break;
-    case Kernel::Kind::memory:
-      std::snprintf(s, sizeof s, "%.4g MB in %lld launches", k.bytes / 1e6, ll(k.launches));
+    case Kernel::Kind::memory: {
+      static constexpr const char* kinds[] = {"element-wise", "copy", "add", "norm", "activation"};
+      static_assert(std::size(kinds) == input::kElementwiseKinds);
+      std::snprintf(s, sizeof s, "%s, %.4g MB in %lld launches", kinds[static_cast<int>(k.elementwise)], k.bytes / 1e6,
+                    ll(k.launches));
       break;
+    }
     case Kernel::Kind::collective:
       if (k.group >= 0 && static_cast<size_t>(k.group) < p.groups.size())
         std::snprintf(s, sizeof s, "%s of %.4g MB over %zu", model::collective_name(k.op), k.bytes / 1e6,

@@ -236,12 +236,15 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
       if (m.seconds.median > 0) by_kernel[std::string(kernel_name(m.kernel))][m.bytes] = m.bytes / m.seconds.median;
     Json kinds = Json::object();
     for (const auto& [name, rates] : by_kernel) {
+      // A kernel whose largest size failed its check has no streaming point: left out, priced as
+      // other work.
+      if (!rates.count(largest)) continue;
       Json kind_rows = Json::array();
       for (const auto& [bytes, rate] : rates)
         kind_rows.push_back({{"bytes", static_cast<int64_t>(bytes)}, {"bandwidth", bandwidth_text(rate)}});
       kinds[name] = kind_rows;
     }
-    eff["memory_by_kernel"] = kinds;
+    if (!kinds.empty()) eff["memory_by_kernel"] = kinds;
   }
   if (nic_efficiency > 0) {
     eff["nic"] = nic_efficiency;

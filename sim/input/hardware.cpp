@@ -199,12 +199,16 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
                                                              {"triad", ElementwiseKind::add},
                                                              {"norm", ElementwiseKind::norm},
                                                              {"activation", ElementwiseKind::activation}};
+    k.accept({"copy", "triad", "norm", "activation"});
     for (const auto& [name, kind] : names) {
+      if (!k.has(name)) continue;
       auto& table = g.memory_by_kernel[static_cast<int>(kind)];
       parse_array(k, name, table, [](ObjectReader& p, MemorySizePoint& pt) {
         p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
         p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
       });
+      if (table.empty())
+        k.error(name, "no points", "give the kernel's rates by size, or remove the entry (the kind is then priced as other work)");
       require_rising(k, name, table, [](const MemorySizePoint& p) { return p.bytes; }, "sizes", " bytes",
                      "list one point per size, smallest first");
     }

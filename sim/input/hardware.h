@@ -64,9 +64,9 @@ struct DecodeAttentionPoint {
 // times (its copy, triad, norm and activation kernels): moves them (permutes, gathers, lookups), adds
 // streams (residual adds, the optimizer's update: the triad), reduces rows and scales them (norms,
 // softmaxes), or applies a function to each element (activations, rotary embeddings). `any`: work
-// of no one kind, priced at the profile's memory-bound rate (the four kinds' median).
+// of no one kind, priced with memory_by_size and the memory-bound rate (the four kinds' medians).
 enum class ElementwiseKind : uint8_t { any, copy, add, norm, activation };
-inline constexpr int kElementwiseKinds = 5;
+inline constexpr int kElementwiseKinds = static_cast<int>(ElementwiseKind::activation) + 1;
 
 // What memory-bound kernels of one size achieved, as measured by `arlsim calibrate` (the median of
 // its streaming, norm-like and activation-like kernels): above the streaming rate where the data
@@ -172,8 +172,9 @@ struct GpuProfile {
   double memory_bound_efficiency = 0;  // achieved / peak HBM bandwidth for streaming kernels; 0: unknown
   std::vector<MemorySizePoint> memory_by_size;  // by bytes, ascending; empty: the streaming rate at every size
   // Each kind's kernel by size (efficiency/memory_by_kernel, calibrate's kernels: the triad is an
-  // add's), by ElementwiseKind; empty where not measured (then memory_by_size and memory_bound).
-  // Index `any` stays empty.
+  // add's), by ElementwiseKind; empty where not measured. A kind without a table, or whose table
+  // stops short of memory_by_size's largest size (its last point not past the caches), is priced
+  // as work of no one kind: memory_by_size and memory_bound. Index `any` stays empty.
   std::vector<MemorySizePoint> memory_by_kernel[kElementwiseKinds];
   std::vector<CollectivePoint> collectives;
   std::vector<CollectiveProtocol> collective_protocols;

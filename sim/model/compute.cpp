@@ -61,9 +61,12 @@ ComputeModel::ComputeModel(const input::GpuProfile& gpu, Dtype dtype) : gpu_(gpu
   bytes_per_element_ = element_bytes(dtype);
   memory_rate_ = gpu.memory_bandwidth_bytes_per_s * gpu.memory_bound_efficiency;
   for (int k = 0; k < input::kElementwiseKinds; ++k) {
+    // A kind's own table, when it reaches the largest size measured at all: its last point then
+    // streams past the caches as memory_bound's does, and stands for the kind's streaming rate.
     const auto& own = gpu.memory_by_kernel[k];
-    memory_table_[k] = own.empty() ? &gpu.memory_by_size : &own;
-    streaming_rate_[k] = own.empty() ? memory_rate_ : own.back().bandwidth_bytes_per_s;
+    const bool streams = !own.empty() && (gpu.memory_by_size.empty() || own.back().bytes >= gpu.memory_by_size.back().bytes);
+    memory_table_[k] = streams ? &own : &gpu.memory_by_size;
+    streaming_rate_[k] = streams ? own.back().bandwidth_bytes_per_s : memory_rate_;
     for (const auto& p : *memory_table_[k]) memory_log_bytes_[k].push_back(std::log(static_cast<double>(p.bytes)));
   }
   launch_s_ = gpu.kernel_launch_overhead.seconds();

@@ -294,6 +294,12 @@ TEST_CASE("calibrate: each memory-bound kernel's rates by size come back, and th
   CHECK(c.memory_rate_at(1 << 30, ElementwiseKind::add) == doctest::Approx(0.8 * d.bandwidth).epsilon(1e-4));
   CHECK(c.memory_rate_at(1 << 30) == doctest::Approx(0.8 * d.bandwidth).epsilon(1e-4));
   CHECK(c.memory_bound(1 << 20, 0, ElementwiseKind::norm).seconds == doctest::Approx((1 << 20) / (0.4 * d.bandwidth)).epsilon(1e-4));
+  // A table that stops short of the largest size measured (its streaming point failed) is not used.
+  input::GpuProfile short_norm = g;
+  short_norm.memory_by_kernel[static_cast<int>(ElementwiseKind::norm)].pop_back();
+  const model::ComputeModel cshort(short_norm, input::Dtype::bf16);
+  CHECK(cshort.memory_rate_at(1 << 30, ElementwiseKind::norm) == doctest::Approx(c.memory_rate_at(1 << 30)));
+  CHECK(cshort.memory_rate_at(1 << 20, ElementwiseKind::norm) == doctest::Approx(c.memory_rate_at(1 << 20)));
   // A profile without the table prices every kind as before.
   input::GpuProfile plain = g;
   for (auto& t : plain.memory_by_kernel) t.clear();

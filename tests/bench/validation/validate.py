@@ -100,6 +100,8 @@ def rl_steps(arlsim, tmp):
         # those simulated stages (a framework timing two of them as one).
         stages = []
         for key, measured in r.get("measured_stages_s", {}).items():
+            if not measured > 0:
+                sys.exit("%s: measured_stages_s[%r] must be a positive number of seconds, not %r" % (r["id"], key, measured))
             parts = key.split("+")
             for part in parts:
                 if part not in steps[0]["stages"]:
