@@ -143,10 +143,20 @@ calib::Plan small_plan(const calib::Device& d) {
   return p;
 }
 
+// This process's folder for written profiles, removed when the process ends.
 std::filesystem::path temp_dir() {
-  auto dir = std::filesystem::temp_directory_path() / ("arlsim-calib-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
+  struct Folder {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("arlsim-calib-test-" + std::to_string(::getpid()));
+    Folder() { std::filesystem::create_directories(path); }
+    ~Folder() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Folder folder;
+  std::filesystem::create_directories(folder.path);  // again after a test that removed it
+  return folder.path;
 }
 
 input::GpuProfile load(const std::string& path) {
