@@ -21,13 +21,23 @@ using test::count;
 using test::tiny_model;
 using test::zero3;
 
-TEST_CASE("a micro-batch and an optimizer step run the training model's kernels") {
-  const auto m = tiny_model();
+namespace {
+
+// A micro-batch of one 100-token sequence on ranks of no model parallelism, dp of them.
+model::TrainRequest data_parallel(int64_t dp) {
   model::TrainRequest r;
   r.layout.tp = 1;
-  r.layout.dp = 2;
+  r.layout.dp = dp;
   r.layout.micro_batch = 1;
   r.seq_len = 100;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a micro-batch and an optimizer step run the training model's kernels") {
+  const auto m = tiny_model();
+  const model::TrainRequest r = data_parallel(2);
   runtime::Program p;
   runtime::add_micro_batch(p, m, r, {0}, true);
   const auto forward_gemms = count(p.devices.at(0).second, Kernel::Kind::gemm);
@@ -89,11 +99,7 @@ TEST_CASE("a micro-batch and an optimizer step run the training model's kernels"
 
 TEST_CASE("a micro-batch's element-wise kernels run as their kinds: norms, residual adds, activations, the loss's softmax") {
   const auto m = tiny_model();
-  model::TrainRequest r;
-  r.layout.tp = 1;
-  r.layout.dp = 1;
-  r.layout.micro_batch = 1;
-  r.seq_len = 100;
+  const model::TrainRequest r = data_parallel(1);
   runtime::Program p;
   runtime::add_micro_batch(p, m, r, {0}, false);
   // Each kind's bytes, against the training model's kernels of the same layers.
