@@ -194,15 +194,12 @@ int compare(const std::string& a_path, const std::string& b_path) {
   {
     // Each kind's kernel, streaming: what prices a norm, an add, an activation (work priced as a
     // whole, so no size's table but the kind's streaming point).
-    const std::pair<const char*, input::ElementwiseKind> kinds[] = {{"copy", input::ElementwiseKind::copy},
-                                                                    {"triad (add)", input::ElementwiseKind::add},
-                                                                    {"norm", input::ElementwiseKind::norm},
-                                                                    {"activation", input::ElementwiseKind::activation}};
+    const auto& kinds = input::kMeasuredKinds;
     const auto measured = [](const input::GpuProfile& p, input::ElementwiseKind k) {
       return !p.memory_by_kernel[static_cast<int>(k)].empty();
     };
     if (comparable && std::any_of(std::begin(kinds), std::end(kinds),
-                                  [&](const auto& k) { return measured(*a, k.second) || measured(*b, k.second); })) {
+                                  [&](const auto& k) { return measured(*a, k.kind) || measured(*b, k.kind); })) {
       std::printf("memory-bound kernels by kind, streaming (* not measured in that profile: the memory-bound rate)\n");
       const model::ComputeModel ca(*a, *common), cb(*b, *common);
       const double bytes = 1e9;

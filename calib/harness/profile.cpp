@@ -222,8 +222,12 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   // By size, the median of the kernels' rates: the cost model takes it for a kernel of that size
   // where it beats the streaming rate (data a cache holds).
   std::map<double, std::vector<double>> rates_by_size;
+  std::map<std::string, std::map<double, double>> by_kernel;  // each kernel's rate by size
   for (const auto& m : r.memory)
-    if (m.seconds.median > 0) rates_by_size[m.bytes].push_back(m.bytes / m.seconds.median);
+    if (m.seconds.median > 0) {
+      rates_by_size[m.bytes].push_back(m.bytes / m.seconds.median);
+      by_kernel[std::string(kernel_name(m.kernel))][m.bytes] = m.bytes / m.seconds.median;
+    }
   if (rates_by_size.size() >= 2) {
     Json rows = Json::array();
     for (const auto& [bytes, rates] : rates_by_size)
@@ -231,9 +235,6 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
     eff["memory_by_size"] = rows;
     // Each kernel's own rates by size: the cost model prices a norm, an add (the triad) or an
     // activation at its kind's, and work of no one kind at the medians above.
-    std::map<std::string, std::map<double, double>> by_kernel;
-    for (const auto& m : r.memory)
-      if (m.seconds.median > 0) by_kernel[std::string(kernel_name(m.kernel))][m.bytes] = m.bytes / m.seconds.median;
     Json kinds = Json::object();
     for (const auto& [name, rates] : by_kernel) {
       // A kernel whose largest size failed its check has no streaming point: left out, priced as

@@ -139,6 +139,16 @@ void require_rising(ObjectReader& r, std::string_view field, const std::vector<T
     }
 }
 
+// A table of rates by size (memory_by_size, each kind's in memory_by_kernel), sizes rising.
+void parse_size_table(ObjectReader& r, std::string_view key, std::vector<MemorySizePoint>& table) {
+  parse_array(r, key, table, [](ObjectReader& p, MemorySizePoint& pt) {
+    p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
+    p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
+  });
+  require_rising(r, key, table, [](const MemorySizePoint& p) { return p.bytes; }, "sizes", " bytes",
+                 "list one point per size, smallest first");
+}
+
 void read_gemm_point(ObjectReader& p, GemmPoint& pt) {
   p.read("m", pt.m, Presence::required, 1, int64_t{1} << 40);
   p.read("n", pt.n, Presence::required, 1, int64_t{1} << 40);
@@ -188,34 +198,21 @@ void parse_efficiency(ObjectReader& parent, GpuProfile& g) {
   require_rising(r, "decode_attention", g.decode_attention, [](const DecodeAttentionPoint& p) { return p.batch; },
                  "batch sizes", "", "list one point per batch size, smallest first");
   r.read("memory_bound", g.memory_bound_efficiency, Presence::optional, 1e-6, 1.0);
-  parse_array(r, "memory_by_size", g.memory_by_size, [](ObjectReader& p, MemorySizePoint& pt) {
-    p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
-    p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
-  });
+  parse_size_table(r, "memory_by_size", g.memory_by_size);
   if (const Value* kinds = r.field("memory_by_kernel")) {
-    // Calibration's kernel names; the triad is what an add runs.
     ObjectReader k(*kinds, r.pointer_of("memory_by_kernel"), r.diag());
-    const std::pair<const char*, ElementwiseKind> names[] = {{"copy", ElementwiseKind::copy},
-                                                             {"triad", ElementwiseKind::add},
-                                                             {"norm", ElementwiseKind::norm},
-                                                             {"activation", ElementwiseKind::activation}};
-    k.accept({"copy", "triad", "norm", "activation"});
-    for (const auto& [name, kind] : names) {
-      if (!k.has(name)) continue;
+    for (const auto& [name, kind] : kMeasuredKinds) {
+      if (!k.has(name)) {
+        k.accept({name});  // named among the valid keys all the same
+        continue;
+      }
       auto& table = g.memory_by_kernel[static_cast<int>(kind)];
-      parse_array(k, name, table, [](ObjectReader& p, MemorySizePoint& pt) {
-        p.read("bytes", pt.bytes, Presence::required, 1, int64_t{1} << 50);
-        p.read_quantity("bandwidth", Dimension::bytes_per_s, pt.bandwidth_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
-      });
+      parse_size_table(k, name, table);
       if (table.empty())
         k.error(name, "no points", "give the kernel's rates by size, or remove the entry (the kind is then priced as other work)");
-      require_rising(k, name, table, [](const MemorySizePoint& p) { return p.bytes; }, "sizes", " bytes",
-                     "list one point per size, smallest first");
     }
     k.finish();
   }
-  require_rising(r, "memory_by_size", g.memory_by_size, [](const MemorySizePoint& p) { return p.bytes; }, "sizes",
-                 " bytes", "list one point per size, smallest first");
   if (const Value* tile = r.field("gemm_tile")) {
     ObjectReader t(*tile, r.pointer_of("gemm_tile"), r.diag());
     t.read("m", g.gemm_tile_m, Presence::required, 1, 4096);

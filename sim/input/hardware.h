@@ -67,6 +67,16 @@ struct DecodeAttentionPoint {
 // of no one kind, priced with memory_by_size and the memory-bound rate (the four kinds' medians).
 enum class ElementwiseKind : uint8_t { any, copy, add, norm, activation };
 inline constexpr int kElementwiseKinds = static_cast<int>(ElementwiseKind::activation) + 1;
+// The kinds calibration measures, by the name of the kernel that runs each (a profile's keys in
+// efficiency/memory_by_kernel).
+struct MeasuredKind {
+  const char* kernel;
+  ElementwiseKind kind;
+};
+inline constexpr MeasuredKind kMeasuredKinds[] = {{"copy", ElementwiseKind::copy},
+                                                  {"triad", ElementwiseKind::add},
+                                                  {"norm", ElementwiseKind::norm},
+                                                  {"activation", ElementwiseKind::activation}};
 
 // What memory-bound kernels of one size achieved, as measured by `arlsim calibrate` (the median of
 // its streaming, norm-like and activation-like kernels): above the streaming rate where the data

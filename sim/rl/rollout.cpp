@@ -403,8 +403,7 @@ void Rollout::start_turn(int64_t t) {
     return;
   }
   RouteRequest rr{t, tr.turn, tr.engine, 0};
-  if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr))
-    rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
+  if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
   if (router_->uses_load(rr)) refresh_loads();
   tr.engine = static_cast<int32_t>(router_->route(rr, loads_));
   result_.engine[static_cast<size_t>(t)] = tr.engine;
