@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -119,6 +120,62 @@ TEST_CASE("event queue: many timers and events come out in (time, phase, order)"
   std::vector<std::pair<int64_t, uint64_t>> expected;
   for (const auto& e : plain) expected.emplace_back(e.time, e.payload);
   CHECK(r.seen == expected);
+}
+
+namespace {
+
+// What an event schedules when it runs, from its payload alone: 0-2 events at delays of 0-40 ns
+// (a third of them at once, in order after those already due now) in phases 0-2.
+std::vector<std::tuple<int64_t, int32_t>> spawned(uint64_t payload) {
+  uint64_t h = payload * 0x9E3779B97F4A7C15ull + 1;
+  h ^= h >> 31;
+  std::vector<std::tuple<int64_t, int32_t>> out;
+  const int count = payload < 20000 ? static_cast<int>(h % 3) : 0;
+  for (int i = 0; i < count; ++i) {
+    h = h * 6364136223846793005ull + 1442695040888963407ull;
+    const int64_t delay = (h >> 20) % 3 == 0 ? 0 : static_cast<int64_t>((h >> 33) % 40);
+    out.emplace_back(delay, static_cast<int32_t>((h >> 40) % 3));
+  }
+  return out;
+}
+
+struct Spawner : EventHandler {
+  Simulation* sim = nullptr;
+  uint64_t next_payload = 0;
+  std::vector<std::pair<int64_t, uint64_t>> seen;
+  void on_event(uint64_t payload) override {
+    seen.emplace_back(sim->now().ns(), payload);
+    for (const auto& [delay, phase] : spawned(payload)) sim->after(ns(delay), phase, this, next_payload++);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("event queue: events scheduled as others run, in order and not, come out in (time, phase, order)") {
+  // Long in-order runs (thousands of arrivals at one time, as a rollout's first turns) beside
+  // events out of order, against a sorted set holding the same events.
+  Simulation sim;
+  Spawner s;
+  s.sim = &sim;
+  using Key = std::tuple<int64_t, int32_t, uint64_t, uint64_t>;  // time, phase, order, payload
+  std::set<Key> pending;
+  uint64_t order = 0, payload = 0;
+  for (int i = 0; i < 6000; ++i) {  // the initial burst: every arrival at time 0 (or 5), in order
+    const int64_t t = i < 5000 ? 0 : 5;
+    sim.at(ns(t), 1, &s, s.next_payload++);
+    pending.insert({t, 1, order++, payload++});
+  }
+  std::vector<std::pair<int64_t, uint64_t>> expected;
+  while (!pending.empty()) {
+    const Key k = *pending.begin();
+    pending.erase(pending.begin());
+    const auto [time, phase, o, p] = k;
+    expected.emplace_back(time, p);
+    for (const auto& [delay, ph] : spawned(p)) pending.insert({time + delay, ph, order++, payload++});
+  }
+  sim.run();
+  CHECK(expected.size() > 20000);
+  CHECK(s.seen == expected);
 }
 
 namespace {
