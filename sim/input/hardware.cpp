@@ -368,6 +368,14 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.read_duration("kernel_launch_overhead", g.kernel_launch_overhead, Presence::optional, 0, 1e-2);
   r.read_duration("graph_kernel_overhead", g.graph_kernel_overhead, Presence::optional, 0, 1e-2);
   r.read_duration("host_copy_overhead", g.host_copy_overhead, Presence::optional, 0, 1e-2);
+  if (const Value* pageable = r.field("host_pageable", Presence::optional)) {
+    ObjectReader h(*pageable, r.pointer_of("host_pageable"), diag);
+    if (h.is_object()) {
+      h.read_quantity("out", Dimension::bytes_per_s, g.host_pageable_out_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
+      h.read_quantity("in", Dimension::bytes_per_s, g.host_pageable_in_bytes_per_s, Presence::required, 1e6, kMaxBandwidth);
+      h.finish();
+    }
+  }
   r.read_duration("gemm_kernel_overhead", g.gemm_kernel_overhead, Presence::optional, 0, 1e-2);
   r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
   if (const Value* clock = r.field("tensor_clock", Presence::optional)) {

@@ -141,6 +141,11 @@ struct GpuProfile {
   // (the copy engine's start and the DMA's first round trip; `arlsim calibrate` measures it as the
   // smallest copy's excess); 0: not measured (copies cost their bytes alone).
   SimTime host_copy_overhead;
+  // Copies to and from pageable host memory as PyTorch's `tensor.to("cpu")` makes them (see
+  // model::HostMemory): out of the device into newly allocated pages, and back in from them.
+  // Properties of the host (its kernel's page faults and memory copies) more than of the GPU;
+  // 0: not given (a scenario whose training state moves this way is refused).
+  double host_pageable_out_bytes_per_s = 0, host_pageable_in_bytes_per_s = 0;
   // The SM clock the tensor-core efficiencies below were measured at (short benchmarks run at
   // the boost clock) and the clock dense tensor-core work sustains at the power limit; the cost
   // model runs GEMMs and attention at sustained / benchmarks of the measured rates, in the element

@@ -196,6 +196,8 @@ void parse_weight_sync(ObjectReader& parent, PolicySpec& p) {
                                                  {"broadcast", WeightSync::broadcast}};
   r.read_enum("method", p.weight_sync, Presence::optional, methods);
   r.read_quantity("bucket", Dimension::bytes, p.weight_sync_bucket_bytes, Presence::optional, 1 << 20, 1e12);
+  static const EnumName<StateSwap> swaps[] = {{"pinned", StateSwap::pinned}, {"to-cpu", StateSwap::to_cpu}};
+  r.read_enum("state", p.weight_sync_state, Presence::optional, swaps);
   r.finish();
 }
 

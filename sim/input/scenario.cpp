@@ -276,6 +276,21 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                    " gives no NIC bandwidth",
                "set /cluster/network/nic_bandwidth");
   }
+  // A training state swapped as PyTorch frameworks swap it moves through pageable host memory,
+  // whose rates only the profile can give.
+  const WeightSync method = s.policy.weight_sync;
+  const bool swaps = method == WeightSync::allgather_swap || method == WeightSync::offload ||
+                     (method == WeightSync::automatic && s.policy.placement == Placement::colocated);
+  if (s.policy.weight_sync_state == StateSwap::to_cpu && swaps &&
+      (s.cluster.gpu.host_pageable_out_bytes_per_s <= 0 || s.cluster.gpu.host_pageable_in_bytes_per_s <= 0)) {
+    const Value* p = v.find("policy");
+    const Value* w = p && p->is_object() ? p->find("weight_sync") : nullptr;
+    const Value* field = w && w->is_object() ? w->find("state") : nullptr;
+    diag.error(field ? *field : v, field ? "/policy/weight_sync/state" : "",
+               "the training state moves through pageable host memory (\"to-cpu\"), and GPU profile " +
+                   s.cluster.gpu.name + " gives no rates for it (host_pageable: out and in)",
+               "give the profile host_pageable {\"out\": ..., \"in\": ...} (calib/SOURCES.md), or set the state to \"pinned\"");
+  }
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in
   // fp32 on a device without a bf16 peak: sim/model/inference.h).
   if (s.cluster.gpu.peak(s.workload.dtype) <= 0) {

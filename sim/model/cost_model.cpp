@@ -52,8 +52,13 @@ OpCost AnalyticCostModel::cost(const Op& op) const {
       return out;
     }
     OpCost operator()(const HostTransferOp& h) const {
-      const double rate = m.cluster_.gpu.host_link.achieved();
-      ARLSIM_ASSERT(rate > 0 || h.bytes <= 0);  // offload and swaps are refused without a host link
+      const input::GpuProfile& gpu = m.cluster_.gpu;
+      const double rate = h.memory == HostMemory::pageable_out  ? gpu.host_pageable_out_bytes_per_s
+                          : h.memory == HostMemory::pageable_in ? gpu.host_pageable_in_bytes_per_s
+                                                                : gpu.host_link.achieved();
+      // Offload and swaps are refused without a host link, swaps through pageable memory without
+      // its rates (input::check).
+      ARLSIM_ASSERT(rate > 0 || h.bytes <= 0);
       OpCost out;
       out.seconds = h.bytes > 0 ? h.bytes / rate + m.cluster_.gpu.host_copy_overhead.seconds() : 0.0;
       return out;

@@ -55,10 +55,16 @@ struct PointToPointOp {
   double bytes = 0;
   bool cross_node = false;
 };
-// Bytes between a GPU and host memory over the GPU's host link, priced as one transfer: its bytes
-// at the link's rate and one copy's fixed time (the profile's host_copy_overhead).
+// Bytes between a GPU and host memory, priced as one transfer: its bytes at the rate of the host
+// memory it uses and one copy's fixed time (the profile's host_copy_overhead). Pinned memory is
+// read and written by the copy engine at the host link's rate. Pageable memory is what PyTorch's
+// `tensor.to("cpu")` allocates: out of the device into newly allocated pages, each faulted in and
+// zeroed by the host's kernel as the driver copies its staging buffer into it, and back in from
+// them through that staging buffer (the profile's `host_pageable` rates).
+enum class HostMemory { pinned, pageable_out, pageable_in };
 struct HostTransferOp {
   double bytes = 0;
+  HostMemory memory = HostMemory::pinned;
 };
 // Time that passes without using a device: a tool call, a wait on another process.
 struct WaitOp {

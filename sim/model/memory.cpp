@@ -120,6 +120,7 @@ TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout
   t.weights = sharded(fp32 ? 4 : 2, 3);
   t.gradients = sharded(4, 2);
   t.optimizer = sharded(fp32 ? 8 : 12, 1);
+  t.moments = sharded(8, 1);
   return t;
 }
 

@@ -56,6 +56,9 @@ double sharded_params(const StageParams& p, const input::TrainLayout& l);
 // formula of these bytes: memory, reshards and weight sync all call it.
 struct TrainingState {
   double weights = 0, gradients = 0, optimizer = 0;
+  // Of the optimizer's bytes, Adam's two fp32 moments (the rest, in bf16 training, its fp32
+  // master weights).
+  double moments = 0;
   double total() const { return weights + gradients + optimizer; }
 };
 TrainingState training_state(const input::ModelSpec& m, const input::TrainLayout& l, input::Dtype dtype, bool first_stage,

@@ -302,6 +302,14 @@ struct RefitShape {
   int64_t gather_ranks = 0;
 };
 RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
+// With the training state swapped as PyTorch frameworks do it (input::StateSwap::to_cpu), what
+// comes back from host memory after the rollout: the weights before the first forward pass, the
+// optimizer's moments before the update (their way out is the refit's). Zero otherwise: a pinned
+// swap's way back is part of the refit.
+struct StateSwapIn {
+  double weights_s = 0, optimizer_s = 0;
+};
+StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // Weight sync after training: the refit and, colocated, the engines' sleep and wake.
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // The refit: the new weights into the rollout engines by the policy's method (or the one

@@ -483,6 +483,33 @@ double engine_sleep_wake_seconds(const input::ScenarioSpec& s, const input::Roll
   return 2 * model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{rollout_shard});
 }
 
+namespace {
+
+// The training state out to host memory as PyTorch frameworks move it (input::StateSwap::to_cpu):
+// the bf16 weights through a pinned buffer, the optimizer's moments into new pageable memory; the
+// gradient buffers are freed, and the fp32 master weights stay on the GPU.
+double state_out_to_cpu_seconds(const model::AnalyticCostModel& cost, const model::TrainingState& state) {
+  return cost.seconds(model::HostTransferOp{state.weights, model::HostMemory::pinned}) +
+         cost.seconds(model::HostTransferOp{state.moments, model::HostMemory::pageable_out});
+}
+
+bool swaps_state(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
+  const input::WeightSync method = refit_shape(s, r, train).method;
+  return method == input::WeightSync::allgather_swap || method == input::WeightSync::offload;
+}
+
+}  // namespace
+
+StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
+  StateSwapIn in;
+  if (s.policy.weight_sync_state != input::StateSwap::to_cpu || !swaps_state(s, r, train)) return in;
+  const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
+  const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
+  in.weights_s = cost.seconds(model::HostTransferOp{state.weights, model::HostMemory::pinned});
+  in.optimizer_s = cost.seconds(model::HostTransferOp{state.moments, model::HostMemory::pageable_in});
+  return in;
+}
+
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
   return refit_seconds(s, r, train) + engine_sleep_wake_seconds(s, r);
 }
@@ -521,12 +548,15 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
       const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
+      if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return gather + state_out_to_cpu_seconds(cost, state);
       return gather + 2 * cost.seconds(model::HostTransferOp{state.gradients + state.optimizer});
     }
     case input::WeightSync::offload: {
       // Training state out to host memory and back, rollout weights loaded over the host link.
-      const double state = model::training_state(s.model, train, s.workload.dtype).total();
-      return 2 * cost.seconds(model::HostTransferOp{state}) + cost.seconds(model::HostTransferOp{rollout_shard});
+      const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
+      const double load = cost.seconds(model::HostTransferOp{rollout_shard});
+      if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return state_out_to_cpu_seconds(cost, state) + load;
+      return 2 * cost.seconds(model::HostTransferOp{state.total()}) + load;
     }
     case input::WeightSync::broadcast:
     case input::WeightSync::automatic: {

@@ -548,6 +548,49 @@ TEST_CASE("step: colocated engines asleep at level 1 move their weights to host 
   CHECK(rl::engine_sleep_wake_seconds(apart, apart.policy.rollout) == 0);
 }
 
+TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weights pinned, Adam's moments into new pageable memory, gradients freed) and comes back before the first pass and the update") {
+  const std::vector<std::string> small{"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/policy/placement=\"colocated\"",
+                                       "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"};
+  auto with = [&](const std::string& state) {
+    auto o = small;
+    o.push_back("/policy/weight_sync={\"state\": \"" + state + "\"}");
+    return scenario(o);
+  };
+  const auto pinned = with("pinned"), cpu = with("to-cpu");
+  const auto& r = pinned.policy.rollout;
+  const auto& l = pinned.policy.train;
+  REQUIRE(rl::refit_shape(pinned, r, l).method == input::WeightSync::allgather_swap);
+  const auto& gpu = pinned.cluster.gpu;
+  REQUIRE(gpu.host_pageable_out_bytes_per_s > 0);
+  const model::TrainingState state = model::training_state(pinned.model, l, pinned.workload.dtype);
+  // bf16 training: of the optimizer's 12 bytes a parameter, Adam's two fp32 moments are 8.
+  CHECK(state.moments == test::near(state.optimizer * 8.0 / 12.0));
+  const double copy = gpu.host_copy_overhead.seconds(), link = gpu.host_link.achieved();
+  // The pinned swap: gradients and optimizer states out and back over the host link.
+  const double gather = rl::refit_seconds(pinned, r, l) - 2 * ((state.gradients + state.optimizer) / link + copy);
+  CHECK(gather >= 0);
+  const double weights = state.weights / link + copy;
+  CHECK(rl::refit_seconds(cpu, r, l) ==
+        test::near(gather + weights + state.moments / gpu.host_pageable_out_bytes_per_s + copy));
+  const rl::StateSwapIn in = rl::state_swap_in(cpu, r, l);
+  CHECK(in.weights_s == test::near(weights));
+  CHECK(in.optimizer_s == test::near(state.moments / gpu.host_pageable_in_bytes_per_s + copy));
+  const rl::StateSwapIn none = rl::state_swap_in(pinned, r, l);
+  CHECK(none.weights_s == 0);
+  CHECK(none.optimizer_s == 0);
+  // The way back lands in the stages that need it: the weights before the old log-probs, the
+  // moments before the update; the rollout is the same.
+  const auto a = rl::simulate_run(pinned, small_trace(pinned), {}), b = rl::simulate_run(cpu, small_trace(cpu), {});
+  REQUIRE(a.steps.size() == 1);
+  REQUIRE(b.steps.size() == 1);
+  const auto &x = a.steps[0].stages, &y = b.steps[0].stages;
+  CHECK(y.rollout == test::near(x.rollout));
+  CHECK(y.old_logprob - x.old_logprob == test::near(in.weights_s));
+  CHECK(y.ref_logprob == test::near(x.ref_logprob));
+  CHECK(y.train - x.train == test::near(in.optimizer_s));
+  CHECK(y.weight_sync - x.weight_sync == test::near(rl::refit_seconds(cpu, r, l) - rl::refit_seconds(pinned, r, l)));
+}
+
 TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {
   // Six steps, every second simulated (1, 3, 5): steps 2 and 4 take the mean of their neighbours,
   // step 6 the last simulated one's time.

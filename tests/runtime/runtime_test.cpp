@@ -402,6 +402,10 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
   REQUIRE(s);
   CHECK(runtime::unsupported_reason(*s).empty());
+  // A training state swapped through pageable host memory is priced, not executed.
+  auto to_cpu = *s;
+  to_cpu.policy.weight_sync_state = input::StateSwap::to_cpu;
+  CHECK(runtime::unsupported_reason(to_cpu).rfind("/policy/weight_sync/state", 0) == 0);
   // Pipeline stages run in the 1F1B schedule, interleaved too, and with ZeRO-3 (not both); context
   // parallelism runs as Ulysses and is refused as ring attention (which hides its exchanges).
   auto pp = *s;
