@@ -51,6 +51,10 @@ std::optional<AnalyticRun> compose_run(const input::ScenarioSpec& s, const std::
                                                  : 0;
     // A switch before the step is paid with its weight sync, as the simulator charges it.
     times.weight_sync = rl::weight_sync_seconds(s, costs[i].rollout, costs[i].train) + costs[i].switch_s;
+    // A state swapped to-cpu comes back before the passes and the update, which the estimator
+    // prices with the training.
+    const rl::StateSwapIn in = rl::state_swap_in(s, costs[i].train);
+    times.train += in.weights_s + in.optimizer_s;
     steps.emplace_back(f[i].step, times);
   }
   run.spans = exec::compose(rl::sync_mode(s.policy), steps, rl::optimizer_steps(s.workload));

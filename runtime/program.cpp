@@ -161,7 +161,7 @@ std::string unsupported_reason(const input::ScenarioSpec& s) {
   if (colocated && s.policy.weight_sync == input::WeightSync::broadcast)
     return "/policy/weight_sync/method: broadcast in a colocated plan is not executed (the engines share the training GPUs)";
   if (s.workload.unfused_attention) return "/workload/attention_kernel: unfused attention is not executed yet";
-  if (s.policy.weight_sync_state == input::StateSwap::to_cpu)
+  if (s.policy.weight_sync_state == input::StateSwap::to_cpu && s.policy.swaps_training_state())
     return "/policy/weight_sync/state: a swap through pageable host memory (\"to-cpu\") is not executed yet "
            "(\"pinned\" runs)";
   if (std::string why = layout_reason(s, s.policy.rollout, s.policy.train, "/policy/train", "/policy/rollout"); !why.empty())

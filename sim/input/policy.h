@@ -26,7 +26,7 @@ enum class Routing { round_robin, least_loaded, sticky, length_aware };
 enum class WeightSync { automatic, offload, allgather_swap, broadcast };
 // How a colocated weight sync moves the training state to host memory and back: gradients and
 // optimizer states through pinned buffers at the host link's rate (MindSpeed RL's swap), or as
-// PyTorch frameworks do it (NeMo RL, verl's optimizer offload): the optimizer's moments by
+// PyTorch frameworks do it (NeMo RL's colocated workers): the optimizer's moments by
 // `tensor.to("cpu")` into newly allocated pageable memory and back, the bf16 weights through a
 // pinned buffer (Megatron's offload_to_cpu), the gradient buffers freed rather than copied.
 enum class StateSwap { pinned, to_cpu };
@@ -152,6 +152,12 @@ struct PolicySpec {
   WeightSync weight_sync = WeightSync::automatic;
   double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
   StateSwap weight_sync_state = StateSwap::pinned;
+  // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
+  // or offload, as `automatic` picks for a colocated placement); broadcast does not.
+  bool swaps_training_state() const {
+    return weight_sync == WeightSync::allgather_swap || weight_sync == WeightSync::offload ||
+           (weight_sync == WeightSync::automatic && placement == Placement::colocated);
+  }
   std::vector<ScheduleEntry> schedule;
   // Fixed time of each layout switch, beyond moving weights and state: processes restart,
   // communicators form again, CUDA graphs are captured again.

@@ -278,10 +278,7 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   }
   // A training state swapped as PyTorch frameworks swap it moves through pageable host memory,
   // whose rates only the profile can give.
-  const WeightSync method = s.policy.weight_sync;
-  const bool swaps = method == WeightSync::allgather_swap || method == WeightSync::offload ||
-                     (method == WeightSync::automatic && s.policy.placement == Placement::colocated);
-  if (s.policy.weight_sync_state == StateSwap::to_cpu && swaps &&
+  if (s.policy.weight_sync_state == StateSwap::to_cpu && s.policy.swaps_training_state() &&
       (s.cluster.gpu.host_pageable_out_bytes_per_s <= 0 || s.cluster.gpu.host_pageable_in_bytes_per_s <= 0)) {
     const Value* p = v.find("policy");
     const Value* w = p && p->is_object() ? p->find("weight_sync") : nullptr;
@@ -290,6 +287,13 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                "the training state moves through pageable host memory (\"to-cpu\"), and GPU profile " +
                    s.cluster.gpu.name + " gives no rates for it (host_pageable: out and in)",
                "give the profile host_pageable {\"out\": ..., \"in\": ...} (calib/SOURCES.md), or set the state to \"pinned\"");
+  }
+  if (s.policy.weight_sync_state == StateSwap::to_cpu && !s.policy.swaps_training_state()) {
+    const Value* p = v.find("policy");
+    const Value* w = p && p->is_object() ? p->find("weight_sync") : nullptr;
+    const Value* field = w && w->is_object() ? w->find("state") : nullptr;
+    diag.warning(field ? *field : v, field ? "/policy/weight_sync/state" : "",
+                 "the weight sync broadcasts the weights and swaps no training state, so \"to-cpu\" changes nothing");
   }
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in
   // fp32 on a device without a bf16 peak: sim/model/inference.h).

@@ -396,12 +396,12 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
   }
   if (!p.oom) {
     // A training state swapped out as PyTorch frameworks do it comes back where they bring it
-    // back: the weights before the first forward pass, the optimizer's moments before the update.
-    const StateSwapIn in = state_swap_in(s_, l.rollout, l.train);
-    double& first_pass = p.times.old_logprob > 0 ? p.times.old_logprob
+    // back: the policy's weights before its first forward pass (not a critic's), the optimizer's
+    // moments before the update.
+    const StateSwapIn in = state_swap_in(s_, l.train);
+    double& first_pass = p.times.old_logprob > 0   ? p.times.old_logprob
                          : p.times.ref_logprob > 0 ? p.times.ref_logprob
-                         : p.times.critic > 0 ? p.times.critic
-                                              : p.times.train;
+                                                   : p.times.train;
     first_pass += in.weights_s;
     p.times.train += in.optimizer_s;
   }

@@ -309,7 +309,7 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
 struct StateSwapIn {
   double weights_s = 0, optimizer_s = 0;
 };
-StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
+StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::TrainLayout& train);
 // Weight sync after training: the refit and, colocated, the engines' sleep and wake.
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // The refit: the new weights into the rollout engines by the policy's method (or the one

@@ -499,6 +499,24 @@ TEST_CASE("analytic run: host memory is checked for each step's pair of rollout 
   CHECK(planner::analytic_run(roomy, features_of(roomy)));
 }
 
+TEST_CASE("analytic run: a training state swapped to-cpu costs what the simulator charges, its way back with the training") {
+  const auto pinned = scenario({"/steps=2", "/policy/placement=\"colocated\""});
+  const auto cpu = scenario({"/steps=2", "/policy/placement=\"colocated\"", "/policy/weight_sync={\"state\": \"to-cpu\"}"});
+  const auto a = planner::analytic_run(pinned, features_of(pinned)), b = planner::analytic_run(cpu, features_of(cpu));
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(a->stages.size() == b->stages.size());
+  const rl::StateSwapIn in = rl::state_swap_in(cpu, cpu.policy.train);
+  CHECK(in.weights_s > 0);
+  CHECK(in.optimizer_s > 0);
+  for (size_t i = 0; i < a->stages.size(); ++i) {
+    CHECK(b->stages[i].train - a->stages[i].train == doctest::Approx(in.weights_s + in.optimizer_s));
+    CHECK(b->stages[i].weight_sync - a->stages[i].weight_sync ==
+          doctest::Approx(rl::refit_seconds(cpu, cpu.policy.rollout, cpu.policy.train) -
+                          rl::refit_seconds(pinned, pinned.policy.rollout, pinned.policy.train)));
+  }
+}
+
 TEST_CASE("capacity: near misses on paper never crowd out a configuration within the limit") {
   // Four cheaper configurations just beyond a 10 h deadline (within the tolerance) and one well
   // within it; every simulation equals its analytic time. The one within must be recommended.

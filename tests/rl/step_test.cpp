@@ -572,10 +572,10 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   const double weights = state.weights / link + copy;
   CHECK(rl::refit_seconds(cpu, r, l) ==
         test::near(gather + weights + state.moments / gpu.host_pageable_out_bytes_per_s + copy));
-  const rl::StateSwapIn in = rl::state_swap_in(cpu, r, l);
+  const rl::StateSwapIn in = rl::state_swap_in(cpu, l);
   CHECK(in.weights_s == test::near(weights));
   CHECK(in.optimizer_s == test::near(state.moments / gpu.host_pageable_in_bytes_per_s + copy));
-  const rl::StateSwapIn none = rl::state_swap_in(pinned, r, l);
+  const rl::StateSwapIn none = rl::state_swap_in(pinned, l);
   CHECK(none.weights_s == 0);
   CHECK(none.optimizer_s == 0);
   // The way back lands in the stages that need it: the weights before the old log-probs, the
@@ -589,6 +589,32 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   CHECK(y.ref_logprob == test::near(x.ref_logprob));
   CHECK(y.train - x.train == test::near(in.optimizer_s));
   CHECK(y.weight_sync - x.weight_sync == test::near(rl::refit_seconds(cpu, r, l) - rl::refit_seconds(pinned, r, l)));
+  // Without a forward pass before training (log-probs from the rollout, no reference), the
+  // weights come back with the training; a critic's pass never takes them.
+  auto no_pass = small;
+  no_pass.insert(no_pass.end(), {"/workload/use_rollout_log_probs=true", "/workload/use_reference=false",
+                                 "/policy/weight_sync={\"state\": \"to-cpu\"}"});
+  const auto np = scenario(no_pass);
+  auto no_pass_pinned = no_pass;
+  no_pass_pinned.back() = "/policy/weight_sync={\"state\": \"pinned\"}";
+  const auto npp = scenario(no_pass_pinned);
+  const auto c = rl::simulate_run(npp, small_trace(npp), {}), e = rl::simulate_run(np, small_trace(np), {});
+  REQUIRE(c.steps.size() == 1);
+  REQUIRE(e.steps.size() == 1);
+  CHECK(e.steps[0].stages.old_logprob == 0);
+  CHECK(e.steps[0].stages.train - c.steps[0].stages.train == test::near(in.weights_s + in.optimizer_s));
+  // A layout that offloads its optimizer keeps the moments in host memory: nothing of them moves.
+  auto offloaded = cpu;
+  offloaded.policy.train.offload_optimizer = true;
+  CHECK(rl::state_swap_in(offloaded, offloaded.policy.train).optimizer_s == 0);
+  CHECK(rl::refit_seconds(offloaded, r, offloaded.policy.train) == test::near(gather + weights));
+  // The offload method moves the same state, and loads the engines' weights besides.
+  auto offload = cpu;
+  offload.policy.weight_sync = input::WeightSync::offload;
+  const double shard = rl::refit_shape(offload, r, l).rollout_shard_bytes;
+  CHECK(rl::refit_seconds(offload, r, l) ==
+        test::near(weights + state.moments / gpu.host_pageable_out_bytes_per_s + copy + shard / link + copy));
+  CHECK(rl::state_swap_in(offload, l).weights_s == test::near(weights));
 }
 
 TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {
