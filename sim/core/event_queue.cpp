@@ -1,7 +1,6 @@
 #include "sim/core/event_queue.h"
 
 #include <algorithm>
-#include <cstddef>
 
 #include "sim/core/assert.h"
 
@@ -14,51 +13,12 @@ uint64_t EventQueue::next_order(int32_t phase) {
 }
 
 void EventQueue::push(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload) {
-  const Event e{time, next_order(phase), handler, payload};
-  if (run_head_ == run_.size() || !before(e, run_.back())) {
-    run_.push_back(e);
-    return;
-  }
-  heap_.push_back(e);
+  heap_.push_back({time, next_order(phase), handler, payload});
   std::push_heap(heap_.begin(), heap_.end(), [](const Event& a, const Event& b) { return before(b, a); });
 }
 
-EventQueue::Source EventQueue::first() const {
-  Source s = Source::heap;
-  const Event* best = heap_.empty() ? nullptr : &heap_.front();
-  if (run_head_ < run_.size() && (!best || before(run_[run_head_], *best))) {
-    s = Source::run;
-    best = &run_[run_head_];
-  }
-  if (!timer_heap_.empty() && (!best || before(timer_events_[static_cast<size_t>(timer_heap_.front().id)], *best)))
-    s = Source::timer;
-  return s;
-}
-
-const Event& EventQueue::top() const {
-  switch (first()) {
-    case Source::timer: return timer_events_[static_cast<size_t>(timer_heap_.front().id)];
-    case Source::run: return run_[run_head_];
-    case Source::heap: break;
-  }
-  return heap_.front();
-}
-
 Event EventQueue::pop() {
-  const Source s = first();
-  if (s == Source::run) {
-    const Event e = run_[run_head_++];
-    if (run_head_ == run_.size()) {
-      run_.clear();
-      run_head_ = 0;
-    } else if (run_head_ >= 4096 && 2 * run_head_ >= run_.size()) {
-      // A run that never drains gives back what it has popped, at most as often as it doubles.
-      run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_head_));
-      run_head_ = 0;
-    }
-    return e;
-  }
-  if (s == Source::timer) {
+  if (timer_first()) {
     const PendingTimer first = timer_heap_.front();
     position_[static_cast<size_t>(first.id)] = -1;
     const PendingTimer last = timer_heap_.back();

@@ -37,13 +37,7 @@ struct Event {
   static constexpr int kSequenceBits = 48;
 };
 
-// Min-heap on (time, phase, sequence), with timers and an in-order run beside it.
-//
-// An event no earlier than the last one appended to the run joins the run instead of the heap:
-// a run is sorted by construction, so such an event costs an append and a read, where the heap
-// costs two walks of its depth, each level a cache miss once it outgrows the cache. A rollout
-// schedules a million trajectories' arrivals at once, in order, and then same-time arrivals one
-// after another; both go to the run.
+// Min-heap on (time, phase, sequence), with timers beside it.
 //
 // A timer is an event slot that holds at most one pending event: setting it again replaces the
 // event it held, as an engine whose iteration is cut short moves its completion earlier. Plain
@@ -55,14 +49,13 @@ class EventQueue {
   using TimerId = int32_t;
 
   void push(SimTime time, int32_t phase, EventHandler* handler, uint64_t payload);
-  bool empty() const { return heap_.empty() && timer_heap_.empty() && run_head_ == run_.size(); }
-  size_t size() const { return heap_.size() + timer_heap_.size() + (run_.size() - run_head_); }
-  const Event& top() const;
-  Event pop();
-  void reserve(size_t n) {
-    heap_.reserve(n);
-    run_.reserve(n);
+  bool empty() const { return heap_.empty() && timer_heap_.empty(); }
+  size_t size() const { return heap_.size() + timer_heap_.size(); }
+  const Event& top() const {
+    return timer_first() ? timer_events_[static_cast<size_t>(timer_heap_.front().id)] : heap_.front();
   }
+  Event pop();
+  void reserve(size_t n) { heap_.reserve(n); }
 
   TimerId add_timer();
   // Schedules the timer's event, replacing the one it had pending.
@@ -77,9 +70,10 @@ class EventQueue {
     return a.time != b.time ? a.time < b.time : a.order < b.order;
   }
   uint64_t next_order(int32_t phase);
-  // Where the earliest pending event is.
-  enum class Source { heap, run, timer };
-  Source first() const;
+  bool timer_first() const {
+    return !timer_heap_.empty() &&
+           (heap_.empty() || before(timer_events_[static_cast<size_t>(timer_heap_.front().id)], heap_.front()));
+  }
   // The indexed heap of pending timers: each entry knows its timer, each timer its position. Its
   // entries hold only what orders them, the events wait by timer in timer_events_; four children
   // a node: engines' timers are set and popped at almost every event, and a shallower heap of
@@ -100,8 +94,6 @@ class EventQueue {
   }
 
   std::vector<Event> heap_;
-  std::vector<Event> run_;  // sorted; its events before run_head_ have been popped
-  size_t run_head_ = 0;
   std::vector<int32_t> position_;  // per timer: in timer_heap_; -1: nothing pending
   std::vector<Event> timer_events_;  // per timer: its pending event
   std::vector<PendingTimer> timer_heap_;
