@@ -583,7 +583,7 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
     }
     return;
   }
-  const model::TrainingState state = model::training_state(s.model, t, s.workload.dtype);
+  const model::TrainingState state = rl::state_on_gpu(s, t);
   for (int64_t device = 0; device < gpus; ++device) {
     if (shape.method == input::WeightSync::allgather_swap) {
       // Gradients and optimizer states out to host memory and back; the rollout shard gathered

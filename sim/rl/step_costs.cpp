@@ -488,15 +488,6 @@ namespace {
 // The training state out to host memory as PyTorch frameworks move it (input::StateSwap::to_cpu):
 // the bf16 weights through a pinned buffer, the optimizer's moments into new pageable memory; the
 // gradient buffers are freed, and the fp32 master weights stay on the GPU.
-// What of it is on the GPU to move: a layout that offloads its optimizer (or its weights) keeps
-// them in host memory already.
-model::TrainingState swapped_to_cpu(const input::ScenarioSpec& s, const input::TrainLayout& train) {
-  model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
-  if (train.offload_optimizer) state.moments = 0;
-  if (train.offload_params) state.weights = 0;
-  return state;
-}
-
 double state_out_to_cpu_seconds(const model::AnalyticCostModel& cost, const model::TrainingState& state) {
   return cost.seconds(model::HostTransferOp{state.weights, model::HostMemory::pinned}) +
          cost.seconds(model::HostTransferOp{state.moments, model::HostMemory::pageable_out});
@@ -504,11 +495,18 @@ double state_out_to_cpu_seconds(const model::AnalyticCostModel& cost, const mode
 
 }  // namespace
 
+model::TrainingState state_on_gpu(const input::ScenarioSpec& s, const input::TrainLayout& train) {
+  model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
+  if (train.offload_optimizer) state.optimizer = state.moments = 0;
+  if (train.offload_params) state.weights = 0;
+  return state;
+}
+
 StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::TrainLayout& train) {
   StateSwapIn in;
   if (s.policy.weight_sync_state != input::StateSwap::to_cpu || !s.policy.swaps_training_state()) return in;
   const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
-  const model::TrainingState state = swapped_to_cpu(s, train);
+  const model::TrainingState state = state_on_gpu(s, train);
   in.weights_s = cost.seconds(model::HostTransferOp{state.weights, model::HostMemory::pinned});
   in.optimizer_s = cost.seconds(model::HostTransferOp{state.moments, model::HostMemory::pageable_in});
   return in;
@@ -551,16 +549,15 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
-      const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
-      if (s.policy.weight_sync_state == input::StateSwap::to_cpu)
-        return gather + state_out_to_cpu_seconds(cost, swapped_to_cpu(s, train));
+      const model::TrainingState state = state_on_gpu(s, train);
+      if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return gather + state_out_to_cpu_seconds(cost, state);
       return gather + 2 * cost.seconds(model::HostTransferOp{state.gradients + state.optimizer});
     }
     case input::WeightSync::offload: {
       // Training state out to host memory and back, rollout weights loaded over the host link.
-      const model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);
+      const model::TrainingState state = state_on_gpu(s, train);
       const double load = cost.seconds(model::HostTransferOp{rollout_shard});
-      if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return state_out_to_cpu_seconds(cost, swapped_to_cpu(s, train)) + load;
+      if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return state_out_to_cpu_seconds(cost, state) + load;
       return 2 * cost.seconds(model::HostTransferOp{state.total()}) + load;
     }
     case input::WeightSync::broadcast:

@@ -608,6 +608,11 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   offloaded.policy.train.offload_optimizer = true;
   CHECK(rl::state_swap_in(offloaded, offloaded.policy.train).optimizer_s == 0);
   CHECK(rl::refit_seconds(offloaded, r, offloaded.policy.train) == test::near(gather + weights));
+  // Nor does the pinned swap move an offloaded optimizer again: the gradients alone go out and back.
+  auto offloaded_pinned = pinned;
+  offloaded_pinned.policy.train.offload_optimizer = true;
+  CHECK(rl::refit_seconds(offloaded_pinned, r, offloaded_pinned.policy.train) ==
+        test::near(gather + 2 * (state.gradients / link + copy)));
   // The offload method moves the same state, and loads the engines' weights besides.
   auto offload = cpu;
   offload.policy.weight_sync = input::WeightSync::offload;
