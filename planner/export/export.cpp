@@ -97,6 +97,12 @@ bool worker_grid(int64_t gpus, int64_t per_node, int64_t& nnodes, int64_t& n_gpu
 void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overrides& o, std::vector<std::string>& notes) {
   const std::string actor = "actor_rollout_ref.actor";
   const bool megatron = needs_megatron(l);
+  // verl's actor offload moves its state to host memory between phases (Adam on the GPU): the
+  // to-cpu swap. ZeRO-Offload's Adam on the CPU has no verl setting; its flags are the closest.
+  const bool to_cpu = s.policy.weight_sync_state == input::StateSwap::to_cpu && s.policy.swaps_training_state();
+  if (l.offload_optimizer)
+    notes.push_back("offloaded optimizer (Adam on the CPU): verl's optimizer_offload moves the state to host memory "
+                    "between phases and runs Adam on the GPU; exported as it");
   if (megatron) {
     const std::string m = actor + ".megatron";
     o.set(m + ".tensor_model_parallel_size", num(l.tp));
@@ -105,8 +111,8 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     o.set(m + ".context_parallel_size", num(l.cp));
     if (l.ep > 1) o.set(m + ".expert_model_parallel_size", num(l.ep));
     o.set(m + ".sequence_parallel", flag(l.sequence_parallel));
-    o.set(m + ".param_offload", flag(l.offload_params));
-    o.set(m + ".optimizer_offload", flag(l.offload_optimizer));
+    o.set(m + ".param_offload", flag(l.offload_params || to_cpu));
+    o.set(m + ".optimizer_offload", flag(l.offload_optimizer || to_cpu));
     const std::string t = m + ".override_transformer_config";
     if (l.recompute == input::Recompute::full) {
       o.set(t + ".recompute_granularity", "full");
@@ -127,8 +133,8 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     const std::string f = actor + ".fsdp_config";
     o.set(actor + ".strategy", "fsdp");
     if (l.cp > 1) o.set(actor + ".ulysses_sequence_parallel_size", num(l.cp));
-    o.set(f + ".param_offload", flag(l.offload_params));
-    o.set(f + ".optimizer_offload", flag(l.offload_optimizer));
+    o.set(f + ".param_offload", flag(l.offload_params || to_cpu));
+    o.set(f + ".optimizer_offload", flag(l.offload_optimizer || to_cpu));
     if (l.shard_group > 0) o.set(f + ".fsdp_size", num(l.shard_group));
     o.set("actor_rollout_ref.model.enable_gradient_checkpointing", flag(l.recompute != input::Recompute::none));
     if (l.zero != 3)

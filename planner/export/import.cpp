@@ -132,6 +132,9 @@ struct Launch {
   int64_t nodes = 0, gpus_per_node = 0, rollout_nodes = 0, rollout_gpus_per_node = 0;
   int64_t prompts = 0, mini_batch_prompts = 0, train_batch_samples = 0, steps = 0, staleness = -1;
   bool disaggregated = false, async = false, balance = true, megatron = false;
+  // verl's actor offload (param_offload, optimizer_offload): its state to host memory between
+  // phases by tensor.to("cpu"), Adam still on the GPU: the to-cpu swap, not ZeRO-Offload.
+  bool state_to_cpu = false;
   std::string name;
 };
 
@@ -221,10 +224,15 @@ class Reader {
       count(l.train, "ep");
     } else if (key == m + "sequence_parallel") {
       flag(l.train, "sequence_parallel");
-    } else if (key == m + "param_offload" || key == f + "param_offload") {
-      flag(l.train, "offload_params");
-    } else if (key == m + "optimizer_offload" || key == f + "optimizer_offload") {
-      flag(l.train, "offload_optimizer");
+    } else if (key == m + "param_offload" || key == f + "param_offload" || key == m + "optimizer_offload" ||
+               key == f + "optimizer_offload") {
+      if (number<bool>(w, key, v, boolean(v), b) && b) {
+        l.state_to_cpu = true;
+        unmodelled(w, key,
+                   "verl moves the actor's state to host memory by tensor.to(\"cpu\") between its phases and runs Adam "
+                   "on the GPU; priced as weight_sync state \"to-cpu\" (Adam's moments out and back once a step, the "
+                   "weights through a pinned buffer), not as ZeRO-Offload");
+      }
     } else if (key == t + "recompute_granularity") {
       if (v == "full" || v == "selective") l.train["recompute"] = v;
       else error(w, key, "expected full or selective, got \"" + v + "\"");
@@ -745,6 +753,7 @@ ImportResult import_launch(const ImportRequest& r) {
   p["balance_batch"] = base.balance;
   if ((base.disaggregated || base.async) && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
   if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
+  if (base.state_to_cpu && !base.disaggregated) p["weight_sync"]["state"] = "to-cpu";
   // Later launches, each resuming: segments of a layout schedule.
   if (launches.size() > 1) {
     Json schedule = Json::array();

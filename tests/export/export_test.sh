@@ -142,6 +142,21 @@ expect_scenario verl-megatron verl verl-megatron.sh \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches']) == (256, 5, 4); \
    assert p['rollout']['tp'] == 2 and p['placement'] == 'colocated' and s['steps'] == 20 and p['train']['max_tokens_per_gpu'] == 16384"
 contains import-verl-unmodelled "$tmp/verl-megatron.err" "verl-megatron.sh:19: actor_rollout_ref.actor.kl_loss_coef: not modelled by arlsim"
+# verl's actor offload moves its state to host memory between phases with Adam on the GPU: the
+# to-cpu swap, not ZeRO-Offload; and the swap exports as those two flags.
+sed 's/actor_rollout_ref.actor.use_kl_loss=True/actor_rollout_ref.actor.megatron.param_offload=True actor_rollout_ref.actor.megatron.optimizer_offload=True actor_rollout_ref.actor.use_kl_loss=True/' \
+  "$here/launches/verl-megatron.sh" >"$tmp/verl-offload.sh"
+if "$arlsim" import "$tmp/verl-offload.sh" --from verl --model qwen3-8b --out "$tmp/verl-offload.json" 2>"$tmp/verl-offload.err" &&
+  python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['policy']; \
+    assert p['weight_sync']['state'] == 'to-cpu' and 'offload_optimizer' not in p['train'] and 'offload_params' not in p['train']" \
+    "$tmp/verl-offload.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL import-verl-offload"; head -5 "$tmp/verl-offload.err"
+fi
+contains import-verl-offload-note "$tmp/verl-offload.err" 'priced as weight_sync state "to-cpu"'
+"$arlsim" export "$tmp/verl-offload.json" --format verl >"$tmp/verl-offload-out.sh" 2>/dev/null
+contains export-verl-to-cpu "$tmp/verl-offload-out.sh" "actor_rollout_ref.actor.megatron.optimizer_offload=True"
 expect_scenario openrlhf openrlhf openrlhf.sh \
   "assert (p['train']['dp'], p['train']['zero'], p['train']['recompute']) == (8, 3, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \
