@@ -472,7 +472,20 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
   if (s.policy.placement == input::Placement::colocated && s.workload.engine.sleep_level == 1)
     asleep = real(s.cluster.gpus_per_node) * 2.0 * model::count_params(s.model).total / real(rollout.gpus_per_engine());
   b.items.emplace_back("sleeping engines' weights", asleep);
-  return b;
+  // During the rollout the engines are awake and a colocated swap has put each training rank's
+  // state in host memory instead; the node must hold the larger of the two phases.
+  if (!s.policy.swaps_training_state()) return b;
+  const model::TrainingState state = state_on_gpu(s, train);
+  double swapped = 0;
+  if (s.policy.weight_sync_state == input::StateSwap::to_cpu) swapped = state.weights + state.moments;
+  else if (refit_shape(s, rollout, train).method == input::WeightSync::offload) swapped = state.total();
+  else swapped = state.gradients + state.optimizer;
+  model::MemoryBreakdown during_rollout;
+  during_rollout.capacity_bytes = b.capacity_bytes;
+  during_rollout.items.emplace_back("offloaded optimizer states", optimizer);
+  during_rollout.items.emplace_back("offloaded weights", weights);
+  during_rollout.items.emplace_back("swapped training state", ranks * swapped);
+  return during_rollout.total() > b.total() ? during_rollout : b;
 }
 
 double engine_sleep_wake_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r) {

@@ -340,14 +340,20 @@ expect list-models 0 "$arlsim" list models
 contains list-models-table "$tmp/out" "qwen3-30b-a3b"
 expect list-bad 2 "$arlsim" list gadgets
 
-# Offloaded states and sleeping engines that do not fit the node's host memory stop the run there.
+# Offloaded states and sleeping engines that do not fit the node's host memory stop the run there
+# (ZeRO-2: the gradients the weight sync swaps out are sharded, so the training phase needs more).
 expect host-oom 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/offload_optimizer=true \
-  --set '/cluster/host_memory="64 GiB"'
+  --set /policy/train/zero=2 --set '/cluster/host_memory="64 GiB"'
 contains host-oom-header "$tmp/out" "OOM in train (host memory)"
 contains host-oom-line "$tmp/out" "needs 106.80 GiB of 64.00 GiB of host memory per node"
 contains host-oom-parts "$tmp/out" "sleeping engines' weights 61.03, offloaded optimizer states 45.77"
+# The state a colocated weight sync swaps out lives in host memory during the rollout: 8 ranks'
+# gradients and optimizer states, 22 GB each, do not fit 100 GiB.
+expect host-oom-swap 0 "$arlsim" simulate default --steps 1:1 --set '/cluster/host_memory="100 GiB"'
+contains host-oom-swap-line "$tmp/out" "stage weight_sync, rank 0: needs 167.83 GiB of 100.00 GiB of host memory per node"
+contains host-oom-swap-parts "$tmp/out" "swapped training state 167.83"
 expect host-oom-json 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/offload_optimizer=true \
-  --set '/cluster/host_memory="64 GiB"' --json
+  --set /policy/train/zero=2 --set '/cluster/host_memory="64 GiB"' --json
 contains host-oom-json-memory "$tmp/out" '"memory": "host"'
 expect host-memory-small 2 "$arlsim" check default --set '/cluster/host_memory="1 MiB"'
 contains host-memory-small-named "$tmp/err" "/cluster/host_memory"

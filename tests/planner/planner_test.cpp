@@ -483,7 +483,8 @@ TEST_CASE("analytic run: host memory is checked for each step's pair of rollout 
   // Colocated engines asleep at level 1 keep each GPU's shard of the weights in host memory: 8
   // GPUs x 16.4 GB at tp1 (122 GiB), half that at the configured tp2. A schedule switching to tp1
   // does not fit 100 GiB from that step on, though the configured pair does.
-  const auto tight = scenario({"/steps=3", "/cluster/host_memory=\"100 GiB\"",
+  // (ZeRO-3: the state the weight sync swaps out during the rollout, 8 GB a rank, stays below.)
+  const auto tight = scenario({"/steps=3", "/cluster/host_memory=\"100 GiB\"", "/policy/train/zero=3",
                                "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
   CHECK(rl::host_memory_at(tight, tight.policy.rollout, tight.policy.train)->fits());
   CHECK(!planner::analytic_run(tight, features_of(tight)));
@@ -494,7 +495,7 @@ TEST_CASE("analytic run: host memory is checked for each step's pair of rollout 
   const planner::TrainEstimator te(tight, tight.policy.train);
   CHECK(te.cost(tight_f[0]).feasible());
   CHECK(te.cost(tight_f[1]).infeasible.find("GiB of host memory per node (sleeping engines' weights") != std::string::npos);
-  const auto roomy = scenario({"/steps=3", "/cluster/host_memory=\"2 TiB\"",
+  const auto roomy = scenario({"/steps=3", "/cluster/host_memory=\"2 TiB\"", "/policy/train/zero=3",
                                "/policy/schedule=[{\"steps\": \"16:\", \"rollout\": {\"tp\": 1}}]"});
   CHECK(planner::analytic_run(roomy, features_of(roomy)));
 }

@@ -620,6 +620,17 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   CHECK(rl::refit_seconds(offload, r, l) ==
         test::near(weights + state.moments / gpu.host_pageable_out_bytes_per_s + copy + shard / link + copy));
   CHECK(rl::state_swap_in(offload, l).weights_s == test::near(weights));
+  // During the rollout the node's host memory holds its ranks' swapped state (the engines are
+  // awake): a host too small for it is out of memory there, whichever way the state moves.
+  auto small_host = pinned;
+  small_host.cluster.host_memory_bytes = 8 * (state.gradients + state.optimizer) - 1;
+  const auto host = rl::host_memory_at(small_host, r, l);
+  REQUIRE(host);
+  CHECK(host->get("swapped training state") == test::near(8 * (state.gradients + state.optimizer)));
+  CHECK(!host->fits());
+  auto small_cpu = cpu;
+  small_cpu.cluster.host_memory_bytes = small_host.cluster.host_memory_bytes;
+  CHECK(rl::host_memory_at(small_cpu, r, l)->get("swapped training state") == test::near(8 * (state.weights + state.moments)));
 }
 
 TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {
