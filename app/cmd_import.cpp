@@ -65,6 +65,7 @@ int run_import_launch(const Args& args) {
   r.cluster = cluster;
   const auto result = planner::import_launch(r);
   for (const auto& u : result.unmodelled) std::cerr << "not modelled: " << u << "\n";
+  for (const auto& u : result.notes) std::cerr << "note: " << u << "\n";
   for (const auto& e : result.errors) std::cerr << e << "\n";
   if (!result.errors.empty()) return kExitBadInput;
   std::string diagnostics;

@@ -163,7 +163,8 @@ StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (const auto host = rl::host_memory_at(s_, rl::layouts_at(s_.policy, f.step).rollout, layout_); host && !host->fits()) {
     const auto most = *std::max_element(host->items.begin(), host->items.end(),
                                         [](const auto& a, const auto& b) { return a.second < b.second; });
-    return {0, "training needs " + gib(host->total()) + " GiB of host memory per node (" + most.first + " " +
+    return {0, std::string(rl::host_memory_during_rollout(*host) ? "the state the weight sync swaps out" : "training") +
+                   " needs " + gib(host->total()) + " GiB of host memory per node (" + most.first + " " +
                    gib(most.second) + " GiB), " + gib(host->capacity_bytes) + " GiB available"};
   }
   const auto a = at_length(grid_length(f.mean_context, false), grid_length(f.attention_context, false), f.trajectories);

@@ -98,11 +98,14 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
   const std::string actor = "actor_rollout_ref.actor";
   const bool megatron = needs_megatron(l);
   // verl's actor offload moves its state to host memory between phases (Adam on the GPU): the
-  // to-cpu swap. ZeRO-Offload's Adam on the CPU has no verl setting; its flags are the closest.
+  // to-cpu swap. ZeRO-Offload (Adam on the CPU, weights streamed) has no verl setting; the actor
+  // offload is the closest, both flags (which import as the to-cpu swap).
   const bool to_cpu = s.policy.weight_sync_state == input::StateSwap::to_cpu && s.policy.swaps_training_state();
-  if (l.offload_optimizer)
-    notes.push_back("offloaded optimizer (Adam on the CPU): verl's optimizer_offload moves the state to host memory "
-                    "between phases and runs Adam on the GPU; exported as it");
+  const bool offload = to_cpu || l.offload_optimizer || l.offload_params;
+  if (l.offload_optimizer || l.offload_params)
+    notes.push_back("offloaded optimizer or weights (ZeRO-Offload: Adam on the CPU, weights streamed to the GPU): "
+                    "verl's actor offload, which moves the state to host memory between phases and runs Adam on the "
+                    "GPU, exported instead");
   if (megatron) {
     const std::string m = actor + ".megatron";
     o.set(m + ".tensor_model_parallel_size", num(l.tp));
@@ -111,8 +114,8 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     o.set(m + ".context_parallel_size", num(l.cp));
     if (l.ep > 1) o.set(m + ".expert_model_parallel_size", num(l.ep));
     o.set(m + ".sequence_parallel", flag(l.sequence_parallel));
-    o.set(m + ".param_offload", flag(l.offload_params || to_cpu));
-    o.set(m + ".optimizer_offload", flag(l.offload_optimizer || to_cpu));
+    o.set(m + ".param_offload", flag(offload));
+    o.set(m + ".optimizer_offload", flag(offload));
     const std::string t = m + ".override_transformer_config";
     if (l.recompute == input::Recompute::full) {
       o.set(t + ".recompute_granularity", "full");
@@ -133,8 +136,8 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     const std::string f = actor + ".fsdp_config";
     o.set(actor + ".strategy", "fsdp");
     if (l.cp > 1) o.set(actor + ".ulysses_sequence_parallel_size", num(l.cp));
-    o.set(f + ".param_offload", flag(l.offload_params || to_cpu));
-    o.set(f + ".optimizer_offload", flag(l.offload_optimizer || to_cpu));
+    o.set(f + ".param_offload", flag(offload));
+    o.set(f + ".optimizer_offload", flag(offload));
     if (l.shard_group > 0) o.set(f + ".fsdp_size", num(l.shard_group));
     o.set("actor_rollout_ref.model.enable_gradient_checkpointing", flag(l.recompute != input::Recompute::none));
     if (l.zero != 3)

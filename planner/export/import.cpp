@@ -8,6 +8,10 @@
 #include <set>
 #include <yaml-cpp/yaml.h>
 
+#include "sim/input/cluster.h"
+#include "sim/input/loader.h"
+#include "sim/parse/diagnostics.h"
+
 namespace arlsim::planner {
 
 namespace {
@@ -132,9 +136,10 @@ struct Launch {
   int64_t nodes = 0, gpus_per_node = 0, rollout_nodes = 0, rollout_gpus_per_node = 0;
   int64_t prompts = 0, mini_batch_prompts = 0, train_batch_samples = 0, steps = 0, staleness = -1;
   bool disaggregated = false, async = false, balance = true, megatron = false;
-  // verl's actor offload (param_offload, optimizer_offload): its state to host memory between
-  // phases by tensor.to("cpu"), Adam still on the GPU: the to-cpu swap, not ZeRO-Offload.
-  bool state_to_cpu = false;
+  // verl's actor offload (optimizer_offload, with or without param_offload): its state to host
+  // memory between phases by tensor.to("cpu"), Adam still on the GPU: the to-cpu swap, not
+  // ZeRO-Offload. Where the flag was read, for the note.
+  std::optional<Word> optimizer_offload, param_offload;
   std::string name;
 };
 
@@ -146,6 +151,9 @@ class Reader {
   }
   void unmodelled(const Word& w, const std::string& key, const std::string& why) {
     out_.unmodelled.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + why);
+  }
+  void note(const Word& w, const std::string& key, const std::string& how) {
+    out_.notes.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + how);
   }
   template <typename T>
   bool number(const Word& w, const std::string& key, const std::string& value, std::optional<T> parsed, T& into) {
@@ -224,15 +232,10 @@ class Reader {
       count(l.train, "ep");
     } else if (key == m + "sequence_parallel") {
       flag(l.train, "sequence_parallel");
-    } else if (key == m + "param_offload" || key == f + "param_offload" || key == m + "optimizer_offload" ||
-               key == f + "optimizer_offload") {
-      if (number<bool>(w, key, v, boolean(v), b) && b) {
-        l.state_to_cpu = true;
-        unmodelled(w, key,
-                   "verl moves the actor's state to host memory by tensor.to(\"cpu\") between its phases and runs Adam "
-                   "on the GPU; priced as weight_sync state \"to-cpu\" (Adam's moments out and back once a step, the "
-                   "weights through a pinned buffer), not as ZeRO-Offload");
-      }
+    } else if (key == m + "optimizer_offload" || key == f + "optimizer_offload") {
+      if (number<bool>(w, key, v, boolean(v), b)) l.optimizer_offload = b ? std::optional<Word>(w) : std::nullopt;
+    } else if (key == m + "param_offload" || key == f + "param_offload") {
+      if (number<bool>(w, key, v, boolean(v), b)) l.param_offload = b ? std::optional<Word>(w) : std::nullopt;
     } else if (key == t + "recompute_granularity") {
       if (v == "full" || v == "selective") l.train["recompute"] = v;
       else error(w, key, "expected full or selective, got \"" + v + "\"");
@@ -646,6 +649,21 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
 
 }  // namespace
 
+namespace {
+
+// Whether the GPU of `cluster` (a preset's name or a file) gives the rates of a swap through
+// pageable host memory (a scenario swapping "to-cpu" on one that does not is refused).
+bool cluster_has_pageable_rates(const std::string& cluster) {
+  input::Diagnostics diag;
+  input::Loader loader(diag);
+  const auto doc = loader.load(cluster, input::SpecKind::cluster);
+  input::ClusterSpec c;
+  if (!doc || !input::parse_cluster(*doc, "", diag, c)) return false;
+  return c.gpu.host_pageable_out_bytes_per_s > 0 && c.gpu.host_pageable_in_bytes_per_s > 0;
+}
+
+}  // namespace
+
 ImportResult import_launch(const ImportRequest& r) {
   ImportResult out;
   Reader reader(r, out);
@@ -753,7 +771,28 @@ ImportResult import_launch(const ImportRequest& r) {
   p["balance_batch"] = base.balance;
   if ((base.disaggregated || base.async) && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
   if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
-  if (base.state_to_cpu && !base.disaggregated) p["weight_sync"]["state"] = "to-cpu";
+  // verl's actor offload: the to-cpu swap, where the placement swaps and the GPU gives its rates.
+  if (base.optimizer_offload || base.param_offload) {
+    const Word& at = base.optimizer_offload ? *base.optimizer_offload : *base.param_offload;
+    const std::string key = "actor_rollout_ref.actor." + std::string(base.megatron ? "megatron." : "fsdp_config.") +
+                            (base.optimizer_offload ? "optimizer_offload" : "param_offload");
+    if (base.disaggregated) {
+      reader.note(at, key, "verl moves a disaggregated actor's state to host memory between its own phases; not priced");
+    } else if (!base.optimizer_offload) {
+      reader.note(at, key, "verl moves the actor's weights to host memory between its phases; not priced (arlsim swaps "
+                          "the optimizer's state with them, \"to-cpu\", only when optimizer_offload is set too)");
+    } else if (!cluster_has_pageable_rates(r.cluster)) {
+      reader.note(at, key, "verl moves the actor's state to host memory by tensor.to(\"cpu\") between its phases (weight_sync "
+                          "state \"to-cpu\"), but the GPU profile of " + r.cluster + " gives no host_pageable rates for it: "
+                          "priced as a pinned swap");
+    } else {
+      p["weight_sync"]["state"] = "to-cpu";
+      reader.note(at, key, "verl moves the actor's state to host memory by tensor.to(\"cpu\") between its phases, Adam on "
+                          "the GPU: priced as weight_sync state \"to-cpu\" (Adam's moments through pageable memory and the "
+                          "weights through a pinned buffer, once a step; verl's Megatron engine also moves the fp32 master "
+                          "weights and its FSDP engine moves the weights at each phase, which are not priced)");
+    }
+  }
   // Later launches, each resuming: segments of a layout schedule.
   if (launches.size() > 1) {
     Json schedule = Json::array();

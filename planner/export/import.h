@@ -23,6 +23,7 @@ struct ImportRequest {
 struct ImportResult {
   std::string scenario;                // arlsim-scenario/1 JSON
   std::vector<std::string> unmodelled;  // "FILE:LINE: key: why"
+  std::vector<std::string> notes;       // "FILE:LINE: key: how arlsim takes it"
   std::vector<std::string> errors;      // "FILE:LINE: key: problem"
 };
 

@@ -283,7 +283,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   }
   if (const auto host = host_memory_at(s_, l.rollout, l.train); host && !host->fits()) {
     // The state a colocated swap puts in host memory goes there with the weight sync.
-    p.oom = oom_event(d.step, host->get("swapped training state") > 0 ? "weight_sync" : "train", *host, host->total());
+    p.oom = oom_event(d.step, host_memory_during_rollout(*host) ? "weight_sync" : "train", *host, host->total());
     p.oom->host = true;
     return;
   }

@@ -473,13 +473,19 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
     asleep = real(s.cluster.gpus_per_node) * 2.0 * model::count_params(s.model).total / real(rollout.gpus_per_engine());
   b.items.emplace_back("sleeping engines' weights", asleep);
   // During the rollout the engines are awake and a colocated swap has put each training rank's
-  // state in host memory instead; the node must hold the larger of the two phases.
+  // state in host memory instead; the node must hold the larger of the two phases. A state
+  // swapped to-cpu stays there into training too (the moments until the update, the weights'
+  // pinned buffer for good), beside the engines asleep.
   if (!s.policy.swaps_training_state()) return b;
   const model::TrainingState state = state_on_gpu(s, train);
   double swapped = 0;
   if (s.policy.weight_sync_state == input::StateSwap::to_cpu) swapped = state.weights + state.moments;
   else if (refit_shape(s, rollout, train).method == input::WeightSync::offload) swapped = state.total();
   else swapped = state.gradients + state.optimizer;
+  if (s.policy.weight_sync_state == input::StateSwap::to_cpu) {
+    b.items.emplace_back("swapped training state", ranks * swapped);
+    return b;
+  }
   model::MemoryBreakdown during_rollout;
   during_rollout.capacity_bytes = b.capacity_bytes;
   during_rollout.items.emplace_back("offloaded optimizer states", optimizer);
@@ -507,6 +513,10 @@ double state_out_to_cpu_seconds(const model::AnalyticCostModel& cost, const mode
 }
 
 }  // namespace
+
+bool host_memory_during_rollout(const model::MemoryBreakdown& b) {
+  return b.get("swapped training state") > 0 && b.get("sleeping engines' weights") == 0;
+}
 
 model::TrainingState state_on_gpu(const input::ScenarioSpec& s, const input::TrainLayout& train) {
   model::TrainingState state = model::training_state(s.model, train, s.workload.dtype);

@@ -93,6 +93,8 @@ round_trip disaggregated-async qwen3-8b disaggregated-async
 round_trip moe qwen3-30b-a3b default --set /model=qwen3-30b-a3b --set /policy/train/tp=2 --set /policy/train/pp=2 \
   --set /policy/train/dp=4 --set /policy/train/ep=4 --set /policy/rollout/tp=4 --set /policy/rollout/ep=4
 round_trip schedule qwen3-8b "$tmp/plan.json"
+round_trip to-cpu qwen3-8b default --set '/policy/weight_sync={"state": "to-cpu"}'
+round_trip offloaded qwen3-8b default --set /policy/train/offload_optimizer=true
 # The same for OpenRLHF (dotted and flat options) and slime (train.py and train_async.py).
 round_trip_as() {  # round_trip_as FRAMEWORK NAME EXPORT-ARGS...
   local fw="$1" name="$2"
@@ -157,6 +159,17 @@ fi
 contains import-verl-offload-note "$tmp/verl-offload.err" 'priced as weight_sync state "to-cpu"'
 "$arlsim" export "$tmp/verl-offload.json" --format verl >"$tmp/verl-offload-out.sh" 2>/dev/null
 contains export-verl-to-cpu "$tmp/verl-offload-out.sh" "actor_rollout_ref.actor.megatron.optimizer_offload=True"
+contains export-verl-to-cpu-params "$tmp/verl-offload-out.sh" "actor_rollout_ref.actor.megatron.param_offload=True"
+# On a GPU whose profile gives no rates for pageable memory the swap stays pinned, and the note says so.
+if "$arlsim" import "$tmp/verl-offload.sh" --from verl --model qwen3-8b --cluster dgx-a100 --out "$tmp/verl-a100.json" \
+  2>"$tmp/verl-a100.err" && python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['policy']; \
+    assert 'state' not in p.get('weight_sync', {})" "$tmp/verl-a100.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL import-verl-offload-a100"; head -5 "$tmp/verl-a100.err"
+fi
+contains import-verl-offload-a100-note "$tmp/verl-a100.err" "gives no host_pageable rates for it: priced as a pinned swap"
+expect import-verl-offload-a100-simulates 0 "$arlsim" simulate "$tmp/verl-a100.json" --set /steps=1
 expect_scenario openrlhf openrlhf openrlhf.sh \
   "assert (p['train']['dp'], p['train']['zero'], p['train']['recompute']) == (8, 3, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \

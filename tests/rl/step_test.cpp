@@ -630,7 +630,15 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   CHECK(!host->fits());
   auto small_cpu = cpu;
   small_cpu.cluster.host_memory_bytes = small_host.cluster.host_memory_bytes;
-  CHECK(rl::host_memory_at(small_cpu, r, l)->get("swapped training state") == test::near(8 * (state.weights + state.moments)));
+  CHECK(rl::host_memory_during_rollout(*host));
+  // A state swapped to-cpu stays in host memory into training (the moments until the update),
+  // beside the engines asleep: both in one phase.
+  const auto host_cpu = rl::host_memory_at(small_cpu, r, l);
+  CHECK(host_cpu->get("swapped training state") == test::near(8 * (state.weights + state.moments)));
+  CHECK(host_cpu->get("sleeping engines' weights") > 0);
+  CHECK(!rl::host_memory_during_rollout(*host_cpu));
+  small_cpu.cluster.host_memory_bytes = host_cpu->total() - 1;
+  CHECK(!rl::host_memory_at(small_cpu, r, l)->fits());
 }
 
 TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {
