@@ -4,10 +4,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
-#include <set>
-#include <yaml-cpp/yaml.h>
 
+#include "planner/export/import_launch.h"
 #include "sim/input/cluster.h"
 #include "sim/input/loader.h"
 #include "sim/parse/diagnostics.h"
@@ -16,13 +14,11 @@ namespace arlsim::planner {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-// One shell word and the line it starts on.
-struct Word {
-  std::string text;
-  int line = 0;
-};
+using import_detail::areal;
+using import_detail::integer;
+using import_detail::Json;
+using import_detail::Launch;
+using import_detail::Word;
 
 // The shell words of a script: backslash-newline joins lines, `#` starts a comment at a word's
 // start, single and double quotes group (their text kept, the quotes dropped). Enough for launch
@@ -110,11 +106,6 @@ std::vector<std::vector<Word>> shell_commands(const std::string& raw, int& unclo
   return commands;
 }
 
-// A whole number from 0 to 10^17 (a launch's counts); nothing otherwise.
-std::optional<int64_t> integer(const std::string& s) {
-  if (s.empty() || s.size() > 17 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return std::stoll(s);
-}
 std::optional<double> real(const std::string& s) {
   try {
     size_t used = 0;
@@ -129,19 +120,6 @@ std::optional<bool> boolean(const std::string& s) {
   if (s == "False" || s == "false" || s == "0") return false;
   return std::nullopt;
 }
-
-// What one launch says, in arlsim's terms, before it becomes a scenario.
-struct Launch {
-  std::map<std::string, Json> workload, engine, rollout, train;
-  int64_t nodes = 0, gpus_per_node = 0, rollout_nodes = 0, rollout_gpus_per_node = 0;
-  int64_t prompts = 0, mini_batch_prompts = 0, train_batch_samples = 0, steps = 0, staleness = -1;
-  bool disaggregated = false, async = false, balance = true, megatron = false;
-  // verl's actor offload (optimizer_offload, with or without param_offload): its state to host
-  // memory between phases by tensor.to("cpu"), Adam still on the GPU: the to-cpu swap, not
-  // ZeRO-Offload. Where the flag was read, for the note.
-  std::optional<Word> optimizer_offload, param_offload;
-  std::string name;
-};
 
 class Reader {
  public:
@@ -516,140 +494,6 @@ Json layout_json(const std::map<std::string, Json>& m) {
   for (const auto& [k, v] : m) j[k] = v;
   return j;
 }
-
-// AReaL v2's YAML: the backend strings and the batch keys, every other key listed.
-bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(r.text);
-  } catch (const YAML::Exception& e) {
-    out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
-    return false;
-  }
-  if (!root.IsMap()) {
-    out.errors.push_back(r.file + ": expected AReaL's configuration, a YAML mapping");
-    return false;
-  }
-  auto where = [&](const YAML::Node& n) { return r.file + ":" + std::to_string(n.Mark().line + 1) + ": "; };
-  auto integer_at = [&](const YAML::Node& n, const std::string& key, int64_t& into) {
-    try {
-      into = n.as<int64_t>();
-      return true;
-    } catch (const YAML::Exception&) {
-      out.errors.push_back(where(n) + key + ": expected a whole number, got \"" + (n.IsScalar() ? n.Scalar() : "") + "\"");
-      return false;
-    }
-  };
-  // "engine:d4p1t2c1e1": the dimensions of a backend string.
-  auto backend = [&](const YAML::Node& n, const std::string& key, std::string& engine, std::map<char, int64_t>& dims) {
-    const std::string text = n.IsScalar() ? n.Scalar() : "";
-    static const std::regex form("([a-z_]+):((?:[dptce][0-9]+)+)");
-    std::smatch m;
-    if (!std::regex_match(text, m, form)) {
-      out.errors.push_back(where(n) + key + ": expected a backend string such as \"megatron:d2p2t2c1e4\", got \"" + text + "\"");
-      return false;
-    }
-    engine = m[1];
-    static const std::regex dim("([dptce])([0-9]+)");
-    const std::string spec = m[2];
-    for (std::sregex_iterator it(spec.begin(), spec.end(), dim), end; it != end; ++it) {
-      const auto value = integer((*it)[2]);
-      if (!value || *value < 1) {
-        out.errors.push_back(where(n) + key + ": dimension " + (*it)[1].str() + " must be a whole number of at least 1, got " +
-                             (*it)[2].str());
-        return false;
-      }
-      dims[(*it)[1].str()[0]] = *value;
-    }
-    return true;
-  };
-  std::set<std::string> read;  // dotted keys read
-  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n, const std::string& prefix) {
-    for (const auto& kv : n) {
-      const std::string key = prefix + kv.first.as<std::string>();
-      const YAML::Node& v = kv.second;
-      if (v.IsMap()) {
-        walk(v, key + ".");
-        continue;
-      }
-      int64_t x = 0;
-      if (key == "cluster.n_nodes") { if (integer_at(v, key, x)) l.nodes = x; }
-      else if (key == "cluster.n_gpus_per_node") { if (integer_at(v, key, x)) l.gpus_per_node = x; }
-      else if (key == "rollout.backend") {
-        std::string engine;
-        std::map<char, int64_t> d;
-        if (backend(v, key, engine, d)) {
-          if (engine != "sglang" && engine != "vllm") out.unmodelled.push_back(where(v) + key + ": engine \"" + engine + "\"");
-          l.rollout["replicas"] = d.count('d') ? d['d'] : 1;
-          l.rollout["tp"] = d.count('t') ? d['t'] : 1;
-          if (d.count('p') && d['p'] > 1) l.rollout["pp"] = d['p'];
-          l.rollout_gpus_per_node = (d.count('d') ? d['d'] : 1) * (d.count('t') ? d['t'] : 1) * (d.count('p') ? d['p'] : 1);
-        }
-      } else if (key == "actor.backend") {
-        std::string engine;
-        std::map<char, int64_t> d;
-        if (backend(v, key, engine, d)) {
-          l.megatron = engine == "megatron";
-          for (const auto& [c, name] : {std::pair{'d', "dp"}, {'p', "pp"}, {'t', "tp"}, {'c', "cp"}, {'e', "ep"}})
-            if (d.count(c)) l.train[name] = d[c];
-          l.train["zero"] = l.megatron ? 1 : 3;
-        }
-      } else if (key == "rollout.max_head_offpolicyness") { if (integer_at(v, key, x)) l.staleness = x; }
-      else if (key == "actor.mb_spec.max_tokens_per_mb") { if (integer_at(v, key, x)) l.train["max_tokens_per_gpu"] = x; }
-      else if (key == "actor.ppo_n_minibatches") {
-        if (integer_at(v, key, x)) {
-          if (x < 1) out.errors.push_back(where(v) + key + ": must be at least 1, got " + std::to_string(x));
-          else l.mini_batch_prompts = -x;  // prompts per mini-batch, resolved below
-        }
-      } else if (key == "actor.gradient_checkpointing") {
-        try {
-          l.train["recompute"] = v.as<bool>() ? "full" : "none";
-        } catch (const YAML::Exception&) {
-          out.errors.push_back(where(v) + key + ": expected true or false, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
-        }
-      }
-      else if (key == "train_dataset.batch_size") { if (integer_at(v, key, x)) l.prompts = x; }
-      else if (key == "gconfig.n_samples") { if (integer_at(v, key, x)) l.workload["samples_per_prompt"] = x; }
-      else if (key == "gconfig.max_new_tokens") { if (integer_at(v, key, x)) l.workload["max_response_tokens"] = x; }
-      else if (key == "gconfig.max_tokens") { if (integer_at(v, key, x)) l.workload["max_context_tokens"] = x; }
-      else if (key == "sglang.mem_fraction_static") {
-        try {
-          l.engine["gpu_memory_utilization"] = v.as<double>();
-        } catch (const YAML::Exception&) {
-          out.errors.push_back(where(v) + key + ": expected a number");
-        }
-      } else if (key == "experiment_name") l.name = v.as<std::string>("");
-      else if (key == "scheduler.type" || key == "rollout.max_concurrent_rollouts" || key == "trial_name" ||
-               key.rfind("actor.path", 0) == 0 || key == "tokenizer_path" || key == "train_dataset.path") {}
-      else out.unmodelled.push_back(where(v) + key + ": not modelled by arlsim");
-    }
-  };
-  try {
-    walk(root, "");
-  } catch (const YAML::Exception& e) {
-    out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-  if (!out.errors.empty()) return false;
-  if (!l.rollout.count("replicas") || !l.train.count("dp")) {
-    out.errors.push_back(r.file + ": rollout.backend and actor.backend are required (the engines and the actor's layout)");
-    return false;
-  }
-  // AReaL's mini-batches: ppo_n_minibatches of the step's prompts.
-  if (l.mini_batch_prompts < 0 && l.prompts > 0) l.mini_batch_prompts = l.prompts / -l.mini_batch_prompts;
-  if (l.workload.count("max_context_tokens") && l.workload.count("max_response_tokens"))
-    l.workload["max_prompt_tokens"] = std::max<int64_t>(1, l.workload.at("max_context_tokens").get<int64_t>() -
-                                                               l.workload.at("max_response_tokens").get<int64_t>());
-  if (!l.workload.count("algorithm")) l.workload["algorithm"] = "grpo";
-  // The backends share the cluster, each with its own GPUs (the rollout pool is the engines').
-  l.disaggregated = true;
-  l.rollout_nodes = 0;
-  l.async = l.staleness > 0;
-  return true;
-}
-
-}  // namespace
-
-namespace {
 
 // Whether the GPU of `cluster` (a preset's name or a file) gives the rates of a swap through
 // pageable host memory (a scenario swapping "to-cpu" on one that does not is refused).

@@ -52,6 +52,7 @@ class PolicyAt {
   void error(std::string_view path, std::string message, std::string hint = {}) {
     diag_.error(*field(path), pointer_of(path), std::move(message), std::move(hint));
   }
+  void warning(std::string_view path, std::string message) { diag_.warning(*field(path), pointer_of(path), std::move(message)); }
 
  private:
   // The deepest value on `path` that the document has, and its pointer.
@@ -277,24 +278,15 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                "set /cluster/network/nic_bandwidth");
   }
   // A training state swapped as PyTorch frameworks swap it moves through pageable host memory,
-  // whose rates only the profile can give.
-  if (s.policy.weight_sync_state == StateSwap::to_cpu && s.policy.swaps_training_state() &&
-      (s.cluster.gpu.host_pageable_out_bytes_per_s <= 0 || s.cluster.gpu.host_pageable_in_bytes_per_s <= 0)) {
-    const Value* p = v.find("policy");
-    const Value* w = p && p->is_object() ? p->find("weight_sync") : nullptr;
-    const Value* field = w && w->is_object() ? w->find("state") : nullptr;
-    diag.error(field ? *field : v, field ? "/policy/weight_sync/state" : "",
-               "the training state moves through pageable host memory (\"to-cpu\"), and GPU profile " +
-                   s.cluster.gpu.name + " gives no rates for it (host_pageable: out and in)",
-               "give the profile host_pageable {\"out\": ..., \"in\": ...} (calib/SOURCES.md), or set the state to \"pinned\"");
-  }
-  if (s.policy.weight_sync_state == StateSwap::to_cpu && !s.policy.swaps_training_state()) {
-    const Value* p = v.find("policy");
-    const Value* w = p && p->is_object() ? p->find("weight_sync") : nullptr;
-    const Value* field = w && w->is_object() ? w->find("state") : nullptr;
-    diag.warning(field ? *field : v, field ? "/policy/weight_sync/state" : "",
-                 "the weight sync broadcasts the weights and swaps no training state, so \"to-cpu\" changes nothing");
-  }
+  // whose rates only the profile can give; a weight sync that swaps nothing ignores it.
+  if (s.policy.weight_sync_state == StateSwap::to_cpu && !s.policy.swaps_training_state())
+    at.warning("weight_sync/state", "the weight sync broadcasts the weights and swaps no training state, so \"to-cpu\" changes nothing");
+  else if (s.policy.weight_sync_state == StateSwap::to_cpu &&
+           (s.cluster.gpu.host_pageable_out_bytes_per_s <= 0 || s.cluster.gpu.host_pageable_in_bytes_per_s <= 0))
+    at.error("weight_sync/state",
+             "the training state moves through pageable host memory (\"to-cpu\"), and GPU profile " + s.cluster.gpu.name +
+                 " gives no rates for it (host_pageable: out and in)",
+             "give the profile host_pageable {\"out\": ..., \"in\": ...} (calib/SOURCES.md), or set the state to \"pinned\"");
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in
   // fp32 on a device without a bf16 peak: sim/model/inference.h).
   if (s.cluster.gpu.peak(s.workload.dtype) <= 0) {

@@ -302,16 +302,16 @@ struct RefitShape {
   int64_t gather_ranks = 0;
 };
 RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
-// With the training state swapped as PyTorch frameworks do it (input::StateSwap::to_cpu), what
-// comes back from host memory after the rollout: the weights before the first forward pass, the
-// optimizer's moments before the update (their way out is the refit's). Zero otherwise: a pinned
-// swap's way back is part of the refit.
 // Whether a node's host-memory breakdown (host_memory_at) is the rollout's, when a colocated
 // swap has put the training state there, rather than training's.
 bool host_memory_during_rollout(const model::MemoryBreakdown& b);
 // A rank's training state as a swap finds it on the GPU: what the layout offloads (its optimizer,
 // its weights) is in host memory already and is not moved again.
 model::TrainingState state_on_gpu(const input::ScenarioSpec& s, const input::TrainLayout& train);
+// With the training state swapped as PyTorch frameworks do it (input::StateSwap::to_cpu), what
+// comes back from host memory after the rollout: the weights before the first forward pass, the
+// optimizer's moments before the update (their way out is the refit's). Zero otherwise: a pinned
+// swap's way back is part of the refit.
 struct StateSwapIn {
   double weights_s = 0, optimizer_s = 0;
 };

@@ -478,14 +478,13 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
   // pinned buffer for good), beside the engines asleep.
   if (!s.policy.swaps_training_state()) return b;
   const model::TrainingState state = state_on_gpu(s, train);
-  double swapped = 0;
-  if (s.policy.weight_sync_state == input::StateSwap::to_cpu) swapped = state.weights + state.moments;
-  else if (refit_shape(s, rollout, train).method == input::WeightSync::offload) swapped = state.total();
-  else swapped = state.gradients + state.optimizer;
   if (s.policy.weight_sync_state == input::StateSwap::to_cpu) {
-    b.items.emplace_back("swapped training state", ranks * swapped);
+    b.items.emplace_back("swapped training state", ranks * (state.weights + state.moments));
     return b;
   }
+  const double swapped = refit_shape(s, rollout, train).method == input::WeightSync::offload
+                             ? state.total()
+                             : state.gradients + state.optimizer;
   model::MemoryBreakdown during_rollout;
   during_rollout.capacity_bytes = b.capacity_bytes;
   during_rollout.items.emplace_back("offloaded optimizer states", optimizer);
