@@ -529,9 +529,11 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
   }
 }
 
-void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group) {
+void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group,
+                        int64_t reductions) {
   const model::StageParams params = model::largest_stage_params(m, l);
-  const double grad_bytes = 2.0 * params.dense;  // bf16 gradient buckets, as train.cpp counts them
+  const double grad_bytes = l.grad_reduce_bytes() * params.dense;  // as train.cpp counts them
+  const double weight_bytes = 2.0 * params.dense;
   const int64_t ranks = static_cast<int64_t>(dp_group.size());
   // ZeRO shards over groups of sharding_ranks() consecutive ranks (all of them unless hybrid);
   // hybrid sharding then all-reduces each shard across the groups' replicas, as train.cpp prices it.
@@ -544,10 +546,12 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
     const DeviceGroup across = replicas_of(dp_group, size, static_cast<int64_t>(i));
     const int32_t group = mine.size() > 1 ? p.group(mine) : -1;
     auto& ks = p.on(device);
-    if (group >= 0 && l.zero == 0) ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes, group));
-    if (group >= 0 && l.zero >= 1) ks.push_back(collective(model::CollectiveOp::reduce_scatter, grad_bytes, group));
-    if (l.zero >= 1 && across.size() > 1)
-      ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes / d(size), p.group(across)));
+    for (int64_t k = 0; k < reductions; ++k) {
+      if (group >= 0 && l.zero == 0) ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes, group));
+      if (group >= 0 && l.zero >= 1) ks.push_back(collective(model::CollectiveOp::reduce_scatter, grad_bytes, group));
+      if (l.zero >= 1 && across.size() > 1)
+        ks.push_back(collective(model::CollectiveOp::all_reduce, grad_bytes / d(size), p.group(across)));
+    }
     if (l.offload_optimizer)
       // ZeRO-Offload, as train.cpp prices it: the fp32 gradients out to host memory and the bf16
       // weights back, 6 bytes per parameter over the host link, checksummed (the CPU's Adam is
@@ -555,7 +559,7 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
       ks.push_back(copy(6.0 * shard, -1));
     else
       ks.push_back(memory(30.0 * shard, 4, model::ElementwiseKind::add));  // Adam: 30 bytes per parameter of the shard
-    if (group >= 0 && l.zero >= 1 && l.zero < 3) ks.push_back(collective(model::CollectiveOp::all_gather, grad_bytes, group));
+    if (group >= 0 && l.zero >= 1 && l.zero < 3) ks.push_back(collective(model::CollectiveOp::all_gather, weight_bytes, group));
   }
 }
 
@@ -705,7 +709,7 @@ DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int6
 }
 
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
-                          int64_t stage, ExpertPhase phase) {
+                          int64_t stage, ExpertPhase phase, int64_t reductions) {
   const double experts = model::largest_stage_params(m, l).experts;
   if (experts <= 0) return;
   const int64_t data_ranks = l.dp * l.cp;
@@ -717,13 +721,14 @@ void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::Tr
     const DeviceGroup& g = by_place[static_cast<size_t>(rank / l.cp % l.ep)];
     if (g.size() <= 1) continue;
     const int32_t group = p.group(g);
-    const double bytes = 2.0 * experts;  // bf16 gradients, as train.cpp counts them
+    const double grad_bytes = l.grad_reduce_bytes() * experts;  // as train.cpp counts them
     for (int64_t d : tp_group(l, first_device, rank, stage)) {
       auto& ks = p.on(d);
       if (phase == ExpertPhase::gradients)
-        ks.push_back(collective(l.zero == 0 ? model::CollectiveOp::all_reduce : model::CollectiveOp::reduce_scatter, bytes, group));
+        for (int64_t k = 0; k < reductions; ++k)
+          ks.push_back(collective(l.zero == 0 ? model::CollectiveOp::all_reduce : model::CollectiveOp::reduce_scatter, grad_bytes, group));
       else if (l.zero >= 1 && l.zero < 3)
-        ks.push_back(collective(model::CollectiveOp::all_gather, bytes, group));
+        ks.push_back(collective(model::CollectiveOp::all_gather, 2.0 * experts, group));
     }
   }
 }

@@ -176,8 +176,11 @@ DeviceGroup replicas_of(const DeviceGroup& dp_group, int64_t size, int64_t rank)
 // The first weight buffer past model m's (a base for the next model on the same devices).
 int32_t weights_after(const input::ModelSpec& m, int32_t weight_base = 0);
 // The end of an optimizer step on a data-parallel group (each device one rank): the gradients
-// reduced (all-reduce, or reduce-scatter and all-gather under ZeRO 1-2) and Adam over the shard.
-void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group);
+// reduced (all-reduce, or reduce-scatter and all-gather under ZeRO 1-2) in the layout's reduction
+// dtype and Adam over the shard. `reductions`: how many times the gradients were reduced, once or,
+// under ZeRO 2-3, once per micro-batch the ranks ran (train.cpp's count).
+void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, const DeviceGroup& dp_group,
+                        int64_t reductions = 1);
 // A mixture-of-experts model's expert parameters of a pipeline stage over each device's expert
 // data-parallel group (the stage's devices at its place in their ep groups: tp x cp x dp / ep of
 // them), as train.cpp prices them: their gradients reduced (before add_optimizer_step, whose Adam
@@ -188,7 +191,7 @@ enum class ExpertPhase { gradients, parameters };
 // them (model::expert_data_parallel_ranks).
 DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
-                          int64_t stage, ExpertPhase phase);
+                          int64_t stage, ExpertPhase phase, int64_t reductions = 1);
 // Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the
 // engines' sleep and wake).
 void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t);

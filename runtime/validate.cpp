@@ -235,9 +235,14 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
         rl::MicroBatchTimer timer(s, m, l, value_head);
         add_micro_batches(p, m, l, ranks.first_device(), batches, timer, false, weights);
+        // Under ZeRO 2-3 the gradients are reduced after every micro-batch's backward, as many
+        // times as the rank with the most micro-batches ran one (all ranks join each reduction).
+        int64_t reductions = 1;
+        if (l.reduces_each_micro_batch())
+          for (const auto& rank_batches : batches) reductions = std::max(reductions, static_cast<int64_t>(rank_batches.size()));
         for (int64_t stage = 0; stage < l.pp; ++stage) {
-          add_expert_reduction(p, m, l, ranks.first_device(), stage, ExpertPhase::gradients);
-          for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp, stage));
+          add_expert_reduction(p, m, l, ranks.first_device(), stage, ExpertPhase::gradients, reductions);
+          for (int64_t tp = 0; tp < l.tp; ++tp) add_optimizer_step(p, m, l, dp_group(l, ranks.first_device(), tp, stage), reductions);
           add_expert_reduction(p, m, l, ranks.first_device(), stage, ExpertPhase::parameters);
         }
       };

@@ -92,6 +92,11 @@ struct TrainLayout {
   int64_t max_tokens_per_gpu = 0;    // dynamic batching token budget; 0 = fixed micro-batches
   bool offload_optimizer = false;
   bool offload_params = false;
+  // The dtype gradients are reduced in across data-parallel ranks, fp32 (true) or bf16. Unset: the
+  // framework's default for the layout, as for the overlap: Megatron-Core's bf16 buckets
+  // (grad_reduce_in_fp32 off) for ZeRO 0-2, and FSDP's fp32 for ZeRO-3 (the reduce_dtype of the
+  // MixedPrecisionPolicy that torchtitan, verl and NeMo RL's DTensor worker set).
+  std::optional<bool> grad_reduce_fp32;
   Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }
   bool uneven_stages() const { return first_stage_layers > 0 || last_stage_layers > 0; }
@@ -102,6 +107,11 @@ struct TrainLayout {
   // "" or why this model's layers do not split over the stages as the layout asks.
   std::string stage_split_problem(int64_t num_layers) const;
   bool overlaps_tp_comm() const { return overlap.tp_comm.value_or(false); }
+  double grad_reduce_bytes() const { return grad_reduce_fp32.value_or(zero >= 3) ? 4.0 : 2.0; }
+  // ZeRO-2 and -3 keep only their shard of the gradients, so each micro-batch's are reduced to
+  // their owners after its backward (FSDP and DeepSpeed reduce at every backward); below stage 2
+  // they accumulate in the rank's whole buffer and are reduced once an optimizer step.
+  bool reduces_each_micro_batch() const { return zero >= 2; }
   bool overlaps_grad_reduce() const { return overlap.grad_reduce.value_or(zero >= 3); }
   bool overlaps_param_gather() const { return overlap.param_gather.value_or(zero >= 3); }
   bool overlaps_p2p() const { return overlap.p2p.value_or(vpp > 1); }

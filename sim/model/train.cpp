@@ -543,11 +543,13 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   b.pipeline_s = (d(e.micro_batches) + bubble_slots) * slot;
   b.bubble_fraction = bubble_slots / d(e.micro_batches);  // (p - 1) / (v m), relative to the ideal time
 
-  // Gradient reduction over dp x cp ranks (experts over their own data-parallel group).
+  // Gradient reduction over dp x cp ranks (experts over their own data-parallel group), in the
+  // layout's reduction dtype; ZeRO-3 gathers the bf16 weights.
   const StageParams p = largest_stage_params(m, l);
   const auto dp_group = group_of(c, l.dp * l.cp, l.tp);
-  const double grad_bytes = 2.0 * p.dense;  // bf16 gradient buckets
-  const double expert_bytes = 2.0 * p.experts;
+  const double grad_bytes = l.grad_reduce_bytes() * p.dense;
+  const double expert_bytes = l.grad_reduce_bytes() * p.experts;
+  const double weight_bytes = 2.0 * p.dense;
   // Gradients are reduce-scattered under ZeRO (the distributed optimizer, FSDP) and all-reduced
   // otherwise; under ZeRO 1-2 the updated parameters are then all-gathered (ZeRO-3 keeps them
   // sharded and gathers them for each micro-batch, below).
@@ -562,7 +564,8 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
       return t;
     }
     t.grads = cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds;
-    if (l.zero < 3) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes, g}).seconds;
+    // The updated parameters go back out in the working dtype, whatever the gradients' one.
+    if (l.zero < 3) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes * 2.0 / l.grad_reduce_bytes(), g}).seconds;
     return t;
   };
   Traffic dense = data_parallel(grad_bytes, group_of(c, l.zero >= 1 ? l.sharding_ranks() : dp_group.ranks, l.tp));
@@ -575,20 +578,21 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     dense.grads += cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, grad_bytes / d(l.sharding_ranks()), across}).seconds;
   }
   const Traffic experts = data_parallel(expert_bytes, expert_group_of(c, l));
-  const double grads = dense.grads + experts.grads, params = dense.params + experts.params;
+  // One reduction of the gradients an optimizer step, or one a micro-batch where ZeRO-2 and -3
+  // reduce them after every backward.
+  const double reductions = l.reduces_each_micro_batch() ? d(e.micro_batches) : 1.0;
+  const double reduction = dense.grads + experts.grads, params = dense.params + experts.params;
+  const double grads = reductions * reduction;
   b.dp_comm_s = grads + params;
-  // With overlap the gradient buckets reduce while the last micro-batch's backward runs, and the
-  // updated parameters are gathered bucket by bucket as the next iteration's first forward needs
-  // them; the last bucket reduced and the first gathered cannot hide. Megatron's buckets hold
-  // max(40M, 1M x dp) parameters (Megatron-Core's DistributedDataParallel); FSDP's unit is a layer.
+  // With overlap the gradient buckets reduce while the backward that filled them runs (the last
+  // micro-batch's when reduced once), and the updated parameters are gathered bucket by bucket as
+  // the next iteration's first forward needs them; the last bucket reduced after a backward and
+  // the first gathered cannot hide. Megatron's buckets hold max(40M, 1M x dp) parameters
+  // (Megatron-Core's DistributedDataParallel); FSDP's unit is a layer.
   const double rank_params = p.total();
   const double bucket_params =
       l.zero >= 3 ? rank_params / d(std::max<int64_t>(1, l.stage_layers(m.num_layers, 0))) : std::max(40e6, 1e6 * d(l.dp * l.cp));
   const double bucket_share = rank_params > 0 ? std::min(1.0, bucket_params / rank_params) : 1.0;
-  const double grads_exposed =
-      l.overlaps_grad_reduce() ? std::max(grads - b.backward_s, grads * bucket_share) : grads;
-  const double params_exposed =
-      l.overlaps_param_gather() ? std::max(params - b.forward_s, params * bucket_share) : params;
   // Parameters fetched for the forward and the backward of each micro-batch: ZeRO-3 gathers them
   // from the data-parallel ranks (prefetched behind the compute with param_gather overlap, FSDP's
   // default; on the critical path without), and with offloaded weights each rank first uploads its
@@ -597,10 +601,20 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   double gathers = 0, uploads = 0;
   const auto shard_group = group_of(c, l.sharding_ranks(), l.tp);  // ZeRO-3 gathers within it
   if (l.zero >= 3 && shard_group.ranks > 1)
-    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, grad_bytes, shard_group}).seconds;
+    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, weight_bytes, shard_group}).seconds;
   gathers += 2 * d(e.micro_batches) * expert_gather_seconds(c, cost, p, l);
   if (l.offload_params) uploads = 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
-  const double fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads - b.pipeline_s)
+  // FSDP's gathers and its reductions after every backward share the data-parallel links under
+  // the pipeline's compute: what they need beyond it shows, with the last reduction's tail.
+  const bool shared_links = l.zero >= 3 && l.reduces_each_micro_batch() && l.overlaps_grad_reduce() && l.overlaps_param_gather();
+  double grads_exposed = grads;
+  if (shared_links) grads_exposed = reduction * bucket_share;
+  else if (l.overlaps_grad_reduce())
+    grads_exposed = reductions * std::max(reduction - b.backward_s, reduction * bucket_share);
+  const double params_exposed =
+      l.overlaps_param_gather() ? std::max(params - b.forward_s, params * bucket_share) : params;
+  const double hidden_traffic = shared_links ? grads : 0.0;
+  const double fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads + hidden_traffic - b.pipeline_s)
                                                            : gathers + std::max(0.0, uploads - b.pipeline_s);
   b.dp_comm_exposed_s = grads_exposed + params_exposed + fetches_exposed;
 

@@ -54,6 +54,9 @@ contains export-slime-async "$here/golden/disaggregated-async.slime.sh" "python3
 contains export-areal-backends "$here/golden/disaggregated-async.areal.yaml" 'backend: "megatron:d8p1t2c1e1"'
 contains export-openrlhf-flat-note "$here/golden/default.openrlhf-0.10.1.sh" "--train.max_tokens_per_gpu: no flag before OpenRLHF 0.10.2"
 contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "--train.async_enable"
+"$arlsim" export default --format verl --set /policy/train/tp=1 --set /policy/train/dp=16 --set /policy/train/zero=3 \
+  --set /policy/train/sequence_parallel=false --set '/policy/train/grad_reduce_dtype="bf16"' >/dev/null 2>"$tmp/bf16.err"
+contains export-bf16-reduction-note "$tmp/bf16.err" "note: not expressible in verl: gradients reduced in bf16"
 contains export-notes-stderr "$tmp/disaggregated-async.verl.sh.err" "note: not expressible in verl: dispatch decentralized"
 contains export-notes-header "$here/golden/disaggregated-async.verl.sh" "# Not expressible in verl, the closest setting taken:"
 

@@ -256,6 +256,94 @@ TEST_CASE("cost model: gradient-reduce and parameter-gather overlap hide under t
 
 namespace {
 
+// Collectives priced by their bytes (1 ms a GB) and given kind: all-gathers, reduce-scatters,
+// all-reduces; GEMMs at 1 PFLOP/s as above.
+class CollectivesByBytes final : public CostModel {
+ public:
+  explicit CollectivesByBytes(double scale = 1.0) : scale_(scale) {}
+  mutable double gathered = 0, reduced = 0;  // bytes priced, by kind
+  OpCost cost(const Op& op) const override {
+    OpCost c;
+    if (const auto* g = std::get_if<GemmOp>(&op))
+      c.seconds = 2.0 * static_cast<double>(g->m * g->n * g->k * g->groups) / 1e15;
+    if (const auto* k = std::get_if<CollectiveCallOp>(&op)) {
+      if (k->group.ranks <= 1) return c;
+      (k->op == CollectiveOp::all_gather ? gathered : reduced) += k->bytes;
+      c.seconds = scale_ * k->bytes / 1e12;
+    }
+    return c;
+  }
+  double peak_flops() const override { return 1e15; }
+
+ private:
+  double scale_;
+};
+
+}  // namespace
+
+TEST_CASE("cost model: ZeRO-2 and -3 reduce the gradients after every micro-batch, ZeRO 0-1 once an optimizer step") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  const GemmsAndCollectives fake;  // all-gathers 3 ms, reduce-scatters 0.5 ms, all-reduces 2 ms
+  auto request = [](int64_t zero) {
+    auto r = overlap_request(1, 8, zero);
+    r.global_batch = 4 * 8;  // four micro-batches a rank
+    return r;
+  };
+  // ZeRO-0: one all-reduce; ZeRO-1: one reduce-scatter and the updated parameters' all-gather.
+  CHECK(estimate_train(m, c, request(0), fake).breakdown.dp_comm_s == test::near(2e-3));
+  CHECK(estimate_train(m, c, request(1), fake).breakdown.dp_comm_s == test::near(0.5e-3 + 3e-3));
+  // ZeRO-2 keeps only its gradients' shard: four reduce-scatters, then the one all-gather, all on
+  // the critical path without overlap (DeepSpeed's and Megatron's default).
+  const auto z2 = estimate_train(m, c, request(2), fake).breakdown;
+  CHECK(z2.dp_comm_s == test::near(4 * 0.5e-3 + 3e-3));
+  CHECK(z2.dp_comm_exposed_s == test::near(z2.dp_comm_s));
+  // ZeRO-3: four reduce-scatters and no updated parameters to gather; FSDP overlaps them and the
+  // per-micro-batch gathers (8 x 3 ms) under the compute, which outlasts them (four micro-batches
+  // of 1,024 tokens of 8B parameters, about 50 ms each): only the last layer's share of the last
+  // reduction shows.
+  const auto z3 = estimate_train(m, c, request(3), fake).breakdown;
+  CHECK(z3.dp_comm_s == test::near(4 * 0.5e-3));
+  CHECK(z3.pipeline_s > 8 * 3e-3 + 4 * 0.5e-3);
+  CHECK(z3.dp_comm_exposed_s == test::near(0.5e-3 / 32));
+}
+
+TEST_CASE("cost model: FSDP's gathers and reductions share the links under the compute; beyond it they show") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  auto r = overlap_request(1, 8, 3);
+  r.global_batch = 4 * 8;
+  r.layout.grad_reduce_fp32 = false;  // bf16 both ways: the dense parameters' 2 bytes each
+  const double params = model::params_per_rank(m, r.layout, true, true).dense;
+  const CollectivesByBytes slow(1e4);  // 10 s a GB: the collectives outlast the compute
+  const auto b = estimate_train(m, c, r, slow).breakdown;
+  const double gathers = 8 * 1e4 * 2 * params / 1e12, reductions = 4 * 1e4 * 2 * params / 1e12;
+  CHECK(gathers + reductions > b.pipeline_s);
+  CHECK(b.dp_comm_exposed_s == test::near(gathers + reductions - b.pipeline_s + reductions / 4 / 32));
+}
+
+TEST_CASE("cost model: gradients reduce in the layout's dtype, FSDP's fp32 by default, bf16 below ZeRO-3") {
+  const auto m = test::preset_model("llama-3.1-8b");
+  const auto c = test::own_cluster(1);
+  auto bytes = [&](int64_t zero, std::optional<bool> fp32) {
+    auto r = overlap_request(1, 8, zero);
+    r.layout.grad_reduce_fp32 = fp32;
+    const CollectivesByBytes priced;
+    (void)estimate_train(m, c, r, priced);
+    return std::pair{priced.reduced, priced.gathered};
+  };
+  const double params = model::params_per_rank(m, overlap_request(1, 8, 1).layout, true, true).dense;
+  // ZeRO-1: bf16 gradients reduced, bf16 parameters gathered; in fp32 the reduction doubles only.
+  CHECK(bytes(1, std::nullopt) == std::pair{2 * params, 2 * params});
+  CHECK(bytes(1, true) == std::pair{4 * params, 2 * params});
+  // ZeRO-3: fp32 reductions unless told bf16; its gathers (one priced, run before the forward and
+  // the backward) stay bf16.
+  CHECK(bytes(3, std::nullopt) == std::pair{4 * params, 2 * params});
+  CHECK(bytes(3, false) == std::pair{2 * params, 2 * params});
+}
+
+namespace {
+
 // A forward-only pass of four micro-batches on each of 8 ranks under ZeRO-1, and its ZeRO-3 copy
 // whose micro-batches each wait for their gathers.
 std::pair<TrainRequest, TrainRequest> four_micro_batches() {
