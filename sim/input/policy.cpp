@@ -349,6 +349,9 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
   r.read_choice("tool_policy", p.tool_policy, Presence::optional, tool_policies());
   r.read_choice("routing", p.routing, Presence::optional, routing_policies());
   parse_weight_sync(r, p);
+  static const EnumName<ReferenceWeights> reference[] = {{"resident", ReferenceWeights::resident},
+                                                         {"swapped", ReferenceWeights::swapped}};
+  r.read_enum("reference_weights", p.reference_weights, Presence::optional, reference);
   parse_schedule(r, p);
   r.read_quantity("switch_overhead", Dimension::seconds, p.switch_overhead_s, Presence::optional, 0, 1e6);
   r.finish();

@@ -30,6 +30,11 @@ enum class WeightSync { automatic, offload, allgather_swap, broadcast };
 // `tensor.to("cpu")` into newly allocated pageable memory and back, the bf16 weights through a
 // pinned buffer (Megatron's offload_to_cpu), the gradient buffers freed rather than copied.
 enum class StateSwap { pinned, to_cpu };
+// Where the reference model's weights live between its passes: on the GPUs beside the policy's
+// (resident), or in host memory, swapped into the training ranks' model for each reference pass
+// (NeMo RL's Megatron and DTensor workers: the policy's weights out to pinned host memory, the
+// reference's in, and the policy's back after the pass).
+enum class ReferenceWeights { resident, swapped };
 
 const char* recompute_name(Recompute r);
 
@@ -162,6 +167,7 @@ struct PolicySpec {
   WeightSync weight_sync = WeightSync::automatic;
   double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
   StateSwap weight_sync_state = StateSwap::pinned;
+  ReferenceWeights reference_weights = ReferenceWeights::resident;
   // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
   // or offload, as `automatic` picks for a colocated placement); broadcast does not.
   bool swaps_training_state() const {

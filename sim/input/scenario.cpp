@@ -287,6 +287,8 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
              "the training state moves through pageable host memory (\"to-cpu\"), and GPU profile " + s.cluster.gpu.name +
                  " gives no rates for it (host_pageable: out and in)",
              "give the profile host_pageable {\"out\": ..., \"in\": ...} (calib/SOURCES.md), or set the state to \"pinned\"");
+  if (s.policy.reference_weights == ReferenceWeights::swapped && !s.workload.use_reference)
+    at.warning("reference_weights", "the workload has no reference model (use_reference is false), so its weights swap nothing");
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in
   // fp32 on a device without a bf16 peak: sim/model/inference.h).
   if (s.cluster.gpu.peak(s.workload.dtype) <= 0) {

@@ -262,6 +262,8 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     } else {
       p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
     }
+    // Reference weights kept in host memory come in for the pass and the policy's go back after.
+    if (!p.oom) p.times.ref_logprob += reference_swap_seconds(s_, l.train);
   }
   if (s_.workload.critic) p.times.critic = pass("critic", *s_.workload.critic, s_.policy.critic);
 }

@@ -316,6 +316,13 @@ struct StateSwapIn {
   double weights_s = 0, optimizer_s = 0;
 };
 StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::TrainLayout& train);
+// The reference model's weights swapped into the training ranks for its pass
+// (input::ReferenceWeights::swapped): each rank's weights as its model's state dict holds them
+// (Megatron's bf16 copy; FSDP's fp32 shard under ZeRO-3) out to pinned host memory, the
+// reference's in, and the policy's back after the pass, over each GPU's host link. 0 when the
+// reference weights are resident or there is no reference pass.
+double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayout& train);
+double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& train);
 // Weight sync after training: the refit and, colocated, the engines' sleep and wake.
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // The refit: the new weights into the rollout engines by the policy's method (or the one

@@ -467,6 +467,10 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
   if (s.workload.critic) offloaded(*s.workload.critic);
   b.items.emplace_back("offloaded optimizer states", optimizer);
   b.items.emplace_back("offloaded weights", weights);
+  // Reference weights kept in host memory stay there for the whole run; during the reference
+  // pass the policy's weights wait beside them (training's phase).
+  const double reference = ranks * reference_swap_bytes(s, train);
+  b.items.emplace_back("reference weights", 2 * reference);
   // Colocated engines asleep at level 1 keep each rollout GPU's bf16 shard in host memory.
   double asleep = 0;
   if (s.policy.placement == input::Placement::colocated && s.workload.engine.sleep_level == 1)
@@ -489,6 +493,7 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
   during_rollout.capacity_bytes = b.capacity_bytes;
   during_rollout.items.emplace_back("offloaded optimizer states", optimizer);
   during_rollout.items.emplace_back("offloaded weights", weights);
+  during_rollout.items.emplace_back("reference weights", reference);
   during_rollout.items.emplace_back("swapped training state", ranks * swapped);
   return during_rollout.total() > b.total() ? during_rollout : b;
 }
@@ -532,6 +537,25 @@ StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::TrainLayout
   in.weights_s = cost.seconds(model::HostTransferOp{state.weights, model::HostMemory::pinned});
   in.optimizer_s = cost.seconds(model::HostTransferOp{state.moments, model::HostMemory::pageable_in});
   return in;
+}
+
+double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayout& train) {
+  if (!s.workload.use_reference || s.policy.reference_weights != input::ReferenceWeights::swapped) return 0;
+  // The pass's ranks hold the policy in the reference pass's layout. A model's state dict is
+  // Megatron's bf16 copy (the fp32 master weights are the optimizer's), or under ZeRO-3 FSDP's
+  // sharded parameters, which it keeps in fp32 and casts to bf16 for each pass.
+  const input::TrainLayout pass = pass_layout(train, s.policy.ref_logprob);
+  const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
+  const double weights = model::training_state(s.model, pass, s.workload.dtype).weights;
+  return pass.zero >= 3 && !fp32 ? 2.0 * weights : weights;
+}
+
+double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& train) {
+  const double bytes = reference_swap_bytes(s, train);
+  if (bytes <= 0) return 0;
+  // Out, in, and back: three copies through pinned memory (PyTorch's caching host allocator keeps
+  // the pinned blocks from one step to the next).
+  return 3 * model::AnalyticCostModel(s.cluster, s.workload.dtype).seconds(model::HostTransferOp{bytes, model::HostMemory::pinned});
 }
 
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {

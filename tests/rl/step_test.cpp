@@ -641,6 +641,53 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   CHECK(!rl::host_memory_at(small_cpu, r, l)->fits());
 }
 
+TEST_CASE("step: reference weights kept in host memory are swapped in for the reference pass, three copies of a rank's state dict") {
+  const std::vector<std::string> small{"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/policy/placement=\"colocated\"",
+                                       "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"};
+  auto with = [&](const std::string& weights, std::vector<std::string> more = {}) {
+    auto o = small;
+    o.push_back("/policy/reference_weights=\"" + weights + "\"");
+    o.insert(o.end(), more.begin(), more.end());
+    return scenario(o);
+  };
+  const auto resident = with("resident"), swapped = with("swapped");
+  const auto& l = swapped.policy.train;
+  REQUIRE(l.zero < 3);
+  const auto& gpu = swapped.cluster.gpu;
+  const double copy = gpu.host_copy_overhead.seconds(), link = gpu.host_link.achieved();
+  // Below ZeRO-3 a rank's state dict is its bf16 weights: out, the reference's in, and back.
+  const double weights = model::training_state(swapped.model, l, swapped.workload.dtype).weights;
+  CHECK(rl::reference_swap_bytes(swapped, l) == test::near(weights));
+  CHECK(rl::reference_swap_seconds(swapped, l) == test::near(3 * (weights / link + copy)));
+  CHECK(rl::reference_swap_seconds(resident, l) == 0);
+  // FSDP keeps its parameter shard in fp32: twice the bf16 shard.
+  auto fsdp = swapped;
+  fsdp.policy.train.zero = 3;
+  const double shard = model::training_state(fsdp.model, fsdp.policy.train, fsdp.workload.dtype).weights;
+  CHECK(rl::reference_swap_bytes(fsdp, fsdp.policy.train) == test::near(2 * shard));
+  // Without a reference model nothing moves.
+  const auto none = with("swapped", {"/workload/use_reference=false"});
+  CHECK(rl::reference_swap_seconds(none, none.policy.train) == 0);
+  // The swap lands in the reference pass alone.
+  const auto a = rl::simulate_run(resident, small_trace(resident), {}), b = rl::simulate_run(swapped, small_trace(swapped), {});
+  REQUIRE(a.steps.size() == 1);
+  REQUIRE(b.steps.size() == 1);
+  const auto &x = a.steps[0].stages, &y = b.steps[0].stages;
+  CHECK(y.ref_logprob - x.ref_logprob == test::near(rl::reference_swap_seconds(swapped, l)));
+  CHECK(y.old_logprob == test::near(x.old_logprob));
+  CHECK(y.train == test::near(x.train));
+  CHECK(y.rollout == test::near(x.rollout));
+  // The node's host memory holds its ranks' reference weights, and the policy's beside them
+  // during the pass; a host without room for them is out of memory.
+  const auto host = rl::host_memory_at(swapped, swapped.policy.rollout, l);
+  REQUIRE(host);
+  CHECK(host->get("reference weights") == test::near(2 * 4 * weights));
+  CHECK(rl::host_memory_at(resident, resident.policy.rollout, l)->get("reference weights") == 0);
+  auto small_host = swapped;
+  small_host.cluster.host_memory_bytes = host->total() - 1;
+  CHECK(!rl::host_memory_at(small_host, small_host.policy.rollout, l)->fits());
+}
+
 TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {
   // Six steps, every second simulated (1, 3, 5): steps 2 and 4 take the mean of their neighbours,
   // step 6 the last simulated one's time.

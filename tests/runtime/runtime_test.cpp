@@ -619,6 +619,33 @@ TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in 
   CHECK(r.bytes_verified >= shard);
 }
 
+TEST_CASE("reference weights kept in host memory: two copies on each device before the reference pass, one after") {
+  input::Diagnostics diag;
+  std::vector<std::string> overrides = {"/policy/reference_weights=\"swapped\""};
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  REQUIRE(s->workload.use_reference);
+  const double bytes = rl::reference_swap_bytes(*s, s->policy.train);
+  REQUIRE(bytes > 0);
+  runtime::Program before, after;
+  runtime::add_reference_swap(before, *s, s->policy.train, 3, 2, true);
+  runtime::add_reference_swap(after, *s, s->policy.train, 3, 2, false);
+  for (int64_t d : {3, 4}) {
+    REQUIRE(before.on(d).size() == 2);
+    REQUIRE(after.on(d).size() == 1);
+    for (const auto* ks : {&before.on(d), &after.on(d)})
+      for (const auto& k : *ks) {
+        CHECK(k.kind == Kernel::Kind::copy);
+        CHECK(k.bytes == doctest::Approx(bytes));
+      }
+  }
+  // Resident reference weights move nothing.
+  s->policy.reference_weights = input::ReferenceWeights::resident;
+  runtime::Program none;
+  runtime::add_reference_swap(none, *s, s->policy.train, 0, 2, true);
+  CHECK(none.on(0).empty());
+}
+
 TEST_CASE("--scale: fewer layers, shorter sequences, fewer prompts, limits that still hold") {
   input::Diagnostics diag;
   std::vector<std::string> overrides;
