@@ -108,7 +108,9 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
     return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head, attention_len);
   };
   double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
-  if (s_.workload.use_reference) prepare += forward(s_.model, s_.policy.ref_logprob, false) + rl::reference_swap_seconds(s_, layout_);
+  if (s_.workload.use_reference)
+    prepare += forward(s_.model, s_.policy.ref_logprob, false) +
+               rl::reference_swap_seconds(s_, rl::pass_layout(layout_, s_.policy.ref_logprob));
   if (s_.workload.critic) {
     passes(*s_.workload.critic, true);
     prepare += forward(*s_.workload.critic, s_.policy.critic, true);

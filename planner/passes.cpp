@@ -15,7 +15,7 @@ int64_t tokens(double v) { return std::max<int64_t>(1, std::llround(v)); }
 
 // The pass at each of the trace's steps in `pass` (nullopt: each step's training layout); empty
 // when it does not fit in memory at some step's longest sequence.
-std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpec& m, bool value_head,
+std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpec& m, bool value_head, bool reference,
                              const std::optional<input::InferenceLayout>& pass, const std::vector<StepFeatures>& features,
                              int64_t& evaluations) {
   std::vector<double> out;
@@ -28,8 +28,11 @@ std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpe
     // Memory at the step's longest sequence rounded up as the training estimator rounds it.
     if (!rl::forward_memory_at(s, m, tl, grid_length(static_cast<double>(f.max_context), true), value_head).fits())
       return {};
+    // The reference pass also brings its weights in from host memory when they live there, as
+    // many bytes as a rank of this layout holds.
     out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, tokens(f.mean_context), value_head,
-                                           tokens(f.attention_context)));
+                                           tokens(f.attention_context)) +
+                  (reference ? rl::reference_swap_seconds(s, tl) : 0.0));
     ++evaluations;
   }
   return out;
@@ -63,9 +66,9 @@ std::vector<PassChoice> choose_pass_layouts(const input::ScenarioSpec& s, const 
     PassChoice c;
     c.stage = p.stage;
     c.chosen = *p.layout;
-    const bool value_head = c.stage == "critic";
+    const bool value_head = c.stage == "critic", reference = c.stage == "ref_logprob";
     const size_t steps = features.size();
-    const auto baseline = per_step(s, *p.model, value_head, *p.layout, features, evaluations);
+    const auto baseline = per_step(s, *p.model, value_head, reference, *p.layout, features, evaluations);
     c.chosen_s = c.training_layout_s = total(baseline, steps);
     c.saved_s.assign(steps, 0.0);
     if (*p.layout) {  // the user's: kept
@@ -83,7 +86,7 @@ std::vector<PassChoice> choose_pass_layouts(const input::ScenarioSpec& s, const 
         valid = valid && model::check_train_request(m, s.cluster, rl::train_request(tl, tl.dp, 1024, s.workload)).empty();
       }
       if (!valid) continue;
-      const auto times = per_step(s, m, value_head, l, features, evaluations);
+      const auto times = per_step(s, m, value_head, reference, l, features, evaluations);
       const double t = total(times, steps);
       if (!std::isfinite(t)) continue;
       ++c.candidates;

@@ -563,9 +563,9 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
   }
 }
 
-void add_reference_swap(Program& p, const input::ScenarioSpec& s, const input::TrainLayout& train, int64_t first_device,
+void add_reference_swap(Program& p, const input::ScenarioSpec& s, const input::TrainLayout& pass, int64_t first_device,
                         int64_t ranks, bool before_pass) {
-  const double bytes = rl::reference_swap_bytes(s, train);
+  const double bytes = rl::reference_swap_bytes(s, pass);
   if (bytes <= 0) return;
   for (int64_t device = first_device; device < first_device + ranks; ++device)
     for (int copies = before_pass ? 2 : 1; copies > 0; --copies) p.on(device).push_back(copy(bytes, -1));

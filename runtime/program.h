@@ -192,10 +192,11 @@ enum class ExpertPhase { gradients, parameters };
 DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                           int64_t stage, ExpertPhase phase, int64_t reductions = 1);
-// Reference weights kept in host memory (rl::reference_swap_bytes), on `ranks` devices from
-// `first_device`: before the reference pass each device copies the policy's weights out and the
-// reference's in, after it the policy's back; nothing when the reference weights are resident.
-void add_reference_swap(Program& p, const input::ScenarioSpec& s, const input::TrainLayout& train, int64_t first_device,
+// Reference weights kept in host memory (rl::reference_swap_bytes in the pass's layout `pass`), on
+// `ranks` devices from `first_device`: before the reference pass each device copies the policy's
+// weights out and the reference's in, after it the policy's back; nothing when the reference
+// weights are resident.
+void add_reference_swap(Program& p, const input::ScenarioSpec& s, const input::TrainLayout& pass, int64_t first_device,
                         int64_t ranks, bool before_pass);
 // Weight sync of a colocated step on the training devices (step_costs.cpp's refit and the
 // engines' sleep and wake).

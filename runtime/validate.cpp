@@ -211,9 +211,9 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, rank, tl.dp, 0, 1), tl);
       const int32_t weights = critic ? weights_after(s.model) : 0;
       const bool reference = a.stage == graph::Stage::ref_logprob;
-      if (reference) add_reference_swap(p, s, l, devices.first_device(), devices.ranks(), true);
+      if (reference) add_reference_swap(p, s, tl, devices.first_device(), devices.ranks(), true);
       add_micro_batches(p, m, tl, devices.first_device(), batches, timer, true, weights);
-      if (reference) add_reference_swap(p, s, l, devices.first_device(), devices.ranks(), false);
+      if (reference) add_reference_swap(p, s, tl, devices.first_device(), devices.ranks(), false);
       break;
     }
     case graph::Stage::dispatch: {

@@ -145,7 +145,7 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
                       "states (ZeRO-3); exported as FSDP");
     if (l.recompute == input::Recompute::selective)
       notes.push_back("selective recompute: verl's FSDP engine checkpoints whole layers; exported as gradient checkpointing");
-    if (l.grad_reduce_fp32 == false)
+    if (l.grad_reduce_bytes() < 4)
       notes.push_back("gradients reduced in bf16: verl's FSDP engine reduces them in fp32 unless its "
                       "fsdp_config.mixed_precision says otherwise; not set here");
   }
@@ -427,6 +427,9 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
   if (l.recompute != input::Recompute::none) opt("--actor.gradient_checkpointing_enable", "--gradient_checkpointing", "");
   if (l.offload_optimizer) opt("--ds.adam_offload", "--adam_offload", "");
   if (l.offload_params) notes.push_back("offloaded parameters: OpenRLHF offloads the optimizer (Adam) only");
+  if (l.grad_reduce_bytes() > 2)
+    notes.push_back("gradients reduced in fp32: DeepSpeed reduces them in bf16 (its communication_data_type "
+                    "default), which OpenRLHF's options do not change");
   opt("--rollout.batch_size", "--rollout_batch_size", num(w.prompts_per_step));
   opt("--rollout.n_samples_per_prompt", "--n_samples_per_prompt", num(w.samples_per_prompt));
   opt("--train.batch_size", "--train_batch_size", num(trajectories / w.mini_batches));
@@ -534,6 +537,7 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   // Megatron-LM's own flags, passed through.
   flag_("--tensor-model-parallel-size", num(l.tp));
   if (l.sequence_parallel) flag_("--sequence-parallel");
+  if (l.grad_reduce_bytes() > 2) flag_("--accumulate-allreduce-grads-in-fp32");
   flag_("--pipeline-model-parallel-size", num(l.pp));
   flag_("--context-parallel-size", num(l.cp));
   if (l.ep > 1) flag_("--expert-model-parallel-size", num(l.ep));
@@ -697,6 +701,9 @@ std::string slurm_wrap(const input::ScenarioSpec& s, const std::string& prologue
 ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   ExportResult out;
   const auto& w = s.workload;
+  if (r.format != ExportFormat::json && w.use_reference && s.policy.reference_weights == input::ReferenceWeights::swapped)
+    out.notes.push_back("reference weights kept in host memory and swapped in for each reference pass (NeMo RL's way): "
+                        "the framework keeps its reference model apart, on the GPUs or offloaded by its own options");
   if (r.format == ExportFormat::json) {
     if (r.document) out.text = document_json(*r.document);
     else out.error = "no document to write";

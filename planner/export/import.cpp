@@ -410,6 +410,8 @@ class Reader {
     }
     if (!l.workload.count("algorithm")) l.workload["algorithm"] = "grpo";
     if (!l.workload.count("use_reference")) l.workload["use_reference"] = false;
+    // DeepSpeed reduces gradients in the training dtype (its communication_data_type's default).
+    l.train["grad_reduce_dtype"] = "bf16";
     // Mini-batches: the step's samples over the samples of one optimizer step.
     if (train_batch > 0 && l.prompts > 0) l.mini_batch_prompts = train_batch / std::max<int64_t>(1, samples);
     l.disaggregated = !colocated;
@@ -458,6 +460,9 @@ class Reader {
       else if (key == "rollout-max-context-len") { if (value(integer(f.value), n)) l.workload["max_context_tokens"] = n; }
       else if (key == "update-weight-buffer-size") { if (value(integer(f.value), n)) weight_sync_bucket_mb = n / (1024 * 1024); }
       else if (key == "sglang-mem-fraction-static") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
+      // Megatron-LM's reduction dtype: fp32 asked for (slime's recipes do), or bf16.
+      else if (key == "accumulate-allreduce-grads-in-fp32") l.train["grad_reduce_dtype"] = "fp32";
+      else if (key == "grad-reduce-in-bf16") l.train["grad_reduce_dtype"] = "bf16";
       else if (key == "recompute-method" || key == "recompute-num-layers" || key == "log-probs-max-tokens-per-gpu" ||
                key == "num-gpus-per-node" || key == "hf-checkpoint" || key == "ref-load" || key == "prompt-data") {}
       else unmodelled(f.word, "--" + key, "not modelled by arlsim");

@@ -97,10 +97,12 @@ struct TrainLayout {
   int64_t max_tokens_per_gpu = 0;    // dynamic batching token budget; 0 = fixed micro-batches
   bool offload_optimizer = false;
   bool offload_params = false;
-  // The dtype gradients are reduced in across data-parallel ranks, fp32 (true) or bf16. Unset: the
-  // framework's default for the layout, as for the overlap: Megatron-Core's bf16 buckets
-  // (grad_reduce_in_fp32 off) for ZeRO 0-2, and FSDP's fp32 for ZeRO-3 (the reduce_dtype of the
-  // MixedPrecisionPolicy that torchtitan, verl and NeMo RL's DTensor worker set).
+  // The dtype gradients are reduced in across data-parallel ranks, fp32 (true) or bf16. Unset:
+  // bf16 for ZeRO 0-2, the default of Megatron-Core's DDP config (grad_reduce_in_fp32 off, as NeMo
+  // RL keeps it; Megatron-LM's own launcher reduces a bf16 run's gradients in fp32 unless given
+  // --grad-reduce-in-bf16, and DeepSpeed in bf16), and fp32 for ZeRO-3, the reduce_dtype of the
+  // FSDP MixedPrecisionPolicy that torchtitan, verl and NeMo RL's DTensor worker set. Importers
+  // set it from the launch where the framework's default differs.
   std::optional<bool> grad_reduce_fp32;
   Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }

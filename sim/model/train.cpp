@@ -604,18 +604,23 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, weight_bytes, shard_group}).seconds;
   gathers += 2 * d(e.micro_batches) * expert_gather_seconds(c, cost, p, l);
   if (l.offload_params) uploads = 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
-  // FSDP's gathers and its reductions after every backward share the data-parallel links under
-  // the pipeline's compute: what they need beyond it shows, with the last reduction's tail.
+  // Overlapped, each reduction runs under the backward that filled it (and the next micro-batch's
+  // forward); only the last bucket of the last one has nothing after it. FSDP's gathers and its
+  // reductions after every backward share the data-parallel links under the whole pipeline's
+  // compute: what they need beyond it shows, or at least that last tail.
+  const double tail = reduction * bucket_share;
   const bool shared_links = l.zero >= 3 && l.reduces_each_micro_batch() && l.overlaps_grad_reduce() && l.overlaps_param_gather();
-  double grads_exposed = grads;
-  if (shared_links) grads_exposed = reduction * bucket_share;
-  else if (l.overlaps_grad_reduce())
-    grads_exposed = reductions * std::max(reduction - b.backward_s, reduction * bucket_share);
+  double grads_exposed = grads, fetches_exposed = 0;
+  if (shared_links) {
+    grads_exposed = 0;
+    fetches_exposed = std::max(tail, gathers + uploads + grads - b.pipeline_s);
+  } else {
+    if (l.overlaps_grad_reduce()) grads_exposed = std::max(tail, reductions * std::max(0.0, reduction - b.backward_s));
+    fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads - b.pipeline_s)
+                                                : gathers + std::max(0.0, uploads - b.pipeline_s);
+  }
   const double params_exposed =
       l.overlaps_param_gather() ? std::max(params - b.forward_s, params * bucket_share) : params;
-  const double hidden_traffic = shared_links ? grads : 0.0;
-  const double fetches_exposed = l.overlaps_param_gather() ? std::max(0.0, gathers + uploads + hidden_traffic - b.pipeline_s)
-                                                           : gathers + std::max(0.0, uploads - b.pipeline_s);
   b.dp_comm_exposed_s = grads_exposed + params_exposed + fetches_exposed;
 
   // Adam over the local shard: read fp32 master, gradient and two moments, write them back and

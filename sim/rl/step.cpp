@@ -263,7 +263,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
       p.times.ref_logprob = pass("ref_logprob", s_.model, s_.policy.ref_logprob);
     }
     // Reference weights kept in host memory come in for the pass and the policy's go back after.
-    if (!p.oom) p.times.ref_logprob += reference_swap_seconds(s_, l.train);
+    if (!p.oom) p.times.ref_logprob += reference_swap_seconds(s_, pass_layout(l.train, s_.policy.ref_logprob));
   }
   if (s_.workload.critic) p.times.critic = pass("critic", *s_.workload.critic, s_.policy.critic);
 }
@@ -290,8 +290,9 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     return;
   }
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
-    // Gradient reduction and the optimizer step from the estimate at the mean length: they do
-    // not depend on how the tokens are split.
+    // Gradient reduction and the optimizer step from the estimate at the mean length. They do not
+    // depend on how the tokens are split, but for the number of reductions under ZeRO 2-3 (one a
+    // micro-batch), which is the estimate's micro-batches at that length, not those built below.
     auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload);
     r.attention_len = x.attention_len;
     r.value_head = !actor;

@@ -289,7 +289,8 @@ model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const inp
                                          int64_t longest, bool value_head = false);
 // One node's host memory while training runs in `train` (rollout in `rollout`): the training
 // states its ranks offload (optimizer states, and parameters with offload_params; the critic's
-// too when it trains), and the weights colocated engines keep there asleep at level 1. nullopt
+// too when it trains), the reference weights kept there with the policy's pinned copy
+// (reference_swap_bytes, twice), and the weights colocated engines keep there asleep at level 1. nullopt
 // when the cluster does not give its host memory.
 std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& s, const input::RolloutLayout& rollout,
                                                      const input::TrainLayout& train);
@@ -316,13 +317,14 @@ struct StateSwapIn {
   double weights_s = 0, optimizer_s = 0;
 };
 StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::TrainLayout& train);
-// The reference model's weights swapped into the training ranks for its pass
-// (input::ReferenceWeights::swapped): each rank's weights as its model's state dict holds them
-// (Megatron's bf16 copy; FSDP's fp32 shard under ZeRO-3) out to pinned host memory, the
-// reference's in, and the policy's back after the pass, over each GPU's host link. 0 when the
-// reference weights are resident or there is no reference pass.
-double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayout& train);
-double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& train);
+// The reference model's weights swapped into the ranks of its pass, in layout `pass`
+// (pass_layout(train, policy.ref_logprob); input::ReferenceWeights::swapped): each rank's weights
+// as its model's state dict holds them (Megatron's bf16 copy; FSDP's fp32 shard under ZeRO-3) out
+// to pinned host memory, the reference's in, and the policy's back after the pass, over each
+// GPU's host link. 0 when the reference weights are resident, there is no reference pass, or the
+// layout keeps its weights in host memory already (offload_params).
+double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayout& pass);
+double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& pass);
 // Weight sync after training: the refit and, colocated, the engines' sleep and wake.
 double weight_sync_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
 // The refit: the new weights into the rollout engines by the policy's method (or the one

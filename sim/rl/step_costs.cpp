@@ -467,10 +467,11 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
   if (s.workload.critic) offloaded(*s.workload.critic);
   b.items.emplace_back("offloaded optimizer states", optimizer);
   b.items.emplace_back("offloaded weights", weights);
-  // Reference weights kept in host memory stay there for the whole run; during the reference
-  // pass the policy's weights wait beside them (training's phase).
-  const double reference = ranks * reference_swap_bytes(s, train);
-  b.items.emplace_back("reference weights", 2 * reference);
+  // Reference weights kept in host memory stay there for the whole run, and so do the pinned
+  // blocks the policy's weights wait in during the reference pass (PyTorch's caching host
+  // allocator keeps them for the next step): twice a rank's state dict, in both phases.
+  const double reference = 2 * ranks * reference_swap_bytes(s, pass_layout(train, s.policy.ref_logprob));
+  b.items.emplace_back("reference weights", reference);
   // Colocated engines asleep at level 1 keep each rollout GPU's bf16 shard in host memory.
   double asleep = 0;
   if (s.policy.placement == input::Placement::colocated && s.workload.engine.sleep_level == 1)
@@ -539,19 +540,18 @@ StateSwapIn state_swap_in(const input::ScenarioSpec& s, const input::TrainLayout
   return in;
 }
 
-double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayout& train) {
-  if (!s.workload.use_reference || s.policy.reference_weights != input::ReferenceWeights::swapped) return 0;
-  // The pass's ranks hold the policy in the reference pass's layout. A model's state dict is
-  // Megatron's bf16 copy (the fp32 master weights are the optimizer's), or under ZeRO-3 FSDP's
-  // sharded parameters, which it keeps in fp32 and casts to bf16 for each pass.
-  const input::TrainLayout pass = pass_layout(train, s.policy.ref_logprob);
+double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayout& pass) {
+  if (!s.workload.use_reference || s.policy.reference_weights != input::ReferenceWeights::swapped || pass.offload_params)
+    return 0;
+  // A model's state dict is Megatron's bf16 copy (the fp32 master weights are the optimizer's), or
+  // under ZeRO-3 FSDP's sharded parameters, which it keeps in fp32 and casts to bf16 for each pass.
   const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
   const double weights = model::training_state(s.model, pass, s.workload.dtype).weights;
   return pass.zero >= 3 && !fp32 ? 2.0 * weights : weights;
 }
 
-double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& train) {
-  const double bytes = reference_swap_bytes(s, train);
+double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& pass) {
+  const double bytes = reference_swap_bytes(s, pass);
   if (bytes <= 0) return 0;
   // Out, in, and back: three copies through pinned memory (PyTorch's caching host allocator keeps
   // the pinned blocks from one step to the next).

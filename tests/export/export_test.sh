@@ -57,6 +57,12 @@ contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "-
 "$arlsim" export default --format verl --set /policy/train/tp=1 --set /policy/train/dp=16 --set /policy/train/zero=3 \
   --set /policy/train/sequence_parallel=false --set '/policy/train/grad_reduce_dtype="bf16"' >/dev/null 2>"$tmp/bf16.err"
 contains export-bf16-reduction-note "$tmp/bf16.err" "note: not expressible in verl: gradients reduced in bf16"
+"$arlsim" export default --format slime --set '/policy/train/grad_reduce_dtype="fp32"' >"$tmp/fp32.sh" 2>/dev/null
+contains export-slime-fp32-reduction "$tmp/fp32.sh" "--accumulate-allreduce-grads-in-fp32"
+"$arlsim" export default --format openrlhf --set '/policy/train/grad_reduce_dtype="fp32"' >/dev/null 2>"$tmp/fp32.err"
+contains export-openrlhf-fp32-note "$tmp/fp32.err" "gradients reduced in fp32: DeepSpeed reduces them in bf16"
+"$arlsim" export default --format verl --set '/policy/reference_weights="swapped"' >/dev/null 2>"$tmp/ref.err"
+contains export-reference-note "$tmp/ref.err" "reference weights kept in host memory and swapped in"
 contains export-notes-stderr "$tmp/disaggregated-async.verl.sh.err" "note: not expressible in verl: dispatch decentralized"
 contains export-notes-header "$here/golden/disaggregated-async.verl.sh" "# Not expressible in verl, the closest setting taken:"
 
@@ -176,12 +182,14 @@ expect import-verl-offload-a100-simulates 0 "$arlsim" simulate "$tmp/verl-a100.j
 expect_scenario openrlhf openrlhf openrlhf.sh \
   "assert (p['train']['dp'], p['train']['zero'], p['train']['recompute']) == (8, 3, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \
-   assert p['rollout'] == {'tp': 2, 'replicas': 4} and p['placement'] == 'colocated' and w['algorithm'] == 'grpo'"
+   assert p['rollout'] == {'tp': 2, 'replicas': 4} and p['placement'] == 'colocated' and w['algorithm'] == 'grpo'; \
+   assert p['train']['grad_reduce_dtype'] == 'bf16'"
 contains import-openrlhf-unmodelled "$tmp/openrlhf.err" "openrlhf.sh:15: --actor.adam.lr: not modelled by arlsim"
 expect_scenario slime slime slime.sh \
   "assert (p['placement'], p['rollout_gpus'], p['rollout']['tp'], p['sync']['staleness']) == ('disaggregated', 8, 2, 1); \
    assert (p['train']['tp'], p['train']['dp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 4, 'full', 9216); \
-   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], s['steps']) == (32, 8, 1, 30)"
+   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], s['steps']) == (32, 8, 1, 30); \
+   assert p['train']['grad_reduce_dtype'] == 'fp32'"
 contains import-slime-unmodelled "$tmp/slime.err" "slime.sh:14: --eps-clip: not modelled by arlsim"
 expect_scenario areal areal areal.yaml \
   "assert (p['placement'], p['rollout_gpus'], p['rollout'], p['sync']['staleness']) == ('disaggregated', 8, {'replicas': 4, 'tp': 2}, 2); \

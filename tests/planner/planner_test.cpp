@@ -467,6 +467,17 @@ TEST_CASE("plan: the preparation passes take the fastest tp x dp layout that fit
                                 rl::pass_layout(rl::layouts_at(big_plan.policy, step.step).train, big_plan.policy.old_logprob),
                                 step.max_context)
               .fits());
+  // Reference weights swapped in from host memory: each candidate of the reference pass also
+  // pays the copies a rank of its layout makes.
+  const auto swapped = scenario({"/steps=2", "/policy/reference_weights=\"swapped\""});
+  const auto with_swap = planner::choose_pass_layouts(swapped, f, evaluations);
+  REQUIRE(with_swap.size() == 2);
+  CHECK(with_swap[0].chosen_s == doctest::Approx(choices[0].chosen_s));  // old log-probs: unchanged
+  double swap = 0;
+  for (size_t i = 0; i < f.size(); ++i)
+    swap += rl::reference_swap_seconds(swapped, rl::pass_layout(swapped.policy.train, with_swap[1].chosen));
+  CHECK(swap > 0);
+  CHECK(with_swap[1].chosen_s >= choices[1].chosen_s + swap - 1e-9);
   // A layout the policy gives is kept, not searched.
   const auto fixed = scenario({"/steps=2", "/policy/old_logprob={\"tp\": 2, \"dp\": 8}"});
   const auto kept = planner::choose_pass_layouts(fixed, features_of(fixed), evaluations);

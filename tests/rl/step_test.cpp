@@ -657,7 +657,7 @@ TEST_CASE("step: reference weights kept in host memory are swapped in for the re
   const double copy = gpu.host_copy_overhead.seconds(), link = gpu.host_link.achieved();
   // Below ZeRO-3 a rank's state dict is its bf16 weights: out, the reference's in, and back.
   const double weights = model::training_state(swapped.model, l, swapped.workload.dtype).weights;
-  CHECK(rl::reference_swap_bytes(swapped, l) == test::near(weights));
+  CHECK(rl::reference_swap_bytes(swapped, l) == test::near(weights));  // the pass in the training layout
   CHECK(rl::reference_swap_seconds(swapped, l) == test::near(3 * (weights / link + copy)));
   CHECK(rl::reference_swap_seconds(resident, l) == 0);
   // FSDP keeps its parameter shard in fp32: twice the bf16 shard.
@@ -677,15 +677,37 @@ TEST_CASE("step: reference weights kept in host memory are swapped in for the re
   CHECK(y.old_logprob == test::near(x.old_logprob));
   CHECK(y.train == test::near(x.train));
   CHECK(y.rollout == test::near(x.rollout));
-  // The node's host memory holds its ranks' reference weights, and the policy's beside them
-  // during the pass; a host without room for them is out of memory.
+  // The node's host memory holds its ranks' reference weights and the pinned blocks the policy's
+  // wait in during the pass: a host with room for all but them is out of memory, and fits with
+  // the reference resident.
   const auto host = rl::host_memory_at(swapped, swapped.policy.rollout, l);
   REQUIRE(host);
-  CHECK(host->get("reference weights") == test::near(2 * 4 * weights));
-  CHECK(rl::host_memory_at(resident, resident.policy.rollout, l)->get("reference weights") == 0);
-  auto small_host = swapped;
-  small_host.cluster.host_memory_bytes = host->total() - 1;
+  REQUIRE(l.gpus() == 8);  // one node's ranks
+  CHECK(host->get("reference weights") == test::near(2 * 8 * weights));
+  const auto without = rl::host_memory_at(resident, resident.policy.rollout, l);
+  CHECK(without->get("reference weights") == 0);
+  auto small_host = swapped, small_resident = resident;
+  small_host.cluster.host_memory_bytes = small_resident.cluster.host_memory_bytes = without->total() + 8 * weights;
   CHECK(!rl::host_memory_at(small_host, small_host.policy.rollout, l)->fits());
+  CHECK(rl::host_memory_at(small_resident, small_resident.policy.rollout, l)->fits());
+  // A reference pass in a layout of its own swaps what a rank of that layout holds: tp 4 (the
+  // training's 2) halves it.
+  REQUIRE(l.tp == 2);
+  const auto own = with("swapped", {"/policy/ref_logprob={\"tp\": 4, \"dp\": 2}"});
+  const auto own_resident = with("resident", {"/policy/ref_logprob={\"tp\": 4, \"dp\": 2}"});
+  const input::TrainLayout pass = rl::pass_layout(own.policy.train, own.policy.ref_logprob);
+  REQUIRE(pass.tp == 4);
+  const double pass_weights = model::training_state(own.model, pass, own.workload.dtype).weights;
+  CHECK(rl::reference_swap_bytes(own, pass) == test::near(pass_weights));
+  CHECK(pass_weights == doctest::Approx(weights / 2).epsilon(0.01));  // the norms stay whole on every rank
+  const auto c = rl::simulate_run(own_resident, small_trace(own_resident), {}), e = rl::simulate_run(own, small_trace(own), {});
+  REQUIRE(c.steps.size() == 1);
+  REQUIRE(e.steps.size() == 1);
+  CHECK(e.steps[0].stages.ref_logprob - c.steps[0].stages.ref_logprob == test::near(rl::reference_swap_seconds(own, pass)));
+  // Weights a layout keeps in host memory already are not swapped through the host link.
+  auto offloaded = swapped;
+  offloaded.policy.train.offload_params = true;
+  CHECK(rl::reference_swap_bytes(offloaded, offloaded.policy.train) == 0);
 }
 
 TEST_CASE("step: a sampled trace's whole run is projected from its simulated steps, interpolated between them") {

@@ -11,4 +11,4 @@ ray job submit --address="http://127.0.0.1:8265" -- python3 train_async.py \
    --use-dynamic-batch-size --max-tokens-per-gpu 9216 \
    --rollout-batch-size 32 --n-samples-per-prompt 8 --global-batch-size 256 --num-steps-per-rollout 1 \
    --num-rollout 30 --rollout-max-response-len 8192 --rollout-max-context-len 10240 \
-   --sglang-mem-fraction-static 0.7 --eps-clip 0.2
+   --sglang-mem-fraction-static 0.7 --accumulate-allreduce-grads-in-fp32 --eps-clip 0.2
