@@ -145,9 +145,9 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
                       "states (ZeRO-3); exported as FSDP");
     if (l.recompute == input::Recompute::selective)
       notes.push_back("selective recompute: verl's FSDP engine checkpoints whole layers; exported as gradient checkpointing");
-    if (l.grad_reduce_bytes() < 4)
-      notes.push_back("gradients reduced in bf16: verl's FSDP engine reduces them in fp32 unless its "
-                      "fsdp_config.mixed_precision says otherwise; not set here");
+    // verl's FSDP engine reduces in fp32 unless its mixed-precision policy says otherwise; Hydra's
+    // ++ sets the key whether or not the configuration lists it.
+    if (l.grad_reduce_bytes() < 4) o.set("++" + f + ".mixed_precision.reduce_dtype", "bf16");
   }
   // Micro-batches: the token budget (dynamic batching), or a fixed count of sequences. verl's
   // budget must hold one whole sequence (prompt and response).

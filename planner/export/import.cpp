@@ -232,6 +232,11 @@ class Reader {
       }
     } else if (key == f + "fsdp_size") {
       if (number<int64_t>(w, key, v, integer(v), n) && n > 0) l.train["shard_group"] = n;
+    } else if (key == f + "mixed_precision.reduce_dtype") {
+      // The FSDP engine's gradient reduction dtype (fp32 unless set).
+      if (v == "bf16" || v == "bfloat16") l.train["grad_reduce_dtype"] = "bf16";
+      else if (v == "fp32" || v == "float32") l.train["grad_reduce_dtype"] = "fp32";
+      else error(w, key, "expected bf16 or fp32, got \"" + v + "\"");
     } else if (key == "actor_rollout_ref.model.enable_gradient_checkpointing") {
       if (number<bool>(w, key, v, boolean(v), b)) l.train["recompute"] = b ? "full" : "none";
     } else if (key == a + "use_dynamic_bsz") {

@@ -55,8 +55,14 @@ contains export-areal-backends "$here/golden/disaggregated-async.areal.yaml" 'ba
 contains export-openrlhf-flat-note "$here/golden/default.openrlhf-0.10.1.sh" "--train.max_tokens_per_gpu: no flag before OpenRLHF 0.10.2"
 contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "--train.async_enable"
 "$arlsim" export default --format verl --set /policy/train/tp=1 --set /policy/train/dp=16 --set /policy/train/zero=3 \
-  --set /policy/train/sequence_parallel=false --set '/policy/train/grad_reduce_dtype="bf16"' >/dev/null 2>"$tmp/bf16.err"
-contains export-bf16-reduction-note "$tmp/bf16.err" "note: not expressible in verl: gradients reduced in bf16"
+  --set /policy/train/sequence_parallel=false --set '/policy/train/grad_reduce_dtype="bf16"' >"$tmp/bf16.sh" 2>/dev/null
+contains export-verl-bf16-reduction "$tmp/bf16.sh" "++actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype=bf16"
+if "$arlsim" import "$tmp/bf16.sh" --from verl --model qwen3-8b --out "$tmp/bf16.json" 2>/dev/null &&
+  python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['policy']['train']['grad_reduce_dtype'] == 'bf16'" "$tmp/bf16.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL import-verl-bf16-reduction"
+fi
 "$arlsim" export default --format slime --set '/policy/train/grad_reduce_dtype="fp32"' >"$tmp/fp32.sh" 2>/dev/null
 contains export-slime-fp32-reduction "$tmp/fp32.sh" "--accumulate-allreduce-grads-in-fp32"
 "$arlsim" export default --format openrlhf --set '/policy/train/grad_reduce_dtype="fp32"' >/dev/null 2>"$tmp/fp32.err"
