@@ -548,27 +548,21 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   const StageParams p = largest_stage_params(m, l);
   const auto dp_group = group_of(c, l.dp * l.cp, l.tp);
   const double grad_bytes = l.grad_reduce_bytes() * p.dense;
-  const double expert_bytes = l.grad_reduce_bytes() * p.experts;
-  const double weight_bytes = 2.0 * p.dense;
   // Gradients are reduce-scattered under ZeRO (the distributed optimizer, FSDP) and all-reduced
-  // otherwise; under ZeRO 1-2 the updated parameters are then all-gathered (ZeRO-3 keeps them
-  // sharded and gathers them for each micro-batch, below).
+  // otherwise; under ZeRO 1-2 the updated parameters are then all-gathered in bf16, whatever the
+  // gradients' dtype (ZeRO-3 keeps them sharded and gathers them for each micro-batch, below).
   struct Traffic {
     double grads = 0, params = 0;
   };
-  auto data_parallel = [&](double bytes, const CollectiveGroup& g) {
+  auto data_parallel = [&](double parameters, const CollectiveGroup& g) {
     Traffic t;
-    if (g.ranks <= 1 || bytes <= 0) return t;
-    if (l.zero == 0) {
-      t.grads = cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, bytes, g}).seconds;
-      return t;
-    }
-    t.grads = cost.cost(CollectiveCallOp{CollectiveOp::reduce_scatter, bytes, g}).seconds;
-    // The updated parameters go back out in the working dtype, whatever the gradients' one.
-    if (l.zero < 3) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, bytes * 2.0 / l.grad_reduce_bytes(), g}).seconds;
+    if (g.ranks <= 1 || parameters <= 0) return t;
+    const CollectiveOp reduce = l.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+    t.grads = cost.cost(CollectiveCallOp{reduce, l.grad_reduce_bytes() * parameters, g}).seconds;
+    if (l.zero == 1 || l.zero == 2) t.params = cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * parameters, g}).seconds;
     return t;
   };
-  Traffic dense = data_parallel(grad_bytes, group_of(c, l.zero >= 1 ? l.sharding_ranks() : dp_group.ranks, l.tp));
+  Traffic dense = data_parallel(p.dense, group_of(c, l.zero >= 1 ? l.sharding_ranks() : dp_group.ranks, l.tp));
   if (l.zero >= 1 && l.sharding_ranks() < dp_group.ranks) {
     // Hybrid sharding: the reduce-scatter within a shard group, then each shard all-reduced across
     // the groups' replicas (ranks sharding_ranks() x tp apart).
@@ -577,7 +571,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
     across.ranks_per_node = std::clamp<int64_t>(c.gpus_per_node / (l.tp * l.sharding_ranks()), 1, across.ranks);
     dense.grads += cost.cost(CollectiveCallOp{CollectiveOp::all_reduce, grad_bytes / d(l.sharding_ranks()), across}).seconds;
   }
-  const Traffic experts = data_parallel(expert_bytes, expert_group_of(c, l));
+  const Traffic experts = data_parallel(p.experts, expert_group_of(c, l));
   // One reduction of the gradients an optimizer step, or one a micro-batch where ZeRO-2 and -3
   // reduce them after every backward.
   const double reductions = l.reduces_each_micro_batch() ? d(e.micro_batches) : 1.0;
@@ -601,7 +595,7 @@ TrainEstimate estimate_train(const input::ModelSpec& m, const input::ClusterSpec
   double gathers = 0, uploads = 0;
   const auto shard_group = group_of(c, l.sharding_ranks(), l.tp);  // ZeRO-3 gathers within it
   if (l.zero >= 3 && shard_group.ranks > 1)
-    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, weight_bytes, shard_group}).seconds;
+    gathers = 2 * d(e.micro_batches) * cost.cost(CollectiveCallOp{CollectiveOp::all_gather, 2.0 * p.dense, shard_group}).seconds;
   gathers += 2 * d(e.micro_batches) * expert_gather_seconds(c, cost, p, l);
   if (l.offload_params) uploads = 2 * d(e.micro_batches) * weight_upload_seconds(cost, p, l);
   // Overlapped, each reduction runs under the backward that filled it (and the next micro-batch's
