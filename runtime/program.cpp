@@ -571,10 +571,44 @@ void add_reference_swap(Program& p, const input::ScenarioSpec& s, const input::T
     for (int copies = before_pass ? 2 : 1; copies > 0; --copies) p.on(device).push_back(copy(bytes, -1));
 }
 
+namespace {
+
+// A full-model gather (rl::RefitShape::gathers): each training device makes every parameter whole,
+// one all-gather over each of its groups in the shape's order (its ZeRO-3 shard group, tp, pp, ep).
+void add_full_model_gather(Program& p, const rl::RefitShape& shape, const input::TrainLayout& t, int64_t first_device) {
+  const int64_t data_ranks = t.dp * t.cp;
+  for (int64_t i = 0; i < t.gpus(); ++i) {
+    const int64_t tp = i % t.tp, rank = i / t.tp % data_ranks, stage = i / (t.tp * data_ranks);
+    for (const rl::RefitGatherStep& step : shape.gathers) {
+      DeviceGroup g;
+      switch (step.dim) {
+        case rl::RefitGatherStep::Dim::shard: {
+          const auto groups = shard_groups(t, first_device, rank, stage);
+          if (!groups.empty()) g = groups[static_cast<size_t>(tp)];
+          break;
+        }
+        case rl::RefitGatherStep::Dim::tp: g = tp_group(t, first_device, rank, stage); break;
+        case rl::RefitGatherStep::Dim::ep: {
+          const auto groups = ep_groups(t, first_device, rank, stage);
+          if (!groups.empty()) g = groups[static_cast<size_t>(tp)];
+          break;
+        }
+        case rl::RefitGatherStep::Dim::pp:
+          for (int64_t other = 0; other < t.pp; ++other) g.push_back(tp_group(t, first_device, rank, other)[static_cast<size_t>(tp)]);
+          break;
+      }
+      if (g.size() > 1) p.on(first_device + i).push_back(collective(model::CollectiveOp::all_gather, step.output_bytes, p.group(g)));
+    }
+  }
+}
+
+}  // namespace
+
 void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t) {
   const rl::RefitShape shape = rl::refit_shape(s, r, t);
   const double rollout_shard = shape.rollout_shard_bytes;
   const int64_t gpus = t.gpus();
+  if (shape.full_model) add_full_model_gather(p, shape, t, rl::train_placement(s, t).first_device());
   if (shape.method == input::WeightSync::broadcast) {
     // Disaggregated: each rollout tp rank's shard broadcast in buckets from a training rank to that
     // rank of every engine (one NCCL broadcast per bucket over the group, as frameworks push
@@ -587,9 +621,11 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
       DeviceGroup g{ranks.first_device() + j % gpus};
       for (int64_t e = 0; e < count; ++e) g.push_back(engines.replica_device(e) + j);
       const int32_t group = p.group(g);
-      const auto buckets = static_cast<int64_t>(std::ceil(rollout_shard / bucket));  // as refit_seconds counts them
+      // Each engine GPU receives its shard, or with a full-model gather every tensor whole.
+      const double received = shape.engine_bytes;
+      const auto buckets = static_cast<int64_t>(std::ceil(received / bucket));  // as refit_seconds counts them
       for (int64_t b = 0; b < buckets; ++b) {
-        const double bytes = std::min(bucket, rollout_shard - static_cast<double>(b) * bucket);
+        const double bytes = std::min(bucket, received - static_cast<double>(b) * bucket);
         for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, bytes, group));
       }
     }
@@ -599,7 +635,8 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
   for (int64_t device = 0; device < gpus; ++device) {
     if (shape.method == input::WeightSync::allgather_swap) {
       // Gradients and optimizer states out to host memory and back; the rollout shard gathered
-      // from the training shards, over groups of as many ranks as hold its parts.
+      // from the training shards, over groups of as many ranks as hold its parts (one with a
+      // full-model gather, which made it whole above).
       const int64_t size = std::min<int64_t>(gpus, shape.gather_ranks);
       DeviceGroup g;
       const int64_t first = device / size * size;

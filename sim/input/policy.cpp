@@ -198,6 +198,9 @@ void parse_weight_sync(ObjectReader& parent, PolicySpec& p) {
   r.read_quantity("bucket", Dimension::bytes, p.weight_sync_bucket_bytes, Presence::optional, 1 << 20, 1e12);
   static const EnumName<StateSwap> swaps[] = {{"pinned", StateSwap::pinned}, {"to-cpu", StateSwap::to_cpu}};
   r.read_enum("state", p.weight_sync_state, Presence::optional, swaps);
+  static const EnumName<RefitGather> gathers[] = {{"engine-shard", RefitGather::engine_shard},
+                                                  {"full-model", RefitGather::full_model}};
+  r.read_enum("gather", p.weight_sync_gather, Presence::optional, gathers);
   r.finish();
 }
 

@@ -30,6 +30,11 @@ enum class WeightSync { automatic, offload, allgather_swap, broadcast };
 // `tensor.to("cpu")` into newly allocated pageable memory and back, the bf16 weights through a
 // pinned buffer (Megatron's offload_to_cpu), the gradient buffers freed rather than copied.
 enum class StateSwap { pinned, to_cpu };
+// What each training rank gathers for a refit: only the parts of its engine's shard (MindSpeed RL's
+// all-gather-swap reshards so), or every parameter whole, across its tensor-, expert- and
+// pipeline-parallel groups and its ZeRO-3 shards, as NeMo RL, verl and OpenRLHF gather a tensor
+// before handing it to their engines (which then receive, or take through CUDA IPC, whole tensors).
+enum class RefitGather { engine_shard, full_model };
 // Where the reference model's weights live between its passes: on the GPUs beside the policy's
 // (resident), or in host memory, swapped into the training ranks' model for each reference pass
 // (NeMo RL's Megatron and DTensor workers: the policy's weights out to pinned host memory, the
@@ -169,6 +174,7 @@ struct PolicySpec {
   WeightSync weight_sync = WeightSync::automatic;
   double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
   StateSwap weight_sync_state = StateSwap::pinned;
+  RefitGather weight_sync_gather = RefitGather::engine_shard;
   ReferenceWeights reference_weights = ReferenceWeights::resident;
   // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
   // or offload, as `automatic` picks for a colocated placement); broadcast does not.

@@ -287,6 +287,10 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
              "the training state moves through pageable host memory (\"to-cpu\"), and GPU profile " + s.cluster.gpu.name +
                  " gives no rates for it (host_pageable: out and in)",
              "give the profile host_pageable {\"out\": ..., \"in\": ...} (calib/SOURCES.md), or set the state to \"pinned\"");
+  if (s.policy.weight_sync_gather == RefitGather::full_model && s.policy.weight_sync == WeightSync::offload)
+    at.error("weight_sync/gather",
+             "\"offload\" loads each engine's shard from host memory, so there is no gather to make \"full-model\"",
+             "set the method to \"allgather-swap\" (colocated) or \"broadcast\", or leave gather unset");
   if (s.policy.reference_weights == ReferenceWeights::swapped && !s.workload.use_reference)
     at.warning("reference_weights", "the workload has no reference model (use_reference is false), so its weights swap nothing");
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in

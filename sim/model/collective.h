@@ -44,6 +44,16 @@ struct CollectiveGroup {
   int64_t nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
 };
 
+// A group of `ranks` members `stride` devices apart, on nodes of `gpus_per_node` filled in order
+// from a node's first device: as many members share a node as fit it that far apart.
+inline CollectiveGroup strided_group(int64_t ranks, int64_t stride, int64_t gpus_per_node) {
+  CollectiveGroup g;
+  g.ranks = ranks;
+  const int64_t fit = gpus_per_node / (stride > 1 ? stride : 1);
+  g.ranks_per_node = fit < 1 ? 1 : fit > ranks ? ranks : fit;
+  return g;
+}
+
 // The fixed start-up time of one NCCL call: the ring's Simple protocol base latency (0 when the
 // profile has none).
 double call_latency_s(const input::GpuProfile& gpu);

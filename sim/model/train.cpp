@@ -41,10 +41,7 @@ struct LayerCost {
 // Where the ranks of each parallel group sit: Megatron orders them tp, cp, ep/dp, pp from the
 // innermost, so tp peers share a node first.
 CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stride) {
-  CollectiveGroup g;
-  g.ranks = size;
-  g.ranks_per_node = std::clamp<int64_t>(c.gpus_per_node / std::max<int64_t>(stride, 1), 1, size);
-  return g;
+  return strided_group(size, stride, c.gpus_per_node);
 }
 
 // The experts' data-parallel group (model::expert_data_parallel_ranks: tp x cp x dp / ep ranks):

@@ -297,12 +297,32 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
 // What a refit moves, as refit_seconds prices it and a runtime executes it: the method (the
 // policy's, or the one `automatic` picks for the placement), each rollout GPU's bf16 shard, and
 // for all-gather-swap the ranks each shard is gathered from.
+//
+// With a full-model gather (input::RefitGather::full_model) each training rank first makes every
+// parameter whole, one all-gather along each dimension that shards it, innermost first: its ZeRO-3
+// shard group, its tp group, its ep group (the experts), its pipeline (the stages' owners
+// broadcast their tensors: each rank receives what an all-gather would give it). `gathers` lists
+// them with the bytes each rank holds after it, in the dtype the rank keeps its weights (bf16;
+// FSDP's fp32 shards under ZeRO-3); `engine_bytes` is then the whole model in bf16, which every
+// rollout GPU receives from a broadcast (or takes its part of through CUDA IPC, colocated).
+struct RefitGatherStep {
+  enum class Dim : uint8_t { shard, tp, ep, pp } dim = Dim::tp;
+  int64_t ranks = 1;
+  int64_t stride = 1;  // devices between consecutive members (Megatron's numbering)
+  double output_bytes = 0;
+};
 struct RefitShape {
   input::WeightSync method = input::WeightSync::broadcast;
   double rollout_shard_bytes = 0;
   int64_t gather_ranks = 0;
+  bool full_model = false;               // input::RefitGather::full_model
+  std::vector<RefitGatherStep> gathers;  // full-model gather only
+  double engine_bytes = 0;               // what each rollout GPU receives: its shard, or the whole model
 };
 RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train);
+// The training ranks' all-gathers of a full-model gather (shape.gathers), one after another (0
+// without them).
+double full_model_gather_seconds(const input::ScenarioSpec& s, const RefitShape& shape);
 // Whether a node's host-memory breakdown (host_memory_at) is the rollout's, when a colocated
 // swap has put the training state there, rather than training's.
 bool host_memory_during_rollout(const model::MemoryBreakdown& b);

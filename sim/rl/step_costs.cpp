@@ -578,7 +578,42 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
   // shard (training sharded no finer than the engine) gathers nothing: one piece.
   const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.sharding_ranks() : 1));
   shape.gather_ranks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(shape.rollout_shard_bytes / held - 1e-9)));
+  shape.engine_bytes = shape.rollout_shard_bytes;
+  if (s.policy.weight_sync_gather != input::RefitGather::full_model) return shape;
+  // Every rank makes every parameter whole, so a colocated engine finds its shard on its own GPU
+  // whatever the layouts (no offload of the training state to load it from).
+  if (colocated && shape.method == input::WeightSync::offload) shape.method = input::WeightSync::allgather_swap;
+  shape.full_model = true;
+  shape.gather_ranks = 1;
+  shape.engine_bytes = 2.0 * params;
+  // The gather's dtype: the weights as the rank keeps them (Megatron's bf16 copy; FSDP's fp32
+  // shards under ZeRO-3, which NeMo RL and verl gather whole before casting to the engine's bf16).
+  const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
+  const double w = fp32 || train.zero >= 3 ? 4.0 : 2.0;
+  // The largest stage's parameters whole across tp (its dense part) and its experts across ep.
+  const model::StageParams stage = model::largest_stage_params(s.model, train);
+  const double dense = stage.dense * real(train.tp);
+  const double local_experts = stage.experts * real(std::max(train.ep, train.tp)) / real(train.ep);
+  using Dim = RefitGatherStep::Dim;
+  if (train.zero >= 3 && train.sharding_ranks() > 1)
+    shape.gathers.push_back({Dim::shard, train.sharding_ranks(), train.tp, w * (stage.dense + stage.experts)});
+  if (train.tp > 1) shape.gathers.push_back({Dim::tp, train.tp, 1, w * (dense + local_experts)});
+  // The stages' owners broadcast their tensors, the experts a rank holds among them; the experts
+  // of every stage are then gathered over the ep group.
+  const double all_experts = model::params_of_stage(s.model, input::TrainLayout{}, 0).experts;  // one rank holding all
+  if (train.pp > 1)
+    shape.gathers.push_back({Dim::pp, train.pp, train.tp * train.cp * train.dp, w * (params - all_experts + all_experts / real(train.ep))});
+  if (train.ep > 1 && all_experts > 0) shape.gathers.push_back({Dim::ep, train.ep, train.tp * train.cp, w * all_experts});
   return shape;
+}
+
+double full_model_gather_seconds(const input::ScenarioSpec& s, const RefitShape& shape) {
+  const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
+  double seconds = 0;
+  for (const RefitGatherStep& g : shape.gathers)
+    seconds += cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes,
+                                                    model::strided_group(g.ranks, g.stride, s.cluster.gpus_per_node)});
+  return seconds;
 }
 
 double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
@@ -594,7 +629,9 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       g.ranks = shape.gather_ranks;
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
-      const double gather = cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
+      const double gather = shape.full_model
+                                ? full_model_gather_seconds(s, shape)
+                                : cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
       const model::TrainingState state = state_on_gpu(s, train);
       if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return gather + state_out_to_cpu_seconds(cost, state);
       return gather + 2 * cost.seconds(model::HostTransferOp{state.gradients + state.optimizer});
@@ -614,8 +651,11 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       const double nic_efficiency = s.cluster.gpu.nic_efficiency > 0 ? s.cluster.gpu.nic_efficiency : 1.0;
       const double nic = s.cluster.nodes == 1 ? s.cluster.gpu_link.achieved()
                                               : s.cluster.nic_bandwidth_bytes_per_s * nic_efficiency;
-      const double buckets = std::ceil(rollout_shard / s.policy.weight_sync_bucket_bytes);
-      return rollout_shard / nic + buckets * model::call_latency_s(s.cluster.gpu);
+      // With a full-model gather the training ranks make each tensor whole first, and every engine
+      // GPU receives it whole.
+      const double bytes = shape.engine_bytes;
+      const double buckets = std::ceil(bytes / s.policy.weight_sync_bucket_bytes);
+      return full_model_gather_seconds(s, shape) + bytes / nic + buckets * model::call_latency_s(s.cluster.gpu);
     }
   }
   return 0;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "sim/model/collective.h"
+#include "sim/model/cost_model.h"
 #include "sim/model/memory.h"
 #include "sim/model/transformer.h"
 #include "tests/rl/step_fixtures.h"
@@ -233,4 +235,99 @@ TEST_CASE("step: reference weights kept in host memory are swapped in for the re
   auto offloaded = swapped;
   offloaded.policy.train.offload_params = true;
   CHECK(rl::reference_swap_bytes(offloaded, offloaded.policy.train) == 0);
+}
+
+namespace {
+
+// One all-gather of a full-model gather, priced as the refit prices it.
+double gather_seconds(const input::ScenarioSpec& s, const rl::RefitGatherStep& g) {
+  return model::AnalyticCostModel(s.cluster, s.workload.dtype)
+      .seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes,
+                                       model::strided_group(g.ranks, g.stride, s.cluster.gpus_per_node)});
+}
+
+}  // namespace
+
+TEST_CASE("step: a full-model gather makes every parameter whole on every training rank, along tp and then the pipeline") {
+  // Megatron tp 2 x pp 2 x dp 2 on two nodes of four: tp peers share a node, stages sit a node apart.
+  const std::vector<std::string> o{"/cluster/nodes=2", "/cluster/gpus_per_node=4", "/policy/placement=\"colocated\"",
+                                   "/policy/train={\"tp\": 2, \"pp\": 2, \"dp\": 2}", "/policy/rollout/tp=2"};
+  auto shard_o = o, full_o = o;
+  shard_o.push_back("/policy/weight_sync={\"method\": \"allgather-swap\"}");
+  full_o.push_back("/policy/weight_sync={\"method\": \"allgather-swap\", \"gather\": \"full-model\"}");
+  const auto shard = scenario(shard_o), full = scenario(full_o);
+  const auto& r = full.policy.rollout;
+  const auto& l = full.policy.train;
+  const double params = model::count_params(full.model).total;
+  const rl::RefitShape f = rl::refit_shape(full, r, l);
+  CHECK(f.full_model);
+  CHECK_FALSE(rl::refit_shape(shard, r, l).full_model);
+  REQUIRE(f.gathers.size() == 2);
+  // First the stage's tensors whole across tp (about half the model in bf16: the two stages are
+  // nearly even), then every stage's, broadcast by its owners: the whole model in bf16.
+  CHECK(f.gathers[0].dim == rl::RefitGatherStep::Dim::tp);
+  CHECK(f.gathers[0].ranks == 2);
+  CHECK(f.gathers[0].stride == 1);
+  CHECK(f.gathers[0].output_bytes == doctest::Approx(params).epsilon(0.1));
+  CHECK(f.gathers[1].dim == rl::RefitGatherStep::Dim::pp);
+  CHECK(f.gathers[1].ranks == 2);
+  CHECK(f.gathers[1].stride == 4);  // tp x dp devices apart: the next node
+  CHECK(f.gathers[1].output_bytes == test::near(2 * params));
+  // Half the model crosses each rank's NIC at no more than its rate.
+  CHECK(rl::full_model_gather_seconds(full, f) > params / full.cluster.nic_bandwidth_bytes_per_s);
+  // The refit pays the two gathers where an engine-shard refit pays its one: the rest is the same.
+  model::CollectiveGroup g;
+  g.ranks = rl::refit_shape(shard, r, l).gather_ranks;
+  g.ranks_per_node = std::min(g.ranks, shard.cluster.gpus_per_node);
+  const double shard_gather = model::AnalyticCostModel(shard.cluster, shard.workload.dtype)
+                                  .seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather,
+                                                                   rl::refit_shape(shard, r, l).rollout_shard_bytes, g});
+  CHECK(rl::refit_seconds(full, r, l) - rl::refit_seconds(shard, r, l) ==
+        test::near(gather_seconds(full, f.gathers[0]) + gather_seconds(full, f.gathers[1]) - shard_gather));
+  CHECK(rl::refit_seconds(full, r, l) > rl::refit_seconds(shard, r, l));
+}
+
+TEST_CASE("step: under ZeRO-3 the full-model gather gathers FSDP's fp32 shards; experts are gathered over the ep group") {
+  // FSDP over eight ranks of one node: each holds an eighth of the fp32 weights.
+  const auto z3 = scenario({"/cluster/nodes=1", "/policy/placement=\"colocated\"",
+                            "/policy/train={\"tp\": 1, \"dp\": 8, \"zero\": 3}", "/policy/rollout/tp=1",
+                            "/policy/weight_sync={\"gather\": \"full-model\"}"});
+  const rl::RefitShape f = rl::refit_shape(z3, z3.policy.rollout, z3.policy.train);
+  REQUIRE(f.gathers.size() == 1);
+  CHECK(f.gathers[0].dim == rl::RefitGatherStep::Dim::shard);
+  CHECK(f.gathers[0].ranks == 8);
+  CHECK(f.gathers[0].output_bytes == test::near(4 * model::count_params(z3.model).total));
+  // A mixture of experts with tp 2 x ep 8: the stage's dense part across tp, then all experts.
+  const auto moe = scenario({"/model=\"qwen3-30b-a3b\"", "/cluster/nodes=2", "/policy/placement=\"colocated\"",
+                             "/policy/train={\"tp\": 2, \"ep\": 8, \"dp\": 8}", "/policy/rollout/tp=2",
+                             "/policy/weight_sync={\"gather\": \"full-model\"}"});
+  const rl::RefitShape m = rl::refit_shape(moe, moe.policy.rollout, moe.policy.train);
+  REQUIRE(m.gathers.size() == 2);
+  CHECK(m.gathers[1].dim == rl::RefitGatherStep::Dim::ep);
+  CHECK(m.gathers[1].ranks == 8);
+  CHECK(m.gathers[1].stride == 2);
+  const auto& e = moe.model.moe;
+  // Each expert a gated MLP: three hidden x expert-ffn matrices.
+  const double experts = static_cast<double>(moe.model.num_moe_layers() * e.num_experts) * 3.0 *
+                         static_cast<double>(moe.model.hidden_size * e.expert_ffn_hidden_size);
+  CHECK(m.gathers[1].output_bytes == test::near(2 * experts));
+  // What a rank holds after tp: the dense part whole and its eighth of the experts.
+  CHECK(m.gathers[0].output_bytes < 2 * (model::count_params(moe.model).total - experts + experts / 8) * 1.01);
+  CHECK(m.gathers[0].output_bytes > 2 * (model::count_params(moe.model).total - experts + experts / 8) * 0.9);
+}
+
+TEST_CASE("step: a broadcast refit after a full-model gather sends every engine GPU the whole model") {
+  const auto shard = test::preset_scenario("disaggregated-async", {"/policy/weight_sync={\"method\": \"broadcast\"}"});
+  const auto full = test::preset_scenario(
+      "disaggregated-async", {"/policy/weight_sync={\"method\": \"broadcast\", \"gather\": \"full-model\"}"});
+  const auto& r = full.policy.rollout;
+  const auto& l = full.policy.train;
+  const rl::RefitShape s = rl::refit_shape(shard, r, l), f = rl::refit_shape(full, r, l);
+  CHECK(s.engine_bytes == test::near(s.rollout_shard_bytes));
+  CHECK(f.engine_bytes == test::near(2 * model::count_params(full.model).total));
+  if (r.gpus_per_engine() > 1) CHECK(f.engine_bytes > s.engine_bytes);
+  // The whole model over the NIC beside the shard, and the training ranks' gathers before it.
+  const double nic = full.cluster.nic_bandwidth_bytes_per_s * full.cluster.gpu.nic_efficiency;
+  CHECK(rl::refit_seconds(full, r, l) - rl::refit_seconds(shard, r, l) >=
+        (f.engine_bytes - s.engine_bytes) / nic + rl::full_model_gather_seconds(full, f) - 1e-9);
 }

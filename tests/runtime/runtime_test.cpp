@@ -759,3 +759,34 @@ TEST_CASE("activities the prediction overlaps on devices of their own run at onc
   CHECK(stats.checksum_failures == 0);
   CHECK(stats.device_seconds.size() == 4);
 }
+
+TEST_CASE("a full-model gather: every training device all-gathers over its tp group, then over its pipeline, and the bytes arrive checked") {
+  input::Diagnostics diag;
+  std::vector<std::string> overrides = {"/cluster/gpus_per_node=4", "/policy/train={\"tp\": 2, \"pp\": 2, \"dp\": 1}",
+                                        "/policy/weight_sync={\"method\": \"allgather-swap\", \"gather\": \"full-model\"}"};
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  s->workload.engine.sleep_level = 2;  // no engine weights to host memory: only the refit here
+  const rl::RefitShape shape = rl::refit_shape(*s, s->policy.rollout, s->policy.train);
+  REQUIRE(shape.gathers.size() == 2);
+  runtime::Program p;
+  runtime::add_weight_sync(p, *s, s->policy.rollout, s->policy.train);
+  // Megatron's numbering: devices 0 and 1 are stage 0's tp group, 2 and 3 stage 1's.
+  const std::vector<runtime::DeviceGroup> tp{{0, 1}, {0, 1}, {2, 3}, {2, 3}}, pp{{0, 2}, {1, 3}, {0, 2}, {1, 3}};
+  for (int64_t d = 0; d < 4; ++d) {
+    std::vector<Kernel> gathers;
+    for (const auto& k : p.on(d))
+      if (k.kind == Kernel::Kind::collective) gathers.push_back(k);
+    REQUIRE(gathers.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+      CHECK(gathers[i].op == model::CollectiveOp::all_gather);
+      CHECK(gathers[i].bytes == doctest::Approx(shape.gathers[i].output_bytes));
+    }
+    CHECK(p.groups[static_cast<size_t>(gathers[0].group)] == tp[static_cast<size_t>(d)]);
+    CHECK(p.groups[static_cast<size_t>(gathers[1].group)] == pp[static_cast<size_t>(d)]);
+  }
+  runtime::CpuBackend cpu(4, 60);
+  const auto r = cpu.run(p, "full-model gather");
+  CHECK(r.checksum_failures == 0);
+  CHECK(r.bytes_verified >= shape.gathers[1].output_bytes / 2);
+}
