@@ -625,6 +625,10 @@ ImportResult import_launch(const ImportRequest& r) {
   p["balance_batch"] = base.balance;
   if ((base.disaggregated || base.async) && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
   if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
+  // verl's sharding managers (FSDP's full_tensor() of each parameter, Megatron's per-tensor
+  // generator over tp, pp and ep) and OpenRLHF's DeepSpeed GatheredParameters make every parameter
+  // whole on each training rank before the engines take it.
+  if (r.from == ImportSource::verl || r.from == ImportSource::openrlhf) p["weight_sync"]["gather"] = "full-model";
   // verl's actor offload: the to-cpu swap, where the placement swaps and the GPU gives its rates.
   if (base.optimizer_offload || base.param_offload) {
     const Word& at = base.optimizer_offload ? *base.optimizer_offload : *base.param_offload;

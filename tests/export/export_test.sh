@@ -157,7 +157,8 @@ expect_scenario() {  # expect_scenario NAME FRAMEWORK LAUNCH PYTHON-ASSERTIONS
 expect_scenario verl-megatron verl verl-megatron.sh \
   "assert (p['train']['tp'], p['train']['pp'], p['train']['dp'], p['train']['recompute']) == (4, 2, 2, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches']) == (256, 5, 4); \
-   assert p['rollout']['tp'] == 2 and p['placement'] == 'colocated' and s['steps'] == 20 and p['train']['max_tokens_per_gpu'] == 16384"
+   assert p['rollout']['tp'] == 2 and p['placement'] == 'colocated' and s['steps'] == 20 and p['train']['max_tokens_per_gpu'] == 16384; \
+   assert p['weight_sync']['gather'] == 'full-model'"
 contains import-verl-unmodelled "$tmp/verl-megatron.err" "verl-megatron.sh:19: actor_rollout_ref.actor.kl_loss_coef: not modelled by arlsim"
 # verl's actor offload moves its state to host memory between phases with Adam on the GPU: the
 # to-cpu swap, not ZeRO-Offload; and the swap exports as those two flags.
@@ -189,13 +190,13 @@ expect_scenario openrlhf openrlhf openrlhf.sh \
   "assert (p['train']['dp'], p['train']['zero'], p['train']['recompute']) == (8, 3, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \
    assert p['rollout'] == {'tp': 2, 'replicas': 4} and p['placement'] == 'colocated' and w['algorithm'] == 'grpo'; \
-   assert p['train']['grad_reduce_dtype'] == 'bf16'"
+   assert p['train']['grad_reduce_dtype'] == 'bf16' and p['weight_sync']['gather'] == 'full-model'"
 contains import-openrlhf-unmodelled "$tmp/openrlhf.err" "openrlhf.sh:15: --actor.adam.lr: not modelled by arlsim"
 expect_scenario slime slime slime.sh \
   "assert (p['placement'], p['rollout_gpus'], p['rollout']['tp'], p['sync']['staleness']) == ('disaggregated', 8, 2, 1); \
    assert (p['train']['tp'], p['train']['dp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 4, 'full', 9216); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], s['steps']) == (32, 8, 1, 30); \
-   assert p['train']['grad_reduce_dtype'] == 'fp32'"
+   assert p['train']['grad_reduce_dtype'] == 'fp32' and 'gather' not in p.get('weight_sync', {})"
 contains import-slime-unmodelled "$tmp/slime.err" "slime.sh:14: --eps-clip: not modelled by arlsim"
 expect_scenario areal areal areal.yaml \
   "assert (p['placement'], p['rollout_gpus'], p['rollout'], p['sync']['staleness']) == ('disaggregated', 8, {'replicas': 4, 'tp': 2}, 2); \
