@@ -574,7 +574,8 @@ void add_reference_swap(Program& p, const input::ScenarioSpec& s, const input::T
 namespace {
 
 // A full-model gather (rl::RefitShape::gathers): each training device makes every parameter whole,
-// one all-gather over each of its groups in the shape's order (its ZeRO-3 shard group, tp, pp, ep).
+// one all-gather over each of its groups in the shape's order (under ZeRO-3 its shard group and its
+// experts' data-parallel group, then tp, pp, ep).
 void add_full_model_gather(Program& p, const rl::RefitShape& shape, const input::TrainLayout& t, int64_t first_device) {
   const int64_t data_ranks = t.dp * t.cp;
   for (int64_t i = 0; i < t.gpus(); ++i) {
@@ -587,6 +588,7 @@ void add_full_model_gather(Program& p, const rl::RefitShape& shape, const input:
           if (!groups.empty()) g = groups[static_cast<size_t>(tp)];
           break;
         }
+        case rl::RefitGatherStep::Dim::expert_shard: g = expert_group(t, first_device, rank, stage); break;
         case rl::RefitGatherStep::Dim::tp: g = tp_group(t, first_device, rank, stage); break;
         case rl::RefitGatherStep::Dim::ep: {
           const auto groups = ep_groups(t, first_device, rank, stage);
@@ -617,12 +619,25 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
     const graph::Placement ranks = rl::train_placement(s, t);
     const int64_t per_engine = r.gpus_per_engine(), count = engines.shape().dp;
     const double bucket = std::max(1.0, s.policy.weight_sync_bucket_bytes);
+    if (shape.full_model) {
+      // Whole tensors from one training rank to every engine GPU (one group, as NeMo RL's and
+      // OpenRLHF's collective refits broadcast from rank 0).
+      DeviceGroup g{ranks.first_device()};
+      for (int64_t e = 0; e < count; ++e)
+        for (int64_t j = 0; j < per_engine; ++j) g.push_back(engines.replica_device(e) + j);
+      const int32_t group = p.group(g);
+      const auto buckets = static_cast<int64_t>(std::ceil(shape.engine_bytes / bucket));  // as refit_seconds counts them
+      for (int64_t b = 0; b < buckets; ++b) {
+        const double bytes = std::min(bucket, shape.engine_bytes - static_cast<double>(b) * bucket);
+        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, bytes, group));
+      }
+      return;
+    }
     for (int64_t j = 0; j < per_engine; ++j) {
       DeviceGroup g{ranks.first_device() + j % gpus};
       for (int64_t e = 0; e < count; ++e) g.push_back(engines.replica_device(e) + j);
       const int32_t group = p.group(g);
-      // Each engine GPU receives its shard, or with a full-model gather every tensor whole.
-      const double received = shape.engine_bytes;
+      const double received = rollout_shard;
       const auto buckets = static_cast<int64_t>(std::ceil(received / bucket));  // as refit_seconds counts them
       for (int64_t b = 0; b < buckets; ++b) {
         const double bytes = std::min(bucket, received - static_cast<double>(b) * bucket);

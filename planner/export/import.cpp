@@ -417,6 +417,8 @@ class Reader {
     if (!l.workload.count("use_reference")) l.workload["use_reference"] = false;
     // DeepSpeed reduces gradients in the training dtype (its communication_data_type's default).
     l.train["grad_reduce_dtype"] = "bf16";
+    // ZeRO-3 keeps bf16 partitions of the parameters (the fp32 masters are the optimizer's).
+    l.train["shard_dtype"] = "bf16";
     // Mini-batches: the step's samples over the samples of one optimizer step.
     if (train_batch > 0 && l.prompts > 0) l.mini_batch_prompts = train_batch / std::max<int64_t>(1, samples);
     l.disaggregated = !colocated;

@@ -30,10 +30,11 @@ enum class WeightSync { automatic, offload, allgather_swap, broadcast };
 // `tensor.to("cpu")` into newly allocated pageable memory and back, the bf16 weights through a
 // pinned buffer (Megatron's offload_to_cpu), the gradient buffers freed rather than copied.
 enum class StateSwap { pinned, to_cpu };
-// What each training rank gathers for a refit: only the parts of its engine's shard (MindSpeed RL's
-// all-gather-swap reshards so), or every parameter whole, across its tensor-, expert- and
-// pipeline-parallel groups and its ZeRO-3 shards, as NeMo RL, verl and OpenRLHF gather a tensor
-// before handing it to their engines (which then receive, or take through CUDA IPC, whole tensors).
+// What each training rank gathers for a refit: every parameter whole, across its tensor-, expert-
+// and pipeline-parallel groups and its ZeRO-3 shards, as NeMo RL, verl and OpenRLHF gather a tensor
+// before handing it to their engines, which then receive, or take through CUDA IPC, whole tensors
+// (the default); or only the parts of its engine's shard, as MindSpeed RL's all-gather-swap
+// reshards.
 enum class RefitGather { engine_shard, full_model };
 // Where the reference model's weights live between its passes: on the GPUs beside the policy's
 // (resident), or in host memory, swapped into the training ranks' model for each reference pass
@@ -109,6 +110,12 @@ struct TrainLayout {
   // FSDP MixedPrecisionPolicy that torchtitan, verl and NeMo RL's DTensor worker set. Importers
   // set it from the launch where the framework's default differs.
   std::optional<bool> grad_reduce_fp32;
+  // The dtype ZeRO-3 keeps its parameter shards in, fp32 (true) or bf16. Unset: fp32, as FSDP keeps
+  // a model loaded in fp32 under a mixed-precision policy that casts to bf16 for compute (NeMo RL's
+  // DTensor worker, verl); DeepSpeed's ZeRO-3 keeps bf16 partitions, its fp32 masters being the
+  // optimizer's. Whole-model gathers of the shards (a refit's full_tensor(), the reference
+  // weights' state dict) move them in this dtype.
+  std::optional<bool> shard_fp32;
   Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }
   bool uneven_stages() const { return first_stage_layers > 0 || last_stage_layers > 0; }
@@ -120,6 +127,9 @@ struct TrainLayout {
   std::string stage_split_problem(int64_t num_layers) const;
   bool overlaps_tp_comm() const { return overlap.tp_comm.value_or(false); }
   double grad_reduce_bytes() const { return grad_reduce_fp32.value_or(zero >= 3) ? 4.0 : 2.0; }
+  // Bytes a parameter of the rank's state dict takes in a bf16 run: the fp32 or bf16 shards under
+  // ZeRO-3 (shard_fp32), Megatron's bf16 copy below.
+  double state_dict_bytes() const { return zero >= 3 && shard_fp32.value_or(true) ? 4.0 : 2.0; }
   // ZeRO-2 and -3 keep only their shard of the gradients, so each micro-batch's are reduced to
   // their owners after its backward (FSDP and DeepSpeed reduce at every backward); below stage 2
   // they accumulate in the rank's whole buffer and are reduced once an optimizer step.
@@ -174,7 +184,7 @@ struct PolicySpec {
   WeightSync weight_sync = WeightSync::automatic;
   double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
   StateSwap weight_sync_state = StateSwap::pinned;
-  RefitGather weight_sync_gather = RefitGather::engine_shard;
+  RefitGather weight_sync_gather = RefitGather::full_model;
   ReferenceWeights reference_weights = ReferenceWeights::resident;
   // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
   // or offload, as `automatic` picks for a colocated placement); broadcast does not.

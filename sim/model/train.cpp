@@ -44,19 +44,6 @@ CollectiveGroup group_of(const input::ClusterSpec& c, int64_t size, int64_t stri
   return strided_group(size, stride, c.gpus_per_node);
 }
 
-// The experts' data-parallel group (model::expert_data_parallel_ranks: tp x cp x dp / ep ranks):
-// every data rank at one place of the ep groups brings its tp x cp devices, consecutive in
-// Megatron's numbering, and those blocks sit ep x tp x cp devices apart. So a node holds whole
-// blocks, as many as fit ep x tp x cp apart (or, when a block is larger than a node, a node's worth).
-CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainLayout& l) {
-  CollectiveGroup g;
-  g.ranks = static_cast<int64_t>(expert_data_parallel_ranks(l));
-  const int64_t block = std::max<int64_t>(1, l.tp * l.cp), per_node = std::max<int64_t>(1, c.gpus_per_node);
-  const int64_t members = block >= per_node ? per_node : std::max<int64_t>(1, per_node / (std::max<int64_t>(1, l.ep) * block)) * block;
-  g.ranks_per_node = std::clamp<int64_t>(members, 1, g.ranks);
-  return g;
-}
-
 // Neighbours `stride` ranks apart sit on different nodes when fewer than two such ranks fit one
 // node (ranks fill nodes in order).
 bool crosses_node(const input::ClusterSpec& c, int64_t stride) { return group_of(c, 2, stride).ranks_per_node < 2; }
@@ -71,6 +58,19 @@ OpCost backward_gemms(const CostModel& cost, const GemmOp& f) {
 }
 
 }  // namespace
+
+// The experts' data-parallel group (model::expert_data_parallel_ranks: tp x cp x dp / ep ranks):
+// every data rank at one place of the ep groups brings its tp x cp devices, consecutive in
+// Megatron's numbering, and those blocks sit ep x tp x cp devices apart. So a node holds whole
+// blocks, as many as fit ep x tp x cp apart (or, when a block is larger than a node, a node's worth).
+CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainLayout& l) {
+  CollectiveGroup g;
+  g.ranks = static_cast<int64_t>(expert_data_parallel_ranks(l));
+  const int64_t block = std::max<int64_t>(1, l.tp * l.cp), per_node = std::max<int64_t>(1, c.gpus_per_node);
+  const int64_t members = block >= per_node ? per_node : std::max<int64_t>(1, per_node / (std::max<int64_t>(1, l.ep) * block)) * block;
+  g.ranks_per_node = std::clamp<int64_t>(members, 1, g.ranks);
+  return g;
+}
 
 TrainExperts train_experts(const input::ModelSpec& m, const TrainRequest& r, int64_t tokens) {
   // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.

@@ -14,12 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "sim/model/collective.h"
 #include "sim/model/memory.h"
 #include "sim/input/cluster.h"
 #include "sim/input/model.h"
 #include "sim/input/policy.h"
 
 namespace arlsim::model {
+
+// The experts' data-parallel group of a training layout (expert_data_parallel_ranks ranks) and how
+// many of its members share a node, in Megatron's numbering.
+CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainLayout& l);
 
 class CostModel;
 

@@ -299,16 +299,19 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
 // for all-gather-swap the ranks each shard is gathered from.
 //
 // With a full-model gather (input::RefitGather::full_model) each training rank first makes every
-// parameter whole, one all-gather along each dimension that shards it, innermost first: its ZeRO-3
-// shard group, its tp group, its ep group (the experts), its pipeline (the stages' owners
-// broadcast their tensors: each rank receives what an all-gather would give it). `gathers` lists
-// them with the bytes each rank holds after it, in the dtype the rank keeps its weights (bf16;
-// FSDP's fp32 shards under ZeRO-3); `engine_bytes` is then the whole model in bf16, which every
-// rollout GPU receives from a broadcast (or takes its part of through CUDA IPC, colocated).
+// parameter whole, one all-gather along each dimension that shards it, innermost first: under
+// ZeRO-3 its dense shard group and its experts' data-parallel group, then its tp group (the
+// stage's dense part; the experts too where tp splits them, tp > ep), its pipeline (the stages'
+// owners broadcast their tensors, with the experts each holds: each rank receives what an
+// all-gather would give it) and its ep group (every stage's experts). `gathers` lists them with
+// each all-gather's output (what every member holds of that dimension after it), in the dtype the
+// rank keeps its weights (bf16; the layout's shard_dtype under ZeRO-3); `engine_bytes` is then the
+// whole model in bf16, which every rollout GPU receives from a broadcast (or takes its part of
+// through CUDA IPC, colocated).
 struct RefitGatherStep {
-  enum class Dim : uint8_t { shard, tp, ep, pp } dim = Dim::tp;
+  enum class Dim : uint8_t { shard, expert_shard, tp, pp, ep } dim = Dim::tp;
   int64_t ranks = 1;
-  int64_t stride = 1;  // devices between consecutive members (Megatron's numbering)
+  int64_t ranks_per_node = 1;  // members sharing a node, in Megatron's numbering
   double output_bytes = 0;
 };
 struct RefitShape {

@@ -547,7 +547,7 @@ double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayo
   // under ZeRO-3 FSDP's sharded parameters, which it keeps in fp32 and casts to bf16 for each pass.
   const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
   const double weights = model::training_state(s.model, pass, s.workload.dtype).weights;
-  return pass.zero >= 3 && !fp32 ? 2.0 * weights : weights;
+  return fp32 ? weights : weights * pass.state_dict_bytes() / 2.0;
 }
 
 double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& pass) {
@@ -586,24 +586,30 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
   shape.full_model = true;
   shape.gather_ranks = 1;
   shape.engine_bytes = 2.0 * params;
-  // The gather's dtype: the weights as the rank keeps them (Megatron's bf16 copy; FSDP's fp32
-  // shards under ZeRO-3, which NeMo RL and verl gather whole before casting to the engine's bf16).
+  // The gather's dtype: the weights as the rank's state dict keeps them (Megatron's bf16 copy;
+  // under ZeRO-3 the layout's shard dtype, FSDP's fp32 by default, which NeMo RL and verl gather
+  // whole before casting to the engine's bf16).
   const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
-  const double w = fp32 || train.zero >= 3 ? 4.0 : 2.0;
-  // The largest stage's parameters whole across tp (its dense part) and its experts across ep.
+  const double w = fp32 ? 4.0 : train.state_dict_bytes();
+  // A rank's part of the largest stage: its dense part split over tp, its experts over max(ep, tp)
+  // (model::params_of_stage), each sharded once more under ZeRO-3.
   const model::StageParams stage = model::largest_stage_params(s.model, train);
-  const double dense = stage.dense * real(train.tp);
-  const double local_experts = stage.experts * real(std::max(train.ep, train.tp)) / real(train.ep);
-  using Dim = RefitGatherStep::Dim;
-  if (train.zero >= 3 && train.sharding_ranks() > 1)
-    shape.gathers.push_back({Dim::shard, train.sharding_ranks(), train.tp, w * (stage.dense + stage.experts)});
-  if (train.tp > 1) shape.gathers.push_back({Dim::tp, train.tp, 1, w * (dense + local_experts)});
-  // The stages' owners broadcast their tensors, the experts a rank holds among them; the experts
-  // of every stage are then gathered over the ep group.
   const double all_experts = model::params_of_stage(s.model, input::TrainLayout{}, 0).experts;  // one rank holding all
-  if (train.pp > 1)
-    shape.gathers.push_back({Dim::pp, train.pp, train.tp * train.cp * train.dp, w * (params - all_experts + all_experts / real(train.ep))});
-  if (train.ep > 1 && all_experts > 0) shape.gathers.push_back({Dim::ep, train.ep, train.tp * train.cp, w * all_experts});
+  const bool tp_splits_experts = train.tp > train.ep;  // tp peers hold different slices of the same experts
+  const int64_t per_node = s.cluster.gpus_per_node;
+  using Dim = RefitGatherStep::Dim;
+  auto add = [&](Dim dim, const model::CollectiveGroup& g, double output) {
+    if (g.ranks > 1 && output > 0) shape.gathers.push_back({dim, g.ranks, g.ranks_per_node, output});
+  };
+  if (train.zero >= 3) {
+    add(Dim::shard, model::strided_group(train.sharding_ranks(), train.tp, per_node), w * stage.dense);
+    add(Dim::expert_shard, model::expert_group_of(s.cluster, train), w * stage.experts);
+  }
+  add(Dim::tp, model::strided_group(train.tp, 1, per_node),
+      w * real(train.tp) * (stage.dense + (tp_splits_experts ? stage.experts : 0.0)));
+  const double experts_held = tp_splits_experts ? all_experts : all_experts / real(train.ep);
+  add(Dim::pp, model::strided_group(train.pp, train.tp * train.cp * train.dp, per_node), w * (params - all_experts + experts_held));
+  if (!tp_splits_experts) add(Dim::ep, model::strided_group(train.ep, train.tp * train.cp, per_node), w * all_experts);
   return shape;
 }
 
@@ -611,8 +617,7 @@ double full_model_gather_seconds(const input::ScenarioSpec& s, const RefitShape&
   const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
   double seconds = 0;
   for (const RefitGatherStep& g : shape.gathers)
-    seconds += cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes,
-                                                    model::strided_group(g.ranks, g.stride, s.cluster.gpus_per_node)});
+    seconds += cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes, {g.ranks, g.ranks_per_node}});
   return seconds;
 }
 

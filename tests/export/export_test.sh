@@ -190,7 +190,8 @@ expect_scenario openrlhf openrlhf openrlhf.sh \
   "assert (p['train']['dp'], p['train']['zero'], p['train']['recompute']) == (8, 3, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \
    assert p['rollout'] == {'tp': 2, 'replicas': 4} and p['placement'] == 'colocated' and w['algorithm'] == 'grpo'; \
-   assert p['train']['grad_reduce_dtype'] == 'bf16' and p['weight_sync']['gather'] == 'full-model'"
+   assert p['train']['grad_reduce_dtype'] == 'bf16' and p['weight_sync']['gather'] == 'full-model'; \
+   assert p['train']['shard_dtype'] == 'bf16'"
 contains import-openrlhf-unmodelled "$tmp/openrlhf.err" "openrlhf.sh:15: --actor.adam.lr: not modelled by arlsim"
 expect_scenario slime slime slime.sh \
   "assert (p['placement'], p['rollout_gpus'], p['rollout']['tp'], p['sync']['staleness']) == ('disaggregated', 8, 2, 1); \

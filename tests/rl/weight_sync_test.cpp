@@ -17,7 +17,7 @@ using test::small_trace;
 
 TEST_CASE("step: colocated weight sync sends every rollout GPU its engine's shard, however many GPUs train") {
   auto s = test::preset_scenario("default", {"/cluster/nodes=8", "/policy/train/dp=32",
-                                            "/policy/weight_sync={\"method\": \"allgather-swap\"}"});
+                                            "/policy/weight_sync={\"method\": \"allgather-swap\", \"gather\": \"engine-shard\"}"});
   s.cluster.gpu.host_link.bandwidth_bytes_per_s = 1e18;  // the training state's swap takes no time here
   const double shard = 2.0 * model::count_params(s.model).total / 2;  // bf16 over the rollout's tp 2
   input::TrainLayout t = s.policy.train;
@@ -34,7 +34,7 @@ TEST_CASE("step: a training rank that holds its engine's whole shard gathers not
   auto s = test::preset_scenario("default", {"/cluster/nodes=1", "/cluster/gpus_per_node=1", "/policy/train/dp=1",
                                             "/policy/train/tp=1", "/policy/train/sequence_parallel=false",
                                             "/policy/rollout/tp=1",
-                                            "/policy/weight_sync={\"method\": \"allgather-swap\"}"});
+                                            "/policy/weight_sync={\"method\": \"allgather-swap\", \"gather\": \"engine-shard\"}"});
   CHECK(rl::refit_shape(s, s.policy.rollout, s.policy.train).gather_ranks == 1);
   const double one = rl::weight_sync_seconds(s, s.policy.rollout, s.policy.train);
   CHECK(std::isfinite(one));
@@ -143,6 +143,7 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   // The offload method moves the same state, and loads the engines' weights besides.
   auto offload = cpu;
   offload.policy.weight_sync = input::WeightSync::offload;
+  offload.policy.weight_sync_gather = input::RefitGather::engine_shard;  // a full-model gather has no offload refit
   const double shard = rl::refit_shape(offload, r, l).rollout_shard_bytes;
   CHECK(rl::refit_seconds(offload, r, l) ==
         test::near(weights + state.moments / gpu.host_pageable_out_bytes_per_s + copy + shard / link + copy));
@@ -237,23 +238,12 @@ TEST_CASE("step: reference weights kept in host memory are swapped in for the re
   CHECK(rl::reference_swap_bytes(offloaded, offloaded.policy.train) == 0);
 }
 
-namespace {
-
-// One all-gather of a full-model gather, priced as the refit prices it.
-double gather_seconds(const input::ScenarioSpec& s, const rl::RefitGatherStep& g) {
-  return model::AnalyticCostModel(s.cluster, s.workload.dtype)
-      .seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes,
-                                       model::strided_group(g.ranks, g.stride, s.cluster.gpus_per_node)});
-}
-
-}  // namespace
-
 TEST_CASE("step: a full-model gather makes every parameter whole on every training rank, along tp and then the pipeline") {
   // Megatron tp 2 x pp 2 x dp 2 on two nodes of four: tp peers share a node, stages sit a node apart.
   const std::vector<std::string> o{"/cluster/nodes=2", "/cluster/gpus_per_node=4", "/policy/placement=\"colocated\"",
                                    "/policy/train={\"tp\": 2, \"pp\": 2, \"dp\": 2}", "/policy/rollout/tp=2"};
   auto shard_o = o, full_o = o;
-  shard_o.push_back("/policy/weight_sync={\"method\": \"allgather-swap\"}");
+  shard_o.push_back("/policy/weight_sync={\"method\": \"allgather-swap\", \"gather\": \"engine-shard\"}");
   full_o.push_back("/policy/weight_sync={\"method\": \"allgather-swap\", \"gather\": \"full-model\"}");
   const auto shard = scenario(shard_o), full = scenario(full_o);
   const auto& r = full.policy.rollout;
@@ -267,67 +257,98 @@ TEST_CASE("step: a full-model gather makes every parameter whole on every traini
   // nearly even), then every stage's, broadcast by its owners: the whole model in bf16.
   CHECK(f.gathers[0].dim == rl::RefitGatherStep::Dim::tp);
   CHECK(f.gathers[0].ranks == 2);
-  CHECK(f.gathers[0].stride == 1);
+  CHECK(f.gathers[0].ranks_per_node == 2);
   CHECK(f.gathers[0].output_bytes == doctest::Approx(params).epsilon(0.1));
   CHECK(f.gathers[1].dim == rl::RefitGatherStep::Dim::pp);
   CHECK(f.gathers[1].ranks == 2);
-  CHECK(f.gathers[1].stride == 4);  // tp x dp devices apart: the next node
+  CHECK(f.gathers[1].ranks_per_node == 1);  // tp x dp = 4 devices apart: the next node
   CHECK(f.gathers[1].output_bytes == test::near(2 * params));
-  // Half the model crosses each rank's NIC at no more than its rate.
+  // Half the model crosses each rank's NIC at no more than its rate; the engine-shard gather
+  // crosses NVLink only.
   CHECK(rl::full_model_gather_seconds(full, f) > params / full.cluster.nic_bandwidth_bytes_per_s);
-  // The refit pays the two gathers where an engine-shard refit pays its one: the rest is the same.
-  model::CollectiveGroup g;
-  g.ranks = rl::refit_shape(shard, r, l).gather_ranks;
-  g.ranks_per_node = std::min(g.ranks, shard.cluster.gpus_per_node);
-  const double shard_gather = model::AnalyticCostModel(shard.cluster, shard.workload.dtype)
-                                  .seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather,
-                                                                   rl::refit_shape(shard, r, l).rollout_shard_bytes, g});
-  CHECK(rl::refit_seconds(full, r, l) - rl::refit_seconds(shard, r, l) ==
-        test::near(gather_seconds(full, f.gathers[0]) + gather_seconds(full, f.gathers[1]) - shard_gather));
-  CHECK(rl::refit_seconds(full, r, l) > rl::refit_seconds(shard, r, l));
+  CHECK(rl::refit_seconds(full, r, l) - rl::refit_seconds(shard, r, l) > 0.5 * params / full.cluster.nic_bandwidth_bytes_per_s);
+  // With context parallelism the pipeline's members sit tp x cp x dp apart: two nodes of eight.
+  const auto cp = scenario({"/cluster/nodes=2", "/policy/placement=\"colocated\"",
+                            "/policy/train={\"tp\": 2, \"cp\": 2, \"pp\": 2, \"dp\": 2}", "/policy/rollout/tp=2",
+                            "/policy/weight_sync={\"gather\": \"full-model\"}"});
+  const rl::RefitShape c = rl::refit_shape(cp, cp.policy.rollout, cp.policy.train);
+  REQUIRE(c.gathers.size() == 2);
+  CHECK(c.gathers[1].dim == rl::RefitGatherStep::Dim::pp);
+  CHECK(c.gathers[1].ranks_per_node == 1);
 }
 
-TEST_CASE("step: under ZeRO-3 the full-model gather gathers FSDP's fp32 shards; experts are gathered over the ep group") {
-  // FSDP over eight ranks of one node: each holds an eighth of the fp32 weights.
-  const auto z3 = scenario({"/cluster/nodes=1", "/policy/placement=\"colocated\"",
-                            "/policy/train={\"tp\": 1, \"dp\": 8, \"zero\": 3}", "/policy/rollout/tp=1",
-                            "/policy/weight_sync={\"gather\": \"full-model\"}"});
+TEST_CASE("step: under ZeRO-3 the full-model gather gathers the shards in the layout's shard dtype, across its shard group first") {
+  // FSDP over four ranks of tp 2 on two nodes of four: a shard group's members sit tp = 2 devices
+  // apart, two on a node; each rank holds a quarter of its tp half, in fp32.
+  const std::vector<std::string> o{"/cluster/nodes=2", "/cluster/gpus_per_node=4", "/policy/placement=\"colocated\"",
+                                   "/policy/train={\"tp\": 2, \"dp\": 4, \"zero\": 3}", "/policy/rollout/tp=1",
+                                   "/policy/weight_sync={\"gather\": \"full-model\"}"};
+  const auto z3 = scenario(o);
+  const double params = model::count_params(z3.model).total;
   const rl::RefitShape f = rl::refit_shape(z3, z3.policy.rollout, z3.policy.train);
-  REQUIRE(f.gathers.size() == 1);
+  REQUIRE(f.gathers.size() == 2);
   CHECK(f.gathers[0].dim == rl::RefitGatherStep::Dim::shard);
-  CHECK(f.gathers[0].ranks == 8);
-  CHECK(f.gathers[0].output_bytes == test::near(4 * model::count_params(z3.model).total));
-  // A mixture of experts with tp 2 x ep 8: the stage's dense part across tp, then all experts.
+  CHECK(f.gathers[0].ranks == 4);
+  CHECK(f.gathers[0].ranks_per_node == 2);
+  CHECK(f.gathers[0].output_bytes == doctest::Approx(4 * params / 2).epsilon(0.01));  // a tp half in fp32
+  CHECK(f.gathers[1].dim == rl::RefitGatherStep::Dim::tp);
+  CHECK(f.gathers[1].output_bytes == doctest::Approx(4 * params).epsilon(0.01));
+  // DeepSpeed's ZeRO-3 keeps bf16 partitions: half the bytes.
+  auto bf16_o = o;
+  bf16_o[3] = "/policy/train={\"tp\": 2, \"dp\": 4, \"zero\": 3, \"shard_dtype\": \"bf16\"}";
+  const auto bf16 = scenario(bf16_o);
+  const rl::RefitShape h = rl::refit_shape(bf16, bf16.policy.rollout, bf16.policy.train);
+  REQUIRE(h.gathers.size() == 2);
+  CHECK(h.gathers[0].output_bytes == test::near(f.gathers[0].output_bytes / 2));
+  CHECK(h.gathers[1].output_bytes == test::near(f.gathers[1].output_bytes / 2));
+  CHECK(rl::refit_seconds(bf16, bf16.policy.rollout, bf16.policy.train) <
+        rl::refit_seconds(z3, z3.policy.rollout, z3.policy.train));
+}
+
+TEST_CASE("step: a mixture of experts' full-model gather moves the dense part over tp and every expert over ep") {
   const auto moe = scenario({"/model=\"qwen3-30b-a3b\"", "/cluster/nodes=2", "/policy/placement=\"colocated\"",
                              "/policy/train={\"tp\": 2, \"ep\": 8, \"dp\": 8}", "/policy/rollout/tp=2",
                              "/policy/weight_sync={\"gather\": \"full-model\"}"});
   const rl::RefitShape m = rl::refit_shape(moe, moe.policy.rollout, moe.policy.train);
-  REQUIRE(m.gathers.size() == 2);
-  CHECK(m.gathers[1].dim == rl::RefitGatherStep::Dim::ep);
-  CHECK(m.gathers[1].ranks == 8);
-  CHECK(m.gathers[1].stride == 2);
   const auto& e = moe.model.moe;
   // Each expert a gated MLP: three hidden x expert-ffn matrices.
   const double experts = static_cast<double>(moe.model.num_moe_layers() * e.num_experts) * 3.0 *
                          static_cast<double>(moe.model.hidden_size * e.expert_ffn_hidden_size);
+  const double dense = model::count_params(moe.model).total - experts;
+  REQUIRE(m.gathers.size() == 2);
+  // tp peers hold the same experts (tp 2 < ep 8): the tp gather moves the dense part alone.
+  CHECK(m.gathers[0].dim == rl::RefitGatherStep::Dim::tp);
+  CHECK(m.gathers[0].output_bytes == doctest::Approx(2 * dense).epsilon(0.02));
+  CHECK(m.gathers[1].dim == rl::RefitGatherStep::Dim::ep);
+  CHECK(m.gathers[1].ranks == 8);
+  CHECK(m.gathers[1].ranks_per_node == 4);  // tp = 2 devices apart: four on a node, two nodes
   CHECK(m.gathers[1].output_bytes == test::near(2 * experts));
-  // What a rank holds after tp: the dense part whole and its eighth of the experts.
-  CHECK(m.gathers[0].output_bytes < 2 * (model::count_params(moe.model).total - experts + experts / 8) * 1.01);
-  CHECK(m.gathers[0].output_bytes > 2 * (model::count_params(moe.model).total - experts + experts / 8) * 0.9);
+  // ep's members sit tp x cp devices apart: with cp 2 and ep 4 two share a node, not four.
+  const auto cp = scenario({"/model=\"qwen3-30b-a3b\"", "/cluster/nodes=2", "/policy/placement=\"colocated\"",
+                            "/policy/train={\"tp\": 2, \"cp\": 2, \"ep\": 4, \"dp\": 4}", "/policy/rollout/tp=2",
+                            "/policy/weight_sync={\"gather\": \"full-model\"}"});
+  const rl::RefitShape c = rl::refit_shape(cp, cp.policy.rollout, cp.policy.train);
+  REQUIRE(c.gathers.size() == 2);
+  CHECK(c.gathers[1].dim == rl::RefitGatherStep::Dim::ep);
+  CHECK(c.gathers[1].ranks_per_node == 2);
 }
 
 TEST_CASE("step: a broadcast refit after a full-model gather sends every engine GPU the whole model") {
-  const auto shard = test::preset_scenario("disaggregated-async", {"/policy/weight_sync={\"method\": \"broadcast\"}"});
-  const auto full = test::preset_scenario(
-      "disaggregated-async", {"/policy/weight_sync={\"method\": \"broadcast\", \"gather\": \"full-model\"}"});
+  const std::vector<std::string> o{"/policy/rollout/tp=2"};
+  auto shard_o = o, full_o = o;
+  shard_o.push_back("/policy/weight_sync={\"method\": \"broadcast\", \"gather\": \"engine-shard\"}");
+  full_o.push_back("/policy/weight_sync={\"method\": \"broadcast\", \"gather\": \"full-model\"}");
+  const auto shard = test::preset_scenario("disaggregated-async", shard_o);
+  const auto full = test::preset_scenario("disaggregated-async", full_o);
   const auto& r = full.policy.rollout;
   const auto& l = full.policy.train;
+  REQUIRE(r.gpus_per_engine() == 2);
+  const double params = model::count_params(full.model).total;
   const rl::RefitShape s = rl::refit_shape(shard, r, l), f = rl::refit_shape(full, r, l);
-  CHECK(s.engine_bytes == test::near(s.rollout_shard_bytes));
-  CHECK(f.engine_bytes == test::near(2 * model::count_params(full.model).total));
-  if (r.gpus_per_engine() > 1) CHECK(f.engine_bytes > s.engine_bytes);
-  // The whole model over the NIC beside the shard, and the training ranks' gathers before it.
+  CHECK(s.engine_bytes == test::near(params));  // bf16 over the engine's tp 2
+  CHECK(f.engine_bytes == test::near(2 * params));
+  // The other half of the model over each engine GPU's NIC, after the training ranks' gathers.
   const double nic = full.cluster.nic_bandwidth_bytes_per_s * full.cluster.gpu.nic_efficiency;
   CHECK(rl::refit_seconds(full, r, l) - rl::refit_seconds(shard, r, l) >=
-        (f.engine_bytes - s.engine_bytes) / nic + rl::full_model_gather_seconds(full, f) - 1e-9);
+        params / nic + rl::full_model_gather_seconds(full, f) - 1e-9);
 }

@@ -589,7 +589,8 @@ TEST_CASE("a layout switch waits the policy's overhead, loads the new engines' s
 
 TEST_CASE("a disaggregated plan's weight sync broadcasts each engine's shard in buckets from a training rank") {
   input::Diagnostics diag;
-  std::vector<std::string> overrides = {"/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=1", "/policy/train/dp=1"};
+  std::vector<std::string> overrides = {"/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=1", "/policy/train/dp=1",
+                                        "/policy/weight_sync={\"gather\": \"engine-shard\"}"};
   auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
   REQUIRE(s);
   s->policy.weight_sync_bucket_bytes = 4 << 20;
@@ -789,4 +790,49 @@ TEST_CASE("a full-model gather: every training device all-gathers over its tp gr
   const auto r = cpu.run(p, "full-model gather");
   CHECK(r.checksum_failures == 0);
   CHECK(r.bytes_verified >= shape.gathers[1].output_bytes / 2);
+}
+
+TEST_CASE("a disaggregated full-model refit: the training devices gather over their groups after the rollout's GPUs, then one rank broadcasts the whole model to every engine GPU") {
+  input::Diagnostics diag;
+  // Six devices: an engine of tp 2 on devices 0-1, training tp 2 x pp 2 on devices 2-5.
+  std::vector<std::string> overrides = {"/cluster/nodes=3", "/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=2",
+                                        "/policy/rollout/tp=2", "/policy/train={\"tp\": 2, \"pp\": 2, \"dp\": 1}",
+                                        "/policy/weight_sync={\"gather\": \"full-model\"}"};
+  auto s = input::load_scenario(std::string(ARLSIM_SOURCE_DIR) + "/scenarios/cpu-validate.json", overrides, diag);
+  REQUIRE(s);
+  s->policy.weight_sync_bucket_bytes = 16 << 20;
+  const rl::RefitShape shape = rl::refit_shape(*s, s->policy.rollout, s->policy.train);
+  REQUIRE(shape.method == input::WeightSync::broadcast);
+  REQUIRE(shape.gathers.size() == 2);
+  const double whole = 2.0 * model::count_params(s->model).total;
+  CHECK(shape.engine_bytes == doctest::Approx(whole));
+  runtime::Program p;
+  runtime::add_weight_sync(p, *s, s->policy.rollout, s->policy.train);
+  const std::vector<runtime::DeviceGroup> tp{{2, 3}, {2, 3}, {4, 5}, {4, 5}}, pp{{2, 4}, {3, 5}, {2, 4}, {3, 5}};
+  const runtime::DeviceGroup broadcast{2, 0, 1};
+  for (int64_t d = 0; d < 6; ++d) {
+    std::vector<Kernel> gathers;
+    double received = 0;
+    for (const auto& k : p.on(d)) {
+      REQUIRE(k.kind == Kernel::Kind::collective);
+      if (k.op == model::CollectiveOp::all_gather) gathers.push_back(k);
+      if (k.op == model::CollectiveOp::broadcast) {
+        CHECK(p.groups[static_cast<size_t>(k.group)] == broadcast);
+        received += k.bytes;
+      }
+    }
+    if (d < 2 || d == 2) CHECK(received == doctest::Approx(whole));  // the engine's GPUs and the root
+    else CHECK(received == 0);
+    if (d < 2) {
+      CHECK(gathers.empty());
+      continue;
+    }
+    REQUIRE(gathers.size() == 2);
+    CHECK(p.groups[static_cast<size_t>(gathers[0].group)] == tp[static_cast<size_t>(d - 2)]);
+    CHECK(p.groups[static_cast<size_t>(gathers[1].group)] == pp[static_cast<size_t>(d - 2)]);
+  }
+  runtime::CpuBackend cpu(6, 60);
+  const auto r = cpu.run(p, "disaggregated full-model refit");
+  CHECK(r.checksum_failures == 0);
+  CHECK(r.bytes_verified >= whole);
 }

@@ -6,7 +6,6 @@
 # Exported by `arlsim export --format slurm` from earl-testbed (scenario earl-testbed on 128 x h100-sxm, 60 steps).
 # Not expressible in verl, the closest setting taken:
 #   - REINFORCE: verl has no plain REINFORCE estimator; reinforce_plus_plus is the closest
-#   - refit priced as an engine-shard gather: verl's sharding managers make every parameter whole on each training rank first (weight_sync gather "full-model" prices that)
 set -euo pipefail
 MODEL_PATH=${MODEL_PATH:?set MODEL_PATH to the model (a Hugging Face name or a local folder)}
 TRAIN_FILES=${TRAIN_FILES:?set TRAIN_FILES to the training parquet files}

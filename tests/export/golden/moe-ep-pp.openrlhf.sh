@@ -3,7 +3,6 @@
 # Not expressible in OpenRLHF, the closest setting taken:
 #   - expert-parallel engines: not an OpenRLHF option; left out
 #   - multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here
-#   - refit priced as an engine-shard gather: OpenRLHF gathers every parameter whole (DeepSpeed's GatheredParameters) before its engines take it (weight_sync gather "full-model" prices that)
 #   - tensor, pipeline or expert parallelism in training: OpenRLHF trains with DeepSpeed (data parallelism with ZeRO); exported as data parallelism over the same GPUs
 #   - the run's length follows the dataset (episodes x prompts), not a step count: arlsim's 150 steps are 150 rollout batches of 64 prompts
 set -euo pipefail
