@@ -62,6 +62,7 @@ ordered_json layout_json(const input::TrainLayout& l) {
   if (l.offload_params) j["offload_params"] = true;
   if (l.grad_reduce_fp32) j["grad_reduce_dtype"] = *l.grad_reduce_fp32 ? "fp32" : "bf16";
   if (l.shard_fp32) j["shard_dtype"] = *l.shard_fp32 ? "fp32" : "bf16";
+  if (l.eager) j["kernels"] = *l.eager ? "eager" : "fused";
   ordered_json overlap = ordered_json::object();
   if (l.overlap.tp_comm && l.sequence_parallel && l.tp > 1) overlap["tp_comm"] = *l.overlap.tp_comm;
   if (l.overlap.grad_reduce) overlap["grad_reduce"] = *l.overlap.grad_reduce;

@@ -104,6 +104,9 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
               if (l.shard_group > 0 && (l.dp * l.cp) % l.shard_group != 0) l.shard_group = 0;
               l.ep = 1;
               l.zero = zero;
+              // The scenario's framework runs its kernels whatever the layout (a search over ZeRO
+              // stages does not swap Megatron's fused kernels for a Hugging Face model's eager ones).
+              if (l.eager_kernels() != base.eager_kernels()) l.eager = base.eager_kernels();
               l.sequence_parallel = tp > 1;
               if (tp == 1) l.overlap.tp_comm.reset();  // nothing to overlap
               l.recompute = recompute;

@@ -107,6 +107,9 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
                     "verl's actor offload, which moves the state to host memory between phases and runs Adam on the "
                     "GPU, exported instead");
   if (megatron) {
+    if (l.eager_kernels())
+      notes.push_back("eager kernels (a Hugging Face model in eager PyTorch): verl's Megatron engine runs Megatron-Core's "
+                      "fused kernels");
     const std::string m = actor + ".megatron";
     o.set(m + ".tensor_model_parallel_size", num(l.tp));
     o.set(m + ".pipeline_model_parallel_size", num(l.pp));
@@ -140,6 +143,8 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     o.set(f + ".optimizer_offload", flag(offload));
     if (l.shard_group > 0) o.set(f + ".fsdp_size", num(l.shard_group));
     o.set("actor_rollout_ref.model.enable_gradient_checkpointing", flag(l.recompute != input::Recompute::none));
+    // The FSDP engine runs a Hugging Face model in eager PyTorch; fused kernels are Liger's.
+    if (!l.eager_kernels()) o.set("actor_rollout_ref.model.use_liger", flag(true));
     if (l.zero != 3)
       notes.push_back("ZeRO " + num(l.zero) + ": verl's FSDP engine shards parameters, gradients and optimizer "
                       "states (ZeRO-3); exported as FSDP");
@@ -427,6 +432,8 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
     if (l.ulysses) notes.push_back("Ulysses context parallelism: OpenRLHF's is ring attention; exported as its ring size");
   }
   opt("--ds.packing_samples", "--packing_samples", "");
+  // OpenRLHF trains a Hugging Face model in eager PyTorch; fused kernels are Liger's.
+  if (!l.eager_kernels()) opt("--ds.use_liger_kernel", "--use_liger_kernel", "");
   if (l.recompute != input::Recompute::none) opt("--actor.gradient_checkpointing_enable", "--gradient_checkpointing", "");
   if (l.offload_optimizer) opt("--ds.adam_offload", "--adam_offload", "");
   if (l.offload_params) notes.push_back("offloaded parameters: OpenRLHF offloads the optimizer (Adam) only");
@@ -541,6 +548,8 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (ro.pp > 1 || ro.ep > 1) notes.push_back("the engines' pipeline or expert parallelism: slime gives an engine its GPUs; set SGLang's own split with --sglang-* flags");
   if (p.placement == input::Placement::colocated) flag_("--colocate");  // implies offloading each side in turn
   // Megatron-LM's own flags, passed through.
+  if (l.eager_kernels())
+    notes.push_back("eager kernels (a Hugging Face model in eager PyTorch): slime trains with Megatron-LM's fused kernels");
   flag_("--tensor-model-parallel-size", num(l.tp));
   if (l.sequence_parallel) flag_("--sequence-parallel");
   if (l.grad_reduce_bytes() > 2) flag_("--accumulate-allreduce-grads-in-fp32");

@@ -237,6 +237,8 @@ class Reader {
       if (v == "bf16" || v == "bfloat16") l.train["grad_reduce_dtype"] = "bf16";
       else if (v == "fp32" || v == "float32") l.train["grad_reduce_dtype"] = "fp32";
       else error(w, key, "expected bf16 or fp32, got \"" + v + "\"");
+    } else if (key == "actor_rollout_ref.model.use_liger") {
+      if (number<bool>(w, key, v, boolean(v), b)) liger_ = b;
     } else if (key == "actor_rollout_ref.model.enable_gradient_checkpointing") {
       if (number<bool>(w, key, v, boolean(v), b)) l.train["recompute"] = b ? "full" : "none";
     } else if (key == a + "use_dynamic_bsz") {
@@ -316,7 +318,10 @@ class Reader {
     if (multi_turn_) l.workload["max_turns"] = std::max<int64_t>(2, turns_);
     if (bucket_mb_ > 0) weight_sync_bucket_mb = bucket_mb_;
     l.train["zero"] = l.megatron ? 1 : 3;  // the distributed optimizer; FSDP's full sharding
-    dynamic_ = multi_turn_ = false;
+    // The Megatron engine runs Megatron-Core's fused kernels; the FSDP engine a Hugging Face model
+    // in eager PyTorch, unless Liger's fused kernels are patched in.
+    l.train["kernels"] = l.megatron || liger_ ? "fused" : "eager";
+    dynamic_ = multi_turn_ = liger_ = false;
     tokens_ = turns_ = bucket_mb_ = 0;
   }
 
@@ -364,9 +369,9 @@ class Reader {
         {"use_dynamic_batch", "train.dynamic_batch_enable"}, {"max_epochs", "train.max_epochs"}, {"max_len", "data.max_len"},
         {"max_new_tokens", "rollout.max_new_tokens"}, {"advantage_estimator", "algo.advantage.estimator"},
         {"async_train", "train.async_enable"}, {"partial_rollout", "train.partial_rollout_enable"},
-        {"colocate_actor_ref", "train.colocate_actor_ref"}};
+        {"colocate_actor_ref", "train.colocate_actor_ref"}, {"use_liger_kernel", "ds.use_liger_kernel"}};
     int64_t engines = 0, max_len = 0, train_batch = 0, samples = 1, tokens = 0;
-    bool dynamic = false, colocated = false;
+    bool dynamic = false, colocated = false, liger = false;
     for (const auto& f : flags(words, from)) {
       std::string key = f.name;
       if (const auto it = flat.find(key); it != flat.end()) key = it->second;
@@ -384,6 +389,7 @@ class Reader {
       else if (key == "ds.zero_stage") { if (value(integer(f.value), n)) l.train["zero"] = n; }
       else if (key == "ds.ring_attn_size") { if (value(integer(f.value), n)) l.train["cp"] = n; }
       else if (key == "ds.adam_offload") l.train["offload_optimizer"] = true;
+      else if (key == "ds.use_liger_kernel") liger = true;
       else if (key == "actor.gradient_checkpointing_enable") l.train["recompute"] = "full";
       else if (key == "rollout.batch_size") { if (value(integer(f.value), n)) l.prompts = n; }
       else if (key == "rollout.n_samples_per_prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
@@ -419,6 +425,8 @@ class Reader {
     l.train["grad_reduce_dtype"] = "bf16";
     // ZeRO-3 keeps bf16 partitions of the parameters (the fp32 masters are the optimizer's).
     l.train["shard_dtype"] = "bf16";
+    // A Hugging Face model in eager PyTorch, unless Liger's fused kernels are patched in.
+    l.train["kernels"] = liger ? "fused" : "eager";
     // Mini-batches: the step's samples over the samples of one optimizer step.
     if (train_batch > 0 && l.prompts > 0) l.mini_batch_prompts = train_batch / std::max<int64_t>(1, samples);
     l.disaggregated = !colocated;
@@ -498,6 +506,7 @@ class Reader {
   const ImportRequest& r_;
   ImportResult& out_;
   bool dynamic_ = false, multi_turn_ = false;
+  bool liger_ = false;  // verl's actor_rollout_ref.model.use_liger
   int64_t tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 

@@ -266,6 +266,8 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   static const EnumName<bool> reduce_dtypes[] = {{"bf16", false}, {"fp32", true}};
   if (bool fp32 = false; r.read_enum("grad_reduce_dtype", fp32, Presence::optional, reduce_dtypes)) l.grad_reduce_fp32 = fp32;
   if (bool fp32 = false; r.read_enum("shard_dtype", fp32, Presence::optional, reduce_dtypes)) l.shard_fp32 = fp32;
+  static const EnumName<bool> kernel_kinds[] = {{"fused", false}, {"eager", true}};
+  if (bool eager = false; r.read_enum("kernels", eager, Presence::optional, kernel_kinds)) l.eager = eager;
   if (const Value* v = r.field("overlap")) {
     ObjectReader o(*v, r.pointer_of("overlap"), r.diag());
     bool flag = false;

@@ -116,6 +116,13 @@ struct TrainLayout {
   // optimizer's. Whole-model gathers of the shards (a refit's full_tensor(), the reference
   // weights' state dict) move them in this dtype.
   std::optional<bool> shard_fp32;
+  // How the layers' element-wise work runs: fused kernels (false: Megatron-Core with Transformer
+  // Engine, one kernel a norm, a rotary embedding, a SwiGLU) or eager PyTorch (true: a Hugging
+  // Face model's modules as written, an RMSNorm in fp32 as six kernels, a rotary embedding as five,
+  // SiLU and the product as two, and autograd's kernels for each backward). Unset: eager under
+  // ZeRO-3, whose frameworks (FSDP in NeMo RL's DTensor worker and verl, DeepSpeed in OpenRLHF)
+  // train Hugging Face models, fused below.
+  std::optional<bool> eager;
   Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }
   bool uneven_stages() const { return first_stage_layers > 0 || last_stage_layers > 0; }
@@ -130,6 +137,7 @@ struct TrainLayout {
   // Bytes a parameter of the rank's state dict takes in a bf16 run: the fp32 or bf16 shards under
   // ZeRO-3 (shard_fp32), Megatron's bf16 copy below.
   double state_dict_bytes() const { return zero >= 3 && shard_fp32.value_or(true) ? 4.0 : 2.0; }
+  bool eager_kernels() const { return eager.value_or(zero >= 3); }
   // ZeRO-2 and -3 keep only their shard of the gradients, so each micro-batch's are reduced to
   // their owners after its backward (FSDP and DeepSpeed reduce at every backward); below stage 2
   // they accumulate in the rank's whole buffer and are reduced once an optimizer step.

@@ -357,6 +357,94 @@ double weight_upload_seconds(const CostModel& cost, const StageParams& p, const 
   return cost.seconds(HostTransferOp{2.0 * resident_params(p, l)});
 }
 
+// The bf16 bytes of the tensors one layer's element-wise work runs on, and what its residual adds
+// move (as the fused kernels count them).
+struct LayerTensors {
+  double hidden = 0;        // a norm's input (the rank's share of the sequence under sequence parallelism)
+  double qk_norm = 0;       // the query and key heads a per-head norm normalises (0: none)
+  double rotary = 0;        // the query and key columns the rotary embedding turns (0: none)
+  double ffn = 0;           // the MLP's activation on the rank
+  bool gated = true;
+  double residual_add = 0;  // one residual add
+};
+
+// An RMSNorm as a Hugging Face model's module computes it in eager PyTorch, over `n` bf16 bytes:
+// the input to fp32 (reads 2 bytes an element, writes 4), squared, the mean over the hidden
+// dimension, times its reciprocal root, back to bf16, times the weight; its backward as
+// autograd runs those operations' formulas in reverse (the weight's gradient a product and a sum
+// over tokens, the casts, the scale's gradient a product and a sum, pow's 2x, the two paths'
+// gradients summed).
+void eager_rms_norm(std::vector<ElementwiseKernel>& k, double n, bool backward) {
+  const double e = n / 2;  // elements
+  if (!backward) {
+    k.push_back({"norm: to fp32", 6 * e, ElementwiseKind::copy});
+    k.push_back({"norm: square", 8 * e, ElementwiseKind::activation});
+    k.push_back({"norm: mean", 4 * e, ElementwiseKind::norm});
+    k.push_back({"norm: scale", 8 * e, ElementwiseKind::activation});
+    k.push_back({"norm: to bf16", 6 * e, ElementwiseKind::copy});
+    k.push_back({"norm: weight", 4 * e, ElementwiseKind::activation});
+    return;
+  }
+  k.push_back({"norm backward: weight's gradient product", 6 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: weight's gradient sum", 2 * e, ElementwiseKind::norm});
+  k.push_back({"norm backward: times weight", 4 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: to fp32", 6 * e, ElementwiseKind::copy});
+  k.push_back({"norm backward: times scale", 8 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: scale's gradient product", 12 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: scale's gradient sum", 4 * e, ElementwiseKind::norm});
+  k.push_back({"norm backward: square", 12 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: paths summed", 12 * e, ElementwiseKind::add});
+  k.push_back({"norm backward: to bf16", 6 * e, ElementwiseKind::copy});
+}
+
+// A layer's element-wise work as a Hugging Face model runs it in eager PyTorch (transformers'
+// Llama, Qwen2 and Qwen3 modules: RMSNorm, apply_rotary_pos_emb, the gated MLP's act_fn(gate) *
+// up), one kernel an operation. The rotary embedding of q and k: half negated, the halves
+// concatenated, times cos, times sin, summed. The residual adds are one kernel either way.
+void eager_layer_kernels(std::vector<ElementwiseKernel>& k, bool backward, const LayerTensors& x) {
+  const double r = x.rotary / 2, f = x.ffn / 2;  // elements
+  if (!backward) {
+    eager_rms_norm(k, x.hidden, false);
+    if (x.qk_norm > 0) eager_rms_norm(k, x.qk_norm, false);
+    if (r > 0) {
+      k.push_back({"rotary: negate half", 2 * r, ElementwiseKind::activation});
+      k.push_back({"rotary: concatenate", 4 * r, ElementwiseKind::copy});
+      k.push_back({"rotary: times cos", 4 * r, ElementwiseKind::activation});
+      k.push_back({"rotary: times sin", 4 * r, ElementwiseKind::activation});
+      k.push_back({"rotary: sum", 6 * r, ElementwiseKind::add});
+    }
+    k.push_back({"attention residual add", x.residual_add, ElementwiseKind::add});
+    eager_rms_norm(k, x.hidden, false);
+    if (x.gated) {
+      k.push_back({"SiLU", 4 * f, ElementwiseKind::activation});
+      k.push_back({"gate times up", 6 * f, ElementwiseKind::activation});
+    } else {
+      k.push_back({"activation", 4 * f, ElementwiseKind::activation});
+    }
+    k.push_back({"MLP residual add", x.residual_add, ElementwiseKind::add});
+    return;
+  }
+  k.push_back({"MLP residual add backward", x.residual_add, ElementwiseKind::add});
+  if (x.gated) {
+    k.push_back({"gate times up backward: gate side", 6 * f, ElementwiseKind::activation});
+    k.push_back({"gate times up backward: up side", 6 * f, ElementwiseKind::activation});
+    k.push_back({"SiLU backward", 6 * f, ElementwiseKind::activation});
+  } else {
+    k.push_back({"activation backward", 6 * f, ElementwiseKind::activation});
+  }
+  eager_rms_norm(k, x.hidden, true);
+  k.push_back({"attention residual add backward", x.residual_add, ElementwiseKind::add});
+  if (r > 0) {
+    k.push_back({"rotary backward: times cos", 4 * r, ElementwiseKind::activation});
+    k.push_back({"rotary backward: times sin", 4 * r, ElementwiseKind::activation});
+    k.push_back({"rotary backward: concatenate", 4 * r, ElementwiseKind::copy});
+    k.push_back({"rotary backward: negate half", 2 * r, ElementwiseKind::activation});
+    k.push_back({"rotary backward: sum", 6 * r, ElementwiseKind::add});
+  }
+  if (x.qk_norm > 0) eager_rms_norm(k, x.qk_norm, true);
+  eager_rms_norm(k, x.hidden, true);
+}
+
 }  // namespace
 
 std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec& m, const TrainRequest& r,
@@ -376,6 +464,11 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
   // writes a one-byte mask. Backward the two gradients are summed (and the mask read).
   const double mask = m.hidden_dropout > 0 ? ts * h : 0.0;
   std::vector<ElementwiseKernel> k;
+  if (l.eager_kernels()) {
+    eager_layer_kernels(k, backward, {b * ts * h, b * t * (m.qk_norm ? qk_width : 0), b * t * (rotary ? qk_width : 0),
+                                      b * t * d(ffn_width), gated, 3 * b * ts * h + mask});
+    return k;
+  }
   if (!backward) {
     // A norm reads the hidden state and writes it normalised.
     k.push_back({"input norm", 2 * b * ts * h, ElementwiseKind::norm});

@@ -158,7 +158,19 @@ expect_scenario verl-megatron verl verl-megatron.sh \
   "assert (p['train']['tp'], p['train']['pp'], p['train']['dp'], p['train']['recompute']) == (4, 2, 2, 'full'); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches']) == (256, 5, 4); \
    assert p['rollout']['tp'] == 2 and p['placement'] == 'colocated' and s['steps'] == 20 and p['train']['max_tokens_per_gpu'] == 16384; \
-   assert p['weight_sync']['gather'] == 'full-model'"
+   assert p['weight_sync']['gather'] == 'full-model' and p['train']['kernels'] == 'fused'"
+# verl's FSDP engine trains a Hugging Face model in eager PyTorch, unless Liger's kernels are patched in.
+kernels_of() {  # kernels_of LAUNCH: the imported scenario's training kernels
+  "$arlsim" import "$1" --from verl --model qwen3-8b --out "$tmp/kernels.json" 2>/dev/null &&
+    python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['policy']['train']['kernels'])" "$tmp/kernels.json"
+}
+sed 's/trainer.experiment_name=default/trainer.experiment_name=default \\\n  actor_rollout_ref.model.use_liger=True/' \
+  "$here/golden/fsdp-ulysses.verl.sh" > "$tmp/liger.sh"
+if [ "$(kernels_of "$here/golden/fsdp-ulysses.verl.sh")" = eager ] && [ "$(kernels_of "$tmp/liger.sh")" = fused ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL import-verl-fsdp-kernels"
+fi
 contains import-verl-unmodelled "$tmp/verl-megatron.err" "verl-megatron.sh:19: actor_rollout_ref.actor.kl_loss_coef: not modelled by arlsim"
 # verl's actor offload moves its state to host memory between phases with Adam on the GPU: the
 # to-cpu swap, not ZeRO-Offload; and the swap exports as those two flags.
@@ -191,7 +203,7 @@ expect_scenario openrlhf openrlhf openrlhf.sh \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (128, 8, 4, 1024); \
    assert p['rollout'] == {'tp': 2, 'replicas': 4} and p['placement'] == 'colocated' and w['algorithm'] == 'grpo'; \
    assert p['train']['grad_reduce_dtype'] == 'bf16' and p['weight_sync']['gather'] == 'full-model'; \
-   assert p['train']['shard_dtype'] == 'bf16'"
+   assert p['train']['shard_dtype'] == 'bf16' and p['train']['kernels'] == 'eager'"
 contains import-openrlhf-unmodelled "$tmp/openrlhf.err" "openrlhf.sh:15: --actor.adam.lr: not modelled by arlsim"
 expect_scenario slime slime slime.sh \
   "assert (p['placement'], p['rollout_gpus'], p['rollout']['tp'], p['sync']['staleness']) == ('disaggregated', 8, 2, 1); \

@@ -221,3 +221,46 @@ TEST_CASE("train: each element-wise kernel pays a launch, so small layers are no
                        base.breakdown.backward_s;
   CHECK(extra == test::near((32 * 26 + 1 + 3 + 6) * 10e-6));
 }
+
+TEST_CASE("train: eager kernels (a Hugging Face model in eager PyTorch) run each operation of the norms, rotary and SwiGLU as its own kernel") {
+  const auto m = test::preset_model("llama-3.1-8b");  // h 4096, 32 heads and 8 KV heads of 128, SwiGLU
+  auto r = request(1, 1, 8, 1, 64);
+  const int64_t t = 4096, ffn = 14336;
+  auto total = [](const std::vector<model::ElementwiseKernel>& ks) {
+    double b = 0;
+    for (const auto& k : ks) b += k.bytes;
+    return b;
+  };
+  REQUIRE_FALSE(r.layout.eager_kernels());  // ZeRO-1: Megatron's fused kernels
+  const auto fused_fwd = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  r.layout.eager = true;
+  const auto fwd = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  const auto bwd = model::layer_elementwise_kernels(m, r, t, ffn, true);
+  // Forward: two RMSNorms of six kernels (36 bytes an element: to fp32 2+4, square 4+4, mean 4,
+  // scale 4+4, to bf16 4+2, weight 2+2), rotary on q and k in five (20 bytes an element), SiLU and
+  // the product (4 + 6), two residual adds (6 each).
+  CHECK(fwd.size() == 6 + 6 + 5 + 2 + 2);
+  const double h = 4096, qk = (32 + 8) * 128;
+  CHECK(total(fwd) == test::near(t * (2 * 36 * h + 20 * qk + 10.0 * ffn + 2 * 6 * h)));
+  // Backward: two norms of ten kernels (72 bytes an element: the weight's gradient 6 + 2, times
+  // the weight 4, to fp32 6, times the scale 8, the scale's gradient 12 + 4, the square's 12, the
+  // two paths summed 12, to bf16 6), rotary in five (20), the product's two gradients and SiLU's
+  // (18), the two residual adds.
+  CHECK(bwd.size() == 10 + 10 + 5 + 3 + 2);
+  CHECK(total(bwd) == test::near(t * (2 * 72 * h + 20 * qk + 18.0 * ffn + 2 * 6 * h)));
+  // Fused: 2 x 4 + 4 (rotary) + 6 (SwiGLU) + 2 x 6 bytes: eager moves over twice as much.
+  CHECK(total(fused_fwd) == test::near(t * (2 * 4 * h + 4 * qk + 6.0 * ffn + 2 * 6 * h)));
+  CHECK(total(fwd) > 2 * total(fused_fwd));
+  // Unset, ZeRO-3 layouts run eager (FSDP's and DeepSpeed's frameworks train Hugging Face models);
+  // a layout says otherwise with "kernels".
+  r.layout.eager.reset();
+  r.layout.zero = 3;
+  CHECK(r.layout.eager_kernels());
+  r.layout.eager = false;
+  CHECK(model::layer_elementwise_kernels(m, r, t, ffn, false).size() == fused_fwd.size());
+  // A step of eager kernels takes longer: the same GEMMs, more memory traffic and launches.
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  auto fused = request(1, 1, 8, 1, 64), eager = fused;
+  eager.layout.eager = true;
+  CHECK(model::estimate_train(m, c, eager).iteration_s > model::estimate_train(m, c, fused).iteration_s * 1.03);
+}

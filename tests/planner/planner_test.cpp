@@ -572,3 +572,23 @@ TEST_CASE("space: interleaved candidates whose fixed-size micro-batches are no m
   for (const auto& c : planner::train_space(scenario({})))
     CHECK(c.pruned.find("interleaved schedule requires") == std::string::npos);
 }
+
+TEST_CASE("space: every candidate runs the scenario's kernels, whatever its ZeRO stage") {
+  // ZeRO-1 by default: Megatron's fused kernels, for the ZeRO-3 candidates too.
+  int zero3 = 0;
+  for (const auto& c : planner::train_space(scenario({}))) {
+    CHECK_FALSE(c.layout.eager_kernels());
+    if (c.layout.zero >= 3) ++zero3;
+  }
+  CHECK(zero3 > 0);
+  // A ZeRO-3 (FSDP) scenario trains a Hugging Face model in eager PyTorch: its ZeRO-1 candidates too.
+  int zero1 = 0;
+  for (const auto& c : planner::train_space(scenario({"/policy/train/zero=3"}))) {
+    CHECK(c.layout.eager_kernels());
+    if (c.layout.zero < 3) ++zero1;
+  }
+  CHECK(zero1 > 0);
+  // Fused kernels said outright stay so under ZeRO-3.
+  for (const auto& c : planner::train_space(scenario({"/policy/train/zero=3", "/policy/train/kernels=\"fused\""})))
+    CHECK_FALSE(c.layout.eager_kernels());
+}

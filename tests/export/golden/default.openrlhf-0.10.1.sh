@@ -23,6 +23,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 -m
   --deepspeed_enable_sleep \
   --zero_stage 1 \
   --packing_samples \
+  --use_liger_kernel \
   --gradient_checkpointing \
   --rollout_batch_size 64 \
   --n_samples_per_prompt 8 \

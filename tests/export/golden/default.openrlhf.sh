@@ -22,6 +22,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 -m
   --ds.enable_sleep \
   --ds.zero_stage 1 \
   --ds.packing_samples \
+  --ds.use_liger_kernel \
   --actor.gradient_checkpointing_enable \
   --rollout.batch_size 64 \
   --rollout.n_samples_per_prompt 8 \
