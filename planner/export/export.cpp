@@ -144,7 +144,11 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     if (l.shard_group > 0) o.set(f + ".fsdp_size", num(l.shard_group));
     o.set("actor_rollout_ref.model.enable_gradient_checkpointing", flag(l.recompute != input::Recompute::none));
     // The FSDP engine runs a Hugging Face model in eager PyTorch; fused kernels are Liger's.
-    if (!l.eager_kernels()) o.set("actor_rollout_ref.model.use_liger", flag(true));
+    if (!l.eager_kernels()) {
+      o.set("actor_rollout_ref.model.use_liger", flag(true));
+      notes.push_back("fused kernels: verl's FSDP engine fuses with Liger (use_liger=True), which needs the liger-kernel "
+                      "package and a model it patches");
+    }
     if (l.zero != 3)
       notes.push_back("ZeRO " + num(l.zero) + ": verl's FSDP engine shards parameters, gradients and optimizer "
                       "states (ZeRO-3); exported as FSDP");
@@ -433,7 +437,11 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
   }
   opt("--ds.packing_samples", "--packing_samples", "");
   // OpenRLHF trains a Hugging Face model in eager PyTorch; fused kernels are Liger's.
-  if (!l.eager_kernels()) opt("--ds.use_liger_kernel", "--use_liger_kernel", "");
+  if (!l.eager_kernels()) {
+    opt("--ds.use_liger_kernel", "--use_liger_kernel", "");
+    notes.push_back("fused kernels: OpenRLHF fuses with Liger (--ds.use_liger_kernel), which needs the liger-kernel "
+                    "package and a model it patches");
+  }
   if (l.recompute != input::Recompute::none) opt("--actor.gradient_checkpointing_enable", "--gradient_checkpointing", "");
   if (l.offload_optimizer) opt("--ds.adam_offload", "--adam_offload", "");
   if (l.offload_params) notes.push_back("offloaded parameters: OpenRLHF offloads the optimizer (Adam) only");

@@ -357,29 +357,45 @@ double weight_upload_seconds(const CostModel& cost, const StageParams& p, const 
   return cost.seconds(HostTransferOp{2.0 * resident_params(p, l)});
 }
 
-// The bf16 bytes of the tensors one layer's element-wise work runs on, and what its residual adds
-// move (as the fused kernels count them).
+// What one layer's element-wise work runs on, for the eager kernels: elements of each tensor (a
+// norm's rows and their width; the query and the key columns the rotary embedding and a per-head
+// norm touch, apart, as the modules treat them), and the residual add's bytes as the fused
+// kernels count them.
 struct LayerTensors {
-  double hidden = 0;        // a norm's input (the rank's share of the sequence under sequence parallelism)
-  double qk_norm = 0;       // the query and key heads a per-head norm normalises (0: none)
-  double rotary = 0;        // the query and key columns the rotary embedding turns (0: none)
-  double ffn = 0;           // the MLP's activation on the rank
+  double rows = 0;          // tokens a norm sees (the rank's share of the sequence under sequence parallelism)
+  double tokens = 0;        // tokens the attention and MLP see
+  double hidden = 0;        // a norm's width
+  double q = 0, k = 0;      // query and key columns on the rank the rotary embedding turns
+  bool qk_norm = false;     // a per-head norm on q and k (Qwen3), over rows of head_dim
+  double head_dim = 1;
+  bool rotary = true;
+  double ffn = 0;           // the MLP's activation columns on the rank
   bool gated = true;
-  double residual_add = 0;  // one residual add
+  bool layernorm = false;   // nn.LayerNorm: one native kernel each way, as fused
+  double residual_add = 0;  // bytes of one residual add
 };
 
-// An RMSNorm as a Hugging Face model's module computes it in eager PyTorch, over `n` bf16 bytes:
-// the input to fp32 (reads 2 bytes an element, writes 4), squared, the mean over the hidden
-// dimension, times its reciprocal root, back to bf16, times the weight; its backward as
-// autograd runs those operations' formulas in reverse (the weight's gradient a product and a sum
-// over tokens, the casts, the scale's gradient a product and a sum, pow's 2x, the two paths'
-// gradients summed).
-void eager_rms_norm(std::vector<ElementwiseKernel>& k, double n, bool backward) {
-  const double e = n / 2;  // elements
+// A norm as a Hugging Face model's module computes it in eager PyTorch, over `rows` x `width` bf16
+// values. RMSNorm: the input to fp32 (reads 2 bytes an element, writes 4), squared, the mean over
+// the row, plus epsilon and its reciprocal root (a value a row), times it, back to bf16, times the
+// weight. Its backward as autograd's formulas run in reverse: the weight's gradient (a product and
+// a sum over tokens), times the weight, to fp32, times the scale, the scale's gradient (a product
+// and a sum over the row), the root's and epsilon's (a row each), the mean's (the gradient spread
+// over the row), the square's (x.pow(1), times 2, times the gradient), the two paths summed, to
+// bf16. nn.LayerNorm runs one native kernel each way, as the fused norms.
+void eager_norm(std::vector<ElementwiseKernel>& k, double rows, double width, bool layernorm, bool backward) {
+  const double e = rows * width, row = 8 * rows;  // elements; a row's fp32 value read and written
+  if (layernorm) {
+    if (!backward) k.push_back({"norm", 4 * e, ElementwiseKind::norm});
+    else k.push_back({"norm backward", 6 * e, ElementwiseKind::norm});
+    return;
+  }
   if (!backward) {
     k.push_back({"norm: to fp32", 6 * e, ElementwiseKind::copy});
     k.push_back({"norm: square", 8 * e, ElementwiseKind::activation});
     k.push_back({"norm: mean", 4 * e, ElementwiseKind::norm});
+    k.push_back({"norm: plus epsilon", row, ElementwiseKind::activation});
+    k.push_back({"norm: reciprocal root", row, ElementwiseKind::activation});
     k.push_back({"norm: scale", 8 * e, ElementwiseKind::activation});
     k.push_back({"norm: to bf16", 6 * e, ElementwiseKind::copy});
     k.push_back({"norm: weight", 4 * e, ElementwiseKind::activation});
@@ -392,29 +408,61 @@ void eager_rms_norm(std::vector<ElementwiseKernel>& k, double n, bool backward) 
   k.push_back({"norm backward: times scale", 8 * e, ElementwiseKind::activation});
   k.push_back({"norm backward: scale's gradient product", 12 * e, ElementwiseKind::activation});
   k.push_back({"norm backward: scale's gradient sum", 4 * e, ElementwiseKind::norm});
-  k.push_back({"norm backward: square", 12 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: reciprocal root", row, ElementwiseKind::activation});
+  k.push_back({"norm backward: reciprocal root's factor", row, ElementwiseKind::activation});
+  k.push_back({"norm backward: epsilon", row, ElementwiseKind::activation});
+  k.push_back({"norm backward: mean", 4 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: x to the first", 8 * e, ElementwiseKind::copy});
+  k.push_back({"norm backward: times 2", 8 * e, ElementwiseKind::activation});
+  k.push_back({"norm backward: square's gradient", 12 * e, ElementwiseKind::activation});
   k.push_back({"norm backward: paths summed", 12 * e, ElementwiseKind::add});
   k.push_back({"norm backward: to bf16", 6 * e, ElementwiseKind::copy});
 }
 
-// A layer's element-wise work as a Hugging Face model runs it in eager PyTorch (transformers'
-// Llama, Qwen2 and Qwen3 modules: RMSNorm, apply_rotary_pos_emb, the gated MLP's act_fn(gate) *
-// up), one kernel an operation. The rotary embedding of q and k: half negated, the halves
-// concatenated, times cos, times sin, summed. The residual adds are one kernel either way.
-void eager_layer_kernels(std::vector<ElementwiseKernel>& k, bool backward, const LayerTensors& x) {
-  const double r = x.rotary / 2, f = x.ffn / 2;  // elements
+// The rotary embedding of `cols` columns (q's or k's) as apply_rotary_pos_emb computes it: half
+// negated, the halves concatenated, times cos, times sin, summed (20 bytes an element). Backward:
+// the products' gradients, the negation's, the two slices' (each a zero-filled whole tensor and a
+// copy of its half), and the input's three gradients summed twice (30 bytes an element).
+void eager_rotary(std::vector<ElementwiseKernel>& k, double e, bool backward) {
   if (!backward) {
-    eager_rms_norm(k, x.hidden, false);
-    if (x.qk_norm > 0) eager_rms_norm(k, x.qk_norm, false);
-    if (r > 0) {
-      k.push_back({"rotary: negate half", 2 * r, ElementwiseKind::activation});
-      k.push_back({"rotary: concatenate", 4 * r, ElementwiseKind::copy});
-      k.push_back({"rotary: times cos", 4 * r, ElementwiseKind::activation});
-      k.push_back({"rotary: times sin", 4 * r, ElementwiseKind::activation});
-      k.push_back({"rotary: sum", 6 * r, ElementwiseKind::add});
+    k.push_back({"rotary: negate half", 2 * e, ElementwiseKind::activation});
+    k.push_back({"rotary: concatenate", 4 * e, ElementwiseKind::copy});
+    k.push_back({"rotary: times cos", 4 * e, ElementwiseKind::activation});
+    k.push_back({"rotary: times sin", 4 * e, ElementwiseKind::activation});
+    k.push_back({"rotary: sum", 6 * e, ElementwiseKind::add});
+    return;
+  }
+  k.push_back({"rotary backward: times cos", 4 * e, ElementwiseKind::activation});
+  k.push_back({"rotary backward: times sin", 4 * e, ElementwiseKind::activation});
+  k.push_back({"rotary backward: negate half", 2 * e, ElementwiseKind::activation});
+  for (const char* half : {"rotary backward: first half's zeros", "rotary backward: second half's zeros"})
+    k.push_back({half, 2 * e, ElementwiseKind::copy});
+  for (const char* half : {"rotary backward: first half", "rotary backward: second half"})
+    k.push_back({half, 2 * e, ElementwiseKind::copy});
+  k.push_back({"rotary backward: gradients summed", 6 * e, ElementwiseKind::add});
+  k.push_back({"rotary backward: gradients summed again", 6 * e, ElementwiseKind::add});
+}
+
+// A layer's element-wise work as a Hugging Face model runs it in eager PyTorch (transformers'
+// Llama, Qwen2 and Qwen3 modules: their norms, apply_rotary_pos_emb on q and on k, the gated MLP's
+// act_fn(gate) * up), one kernel an operation. Backward, the normed inputs feed separate q, k and
+// v projections and separate gate and up projections, so autograd sums their gradients: two adds
+// before attention, one before the MLP, on the tokens the projections see.
+void eager_layer_kernels(std::vector<ElementwiseKernel>& k, bool backward, const LayerTensors& x) {
+  constexpr double b = 2;
+  const double f = x.tokens * x.ffn, input_sum = 3 * b * x.tokens * x.hidden;
+  if (!backward) {
+    eager_norm(k, x.rows, x.hidden, x.layernorm, false);
+    if (x.qk_norm) {
+      eager_norm(k, x.tokens * x.q / x.head_dim, x.head_dim, x.layernorm, false);
+      eager_norm(k, x.tokens * x.k / x.head_dim, x.head_dim, x.layernorm, false);
+    }
+    if (x.rotary) {
+      eager_rotary(k, x.tokens * x.q, false);
+      eager_rotary(k, x.tokens * x.k, false);
     }
     k.push_back({"attention residual add", x.residual_add, ElementwiseKind::add});
-    eager_rms_norm(k, x.hidden, false);
+    eager_norm(k, x.rows, x.hidden, x.layernorm, false);
     if (x.gated) {
       k.push_back({"SiLU", 4 * f, ElementwiseKind::activation});
       k.push_back({"gate times up", 6 * f, ElementwiseKind::activation});
@@ -429,20 +477,23 @@ void eager_layer_kernels(std::vector<ElementwiseKernel>& k, bool backward, const
     k.push_back({"gate times up backward: gate side", 6 * f, ElementwiseKind::activation});
     k.push_back({"gate times up backward: up side", 6 * f, ElementwiseKind::activation});
     k.push_back({"SiLU backward", 6 * f, ElementwiseKind::activation});
+    k.push_back({"MLP input gradients summed", input_sum, ElementwiseKind::add});
   } else {
     k.push_back({"activation backward", 6 * f, ElementwiseKind::activation});
   }
-  eager_rms_norm(k, x.hidden, true);
+  eager_norm(k, x.rows, x.hidden, x.layernorm, true);
   k.push_back({"attention residual add backward", x.residual_add, ElementwiseKind::add});
-  if (r > 0) {
-    k.push_back({"rotary backward: times cos", 4 * r, ElementwiseKind::activation});
-    k.push_back({"rotary backward: times sin", 4 * r, ElementwiseKind::activation});
-    k.push_back({"rotary backward: concatenate", 4 * r, ElementwiseKind::copy});
-    k.push_back({"rotary backward: negate half", 2 * r, ElementwiseKind::activation});
-    k.push_back({"rotary backward: sum", 6 * r, ElementwiseKind::add});
+  if (x.rotary) {
+    eager_rotary(k, x.tokens * x.q, true);
+    eager_rotary(k, x.tokens * x.k, true);
   }
-  if (x.qk_norm > 0) eager_rms_norm(k, x.qk_norm, true);
-  eager_rms_norm(k, x.hidden, true);
+  if (x.qk_norm) {
+    eager_norm(k, x.tokens * x.q / x.head_dim, x.head_dim, x.layernorm, true);
+    eager_norm(k, x.tokens * x.k / x.head_dim, x.head_dim, x.layernorm, true);
+  }
+  k.push_back({"attention input gradients summed", input_sum, ElementwiseKind::add});
+  k.push_back({"attention input gradients summed again", input_sum, ElementwiseKind::add});
+  eager_norm(k, x.rows, x.hidden, x.layernorm, true);
 }
 
 }  // namespace
@@ -465,8 +516,26 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
   const double mask = m.hidden_dropout > 0 ? ts * h : 0.0;
   std::vector<ElementwiseKernel> k;
   if (l.eager_kernels()) {
-    eager_layer_kernels(k, backward, {b * ts * h, b * t * (m.qk_norm ? qk_width : 0), b * t * (rotary ? qk_width : 0),
-                                      b * t * d(ffn_width), gated, 3 * b * ts * h + mask});
+    // q's and k's columns on the rank, apart (MLA: every head's rotary part and the one shared key's).
+    double q = d(m.num_heads * m.head_dim), kc = d(m.num_kv_heads * m.head_dim);
+    if (m.attention == input::AttentionKind::mla) {
+      q = d(m.num_heads * m.mla.qk_rope_head_dim);
+      kc = d(m.mla.qk_rope_head_dim);
+    }
+    LayerTensors x;
+    x.rows = ts;
+    x.tokens = t;
+    x.hidden = h;
+    x.q = q / tp;
+    x.k = kc / tp;
+    x.qk_norm = m.qk_norm;
+    x.head_dim = d(std::max<int64_t>(1, m.head_dim));
+    x.rotary = rotary;
+    x.ffn = d(ffn_width);
+    x.gated = gated;
+    x.layernorm = m.norm == input::NormKind::layernorm;
+    x.residual_add = 3 * b * ts * h + mask;
+    eager_layer_kernels(k, backward, x);
     return k;
   }
   if (!backward) {

@@ -159,6 +159,12 @@ expect_scenario verl-megatron verl verl-megatron.sh \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches']) == (256, 5, 4); \
    assert p['rollout']['tp'] == 2 and p['placement'] == 'colocated' and s['steps'] == 20 and p['train']['max_tokens_per_gpu'] == 16384; \
    assert p['weight_sync']['gather'] == 'full-model' and p['train']['kernels'] == 'fused'"
+# Fused kernels on verl's FSDP engine are Liger's; eager kernels on Megatron engines are noted.
+expect export-verl-liger 0 "$arlsim" export default --format verl --set /policy/train/tp=1 --set /policy/train/dp=16 \
+  --set /policy/train/zero=3 --set /policy/train/sequence_parallel=false --set '/policy/train/kernels="fused"'
+contains export-verl-liger-key "$tmp/out" "actor_rollout_ref.model.use_liger=True"
+expect export-slime-eager 0 "$arlsim" export default --format slime --set '/policy/train/kernels="eager"'
+contains export-slime-eager-note "$tmp/out" "eager kernels (a Hugging Face model in eager PyTorch): slime trains with Megatron-LM's fused kernels"
 # verl's FSDP engine trains a Hugging Face model in eager PyTorch, unless Liger's kernels are patched in.
 kernels_of() {  # kernels_of LAUNCH: the imported scenario's training kernels
   "$arlsim" import "$1" --from verl --model qwen3-8b --out "$tmp/kernels.json" 2>/dev/null &&

@@ -236,18 +236,22 @@ TEST_CASE("train: eager kernels (a Hugging Face model in eager PyTorch) run each
   r.layout.eager = true;
   const auto fwd = model::layer_elementwise_kernels(m, r, t, ffn, false);
   const auto bwd = model::layer_elementwise_kernels(m, r, t, ffn, true);
-  // Forward: two RMSNorms of six kernels (36 bytes an element: to fp32 2+4, square 4+4, mean 4,
-  // scale 4+4, to bf16 4+2, weight 2+2), rotary on q and k in five (20 bytes an element), SiLU and
-  // the product (4 + 6), two residual adds (6 each).
-  CHECK(fwd.size() == 6 + 6 + 5 + 2 + 2);
+  // Forward: two RMSNorms of eight kernels (36 bytes an element: to fp32 2+4, square 4+4, mean 4,
+  // scale 4+4, to bf16 4+2, weight 2+2; and plus epsilon and the reciprocal root, 8 bytes a row),
+  // rotary on q and on k in five each (20 bytes an element), SiLU and the product (4 + 6), two
+  // residual adds (6 each).
+  CHECK(fwd.size() == 8 + 8 + 5 + 5 + 2 + 2);
   const double h = 4096, qk = (32 + 8) * 128;
-  CHECK(total(fwd) == test::near(t * (2 * 36 * h + 20 * qk + 10.0 * ffn + 2 * 6 * h)));
-  // Backward: two norms of ten kernels (72 bytes an element: the weight's gradient 6 + 2, times
-  // the weight 4, to fp32 6, times the scale 8, the scale's gradient 12 + 4, the square's 12, the
-  // two paths summed 12, to bf16 6), rotary in five (20), the product's two gradients and SiLU's
-  // (18), the two residual adds.
-  CHECK(bwd.size() == 10 + 10 + 5 + 3 + 2);
-  CHECK(total(bwd) == test::near(t * (2 * 72 * h + 20 * qk + 18.0 * ffn + 2 * 6 * h)));
+  CHECK(total(fwd) == test::near(t * (2 * 36 * h + 20 * qk + 10.0 * ffn + 2 * 6 * h) + 2 * 2 * 8.0 * t));
+  // Backward: two norms of sixteen kernels (92 bytes an element: the weight's gradient 6 + 2, times
+  // the weight 4, to fp32 6, times the scale 8, the scale's gradient 12 + 4, the mean's 4, the
+  // square's x.pow(1) 8, times 2 8 and times the gradient 12, the two paths summed 12, to bf16 6;
+  // three kernels of a value a row), rotary on q and on k in nine each (30 bytes an element: the
+  // products' 4 + 4, the negation's 2, each slice's zeros 2 and copy 2, two sums 6 + 6), the
+  // product's two gradients and SiLU's (18), the two residual adds, and the normed inputs'
+  // gradients summed from the separate q, k, v projections (two adds) and gate and up (one).
+  CHECK(bwd.size() == 16 + 16 + 9 + 9 + 3 + 2 + 3);
+  CHECK(total(bwd) == test::near(t * (2 * 92 * h + 30 * qk + 18.0 * ffn + 2 * 6 * h + 3 * 6 * h) + 2 * 3 * 8.0 * t));
   // Fused: 2 x 4 + 4 (rotary) + 6 (SwiGLU) + 2 x 6 bytes: eager moves over twice as much.
   CHECK(total(fused_fwd) == test::near(t * (2 * 4 * h + 4 * qk + 6.0 * ffn + 2 * 6 * h)));
   CHECK(total(fwd) > 2 * total(fused_fwd));
@@ -263,4 +267,38 @@ TEST_CASE("train: eager kernels (a Hugging Face model in eager PyTorch) run each
   auto fused = request(1, 1, 8, 1, 64), eager = fused;
   eager.layout.eager = true;
   CHECK(model::estimate_train(m, c, eager).iteration_s > model::estimate_train(m, c, fused).iteration_s * 1.03);
+}
+
+TEST_CASE("train: eager kernels with per-head norms, sequence parallelism and LayerNorm") {
+  auto m = test::preset_model("llama-3.1-8b");
+  auto r = request(4, 1, 2, 1, 16);
+  r.layout.eager = true;
+  const int64_t t = 8192, ffn = 14336 / 4;
+  auto bytes = [](const std::vector<model::ElementwiseKernel>& ks, const std::string& prefix) {
+    double b = 0;
+    for (const auto& k : ks)
+      if (std::string(k.name).rfind(prefix, 0) == 0) b += k.bytes;
+    return b;
+  };
+  const auto plain = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  // Qwen3-style per-head norms: q's 32 / 4 and k's 8 / 4 heads of 128 on the rank, each an
+  // RMSNorm of eight kernels (36 bytes an element, 8 a row of head_dim).
+  m.qk_norm = true;
+  const auto qk = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  CHECK(qk.size() == plain.size() + 16);
+  const double heads = (32 + 8) / 4.0;
+  CHECK(bytes(qk, "norm") - bytes(plain, "norm") == test::near(36.0 * t * heads * 128 + 2 * 8.0 * t * heads));
+  m.qk_norm = false;
+  // Sequence parallelism: the two hidden norms on t / tp rows; the projections' input gradients
+  // summed on the gathered t tokens.
+  r.layout.sequence_parallel = true;
+  const auto sp = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  CHECK(bytes(sp, "norm") == test::near(bytes(plain, "norm") / 4));
+  const auto sp_bwd = model::layer_elementwise_kernels(m, r, t, ffn, true);
+  CHECK(bytes(sp_bwd, "attention input gradients summed") == test::near(2 * 3 * 2.0 * t * 4096));
+  // nn.LayerNorm is one native kernel each way, as a fused norm.
+  m.norm = input::NormKind::layernorm;
+  const auto ln = model::layer_elementwise_kernels(m, r, t, ffn, false);
+  CHECK(ln.size() == sp.size() - 14);
+  CHECK(bytes(ln, "norm") == test::near(2 * 4.0 * t / 4 * 4096));
 }

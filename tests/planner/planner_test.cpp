@@ -591,4 +591,10 @@ TEST_CASE("space: every candidate runs the scenario's kernels, whatever its ZeRO
   // Fused kernels said outright stay so under ZeRO-3.
   for (const auto& c : planner::train_space(scenario({"/policy/train/zero=3", "/policy/train/kernels=\"fused\""})))
     CHECK_FALSE(c.layout.eager_kernels());
+  // So does a schedule entry that moves to ZeRO-3, unless it names its kernels.
+  const auto later = scenario({"/policy/schedule=[{\"steps\": \"2:\", \"train\": {\"zero\": 3}}]"});
+  REQUIRE(later.policy.schedule.size() == 1);
+  CHECK_FALSE(later.policy.schedule[0].train->eager_kernels());
+  const auto named = scenario({"/policy/schedule=[{\"steps\": \"2:\", \"train\": {\"zero\": 3, \"kernels\": \"eager\"}}]"});
+  CHECK(named.policy.schedule[0].train->eager_kernels());
 }

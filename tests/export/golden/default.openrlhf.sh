@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Exported by `arlsim export --format openrlhf` from default (scenario default on 16 x h100-sxm, OpenRLHF dotted options, 0.10.2 and later).
 # Not expressible in OpenRLHF, the closest setting taken:
+#   - fused kernels: OpenRLHF fuses with Liger (--ds.use_liger_kernel), which needs the liger-kernel package and a model it patches
 #   - multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here
 #   - tensor, pipeline or expert parallelism in training: OpenRLHF trains with DeepSpeed (data parallelism with ZeRO); exported as data parallelism over the same GPUs
 #   - the run's length follows the dataset (episodes x prompts), not a step count: arlsim's 150 steps are 150 rollout batches of 64 prompts

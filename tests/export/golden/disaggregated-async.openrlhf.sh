@@ -2,6 +2,7 @@
 # Exported by `arlsim export --format openrlhf` from disaggregated-async (scenario disaggregated-async on 32 x h100-sxm, OpenRLHF dotted options, 0.10.2 and later).
 # Not expressible in OpenRLHF, the closest setting taken:
 #   - dispatch decentralized: OpenRLHF moves batches through Ray's object store from its driver
+#   - fused kernels: OpenRLHF fuses with Liger (--ds.use_liger_kernel), which needs the liger-kernel package and a model it patches
 #   - multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here
 #   - tensor, pipeline or expert parallelism in training: OpenRLHF trains with DeepSpeed (data parallelism with ZeRO); exported as data parallelism over the same GPUs
 #   - the run's length follows the dataset (episodes x prompts), not a step count: arlsim's 100 steps are 100 rollout batches of 128 prompts
