@@ -424,7 +424,7 @@ class Reader {
     // DeepSpeed reduces gradients in the training dtype (its communication_data_type's default).
     l.train["grad_reduce_dtype"] = "bf16";
     // ZeRO-3 keeps bf16 partitions of the parameters (the fp32 masters are the optimizer's).
-    l.train["shard_dtype"] = "bf16";
+    if (l.train.count("zero") && l.train.at("zero").get<int64_t>() >= 3) l.train["shard_dtype"] = "bf16";
     // A Hugging Face model in eager PyTorch, unless Liger's fused kernels are patched in.
     l.train["kernels"] = liger ? "fused" : "eager";
     // Mini-batches: the step's samples over the samples of one optimizer step.

@@ -291,6 +291,9 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     at.error("weight_sync/gather",
              "\"offload\" loads each engine's shard from host memory, so there is no gather to make \"full-model\"",
              "set the method to \"allgather-swap\" (colocated) or \"broadcast\", or leave gather unset");
+  if (s.policy.train.shard_fp32 && s.policy.train.zero < 3)
+    at.warning("train/shard_dtype", "only ZeRO-3 shards the parameters, so the shard dtype changes nothing at ZeRO " +
+                                        std::to_string(s.policy.train.zero));
   if (s.policy.reference_weights == ReferenceWeights::swapped && !s.workload.use_reference)
     at.warning("reference_weights", "the workload has no reference model (use_reference is false), so its weights swap nothing");
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in

@@ -194,6 +194,9 @@ contains check-trace "$tmp/out" "traces/earl-game.jsonl: ok (trace: 15 steps, 48
 printf '{"format":"arlsim-trace/1"}\n{"step": 1}\n' >"$tmp/bad-trace.txt"
 expect check-trace-kind 2 "$arlsim" check --kind trace "$tmp/bad-trace.txt"
 contains check-trace-kind "$tmp/err" "bad-trace.txt:2: missing required key \"turns\""
+# A shard dtype below ZeRO-3 has nothing to shard: a warning, not an error.
+expect check-shard-dtype 0 "$arlsim" check default --set '/policy/train/shard_dtype="bf16"'
+contains check-shard-dtype-warning "$tmp/err" "only ZeRO-3 shards the parameters, so the shard dtype changes nothing at ZeRO 1"
 expect check-resolved 0 "$arlsim" check default --set /cluster/nodes=4 --set /policy/train/dp=16 --resolved
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['cluster']['nodes'] == 4 and d['policy']['train']['dp'] == 16 and d['cluster']['gpu']['name'] == 'h100-sxm'" "$tmp/out"
 then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL check-resolved-content"; fi
