@@ -277,7 +277,7 @@ void verl_notes(const input::ScenarioSpec& s, std::vector<std::string>& notes) {
   if (s.workload.use_rollout_log_probs)
     notes.push_back("the rollout's log-probabilities for the old policy: verl computes them with the actor");
   if (s.workload.reward_model) notes.push_back("a reward model: set verl's reward_model.* for it");
-  if (p.weight_sync_gather != input::RefitGather::full_model)
+  if (p.refit_gather() != input::RefitGather::full_model)
     notes.push_back("refit priced as an engine-shard gather: verl's sharding managers make every parameter whole on "
                     "each training rank first (weight_sync gather \"full-model\" prices that)");
 }
@@ -487,7 +487,7 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
     notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) +
                     ": OpenRLHF moves batches through Ray's object store from its driver");
   if (!p.schedule.empty()) notes.push_back("a schedule of layouts: OpenRLHF keeps one layout per run; the first is exported");
-  if (p.weight_sync_gather != input::RefitGather::full_model)
+  if (p.refit_gather() != input::RefitGather::full_model)
     notes.push_back("refit priced as an engine-shard gather: OpenRLHF gathers every parameter whole (DeepSpeed's "
                     "GatheredParameters) before its engines take it (weight_sync gather \"full-model\" prices that)");
   notes.push_back("the run's length follows the dataset (episodes x prompts), not a step count: arlsim's " +

@@ -203,7 +203,7 @@ void parse_weight_sync(ObjectReader& parent, PolicySpec& p) {
   r.read_enum("state", p.weight_sync_state, Presence::optional, swaps);
   static const EnumName<RefitGather> gathers[] = {{"engine-shard", RefitGather::engine_shard},
                                                   {"full-model", RefitGather::full_model}};
-  r.read_enum("gather", p.weight_sync_gather, Presence::optional, gathers);
+  if (RefitGather g{}; r.read_enum("gather", g, Presence::optional, gathers)) p.weight_sync_gather = g;
   r.finish();
 }
 

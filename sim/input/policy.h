@@ -192,10 +192,15 @@ struct PolicySpec {
   WeightSync weight_sync = WeightSync::automatic;
   double weight_sync_bucket_bytes = 512.0 * 1024 * 1024;
   StateSwap weight_sync_state = StateSwap::pinned;
-  RefitGather weight_sync_gather = RefitGather::full_model;
+  std::optional<RefitGather> weight_sync_gather;  // unset: refit_gather() decides
   ReferenceWeights reference_weights = ReferenceWeights::resident;
   // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
   // or offload, as `automatic` picks for a colocated placement); broadcast does not.
+  // The refit's gather: the policy's, else the whole model, as the frameworks gather it, but for
+  // an offload refit, which loads each engine's shard from host memory and gathers nothing.
+  RefitGather refit_gather() const {
+    return weight_sync_gather.value_or(weight_sync == WeightSync::offload ? RefitGather::engine_shard : RefitGather::full_model);
+  }
   bool swaps_training_state() const {
     return weight_sync == WeightSync::allgather_swap || weight_sync == WeightSync::offload ||
            (weight_sync == WeightSync::automatic && placement == Placement::colocated);

@@ -579,7 +579,7 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
   const double held = 2.0 * params / real(train.tp * train.pp * (train.zero >= 3 ? train.sharding_ranks() : 1));
   shape.gather_ranks = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(shape.rollout_shard_bytes / held - 1e-9)));
   shape.engine_bytes = shape.rollout_shard_bytes;
-  if (s.policy.weight_sync_gather != input::RefitGather::full_model) return shape;
+  if (s.policy.refit_gather() != input::RefitGather::full_model) return shape;
   // Every rank makes every parameter whole, so a colocated engine finds its shard on its own GPU
   // whatever the layouts (no offload of the training state to load it from).
   if (colocated && shape.method == input::WeightSync::offload) shape.method = input::WeightSync::allgather_swap;

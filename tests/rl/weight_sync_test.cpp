@@ -143,7 +143,6 @@ TEST_CASE("step: a training state swapped to-cpu goes out with the refit (weight
   // The offload method moves the same state, and loads the engines' weights besides.
   auto offload = cpu;
   offload.policy.weight_sync = input::WeightSync::offload;
-  offload.policy.weight_sync_gather = input::RefitGather::engine_shard;  // a full-model gather has no offload refit
   const double shard = rl::refit_shape(offload, r, l).rollout_shard_bytes;
   CHECK(rl::refit_seconds(offload, r, l) ==
         test::near(weights + state.moments / gpu.host_pageable_out_bytes_per_s + copy + shard / link + copy));
@@ -275,6 +274,16 @@ TEST_CASE("step: a full-model gather makes every parameter whole on every traini
   REQUIRE(c.gathers.size() == 2);
   CHECK(c.gathers[1].dim == rl::RefitGatherStep::Dim::pp);
   CHECK(c.gathers[1].ranks_per_node == 1);
+}
+
+TEST_CASE("step: unset, the refit gathers the whole model, but an offload refit loads its shards and gathers nothing") {
+  const auto plain = scenario({"/policy/placement=\"colocated\""});
+  CHECK(rl::refit_shape(plain, plain.policy.rollout, plain.policy.train).full_model);
+  const auto offload = scenario({"/policy/placement=\"colocated\"", "/policy/weight_sync={\"method\": \"offload\"}"});
+  const rl::RefitShape o = rl::refit_shape(offload, offload.policy.rollout, offload.policy.train);
+  CHECK(o.method == input::WeightSync::offload);
+  CHECK_FALSE(o.full_model);
+  CHECK(o.engine_bytes == test::near(o.rollout_shard_bytes));
 }
 
 TEST_CASE("step: under ZeRO-3 the full-model gather gathers the shards in the layout's shard dtype, across its shard group first") {
