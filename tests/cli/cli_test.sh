@@ -103,6 +103,10 @@ contains plan-overhead-default "$tmp/plan.json" '"switch_overhead": 30.0'
 contains plan-overhead-scenario "$tmp/plan5.json" '"switch_overhead": 5.0'
 "$arlsim" plan default --steps 1:46 --set '/policy/switch_overhead="5 s"' --switch-overhead 12 --out "$tmp/plan12.json" >/dev/null
 contains plan-overhead-flag "$tmp/plan12.json" '"switch_overhead": 12.0'
+# The plan's layouts carry the scenario's kernels (every candidate runs them).
+expect plan-kernels 0 "$arlsim" plan default --set '/policy/train/kernels="eager"' --json
+if python3 -c "import json, sys; d = json.load(open(sys.argv[1])); t = d['layouts']['train']; assert t['kernels'] == 'eager', t" "$tmp/out"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL plan-kernels-layout"; fi
 expect plan-overhead-too-large 2 "$arlsim" plan default --switch-overhead 2e6
 contains plan-overhead-too-large "$tmp/err" "--switch-overhead 0 to 1000000 seconds"
 expect plan-bad-selector 2 "$arlsim" plan default --selector greedy
