@@ -612,37 +612,36 @@ void add_weight_sync(Program& p, const input::ScenarioSpec& s, const input::Roll
   const int64_t gpus = t.gpus();
   if (shape.full_model) add_full_model_gather(p, shape, t, rl::train_placement(s, t).first_device());
   if (shape.method == input::WeightSync::broadcast) {
-    // Disaggregated: each rollout tp rank's shard broadcast in buckets from a training rank to that
-    // rank of every engine (one NCCL broadcast per bucket over the group, as frameworks push
-    // weights to their engines), checked at every receiver.
+    // Disaggregated: the new weights broadcast in buckets (one NCCL broadcast per bucket over the
+    // group, as frameworks push weights to their engines), checked at every receiver: the whole
+    // model from one training rank to every engine GPU, or each rollout tp rank's shard from a
+    // training rank to that rank of every engine.
     const graph::Placement engines = rl::rollout_placement(s, r);
     const graph::Placement ranks = rl::train_placement(s, t);
     const int64_t per_engine = r.gpus_per_engine(), count = engines.shape().dp;
     const double bucket = std::max(1.0, s.policy.weight_sync_bucket_bytes);
+    // Each receiver's bytes in buckets over the group, as refit_seconds counts them.
+    auto broadcast = [&](const DeviceGroup& g, double total) {
+      const int32_t group = p.group(g);
+      const auto buckets = static_cast<int64_t>(std::ceil(total / bucket));
+      for (int64_t b = 0; b < buckets; ++b) {
+        const double bytes = std::min(bucket, total - static_cast<double>(b) * bucket);
+        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, bytes, group));
+      }
+    };
     if (shape.full_model) {
       // Whole tensors from one training rank to every engine GPU (one group, as NeMo RL's and
       // OpenRLHF's collective refits broadcast from rank 0).
       DeviceGroup g{ranks.first_device()};
       for (int64_t e = 0; e < count; ++e)
         for (int64_t j = 0; j < per_engine; ++j) g.push_back(engines.replica_device(e) + j);
-      const int32_t group = p.group(g);
-      const auto buckets = static_cast<int64_t>(std::ceil(shape.engine_bytes / bucket));  // as refit_seconds counts them
-      for (int64_t b = 0; b < buckets; ++b) {
-        const double bytes = std::min(bucket, shape.engine_bytes - static_cast<double>(b) * bucket);
-        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, bytes, group));
-      }
+      broadcast(g, shape.engine_bytes);
       return;
     }
     for (int64_t j = 0; j < per_engine; ++j) {
       DeviceGroup g{ranks.first_device() + j % gpus};
       for (int64_t e = 0; e < count; ++e) g.push_back(engines.replica_device(e) + j);
-      const int32_t group = p.group(g);
-      const double received = rollout_shard;
-      const auto buckets = static_cast<int64_t>(std::ceil(received / bucket));  // as refit_seconds counts them
-      for (int64_t b = 0; b < buckets; ++b) {
-        const double bytes = std::min(bucket, received - static_cast<double>(b) * bucket);
-        for (int64_t d : g) p.on(d).push_back(collective(model::CollectiveOp::broadcast, bytes, group));
-      }
+      broadcast(g, rollout_shard);
     }
     return;
   }

@@ -153,9 +153,7 @@ void parse_schedule(ObjectReader& parent, PolicySpec& p) {
     if (const Value* t = r.field("train")) {
       TrainLayout l = p.train;
       parse_train(*t, r.pointer_of("train"), r.diag(), l);
-      // The framework's kernels stay the run's unless the entry says otherwise: a later ZeRO stage
-      // does not swap them.
-      if (!l.eager && l.eager_kernels() != p.train.eager_kernels()) l.eager = p.train.eager_kernels();
+      l.keep_kernels_of(p.train);
       e.train = l;
     }
     r.finish();

@@ -118,8 +118,8 @@ struct TrainLayout {
   std::optional<bool> shard_fp32;
   // How the layers' element-wise work runs: fused kernels (false: Megatron-Core with Transformer
   // Engine, one kernel a norm, a rotary embedding, a SwiGLU) or eager PyTorch (true: a Hugging
-  // Face model's modules as written, an RMSNorm in fp32 as six kernels, a rotary embedding as five,
-  // SiLU and the product as two, and autograd's kernels for each backward). Unset: eager under
+  // Face model's modules as written, an RMSNorm in fp32 as eight kernels, a rotary embedding as
+  // five on q and five on k, SiLU and the product as two, and autograd's kernels for each backward). Unset: eager under
   // ZeRO-3, whose frameworks (FSDP in NeMo RL's DTensor worker and verl, DeepSpeed in OpenRLHF)
   // train Hugging Face models, fused below.
   std::optional<bool> eager;
@@ -138,6 +138,11 @@ struct TrainLayout {
   // ZeRO-3 (shard_fp32), Megatron's bf16 copy below.
   double state_dict_bytes() const { return zero >= 3 && shard_fp32.value_or(true) ? 4.0 : 2.0; }
   bool eager_kernels() const { return eager.value_or(zero >= 3); }
+  // A layout derived from `run`'s (a planner candidate, a schedule entry) keeps the run's kernels
+  // unless it names its own: the framework does not change with the ZeRO stage.
+  void keep_kernels_of(const TrainLayout& run) {
+    if (!eager && eager_kernels() != run.eager_kernels()) eager = run.eager_kernels();
+  }
   // ZeRO-2 and -3 keep only their shard of the gradients, so each micro-batch's are reduced to
   // their owners after its backward (FSDP and DeepSpeed reduce at every backward); below stage 2
   // they accumulate in the rank's whole buffer and are reduced once an optimizer step.
@@ -194,13 +199,13 @@ struct PolicySpec {
   StateSwap weight_sync_state = StateSwap::pinned;
   std::optional<RefitGather> weight_sync_gather;  // unset: refit_gather() decides
   ReferenceWeights reference_weights = ReferenceWeights::resident;
-  // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
-  // or offload, as `automatic` picks for a colocated placement); broadcast does not.
   // The refit's gather: the policy's, else the whole model, as the frameworks gather it, but for
   // an offload refit, which loads each engine's shard from host memory and gathers nothing.
   RefitGather refit_gather() const {
     return weight_sync_gather.value_or(weight_sync == WeightSync::offload ? RefitGather::engine_shard : RefitGather::full_model);
   }
+  // Whether the weight sync swaps the training state to host memory and back (all-gather-swap
+  // or offload, as `automatic` picks for a colocated placement); broadcast does not.
   bool swaps_training_state() const {
     return weight_sync == WeightSync::allgather_swap || weight_sync == WeightSync::offload ||
            (weight_sync == WeightSync::automatic && placement == Placement::colocated);

@@ -505,10 +505,16 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
   const double t = d(tokens), h = d(m.hidden_size), tp = d(l.tp);
   // Norms and residual adds see the rank's share of the sequence under sequence parallelism.
   const double ts = l.sequence_parallel && l.tp > 1 ? t / tp : t;
-  // Query and key widths the rotary embedding (and a per-head norm) touch on the rank.
-  double qk_width = d(m.num_heads * m.head_dim + m.num_kv_heads * m.head_dim);
-  if (m.attention == input::AttentionKind::mla) qk_width = d((m.num_heads + 1) * m.mla.qk_rope_head_dim);
-  qk_width /= tp;
+  // Query and key columns the rotary embedding (and a per-head norm) touch on the rank (MLA: every
+  // head's rotary part and the one shared key's).
+  double q = d(m.num_heads * m.head_dim), kc = d(m.num_kv_heads * m.head_dim);
+  if (m.attention == input::AttentionKind::mla) {
+    q = d(m.num_heads * m.mla.qk_rope_head_dim);
+    kc = d(m.mla.qk_rope_head_dim);
+  }
+  q /= tp;
+  kc /= tp;
+  const double qk_width = q + kc;
   const bool gated = m.mlp == input::MlpKind::gated;
   const bool rotary = m.position_embedding == input::PositionEmbedding::rotary;
   // A residual add reads the branch and the residual and writes the sum; with dropout it also
@@ -516,18 +522,12 @@ std::vector<ElementwiseKernel> layer_elementwise_kernels(const input::ModelSpec&
   const double mask = m.hidden_dropout > 0 ? ts * h : 0.0;
   std::vector<ElementwiseKernel> k;
   if (l.eager_kernels()) {
-    // q's and k's columns on the rank, apart (MLA: every head's rotary part and the one shared key's).
-    double q = d(m.num_heads * m.head_dim), kc = d(m.num_kv_heads * m.head_dim);
-    if (m.attention == input::AttentionKind::mla) {
-      q = d(m.num_heads * m.mla.qk_rope_head_dim);
-      kc = d(m.mla.qk_rope_head_dim);
-    }
     LayerTensors x;
     x.rows = ts;
     x.tokens = t;
     x.hidden = h;
-    x.q = q / tp;
-    x.k = kc / tp;
+    x.q = q;
+    x.k = kc;
     x.qk_norm = m.qk_norm;
     x.head_dim = d(std::max<int64_t>(1, m.head_dim));
     x.rotary = rotary;

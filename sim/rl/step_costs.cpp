@@ -517,6 +517,21 @@ double state_out_to_cpu_seconds(const model::AnalyticCostModel& cost, const mode
          cost.seconds(model::HostTransferOp{state.moments, model::HostMemory::pageable_out});
 }
 
+// Bytes a parameter of a rank's state dict takes: 4 in an fp32 run, else Megatron's bf16 copy, or
+// under ZeRO-3 the layout's shard dtype (FSDP's fp32 shards by default).
+double state_dict_bytes(const input::ScenarioSpec& s, const input::TrainLayout& l) {
+  const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
+  return fp32 ? 4.0 : l.state_dict_bytes();
+}
+
+// The all-gathers of a full-model gather, one after another.
+double gather_steps_seconds(const model::AnalyticCostModel& cost, const RefitShape& shape) {
+  double seconds = 0;
+  for (const RefitGatherStep& g : shape.gathers)
+    seconds += cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes, {g.ranks, g.ranks_per_node}});
+  return seconds;
+}
+
 }  // namespace
 
 bool host_memory_during_rollout(const model::MemoryBreakdown& b) {
@@ -544,10 +559,10 @@ double reference_swap_bytes(const input::ScenarioSpec& s, const input::TrainLayo
   if (!s.workload.use_reference || s.policy.reference_weights != input::ReferenceWeights::swapped || pass.offload_params)
     return 0;
   // A model's state dict is Megatron's bf16 copy (the fp32 master weights are the optimizer's), or
-  // under ZeRO-3 FSDP's sharded parameters, which it keeps in fp32 and casts to bf16 for each pass.
-  const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
-  const double weights = model::training_state(s.model, pass, s.workload.dtype).weights;
-  return fp32 ? weights : weights * pass.state_dict_bytes() / 2.0;
+  // under ZeRO-3 the sharded parameters in the layout's shard dtype (FSDP keeps them in fp32 and
+  // casts to bf16 for each pass): the rank's parameters at that many bytes each.
+  const model::TrainingState bf16 = model::training_state(s.model, pass, input::Dtype::bf16);
+  return bf16.weights / 2.0 * state_dict_bytes(s, pass);
 }
 
 double reference_swap_seconds(const input::ScenarioSpec& s, const input::TrainLayout& pass) {
@@ -586,11 +601,9 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
   shape.full_model = true;
   shape.gather_ranks = 1;
   shape.engine_bytes = 2.0 * params;
-  // The gather's dtype: the weights as the rank's state dict keeps them (Megatron's bf16 copy;
-  // under ZeRO-3 the layout's shard dtype, FSDP's fp32 by default, which NeMo RL and verl gather
-  // whole before casting to the engine's bf16).
-  const bool fp32 = s.workload.dtype == input::Dtype::fp32 || s.workload.dtype == input::Dtype::tf32;
-  const double w = fp32 ? 4.0 : train.state_dict_bytes();
+  // The gather's dtype: the weights as the rank's state dict keeps them (NeMo RL and verl gather
+  // FSDP's fp32 shards whole before casting to the engine's bf16).
+  const double w = state_dict_bytes(s, train);
   // A rank's part of the largest stage: its dense part split over tp, its experts over max(ep, tp)
   // (model::params_of_stage), each sharded once more under ZeRO-3.
   const model::StageParams stage = model::largest_stage_params(s.model, train);
@@ -614,11 +627,7 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
 }
 
 double full_model_gather_seconds(const input::ScenarioSpec& s, const RefitShape& shape) {
-  const model::AnalyticCostModel cost(s.cluster, s.workload.dtype);
-  double seconds = 0;
-  for (const RefitGatherStep& g : shape.gathers)
-    seconds += cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, g.output_bytes, {g.ranks, g.ranks_per_node}});
-  return seconds;
+  return gather_steps_seconds(model::AnalyticCostModel(s.cluster, s.workload.dtype), shape);
 }
 
 double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& train) {
@@ -635,7 +644,7 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       g.ranks_per_node = std::min(g.ranks, s.cluster.gpus_per_node);
       // The weights stay on the GPUs for the gather; gradients and optimizer states make room.
       const double gather = shape.full_model
-                                ? full_model_gather_seconds(s, shape)
+                                ? gather_steps_seconds(cost, shape)
                                 : cost.seconds(model::CollectiveCallOp{model::CollectiveOp::all_gather, rollout_shard, g});
       const model::TrainingState state = state_on_gpu(s, train);
       if (s.policy.weight_sync_state == input::StateSwap::to_cpu) return gather + state_out_to_cpu_seconds(cost, state);
@@ -660,7 +669,7 @@ double refit_seconds(const input::ScenarioSpec& s, const input::RolloutLayout& r
       // GPU receives it whole.
       const double bytes = shape.engine_bytes;
       const double buckets = std::ceil(bytes / s.policy.weight_sync_bucket_bytes);
-      return full_model_gather_seconds(s, shape) + bytes / nic + buckets * model::call_latency_s(s.cluster.gpu);
+      return gather_steps_seconds(cost, shape) + bytes / nic + buckets * model::call_latency_s(s.cluster.gpu);
     }
   }
   return 0;
