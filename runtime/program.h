@@ -88,6 +88,8 @@ struct Program {
 
 // A collective kernel: `op` on `bytes` (as nccl-tests counts them) over group `group` (Program::group).
 Kernel collective(model::CollectiveOp op, double bytes, int32_t group);
+// A copy kernel: `bytes` into device `peer`'s memory, or out to host memory (peer -1).
+Kernel copy(double bytes, int64_t peer);
 // Appends `from`'s kernels to `into`'s devices (after what they hold), its collective groups
 // renumbered into `into`'s.
 void merge_into(Program& into, Program from);
