@@ -135,6 +135,11 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: --confirm must be 0 or more, --switch-overhead 0 to 1000000 seconds, --online-window 1 or more\n";
     return kExitBadInput;
   }
+  if (!out_path.empty())  // before the planning, which can take minutes
+    if (const std::string problem = output_file_problem(out_path); !problem.empty()) {
+      std::cerr << "arlsim plan: --out: " << problem << "\n";
+      return kExitBadInput;
+    }
   planner::FeatureOptions fo;
   if (!steps.empty() && !parse_step_range(steps, fo.first_step, fo.last_step)) {
     std::cerr << "arlsim plan: --steps expects A:B, A: or A (step numbers), got \"" << steps << "\"\n";

@@ -297,6 +297,8 @@ int run_import(const Args& args) {
   parse::Diagnostics diag;
   if (f.inputs.empty()) diag.error_global("no input file");
   if (f.out.empty()) diag.error_global("--out: required (the trace file to write, or - for standard output)");
+  else if (f.out != "-")  // before reading the inputs, which can be large
+    if (const std::string problem = output_file_problem(f.out); !problem.empty()) diag.error_global("--out: " + problem);
   std::string format = f.format;
   if (format.empty() && !f.inputs.empty()) format = f.inputs[0].ends_with(".csv") ? "summary-csv" : "rollout-jsonl";
   if (!format.empty() && format != "summary-csv" && format != "rollout-jsonl")

@@ -135,8 +135,8 @@ rl::RunResult analytic_result(const input::ScenarioSpec& s, const trace::Trace& 
 void print_table(const std::vector<Column>& cols) {
   const int width = 16;
   auto row = [&](const std::string& name, const std::vector<std::string>& values) {
-    std::printf("%-22s", name.c_str());
-    for (const auto& v : values) std::printf("%*s", width, v.c_str());
+    std::printf("%-24s", name.c_str());
+    for (const auto& v : values) std::printf(" %*s", width - 1, v.c_str());  // a space apart, however wide
     std::printf("\n");
   };
   std::vector<std::string> header;
@@ -147,9 +147,11 @@ void print_table(const std::vector<Column>& cols) {
     for (const auto& o : cols[i].overrides) label += (label.empty() ? "" : "  ") + o;
     std::printf("  #%zu %s\n", i + 1, label.c_str());
   }
+  // A variant an OOM stopped ran only part of the run: its figures are not the run's, and are
+  // withheld as simulate withholds them ("-"); the OOM row says where it stopped.
   auto numbers = [&](auto f, int decimals) {
     std::vector<std::string> v;
-    for (const auto& c : cols) v.push_back(cell(f(c), decimals));
+    for (const auto& c : cols) v.push_back(c.result.stopped_on_oom ? "-" : cell(f(c), decimals));
     return v;
   };
   row("step time mean (s)", numbers([](const Column& c) { return c.stats.step_time_s.mean; }, 3));
@@ -167,14 +169,15 @@ void print_table(const std::vector<Column>& cols) {
   row("GPU-hours", numbers([](const Column& c) { return c.result.gpu_hours; }, 3));
   std::vector<std::string> cost, ooms, ratio;
   for (const auto& c : cols) {
-    cost.push_back(c.result.price_usd_per_gpu_hour > 0 ? cell(c.result.cost_usd, 2) : "unknown");
+    cost.push_back(c.result.stopped_on_oom                 ? "-"
+                   : c.result.price_usd_per_gpu_hour > 0 ? cell(c.result.cost_usd, 2)
+                                                          : "unknown");
     // A variant an OOM stopped is not a whole run: say where it stopped.
-    ooms.push_back(std::to_string(c.result.oom_events.size()) +
-                   (c.result.stopped_on_oom && !c.result.oom_events.empty()
-                        ? " (stopped at step " + std::to_string(c.result.oom_events.front().step) + ")"
-                        : std::string()));
-    const double base = cols.front().stats.step_time_s.mean;
-    ratio.push_back(base > 0 ? cell(c.stats.step_time_s.mean / base, 3) : "-");
+    ooms.push_back(c.result.stopped_on_oom && !c.result.oom_events.empty()
+                       ? "stopped, step " + std::to_string(c.result.oom_events.front().step)
+                       : std::to_string(c.result.oom_events.size()));
+    const double base = cols.front().result.stopped_on_oom ? 0 : cols.front().stats.step_time_s.mean;
+    ratio.push_back(base > 0 && !c.result.stopped_on_oom ? cell(c.stats.step_time_s.mean / base, 3) : "-");
   }
   row("cost (USD)", cost);
   row("OOM events", ooms);

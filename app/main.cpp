@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "app/huge_pages.h"
 #include "app/task_farm.h"
+#include "sim/core/time.h"
 
 namespace {
 
@@ -88,6 +89,12 @@ int main(int argc, char** argv) {
     // without one: a request too large for this machine, not a fault.
     std::cerr << "arlsim: out of memory: an allocation failed; ask for less at once (fewer steps, trajectories or "
                  "candidates)\n";
+    return kExitBadInput;
+  } catch (const arlsim::SimTimeOutOfRange& e) {
+    std::cerr.rdbuf(speaking);
+    std::cerr << "arlsim: " << e.what()
+              << ": the inputs make a run longer than that (check arrival_rate_per_s, tool latencies and the pools' "
+                 "sizes)\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr.rdbuf(speaking);

@@ -2,7 +2,10 @@
 
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/positional_options.hpp>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <system_error>
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -28,6 +31,21 @@ int parse_options(const Args& args, const po::options_description& visible, std:
     return kExitOk;
   }
   return -1;
+}
+
+std::string output_file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return path + " is a folder; give a file name";
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) return "no folder " + parent.string() + " to write " + path + " in";
+  const bool existed = fs::exists(path, ec);
+  {
+    std::ofstream probe(path, std::ios::app | std::ios::binary);  // opened without truncating
+    if (!probe) return "cannot write " + path;
+  }
+  if (!existed) fs::remove(path, ec);
+  return "";
 }
 
 }  // namespace arlsim::app

@@ -5,6 +5,7 @@
 #include <boost/program_options/value_semantic.hpp>
 #include <boost/program_options/variables_map.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "app/commands.h"
@@ -26,5 +27,10 @@ int parse_options(const Args& args, const boost::program_options::options_descri
                   std::optional<Positional> positional, boost::program_options::variables_map& vm,
                   std::string_view help_extra = {},
                   const boost::program_options::options_description* help_options = nullptr);
+
+// Whether a file can be written at `path`, checked before the work whose result goes there: ""
+// when it can, else why not (a folder, a folder that does not exist, no permission). Leaves no
+// file behind.
+std::string output_file_problem(const std::string& path);
 
 }  // namespace arlsim::app

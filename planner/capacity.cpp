@@ -69,7 +69,13 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
   PlanOptions po;
   po.confirm = o.trace ? o.confirm : 0;
   po.switch_overhead_s = o.switch_overhead_s;
-  const Plan p = make_plan(s, f, o.trace, po);
+  Plan p;
+  try {
+    p = make_plan(s, f, o.trace, po);
+  } catch (const SimTimeOutOfRange& e) {
+    r.reason = e.what();
+    return r;
+  }
   const auto& rs = p.rollout_schedules.find("offline");
   const auto& ts = p.train_schedules.find("offline");
   r.reason = first_misfit(rs, p.rollout, p.steps, p.rollout_schedules.costs, "rollout");
@@ -105,7 +111,12 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   if (!cluster || !cluster->is_object() || !policy || !policy->is_object()) return "the scenario's cluster or policy is not an object";
   const bool same_gpu = c.gpu == base.cluster.gpu.name;
   if (!same_gpu) {
-    cluster->set("gpu", input::Value::make_string(c.gpu));
+    // A profile named by its file comes from the command line (--gpus), so it is read relative to
+    // the working directory, as a file --set names would be, even where the scenario is a preset.
+    input::Value gpu = input::Value::make_string(c.gpu);
+    static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
+    gpu.set_origin(command_line, {});
+    cluster->set("gpu", std::move(gpu));
     cluster->erase("price_usd_per_gpu_hour");  // the price of the scenario's GPU, not of this one
   }
   cluster->set("nodes", integer(c.nodes));
@@ -292,12 +303,15 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
                                      std::optional<double> budget_usd, const Simulate& simulate, int threads) {
   const std::vector<size_t> to_confirm = confirmation_list(results, deadline_s, budget_usd);
   std::vector<std::optional<double>> simulated(to_confirm.size());
+  std::vector<std::string> beyond_clock(to_confirm.size());  // a run the clock cannot hold: unconfirmable
   std::atomic<size_t> next{0};
   std::mutex failed_mutex;
   std::exception_ptr failed;  // the first simulation that threw, rethrown on this thread
   const auto work = [&] {
     for (size_t k; (k = next++) < to_confirm.size();) try {
         simulated[k] = simulate(results[to_confirm[k]]);
+      } catch (const SimTimeOutOfRange& e) {
+        beyond_clock[k] = e.what();
       } catch (...) {
         std::lock_guard<std::mutex> lock(failed_mutex);
         if (!failed) failed = std::current_exception();
@@ -309,7 +323,10 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
   work();
   for (auto& th : pool) th.join();
   if (failed) std::rethrow_exception(failed);
-  for (size_t k = 0; k < to_confirm.size(); ++k) record_confirmation(results[to_confirm[k]], simulated[k]);
+  for (size_t k = 0; k < to_confirm.size(); ++k) {
+    if (!beyond_clock[k].empty()) results[to_confirm[k]].unconfirmable = beyond_clock[k];
+    else record_confirmation(results[to_confirm[k]], simulated[k]);
+  }
   return recommend(results, deadline_s, budget_usd);
 }
 

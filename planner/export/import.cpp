@@ -1,9 +1,11 @@
 #include "planner/export/import.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <type_traits>
 
 #include "planner/export/import_launch.h"
 #include "sim/input/cluster.h"
@@ -110,7 +112,7 @@ std::optional<double> real(const std::string& s) {
   try {
     size_t used = 0;
     const double v = std::stod(s, &used);
-    if (used == s.size()) return v;
+    if (used == s.size() && std::isfinite(v)) return v;  // "nan" and "inf" parse, but are no setting
   } catch (...) {
   }
   return std::nullopt;
@@ -136,7 +138,9 @@ class Reader {
   template <typename T>
   bool number(const Word& w, const std::string& key, const std::string& value, std::optional<T> parsed, T& into) {
     if (!parsed) {
-      error(w, key, "expected a number, got \"" + value + "\"");
+      if constexpr (std::is_same_v<T, bool>) error(w, key, "expected true or false, got \"" + value + "\"");
+      else if constexpr (std::is_integral_v<T>) error(w, key, "expected a whole number of at least 0, got \"" + value + "\"");
+      else error(w, key, "expected a finite number, got \"" + value + "\"");
       return false;
     }
     into = *parsed;

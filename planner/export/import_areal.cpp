@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <regex>
@@ -14,7 +15,9 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
   try {
     root = YAML::Load(r.text);
   } catch (const YAML::Exception& e) {
-    out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
+    // yaml-cpp stops a document nested past its depth limit with "bad file".
+    const std::string why = e.msg == "bad file" ? "nested too deeply to read" : e.msg;
+    out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + why);
     return false;
   }
   if (!root.IsMap()) {
@@ -55,12 +58,25 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
     return true;
   };
   std::set<std::string> read;  // dotted keys read
-  std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& n, const std::string& prefix) {
+  // YAML's aliases make a graph of the document: one that refers to itself would be walked
+  // forever, and nested ones ("billion laughs") exponentially. AReaL's configurations are a few
+  // levels of a few hundred keys, so the walk stops well above that.
+  constexpr int kMaxDepth = 32;
+  constexpr int64_t kMaxEntries = 20000;
+  int64_t entries = 0;
+  std::function<void(const YAML::Node&, const std::string&, int)> walk = [&](const YAML::Node& n, const std::string& prefix,
+                                                                           int depth) {
+    if (depth > kMaxDepth)
+      throw YAML::Exception(n.Mark(), "nested deeper than " + std::to_string(kMaxDepth) +
+                                          " levels (an alias that refers to itself?)");
     for (const auto& kv : n) {
+      if (++entries > kMaxEntries)
+        throw YAML::Exception(kv.first.Mark(), "more than " + std::to_string(kMaxEntries) +
+                                                   " entries with its aliases expanded (aliases nested into one another?)");
       const std::string key = prefix + kv.first.as<std::string>();
       const YAML::Node& v = kv.second;
       if (v.IsMap()) {
-        walk(v, key + ".");
+        walk(v, key + ".", depth + 1);
         continue;
       }
       int64_t x = 0;
@@ -104,11 +120,15 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
       else if (key == "gconfig.max_new_tokens") { if (integer_at(v, key, x)) l.workload["max_response_tokens"] = x; }
       else if (key == "gconfig.max_tokens") { if (integer_at(v, key, x)) l.workload["max_context_tokens"] = x; }
       else if (key == "sglang.mem_fraction_static") {
+        double fraction = 0;
+        bool parsed = false;
         try {
-          l.engine["gpu_memory_utilization"] = v.as<double>();
+          fraction = v.as<double>();
+          parsed = std::isfinite(fraction);
         } catch (const YAML::Exception&) {
-          out.errors.push_back(where(v) + key + ": expected a number");
         }
+        if (parsed) l.engine["gpu_memory_utilization"] = fraction;
+        else out.errors.push_back(where(v) + key + ": expected a finite number, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
       } else if (key == "experiment_name") l.name = v.as<std::string>("");
       else if (key == "scheduler.type" || key == "rollout.max_concurrent_rollouts" || key == "trial_name" ||
                key.rfind("actor.path", 0) == 0 || key == "tokenizer_path" || key == "train_dataset.path") {}
@@ -116,8 +136,9 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
     }
   };
   try {
-    walk(root, "");
+    walk(root, "", 0);
   } catch (const YAML::Exception& e) {
+    out.unmodelled.clear();  // a walk cut short: what it listed is not the file's
     out.errors.push_back(r.file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (!out.errors.empty()) return false;

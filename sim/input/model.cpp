@@ -1,6 +1,7 @@
 #include "sim/input/model.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "sim/parse/reader.h"
 
@@ -283,6 +284,21 @@ void check_model(const Value& v, const std::string& pointer, Diagnostics& diag, 
       diag.error(where, ptr, "mixture-of-experts settings leave no layer with experts");
     }
     if (m.ffn_hidden_size == 0) m.ffn_hidden_size = m.moe.expert_ffn_hidden_size;
+  }
+  // Each size is within its range, but their product can still pass what a count of parameters
+  // (or of bytes) holds: the weights of every layer's projections and experts, roughly. The largest
+  // published models have a few trillion; 10^15 leaves room and stays far from int64's range.
+  const double h = static_cast<double>(m.hidden_size), layers = static_cast<double>(m.num_layers);
+  double params = layers * (4.0 * h * h + 3.0 * h * static_cast<double>(m.ffn_hidden_size)) +
+                  2.0 * h * static_cast<double>(m.vocab_size);
+  if (m.has_moe)
+    params += layers * static_cast<double>(m.moe.num_experts) * 3.0 * h * static_cast<double>(m.moe.expert_ffn_hidden_size);
+  if (params > 1e15) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", params);
+    diag.error(v, pointer,
+               std::string("these sizes make about ") + count + " parameters, more than the 10^15 arlsim can count",
+               "check hidden_size, the layers, the FFN and the experts' sizes");
   }
 }
 

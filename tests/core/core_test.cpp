@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -337,4 +338,17 @@ TEST_CASE("sort: doubles in std::sort's order, negatives, repeats and zeros incl
     core::sort_ascending(*v);
     CHECK(*v == expected);
   }
+}
+
+TEST_CASE("clock: times past its range are refused, not wrapped around") {
+  CHECK(SimTime::from_seconds(9.1e9).seconds() == doctest::Approx(9.1e9));
+  CHECK_THROWS_AS(SimTime::from_seconds(9.3e9), SimTimeOutOfRange);
+  CHECK_THROWS_AS(SimTime::from_seconds(-1e10), SimTimeOutOfRange);
+  CHECK_THROWS_AS(SimTime::from_seconds(std::numeric_limits<double>::quiet_NaN()), SimTimeOutOfRange);
+  const SimTime near_end = SimTime::from_seconds(9e9);
+  CHECK_THROWS_AS(near_end + near_end, SimTimeOutOfRange);
+  SimTime t = near_end;
+  CHECK_THROWS_AS(t += near_end, SimTimeOutOfRange);
+  CHECK_THROWS_AS(SimTime::zero() - near_end - near_end, SimTimeOutOfRange);
+  CHECK((near_end + SimTime::from_seconds(1)).seconds() == doctest::Approx(9e9 + 1));
 }

@@ -243,7 +243,7 @@ contains import-unmodelled-line "$tmp/err" "launch.sh:7: actor_rollout_ref.actor
 expect import-checks 0 "$arlsim" check "$tmp/imported.json"
 sed -i 's/trainer.nnodes=1/trainer.nnodes=one/' "$tmp/launch.sh"
 expect import-bad-value 2 "$arlsim" import "$tmp/launch.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
-contains import-bad-value-where "$tmp/err" 'launch.sh:8: trainer.nnodes: expected a number, got "one"'
+contains import-bad-value-where "$tmp/err" 'launch.sh:8: trainer.nnodes: expected a whole number of at least 0, got "one"'
 sed -i 's/trainer.nnodes=one/trainer.nnodes=1/; /data.max_prompt_length/d' "$tmp/launch.sh"
 expect import-required 2 "$arlsim" import "$tmp/launch.sh" --from verl --model qwen3-8b --out "$tmp/bad.json"
 contains import-required-why "$tmp/err" "data.max_prompt_length and data.max_response_length are required"
@@ -282,7 +282,7 @@ odd verl-unclosed-quote 2 verl "$tmp/quote.sh"
 contains odd-verl-unclosed-quote-why "$tmp/err" "quote.sh:1: a quote opened here is never closed"
 printf 'python3 -m openrlhf.cli.train_ppo_ray --rollout.batch_size\n' >"$tmp/flag-at-end.sh"
 odd openrlhf-flag-at-end 2 openrlhf "$tmp/flag-at-end.sh"
-contains odd-openrlhf-flag-at-end-why "$tmp/err" 'flag-at-end.sh:1: --rollout.batch_size: expected a number, got ""'
+contains odd-openrlhf-flag-at-end-why "$tmp/err" 'flag-at-end.sh:1: --rollout.batch_size: expected a whole number of at least 0, got ""'
 printf '' >"$tmp/empty.sh"
 odd verl-empty 2 verl "$tmp/empty.sh"
 
