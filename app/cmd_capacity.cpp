@@ -220,7 +220,8 @@ int run_capacity(const Args& args) {
   double deadline_s = 0;
   if (!deadline_text.empty()) {
     const auto q = input::parse_quantity(deadline_text, input::Dimension::seconds);
-    if (!q.error.empty() || q.value <= 0) return usage("--deadline expects a duration like 72h or \"3 d\", got \"" + deadline_text + "\"");
+    if (!q.error.empty()) return usage("--deadline expects a duration like 72h or \"3 d\", got \"" + deadline_text + "\"");
+    if (!(q.value > 0)) return usage("--deadline must be more than zero, got \"" + deadline_text + "\"");
     deadline_s = q.value;
   }
   if (vm.count("budget") && !(budget > 0)) return usage("--budget must be a positive amount of USD");
@@ -243,9 +244,12 @@ int run_capacity(const Args& args) {
   const auto in = load_planning_input(scenario, overrides, trace_path, {});
   if (!in) return kExitBadInput;
   const auto& [s, document, t, features] = *in;
-  o.gpus = gpus_text.empty() ? std::vector<std::string>{s.cluster.gpu.name} : split(gpus_text, ',');
+  o.gpus = vm.count("gpus") == 0 ? std::vector<std::string>{s.cluster.gpu.name} : split(gpus_text, ',');
   if (o.gpus.empty() || std::any_of(o.gpus.begin(), o.gpus.end(), [](const std::string& g) { return g.empty(); }))
     return usage("--gpus expects GPU profiles separated by commas (e.g. h100-sxm,h200-sxm), got \"" + gpus_text + "\"");
+  for (size_t i = 0; i < o.gpus.size(); ++i)
+    if (std::find(o.gpus.begin(), o.gpus.begin() + static_cast<std::ptrdiff_t>(i), o.gpus[i]) != o.gpus.begin() + static_cast<std::ptrdiff_t>(i))
+      return usage("--gpus names \"" + o.gpus[i] + "\" twice");
   for (const auto& g : o.gpus) {
     input::Diagnostics gd;
     if (!input::check_document(g, input::SpecKind::gpu, {}, gd)) {

@@ -103,6 +103,27 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
   input::Diagnostics diag;
   const auto t = rl::load_scenario_trace(s, "", diag, &o);
   if (!t) return;  // a trace problem is the run's to report
+  // A schedule entry no simulated step falls in changes nothing (a sampled trace simulates every
+  // k-th step only): most likely its steps were meant otherwise.
+  std::set<int64_t> steps;
+  if (!s.policy.schedule.empty()) {
+    rl::RunOptions whole;  // every step the run simulates, not only the first
+    whole.timeline = false;
+    input::Diagnostics ignored;
+    if (const auto all = rl::load_scenario_trace(s, "", ignored, &whole))
+      for (size_t i = 0; i < all->size(); ++i) steps.insert(all->trajectory(i).info.step);
+  }
+  for (size_t e = 0; e < s.policy.schedule.size() && !steps.empty(); ++e) {
+    const auto& entry = s.policy.schedule[e];
+    const auto first = steps.lower_bound(entry.first_step);
+    if (first != steps.end() && (entry.last_step < 0 || *first <= entry.last_step)) continue;
+    std::string some;
+    for (auto it = steps.begin(); it != steps.end() && std::distance(steps.begin(), it) < 6; ++it)
+      some += (some.empty() ? "" : ", ") + std::to_string(*it);
+    std::cerr << file << ": warning: /policy/schedule/" << e << ": no simulated step is in steps " << entry.first_step << ":"
+              << (entry.last_step < 0 ? std::string() : std::to_string(entry.last_step)) << ", so it changes nothing (the steps run: "
+              << some << (steps.size() > 6 ? ", ..." : "") << ")\n";
+  }
   const rl::RunResult r = rl::simulate_run(s, *t, o);
   for (const auto& oom : r.oom_events)
     std::cerr << file << ": warning: step " << oom.step << ": " << oom.stage << " does not fit: it needs "

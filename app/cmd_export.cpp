@@ -1,5 +1,6 @@
 // `arlsim export PLAN|SCENARIO --format json|verl|slurm [--out FILE]`: a plan (or a scenario) as
 // the launch form of the framework that runs the cluster.
+#include <cctype>
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -41,6 +42,17 @@ int run_export(const Args& args) {
     std::cerr << "arlsim export: --format: unknown format \"" << format_name << "\"; valid: "
               << planner::export_format_list() << "\n";
     return kExitBadInput;
+  }
+  // A release number (0.10.2, v0.9): one a typo made would silently pick the older options.
+  if (vm.count("framework-version")) {
+    const std::string digits = version.starts_with('v') ? version.substr(1) : version;
+    const bool release = !digits.empty() && std::isdigit(static_cast<unsigned char>(digits.front())) &&
+                         std::isdigit(static_cast<unsigned char>(digits.back())) &&
+                         digits.find_first_not_of("0123456789.") == std::string::npos && digits.find("..") == std::string::npos;
+    if (!release) {
+      std::cerr << "arlsim export: --framework-version: expected a release number such as 0.10.2, got \"" << version << "\"\n";
+      return kExitBadInput;
+    }
   }
   input::Diagnostics diag;
   input::Value document;

@@ -177,6 +177,10 @@ int run_plan(const Args& args) {
     return kExitBadInput;
   }
   size_t di = features.size() - 1;
+  if (vm.count("dispatch-step") && dispatch_step < 0) {
+    std::cerr << "arlsim plan: --dispatch-step expects a step number (0 or more), got " << dispatch_step << "\n";
+    return kExitBadInput;
+  }
   if (dispatch_step >= 0) {
     const auto it = std::find_if(features.begin(), features.end(), [&](const auto& f) { return f.step == dispatch_step; });
     if (it == features.end()) {

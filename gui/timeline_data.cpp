@@ -208,7 +208,10 @@ void Reader::finish_event() {
   }
   if (e.ph != "X" && e.ph != "B" && e.ph != "E" && e.ph != "C") return;  // instants, flows: not drawn
   if (!e.has_ts) fail("\"ph\": \"" + e.ph + "\" needs \"ts\"");
-  if (!std::isfinite(e.ts)) fail("\"ts\" is not a finite number");
+  // Times within 10^16 microseconds (about 317 years, past the simulator's clock): their sums and
+  // the axis' scale stay finite.
+  constexpr double kMaxUs = 1e16;
+  if (!(std::abs(e.ts) <= kMaxUs)) fail("\"ts\" must be a finite number of microseconds within 1e16 either way");
   ++events_;
   if (e.ph == "C") {
     for (const auto& [k, v] : e.numeric_args) {
@@ -230,7 +233,7 @@ void Reader::finish_event() {
   auto& t = track(pid, tid);
   if (e.ph == "X") {
     if (!e.has_dur) fail("a complete event (\"ph\": \"X\") needs \"dur\"");
-    if (!std::isfinite(e.dur) || e.dur < 0) fail("\"dur\" must be a finite number of microseconds, 0 or more");
+    if (!(e.dur >= 0 && e.dur <= kMaxUs)) fail("\"dur\" must be a number of microseconds from 0 to 1e16");
     s.end_us = e.ts + e.dur;
     t.slices.push_back(s);
   } else {

@@ -359,7 +359,7 @@ VerlScript verl_script(const input::ScenarioSpec& s, const ExportRequest& r, std
 // "0.10.1" before "0.10.2": the versions' numbers compared in turn.
 bool version_before(const std::string& v, std::vector<int> than) {
   std::vector<int> parts;
-  std::stringstream in(v);
+  std::stringstream in(v.starts_with('v') ? v.substr(1) : v);  // "v0.10.2" as a tag writes it
   std::string item;
   while (std::getline(in, item, '.')) {
     try {

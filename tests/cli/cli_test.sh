@@ -489,4 +489,10 @@ expect verl-nan 2 "$arlsim" import "$tmp/nan-verl.sh" --from verl --model qwen3-
 contains verl-nan-why "$tmp/err" "gpu_memory_utilization: expected a finite number, got \"nan\""
 contains verl-count-why "$tmp/err" "trainer.nnodes: expected a whole number of at least 0, got \"2.5\""
 
+# A schedule entry that no simulated step falls in (the default scenario runs every 15th step).
+expect schedule-no-step 0 "$arlsim" check default --set '/policy/schedule=[{"steps":"2:3","rollout":{"tp":4}}]'
+contains schedule-no-step-why "$tmp/err" "/policy/schedule/0: no simulated step is in steps 2:3, so it changes nothing (the steps run: 1, 16, 31"
+expect schedule-some-step 0 "$arlsim" check default --set '/policy/schedule=[{"steps":"16:30","rollout":{"tp":4}}]'
+if grep -q "no simulated step" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL schedule-some-step-quiet"; else passed=$((passed + 1)); fi
+
 report

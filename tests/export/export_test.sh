@@ -301,4 +301,9 @@ expect export-format 2 "$arlsim" export default --format xml
 contains export-format-why "$tmp/err" 'unknown format "xml"; valid: json, verl, slurm, openrlhf, slime, areal'
 expect export-missing 2 "$arlsim" export "$tmp/none.json" --format verl
 if [ -e "$tmp/x.sh" ]; then failed=$((failed + 1)); echo "FAIL export-no-file"; else passed=$((passed + 1)); fi
+# --framework-version takes a release number; a typo would silently pick the older options.
+expect framework-version-typo 2 "$arlsim" export default --format openrlhf --framework-version abc
+contains framework-version-typo-why "$tmp/err" 'expected a release number such as 0.10.2, got "abc"'
+expect framework-version-tag 0 "$arlsim" export default --format openrlhf --framework-version v0.10.1
+contains framework-version-tag-flat "$tmp/out" "--framework-version v0.10.1"
 report

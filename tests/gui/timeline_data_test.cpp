@@ -152,7 +152,12 @@ TEST_CASE("files the viewer cannot read are named with the problem") {
   CHECK(error_of(R"([{"ph":"X","pid":1,"tid":1,"ts":0,"name":"a"}])") ==
         "t.json: event 1 of the trace events: a complete event (\"ph\": \"X\") needs \"dur\"");
   CHECK(error_of(R"([{"ph":"M","pid":1,"tid":1,"name":"x"},{"ph":"X","pid":1,"tid":1,"ts":0,"dur":-1,"name":"a"}])") ==
-        "t.json: event 2 of the trace events: \"dur\" must be a finite number of microseconds, 0 or more");
+        "t.json: event 2 of the trace events: \"dur\" must be a number of microseconds from 0 to 1e16");
+  // Times whose end would not be finite (or whose axis could not be scaled) are refused.
+  CHECK(error_of(R"([{"ph":"X","pid":1,"tid":1,"ts":1e308,"dur":1e308,"name":"a"}])") ==
+        "t.json: event 1 of the trace events: \"ts\" must be a finite number of microseconds within 1e16 either way");
+  CHECK(error_of(R"([{"ph":"X","pid":1,"tid":1,"ts":0,"dur":1e17,"name":"a"}])") ==
+        "t.json: event 1 of the trace events: \"dur\" must be a number of microseconds from 0 to 1e16");
   CHECK(error_of(R"([{"pid":1}])") == "t.json: event 1 of the trace events: it has no \"ph\" (the event type)");
   CHECK(error_of(R"([{"ph":"E","pid":1,"tid":1,"ts":3}])") ==
         "t.json: an end (\"ph\": \"E\") at 3.000000 us without a begin before it on thread 1 of process 1");
