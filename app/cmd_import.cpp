@@ -76,7 +76,7 @@ int run_import_launch(const Args& args) {
     diagnostics = input::format_all(diag);
     for (size_t at = diagnostics.find(written); at != std::string::npos; at = diagnostics.find(written, at + out.size()))
       diagnostics.replace(at, written.size(), out);
-    return std::string("the launch makes no valid scenario");
+    return "the launch makes no valid scenario, so " + out + " was not written; the scenario it would be";
   };
   if (const std::string problem = calib::write_atomically(out, result.scenario, check); !problem.empty()) {
     std::cerr << "arlsim import: " << problem << (diagnostics.empty() ? "" : ":\n" + diagnostics) << "\n";

@@ -485,17 +485,22 @@ std::string write_atomically(const std::string& path, const std::string& text,
                              const std::function<std::string(const std::string& written)>& check) {
   namespace fs = std::filesystem;
   const fs::path target(path);
+  std::error_code probe;
+  // Named as the user gave it, not as the temporary file beside it.
+  if (fs::is_directory(target, probe)) return path + " is a folder; give a file name";
+  if (!target.parent_path().empty() && !fs::is_directory(target.parent_path(), probe))
+    return "no folder " + target.parent_path().string() + " to write " + path + " in";
   fs::path tmp = target;
   tmp += ".partial." + std::to_string(::getpid());  // concurrent runs do not share it
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return "cannot write " + tmp.string();
+    if (!out) return "cannot write " + path;
     out << text;
     out.flush();
     if (!out) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      return "cannot write " + tmp.string();
+      return "cannot write " + path;
     }
   }
   std::error_code ec;
@@ -507,7 +512,7 @@ std::string write_atomically(const std::string& path, const std::string& text,
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    return "cannot move the profile into place at " + path;
+    return "cannot write " + path;
   }
   return {};
 }
