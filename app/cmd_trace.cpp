@@ -2,6 +2,7 @@
 // per-step summary CSV or a rollout dump) and look at them. The work is in sim/trace/; this file
 // turns flags into its parameters and prints results.
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -65,6 +66,11 @@ bool write_out(const trace::Trace& t, const std::string& out, parse::Diagnostics
 }
 
 bool read_file(const std::string& path, std::string& text, parse::Diagnostics& diag) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    diag.error_global(path + ": is a directory, not a file to import");
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diag.error_global(path + ": no such file");

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -407,6 +408,8 @@ Timeline parse_timeline(const std::string& text, const std::string& path) {
 }
 
 Timeline load_timeline(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw LoadError(path + ": is a directory, not a timeline file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw LoadError(path + ": cannot be opened (" + std::strerror(errno) + ")");
   std::ostringstream buf;

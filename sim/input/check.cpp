@@ -47,7 +47,15 @@ std::optional<CheckedDocument> check_document(std::string_view path_or_name, std
     for (const auto& o : overrides) apply_override(*doc, o, diag);
     loader.resolve(*doc, detected, "");  // an override may name another preset or file
   }
+  const size_t items_before = diag.items().size();
   std::optional<AnySpec> spec = parse_document(*doc, detected, diag);
+  if (!overrides.empty()) {
+    // A problem the overrides made in a preset's fields is reported where the preset has them;
+    // the user changes them with --set, not in the preset.
+    std::string given;
+    for (const auto& o : overrides) given += (given.empty() ? "--set " : ", --set ") + o;
+    diag.note_on_presets(items_before, "the preset as changed by " + given + "; change the field named with --set");
+  }
   if (!spec || diag.error_count() != errors_before) return std::nullopt;
   return CheckedDocument{detected, std::move(*spec), std::move(*doc)};
 }

@@ -172,7 +172,7 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
   ObjectReader r(*v, parent.pointer_of("sync"), parent.diag());
   static const EnumName<SyncMode> modes[] = {{"sync", SyncMode::sync}, {"async", SyncMode::async}};
   r.read_enum("mode", p.sync, Presence::required, modes);
-  r.read("staleness", p.staleness, Presence::optional, 0, 64);
+  const bool staleness_read = r.read("staleness", p.staleness, Presence::optional, 0, 64);
   if (const Value* pr = r.usable("partial_rollout"); pr && pr->is_bool()) {
     if (pr->as_bool()) r.error("partial_rollout", "partial rollout needs the fraction of trajectories that ends a step's rollout",
                                "write a number, e.g. 0.9");
@@ -180,7 +180,7 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
     r.read("partial_rollout", p.partial_rollout, Presence::optional, 0.01, 1.0);
   }
   r.finish();
-  if (p.sync == SyncMode::async && p.staleness == 0 && r.has("staleness"))
+  if (p.sync == SyncMode::async && p.staleness == 0 && r.has("staleness") && staleness_read)  // not after a range error
     r.error("staleness", "asynchronous mode needs a staleness of at least 1 step");
   if (p.sync == SyncMode::async && p.staleness == 0) p.staleness = 1;
   if (p.sync == SyncMode::sync && p.staleness > 0)

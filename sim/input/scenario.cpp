@@ -421,7 +421,9 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
     std::filesystem::path path(s.trace_path);
     if (tv->file() && path.is_relative()) path = std::filesystem::path(tv->file()->directory) / path;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
+    if (std::filesystem::is_directory(path, ec))
+      r.error("trace", quote(path.lexically_normal().string()) + " is a directory, not a trace file");
+    else if (!std::filesystem::is_regular_file(path, ec))
       r.error("trace", "no such trace file " + quote(path.lexically_normal().string()));
     s.trace_path = path.lexically_normal().string();
   }

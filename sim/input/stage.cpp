@@ -104,7 +104,8 @@ void parse_requests(ObjectReader& r, RolloutStage& ro) {
       if (t->file() && path.is_relative()) path = std::filesystem::path(t->file()->directory) / path;
       ro.trace_path = path.lexically_normal().string();
       std::error_code ec;
-      if (!std::filesystem::is_regular_file(path, ec)) q.error("trace", "no such trace file " + quote(ro.trace_path));
+      if (std::filesystem::is_directory(path, ec)) q.error("trace", quote(ro.trace_path) + " is a directory, not a trace file");
+      else if (!std::filesystem::is_regular_file(path, ec)) q.error("trace", "no such trace file " + quote(ro.trace_path));
     }
     q.read("step", ro.trace_step, Presence::optional, 0, int64_t{1} << 31);
   } else {

@@ -50,6 +50,11 @@ void Diagnostics::error_in_file(const std::shared_ptr<const SourceFile>& file, S
   add({Severity::error, file ? file->display_name : std::string(), pos, {}, std::move(message), std::move(hint)});
 }
 
+void Diagnostics::note_on_presets(size_t first, const std::string& note) {
+  for (size_t i = first; i < items_.size(); ++i)
+    if (items_[i].file.starts_with("preset:")) items_[i].hint += (items_[i].hint.empty() ? "" : "; ") + note;
+}
+
 void Diagnostics::error_global(std::string message, std::string hint) {
   add({Severity::error, {}, {}, {}, std::move(message), std::move(hint)});
 }

@@ -35,6 +35,9 @@ class Diagnostics {
 
   const std::vector<Diagnostic>& items() const { return items_; }
   size_t error_count() const { return errors_; }
+  // Adds `note` to the hint of every item from `first` on that a preset holds (its file
+  // "preset:..."): a preset the user changed (--set) is not where they can fix it.
+  void note_on_presets(size_t first, const std::string& note);
   bool has_errors() const { return errors_ > 0; }
   bool empty() const { return items_.empty(); }
 

@@ -495,4 +495,16 @@ contains schedule-no-step-why "$tmp/err" "/policy/schedule/0: no simulated step 
 expect schedule-some-step 0 "$arlsim" check default --set '/policy/schedule=[{"steps":"16:30","rollout":{"tp":4}}]'
 if grep -q "no simulated step" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL schedule-some-step-quiet"; else passed=$((passed + 1)); fi
 
+# A problem an override makes in a preset's fields says which overrides changed the preset.
+expect preset-changed 2 "$arlsim" check default --set /workload/mini_batches=512
+contains preset-changed-why "$tmp/err" "the preset as changed by --set /workload/mini_batches=512; change the field named with --set"
+# Folders where files are expected are named as folders.
+expect trace-folder 2 "$arlsim" check default --set "/trace=\"$tmp\""
+contains trace-folder-why "$tmp/err" "is a directory, not a trace file"
+expect trace-import-folder 2 "$arlsim" trace import "$tmp" --out "$tmp/x.jsonl"
+contains trace-import-folder-why "$tmp/err" "is a directory, not a file to import"
+# A staleness out of range is one error, not two.
+expect staleness-range 2 "$arlsim" check scenarios/disaggregated-async.json --set /policy/sync/staleness=1000
+if grep -q "needs a staleness of at least 1" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL staleness-range-once"; else passed=$((passed + 1)); fi
+
 report

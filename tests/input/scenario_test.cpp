@@ -71,13 +71,15 @@ TEST_CASE("scenario: the workload's context must fit the model's") {
         "exceeds the model's 40960 (max_position_embeddings)\n");
   CHECK(errors_of({"/workload/max_response_tokens=20000"}) ==
         "preset:scenario/default:27:27: /workload/max_context_tokens: max_prompt_tokens (2048) + "
-        "max_response_tokens (20000) = 22048 exceeds max_context_tokens (20480)\n");
+        "max_response_tokens (20000) = 22048 exceeds max_context_tokens (20480); the preset as changed by --set "
+        "/workload/max_response_tokens=20000; change the field named with --set\n");
 }
 
 TEST_CASE("scenario: mini-batches must split over data parallelism") {
   // 512 trajectories / 128 mini-batches = 4 per mini-batch, fewer than the 8 data-parallel ranks.
   CHECK(errors_of({"/workload/mini_batches=128"}) ==
-        "preset:scenario/default:36:31: /policy/train/dp: a mini-batch of 4 trajectories does not split evenly over dp = 8\n");
+        "preset:scenario/default:36:31: /policy/train/dp: a mini-batch of 4 trajectories does not split evenly over dp = 8; "
+        "the preset as changed by --set /workload/mini_batches=128; change the field named with --set\n");
 }
 
 TEST_CASE("scenario: a rollout engine may span whole nodes, not parts of them") {
