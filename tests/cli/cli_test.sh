@@ -507,4 +507,9 @@ contains trace-import-folder-why "$tmp/err" "is a directory, not a file to impor
 expect staleness-range 2 "$arlsim" check scenarios/disaggregated-async.json --set /policy/sync/staleness=1000
 if grep -q "needs a staleness of at least 1" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL staleness-range-once"; else passed=$((passed + 1)); fi
 
+# Deleting a key that is not there, when one beside it is spelt alike, is most likely a typo.
+expect delete-typo 2 "$arlsim" simulate default --set /policy/rolout=null
+contains delete-typo-why "$tmp/err" '/policy/rolout: nothing to delete (no such key); did you mean "/policy/rollout"?'
+expect delete-absent 0 "$arlsim" check default --set /policy/rollout_gpus=null
+
 report
