@@ -106,7 +106,7 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
               l.zero = zero;
               // The scenario's framework runs its kernels whatever the layout (a search over ZeRO
               // stages does not swap Megatron's fused kernels for a Hugging Face model's eager ones).
-              l.keep_kernels_of(base);
+              l.keep_framework_of(base);
               l.sequence_parallel = tp > 1;
               if (tp == 1) l.overlap.tp_comm.reset();  // nothing to overlap
               l.recompute = recompute;

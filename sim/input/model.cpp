@@ -81,7 +81,7 @@ void parse_own_moe(ObjectReader& parent, ModelSpec& m) {
 void parse_own(ObjectReader& r, ModelSpec& m) {
   m.source = "arlsim";
   r.accept({"format"});
-  r.read("name", m.name, Presence::optional);
+  if (r.read("name", m.name, Presence::optional) && m.name.empty()) r.error("name", "must not be empty (outputs are titled by it)");
   r.read("description", m.description, Presence::optional);
   r.read("family", m.family, Presence::optional);
   r.read("hidden_size", m.hidden_size, Presence::required, 1, kMaxDim);

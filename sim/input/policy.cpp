@@ -153,7 +153,7 @@ void parse_schedule(ObjectReader& parent, PolicySpec& p) {
     if (const Value* t = r.field("train")) {
       TrainLayout l = p.train;
       parse_train(*t, r.pointer_of("train"), r.diag(), l);
-      l.keep_kernels_of(p.train);
+      l.keep_framework_of(p.train);
       e.train = l;
     }
     r.finish();
@@ -269,6 +269,10 @@ void read_parallel_degrees(ObjectReader& r, TrainLayout& l) {
   if (bool fp32 = false; r.read_enum("shard_dtype", fp32, Presence::optional, reduce_dtypes)) l.shard_fp32 = fp32;
   static const EnumName<bool> kernel_kinds[] = {{"fused", false}, {"eager", true}};
   if (bool eager = false; r.read_enum("kernels", eager, Presence::optional, kernel_kinds)) l.eager = eager;
+  static const EnumName<bool> paddings[] = {{"none", false}, {"longest", true}};
+  r.read_enum("pad_micro_batches", l.pad_to_longest, Presence::optional, paddings);
+  static const EnumName<bool> packings[] = {{"balanced", false}, {"fit", true}};
+  r.read_enum("packing", l.fit_packing, Presence::optional, packings);
   if (const Value* v = r.field("overlap")) {
     ObjectReader o(*v, r.pointer_of("overlap"), r.diag());
     bool flag = false;

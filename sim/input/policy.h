@@ -123,6 +123,15 @@ struct TrainLayout {
   // ZeRO-3, whose frameworks (FSDP in NeMo RL's DTensor worker and verl, DeepSpeed in OpenRLHF)
   // train Hugging Face models, fused below.
   std::optional<bool> eager;
+  // Under pipeline parallelism with a token budget, every micro-batch padded to the longest of
+  // the rank's mini-batch (true), as NeMo RL's Megatron backend pads its packed sequences to one
+  // length for a static pipeline buffer (pad_full_seq_to), or each run at its own length (false:
+  // Megatron-LM's variable_seq_lengths, verl's Megatron engine).
+  bool pad_to_longest = false;
+  // How a token budget packs a rank's sequences: into ceil(tokens / budget) balanced
+  // micro-batches (false: verl's rearrange_micro_batches, which may pass the budget a little), or
+  // longest first into bins of at most the budget (true: NeMo RL's first-fit-decreasing packers).
+  bool fit_packing = false;
   Overlap overlap;
   int64_t gpus() const { return tp * pp * dp * cp; }
   bool uneven_stages() const { return first_stage_layers > 0 || last_stage_layers > 0; }
@@ -139,9 +148,12 @@ struct TrainLayout {
   double state_dict_bytes() const { return zero >= 3 && shard_fp32.value_or(true) ? 4.0 : 2.0; }
   bool eager_kernels() const { return eager.value_or(zero >= 3); }
   // A layout derived from `run`'s (a planner candidate, a schedule entry) keeps the run's kernels
-  // unless it names its own: the framework does not change with the ZeRO stage.
-  void keep_kernels_of(const TrainLayout& run) {
+  // unless it names its own, and its packing and padding: the framework does not change with the
+  // layout.
+  void keep_framework_of(const TrainLayout& run) {
     if (!eager && eager_kernels() != run.eager_kernels()) eager = run.eager_kernels();
+    pad_to_longest = pad_to_longest || run.pad_to_longest;
+    fit_packing = fit_packing || run.fit_packing;
   }
   // ZeRO-2 and -3 keep only their shard of the gradients, so each micro-batch's are reduced to
   // their owners after its backward (FSDP and DeepSpeed reduce at every backward); below stage 2

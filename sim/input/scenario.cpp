@@ -325,7 +325,7 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
   ObjectReader r(v, "", diag);
   if (!r.is_object()) return false;
   r.accept({"format"});
-  r.read("name", s.name, Presence::optional);
+  if (r.read("name", s.name, Presence::optional) && s.name.empty()) r.error("name", "must not be empty (outputs are titled by it)");
   r.read("description", s.description, Presence::optional);
   bool parts_ok = true;
   if (const Value* c = r.field("cluster", Presence::required)) parts_ok &= parse_cluster(*c, "/cluster", diag, s.cluster);

@@ -12,8 +12,9 @@ namespace {
 // The OOM line names this many of the largest contributors; the rest is in summary.json.
 constexpr size_t kOomContributorsShown = 3;
 
+// Right-aligned in `width` columns, and a space apart from what is before it however wide.
 std::string pad_left(const std::string& s, size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+  return s.size() >= width ? " " + s : std::string(width - s.size(), ' ') + s;
 }
 
 std::string pad_right(const std::string& s, size_t width) {

@@ -191,7 +191,8 @@ std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& to
 // Every rank's micro-batches (rank_micro_batches); under pipeline parallelism every rank runs as
 // many as the busiest one needs, since the ranks' pipelines step together (Megatron's schedule
 // takes one micro-batch count; verl gives every rank the largest), with virtual stages (vpp > 1)
-// rounded up to a multiple of pp, as Megatron's interleaved schedule takes them.
+// rounded up to a multiple of pp, as Megatron's interleaved schedule takes them; with
+// pad_to_longest, each padded to the longest of its rank's.
 std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<std::vector<int64_t>>& by_rank,
                                                             const input::TrainLayout& l);
 // A pipeline's time over micro-batches of unequal times (slots, each on the slowest stage): sum +

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include "sim/core/assert.h"
 #include "sim/model/cost_model.h"
@@ -211,6 +212,27 @@ std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, 
   int64_t total = 0;
   for (int64_t len : lengths) total += len;
   const int64_t budget = l.max_tokens_per_gpu * l.cp;  // the budget is per GPU; a rank's sequence spans cp GPUs
+  if (l.fit_packing) {
+    // Longest first, each into the fullest bin it fits (best fit decreasing: first fit
+    // decreasing's packing, found in n log n), a bin of its own past the budget.
+    std::vector<int64_t> sorted(lengths);
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    std::multimap<int64_t, size_t> room;  // free tokens -> bin
+    for (int64_t len : sorted) {
+      auto it = room.lower_bound(len);
+      size_t b = out.size();
+      if (it == room.end()) {
+        out.emplace_back();
+      } else {
+        b = it->second;
+        room.erase(it);
+      }
+      add(out[b], len);
+      if (budget > out[b].tokens) room.emplace(budget - out[b].tokens, b);
+    }
+    if (static_cast<int64_t>(out.size()) >= at_least) return out;
+    out.clear();  // more micro-batches than bins asked (a pipeline's count): split as balanced
+  }
   const int64_t count = std::min<int64_t>(static_cast<int64_t>(lengths.size()),
                                           std::max<int64_t>({1, at_least, (total + budget - 1) / budget}));
   std::vector<size_t> order(lengths.size());
@@ -257,6 +279,18 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
     if (l.vpp > 1) most = (most + static_cast<size_t>(l.pp) - 1) / static_cast<size_t>(l.pp) * static_cast<size_t>(l.pp);
     for (size_t r = 0; r < out.size(); ++r)
       if (out[r].size() < most) out[r] = rank_micro_batches(by_rank[r], l, static_cast<int64_t>(most));
+    if (l.pad_to_longest)
+      for (auto& batches : out) {
+        // Each packed sequence padded to the rank's longest: the padding joins the pack's last
+        // sequence, priced here as a sequence of its own (the attention's least).
+        int64_t longest = 0;
+        for (const auto& b : batches) longest = std::max(longest, b.tokens);
+        for (auto& b : batches) {
+          const int64_t pad = longest - b.tokens;
+          b.tokens = longest;
+          b.squares += real(pad) * real(pad);
+        }
+      }
   }
   return out;
 }

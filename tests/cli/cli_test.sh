@@ -512,4 +512,13 @@ expect delete-typo 2 "$arlsim" simulate default --set /policy/rolout=null
 contains delete-typo-why "$tmp/err" '/policy/rolout: nothing to delete (no such key); did you mean "/policy/rollout"?'
 expect delete-absent 0 "$arlsim" check default --set /policy/rollout_gpus=null
 
+# pad_micro_batches takes "none" or "longest".
+expect pad-bad 2 "$arlsim" check default --set '/policy/train/pad_micro_batches="all"'
+contains pad-bad-why "$tmp/err" "/policy/train/pad_micro_batches"
+expect pad-ok 0 "$arlsim" check default --set '/policy/train/pad_micro_batches="longest"'
+
+# An empty name would title every output with nothing.
+expect empty-name 2 "$arlsim" check default --set '/name=""'
+contains empty-name-why "$tmp/err" "/name: must not be empty"
+
 report

@@ -96,6 +96,38 @@ TEST_CASE("micro-batches: each rank splits its samples into mini-batches, and pi
   CHECK(counts(2) == std::make_pair(size_t{2}, size_t{2}));
 }
 
+TEST_CASE("micro-batches: padded to the rank's longest under pipeline parallelism when asked") {
+  // Rank 0: 10, 30, 50, 60 over a 100-token budget -> two balanced micro-batches, {60, 10} = 70
+  // and {50, 30} = 80. Rank 1: 20, 40 -> one of 60, split in two to match rank 0's count under pp:
+  // {40} and {20}.
+  const std::vector<std::vector<int64_t>> by_rank{{10, 30, 50, 60}, {20, 40}};
+  input::TrainLayout l;
+  l.max_tokens_per_gpu = 100;
+  l.dp = 2;
+  l.pp = 2;
+  const auto plain = rl::micro_batches_of_ranks(by_rank, l);
+  REQUIRE(plain[0].size() == 2);
+  CHECK(plain[0][0].tokens + plain[0][1].tokens == 150);
+  l.pad_to_longest = true;
+  const auto padded = rl::micro_batches_of_ranks(by_rank, l);
+  for (size_t r = 0; r < 2; ++r) {
+    REQUIRE(padded[r].size() == plain[r].size());
+    const int64_t longest = std::max(plain[r][0].tokens, plain[r][1].tokens);
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t pad = longest - plain[r][i].tokens;
+      CHECK(padded[r][i].tokens == longest);
+      // The padding attends as a sequence of its own.
+      CHECK(padded[r][i].squares == doctest::Approx(plain[r][i].squares + static_cast<double>(pad * pad)));
+    }
+  }
+  CHECK(padded[0][0].tokens == 80);
+  CHECK(padded[1][0].tokens == 40);
+  // Without stages nothing is padded: each micro-batch runs at its own length.
+  l.pp = 1;
+  const auto flat = rl::micro_batches_of_ranks(by_rank, l);
+  CHECK(flat[0][0].tokens + flat[0][1].tokens == 150);
+}
+
 TEST_CASE("micro-batches: equal micro-batches through the timer give the estimate's pipeline") {
   const auto s = scenario({"/policy/train/pp=2", "/policy/train/dp=4", "/policy/train/vpp=2"});
   const auto& l = s.policy.train;
@@ -148,4 +180,28 @@ TEST_CASE("micro-batches: a batch whose long samples share one mini-batch trains
     return total;
   };
   CHECK(train_time(clumped) > train_time(spread));
+}
+
+TEST_CASE("micro-batches: fit packing keeps every bin within the budget, balanced packing may pass it") {
+  input::TrainLayout l;
+  l.max_tokens_per_gpu = 4096;
+  // 8,000 tokens: balanced packing makes ceil(8000 / 4096) = 2 sets, {3000, 2000} and {3000};
+  // no two of these fit one 4,096-token bin, so fit packing makes three.
+  const std::vector<int64_t> lengths{3000, 2000, 3000};
+  const auto balanced = rl::rank_micro_batches(lengths, l);
+  REQUIRE(balanced.size() == 2);
+  CHECK(std::max(balanced[0].tokens, balanced[1].tokens) == 5000);
+  l.fit_packing = true;
+  const auto fit = rl::rank_micro_batches(lengths, l);
+  REQUIRE(fit.size() == 3);
+  for (const auto& b : fit) CHECK(b.tokens <= 4096);
+  // Longest first into the fullest bin it fits: 3000 and 3000 open two bins, 1,000 joins the
+  // first, 900 the second, and 100 fits only the second's room (196; the first has 96 left).
+  const auto packed = rl::rank_micro_batches({900, 3000, 100, 1000, 3000}, l);
+  REQUIRE(packed.size() == 2);
+  CHECK(packed[0].tokens + packed[1].tokens == 8000);
+  CHECK(std::max(packed[0].tokens, packed[1].tokens) <= 4096);
+  // A pipeline asking for more micro-batches than bins gets them balanced.
+  CHECK(rl::rank_micro_batches(lengths, l, 4).size() == 3);  // three sequences make at most three
+  CHECK(rl::rank_micro_batches({1000, 1000, 1000, 1000}, l, 4).size() == 4);
 }
