@@ -102,7 +102,12 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
           l.train["zero"] = l.megatron ? 1 : 3;
         }
       } else if (key == "rollout.max_head_offpolicyness") { if (integer_at(v, key, x)) l.staleness = x; }
-      else if (key == "actor.mb_spec.max_tokens_per_mb") { if (integer_at(v, key, x)) l.train["max_tokens_per_gpu"] = x; }
+      else if (key == "actor.mb_spec.max_tokens_per_mb") {
+        if (integer_at(v, key, x)) {
+          l.train["max_tokens_per_gpu"] = x;
+          l.train["packing"] = "fit";  // AReaL's micro-batches: first fit decreasing into bins of the budget (ffd_allocate)
+        }
+      }
       else if (key == "actor.ppo_n_minibatches") {
         if (integer_at(v, key, x)) {
           if (x < 1) out.errors.push_back(where(v) + key + ": must be at least 1, got " + std::to_string(x));

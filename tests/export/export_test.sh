@@ -220,7 +220,8 @@ contains import-slime-unmodelled "$tmp/slime.err" "slime.sh:14: --eps-clip: not 
 expect_scenario areal areal areal.yaml \
   "assert (p['placement'], p['rollout_gpus'], p['rollout'], p['sync']['staleness']) == ('disaggregated', 8, {'replicas': 4, 'tp': 2}, 2); \
    assert (p['train']['dp'], p['train']['pp'], p['train']['tp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 2, 2, 'full', 10240); \
-   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (64, 8, 4, 1024)"
+   assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (64, 8, 4, 1024); \
+   assert p['train']['packing'] == 'fit'"
 contains import-areal-unmodelled "$tmp/areal.err" "areal.yaml:20: gconfig.temperature: not modelled by arlsim"
 sed 's/megatron:d2p2t2c1e1/megatron:two-by-two/' "$here/launches/areal.yaml" >"$tmp/bad.yaml"
 expect import-areal-bad 2 "$arlsim" import "$tmp/bad.yaml" --from areal --model qwen3-8b --out "$tmp/bad.json"
