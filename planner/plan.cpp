@@ -1,6 +1,7 @@
 #include "planner/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <charconv>
 #include <memory>
 #include <system_error>
@@ -111,11 +112,13 @@ SimulatedRollout simulated_rollout(const input::ScenarioSpec& s, const rl::Rollo
   out.seconds = end.seconds();
   int64_t tokens = 0;
   for (int64_t t : r.context_tokens) tokens += t;
-  if (tokens > 0 && static_cast<double>(r.recomputed_tokens()) > rl::kPreemptionStormShare * static_cast<double>(tokens))
+  if (tokens > 0 && static_cast<double>(r.recomputed_tokens()) > rl::kPreemptionStormShare * static_cast<double>(tokens)) {
+    char share[32];  // one decimal: a share just past the limit does not print as the limit
+    std::snprintf(share, sizeof share, "%.1f", 100.0 * static_cast<double>(r.recomputed_tokens()) / static_cast<double>(tokens));
     out.storm = "step " + std::to_string(step) + ": rollout: " + std::to_string(r.preemptions()) +
-                " preemptions recompute " + std::to_string(100 * r.recomputed_tokens() / tokens) +
-                "% of the step's tokens (KV cache too small; the limit is " +
+                " preemptions recompute " + share + "% of the step's tokens (KV cache too small; the limit is " +
                 std::to_string(static_cast<int>(100 * rl::kPreemptionStormShare)) + "%)";
+  }
   return out;
 }
 
