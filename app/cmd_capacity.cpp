@@ -19,6 +19,7 @@
 #include "app/options.h"
 #include "app/planning_input.h"
 #include "planner/capacity.h"
+#include "sim/core/time.h"
 #include "sim/report/html_report.h"
 #include "sim/report/outputs.h"
 #include "sim/report/text.h"
@@ -318,14 +319,27 @@ int run_capacity(const Args& args) {
         farm.abort(std::string("arlsim capacity: internal error on rank 0: ") + e.what(), kExitInternal);
       }
     }
+    const std::string beyond_clock = "beyond the clock";  // a confirmation the simulator's clock cannot hold
     const auto simulated = farm.run_on_owners(to_confirm, owner, [&](size_t i) {
-      const auto total = simulate(mine[i]);
-      return total ? report::format_json_number(*total) : std::string("null");
+      try {
+        const auto total = simulate(mine[i]);
+        return total ? report::format_json_number(*total) : std::string("null");
+      } catch (const SimTimeOutOfRange&) {
+        return beyond_clock;
+      }
     });
     if (farm.rank() != 0) return kExitOk;
-    for (size_t k = 0; k < to_confirm.size(); ++k)
+    bool any_beyond = false;
+    for (size_t k = 0; k < to_confirm.size(); ++k) {
+      if (simulated[k] == beyond_clock) {
+        planner::mark_beyond_clock(results[to_confirm[k]], SimTimeOutOfRange().what());
+        any_beyond = true;
+        continue;
+      }
       planner::record_confirmation(results[to_confirm[k]], simulated[k] == "null" ? std::nullopt
                                                                              : std::optional<double>(std::stod(simulated[k])));
+    }
+    if (any_beyond) planner::mark_pareto(results);
     rec = planner::recommend(results, deadline, budget_limit);
   } else {
     results = planner::plan_capacity(s, document, features, o);

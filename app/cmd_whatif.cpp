@@ -189,6 +189,11 @@ void print_table(const std::vector<Column>& cols) {
   for (const auto& name : pool_names) {
     std::vector<std::string> act, held;
     for (const auto& c : cols) {
+      if (c.result.stopped_on_oom) {  // withheld with the rest of a stopped variant's figures
+        act.push_back("-");
+        held.push_back("-");
+        continue;
+      }
       const auto pools = report::pool_summaries(c.result);
       const auto it = std::find_if(pools.begin(), pools.end(), [&](const auto& p) { return p.name == name; });
       act.push_back(it == pools.end() || it->act_s.count == 0 ? "-" : cell(it->act_s.p99, 2));

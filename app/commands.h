@@ -11,6 +11,9 @@ namespace arlsim::app {
 constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
+// What follows a SimTimeOutOfRange's message: which inputs make a run that long.
+inline constexpr const char* kClockAdvice =
+    ": the inputs make a run longer than that (check arrival_rate_per_s, tool latencies and the pools' sizes)";
 constexpr int kExitOom = 3;  // simulate --fail-on-oom: the run ran out of memory
 
 using Args = std::vector<std::string>;

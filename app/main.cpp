@@ -92,9 +92,7 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   } catch (const arlsim::SimTimeOutOfRange& e) {
     std::cerr.rdbuf(speaking);
-    std::cerr << "arlsim: " << e.what()
-              << ": the inputs make a run longer than that (check arrival_rate_per_s, tool latencies and the pools' "
-                 "sizes)\n";
+    std::cerr << "arlsim: " << e.what() << kClockAdvice << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr.rdbuf(speaking);

@@ -39,7 +39,7 @@ std::string output_file_problem(const std::string& path) {
   if (fs::is_directory(path, ec)) return path + " is a folder; give a file name";
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) return "no folder " + parent.string() + " to write " + path + " in";
-  const bool existed = fs::exists(path, ec);
+  const bool existed = fs::exists(fs::symlink_status(path, ec));  // a link to nothing yet stays
   {
     std::ofstream probe(path, std::ios::app | std::ios::binary);  // opened without truncating
     if (!probe) return "cannot write " + path;

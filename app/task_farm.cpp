@@ -10,6 +10,9 @@
 #include <string>
 #include <thread>
 
+#include "app/commands.h"
+#include "sim/core/time.h"
+
 #ifdef ARLSIM_WITH_MPI_FARM
 #include <mpi.h>
 #endif
@@ -190,6 +193,8 @@ std::string run_task(TaskFarm& farm, const std::function<std::string(size_t)>& t
     farm.abort("arlsim: out of memory on rank " + std::to_string(farm.rank()) +
                    ": an allocation failed; ask for less at once (fewer steps, trajectories or candidates)",
                2);
+  } catch (const SimTimeOutOfRange& e) {
+    farm.abort(std::string("arlsim: ") + e.what() + kClockAdvice, 2);  // as one process reports it
   } catch (const std::exception& e) {
     farm.abort("arlsim: internal error on rank " + std::to_string(farm.rank()) + ": " + e.what(), 1);
   }
@@ -218,12 +223,14 @@ std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string
   // Rank 0's own share runs beside the queue, which this thread serves; a failure there is
   // reported from this thread (MPI is called from it only) once the queue is done.
   std::string failure;
+  bool beyond_clock = false;
   std::thread local([&] {
     try {
       for (int64_t i; (i = take()) >= 0;) out[static_cast<size_t>(i)] = task(static_cast<size_t>(i));
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(m);
       failure = e.what();
+      beyond_clock = dynamic_cast<const SimTimeOutOfRange*>(&e) != nullptr;
       next = n;  // nothing more for anyone
     }
   });
@@ -240,6 +247,7 @@ std::vector<std::string> TaskFarm::map(size_t n, const std::function<std::string
     if (next_task < 0) --active;
   }
   local.join();
+  if (beyond_clock) abort("arlsim: " + failure + kClockAdvice, 2);
   if (!failure.empty()) abort("arlsim: internal error on rank 0: " + failure, 1);
   return out;
 }

@@ -10,6 +10,7 @@
 #include "planner/analytic_run.h"
 #include "planner/plan.h"
 #include "sim/core/assert.h"
+#include "sim/core/time.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 
@@ -263,6 +264,12 @@ std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results
   return to_confirm;
 }
 
+void mark_beyond_clock(CapacityResult& r, const std::string& why) {
+  r.feasible = false;
+  r.pareto = false;
+  r.reason = why;
+}
+
 void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s) {
   r.confirmed = true;
   r.simulated_total_s = simulated_total_s;
@@ -323,10 +330,16 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
   work();
   for (auto& th : pool) th.join();
   if (failed) std::rethrow_exception(failed);
+  bool any_beyond = false;
   for (size_t k = 0; k < to_confirm.size(); ++k) {
-    if (!beyond_clock[k].empty()) results[to_confirm[k]].unconfirmable = beyond_clock[k];
-    else record_confirmation(results[to_confirm[k]], simulated[k]);
+    if (!beyond_clock[k].empty()) {
+      mark_beyond_clock(results[to_confirm[k]], beyond_clock[k]);
+      any_beyond = true;
+    } else {
+      record_confirmation(results[to_confirm[k]], simulated[k]);
+    }
   }
+  if (any_beyond) mark_pareto(results);
   return recommend(results, deadline_s, budget_usd);
 }
 

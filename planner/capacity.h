@@ -102,6 +102,10 @@ inline constexpr double kConfirmTolerance = 0.10;
 // fastest answer (besides the Pareto frontier).
 inline constexpr size_t kConfirmCandidates = 4;
 
+// A configuration whose confirmation ran past the simulator's clock (SimTimeOutOfRange): it
+// cannot run as configured, so it is infeasible with that reason; mark_pareto again after.
+void mark_beyond_clock(CapacityResult& r, const std::string& why);
+
 // What capacity recommends, by simulated figures: indices into the results.
 struct Recommendation {
   std::optional<size_t> cheapest_in_deadline, fastest_in_budget;

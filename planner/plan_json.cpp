@@ -63,6 +63,8 @@ ordered_json layout_json(const input::TrainLayout& l) {
   if (l.grad_reduce_fp32) j["grad_reduce_dtype"] = *l.grad_reduce_fp32 ? "fp32" : "bf16";
   if (l.shard_fp32) j["shard_dtype"] = *l.shard_fp32 ? "fp32" : "bf16";
   if (l.eager) j["kernels"] = *l.eager ? "eager" : "fused";
+  if (l.fit_packing) j["packing"] = "fit";
+  if (l.pad_to_longest) j["pad_micro_batches"] = "longest";
   ordered_json overlap = ordered_json::object();
   if (l.overlap.tp_comm && l.sequence_parallel && l.tp > 1) overlap["tp_comm"] = *l.overlap.tp_comm;
   if (l.overlap.grad_reduce) overlap["grad_reduce"] = *l.overlap.grad_reduce;

@@ -61,12 +61,6 @@ Kernel copy(double bytes, int64_t peer) {
   return k;
 }
 
-size_t memory_floats_per_launch(const Kernel& k) {
-  const double arrays = k.elementwise == model::ElementwiseKind::add ? 3.0 : 2.0;
-  const auto launches = static_cast<double>(std::max<int64_t>(1, k.launches));
-  return static_cast<size_t>(std::max(1.0, k.bytes / (4.0 * arrays) / launches));
-}
-
 const char* kernel_kind_name(Kernel::Kind kind) {
   switch (kind) {
     case Kernel::Kind::gemm: return "gemm";

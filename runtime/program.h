@@ -11,6 +11,7 @@
 // unsupported_reason() names what else a plan asks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <stdexcept>
@@ -71,8 +72,14 @@ const char* kernel_kind_name(Kernel::Kind kind);
 
 // A memory kernel's arrays, in floats, for each of its launches: its bytes over the arrays its
 // kind streams (an add reads two and writes one; a copy, norm or activation reads one and writes
-// one), at least one float. 0 launches (replayed from a graph) is the whole work in one.
-size_t memory_floats_per_launch(const Kernel& k);
+// one), at least one float. 0 launches (replayed from a graph) is the whole work in one. Inline:
+// the CUDA module, which is loaded into the program and links none of the runtime's sources but its
+// own, computes it too.
+inline size_t memory_floats_per_launch(const Kernel& k) {
+  const double arrays = k.elementwise == model::ElementwiseKind::add ? 3.0 : 2.0;
+  const auto launches = static_cast<double>(std::max<int64_t>(1, k.launches));
+  return static_cast<size_t>(std::max(1.0, k.bytes / (4.0 * arrays) / launches));
+}
 
 // A group of devices that run collectives together (an engine's tp ranks, a data-parallel group).
 using DeviceGroup = std::vector<int64_t>;

@@ -727,6 +727,23 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
   if (r.format != ExportFormat::json && w.use_reference && s.policy.reference_weights == input::ReferenceWeights::swapped)
     out.notes.push_back("reference weights kept in host memory and swapped in for each reference pass (NeMo RL's way): "
                         "the framework keeps its reference model apart, on the GPUs or offloaded by its own options");
+  // How each framework packs a token budget's micro-batches: AReaL first fit decreasing into bins
+  // of the budget, the others balanced sets; none pads them to one length but NeMo RL's Megatron
+  // worker, which arlsim does not export to.
+  const ExportFormat target = r.format == ExportFormat::slurm ? r.framework : r.format;
+  const auto& tl = s.policy.train;
+  if (r.format != ExportFormat::json && tl.max_tokens_per_gpu > 0) {
+    const bool fits = target == ExportFormat::areal;
+    if (tl.fit_packing && !fits)
+      out.notes.push_back("micro-batches packed first fit decreasing into bins of the token budget (NeMo RL's way): the "
+                          "framework balances its micro-batches instead");
+    if (!tl.fit_packing && fits)
+      out.notes.push_back("micro-batches in balanced sets (verl's way): AReaL packs first fit decreasing into bins of the "
+                          "token budget");
+    if (tl.pad_to_longest && tl.pp > 1)
+      out.notes.push_back("pipeline micro-batches padded to the longest (NeMo RL's Megatron worker): the framework runs "
+                          "each at its own length");
+  }
   if (r.format == ExportFormat::json) {
     if (r.document) out.text = document_json(*r.document);
     else out.error = "no document to write";

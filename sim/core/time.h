@@ -27,6 +27,7 @@ class SimTime {
   static constexpr SimTime max() { return SimTime(std::numeric_limits<int64_t>::max()); }
   // Rounds to the nearest nanosecond; throws SimTimeOutOfRange past the clock's range.
   static SimTime from_seconds(double s) {
+    if (std::isnan(s)) throw std::logic_error("a simulated time is not a number");  // a fault, not an input
     if (!(std::fabs(s) < 9.2e9)) throw SimTimeOutOfRange();
     return SimTime(static_cast<int64_t>(std::llround(s * 1e9)));
   }

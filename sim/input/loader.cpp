@@ -424,9 +424,9 @@ bool apply_override(Value& root, std::string_view assignment, Diagnostics& diag)
       // Deleting a key that is not there changes nothing; when a key beside it is spelt alike,
       // the one meant was most likely that.
       if (!node->find(last)) {
-        std::string near;  // a typo's distance: one or two letters, in a word three times as long
+        std::string near;  // a typo's distance: one or two letters, in a word over three times as long
         for (const auto& m : node->members())
-          if (const size_t d = edit_distance(last, m.key); d <= 2 && 3 * d <= last.size() && near.empty()) near = m.key;
+          if (const size_t d = edit_distance(last, m.key); d <= 2 && 3 * d < last.size() && near.empty()) near = m.key;
         if (!near.empty()) {
           diag.error_in_file(file, {}, pointer_append(walked, last) + ": nothing to delete (no such key)",
                              "did you mean " + quote(pointer_append(walked, near)) + "?");

@@ -147,13 +147,11 @@ struct TrainLayout {
   // ZeRO-3 (shard_fp32), Megatron's bf16 copy below.
   double state_dict_bytes() const { return zero >= 3 && shard_fp32.value_or(true) ? 4.0 : 2.0; }
   bool eager_kernels() const { return eager.value_or(zero >= 3); }
-  // A layout derived from `run`'s (a planner candidate, a schedule entry) keeps the run's kernels
-  // unless it names its own, and its packing and padding: the framework does not change with the
-  // layout.
+  // A layout derived from `run`'s (a planner candidate, a schedule entry; a copy of it, so its
+  // packing and padding are the run's unless it names its own) keeps the run's kernels unless it
+  // names its own: the framework does not change with the layout.
   void keep_framework_of(const TrainLayout& run) {
     if (!eager && eager_kernels() != run.eager_kernels()) eager = run.eager_kernels();
-    pad_to_longest = pad_to_longest || run.pad_to_longest;
-    fit_packing = fit_packing || run.fit_packing;
   }
   // ZeRO-2 and -3 keep only their shard of the gradients, so each micro-batch's are reduced to
   // their owners after its backward (FSDP and DeepSpeed reduce at every backward); below stage 2

@@ -294,6 +294,15 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   if (s.policy.train.shard_fp32 && s.policy.train.zero < 3)
     at.warning("train/shard_dtype", "only ZeRO-3 shards the parameters, so the shard dtype changes nothing at ZeRO " +
                                         std::to_string(s.policy.train.zero));
+  // Packing and padding need a token budget, padding a pipeline too (a schedule's layouts may add one).
+  const auto& t = s.policy.train;
+  if (t.fit_packing && t.max_tokens_per_gpu == 0)
+    at.warning("train/packing", "fit packing fills bins of the token budget, and there is none (max_tokens_per_gpu), so it "
+                                "changes nothing");
+  if (t.pad_to_longest && (t.max_tokens_per_gpu == 0 || t.pp == 1))
+    at.warning("train/pad_micro_batches", std::string("padding evens out the packed micro-batches of a pipeline, and there is ") +
+                                              (t.pp == 1 ? "no pipeline (pp 1)" : "no token budget (max_tokens_per_gpu)") +
+                                              ", so it changes nothing");
   if (s.policy.reference_weights == ReferenceWeights::swapped && !s.workload.use_reference)
     at.warning("reference_weights", "the workload has no reference model (use_reference is false), so its weights swap nothing");
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in

@@ -180,7 +180,9 @@ struct MicroBatch {
 // One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
 // (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
 // balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into
-// that many balanced sets); otherwise `micro_batch` sequences each, in order.
+// that many balanced sets), or with the layout's fit packing first fit decreasing into bins of at
+// most the budget (NeMo RL's and AReaL's packers; balanced as above when that makes fewer than
+// `at_least`); otherwise `micro_batch` sequences each, in order.
 std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, const input::TrainLayout& l,
                                            int64_t at_least = 1);
 // The samples' lengths by data-parallel rank (`rank` gives each sample's), each rank's in the

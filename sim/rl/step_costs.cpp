@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <map>
 
 #include "sim/core/assert.h"
 #include "sim/model/cost_model.h"
@@ -213,22 +212,26 @@ std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, 
   for (int64_t len : lengths) total += len;
   const int64_t budget = l.max_tokens_per_gpu * l.cp;  // the budget is per GPU; a rank's sequence spans cp GPUs
   if (l.fit_packing) {
-    // Longest first, each into the fullest bin it fits (best fit decreasing: first fit
-    // decreasing's packing, found in n log n), a bin of its own past the budget.
+    // First fit decreasing, as NeMo RL's and AReaL's packers: longest first, each into the first
+    // bin with room for it, a new bin past the last. The first bin with room is found in a
+    // max-tree over the bins' free tokens (log n a sequence: a rank can hold thousands).
     std::vector<int64_t> sorted(lengths);
     std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    std::multimap<int64_t, size_t> room;  // free tokens -> bin
+    size_t leaves = 1;
+    while (leaves < sorted.size()) leaves *= 2;
+    std::vector<int64_t> room(2 * leaves, -1);  // -1: no bin there yet
     for (int64_t len : sorted) {
-      auto it = room.lower_bound(len);
-      size_t b = out.size();
-      if (it == room.end()) {
-        out.emplace_back();
+      size_t node = 1;
+      if (room[1] >= len) {
+        while (node < leaves) node = room[2 * node] >= len ? 2 * node : 2 * node + 1;
       } else {
-        b = it->second;
-        room.erase(it);
+        node = leaves + out.size();  // a new bin
+        out.emplace_back();
       }
+      const size_t b = node - leaves;
       add(out[b], len);
-      if (budget > out[b].tokens) room.emplace(budget - out[b].tokens, b);
+      room[node] = budget - out[b].tokens;
+      for (node /= 2; node >= 1; node /= 2) room[node] = std::max(room[2 * node], room[2 * node + 1]);
     }
     if (static_cast<int64_t>(out.size()) >= at_least) return out;
     out.clear();  // more micro-batches than bins asked (a pipeline's count): split as balanced

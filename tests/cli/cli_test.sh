@@ -521,4 +521,26 @@ expect pad-ok 0 "$arlsim" check default --set '/policy/train/pad_micro_batches="
 expect empty-name 2 "$arlsim" check default --set '/name=""'
 contains empty-name-why "$tmp/err" "/name: must not be empty"
 
+# Packing and padding: kept in plan.json, turned off by a schedule entry, warned of where inert.
+expect plan-packing 0 "$arlsim" plan default --steps 1 --set '/policy/train/packing="fit"' --set /policy/train/pp=2 \
+  --set /policy/train/dp=4 --set '/policy/train/pad_micro_batches="longest"' --out "$tmp/packed-plan.json"
+python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))['scenario']['policy']['train']
+assert (t.get('packing'), t.get('pad_micro_batches')) == ('fit', 'longest'), t
+" "$tmp/packed-plan.json" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL plan-packing-kept"; }
+packed=(--set '/policy/train/packing="fit"' --set /policy/train/pp=2 --set /policy/train/dp=4
+  --set '/policy/train/pad_micro_batches="longest"' --set /steps=1)
+"$arlsim" simulate default "${packed[@]}" --json >"$tmp/on.json" 2>/dev/null
+"$arlsim" simulate default "${packed[@]}" --json \
+  --set '/policy/schedule=[{"steps":"1:","train":{"packing":"balanced","pad_micro_batches":"none"}}]' >"$tmp/off.json" 2>/dev/null
+"$arlsim" simulate default --set /policy/train/pp=2 --set /policy/train/dp=4 --set /steps=1 --json >"$tmp/plain.json" 2>/dev/null
+python3 -c "
+import json, sys
+train = [json.load(open(f))['steps'][0]['stages']['train'] for f in sys.argv[1:]]
+assert train[1] == train[2] and train[0] != train[2], train
+" "$tmp/on.json" "$tmp/off.json" "$tmp/plain.json" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL schedule-turns-packing-off"; }
+expect pad-inert 0 "$arlsim" check default --set '/policy/train/pad_micro_batches="longest"'
+contains pad-inert-why "$tmp/err" "there is no pipeline (pp 1), so it changes nothing"
+
 report

@@ -307,4 +307,7 @@ expect framework-version-typo 2 "$arlsim" export default --format openrlhf --fra
 contains framework-version-typo-why "$tmp/err" 'expected a release number such as 0.10.2, got "abc"'
 expect framework-version-tag 0 "$arlsim" export default --format openrlhf --framework-version v0.10.1
 contains framework-version-tag-flat "$tmp/out" "--framework-version v0.10.1"
+# A packing the framework does not do is noted, not silently dropped.
+expect export-fit-note 0 "$arlsim" export default --format verl --set '/policy/train/packing="fit"'
+contains export-fit-note-why "$tmp/err" "micro-batches packed first fit decreasing into bins of the token budget"
 report

@@ -195,12 +195,21 @@ TEST_CASE("micro-batches: fit packing keeps every bin within the budget, balance
   const auto fit = rl::rank_micro_batches(lengths, l);
   REQUIRE(fit.size() == 3);
   for (const auto& b : fit) CHECK(b.tokens <= 4096);
-  // Longest first into the fullest bin it fits: 3000 and 3000 open two bins, 1,000 joins the
-  // first, 900 the second, and 100 fits only the second's room (196; the first has 96 left).
+  // First fit decreasing: 3000 and 3000 open two bins, 1,000 goes to the first with room (the
+  // first), 900 and 100 to the second.
   const auto packed = rl::rank_micro_batches({900, 3000, 100, 1000, 3000}, l);
   REQUIRE(packed.size() == 2);
-  CHECK(packed[0].tokens + packed[1].tokens == 8000);
-  CHECK(std::max(packed[0].tokens, packed[1].tokens) <= 4096);
+  CHECK(packed[0].tokens == 4000);
+  CHECK(packed[1].tokens == 4000);
+  CHECK(packed[1].squares == doctest::Approx(3000.0 * 3000 + 900.0 * 900 + 100.0 * 100));
+  // Where first fit and best fit differ, the packing is first fit's (eight bins; best fit makes
+  // seven): 97 | 96 | 85 14 | 73 22 | 70 21 | 52 44 | 41 36 18 | 12.
+  l.max_tokens_per_gpu = 100;
+  const auto ffd = rl::rank_micro_batches({97, 96, 85, 73, 70, 52, 44, 41, 36, 22, 21, 18, 14, 12}, l);
+  std::vector<int64_t> sums;
+  for (const auto& b : ffd) sums.push_back(b.tokens);
+  CHECK(sums == std::vector<int64_t>{97, 96, 99, 95, 91, 96, 95, 12});
+  l.max_tokens_per_gpu = 4096;
   // A pipeline asking for more micro-batches than bins gets them balanced.
   CHECK(rl::rank_micro_batches(lengths, l, 4).size() == 3);  // three sequences make at most three
   CHECK(rl::rank_micro_batches({1000, 1000, 1000, 1000}, l, 4).size() == 4);
