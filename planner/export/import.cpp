@@ -280,7 +280,10 @@ class Reader {
     } else if (key == ro + "multi_turn.enable") {
       if (number<bool>(w, key, v, boolean(v), b)) multi_turn_ = b;
     } else if (key == ro + "multi_turn.max_assistant_turns") {
-      if (number<int64_t>(w, key, v, integer(v), n)) turns_ = n;
+      if (number<int64_t>(w, key, v, integer(v), n)) {
+        if (n < 1) error(w, key, "must be at least 1, got " + v);
+        else turns_ = n;
+      }
     } else if (key == ro + "name") {
       if (v != "vllm") unmodelled(w, key, "engine \"" + v + "\": arlsim models vLLM's scheduler; vllm assumed");
     } else if (key == ro + "mode") {
@@ -319,7 +322,8 @@ class Reader {
   // After a launch's words: what depends on several keys.
   void finish_verl(Launch& l) {
     if (dynamic_ && tokens_ > 0) l.train["max_tokens_per_gpu"] = tokens_;
-    if (multi_turn_) l.workload["max_turns"] = std::max<int64_t>(2, turns_);
+    // Unset, a multi-turn rollout of at least two turns; set, what it says (1: one turn).
+    if (multi_turn_) l.workload["max_turns"] = turns_ > 0 ? turns_ : 2;
     if (bucket_mb_ > 0) weight_sync_bucket_mb = bucket_mb_;
     l.train["zero"] = l.megatron ? 1 : 3;  // the distributed optimizer; FSDP's full sharding
     // The Megatron engine runs Megatron-Core's fused kernels; the FSDP engine a Hugging Face model

@@ -310,4 +310,14 @@ contains framework-version-tag-flat "$tmp/out" "--framework-version v0.10.1"
 # A packing the framework does not do is noted, not silently dropped.
 expect export-fit-note 0 "$arlsim" export default --format verl --set '/policy/train/packing="fit"'
 contains export-fit-note-why "$tmp/err" "micro-batches packed first fit decreasing into bins of the token budget"
+# verl's max_assistant_turns as given: 1 is one turn, 0 an error.
+verl_turns=(python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=8 data.train_batch_size=64
+  actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.rollout.n=8 data.max_prompt_length=512
+  data.max_response_length=1024 actor_rollout_ref.rollout.multi_turn.enable=True)
+echo "${verl_turns[*]} actor_rollout_ref.rollout.multi_turn.max_assistant_turns=1" >"$tmp/turns1.sh"
+expect verl-one-turn 0 "$arlsim" import "$tmp/turns1.sh" --from verl --model qwen3-8b --out "$tmp/turns1.json"
+contains verl-one-turn-kept "$tmp/turns1.json" '"max_turns": 1'
+echo "${verl_turns[*]} actor_rollout_ref.rollout.multi_turn.max_assistant_turns=0" >"$tmp/turns0.sh"
+expect verl-zero-turns 2 "$arlsim" import "$tmp/turns0.sh" --from verl --model qwen3-8b --out "$tmp/turns0.json"
+contains verl-zero-turns-why "$tmp/err" "max_assistant_turns: must be at least 1, got 0"
 report
