@@ -592,6 +592,9 @@ bool LineParser::read_turn(int index, Turn& turn) {
   const uint32_t present = seen.read | seen.suggested;
   if (!(present & kPrefill)) value_error(index, "", "missing required key \"prefill_tokens\"");
   if (!(present & kGen)) value_error(index, "", "missing required key \"gen_tokens\"");
+  // The first turn's prefill is the prompt: a trajectory without one is nothing a rollout runs.
+  if (index == 0 && (seen.read & kPrefill) && !(seen.invalid & kPrefill) && turn.prefill_tokens == 0)
+    value_error(index, "prefill_tokens", "the first turn's prefill is the prompt, so at least 1 token; got 0");
   if (turn.tool == kNoTool && turn.tool_latency > SimTime::zero() && !(seen.invalid & kTool))
     value_error(index, "tool_latency_s", "a turn without a tool has no tool latency, got " +
                                              format_seconds(turn.tool_latency) + " s",
