@@ -5,6 +5,7 @@
 
 #include "sim/core/assert.h"
 #include "sim/trace/gen_options.h"
+#include "sim/trace/json_text.h"
 #include "sim/trace/random.h"
 #include "sim/trace/turns.h"
 
@@ -139,6 +140,13 @@ std::vector<std::string> check_gen_params(const GenParams& p) {
     problems.push_back("--prompts-per-step: " + std::to_string(static_cast<long long>(trajectories)) +
                        " trajectories in all is more than 2e9; use --every or fewer steps");
   check_limits(p, problems);
+  // A response of no tokens is no generation: a mean below one token would draw one-token ones.
+  for (int s = p.first_step; problems.empty() && s <= p.last_step(); s += p.every)
+    if (const double mean = p.response_mean.at(s, p.first_step, p.last_step()); !(mean >= 1)) {
+      problems.push_back("--response-mean: " + format_number(mean) + " tokens at step " + std::to_string(s) +
+                         "; a mean response needs at least 1 token");
+      break;
+    }
   if (p.response_mean_after_limits && problems.empty()) {
     // Each step's mean after the limits must be one some draws give (below every response at its cap).
     double last_target = -1, last_response = -1, last_context = -1;

@@ -543,4 +543,8 @@ assert train[1] == train[2] and train[0] != train[2], train
 expect pad-inert 0 "$arlsim" check default --set '/policy/train/pad_micro_batches="longest"'
 contains pad-inert-why "$tmp/err" "there is no pipeline (pp 1), so it changes nothing"
 
+# A mean response below one token is refused, not drawn as one-token responses.
+expect gen-zero-mean 2 "$arlsim" trace gen --response-mean 0 --out "$tmp/g.jsonl"
+contains gen-zero-mean-why "$tmp/err" "--response-mean: 0 tokens at step 1; a mean response needs at least 1 token"
+
 report
