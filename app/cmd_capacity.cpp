@@ -329,17 +329,12 @@ int run_capacity(const Args& args) {
       }
     });
     if (farm.rank() != 0) return kExitOk;
-    bool any_beyond = false;
+    std::vector<planner::CapacityConfirmation> outcomes(to_confirm.size());
     for (size_t k = 0; k < to_confirm.size(); ++k) {
-      if (simulated[k] == beyond_clock) {
-        planner::mark_beyond_clock(results[to_confirm[k]], SimTimeOutOfRange().what());
-        any_beyond = true;
-        continue;
-      }
-      planner::record_confirmation(results[to_confirm[k]], simulated[k] == "null" ? std::nullopt
-                                                                             : std::optional<double>(std::stod(simulated[k])));
+      outcomes[k].beyond_clock = simulated[k] == beyond_clock;
+      if (!outcomes[k].beyond_clock && simulated[k] != "null") outcomes[k].total_s = std::stod(simulated[k]);
     }
-    if (any_beyond) planner::mark_pareto(results);
+    planner::record_confirmations(results, to_confirm, outcomes);
     rec = planner::recommend(results, deadline, budget_limit);
   } else {
     results = planner::plan_capacity(s, document, features, o);

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <system_error>
 
+#include "calib/harness/harness.h"
+
 namespace arlsim::app {
 namespace po = boost::program_options;
 
@@ -35,10 +37,8 @@ int parse_options(const Args& args, const po::options_description& visible, std:
 
 std::string output_file_problem(const std::string& path) {
   namespace fs = std::filesystem;
+  if (std::string problem = calib::output_path_problem(path); !problem.empty()) return problem;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return path + " is a folder; give a file name";
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) return "no folder " + parent.string() + " to write " + path + " in";
   const bool existed = fs::exists(fs::symlink_status(path, ec));  // a link to nothing yet stays
   {
     std::ofstream probe(path, std::ios::app | std::ios::binary);  // opened without truncating

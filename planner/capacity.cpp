@@ -264,17 +264,31 @@ std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results
   return to_confirm;
 }
 
-void mark_beyond_clock(CapacityResult& r, const std::string& why) {
-  r.feasible = false;
-  r.pareto = false;
-  r.reason = why;
-}
+namespace {
 
 void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s) {
   r.confirmed = true;
   r.simulated_total_s = simulated_total_s;
   r.beyond_tolerance = !simulated_total_s || !(r.total_time_s > 0) ||
                        std::abs(*simulated_total_s / r.total_time_s - 1) > kConfirmTolerance;
+}
+
+}  // namespace
+
+void record_confirmations(std::vector<CapacityResult>& results, const std::vector<size_t>& confirmed,
+                          const std::vector<CapacityConfirmation>& outcomes) {
+  bool any_beyond = false;
+  for (size_t k = 0; k < confirmed.size(); ++k) {
+    CapacityResult& r = results[confirmed[k]];
+    if (!outcomes[k].beyond_clock) {
+      record_confirmation(r, outcomes[k].total_s);
+      continue;
+    }
+    r.feasible = false;
+    r.reason = SimTimeOutOfRange().what();
+    any_beyond = true;
+  }
+  if (any_beyond) mark_pareto(results);
 }
 
 Recommendation recommend(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
@@ -309,16 +323,15 @@ Recommendation recommend(const std::vector<CapacityResult>& results, std::option
 Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                                      std::optional<double> budget_usd, const Simulate& simulate, int threads) {
   const std::vector<size_t> to_confirm = confirmation_list(results, deadline_s, budget_usd);
-  std::vector<std::optional<double>> simulated(to_confirm.size());
-  std::vector<std::string> beyond_clock(to_confirm.size());  // a run the clock cannot hold: unconfirmable
+  std::vector<CapacityConfirmation> outcomes(to_confirm.size());
   std::atomic<size_t> next{0};
   std::mutex failed_mutex;
   std::exception_ptr failed;  // the first simulation that threw, rethrown on this thread
   const auto work = [&] {
     for (size_t k; (k = next++) < to_confirm.size();) try {
-        simulated[k] = simulate(results[to_confirm[k]]);
-      } catch (const SimTimeOutOfRange& e) {
-        beyond_clock[k] = e.what();
+        outcomes[k].total_s = simulate(results[to_confirm[k]]);
+      } catch (const SimTimeOutOfRange&) {
+        outcomes[k].beyond_clock = true;
       } catch (...) {
         std::lock_guard<std::mutex> lock(failed_mutex);
         if (!failed) failed = std::current_exception();
@@ -330,16 +343,7 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
   work();
   for (auto& th : pool) th.join();
   if (failed) std::rethrow_exception(failed);
-  bool any_beyond = false;
-  for (size_t k = 0; k < to_confirm.size(); ++k) {
-    if (!beyond_clock[k].empty()) {
-      mark_beyond_clock(results[to_confirm[k]], beyond_clock[k]);
-      any_beyond = true;
-    } else {
-      record_confirmation(results[to_confirm[k]], simulated[k]);
-    }
-  }
-  if (any_beyond) mark_pareto(results);
+  record_confirmations(results, to_confirm, outcomes);
   return recommend(results, deadline_s, budget_usd);
 }
 

@@ -102,10 +102,6 @@ inline constexpr double kConfirmTolerance = 0.10;
 // fastest answer (besides the Pareto frontier).
 inline constexpr size_t kConfirmCandidates = 4;
 
-// A configuration whose confirmation ran past the simulator's clock (SimTimeOutOfRange): it
-// cannot run as configured, so it is infeasible with that reason; mark_pareto again after.
-void mark_beyond_clock(CapacityResult& r, const std::string& why);
-
 // What capacity recommends, by simulated figures: indices into the results.
 struct Recommendation {
   std::optional<size_t> cheapest_in_deadline, fastest_in_budget;
@@ -121,11 +117,20 @@ using Simulate = std::function<std::optional<double>(const CapacityResult&)>;
 // figures (a result's cost scales with its simulated time). A result whose simulation misses the
 // deadline or the budget, or hits an OOM, is not recommended. A simulation that throws is
 // rethrown here once the others are done. The simulations run on `threads` threads (`simulate` must allow it).
-// Its parts: the results to confirm (indices), a confirmation recorded, and the recommendation from
-// the confirmations recorded.
+// Its parts: the results to confirm (indices), the confirmations recorded, and the recommendation
+// from them.
 std::vector<size_t> confirmation_list(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                                       std::optional<double> budget_usd);
-void record_confirmation(CapacityResult& r, std::optional<double> simulated_total_s);
+// What confirming one result gave: the simulated total (none: an OOM), or a run past the
+// simulator's clock (SimTimeOutOfRange), which makes the configuration infeasible with that
+// reason. Recorded for results[confirmed[k]] from outcome k; the Pareto frontier is marked again
+// when one became infeasible.
+struct CapacityConfirmation {
+  std::optional<double> total_s;
+  bool beyond_clock = false;
+};
+void record_confirmations(std::vector<CapacityResult>& results, const std::vector<size_t>& confirmed,
+                          const std::vector<CapacityConfirmation>& outcomes);
 Recommendation recommend(const std::vector<CapacityResult>& results, std::optional<double> deadline_s,
                          std::optional<double> budget_usd);
 Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::optional<double> deadline_s,

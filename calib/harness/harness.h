@@ -330,6 +330,10 @@ struct ProfileHeader {
 // check failed takes its k out of the grid, and the notes say so.
 std::string profile_json(const Results& r, const ProfileHeader& h);
 
+// Why no file can be written at `path` as given ("" when nothing says so yet): a folder, or a
+// folder that does not exist, named by the path the user gave.
+std::string output_path_problem(const std::string& path);
+
 // Writes `text` to `path` through a temporary file in the same folder and a rename, so that an
 // interrupted run leaves the old file or none, never half of one; `check`, when given, reads the
 // temporary file first and its problem ("" for none) stops the rename. "" or the problem.

@@ -481,15 +481,22 @@ std::string profile_json(const Results& r, const ProfileHeader& h) {
   return j.dump(2) + "\n";
 }
 
+std::string output_path_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) return path + " is a folder; give a file name";
+  if (!target.parent_path().empty() && !fs::is_directory(target.parent_path(), ec))
+    return "no folder " + target.parent_path().string() + " to write " + path + " in";
+  return "";
+}
+
 std::string write_atomically(const std::string& path, const std::string& text,
                              const std::function<std::string(const std::string& written)>& check) {
   namespace fs = std::filesystem;
   const fs::path target(path);
-  std::error_code probe;
   // Named as the user gave it, not as the temporary file beside it.
-  if (fs::is_directory(target, probe)) return path + " is a folder; give a file name";
-  if (!target.parent_path().empty() && !fs::is_directory(target.parent_path(), probe))
-    return "no folder " + target.parent_path().string() + " to write " + path + " in";
+  if (std::string problem = output_path_problem(path); !problem.empty()) return problem;
   fs::path tmp = target;
   tmp += ".partial." + std::to_string(::getpid());  // concurrent runs do not share it
   {

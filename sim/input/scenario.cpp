@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <limits>
 
 #include "sim/parse/reader.h"
@@ -425,16 +424,8 @@ bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out) {
       s.generated_trace = gen;
     }
     tr.finish();
-  } else if (r.read("trace", s.trace_path, Presence::optional)) {
-    const Value* tv = v.find("trace");
-    std::filesystem::path path(s.trace_path);
-    if (tv->file() && path.is_relative()) path = std::filesystem::path(tv->file()->directory) / path;
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-      r.error("trace", quote(path.lexically_normal().string()) + " is a directory, not a trace file");
-    else if (!std::filesystem::is_regular_file(path, ec))
-      r.error("trace", "no such trace file " + quote(path.lexically_normal().string()));
-    s.trace_path = path.lexically_normal().string();
+  } else {
+    r.read_file_path("trace", s.trace_path, Presence::optional, "trace file");
   }
   r.read("trace_sets_batch", s.trace_sets_batch, Presence::optional);
   r.read("steps", s.steps, Presence::optional, 1, 1000000);

@@ -1,7 +1,5 @@
 #include "sim/input/stage.h"
 
-#include <filesystem>
-
 #include "sim/parse/reader.h"
 
 #include <limits>
@@ -98,15 +96,7 @@ void parse_requests(ObjectReader& r, RolloutStage& ro) {
   }
   ObjectReader q(*v, r.pointer_of("requests"), r.diag());
   if (q.has("trace")) {
-    if (q.read("trace", ro.trace_path, Presence::required)) {
-      const Value* t = v->find("trace");
-      std::filesystem::path path(ro.trace_path);
-      if (t->file() && path.is_relative()) path = std::filesystem::path(t->file()->directory) / path;
-      ro.trace_path = path.lexically_normal().string();
-      std::error_code ec;
-      if (std::filesystem::is_directory(path, ec)) q.error("trace", quote(ro.trace_path) + " is a directory, not a trace file");
-      else if (!std::filesystem::is_regular_file(path, ec)) q.error("trace", "no such trace file " + quote(ro.trace_path));
-    }
+    q.read_file_path("trace", ro.trace_path, Presence::required, "trace file");
     q.read("step", ro.trace_step, Presence::optional, 0, int64_t{1} << 31);
   } else {
     q.read("count", ro.count, Presence::required, 1, 1 << 24);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
 #include "sim/core/assert.h"
 
@@ -120,6 +122,18 @@ bool ObjectReader::read(std::string_view key, bool& out, Presence p) {
     return false;
   }
   out = v->as_bool();
+  return true;
+}
+
+bool ObjectReader::read_file_path(std::string_view key, std::string& out, Presence p, std::string_view what) {
+  if (!read(key, out, p)) return false;
+  std::filesystem::path path(out);
+  if (const Value* v = field(key); v && v->file() && path.is_relative())
+    path = std::filesystem::path(v->file()->directory) / path;
+  out = path.lexically_normal().string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) error(key, quote(out) + " is a directory, not a " + std::string(what));
+  else if (!std::filesystem::is_regular_file(path, ec)) error(key, "no such " + std::string(what) + " " + quote(out));
   return true;
 }
 

@@ -57,6 +57,10 @@ class ObjectReader {
   bool read(std::string_view key, double& out, Presence p, double lo = -1e300, double hi = 1e300);
   bool read(std::string_view key, bool& out, Presence p);
   bool read(std::string_view key, std::string& out, Presence p);
+  // A file's path, relative to the folder of the file that names it, normalised; an error names a
+  // folder or a path with no file (`what`: "trace file"). True when it was present, whether or
+  // not the file is there.
+  bool read_file_path(std::string_view key, std::string& out, Presence p, std::string_view what);
   // A quantity: a string with a unit, or a plain number in the dimension's base unit.
   bool read_quantity(std::string_view key, Dimension dim, double& out, Presence p, double lo = 0,
                      double hi = 1e300);
