@@ -642,7 +642,12 @@ ImportResult import_launch(const ImportRequest& r) {
   p["rollout"] = layout_json(base.rollout);
   p["train"] = train_layout(base);
   p["balance_batch"] = base.balance;
-  if ((base.disaggregated || base.async) && base.staleness > 0) p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
+  if ((base.disaggregated || base.async) && base.staleness > 0) {
+    p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
+    // AReaL's rollout controller keeps submitting prompts while the version lag allows: its
+    // engines generate continuously across steps.
+    if (r.from == ImportSource::areal) p["sync"]["continuous"] = true;
+  }
   if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
   // verl's sharding managers (FSDP's full_tensor() of each parameter, Megatron's per-tensor
   // generator over tp, pp and ep) and OpenRLHF's DeepSpeed GatheredParameters make every parameter

@@ -10,7 +10,8 @@
 // - asynchronous with staleness k (disaggregated): the rollout of step t waits for the rollout of
 //   step t - 1 (the engines are busy) and for the weights of step t - k - 1; training of step t
 //   waits for its rollout and for the training of step t - 1 (AReaL, slime's async mode).
-// Partial rollout changes what a rollout generates (paused trajectories carry over), not the edges.
+// Partial rollout and continuous generation change what a rollout generates (paused trajectories
+// carry over), not the edges.
 #pragma once
 
 #include <cstdint>

@@ -179,7 +179,13 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
   } else {
     r.read("partial_rollout", p.partial_rollout, Presence::optional, 0.01, 1.0);
   }
+  r.read("continuous", p.continuous, Presence::optional);
   r.finish();
+  if (p.continuous && p.sync != SyncMode::async)
+    r.error("continuous", "continuous generation applies to \"mode\": \"async\" only",
+            "a synchronous step's rollout waits for the weights of the step before");
+  if (p.continuous && p.partial_rollout > 0)
+    r.error("continuous", "continuous generation and partial_rollout both decide when a step's rollout ends; set one");
   if (p.sync == SyncMode::async && p.staleness == 0 && r.has("staleness") && staleness_read)  // not after a range error
     r.error("staleness", "asynchronous mode needs a staleness of at least 1 step");
   if (p.sync == SyncMode::async && p.staleness == 0) p.staleness = 1;

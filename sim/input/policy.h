@@ -202,6 +202,10 @@ struct PolicySpec {
   // Partial rollout: a step's rollout ends once this fraction of its trajectories is done; the
   // others pause and go on in the next step. 0 = off.
   double partial_rollout = 0;
+  // Continuous generation (async only): the engines hold the trajectories of `staleness` steps at
+  // once, and a step's rollout ends when a batch's worth of them has finished; the unfinished go
+  // on in the next step's, their contexts prefilled again under the new weights.
+  bool continuous = false;
   ToolPolicy tool_policy = ToolPolicy::static_binding;
   Routing routing = Routing::least_loaded;
   WeightSync weight_sync = WeightSync::automatic;

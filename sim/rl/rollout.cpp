@@ -183,7 +183,7 @@ class Rollout final : public core::EventHandler {
   std::vector<uint64_t> free_calls_;
   std::vector<SimTime> last_kv_sample_;  // per engine
   int64_t finished_ = 0;                 // trajectories whose generation ended
-  int64_t stop_after_ = 0;               // partial rollout: stop at this many
+  int64_t stop_after_ = 0;               // partial or continuous rollout: stop at this many (0: never)
 };
 
 Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
@@ -272,7 +272,9 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
   result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
   result_.done.assign(in.trajectories.size(), false);
-  stop_after_ = static_cast<int64_t>(std::ceil(o.stop_fraction * static_cast<double>(in.trajectories.size())));
+  const auto n = static_cast<int64_t>(in.trajectories.size());
+  if (o.stop_count > 0 && o.stop_count < n) stop_after_ = o.stop_count;
+  else if (o.stop_fraction < 1.0) stop_after_ = static_cast<int64_t>(std::ceil(o.stop_fraction * static_cast<double>(n)));
   result_.truncated.assign(in.trajectories.size(), false);
   result_.context_tokens.assign(in.trajectories.size(), 0);
   result_.engine.assign(in.trajectories.size(), 0);
@@ -641,7 +643,7 @@ void Rollout::finish_trajectory(int64_t t) {
   result_.context_tokens[static_cast<size_t>(t)] = o_.max_context > 0 ? std::min(tr.context, o_.max_context) : tr.context;
   result_.done[static_cast<size_t>(t)] = true;
   start_reward(t);
-  if (o_.stop_fraction < 1.0 && ++finished_ >= stop_after_) sim_.stop();  // a partial rollout ends here
+  if (stop_after_ > 0 && ++finished_ >= stop_after_) sim_.stop();  // a partial or continuous rollout ends here
 }
 
 void Rollout::sample_kv(int64_t e) {

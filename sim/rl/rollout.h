@@ -55,6 +55,9 @@ struct RolloutOptions {
   // Partial rollout: stop once this fraction of trajectories ended its generation (1 = wait for
   // all). The others are reported in RolloutResult::paused.
   double stop_fraction = 1.0;
+  // Continuous generation: stop once this many trajectories ended their generation (0 = no
+  // count); the others are reported in RolloutResult::paused, as a partial rollout's are.
+  int64_t stop_count = 0;
   // Seeds the draws of tool latencies from a pool's `latency` for calls whose trace gives none.
   uint64_t seed = 1;
   bool log_iterations = false;  // keep every planned iteration in RolloutResult::iterations

@@ -79,6 +79,7 @@ class RunSimulator {
   struct StepData {
     int64_t step = 0;
     std::vector<trace::TrajectoryView> trajectories;
+    int64_t stop_count = 0;  // continuous generation: the rollout ends when this many have finished
   };
   // What a step's stages took, before the mode places them in time.
   struct StagePlan {
@@ -155,6 +156,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   RolloutOptions ro = rollout_options(s_, l.rollout);
   ro.per_iteration = o_.per_iteration;
   ro.seed = rollout_seed(s_, d.step);
+  ro.stop_count = d.stop_count;
   ro.log_iterations = static_cast<bool>(o_.on_step);
   if (o_.timeline) ro.kv_sample_interval = SimTime::from_seconds(1);
   ro.record_spans = o_.timeline;  // spans feed the timeline only: a step's can run to millions
@@ -570,10 +572,19 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     event_spill = std::make_unique<Spill<exec::ActivityRecord>>();
     counter_spill = std::make_unique<Spill<CounterSample>>();
   }
+  // Continuous generation: the engines hold the trajectories of `staleness` steps; those of the
+  // steps after this one joined earlier and come back paused with the rest of the carry.
+  const size_t held = s_.policy.continuous ? static_cast<size_t>(std::max<int64_t>(1, s_.policy.staleness)) : 1;
+  size_t joined = 0;  // steps whose trajectories have been given to the engines
   for (size_t i = 0; i < steps.size(); ++i) {
     StepData d{steps[i].step, {}};
-    d.trajectories.reserve(steps[i].end - steps[i].first);
-    for (size_t j = steps[i].first; j < steps[i].end; ++j) d.trajectories.push_back(t.trajectory(j));
+    const size_t through = std::min(steps.size(), i + held);
+    size_t fresh = 0;
+    for (size_t k = joined; k < through; ++k) fresh += steps[k].end - steps[k].first;
+    d.trajectories.reserve(fresh);
+    for (; joined < through; ++joined)
+      for (size_t j = steps[joined].first; j < steps[joined].end; ++j) d.trajectories.push_back(t.trajectory(j));
+    if (s_.policy.continuous) d.stop_count = static_cast<int64_t>(steps[i].end - steps[i].first);
     if (!carry_.empty()) {
       // Paused trajectories first: they were admitted earlier.
       std::vector<trace::TrajectoryView> merged;

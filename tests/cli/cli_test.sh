@@ -547,4 +547,18 @@ contains pad-inert-why "$tmp/err" "there is no pipeline (pp 1), so it changes no
 expect gen-zero-mean 2 "$arlsim" trace gen --response-mean 0 --out "$tmp/g.jsonl"
 contains gen-zero-mean-why "$tmp/err" "--response-mean: 0 tokens at step 1; a mean response needs at least 1 token"
 
+# Continuous generation: asynchronous only, and not beside a partial rollout.
+expect continuous-sync 2 "$arlsim" check default --set '/policy/sync={"mode":"sync","continuous":true}'
+contains continuous-sync-why "$tmp/err" '/policy/sync/continuous: continuous generation applies to "mode": "async" only'
+expect continuous-partial 2 "$arlsim" check default --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=8 \
+  --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true,"partial_rollout":0.5}'
+contains continuous-partial-why "$tmp/err" "continuous generation and partial_rollout both decide when a step's rollout ends; set one"
+expect continuous-plan 0 "$arlsim" plan default --steps 1 --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=8 \
+  --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true}' --out "$tmp/cont-plan.json"
+python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))['scenario']['policy']['sync']
+assert s.get('continuous') is True and s.get('staleness') == 2, s
+" "$tmp/cont-plan.json" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL continuous-plan-kept"; }
+
 report

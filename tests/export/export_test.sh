@@ -165,6 +165,12 @@ expect export-verl-liger 0 "$arlsim" export default --format verl --set /policy/
 contains export-verl-liger-key "$tmp/out" "actor_rollout_ref.model.use_liger=True"
 expect export-slime-eager 0 "$arlsim" export default --format slime --set '/policy/train/kernels="eager"'
 contains export-slime-eager-note "$tmp/out" "eager kernels (a Hugging Face model in eager PyTorch): slime trains with Megatron-LM's fused kernels"
+# Continuous generation: AReaL always generates so, slime's train_async.py never does; each notes the other.
+expect export-areal-whole-steps 0 "$arlsim" export disaggregated-async --format areal --set /policy/sync/staleness=2
+contains export-areal-whole-steps-note "$tmp/out" "whole-step rollouts: AReaL's engines generate continuously across steps"
+expect export-slime-continuous 0 "$arlsim" export disaggregated-async --format slime --set /policy/sync/staleness=2 \
+  --set /policy/sync/continuous=true
+contains export-slime-continuous-note "$tmp/out" "continuous generation: train_async.py generates each step's rollout whole"
 # verl's FSDP engine trains a Hugging Face model in eager PyTorch, unless Liger's kernels are patched in.
 kernels_of() {  # kernels_of LAUNCH: the imported scenario's training kernels
   "$arlsim" import "$1" --from verl --model qwen3-8b --out "$tmp/kernels.json" 2>/dev/null &&
@@ -215,13 +221,14 @@ expect_scenario slime slime slime.sh \
   "assert (p['placement'], p['rollout_gpus'], p['rollout']['tp'], p['sync']['staleness']) == ('disaggregated', 8, 2, 1); \
    assert (p['train']['tp'], p['train']['dp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 4, 'full', 9216); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], s['steps']) == (32, 8, 1, 30); \
-   assert p['train']['grad_reduce_dtype'] == 'fp32' and 'gather' not in p.get('weight_sync', {})"
+   assert p['train']['grad_reduce_dtype'] == 'fp32' and 'gather' not in p.get('weight_sync', {}); \
+   assert 'continuous' not in p['sync']"
 contains import-slime-unmodelled "$tmp/slime.err" "slime.sh:14: --eps-clip: not modelled by arlsim"
 expect_scenario areal areal areal.yaml \
   "assert (p['placement'], p['rollout_gpus'], p['rollout'], p['sync']['staleness']) == ('disaggregated', 8, {'replicas': 4, 'tp': 2}, 2); \
    assert (p['train']['dp'], p['train']['pp'], p['train']['tp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 2, 2, 'full', 10240); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (64, 8, 4, 1024); \
-   assert p['train']['packing'] == 'fit'"
+   assert p['train']['packing'] == 'fit' and p['sync']['continuous'] is True"
 contains import-areal-unmodelled "$tmp/areal.err" "areal.yaml:20: gconfig.temperature: not modelled by arlsim"
 sed 's/megatron:d2p2t2c1e1/megatron:two-by-two/' "$here/launches/areal.yaml" >"$tmp/bad.yaml"
 expect import-areal-bad 2 "$arlsim" import "$tmp/bad.yaml" --from areal --model qwen3-8b --out "$tmp/bad.json"
