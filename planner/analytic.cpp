@@ -57,7 +57,11 @@ StageCost RolloutEstimator::cost(const StepFeatures& f) const {
                    std::to_string(kv_capacity_) + " tokens"};
   if (f.trajectories == 0) return {};
   const double engines = static_cast<double>(engines_);
-  const double per_engine = static_cast<double>(f.trajectories) / engines;
+  // Generating continuously, the engines hold the trajectories of `staleness` steps, and a step
+  // ends when a batch's worth has finished: its longest trajectory spans steps and bounds none.
+  const bool continuous = s_.policy.continuous && s_.policy.staleness > 1;
+  const double held = continuous ? static_cast<double>(s_.policy.staleness) : 1.0;
+  const double per_engine = held * static_cast<double>(f.trajectories) / engines;
   const double kv = std::max(1.0, f.decode_kv_tokens);
   const auto& e = s_.workload.engine;
   const double by_cache = std::floor(static_cast<double>(kv_capacity_) / kv);
@@ -75,7 +79,8 @@ StageCost RolloutEstimator::cost(const StepFeatures& f) const {
                            im_->iteration(chunk).seconds;
   const double throughput_s = per_engine_tokens / static_cast<double>(batch) * w.a + kv_read_s + prefill_s;
   double critical_s = 0;
-  for (const auto& t : f.tail) critical_s = std::max(critical_s, t.gen_tokens * w.a + t.tool_s + kv_read_s + prefill_s);
+  if (!continuous)
+    for (const auto& t : f.tail) critical_s = std::max(critical_s, t.gen_tokens * w.a + t.tool_s + kv_read_s + prefill_s);
   return {std::max(throughput_s, critical_s), {}};
 }
 

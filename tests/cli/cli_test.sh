@@ -553,6 +553,8 @@ contains continuous-sync-why "$tmp/err" '/policy/sync/continuous: continuous gen
 expect continuous-partial 2 "$arlsim" check default --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=8 \
   --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true,"partial_rollout":0.5}'
 contains continuous-partial-why "$tmp/err" "continuous generation and partial_rollout both decide when a step's rollout ends; set one"
+expect continuous-inert 0 "$arlsim" check disaggregated-async --set /policy/sync/continuous=true
+contains continuous-inert-why "$tmp/err" "with a staleness of 1 the engines hold one step's trajectories at a time, so continuous generation changes nothing"
 expect continuous-plan 0 "$arlsim" plan default --steps 1 --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=8 \
   --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true}' --out "$tmp/cont-plan.json"
 python3 -c "

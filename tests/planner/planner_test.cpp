@@ -199,6 +199,35 @@ TEST_CASE("dispatch plan: layout-aware keeps samples on their node and stays bal
   for (int64_t r : aware.rank) CHECK((r >= 0 && r < 8));
 }
 
+TEST_CASE("analytic: continuous generation prices a step's rollout by throughput, not by its longest trajectory") {
+  const std::vector<std::string> base{"/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=8", "/policy/train/dp=4"};
+  auto with = [&](const std::string& sync) {
+    auto o = base;
+    o.push_back("/policy/sync=" + sync);
+    return scenario(o);
+  };
+  const auto whole = with(R"({"mode": "async", "staleness": 4})");
+  const auto cont = with(R"({"mode": "async", "staleness": 4, "continuous": true})");
+  const auto cont1 = with(R"({"mode": "async", "staleness": 1, "continuous": true})");
+  // 64 trajectories of 1,000 generated tokens and one of 16,000: the long one sets the whole-step
+  // rollout's time; held across steps it sets none.
+  planner::StepFeatures f;
+  f.trajectories = 64;
+  f.gen_tokens = 63 * 1000.0 + 16000.0;
+  f.prefill_tokens = 64 * 512.0;
+  f.mean_context = 1200;
+  f.max_context = 16512;
+  f.decode_kv_tokens = 1000;
+  f.tail.push_back({16000.0, 0.0});
+  const planner::RolloutEstimator ew(whole, whole.policy.rollout), ec(cont, cont.policy.rollout),
+      e1(cont1, cont1.policy.rollout);
+  const auto cw = ew.cost(f), cc = ec.cost(f), c1 = e1.cost(f);
+  REQUIRE(cw.feasible());
+  REQUIRE(cc.feasible());
+  CHECK(cc.seconds < 0.5 * cw.seconds);
+  CHECK(c1.seconds == cw.seconds);  // a staleness of 1 holds one step: the whole-step rollout
+}
+
 TEST_CASE("analytic: preparation passes are costed in the policy's layouts for them") {
   const auto own = scenario({});
   const auto separate = scenario({"/policy/ref_logprob={\"tp\": 1, \"dp\": 16}"});
