@@ -174,6 +174,7 @@ std::string plan_json(const PlanDocument& d) {
   j["schedule"] = schedule_json(pol.schedule);
   j["sync"] = {{"mode", pol.sync == input::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
   if (pol.continuous) j["sync"]["continuous"] = true;
+  if (pol.keep_kv_cache) j["sync"]["kv_cache"] = "keep";
   j["dispatch"] = {{"mode", input::dispatch_name(pol.dispatch)}};
   j["dispatch"]["balance_batch"] = std::string(input::batch_assignments().name(pol.batch_assignment));
   if (d.dispatch) j["dispatch"]["plan"] = nlohmann::ordered_json::parse(dispatch_json(*d.dispatch));

@@ -180,7 +180,12 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
     r.read("partial_rollout", p.partial_rollout, Presence::optional, 0.01, 1.0);
   }
   r.read("continuous", p.continuous, Presence::optional);
+  static const EnumName<bool> kv_cache[] = {{"recompute", false}, {"keep", true}};
+  r.read_enum("kv_cache", p.keep_kv_cache, Presence::optional, kv_cache);
   r.finish();
+  if (p.keep_kv_cache && !p.continuous)
+    r.error("kv_cache", "what the running requests keep across a weight update applies to continuous generation",
+            "set \"continuous\": true, or leave kv_cache out");
   if (p.continuous && p.sync != SyncMode::async)
     r.error("continuous", "continuous generation applies to \"mode\": \"async\" only",
             "a synchronous step's rollout waits for the weights of the step before");

@@ -206,6 +206,10 @@ struct PolicySpec {
   // once, and a step's rollout ends when a batch's worth of them has finished; the unfinished go
   // on in the next step's, their contexts prefilled again under the new weights.
   bool continuous = false;
+  // Continuous generation: the requests still running when a step's rollout ends keep their KV
+  // cache across the weight update ("keep", NeMo RL's default) instead of prefilling their
+  // contexts again ("recompute", AReaL's).
+  bool keep_kv_cache = false;
   ToolPolicy tool_policy = ToolPolicy::static_binding;
   Routing routing = Routing::least_loaded;
   WeightSync weight_sync = WeightSync::automatic;

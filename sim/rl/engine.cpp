@@ -124,6 +124,20 @@ void EngineScheduler::cache_context(const Request& r) {
   cached_blocks_ += r.blocks;
 }
 
+bool EngineScheduler::seed_resident(int64_t trajectory, int64_t tokens) {
+  if (tokens <= 0) return false;
+  const int64_t blocks = blocks_for(tokens);
+  if (blocks > free_blocks_) return false;
+  free_blocks_ -= blocks;
+  CacheEntry e = cache_entry(false, trajectory, tokens, blocks, 0, -1);
+  e.resident = true;
+  ByTrajectory& where = of(trajectory);
+  ARLSIM_ASSERT(where.cached < 0);
+  where.cached = lru_push(e);
+  cached_blocks_ += blocks;
+  return true;
+}
+
 bool EngineScheduler::evict(int64_t want) {
   if (lru_.empty()) return false;
   const int32_t first = lru_.front();
@@ -193,10 +207,12 @@ void EngineScheduler::preempt(int64_t id) {
 
 EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
   Reuse u;
-  if (!spec_.prefix_caching) return u;
+  const int32_t cached = of(r.trajectory).cached;
+  // Without prefix caching only a resident context (seed_resident) is found again.
+  if (!spec_.prefix_caching && (cached < 0 || !lru_[cached].resident)) return u;
   // The trajectory's own context from an earlier turn on this engine (whose prompt blocks, if it
   // shared its group's, must still be cached: a prefix with a hole is no hit)...
-  if (const int32_t cached = of(r.trajectory).cached; cached >= 0) {
+  if (cached >= 0) {
     const CacheEntry& e = lru_[cached];
     const SharedPrompt* sp = prompt(e.prompt_id);
     const bool whole = e.shared_tokens == 0 || (sp && sp->tokens == e.shared_tokens);
@@ -210,6 +226,7 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
     }
   }
   // ...or, for a first turn, the full blocks of its group's prompt.
+  if (!spec_.prefix_caching) return u;
   const int64_t shared = shareable_prompt(r);
   if (shared == 0) return u;  // (a later turn: no lookup)
   const SharedPrompt* sp = prompt(r.prompt_id);

@@ -131,6 +131,12 @@ class EngineScheduler {
   static constexpr size_t cache_entry_bytes() { return sizeof(CacheEntry); }
   // The trajectory's request on this engine, brought up to date, or nothing.
   std::optional<Request> find(int64_t trajectory) const;
+  // Continuous generation that keeps the KV cache across a weight update: `tokens` of the
+  // trajectory's context are already on this engine (its request ran here when the step before
+  // ended). Held as its cached context, whether or not the engine caches prefixes, so that its
+  // next admission computes only what follows. False (and nothing held) when the blocks are not
+  // free.
+  bool seed_resident(int64_t trajectory, int64_t tokens);
 
  private:
   // Block arithmetic is a shift and a mask when the block size is a power of two (the usual case):
@@ -243,6 +249,7 @@ class EngineScheduler {
     int32_t prompt_id = 0;
     bool prompt = false;
     bool erased = false;  // (a hole the front skips)
+    bool resident = false;  // a running request's KV kept across a step's end (seed_resident)
   };
   static CacheEntry cache_entry(bool prompt, int64_t key, int64_t tokens, int64_t blocks, int64_t shared_tokens,
                                 int64_t prompt_id) {
@@ -250,7 +257,7 @@ class EngineScheduler {
       ARLSIM_ASSERT(v >= INT32_MIN && v <= INT32_MAX);
       return static_cast<int32_t>(v);
     };
-    return {narrow(key), narrow(tokens), narrow(blocks), narrow(shared_tokens), narrow(prompt_id), prompt, false};
+    return {narrow(key), narrow(tokens), narrow(blocks), narrow(shared_tokens), narrow(prompt_id), prompt, false, false};
   }
   // The LRU order is the order of insertion (an entry that is used leaves, and comes back at the
   // end), so the list is a queue in a ring buffer: eviction reads its front, which is contiguous

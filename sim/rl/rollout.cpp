@@ -104,6 +104,7 @@ class Rollout final : public core::EventHandler {
     bool truncated : 1 = false;
     bool scoring : 1 = false;  // its request on an engine is the reward model's
     bool in_tool : 1 = false;  // between a tool call and its result
+    bool pinned : 1 = false;   // its next turn goes to `engine`, which holds its context's KV
   };
   static_assert(sizeof(Trajectory) == 64);
   core::Lease& lease(int64_t t, int pool) {
@@ -269,6 +270,14 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     const std::pair<int64_t, int64_t> key{view.info.step, view.info.prompt_id};
     tr.prompt = dense.emplace(key, static_cast<int32_t>(dense.size())).first->second;
   }
+  // Contexts whose KV an engine kept from the step before, held there for their next turn.
+  for (size_t t = 0; t < std::min(in.resident.size(), traj_.size()); ++t) {
+    const RolloutInput::Resident& r = in.resident[t];
+    if (r.engine < 0 || r.engine >= policy_engines_) continue;
+    if (!engines_[static_cast<size_t>(r.engine)].sched->seed_resident(static_cast<int64_t>(t), r.tokens)) continue;
+    traj_[t].engine = r.engine;
+    traj_[t].pinned = true;
+  }
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
   result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
   result_.done.assign(in.trajectories.size(), false);
@@ -404,10 +413,14 @@ void Rollout::start_turn(int64_t t) {
     finish_trajectory(t);
     return;
   }
-  RouteRequest rr{t, tr.turn, tr.engine, 0};
-  if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
-  if (router_->uses_load(rr)) refresh_loads();
-  tr.engine = static_cast<int32_t>(router_->route(rr, loads_));
+  if (tr.pinned) {
+    tr.pinned = false;  // back to the engine that kept its KV
+  } else {
+    RouteRequest rr{t, tr.turn, tr.engine, 0};
+    if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
+    if (router_->uses_load(rr)) refresh_loads();
+    tr.engine = static_cast<int32_t>(router_->route(rr, loads_));
+  }
   result_.engine[static_cast<size_t>(t)] = tr.engine;
   Request r;
   r.trajectory = t;
@@ -713,6 +726,10 @@ void Rollout::record_paused() {
     if (r) {
       p.generated = r->produced;
       p.context += r->produced;
+      if (!tr.scoring && r->state != Request::State::waiting && r->kv_tokens() > 0) {
+        p.engine = tr.engine;
+        p.kv_tokens = r->kv_tokens();
+      }
     } else if (tr.in_tool) {
       p.generated = -1;  // the turn's generation is complete; its tool call is under way
     }

@@ -73,6 +73,14 @@ struct RolloutInput {
   std::vector<std::string> tool_names;    // the trace's tool-kind table
   std::vector<SimTime> arrivals;          // per trajectory; empty: all at time zero
   std::vector<int64_t> predicted_tokens;  // per trajectory, for length-aware routing; may be empty
+  // Per trajectory (may be shorter, or empty): the policy engine that still holds `tokens` of its
+  // context's KV from the step before (continuous generation keeping the cache), or engine -1.
+  // Its first turn goes to that engine and computes only what follows.
+  struct Resident {
+    int32_t engine = -1;
+    int64_t tokens = 0;
+  };
+  std::vector<Resident> resident;
 };
 
 // One turn of one trajectory on an engine.
@@ -136,6 +144,10 @@ struct PausedTrajectory {
   int turn = 0;
   int64_t generated = 0;
   int64_t context = 0;
+  // A request running when the rollout stopped: its policy engine and the tokens of KV it held
+  // there (else engine -1).
+  int32_t engine = -1;
+  int64_t kv_tokens = 0;
 };
 
 struct RolloutResult {

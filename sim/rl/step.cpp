@@ -80,6 +80,7 @@ class RunSimulator {
     int64_t step = 0;
     std::vector<trace::TrajectoryView> trajectories;
     int64_t stop_count = 0;  // continuous generation: the rollout ends when this many have finished
+    std::vector<RolloutInput::Resident> resident;  // of the carried trajectories, which come first
   };
   // What a step's stages took, before the mode places them in time.
   struct StagePlan {
@@ -121,7 +122,7 @@ class RunSimulator {
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r);
-  trace::Trace carry_over(const StepData& d, const RolloutResult& r) const;
+  trace::Trace carry_over(const StepData& d, const RolloutResult& r, std::vector<RolloutInput::Resident>& resident) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
   void add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s);
 
@@ -135,6 +136,7 @@ class RunSimulator {
   std::vector<std::string> tool_names_;
   std::optional<Layouts> previous_;  // the layouts of the step before
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
+  std::vector<RolloutInput::Resident> carry_resident_;  // where each kept its KV (kv_cache "keep")
   std::unique_ptr<DispatchNetwork> dispatch_;
   graph::StepGraphBuilder graph_;
 };
@@ -164,6 +166,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   ro.record_tool_calls = o_.timeline;  // else the pools' times alone, which the summary reads
   RolloutInput in;
   in.trajectories = d.trajectories;
+  in.resident = d.resident;
   in.tool_names = tool_names_;
   for (const auto& t : d.trajectories) {
     const auto it = previous_tokens_.find(t.info.prompt_id);
@@ -361,11 +364,16 @@ void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x
 }
 
 // Trajectories paused by a partial rollout continue in the next step from where they stood,
-// their context prefilled again (the weights changed, so no cached KV is valid).
-trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r) const {
+// their context prefilled again (the weights changed, so no cached KV is valid), unless the
+// policy keeps the running requests' KV across the update (`resident`: where each holds it).
+trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r,
+                                      std::vector<RolloutInput::Resident>& resident) const {
   trace::Trace next;
+  resident.clear();
   std::vector<trace::Turn> turns;
   for (const auto& p : r.paused) {
+    RolloutInput::Resident kept;
+    if (s_.policy.keep_kv_cache && p.generated >= 0 && p.engine >= 0) kept = {p.engine, p.kv_tokens};
     const auto& view = d.trajectories[static_cast<size_t>(p.trajectory)];
     auto k = static_cast<size_t>(p.turn);
     turns.clear();
@@ -385,6 +393,7 @@ trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r)
     }
     turns.insert(turns.end(), view.turns.begin() + static_cast<std::ptrdiff_t>(k) + 1, view.turns.end());
     next.add(view.info, turns);
+    resident.push_back(kept);
   }
   return next;
 }
@@ -577,7 +586,8 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   const size_t held = s_.policy.continuous ? static_cast<size_t>(std::max<int64_t>(1, s_.policy.staleness)) : 1;
   size_t joined = 0;  // steps whose trajectories have been given to the engines
   for (size_t i = 0; i < steps.size(); ++i) {
-    StepData d{steps[i].step, {}};
+    StepData d;
+    d.step = steps[i].step;
     const size_t through = std::min(steps.size(), i + held);
     size_t fresh = 0;
     for (size_t k = joined; k < through; ++k) fresh += steps[k].end - steps[k].first;
@@ -591,6 +601,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       for (size_t c = 0; c < carry_.size(); ++c) merged.push_back(carry_.trajectory(c));
       merged.insert(merged.end(), d.trajectories.begin(), d.trajectories.end());
       d.trajectories = std::move(merged);
+      if (s_.policy.keep_kv_cache) d.resident = carry_resident_;
     }
     const Layouts l = layouts_at(s_.policy, d.step);
     const double overhead = s_.policy.switch_overhead_s;
@@ -647,8 +658,10 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     }
     step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
     record_lengths(d);
-    trace::Trace next = carry_over(d, p.rollout);  // built before carry_, which d still views, goes
+    std::vector<RolloutInput::Resident> resident;
+    trace::Trace next = carry_over(d, p.rollout, resident);  // built before carry_, which d still views, goes
     carry_ = std::move(next);
+    carry_resident_ = std::move(resident);
     p.rollout = {};
     step.plan = std::move(p);
     if (step.plan.oom) {

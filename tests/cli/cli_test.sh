@@ -555,12 +555,17 @@ expect continuous-partial 2 "$arlsim" check default --set '/policy/placement="di
 contains continuous-partial-why "$tmp/err" "continuous generation and partial_rollout both decide when a step's rollout ends; set one"
 expect continuous-inert 0 "$arlsim" check disaggregated-async --set /policy/sync/continuous=true
 contains continuous-inert-why "$tmp/err" "with a staleness of 1 the engines hold one step's trajectories at a time, so continuous generation changes nothing"
+expect kv-cache-needs-continuous 2 "$arlsim" check disaggregated-async --set '/policy/sync/kv_cache="keep"'
+contains kv-cache-needs-continuous-why "$tmp/err" "/policy/sync/kv_cache: what the running requests keep across a weight update applies to continuous generation"
+expect kv-cache-value 2 "$arlsim" check disaggregated-async --set '/policy/sync/kv_cache="kep"'
+contains kv-cache-value-why "$tmp/err" 'did you mean "keep"?'
 expect continuous-plan 0 "$arlsim" plan default --steps 1 --set '/policy/placement="disaggregated"' --set /policy/rollout_gpus=8 \
-  --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true}' --out "$tmp/cont-plan.json"
+  --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true,"kv_cache":"keep"}' \
+  --out "$tmp/cont-plan.json"
 python3 -c "
 import json, sys
 s = json.load(open(sys.argv[1]))['scenario']['policy']['sync']
-assert s.get('continuous') is True and s.get('staleness') == 2, s
+assert s.get('continuous') is True and s.get('staleness') == 2 and s.get('kv_cache') == 'keep', s
 " "$tmp/cont-plan.json" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL continuous-plan-kept"; }
 
 report

@@ -519,6 +519,37 @@ TEST_CASE("engine: eviction takes a cached context's last blocks first and leave
   CHECK(e.stats().preemptions == 0);
 }
 
+TEST_CASE("engine: a resident context is computed no more, with or without prefix caching") {
+  for (const bool caching : {true, false}) {
+    INFO("prefix caching " << caching);
+    input::EngineSpec spec;  // 16-token blocks
+    spec.prefix_caching = caching;
+    rl::EngineScheduler e(spec, 100);
+    CHECK_FALSE(e.seed_resident(7, 100 * 16 + 1));  // more blocks than the engine has: nothing held
+    REQUIRE(e.seed_resident(7, 640));               // 40 blocks, held as its cached context
+    CHECK(e.used_blocks() == 0);  // held as cache: evictable, not in use
+    rl::Request r;
+    r.trajectory = 7;
+    r.context = 700;
+    r.gen_target = 1;
+    e.arrive(r);
+    rl::Planned p;
+    e.plan(p);
+    // The first 640 tokens are there: the iteration prefills the other 60.
+    REQUIRE(p.chunks.size() == 1);
+    CHECK(p.chunks[0].second == 60);
+    CHECK(e.stats().cached_tokens == 640);
+    // Another trajectory's context, not resident, is prefilled whole.
+    rl::EngineScheduler f(spec, 100);
+    REQUIRE(f.seed_resident(7, 640));
+    r.trajectory = 8;
+    f.arrive(r);
+    f.plan(p);
+    REQUIRE(p.chunks.size() == 1);
+    CHECK(p.chunks[0].second == 700);
+  }
+}
+
 TEST_CASE("engine: the turn-end hint names the grouped request that ends its turn first") {
   input::EngineSpec spec;
   rl::EngineScheduler e(spec, 1000);

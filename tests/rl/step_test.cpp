@@ -118,6 +118,16 @@ TEST_CASE("step: continuous generation keeps the engines busy with later steps' 
   // The last steps leave trajectories unfinished (held for steps that never come), so fewer
   // tokens are trained on, and never more.
   CHECK(tokens_cont <= tokens_whole);
+  // Keeping the running requests' KV across the update (NeMo RL's default) spares their contexts'
+  // second prefill: the same trajectories, sooner.
+  const auto keep4 = with(R"({"mode": "async", "staleness": 4, "continuous": true, "kv_cache": "keep"})");
+  CHECK(keep4.policy.keep_kv_cache);
+  const auto r_keep4 = rl::simulate_run(keep4, t, {});
+  REQUIRE(r_keep4.steps.size() == 8);
+  CHECK(r_keep4.steps[0].stages.rollout == r_cont4.steps[0].stages.rollout);  // nothing carried into the first
+  double rollout_keep = 0;
+  for (size_t i = 0; i < 8; ++i) rollout_keep += r_keep4.steps[i].stages.rollout;
+  CHECK(rollout_keep < rollout_cont);
 }
 
 TEST_CASE("step: long contexts on one GPU per rank run out of memory, sharded ones do not") {
