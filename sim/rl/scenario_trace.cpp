@@ -130,6 +130,9 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool t
   m.trace_bytes = static_cast<double>(t.storage_bytes());
   m.cluster_bytes = model::Topology::bytes_for(s.cluster);
   const auto pools = static_cast<int64_t>(s.cluster.pools.size());
+  // Generating continuously, a step's rollout holds the trajectories of `staleness` steps (taken
+  // as that many of the step's size).
+  const int64_t held = s.policy.continuous ? std::max<int64_t>(1, s.policy.staleness) : 1;
   double largest = 0;
   for (size_t i = 0; i < t.size();) {
     const int64_t step = t.trajectory(i).info.step;
@@ -140,6 +143,9 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool t
       turns += static_cast<int64_t>(view.turns.size());
       calls += view.tool_calls();
     }
+    trajectories *= held;
+    turns *= held;
+    calls *= held;
     const RolloutOptions ro = rollout_options(s, layouts_at(s.policy, step).rollout);
     const int64_t engines = ro.engines + (ro.reward.kind == input::RewardKind::model ? ro.reward.engines : 0);
     // A run keeps no record per turn (RolloutOptions::record_turns), and one per tool call only

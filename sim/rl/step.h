@@ -69,7 +69,8 @@ trace::GenParams scenario_gen_params(const input::ScenarioSpec& s);
 // and the rollout of its largest step on its policy and reward engines (steps are simulated one
 // after another, and a step's records are dropped once its figures are kept). Not counted: a
 // timeline's records (written as the run goes, but a step's engine spans and KV samples are held
-// until it is placed) and trajectories a partial rollout carries into the next step.
+// until it is placed) and trajectories a partial rollout carries into the next step. Generating
+// continuously, the rollout holds `staleness` steps' trajectories, counted as that many of the step's.
 struct RunMemory {
   double bytes = 0;
   double trace_bytes = 0;

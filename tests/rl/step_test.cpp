@@ -593,6 +593,14 @@ TEST_CASE("step: a run's memory is its trace and the rollout records of its larg
       }
     CHECK(rl::rollout_memory_bytes(n, 0, 0, pools, engines, c) <= m.bytes - m.trace_bytes - m.cluster_bytes);
   }
+  // Generating continuously, the rollout holds the trajectories of `staleness` steps.
+  const auto cont = scenario({"/steps=3", "/trace/generate/steps=3", "/trace/generate/every=1",
+                              "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4",
+                              "/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=8", "/policy/train/dp=4",
+                              "/policy/sync={\"mode\": \"async\", \"staleness\": 3, \"continuous\": true}"});
+  const rl::RunMemory mc = rl::run_memory(cont, t);
+  CHECK(mc.trajectories == 3 * 8 * 4);
+  CHECK(mc.turns == 3 * turns);
   // Each turn record, call and trajectory adds its records.
   CHECK(rl::rollout_memory_bytes(2, 10, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
   CHECK(rl::rollout_memory_bytes(1, 11, 4, 1, 1) > rl::rollout_memory_bytes(1, 10, 4, 1, 1));
