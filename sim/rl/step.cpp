@@ -604,6 +604,8 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       if (s_.policy.keep_kv_cache) d.resident = carry_resident_;
     }
     const Layouts l = layouts_at(s_.policy, d.step);
+    // Engines relaunched in another layout keep no KV.
+    if (previous_ && !(previous_->rollout == l.rollout)) d.resident.clear();
     const double overhead = s_.policy.switch_overhead_s;
     const double switch_s = previous_ ? rollout_switch_seconds(s_, previous_->rollout, l.rollout, overhead) +
                                             train_switch_seconds(s_, previous_->train, l.train, overhead)

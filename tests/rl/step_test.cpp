@@ -128,6 +128,15 @@ TEST_CASE("step: continuous generation keeps the engines busy with later steps' 
   double rollout_keep = 0;
   for (size_t i = 0; i < 8; ++i) rollout_keep += r_keep4.steps[i].stages.rollout;
   CHECK(rollout_keep < rollout_cont);
+  // Engines relaunched in another layout keep nothing: a schedule that changes the rollout's tp
+  // at step 3 runs every step, the carried trajectories prefilled again there.
+  auto switched = base;
+  switched.push_back(R"(/policy/sync={"mode": "async", "staleness": 4, "continuous": true, "kv_cache": "keep"})");
+  switched.push_back(R"(/policy/schedule=[{"steps": "3:", "rollout": {"tp": 2}}])");
+  const auto sw = scenario(switched);
+  const auto r_sw = rl::simulate_run(sw, t, {});
+  REQUIRE(r_sw.steps.size() == 8);
+  for (const auto& st : r_sw.steps) CHECK_FALSE(st.oom);
 }
 
 TEST_CASE("step: long contexts on one GPU per rank run out of memory, sharded ones do not") {
