@@ -59,8 +59,8 @@ StageCost RolloutEstimator::cost(const StepFeatures& f) const {
   const double engines = static_cast<double>(engines_);
   // Generating continuously, the engines hold the trajectories of `staleness` steps, and a step
   // ends when a batch's worth has finished: its longest trajectory spans steps and bounds none.
-  const bool continuous = s_.policy.continuous && s_.policy.staleness > 1;
-  const double held = continuous ? static_cast<double>(s_.policy.staleness) : 1.0;
+  const bool continuous = s_.policy.continuous && s_.policy.continuous_batches > 1;
+  const double held = continuous ? static_cast<double>(s_.policy.continuous_batches) : 1.0;
   const double per_engine = held * static_cast<double>(f.trajectories) / engines;
   const double kv = std::max(1.0, f.decode_kv_tokens);
   const auto& e = s_.workload.engine;
@@ -75,7 +75,10 @@ StageCost RolloutEstimator::cost(const StepFeatures& f) const {
   const double kv_read_s = w.b * per_engine_tokens * kv;
   model::IterationBatch chunk;
   chunk.prefill.push_back({e.max_num_batched_tokens, static_cast<int64_t>(kv), true});
-  const double prefill_s = f.prefill_tokens / engines / static_cast<double>(e.max_num_batched_tokens) *
+  // Recomputing the KV after each weight update, the requests running at a step's end prefill
+  // their contexts again in the next: a batch of them an engine, half-way on average.
+  const double carried_prefill = continuous && !s_.policy.keep_kv_cache ? static_cast<double>(batch) * f.mean_context / 2 : 0.0;
+  const double prefill_s = (f.prefill_tokens / engines + carried_prefill) / static_cast<double>(e.max_num_batched_tokens) *
                            im_->iteration(chunk).seconds;
   const double throughput_s = per_engine_tokens / static_cast<double>(batch) * w.a + kv_read_s + prefill_s;
   double critical_s = 0;

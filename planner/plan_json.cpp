@@ -173,7 +173,10 @@ std::string plan_json(const PlanDocument& d) {
   j["passes"] = passes;
   j["schedule"] = schedule_json(pol.schedule);
   j["sync"] = {{"mode", pol.sync == input::SyncMode::sync ? "sync" : "async"}, {"staleness", pol.staleness}};
-  if (pol.continuous) j["sync"]["continuous"] = true;
+  if (pol.continuous) {
+    if (pol.continuous_batches == pol.staleness) j["sync"]["continuous"] = true;
+    else j["sync"]["continuous"] = pol.continuous_batches;
+  }
   if (pol.keep_kv_cache) j["sync"]["kv_cache"] = "keep";
   j["dispatch"] = {{"mode", input::dispatch_name(pol.dispatch)}};
   j["dispatch"]["balance_batch"] = std::string(input::batch_assignments().name(pol.batch_assignment));

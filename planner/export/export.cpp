@@ -477,7 +477,7 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
     else {
       opt("--train.async_enable", "--async_train", "");
       opt("--train.async_queue_size", nullptr, num(std::max<int64_t>(1, p.staleness)));
-      if (p.continuous && p.staleness > 1)
+      if (p.continuous && p.continuous_batches > 1)
         notes.push_back("continuous generation: OpenRLHF's asynchronous queue passes whole rollouts");
     }
   }
@@ -598,7 +598,7 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (w.ppo_epochs > 1) notes.push_back("PPO epochs: slime takes num_steps_per_rollout optimizer steps per rollout; one pass exported");
   const bool async = p.sync == input::SyncMode::async;
   if (async && p.staleness > 1) notes.push_back("staleness " + num(p.staleness) + ": train_async.py overlaps one rollout with training (staleness 1)");
-  if (async && p.continuous && p.staleness > 1)
+  if (async && p.continuous && p.continuous_batches > 1)
     notes.push_back("continuous generation: train_async.py generates each step's rollout whole");
   if (p.dispatch != input::DispatchMode::centralized)
     notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) + ": slime moves batches through Ray from its driver");
@@ -651,8 +651,10 @@ std::string areal_config(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (p.dispatch != input::DispatchMode::centralized)
     notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) + ": AReaL's own data path");
   if (!p.schedule.empty()) notes.push_back("a schedule of layouts: AReaL keeps one allocation per run; the first is exported");
-  if (p.sync == input::SyncMode::async && p.staleness > 1 && !p.continuous)
-    notes.push_back("whole-step rollouts: AReaL's engines generate continuously across steps (sync continuous)");
+  if (p.sync == input::SyncMode::async && (!p.continuous || p.continuous_batches != p.staleness + 1))
+    notes.push_back("AReaL's engines generate continuously, max_head_offpolicyness + 1 = " + num(p.staleness + 1) +
+                    " batches in flight; the plan " + (p.continuous ? "holds " + num(p.continuous_batches) : std::string("generates whole steps")));
+  if (p.keep_kv_cache) notes.push_back("kv_cache keep: AReaL recomputes the KV cache after a weight update");
   std::ostringstream o;
   o << header_lines("areal", s, r, notes, "");
   o << "experiment_name: " << safe_name(s.name) << "\n"

@@ -645,8 +645,8 @@ ImportResult import_launch(const ImportRequest& r) {
   if ((base.disaggregated || base.async) && base.staleness > 0) {
     p["sync"] = {{"mode", "async"}, {"staleness", base.staleness}};
     // AReaL's rollout controller keeps submitting prompts while the version lag allows: its
-    // engines generate continuously across steps.
-    if (r.from == ImportSource::areal) p["sync"]["continuous"] = true;
+    // engines generate continuously across steps, max_head_offpolicyness + 1 batches in flight.
+    if (r.from == ImportSource::areal) p["sync"]["continuous"] = base.staleness + 1;
   }
   if (reader.weight_sync_bucket_mb > 0) p["weight_sync"] = {{"bucket", std::to_string(reader.weight_sync_bucket_mb) + " MiB"}};
   // verl's sharding managers (FSDP's full_tensor() of each parameter, Megatron's per-tensor

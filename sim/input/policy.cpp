@@ -179,7 +179,16 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
   } else {
     r.read("partial_rollout", p.partial_rollout, Presence::optional, 0.01, 1.0);
   }
-  r.read("continuous", p.continuous, Presence::optional);
+  // true (the engines hold `staleness` steps' batches, as NeMo RL's collector targets the next
+  // `staleness` versions) or a number of batches (AReaL holds max_head_offpolicyness + 1).
+  int64_t batches = 0;
+  bool continuous_read = false;
+  if (const Value* c = r.usable("continuous"); c && c->is_bool()) {
+    r.read("continuous", p.continuous, Presence::optional);
+  } else if (r.read("continuous", batches, Presence::optional, 1, 65)) {
+    p.continuous = true;
+    continuous_read = true;
+  }
   static const EnumName<bool> kv_cache[] = {{"recompute", false}, {"keep", true}};
   r.read_enum("kv_cache", p.keep_kv_cache, Presence::optional, kv_cache);
   r.finish();
@@ -194,6 +203,10 @@ void parse_sync(ObjectReader& parent, PolicySpec& p) {
   if (p.sync == SyncMode::async && p.staleness == 0 && r.has("staleness") && staleness_read)  // not after a range error
     r.error("staleness", "asynchronous mode needs a staleness of at least 1 step");
   if (p.sync == SyncMode::async && p.staleness == 0) p.staleness = 1;
+  if (p.continuous) p.continuous_batches = continuous_read ? batches : std::max<int64_t>(1, p.staleness);
+  if (continuous_read && p.sync == SyncMode::async && batches > p.staleness + 1)
+    r.error("continuous", "the engines can hold at most staleness + 1 = " + std::to_string(p.staleness + 1) +
+                              " steps' batches: trajectories of a later step would be older than the staleness allows");
   if (p.sync == SyncMode::sync && p.staleness > 0)
     r.error("staleness", "staleness applies to \"mode\": \"async\" only");
 }

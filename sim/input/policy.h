@@ -202,10 +202,11 @@ struct PolicySpec {
   // Partial rollout: a step's rollout ends once this fraction of its trajectories is done; the
   // others pause and go on in the next step. 0 = off.
   double partial_rollout = 0;
-  // Continuous generation (async only): the engines hold the trajectories of `staleness` steps at
-  // once, and a step's rollout ends when a batch's worth of them has finished; the unfinished go
-  // on in the next step's, their contexts prefilled again under the new weights.
+  // Continuous generation (async only): the engines hold the trajectories of several steps at once
+  // (`continuous_batches`: `staleness` when the key is true, else its number), and a step's rollout
+  // ends when a batch's worth of them has finished; the unfinished go on in the next step's.
   bool continuous = false;
+  int64_t continuous_batches = 0;  // continuous: the steps' batches the engines hold (`staleness` when true)
   // Continuous generation: the requests still running when a step's rollout ends keep their KV
   // cache across the weight update ("keep", NeMo RL's default) instead of prefilling their
   // contexts again ("recompute", AReaL's).

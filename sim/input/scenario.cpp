@@ -302,9 +302,9 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     at.warning("train/pad_micro_batches", std::string("padding evens out the packed micro-batches of a pipeline, and there is ") +
                                               (t.pp == 1 ? "no pipeline (pp 1)" : "no token budget (max_tokens_per_gpu)") +
                                               ", so it changes nothing");
-  if (s.policy.continuous && s.policy.staleness == 1)
-    at.warning("sync/continuous", "with a staleness of 1 the engines hold one step's trajectories at a time, so continuous "
-                                  "generation changes nothing");
+  if (s.policy.continuous && s.policy.continuous_batches == 1)
+    at.warning("sync/continuous", "the engines hold one step's trajectories at a time (a staleness of 1, or continuous 1), so "
+                                  "continuous generation changes nothing");
   if (s.policy.reference_weights == ReferenceWeights::swapped && !s.workload.use_reference)
     at.warning("reference_weights", "the workload has no reference model (use_reference is false), so its weights swap nothing");
   // Training runs in the workload's dtype, so the device must have a rate for it (engines serve in

@@ -16,6 +16,17 @@ EngineScheduler::EngineScheduler(const input::EngineSpec& spec, int64_t total_bl
 void EngineScheduler::arrive(Request r) {
   r.gen_target = std::max<int64_t>(1, r.gen_target);
   r.context = std::max<int64_t>(1, r.context);
+  bool resident = false;
+  if (!resident_.empty()) {
+    if (const auto it = resident_.find(r.trajectory); it != resident_.end()) {
+      // Its KV never left: it holds those blocks and computes only the rest of its context.
+      r.resident = resident = true;
+      r.computed = std::min(it->second.tokens, r.context - 1);
+      r.blocks = it->second.blocks;
+      r.shared_tokens = 0;
+      resident_.erase(it);
+    }
+  }
   prefill_pending_ += r.context - r.computed;
   int64_t slot = 0;
   if (free_slots_.empty()) {
@@ -30,7 +41,8 @@ void EngineScheduler::arrive(Request r) {
   slots_[static_cast<size_t>(slot)].state = Request::State::waiting;
   ByTrajectory& where = of(r.trajectory);
   where.slot = static_cast<int32_t>(slot);
-  waiting_.push_back(slot);
+  if (resident) waiting_.push_front(slot);  // it was running: first in line
+  else waiting_.push_back(slot);
   // What admitting it will read of the prefix cache, by then gone cold: its earlier turn's cached
   // context, and its group's shared prompt.
   if (where.cached >= 0) __builtin_prefetch(&lru_[where.cached]);
@@ -125,16 +137,11 @@ void EngineScheduler::cache_context(const Request& r) {
 }
 
 bool EngineScheduler::seed_resident(int64_t trajectory, int64_t tokens) {
-  if (tokens <= 0) return false;
+  if (tokens <= 0 || resident_.contains(trajectory)) return false;
   const int64_t blocks = blocks_for(tokens);
   if (blocks > free_blocks_) return false;
   free_blocks_ -= blocks;
-  CacheEntry e = cache_entry(false, trajectory, tokens, blocks, 0, -1);
-  e.resident = true;
-  ByTrajectory& where = of(trajectory);
-  ARLSIM_ASSERT(where.cached < 0);
-  where.cached = lru_push(e);
-  cached_blocks_ += blocks;
+  resident_[trajectory] = {tokens, blocks};
   return true;
 }
 
@@ -207,12 +214,16 @@ void EngineScheduler::preempt(int64_t id) {
 
 EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
   Reuse u;
-  const int32_t cached = of(r.trajectory).cached;
-  // Without prefix caching only a resident context (seed_resident) is found again.
-  if (!spec_.prefix_caching && (cached < 0 || !lru_[cached].resident)) return u;
+  if (r.resident) {  // its own KV, held in use since it arrived (seed_resident)
+    u.kind = Reuse::Kind::resident;
+    u.computed = r.computed;
+    u.blocks = r.blocks;
+    return u;
+  }
+  if (!spec_.prefix_caching) return u;
   // The trajectory's own context from an earlier turn on this engine (whose prompt blocks, if it
   // shared its group's, must still be cached: a prefix with a hole is no hit)...
-  if (cached >= 0) {
+  if (const int32_t cached = of(r.trajectory).cached; cached >= 0) {
     const CacheEntry& e = lru_[cached];
     const SharedPrompt* sp = prompt(e.prompt_id);
     const bool whole = e.shared_tokens == 0 || (sp && sp->tokens == e.shared_tokens);
@@ -226,7 +237,6 @@ EngineScheduler::Reuse EngineScheduler::probe_cache(const Request& r) const {
     }
   }
   // ...or, for a first turn, the full blocks of its group's prompt.
-  if (!spec_.prefix_caching) return u;
   const int64_t shared = shareable_prompt(r);
   if (shared == 0) return u;  // (a later turn: no lookup)
   const SharedPrompt* sp = prompt(r.prompt_id);
@@ -375,7 +385,9 @@ void EngineScheduler::admit(Planned& p, int64_t& budget) {
     if (!fits(u, tokens, need)) break;
     commit_reuse(r, u);
     allocate(need);
-    stats_.cached_tokens += r.computed;
+    if (u.kind == Reuse::Kind::resident) stats_.resident_tokens += r.computed;
+    else stats_.cached_tokens += r.computed;
+    r.resident = false;
     stats_.recomputed_tokens += std::max<int64_t>(0, r.dropped - r.computed);
     r.dropped = 0;
     r.blocks += std::max<int64_t>(0, need);

@@ -20,6 +20,7 @@
 #include <deque>
 #include <optional>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/core/assert.h"
@@ -43,6 +44,7 @@ struct Request {
   int64_t prompt_id = -1;     // the group, as a small dense index (negative: shares no prompt)
   int64_t prompt_tokens = 0;  // the group's shared prompt (turn 0 only)
   bool first_token_seen = false;
+  bool resident = false;  // its context's KV stayed on the engine across a weight update (seed_resident)
 
   // The scheduler's bookkeeping (see EngineScheduler's decode group).
   enum class State : uint8_t { waiting, prefilling, decoding, grouped };
@@ -74,6 +76,7 @@ struct EngineStats {
   int64_t iterations = 0;
   int64_t prefill_tokens = 0;
   int64_t cached_tokens = 0;  // prompt and context tokens served from the prefix cache
+  int64_t resident_tokens = 0;  // context tokens whose KV stayed across a weight update (seed_resident)
   int64_t peak_blocks_used = 0;
 };
 
@@ -132,10 +135,10 @@ class EngineScheduler {
   // The trajectory's request on this engine, brought up to date, or nothing.
   std::optional<Request> find(int64_t trajectory) const;
   // Continuous generation that keeps the KV cache across a weight update: `tokens` of the
-  // trajectory's context are already on this engine (its request ran here when the step before
-  // ended). Held as its cached context, whether or not the engine caches prefixes, so that its
-  // next admission computes only what follows. False (and nothing held) when the blocks are not
-  // free.
+  // trajectory's context are already on this engine (its request was running here when the step
+  // before ended). Their blocks stay in use (neither free nor evictable), and when its request
+  // arrives it waits at the head of the queue and computes only what follows, as a request that
+  // kept running would. False (and nothing held) when the blocks are not free.
   bool seed_resident(int64_t trajectory, int64_t tokens);
 
  private:
@@ -173,7 +176,7 @@ class EngineScheduler {
   // What the prefix cache can give a request being admitted, and the blocks that leave the
   // evictable cache if it takes them.
   struct Reuse {
-    enum class Kind { none, context, prompt } kind = Kind::none;
+    enum class Kind { none, context, prompt, resident } kind = Kind::none;
     int64_t computed = 0, blocks = 0, shared_tokens = 0, leaves_cache = 0;
   };
   Reuse probe_cache(const Request& r) const;
@@ -249,7 +252,6 @@ class EngineScheduler {
     int32_t prompt_id = 0;
     bool prompt = false;
     bool erased = false;  // (a hole the front skips)
-    bool resident = false;  // a running request's KV kept across a step's end (seed_resident)
   };
   static CacheEntry cache_entry(bool prompt, int64_t key, int64_t tokens, int64_t blocks, int64_t shared_tokens,
                                 int64_t prompt_id) {
@@ -257,7 +259,7 @@ class EngineScheduler {
       ARLSIM_ASSERT(v >= INT32_MIN && v <= INT32_MAX);
       return static_cast<int32_t>(v);
     };
-    return {narrow(key), narrow(tokens), narrow(blocks), narrow(shared_tokens), narrow(prompt_id), prompt, false, false};
+    return {narrow(key), narrow(tokens), narrow(blocks), narrow(shared_tokens), narrow(prompt_id), prompt, false};
   }
   // The LRU order is the order of insertion (an entry that is used leaves, and comes back at the
   // end), so the list is a queue in a ring buffer: eviction reads its front, which is contiguous
@@ -338,6 +340,10 @@ class EngineScheduler {
   // as long as the largest id on every engine took gigabytes at 50,000 engines. Entries inline
   // (see core::IntMap): admission looks a prompt up for nearly every request it admits.
   core::IntMap<SharedPrompt> prompts_;
+  struct Resident {
+    int64_t tokens = 0, blocks = 0;
+  };
+  std::unordered_map<int64_t, Resident> resident_;  // by trajectory, until its request arrives
   SharedPrompt* prompt(int64_t id) { return id >= 0 ? prompts_.find(id) : nullptr; }
   const SharedPrompt* prompt(int64_t id) const { return id >= 0 ? prompts_.find(id) : nullptr; }
   EngineStats stats_;

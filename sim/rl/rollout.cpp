@@ -105,6 +105,8 @@ class Rollout final : public core::EventHandler {
     bool scoring : 1 = false;  // its request on an engine is the reward model's
     bool in_tool : 1 = false;  // between a tool call and its result
     bool pinned : 1 = false;   // its next turn goes to `engine`, which holds its context's KV
+    bool continues : 1 = false;  // carried over mid-way: its first turn's prefill shares no prompt
+    bool over : 1 = false;     // finished in the event that stopped the rollout, beyond its count
   };
   static_assert(sizeof(Trajectory) == 64);
   core::Lease& lease(int64_t t, int pool) {
@@ -120,6 +122,7 @@ class Rollout final : public core::EventHandler {
   void tool_granted(int64_t t);
   void tool_done(int64_t t, uint64_t call);
   void finish_trajectory(int64_t t);
+  void finish_carried(int64_t t);
   void record_paused();
   void keep_completed_iterations();
   // Applies `iterations` of engine e's plan in flight, ending at end_s: its busy time, span and
@@ -270,13 +273,17 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
     const std::pair<int64_t, int64_t> key{view.info.step, view.info.prompt_id};
     tr.prompt = dense.emplace(key, static_cast<int32_t>(dense.size())).first->second;
   }
-  // Contexts whose KV an engine kept from the step before, held there for their next turn.
-  for (size_t t = 0; t < std::min(in.resident.size(), traj_.size()); ++t) {
-    const RolloutInput::Resident& r = in.resident[t];
-    if (r.engine < 0 || r.engine >= policy_engines_) continue;
-    if (!engines_[static_cast<size_t>(r.engine)].sched->seed_resident(static_cast<int64_t>(t), r.tokens)) continue;
-    traj_[t].engine = r.engine;
-    traj_[t].pinned = true;
+  // The trajectories carried over from the rollout before: how each comes back; a context whose
+  // KV an engine kept is held there for its next turn.
+  for (size_t t = 0; t < std::min(in.carried.size(), traj_.size()); ++t) {
+    const RolloutInput::Carried& c = in.carried[t];
+    Trajectory& tr = traj_[t];
+    tr.continues = c.continues;
+    if (c.finished) continue;
+    if (c.engine < 0 || c.engine >= policy_engines_ || c.kv_tokens <= 0) continue;
+    if (!engines_[static_cast<size_t>(c.engine)].sched->seed_resident(static_cast<int64_t>(t), c.kv_tokens)) continue;
+    tr.engine = c.engine;
+    tr.pinned = true;
   }
   result_.trajectory_end.assign(in.trajectories.size(), SimTime::zero());
   result_.generation_end.assign(in.trajectories.size(), SimTime::zero());
@@ -323,7 +330,12 @@ RolloutResult Rollout::run() {
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t a, int64_t b) { return in_.predicted_tokens[a] > in_.predicted_tokens[b]; });
   for (int64_t t : order) {
-    const SimTime at = in_.arrivals.empty() ? SimTime::zero() : in_.arrivals[static_cast<size_t>(t)];
+    const auto i = static_cast<size_t>(t);
+    if (i < in_.carried.size() && in_.carried[i].finished) {
+      finish_carried(t);
+      continue;
+    }
+    const SimTime at = in_.arrivals.empty() ? SimTime::zero() : in_.arrivals[i];
     sim_.at(at, kArrivalPhase, this, encode(kTurnArrives, static_cast<uint64_t>(t)));
   }
   sim_.run();
@@ -425,7 +437,7 @@ void Rollout::start_turn(int64_t t) {
   Request r;
   r.trajectory = t;
   r.prompt_id = tr.prompt;
-  r.prompt_tokens = tr.turn == 0 ? turn.prefill_tokens : 0;
+  r.prompt_tokens = tr.turn == 0 && !tr.continues ? turn.prefill_tokens : 0;
   r.context = tr.context;
   r.gen_target = gen;
   if (o_.record_turns) {
@@ -647,9 +659,29 @@ void Rollout::tool_done(int64_t t, uint64_t call) {
   start_turn(t);
 }
 
+void Rollout::finish_carried(int64_t t) {
+  // It ended its generation in the rollout before, after the count that stopped it: done now,
+  // scored now, with the context and the engine it ended with.
+  Trajectory& tr = traj_[static_cast<size_t>(t)];
+  const trace::TrajectoryView& view = in_.trajectories[static_cast<size_t>(t)];
+  tr.context = view.context_tokens();
+  tr.turn = std::max<int32_t>(0, tr.turn_count - 1);
+  tr.truncated = o_.max_context > 0 && tr.context > o_.max_context;
+  const int32_t engine = in_.carried[static_cast<size_t>(t)].engine;
+  tr.engine = engine >= 0 && engine < policy_engines_ ? engine : 0;
+  result_.engine[static_cast<size_t>(t)] = tr.engine;
+  finish_trajectory(t);
+}
+
 void Rollout::finish_trajectory(int64_t t) {
   Trajectory& tr = traj_[static_cast<size_t>(t)];
   for (size_t p = 0; p < pools_.size(); ++p) lease(t, static_cast<int>(p)).release();
+  if (stop_after_ > 0 && finished_ >= stop_after_) {
+    // It ended in the event that reached the count: the step trains on the count, and this one
+    // waits, finished, for the next.
+    tr.over = true;
+    return;
+  }
   result_.generation_end[static_cast<size_t>(t)] = sim_.now();
   result_.truncated[static_cast<size_t>(t)] = tr.truncated;
   // What the framework keeps: at most the context limit (an observation that overran it is cut too).
@@ -720,6 +752,12 @@ void Rollout::record_paused() {
     p.trajectory = static_cast<int64_t>(t);
     p.turn = tr.turn;
     p.context = tr.context;
+    if (tr.over) {
+      p.finished = true;
+      p.engine = tr.engine;
+      result_.paused.push_back(p);
+      continue;
+    }
     // Mid-generation it keeps what it produced; waiting for a tool it resumes after the tool.
     const std::optional<Request> r =
         tr.engine >= 0 ? engines_[static_cast<size_t>(tr.engine)].sched->find(static_cast<int64_t>(t)) : std::nullopt;

@@ -73,14 +73,21 @@ struct RolloutInput {
   std::vector<std::string> tool_names;    // the trace's tool-kind table
   std::vector<SimTime> arrivals;          // per trajectory; empty: all at time zero
   std::vector<int64_t> predicted_tokens;  // per trajectory, for length-aware routing; may be empty
-  // Per trajectory (may be shorter, or empty): the policy engine that still holds `tokens` of its
-  // context's KV from the step before (continuous generation keeping the cache), or engine -1.
-  // Its first turn goes to that engine and computes only what follows.
-  struct Resident {
+  // The leading trajectories carried over from the rollout before (partial rollout, continuous
+  // generation; may be empty): how each comes back.
+  struct Carried {
+    // Its first turn continues one begun before: its prefill is its context, not its group's
+    // prompt to share.
+    bool continues = false;
+    // It had finished its generation when the rollout before stopped, beyond the count that
+    // stopped it: it is done at the start, with the engine it last ran on.
+    bool finished = false;
+    // The policy engine that still holds `kv_tokens` of its context's KV (continuous generation
+    // keeping the cache), or -1; its first turn goes there and computes only what follows.
     int32_t engine = -1;
-    int64_t tokens = 0;
+    int64_t kv_tokens = 0;
   };
-  std::vector<Resident> resident;
+  std::vector<Carried> carried;
 };
 
 // One turn of one trajectory on an engine.
@@ -148,6 +155,9 @@ struct PausedTrajectory {
   // there (else engine -1).
   int32_t engine = -1;
   int64_t kv_tokens = 0;
+  // Its generation had ended when the rollout stopped, beyond the stop count (its turn and context
+  // are then its last; `engine` the policy engine of its last turn).
+  bool finished = false;
 };
 
 struct RolloutResult {

@@ -132,7 +132,7 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool t
   const auto pools = static_cast<int64_t>(s.cluster.pools.size());
   // Generating continuously, a step's rollout holds the trajectories of `staleness` steps (taken
   // as that many of the step's size).
-  const int64_t held = s.policy.continuous ? std::max<int64_t>(1, s.policy.staleness) : 1;
+  const int64_t held = s.policy.continuous ? std::max<int64_t>(1, s.policy.continuous_batches) : 1;
   double largest = 0;
   for (size_t i = 0; i < t.size();) {
     const int64_t step = t.trajectory(i).info.step;

@@ -80,7 +80,7 @@ class RunSimulator {
     int64_t step = 0;
     std::vector<trace::TrajectoryView> trajectories;
     int64_t stop_count = 0;  // continuous generation: the rollout ends when this many have finished
-    std::vector<RolloutInput::Resident> resident;  // of the carried trajectories, which come first
+    std::vector<RolloutInput::Carried> carried;  // of the carried trajectories, which come first
   };
   // What a step's stages took, before the mode places them in time.
   struct StagePlan {
@@ -107,7 +107,7 @@ class RunSimulator {
   // switch_s: what changing to these layouts costs before the step (weight sync carries it).
   StagePlan plan_step(const StepData& d, const Layouts& l, double switch_s);
   void run_rollout(const StepData& d, const Layouts& l, StagePlan& p);
-  void record_lengths(const StepData& d);
+  void record_lengths(const StepData& d, const std::vector<bool>& done);
   void record_pools(const RolloutResult& r);
   // The stages after rollout see the finished samples: their tokens, the GPU that holds each
   // (its last turn's engine) and the training rank that takes each.
@@ -122,7 +122,7 @@ class RunSimulator {
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r);
-  trace::Trace carry_over(const StepData& d, const RolloutResult& r, std::vector<RolloutInput::Resident>& resident) const;
+  trace::Trace carry_over(const StepData& d, const RolloutResult& r, std::vector<RolloutInput::Carried>& carried) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
   void add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s);
 
@@ -136,15 +136,18 @@ class RunSimulator {
   std::vector<std::string> tool_names_;
   std::optional<Layouts> previous_;  // the layouts of the step before
   trace::Trace carry_;  // partial rollout: what paused trajectories still have to do
-  std::vector<RolloutInput::Resident> carry_resident_;  // where each kept its KV (kv_cache "keep")
+  std::vector<RolloutInput::Carried> carry_info_;  // how each carried trajectory comes back
   std::unique_ptr<DispatchNetwork> dispatch_;
   graph::StepGraphBuilder graph_;
 };
 
-void RunSimulator::record_lengths(const StepData& d) {
-  // The prompts of this step replace what was seen of them before; samples keep their index.
+void RunSimulator::record_lengths(const StepData& d, const std::vector<bool>& done) {
+  // The prompts of this step replace what was seen of them before; samples keep their index. Only
+  // what finished is seen (a trajectory carried on is not known yet).
   std::unordered_set<int64_t> fresh;
-  for (const auto& v : d.trajectories) {
+  for (size_t i = 0; i < d.trajectories.size(); ++i) {
+    if (!done.empty() && !done[i]) continue;
+    const auto& v = d.trajectories[i];
     auto& lengths = previous_tokens_[v.info.prompt_id];
     if (fresh.insert(v.info.prompt_id).second) lengths.clear();
     const auto sample = static_cast<size_t>(std::max<int32_t>(0, v.info.sample));
@@ -166,7 +169,7 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   ro.record_tool_calls = o_.timeline;  // else the pools' times alone, which the summary reads
   RolloutInput in;
   in.trajectories = d.trajectories;
-  in.resident = d.resident;
+  in.carried = d.carried;
   in.tool_names = tool_names_;
   for (const auto& t : d.trajectories) {
     const auto it = previous_tokens_.find(t.info.prompt_id);
@@ -365,16 +368,39 @@ void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x
 
 // Trajectories paused by a partial rollout continue in the next step from where they stood,
 // their context prefilled again (the weights changed, so no cached KV is valid), unless the
-// policy keeps the running requests' KV across the update (`resident`: where each holds it).
+// policy keeps the running requests' KV across the update (`carried`: how each comes back).
+// Those that finished beyond the stop count come back finished; a rollout that did not run (an
+// OOM) hands every trajectory on as it was.
 trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r,
-                                      std::vector<RolloutInput::Resident>& resident) const {
+                                      std::vector<RolloutInput::Carried>& carried) const {
   trace::Trace next;
-  resident.clear();
+  carried.clear();
+  const auto before = [&](size_t t) { return t < d.carried.size() ? d.carried[t] : RolloutInput::Carried{}; };
+  if (r.done.empty()) {
+    if (!s_.policy.continuous) return next;
+    for (size_t t = 0; t < d.trajectories.size(); ++t) {
+      const auto& view = d.trajectories[t];
+      next.add(view.info, view.turns);
+      carried.push_back(before(t));
+    }
+    return next;
+  }
   std::vector<trace::Turn> turns;
   for (const auto& p : r.paused) {
-    RolloutInput::Resident kept;
-    if (s_.policy.keep_kv_cache && p.generated >= 0 && p.engine >= 0) kept = {p.engine, p.kv_tokens};
     const auto& view = d.trajectories[static_cast<size_t>(p.trajectory)];
+    RolloutInput::Carried c;
+    c.continues = before(static_cast<size_t>(p.trajectory)).continues || p.turn > 0 || p.generated != 0;
+    if (p.finished) {
+      c.finished = true;
+      c.engine = p.engine;
+      next.add(view.info, view.turns);
+      carried.push_back(c);
+      continue;
+    }
+    if (s_.policy.keep_kv_cache && p.generated >= 0 && p.engine >= 0) {
+      c.engine = p.engine;
+      c.kv_tokens = p.kv_tokens;
+    }
     auto k = static_cast<size_t>(p.turn);
     turns.clear();
     if (p.generated >= 0) {
@@ -393,7 +419,7 @@ trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r,
     }
     turns.insert(turns.end(), view.turns.begin() + static_cast<std::ptrdiff_t>(k) + 1, view.turns.end());
     next.add(view.info, turns);
-    resident.push_back(kept);
+    carried.push_back(c);
   }
   return next;
 }
@@ -434,6 +460,7 @@ RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts
     e.rollout = l.rollout;
     e.train = l.train;
     e.rollout_s = p.times.rollout;
+    for (const auto& eng : p.rollout.engines) e.kept_kv_tokens += eng.stats.resident_tokens;
     e.iterations = std::move(p.rollout.iterations);
     e.tokens = x.tokens;
     e.producer_gpu = x.producer_gpu;
@@ -555,13 +582,32 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   for (size_t i = 0; i < t.size(); ++i) {
     const auto info = t.trajectory(i).info;
     if (o_.first_step >= 0 && info.step < o_.first_step) continue;
-    if (o_.last_step >= 0 && info.step > o_.last_step) continue;
     if (steps.empty() || steps.back().step != info.step || steps.back().end != i) steps.push_back({info.step, i, i});
     steps.back().end = i + 1;
   }
+  // Continuous generation: the engines hold the trajectories of `held` steps, the simulated ones
+  // and, past the last, the trace's next ones (a run goes on generating them; they are not
+  // reported).
+  const size_t held = s_.policy.continuous ? static_cast<size_t>(std::max<int64_t>(1, s_.policy.continuous_batches)) : 1;
+  size_t simulated = steps.size();
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (o_.last_step >= 0 && steps[i].step > o_.last_step) {
+      simulated = i;
+      break;
+    }
   const int64_t limit = o_.max_steps > 0 ? o_.max_steps : s_.steps;
-  if (static_cast<int64_t>(steps.size()) > limit) steps.resize(static_cast<size_t>(limit));
-  result_.steps_planned = static_cast<int64_t>(steps.size());
+  simulated = std::min(simulated, static_cast<size_t>(std::max<int64_t>(0, limit)));
+  steps.resize(std::min(steps.size(), simulated + held - 1));
+  for (size_t i = 1; i < steps.size() && held > 1; ++i)
+    if (steps[i].step != steps[i - 1].step + 1) {
+      result_.warnings.push_back(
+          {steps[i].step, "continuous_sampled_trace",
+           "continuous generation over a trace that keeps some steps only (step " + std::to_string(steps[i - 1].step) +
+               ", then " + std::to_string(steps[i].step) + "): the engines hold the next trajectories the trace has, "
+               "from steps further ahead than a run would generate them"});
+      break;
+    }
+  result_.steps_planned = static_cast<int64_t>(simulated);
   // First every step's costs, in order (a step's rollout depends on what the one before left
   // paused), each step's activities added to the step graph and its rollout's timeline events kept
   // relative to its start; then the graph runs on the event executor, where steps contend for
@@ -581,11 +627,9 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     event_spill = std::make_unique<Spill<exec::ActivityRecord>>();
     counter_spill = std::make_unique<Spill<CounterSample>>();
   }
-  // Continuous generation: the engines hold the trajectories of `staleness` steps; those of the
-  // steps after this one joined earlier and come back paused with the rest of the carry.
-  const size_t held = s_.policy.continuous ? static_cast<size_t>(std::max<int64_t>(1, s_.policy.staleness)) : 1;
+  // Those of the steps after this one joined earlier and come back paused with the rest of the carry.
   size_t joined = 0;  // steps whose trajectories have been given to the engines
-  for (size_t i = 0; i < steps.size(); ++i) {
+  for (size_t i = 0; i < simulated; ++i) {
     StepData d;
     d.step = steps[i].step;
     const size_t through = std::min(steps.size(), i + held);
@@ -601,11 +645,15 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       for (size_t c = 0; c < carry_.size(); ++c) merged.push_back(carry_.trajectory(c));
       merged.insert(merged.end(), d.trajectories.begin(), d.trajectories.end());
       d.trajectories = std::move(merged);
-      if (s_.policy.keep_kv_cache) d.resident = carry_resident_;
+      d.carried = carry_info_;
     }
     const Layouts l = layouts_at(s_.policy, d.step);
-    // Engines relaunched in another layout keep no KV.
-    if (previous_ && !(previous_->rollout == l.rollout)) d.resident.clear();
+    // Engines relaunched in another layout keep no KV (and their indices name other engines).
+    if (previous_ && !(previous_->rollout == l.rollout))
+      for (auto& c : d.carried) {
+        c.engine = -1;
+        c.kv_tokens = 0;
+      }
     const double overhead = s_.policy.switch_overhead_s;
     const double switch_s = previous_ ? rollout_switch_seconds(s_, previous_->rollout, l.rollout, overhead) +
                                             train_switch_seconds(s_, previous_->train, l.train, overhead)
@@ -620,6 +668,8 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     contexts.reserve(d.trajectories.size());
     for (size_t j = 0; j < d.trajectories.size(); ++j) {
       if (!p.rollout.done.empty() && !p.rollout.done[j]) continue;
+      // A continuous rollout that did not run: its own step's trajectories, not those held ahead.
+      if (p.rollout.done.empty() && d.stop_count > 0 && d.trajectories[j].info.step != d.step) continue;
       const int64_t context = j < p.rollout.context_tokens.size()
                                   ? p.rollout.context_tokens[j]
                                   : std::min(d.trajectories[j].context_tokens(), s_.workload.max_context_tokens);
@@ -659,11 +709,11 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       result_.counters.clear();
     }
     step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
-    record_lengths(d);
-    std::vector<RolloutInput::Resident> resident;
-    trace::Trace next = carry_over(d, p.rollout, resident);  // built before carry_, which d still views, goes
+    record_lengths(d, p.rollout.done);
+    std::vector<RolloutInput::Carried> carried;
+    trace::Trace next = carry_over(d, p.rollout, carried);  // built before carry_, which d still views, goes
     carry_ = std::move(next);
-    carry_resident_ = std::move(resident);
+    carry_info_ = std::move(carried);
     p.rollout = {};
     step.plan = std::move(p);
     if (step.plan.oom) {
@@ -673,7 +723,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     const bool stop = step.plan.oom && o_.stop_on_oom;
     pending.push_back(std::move(step));
     result_.steps.push_back(rec);
-    if (progress) progress(static_cast<int64_t>(i) + 1, static_cast<int64_t>(steps.size()));
+    if (progress) progress(static_cast<int64_t>(i) + 1, static_cast<int64_t>(simulated));
     if (stop) {
       result_.stopped_on_oom = true;
       break;

@@ -37,6 +37,9 @@ struct StepExecution {
   std::vector<IterationRecord> iterations;
   std::vector<int64_t> tokens, producer_gpu, rank;
   int64_t mean_len = 1, attention_len = 1;
+  // Context tokens whose KV stayed on their engines from the step before (continuous generation
+  // keeping the cache), admitted without a prefill.
+  int64_t kept_kv_tokens = 0;
 };
 
 struct RunOptions {

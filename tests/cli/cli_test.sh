@@ -554,7 +554,10 @@ expect continuous-partial 2 "$arlsim" check default --set '/policy/placement="di
   --set /policy/train/dp=4 --set '/policy/sync={"mode":"async","staleness":2,"continuous":true,"partial_rollout":0.5}'
 contains continuous-partial-why "$tmp/err" "continuous generation and partial_rollout both decide when a step's rollout ends; set one"
 expect continuous-inert 0 "$arlsim" check disaggregated-async --set /policy/sync/continuous=true
-contains continuous-inert-why "$tmp/err" "with a staleness of 1 the engines hold one step's trajectories at a time, so continuous generation changes nothing"
+contains continuous-inert-why "$tmp/err" "the engines hold one step's trajectories at a time (a staleness of 1, or continuous 1), so continuous generation changes nothing"
+expect continuous-too-many 2 "$arlsim" check disaggregated-async --set /policy/sync/continuous=3
+contains continuous-too-many-why "$tmp/err" "/policy/sync/continuous: the engines can hold at most staleness + 1 = 2 steps' batches"
+expect continuous-batches 0 "$arlsim" check disaggregated-async --set /policy/sync/continuous=2
 expect kv-cache-needs-continuous 2 "$arlsim" check disaggregated-async --set '/policy/sync/kv_cache="keep"'
 contains kv-cache-needs-continuous-why "$tmp/err" "/policy/sync/kv_cache: what the running requests keep across a weight update applies to continuous generation"
 expect kv-cache-value 2 "$arlsim" check disaggregated-async --set '/policy/sync/kv_cache="kep"'

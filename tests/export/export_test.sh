@@ -167,7 +167,7 @@ expect export-slime-eager 0 "$arlsim" export default --format slime --set '/poli
 contains export-slime-eager-note "$tmp/out" "eager kernels (a Hugging Face model in eager PyTorch): slime trains with Megatron-LM's fused kernels"
 # Continuous generation: AReaL always generates so, slime's train_async.py never does; each notes the other.
 expect export-areal-whole-steps 0 "$arlsim" export disaggregated-async --format areal --set /policy/sync/staleness=2
-contains export-areal-whole-steps-note "$tmp/out" "whole-step rollouts: AReaL's engines generate continuously across steps"
+contains export-areal-whole-steps-note "$tmp/out" "AReaL's engines generate continuously, max_head_offpolicyness + 1 = 3 batches in flight; the plan generates whole steps"
 expect export-slime-continuous 0 "$arlsim" export disaggregated-async --format slime --set /policy/sync/staleness=2 \
   --set /policy/sync/continuous=true
 contains export-slime-continuous-note "$tmp/out" "continuous generation: train_async.py generates each step's rollout whole"
@@ -228,7 +228,7 @@ expect_scenario areal areal areal.yaml \
   "assert (p['placement'], p['rollout_gpus'], p['rollout'], p['sync']['staleness']) == ('disaggregated', 8, {'replicas': 4, 'tp': 2}, 2); \
    assert (p['train']['dp'], p['train']['pp'], p['train']['tp'], p['train']['recompute'], p['train']['max_tokens_per_gpu']) == (2, 2, 2, 'full', 10240); \
    assert (w['prompts_per_step'], w['samples_per_prompt'], w['mini_batches'], w['max_prompt_tokens']) == (64, 8, 4, 1024); \
-   assert p['train']['packing'] == 'fit' and p['sync']['continuous'] is True"
+   assert p['train']['packing'] == 'fit' and p['sync']['continuous'] == 3"
 contains import-areal-unmodelled "$tmp/areal.err" "areal.yaml:20: gconfig.temperature: not modelled by arlsim"
 sed 's/megatron:d2p2t2c1e1/megatron:two-by-two/' "$here/launches/areal.yaml" >"$tmp/bad.yaml"
 expect import-areal-bad 2 "$arlsim" import "$tmp/bad.yaml" --from areal --model qwen3-8b --out "$tmp/bad.json"

@@ -226,6 +226,10 @@ TEST_CASE("analytic: continuous generation prices a step's rollout by throughput
   REQUIRE(cc.feasible());
   CHECK(cc.seconds < 0.5 * cw.seconds);
   CHECK(c1.seconds == cw.seconds);  // a staleness of 1 holds one step: the whole-step rollout
+  // Keeping the KV across the update spares the running requests' second prefill.
+  const auto keep = with(R"({"mode": "async", "staleness": 4, "continuous": true, "kv_cache": "keep"})");
+  const planner::RolloutEstimator ek(keep, keep.policy.rollout);
+  CHECK(ek.cost(f).seconds < cc.seconds);
 }
 
 TEST_CASE("analytic: preparation passes are costed in the policy's layouts for them") {

@@ -519,15 +519,22 @@ TEST_CASE("engine: eviction takes a cached context's last blocks first and leave
   CHECK(e.stats().preemptions == 0);
 }
 
-TEST_CASE("engine: a resident context is computed no more, with or without prefix caching") {
+TEST_CASE("engine: a resident context is computed no more, holds its blocks, and goes first") {
   for (const bool caching : {true, false}) {
     INFO("prefix caching " << caching);
     input::EngineSpec spec;  // 16-token blocks
     spec.prefix_caching = caching;
     rl::EngineScheduler e(spec, 100);
     CHECK_FALSE(e.seed_resident(7, 100 * 16 + 1));  // more blocks than the engine has: nothing held
-    REQUIRE(e.seed_resident(7, 640));               // 40 blocks, held as its cached context
-    CHECK(e.used_blocks() == 0);  // held as cache: evictable, not in use
+    REQUIRE(e.seed_resident(7, 640));               // 40 blocks, in use (not evictable)
+    CHECK(e.used_blocks() == 40);
+    // Another request arrives first and wants the whole cache: the resident blocks are not its to
+    // take, and the resident request, arriving later, is first in line.
+    rl::Request other;
+    other.trajectory = 8;
+    other.context = 900;  // 57 blocks: more than the 60 free once the resident one has its next block
+    other.gen_target = 1;
+    e.arrive(other);
     rl::Request r;
     r.trajectory = 7;
     r.context = 700;
@@ -535,14 +542,17 @@ TEST_CASE("engine: a resident context is computed no more, with or without prefi
     e.arrive(r);
     rl::Planned p;
     e.plan(p);
-    // The first 640 tokens are there: the iteration prefills the other 60.
-    REQUIRE(p.chunks.size() == 1);
-    CHECK(p.chunks[0].second == 60);
-    CHECK(e.stats().cached_tokens == 640);
-    // Another trajectory's context, not resident, is prefilled whole.
+    // The first 640 tokens are there: the iteration prefills the other 60, then what the budget
+    // and the free blocks leave for the other request.
+    REQUIRE(p.chunks.size() >= 1);
+    CHECK(p.batch.prefill[0].tokens == 60);
+    CHECK(p.batch.prefill[0].context == 640);
+    CHECK(e.stats().resident_tokens == 640);
+    CHECK(e.stats().cached_tokens == 0);  // not a prefix-cache hit
+    // A trajectory not resident is prefilled whole.
     rl::EngineScheduler f(spec, 100);
     REQUIRE(f.seed_resident(7, 640));
-    r.trajectory = 8;
+    r.trajectory = 9;
     f.arrive(r);
     f.plan(p);
     REQUIRE(p.chunks.size() == 1);

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <tuple>
 
 #include "sim/model/transformer.h"
@@ -115,9 +116,15 @@ TEST_CASE("step: continuous generation keeps the engines busy with later steps' 
     CHECK(r_cont4.steps[i].tokens > 0);
   }
   CHECK(rollout_cont < rollout_whole);
-  // The last steps leave trajectories unfinished (held for steps that never come), so fewer
-  // tokens are trained on, and never more.
-  CHECK(tokens_cont <= tokens_whole);
+  // The engines also hold the trace's steps 9-11, ahead of the last simulated step: the run
+  // trains on the first to finish, short ones more often, and never on more than whole steps.
+  CHECK(tokens_cont < tokens_whole);
+  // Every step trains on exactly its batch, however many ended in the event that reached it.
+  std::vector<size_t> trained;
+  rl::RunOptions count;
+  count.on_step = [&](rl::StepExecution&& e) { trained.push_back(e.tokens.size()); };
+  rl::simulate_run(cont4, t, count);
+  CHECK(trained == std::vector<size_t>(8, 32));
   // Keeping the running requests' KV across the update (NeMo RL's default) spares their contexts'
   // second prefill: the same trajectories, sooner.
   const auto keep4 = with(R"({"mode": "async", "staleness": 4, "continuous": true, "kv_cache": "keep"})");
@@ -128,15 +135,27 @@ TEST_CASE("step: continuous generation keeps the engines busy with later steps' 
   double rollout_keep = 0;
   for (size_t i = 0; i < 8; ++i) rollout_keep += r_keep4.steps[i].stages.rollout;
   CHECK(rollout_keep < rollout_cont);
-  // Engines relaunched in another layout keep nothing: a schedule that changes the rollout's tp
-  // at step 3 runs every step, the carried trajectories prefilled again there.
+  // Engines relaunched in another layout keep nothing: contexts are kept at step 2 and 3, but
+  // none at step 3 when the rollout's tp goes there from the preset's 2 to 4.
   auto switched = base;
   switched.push_back(R"(/policy/sync={"mode": "async", "staleness": 4, "continuous": true, "kv_cache": "keep"})");
-  switched.push_back(R"(/policy/schedule=[{"steps": "3:", "rollout": {"tp": 2}}])");
-  const auto sw = scenario(switched);
-  const auto r_sw = rl::simulate_run(sw, t, {});
-  REQUIRE(r_sw.steps.size() == 8);
-  for (const auto& st : r_sw.steps) CHECK_FALSE(st.oom);
+  auto kept_prefills = [&](const std::vector<std::string>& overrides) {
+    const auto sc = scenario(overrides);
+    CHECK(sc.policy.rollout.tp == 2);
+    std::map<int64_t, int64_t> kept;  // by step
+    rl::RunOptions o;
+    o.on_step = [&](rl::StepExecution&& e) { kept[e.step] = e.kept_kv_tokens; };
+    const auto r = rl::simulate_run(sc, t, o);
+    REQUIRE(r.steps.size() == 8);
+    return kept;
+  };
+  const auto same = kept_prefills(switched);
+  CHECK(same.at(2) > 0);
+  CHECK(same.at(3) > 0);
+  switched.push_back(R"(/policy/schedule=[{"steps": "3:", "rollout": {"tp": 4}}])");
+  const auto relaunched = kept_prefills(switched);
+  CHECK(relaunched.at(2) > 0);
+  CHECK(relaunched.at(3) == 0);
 }
 
 TEST_CASE("step: long contexts on one GPU per rank run out of memory, sharded ones do not") {
