@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/input/check.h"
@@ -70,6 +71,12 @@ inline input::ClusterSpec own_cluster(int64_t nodes) {
   };
   g.collective_protocols = {protocol("ring", 5), protocol("tree", 10), protocol("nvls", 20)};
   return c;
+}
+
+// The overrides, and one more after them.
+inline std::vector<std::string> plus(std::vector<std::string> overrides, std::string more) {
+  overrides.push_back(std::move(more));
+  return overrides;
 }
 
 inline input::ScenarioSpec preset_scenario(const std::string& name, const std::vector<std::string>& overrides) {

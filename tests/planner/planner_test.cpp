@@ -201,11 +201,7 @@ TEST_CASE("dispatch plan: layout-aware keeps samples on their node and stays bal
 
 TEST_CASE("analytic: continuous generation prices a step's rollout by throughput, not by its longest trajectory") {
   const std::vector<std::string> base{"/policy/placement=\"disaggregated\"", "/policy/rollout_gpus=8", "/policy/train/dp=4"};
-  auto with = [&](const std::string& sync) {
-    auto o = base;
-    o.push_back("/policy/sync=" + sync);
-    return scenario(o);
-  };
+  auto with = [&](const std::string& sync) { return scenario(test::plus(base, "/policy/sync=" + sync)); };
   const auto whole = with(R"({"mode": "async", "staleness": 4})");
   const auto cont = with(R"({"mode": "async", "staleness": 4, "continuous": true})");
   const auto cont1 = with(R"({"mode": "async", "staleness": 1, "continuous": true})");

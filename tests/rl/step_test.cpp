@@ -82,11 +82,7 @@ TEST_CASE("step: continuous generation keeps the engines busy with later steps' 
   const std::vector<std::string> base{"/steps=8", "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4",
                                       "/trace/generate/every=1", "/policy/placement=\"disaggregated\"",
                                       "/policy/rollout_gpus=8", "/policy/train/dp=4"};
-  auto with = [&](const std::string& sync) {
-    auto o = base;
-    o.push_back("/policy/sync=" + sync);
-    return scenario(o);
-  };
+  auto with = [&](const std::string& sync) { return scenario(test::plus(base, "/policy/sync=" + sync)); };
   const auto whole1 = with(R"({"mode": "async", "staleness": 1})");
   const auto cont1 = with(R"({"mode": "async", "staleness": 1, "continuous": true})");
   const auto whole4 = with(R"({"mode": "async", "staleness": 4})");
