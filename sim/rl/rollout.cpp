@@ -426,7 +426,12 @@ void Rollout::start_turn(int64_t t) {
     return;
   }
   if (tr.pinned) {
-    tr.pinned = false;  // back to the engine that kept its KV
+    tr.pinned = false;  // back to the engine that kept its KV, whose backlog a router may count
+    RouteRequest rr{t, tr.turn, -1, 0};
+    if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) {
+      rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
+      router_->placed(rr, tr.engine, loads_);
+    }
   } else {
     RouteRequest rr{t, tr.turn, tr.engine, 0};
     if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];

@@ -47,6 +47,11 @@ class LengthAware final : public RoutingPolicy {
   }
   bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0 && r.predicted_tokens <= 0; }
   bool uses_prediction(const RouteRequest& r) const override { return r.previous_engine < 0; }
+  void placed(const RouteRequest& r, int64_t engine, const EngineLoads& engines) override {
+    if (predicted_.size() != engines.size()) predicted_.reset(engines.size(), 0);
+    if (r.predicted_tokens <= 0 || engine < 0 || static_cast<size_t>(engine) >= predicted_.size()) return;
+    predicted_.set(static_cast<size_t>(engine), predicted_[static_cast<size_t>(engine)] + r.predicted_tokens);
+  }
 
  private:
   core::IndexedMin<int64_t> predicted_;  // each engine's predicted backlog

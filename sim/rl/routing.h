@@ -46,6 +46,8 @@ class RoutingPolicy {
   // Whether route() reads the request's predicted_tokens (the caller looks the prediction up only
   // then: a million trajectories' predictions are a cache miss a turn).
   virtual bool uses_prediction(const RouteRequest&) const { return false; }
+  // A request placed without route(): a turn that goes back to the engine holding its KV.
+  virtual void placed(const RouteRequest&, int64_t /*engine*/, const EngineLoads& /*engines*/) {}
 };
 
 // The routing policy the registry (input::routing_policies()) names.

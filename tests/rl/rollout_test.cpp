@@ -440,6 +440,23 @@ TEST_CASE("routing: length-aware routing places first turns by the predictions i
   };
   CHECK(engines_of(input::Routing::length_aware) == std::vector<int64_t>{0, 1, 1, 1});
   CHECK(engines_of(input::Routing::least_loaded) == std::vector<int64_t>{0, 1, 0, 1});
+  {
+    // The long one carried over with its KV kept on engine 1 goes back there, and its predicted
+    // backlog counts there: the short ones take engine 0.
+    Setup s;
+    Workload w;
+    for (int64_t i = 0; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
+    auto in = w.input();
+    in.predicted_tokens = {1000, 10, 10, 10};
+    in.carried = {{true, false, 1, 64}};
+    auto o = s.options();
+    o.engines = 2;
+    o.routing = input::Routing::length_aware;
+    const auto r = rl::simulate_rollout(o, in);
+    std::vector<int64_t> engine(4, -1);
+    for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
+    CHECK(engine == std::vector<int64_t>{1, 0, 0, 0});
+  }
   // Which policies ask for a prediction, and for which turns: the caller looks it up only then.
   const rl::RouteRequest first{0, 0, -1, 0}, later{0, 1, 1, 0};
   for (const auto r : {input::Routing::round_robin, input::Routing::least_loaded, input::Routing::sticky}) {
