@@ -418,7 +418,14 @@ int64_t EngineScheduler::window_iterations(const Planned& p, int64_t k) const {
   // Until the first request ends its turn (k), and while the cache can grow every decoding
   // request without preempting anyone. Over k iterations a request needs at most
   // ceil(k / block_size) + 1 more blocks: when even that fits, no request needs a look.
-  const int64_t available = free_blocks_ + cached_blocks_;
+  int64_t available = free_blocks_ + cached_blocks_;
+  // A waiting head that would reuse cached blocks and does not fit beside them may fit once an
+  // allocation evicts them (or their tail), as iterating shows at the next admission: then the
+  // window stops before it would evict anything.
+  if (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
+    const Reuse u = probe_cache(slots_[static_cast<size_t>(waiting_.front())]);
+    if (u.kind == Reuse::Kind::context || u.kind == Reuse::Kind::prompt) available = free_blocks_;
+  }
   const int64_t d = p.batch.decode_seqs;
   if (k <= available && d * (blocks_for(k) + 1) <= available) return k;
   auto extra_blocks = [&](int64_t iterations) {
