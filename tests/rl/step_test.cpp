@@ -115,6 +115,12 @@ TEST_CASE("step: continuous generation keeps the engines busy with later steps' 
   // The engines also hold the trace's steps 9-11, ahead of the last simulated step: the run
   // trains on the first to finish, short ones more often, and never on more than whole steps.
   CHECK(tokens_cont < tokens_whole);
+  // Event skipping and iterating agree, the cache full of carried contexts included.
+  rl::RunOptions iterate;
+  iterate.per_iteration = true;
+  const auto r_iter4 = rl::simulate_run(cont4, t, iterate);
+  REQUIRE(r_iter4.steps.size() == 8);
+  for (size_t i = 0; i < 8; ++i) CHECK(r_iter4.steps[i].stages.rollout == doctest::Approx(r_cont4.steps[i].stages.rollout).epsilon(1e-9));
   // Every step trains on exactly its batch, however many ended in the event that reached it.
   std::vector<size_t> trained;
   rl::RunOptions count;
