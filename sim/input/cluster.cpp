@@ -134,7 +134,8 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   bool gpu_ok = false;
   if (const Value* g = r.field("gpu", Presence::required)) gpu_ok = parse_gpu_profile(*g, r.pointer_of("gpu"), diag, c.gpu);
   r.read("nodes", c.nodes, Presence::optional, 1, kMaxNodes);
-  r.read("gpus_per_node", c.gpus_per_node, Presence::required, 1, 64);
+  // Up to an NVLink domain's GPUs: a GB200 NVL72 rack is one node, an NVL576 domain at most.
+  r.read("gpus_per_node", c.gpus_per_node, Presence::required, 1, 576);
   c.gpu_link = c.gpu.gpu_link;
   c.nic_bandwidth_bytes_per_s = c.gpu.nic_bandwidth_bytes_per_s;
   parse_gpu_link(r, c);
