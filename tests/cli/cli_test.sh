@@ -571,4 +571,17 @@ s = json.load(open(sys.argv[1]))['scenario']['policy']['sync']
 assert s.get('continuous') is True and s.get('staleness') == 2 and s.get('kv_cache') == 'keep', s
 " "$tmp/cont-plan.json" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL continuous-plan-kept"; }
 
+# GB200 NVL72: a rack's NVLink domain is one node, used whole or in part; no more than an NVL576.
+cat >"$tmp/gb200.json" <<'JSON'
+{"format": "arlsim-scenario/1", "name": "gb200-part", "extends": "default",
+ "cluster": {"extends": "gb200-nvl72", "gpu": "gb200", "nodes": 1, "gpus_per_node": 64, "host_memory": "15360 GB"},
+ "policy": {"train": {"tp": 8, "dp": 8}, "rollout": {"tp": 8}}}
+JSON
+expect gb200-rack 0 "$arlsim" check "$tmp/gb200.json"
+contains gb200-rack-what "$tmp/out" "on 1 x 64 gb200"
+expect gb200-too-wide 2 "$arlsim" check "$tmp/gb200.json" --set /cluster/gpus_per_node=577
+contains gb200-too-wide-why "$tmp/err" "/cluster/gpus_per_node: expected an integer between 1 and 576, got 577"
+expect gb200-no-pageable 2 "$arlsim" check "$tmp/gb200.json" --set '/policy/weight_sync={"state": "to-cpu"}'
+contains gb200-no-pageable-why "$tmp/err" "GPU profile gb200 gives no rates for it"
+
 report
