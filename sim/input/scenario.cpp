@@ -143,9 +143,18 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   const WorkloadSpec& w = s.workload;
   if (w.mini_batches > 0 && t.dp > 0) {
     const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
-    if (per_mini_batch % t.dp != 0)
-      at.error(std::string(where) + "/dp", "a mini-batch of " + n(per_mini_batch) +
-                                               " trajectories does not split evenly over dp = " + n(t.dp));
+    if (per_mini_batch % t.dp != 0) {
+      const std::string uneven =
+          "a mini-batch of " + n(per_mini_batch) + " trajectories does not split evenly over dp = " + n(t.dp);
+      // Packed first fit into token budgets, as AReaL splits a batch by tokens, the ranks take
+      // their samples balanced by tokens, however many; verl, NeMo RL and OpenRLHF split by count.
+      if (t.fit_packing && t.max_tokens_per_gpu > 0)
+        at.warning(std::string(where) + "/dp", uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " +
+                                                   n(per_mini_batch / t.dp + 1) + ", balanced by tokens, as AReaL splits "
+                                                   "a batch; verl, NeMo RL and OpenRLHF require an even split");
+      else
+        at.error(std::string(where) + "/dp", uneven);
+    }
   }
 }
 

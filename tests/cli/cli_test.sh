@@ -584,4 +584,12 @@ contains gb200-too-wide-why "$tmp/err" "/cluster/gpus_per_node: expected an inte
 expect gb200-no-pageable 2 "$arlsim" check "$tmp/gb200.json" --set '/policy/weight_sync={"state": "to-cpu"}'
 contains gb200-no-pageable-why "$tmp/err" "GPU profile gb200 gives no rates for it"
 
+# A mini-batch that does not split evenly over dp: refused, but for first-fit packing into token
+# budgets (AReaL's split by tokens), where the ranks take their samples balanced by tokens.
+expect uneven-dp 2 "$arlsim" check default --set /cluster/nodes=3 --set /policy/train/dp=12
+contains uneven-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 128 trajectories does not split evenly over dp = 12"
+expect uneven-dp-fit 0 "$arlsim" simulate default --set /cluster/nodes=3 --set /policy/train/dp=12 \
+  --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --steps 1:1
+contains uneven-dp-fit-why "$tmp/err" "the ranks take 10 or 11, balanced by tokens, as AReaL splits a batch"
+
 report
