@@ -592,4 +592,13 @@ expect uneven-dp-fit 0 "$arlsim" simulate default --set /cluster/nodes=3 --set /
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --steps 1:1
 contains uneven-dp-fit-why "$tmp/err" "the ranks take 10 or 11, balanced by tokens, as AReaL splits a batch"
 
+# H800: an H100 with NVLink at 200 GB/s a direction; the same step trains slower where its tensor parallelism crosses NVLink.
+"$arlsim" simulate default --steps 1 --json >"$tmp/h100.json" 2>/dev/null
+"$arlsim" simulate default --steps 1 --json --set '/cluster/gpu="h800-sxm"' >"$tmp/h800.json" 2>/dev/null
+python3 -c "
+import json, sys
+a, b = (json.load(open(f))['steps'][0]['stages'] for f in sys.argv[1:])
+assert b['train'] > a['train'] and b['rollout'] >= a['rollout'], (a, b)
+" "$tmp/h100.json" "$tmp/h800.json" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL h800-slower-link"; }
+
 report
