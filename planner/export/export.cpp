@@ -752,6 +752,15 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
       out.notes.push_back("pipeline micro-batches padded to the longest (NeMo RL's Megatron worker): the framework runs "
                           "each at its own length");
   }
+  if (r.format != ExportFormat::json && s.cluster.host_gpus() < s.cluster.gpus_per_node)
+    out.notes.push_back("a node here is an NVLink domain of " + num(s.cluster.gpus_per_node) + " GPUs, hosts of " +
+                        num(s.cluster.host_gpus()) + ": the GPU counts per node below are the domain's; Slurm, Ray "
+                        "and the framework count hosts (" + num(s.cluster.total_gpus() / s.cluster.host_gpus()) + " of " +
+                        num(s.cluster.host_gpus()) + " GPUs), so set them so and keep each domain's hosts together");
+  if (r.format != ExportFormat::json && target != ExportFormat::areal && w.mini_batches > 0 && tl.dp > 0 &&
+      w.trajectories_per_step() / w.mini_batches % tl.dp != 0)
+    out.notes.push_back("a mini-batch of " + num(w.trajectories_per_step() / w.mini_batches) + " trajectories does not "
+                        "split evenly over dp = " + num(tl.dp) + ": the framework requires it to");
   if (r.format == ExportFormat::json) {
     if (r.document) out.text = document_json(*r.document);
     else out.error = "no document to write";

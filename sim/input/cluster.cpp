@@ -136,6 +136,9 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   r.read("nodes", c.nodes, Presence::optional, 1, kMaxNodes);
   // Up to an NVLink domain's GPUs: a GB200 NVL72 rack is one node, an NVL576 domain at most.
   r.read("gpus_per_node", c.gpus_per_node, Presence::required, 1, 576);
+  if (r.read("gpus_per_host", c.gpus_per_host, Presence::optional, 1, 576) && c.gpus_per_node % c.gpus_per_host != 0)
+    r.error("gpus_per_host", "a node's " + std::to_string(c.gpus_per_node) + " GPUs are not whole hosts of " +
+                                 std::to_string(c.gpus_per_host));
   c.gpu_link = c.gpu.gpu_link;
   c.nic_bandwidth_bytes_per_s = c.gpu.nic_bandwidth_bytes_per_s;
   parse_gpu_link(r, c);

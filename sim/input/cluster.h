@@ -43,6 +43,10 @@ struct ClusterSpec {
   GpuProfile gpu;
   int64_t nodes = 1;
   int64_t gpus_per_node = 8;
+  // The GPUs of one host (what Slurm and Ray call a node) when a node is an NVLink domain of
+  // several hosts (a GB200 NVL72 rack's compute trays of 4); 0: gpus_per_node.
+  int64_t gpus_per_host = 0;
+  int64_t host_gpus() const { return gpus_per_host > 0 ? gpus_per_host : gpus_per_node; }
   Link gpu_link;  // defaults to the profile's
   std::string intra_node_topology = "nvswitch";
   double nic_bandwidth_bytes_per_s = 0;  // per GPU; defaults to the profile's

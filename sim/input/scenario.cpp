@@ -148,7 +148,7 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
           "a mini-batch of " + n(per_mini_batch) + " trajectories does not split evenly over dp = " + n(t.dp);
       // Packed first fit into token budgets, as AReaL splits a batch by tokens, the ranks take
       // their samples balanced by tokens, however many; verl, NeMo RL and OpenRLHF split by count.
-      if (t.fit_packing && t.max_tokens_per_gpu > 0)
+      if (t.fit_packing && t.max_tokens_per_gpu > 0 && per_mini_batch >= t.dp)
         at.warning(std::string(where) + "/dp", uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " +
                                                    n(per_mini_batch / t.dp + 1) + ", balanced by tokens, as AReaL splits "
                                                    "a batch; verl, NeMo RL and OpenRLHF require an even split");
@@ -311,6 +311,16 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     at.warning("train/pad_micro_batches", std::string("padding evens out the packed micro-batches of a pipeline, and there is ") +
                                               (t.pp == 1 ? "no pipeline (pp 1)" : "no token budget (max_tokens_per_gpu)") +
                                               ", so it changes nothing");
+  // Groups laid out one after another tile a node only when their size divides it (or it theirs):
+  // otherwise some straddle two nodes, and are priced as if their links were the node's.
+  const int64_t per_node = s.cluster.gpus_per_node;
+  const auto straddles = [&](int64_t g) { return g > 1 && per_node % g != 0 && g % per_node != 0; };
+  if (const int64_t g = s.policy.rollout.gpus_per_engine(); straddles(g) && s.rollout_gpus() % g == 0)
+    at.warning("rollout", "engines of " + std::to_string(g) + " GPUs do not tile nodes of " + std::to_string(per_node) +
+                              ": some straddle two nodes and are priced as if on one");
+  if (straddles(s.policy.train.tp))
+    at.warning("train/tp", "tensor-parallel groups of " + std::to_string(s.policy.train.tp) + " do not tile nodes of " +
+                               std::to_string(per_node) + ": some straddle two nodes and are priced as if on one");
   if (s.policy.continuous && s.policy.continuous_batches == 1)
     at.warning("sync/continuous", "the engines hold one step's trajectories at a time (a staleness of 1, or continuous 1), so "
                                   "continuous generation changes nothing");

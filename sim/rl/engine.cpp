@@ -419,12 +419,19 @@ int64_t EngineScheduler::window_iterations(const Planned& p, int64_t k) const {
   // request without preempting anyone. Over k iterations a request needs at most
   // ceil(k / block_size) + 1 more blocks: when even that fits, no request needs a look.
   int64_t available = free_blocks_ + cached_blocks_;
-  // A waiting head that would reuse cached blocks and does not fit beside them may fit once an
-  // allocation evicts them (or their tail), as iterating shows at the next admission: then the
-  // window stops before it would evict anything.
+  // A waiting head that would reuse cached blocks it does not fit beside may fit once an
+  // allocation evicts them, taken without its hit (evicting moves blocks from cached to free and
+  // leaves their sum), as iterating shows at the next admission: when it could, the window stops
+  // before it would evict anything.
   if (!waiting_.empty() && static_cast<int64_t>(running_.size()) < spec_.max_num_seqs) {
-    const Reuse u = probe_cache(slots_[static_cast<size_t>(waiting_.front())]);
-    if (u.kind == Reuse::Kind::context || u.kind == Reuse::Kind::prompt) available = free_blocks_;
+    const Request& head = slots_[static_cast<size_t>(waiting_.front())];
+    const Reuse u = probe_cache(head);
+    const int64_t budget = spec_.max_num_batched_tokens - p.batch.decode_seqs;
+    if ((u.kind == Reuse::Kind::context || u.kind == Reuse::Kind::prompt) && u.leaves_cache > 0 && budget > 0 &&
+        (spec_.chunked_prefill || head.context <= budget)) {
+      const int64_t tokens = spec_.chunked_prefill ? std::min(head.context, budget) : head.context;
+      if (free_blocks_ + cached_blocks_ + 2 >= blocks_for(tokens)) available = free_blocks_;  // +2: rounding
+    }
   }
   const int64_t d = p.batch.decode_seqs;
   if (k <= available && d * (blocks_for(k) + 1) <= available) return k;

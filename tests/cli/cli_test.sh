@@ -581,6 +581,13 @@ expect gb200-rack 0 "$arlsim" check "$tmp/gb200.json"
 contains gb200-rack-what "$tmp/out" "on 1 x 64 gb200"
 expect gb200-too-wide 2 "$arlsim" check "$tmp/gb200.json" --set /cluster/gpus_per_node=577
 contains gb200-too-wide-why "$tmp/err" "/cluster/gpus_per_node: expected an integer between 1 and 576, got 577"
+expect gb200-straddle 0 "$arlsim" check "$tmp/gb200.json" --set /cluster/gpus_per_node=72 --set /cluster/nodes=2 \
+  --set /policy/rollout/tp=16 --set /policy/train/dp=18 --set /workload/prompts_per_step=72 --set /workload/mini_batches=1
+contains gb200-straddle-why "$tmp/err" "/policy/rollout: engines of 16 GPUs do not tile nodes of 72: some straddle two nodes"
+expect gb200-hosts-whole 2 "$arlsim" check "$tmp/gb200.json" --set /cluster/gpus_per_host=5
+contains gb200-hosts-whole-why "$tmp/err" "/cluster/gpus_per_host: a node's 64 GPUs are not whole hosts of 5"
+expect gb200-export-hosts 0 "$arlsim" export "$tmp/gb200.json" --format slurm
+contains gb200-export-hosts-why "$tmp/err" "a node here is an NVLink domain of 64 GPUs, hosts of 4"
 expect gb200-no-pageable 2 "$arlsim" check "$tmp/gb200.json" --set '/policy/weight_sync={"state": "to-cpu"}'
 contains gb200-no-pageable-why "$tmp/err" "GPU profile gb200 gives no rates for it"
 
@@ -591,6 +598,9 @@ contains uneven-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 128 traject
 expect uneven-dp-fit 0 "$arlsim" simulate default --set /cluster/nodes=3 --set /policy/train/dp=12 \
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --steps 1:1
 contains uneven-dp-fit-why "$tmp/err" "the ranks take 10 or 11, balanced by tokens, as AReaL splits a batch"
+expect fewer-than-dp 2 "$arlsim" check default --set /cluster/nodes=3 --set /policy/train/dp=12 \
+  --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /workload/mini_batches=64
+contains fewer-than-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 8 trajectories does not split evenly over dp = 12"
 
 # H800: an H100 with NVLink at 200 GB/s a direction; the same step trains slower where its tensor parallelism crosses NVLink.
 "$arlsim" simulate default --steps 1 --json >"$tmp/h100.json" 2>/dev/null
