@@ -22,7 +22,7 @@ void parse_network(ObjectReader& parent, ClusterSpec& c) {
                   1e6, kMaxBandwidth);
   r.read_quantity("nic_bandwidth", Dimension::bytes_per_s, c.nic_bandwidth_bytes_per_s, Presence::optional, 1e6,
                   kMaxBandwidth);
-  r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 64);
+  r.read("nics_per_node", c.nics_per_node, Presence::optional, 1, 576);
   r.reject("latency", "links are modelled by bandwidth alone; latency comes from the GPU profile's collective_protocols", "remove it");
   r.finish();
 }

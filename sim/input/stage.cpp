@@ -163,7 +163,7 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
   r.read_enum("dtype", s.dtype, Presence::optional, dtypes);
   r.read("memory_fraction", s.usable_memory_fraction, Presence::optional, 0.05, 1.0);
   int64_t gpus_per_node = 8;
-  r.read("gpus_per_node", gpus_per_node, Presence::optional, 1, 64);
+  r.read("gpus_per_node", gpus_per_node, Presence::optional, 1, 576);
   switch (s.kind) {
     case StageKind::train: parse_train_stage(r, s); break;
     case StageKind::inference: parse_inference_stage(r, s); break;
