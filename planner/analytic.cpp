@@ -57,10 +57,10 @@ StageCost RolloutEstimator::cost(const StepFeatures& f) const {
                    std::to_string(kv_capacity_) + " tokens"};
   if (f.trajectories == 0) return {};
   const double engines = static_cast<double>(engines_);
-  // Generating continuously, the engines hold the trajectories of `staleness` steps, and a step
-  // ends when a batch's worth has finished: its longest trajectory spans steps and bounds none.
-  const bool continuous = s_.policy.continuous && s_.policy.continuous_batches > 1;
-  const double held = continuous ? static_cast<double>(s_.policy.continuous_batches) : 1.0;
+  // Generating continuously, the engines hold the trajectories of several steps, and a step ends
+  // when a batch's worth has finished: its longest trajectory spans steps and bounds none.
+  const double held = static_cast<double>(s_.policy.batches_held());
+  const bool continuous = held > 1;
   const double per_engine = held * static_cast<double>(f.trajectories) / engines;
   const double kv = std::max(1.0, f.decode_kv_tokens);
   const auto& e = s_.workload.engine;

@@ -477,7 +477,7 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
     else {
       opt("--train.async_enable", "--async_train", "");
       opt("--train.async_queue_size", nullptr, num(std::max<int64_t>(1, p.staleness)));
-      if (p.continuous && p.continuous_batches > 1)
+      if (p.batches_held() > 1)
         notes.push_back("continuous generation: OpenRLHF's asynchronous queue passes whole rollouts");
     }
   }
@@ -598,7 +598,7 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (w.ppo_epochs > 1) notes.push_back("PPO epochs: slime takes num_steps_per_rollout optimizer steps per rollout; one pass exported");
   const bool async = p.sync == input::SyncMode::async;
   if (async && p.staleness > 1) notes.push_back("staleness " + num(p.staleness) + ": train_async.py overlaps one rollout with training (staleness 1)");
-  if (async && p.continuous && p.continuous_batches > 1)
+  if (async && p.batches_held() > 1)
     notes.push_back("continuous generation: train_async.py generates each step's rollout whole");
   if (p.dispatch != input::DispatchMode::centralized)
     notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) + ": slime moves batches through Ray from its driver");

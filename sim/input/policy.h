@@ -3,6 +3,7 @@
 // of layout switches over steps (EARL's parallelism selector writes one).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -207,6 +208,8 @@ struct PolicySpec {
   // ends when a batch's worth of them has finished; the unfinished go on in the next step's.
   bool continuous = false;
   int64_t continuous_batches = 0;  // continuous: the steps' batches the engines hold (`staleness` when true)
+  // The steps' batches the engines hold at once: 1 but for continuous generation.
+  int64_t batches_held() const { return continuous ? std::max<int64_t>(1, continuous_batches) : 1; }
   // Continuous generation: the requests still running when a step's rollout ends keep their KV
   // cache across the weight update ("keep", NeMo RL's default) instead of prefilling their
   // contexts again ("recompute", AReaL's).

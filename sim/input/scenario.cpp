@@ -321,7 +321,7 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   if (straddles(s.policy.train.tp))
     at.warning("train/tp", "tensor-parallel groups of " + std::to_string(s.policy.train.tp) + " do not tile nodes of " +
                                std::to_string(per_node) + ": some straddle two nodes and are priced as if on one");
-  if (s.policy.continuous && s.policy.continuous_batches == 1)
+  if (s.policy.continuous && s.policy.batches_held() == 1)
     at.warning("sync/continuous", "the engines hold one step's trajectories at a time (a staleness of 1, or continuous 1), so "
                                   "continuous generation changes nothing");
   if (s.policy.reference_weights == ReferenceWeights::swapped && !s.workload.use_reference)

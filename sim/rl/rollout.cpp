@@ -425,16 +425,12 @@ void Rollout::start_turn(int64_t t) {
     finish_trajectory(t);
     return;
   }
+  RouteRequest rr{t, tr.turn, tr.pinned ? -1 : tr.engine, 0};
+  if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
   if (tr.pinned) {
     tr.pinned = false;  // back to the engine that kept its KV, whose backlog a router may count
-    RouteRequest rr{t, tr.turn, -1, 0};
-    if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) {
-      rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
-      router_->placed(rr, tr.engine, loads_);
-    }
+    router_->placed(rr, tr.engine, loads_);
   } else {
-    RouteRequest rr{t, tr.turn, tr.engine, 0};
-    if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
     if (router_->uses_load(rr)) refresh_loads();
     tr.engine = static_cast<int32_t>(router_->route(rr, loads_));
   }

@@ -39,21 +39,25 @@ class LengthAware final : public RoutingPolicy {
  public:
   int64_t route(const RouteRequest& r, const EngineLoads& engines) override {
     if (r.previous_engine >= 0) return r.previous_engine;
-    if (predicted_.size() != engines.size()) predicted_.reset(engines.size(), 0);
     if (r.predicted_tokens <= 0) return static_cast<int64_t>(engines.min_index());
+    sized(engines);
     const size_t best = predicted_.min_index();
-    predicted_.set(best, predicted_[best] + r.predicted_tokens);
+    add(best, r.predicted_tokens);
     return static_cast<int64_t>(best);
   }
   bool uses_load(const RouteRequest& r) const override { return r.previous_engine < 0 && r.predicted_tokens <= 0; }
   bool uses_prediction(const RouteRequest& r) const override { return r.previous_engine < 0; }
   void placed(const RouteRequest& r, int64_t engine, const EngineLoads& engines) override {
-    if (predicted_.size() != engines.size()) predicted_.reset(engines.size(), 0);
-    if (r.predicted_tokens <= 0 || engine < 0 || static_cast<size_t>(engine) >= predicted_.size()) return;
-    predicted_.set(static_cast<size_t>(engine), predicted_[static_cast<size_t>(engine)] + r.predicted_tokens);
+    sized(engines);
+    if (r.predicted_tokens > 0 && engine >= 0 && static_cast<size_t>(engine) < predicted_.size())
+      add(static_cast<size_t>(engine), r.predicted_tokens);
   }
 
  private:
+  void sized(const EngineLoads& engines) {
+    if (predicted_.size() != engines.size()) predicted_.reset(engines.size(), 0);
+  }
+  void add(size_t engine, int64_t tokens) { predicted_.set(engine, predicted_[engine] + tokens); }
   core::IndexedMin<int64_t> predicted_;  // each engine's predicted backlog
 };
 

@@ -130,9 +130,9 @@ RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool t
   m.trace_bytes = static_cast<double>(t.storage_bytes());
   m.cluster_bytes = model::Topology::bytes_for(s.cluster);
   const auto pools = static_cast<int64_t>(s.cluster.pools.size());
-  // Generating continuously, a step's rollout holds the trajectories of `staleness` steps (taken
-  // as that many of the step's size).
-  const int64_t held = s.policy.continuous ? std::max<int64_t>(1, s.policy.continuous_batches) : 1;
+  // Generating continuously, a step's rollout holds the trajectories of several steps (taken as
+  // that many of the step's size).
+  const int64_t held = s.policy.batches_held();
   double largest = 0;
   for (size_t i = 0; i < t.size();) {
     const int64_t step = t.trajectory(i).info.step;

@@ -588,7 +588,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
   // Continuous generation: the engines hold the trajectories of `held` steps, the simulated ones
   // and, past the last, the trace's next ones (a run goes on generating them; they are not
   // reported).
-  const size_t held = s_.policy.continuous ? static_cast<size_t>(std::max<int64_t>(1, s_.policy.continuous_batches)) : 1;
+  const auto held = static_cast<size_t>(s_.policy.batches_held());
   size_t simulated = steps.size();
   for (size_t i = 0; i < steps.size(); ++i)
     if (o_.last_step >= 0 && steps[i].step > o_.last_step) {
@@ -645,7 +645,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
       for (size_t c = 0; c < carry_.size(); ++c) merged.push_back(carry_.trajectory(c));
       merged.insert(merged.end(), d.trajectories.begin(), d.trajectories.end());
       d.trajectories = std::move(merged);
-      d.carried = carry_info_;
+      d.carried = std::move(carry_info_);
     }
     const Layouts l = layouts_at(s_.policy, d.step);
     // Engines relaunched in another layout keep no KV (and their indices name other engines).
