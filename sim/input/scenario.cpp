@@ -149,9 +149,12 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
       // Packed first fit into token budgets, as AReaL splits a batch by tokens, the ranks take
       // their samples balanced by tokens, however many; verl, NeMo RL and OpenRLHF split by count.
       if (t.fit_packing && t.max_tokens_per_gpu > 0 && per_mini_batch >= t.dp)
-        at.warning(std::string(where) + "/dp", uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " +
-                                                   n(per_mini_batch / t.dp + 1) + ", balanced by tokens, as AReaL splits "
-                                                   "a batch; verl, NeMo RL and OpenRLHF require an even split");
+        at.warning(std::string(where) + "/dp",
+                   uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " + n(per_mini_batch / t.dp + 1) +
+                       (s.policy.batch_assignment == BatchAssignment::in_order
+                            ? ", consecutive in order (balance_batch is false), where AReaL balances them by tokens"
+                            : ", balanced by tokens, as AReaL splits a batch") +
+                       "; verl, NeMo RL and OpenRLHF require an even split");
       else
         at.error(std::string(where) + "/dp", uneven);
     }

@@ -693,9 +693,14 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     if (p.uninterleavable > 0)
       result_.warnings.push_back(
           {d.step, "interleaved_micro_batches",
-           "a data rank has " + std::to_string(p.uninterleavable) + " micro-batches in a mini-batch, which Megatron's "
+           "a data rank has " + std::to_string(p.uninterleavable) + (p.uninterleavable == 1 ? " micro-batch" : " micro-batches") +
+               " in a mini-batch, which Megatron's "
            "interleaved schedule (vpp = " + std::to_string(l.train.vpp) + ") refuses: it takes them in multiples of pp = " +
-           std::to_string(l.train.pp) + "; a token budget (max_tokens_per_gpu) makes them a multiple"});
+           std::to_string(l.train.pp) +
+               (l.train.max_tokens_per_gpu > 0
+                    ? ", and the rank has too few samples for its token budget to split them so; fewer "
+                      "mini-batches or a smaller dp gives each rank more"
+                    : "; a token budget (max_tokens_per_gpu) makes them a multiple")});
     Pending step;
     step.events_begin = result_.activities.size();
     step.counters_begin = result_.counters.size();

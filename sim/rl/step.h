@@ -141,7 +141,7 @@ graph::Placement train_pool(const input::ScenarioSpec& s);
 // The two pools as the step graph's device blocks.
 graph::SideDevices side_devices(const input::ScenarioSpec& s);
 // Balances sequences over ranks by tokens: longest first onto the least-loaded rank (greedy LPT,
-// as verl's balance_batch does), or in order in equal-count chunks without balancing.
+// as verl's balance_batch does), or in order in consecutive chunks whose counts differ by one at most.
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance);
 // EARL's layout-aware assignment: longest first onto the least-loaded rank, except that a sample
 // goes to the least-loaded rank on its producer's node (sample_node) whenever that rank stays

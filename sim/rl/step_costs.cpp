@@ -519,8 +519,11 @@ graph::Placement train_pool(const input::ScenarioSpec& s) {
 std::vector<int64_t> assign_ranks(const std::vector<int64_t>& tokens, int64_t ranks, bool balance) {
   std::vector<int64_t> rank(tokens.size(), 0);
   if (!balance) {
-    const int64_t per = (static_cast<int64_t>(tokens.size()) + ranks - 1) / ranks;
-    for (size_t i = 0; i < tokens.size(); ++i) rank[i] = static_cast<int64_t>(i) / std::max<int64_t>(per, 1);
+    // Consecutive chunks as even as counts allow: the first n mod ranks take one more.
+    const int64_t n = static_cast<int64_t>(tokens.size());
+    const int64_t base = n / ranks, longer = n % ranks;
+    for (int64_t i = 0; i < n; ++i)
+      rank[static_cast<size_t>(i)] = i < longer * (base + 1) ? i / (base + 1) : longer + (i - longer * (base + 1)) / std::max<int64_t>(base, 1);
     return rank;
   }
   std::vector<size_t> order(tokens.size());

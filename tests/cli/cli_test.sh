@@ -598,9 +598,20 @@ contains uneven-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 128 traject
 expect uneven-dp-fit 0 "$arlsim" simulate default --set /cluster/nodes=3 --set /policy/train/dp=12 \
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --steps 1:1
 contains uneven-dp-fit-why "$tmp/err" "the ranks take 10 or 11, balanced by tokens, as AReaL splits a batch"
+expect uneven-dp-in-order 0 "$arlsim" check default --set /cluster/nodes=3 --set /policy/train/dp=12 \
+  --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /policy/balance_batch=false
+contains uneven-dp-in-order-why "$tmp/err" "the ranks take 10 or 11, consecutive in order (balance_batch is false)"
 expect fewer-than-dp 2 "$arlsim" check default --set /cluster/nodes=3 --set /policy/train/dp=12 \
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /workload/mini_batches=64
 contains fewer-than-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 8 trajectories does not split evenly over dp = 12"
+
+# Megatron's interleaved schedule needs a multiple of pp micro-batches: without a token budget the
+# remedy is one; with one, a rank that has fewer samples than pp needs more samples.
+expect vpp-few-samples 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/pp=2 --set /policy/train/vpp=2 \
+  --set /policy/train/dp=4 --set /policy/train/max_tokens_per_gpu=65536 --set /workload/prompts_per_step=4 \
+  --set /workload/samples_per_prompt=1 --set /workload/mini_batches=1
+contains vpp-few-samples-why "$tmp/out" "a data rank has 1 micro-batch in a mini-batch"
+contains vpp-few-samples-remedy "$tmp/out" "fewer mini-batches or a smaller dp"
 
 # H800: an H100 with NVLink at 200 GB/s a direction; the same step trains slower where its tensor parallelism crosses NVLink.
 "$arlsim" simulate default --steps 1 --json >"$tmp/h100.json" 2>/dev/null

@@ -182,6 +182,14 @@ TEST_CASE("micro-batches: a batch whose long samples share one mini-batch trains
   CHECK(train_time(clumped) > train_time(spread));
 }
 
+TEST_CASE("micro-batches: in order, an uneven batch splits into consecutive chunks one apart at most") {
+  const std::vector<int64_t> ten(10, 100);
+  CHECK(rl::assign_ranks(ten, 4, false) == std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2, 3, 3});
+  // Fewer samples than ranks: one each, the last ranks idle; an even split is plain chunks.
+  CHECK(rl::assign_ranks(std::vector<int64_t>(3, 100), 4, false) == std::vector<int64_t>{0, 1, 2});
+  CHECK(rl::assign_ranks(std::vector<int64_t>(8, 100), 4, false) == std::vector<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
+}
+
 TEST_CASE("micro-batches: fit packing keeps every bin within the budget, balanced packing may pass it") {
   input::TrainLayout l;
   l.max_tokens_per_gpu = 4096;
