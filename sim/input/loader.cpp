@@ -318,6 +318,24 @@ void Loader::resolve_extends(Value& doc, SpecKind kind, const std::string& point
   doc.erase("extends");
   if (!base) return;
   Value merged = std::move(*base);
+  // A part that extends a preset of its own (a cluster naming another GPU's cluster) starts from
+  // that preset, not from the base's part merged with it: the base's GPU must not outlive it.
+  for (const auto& ref : kRefFields) {
+    if (ref.owner != kind) continue;
+    const Value* mine = &doc;
+    Value* theirs = &merged;
+    std::string_view path = ref.path, key;
+    while (!path.empty()) {
+      const size_t slash = path.find('/');
+      key = path.substr(0, slash);
+      path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+      if (path.empty()) break;
+      mine = mine && mine->is_object() ? mine->find(key) : nullptr;
+      theirs = theirs && theirs->is_object() ? theirs->find(key) : nullptr;
+    }
+    mine = mine && mine->is_object() ? mine->find(key) : nullptr;
+    if (mine && mine->is_object() && mine->find("extends") && theirs && theirs->is_object()) theirs->erase(key);
+  }
   merge_patch(merged, doc);
   doc = std::move(merged);
 }

@@ -605,6 +605,16 @@ expect fewer-than-dp 2 "$arlsim" check default --set /cluster/nodes=3 --set /pol
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /workload/mini_batches=64
 contains fewer-than-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 8 trajectories does not split evenly over dp = 12"
 
+# A scenario extending another whose cluster extends a preset of its own: the cluster is that
+# preset's (72 GPUs a node, GB200), not the base scenario's cluster with the preset merged under it.
+cat >"$tmp/nested-extends.json" <<'EOF'
+{"format": "arlsim-scenario/1", "extends": "default", "cluster": {"extends": "gb200-nvl72", "nodes": 1},
+ "policy": {"train": {"dp": 36}}, "workload": {"prompts_per_step": 72, "mini_batches": 1}}
+EOF
+expect nested-extends 0 "$arlsim" check "$tmp/nested-extends.json" --resolved
+contains nested-extends-gpu "$tmp/out" '"name": "gb200"'
+contains nested-extends-node "$tmp/out" '"gpus_per_node": 72'
+
 # Megatron's interleaved schedule needs a multiple of pp micro-batches: without a token budget the
 # remedy is one; with one, a rank that has fewer samples than pp needs more samples.
 expect vpp-few-samples 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/pp=2 --set /policy/train/vpp=2 \
