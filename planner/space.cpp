@@ -1,5 +1,6 @@
 #include "planner/space.h"
 
+#include "sim/input/scenario.h"
 #include "sim/model/train.h"
 #include "sim/rl/step.h"
 
@@ -67,6 +68,9 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
     TrainCandidate c{l, {}, {}};
     if (l.gpus() != gpus)
       c.pruned = "tp x pp x dp x cp = " + std::to_string(l.gpus()) + ", the training stage has " + std::to_string(gpus) + " GPUs";
+    else if (input::dp_split(l, s.workload) == input::DpSplit::refused)
+      c.pruned = "a mini-batch of " + std::to_string(s.workload.trajectories_per_step() / s.workload.mini_batches) +
+                 " trajectories does not split evenly over dp = " + std::to_string(l.dp);
     else
       c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload));
     if (c.pruned.empty() && l.pp > 1 && l.vpp > 1 && l.max_tokens_per_gpu <= 0) {

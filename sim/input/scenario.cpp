@@ -141,14 +141,14 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
     at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
                                              " GPUs of one node");
   const WorkloadSpec& w = s.workload;
-  if (w.mini_batches > 0 && t.dp > 0) {
+  if (const DpSplit split = dp_split(t, w); split != DpSplit::even) {
     const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
-    if (per_mini_batch % t.dp != 0) {
+    {
       const std::string uneven =
           "a mini-batch of " + n(per_mini_batch) + " trajectories does not split evenly over dp = " + n(t.dp);
       // Packed first fit into token budgets, as AReaL splits a batch by tokens, the ranks take
       // their samples balanced by tokens, however many; verl, NeMo RL and OpenRLHF split by count.
-      if (t.fit_packing && t.max_tokens_per_gpu > 0 && per_mini_batch >= t.dp)
+      if (split == DpSplit::uneven)
         at.warning(std::string(where) + "/dp",
                    uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " + n(per_mini_batch / t.dp + 1) +
                        (s.policy.batch_assignment == BatchAssignment::in_order
@@ -160,6 +160,17 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
     }
   }
 }
+
+}  // namespace
+
+DpSplit dp_split(const TrainLayout& t, const WorkloadSpec& w) {
+  if (w.mini_batches <= 0 || t.dp <= 0) return DpSplit::even;  // reported where they are read
+  const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
+  if (per_mini_batch % t.dp == 0) return DpSplit::even;
+  return t.fit_packing && t.max_tokens_per_gpu > 0 && per_mini_batch >= t.dp ? DpSplit::uneven : DpSplit::refused;
+}
+
+namespace {
 
 // Model `m` split over tp and into pp pipeline stages (of vpp chunks each), at `where`.
 void check_split(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, int64_t tp, int64_t pp, int64_t vpp,

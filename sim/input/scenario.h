@@ -53,6 +53,11 @@ struct ScenarioSpec {
   int64_t rollout_gpus() const;
 };
 
+// How a mini-batch splits over the training layout's dp ranks: evenly; unevenly, as AReaL packs a
+// batch first fit into token budgets (a budget, fit packing, at least one sample a rank); or not.
+enum class DpSplit { even, uneven, refused };
+DpSplit dp_split(const TrainLayout& t, const WorkloadSpec& w);
+
 // Parses a scenario whose references are resolved (see loader.h) and runs the cross checks.
 bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out);
 

@@ -602,6 +602,28 @@ TEST_CASE("space: interleaved candidates whose fixed-size micro-batches are no m
     CHECK(c.pruned.find("interleaved schedule requires") == std::string::npos);
 }
 
+TEST_CASE("space: a dp that a mini-batch does not split over is pruned, unless packed into token budgets") {
+  // 8 prompts x 4 samples in 4 mini-batches: 8 trajectories each, fewer than dp = 16.
+  const auto s = scenario({"/workload/prompts_per_step=8", "/workload/samples_per_prompt=4", "/workload/mini_batches=4"});
+  int refused = 0, kept = 0;
+  for (const auto& c : planner::train_space(s)) {
+    CAPTURE(c.pruned);
+    const bool by_dp = c.pruned.find("does not split evenly over dp") != std::string::npos;
+    CHECK(by_dp == (8 % c.layout.dp != 0 && c.layout.gpus() == 16));
+    if (by_dp) ++refused;
+    else if (c.pruned.empty()) ++kept;
+  }
+  CHECK(refused > 0);
+  CHECK(kept > 0);
+  // 24 trajectories over dp = 16 under fit packing into a budget: AReaL's uneven split, kept.
+  const auto fit = scenario({"/workload/prompts_per_step=24", "/workload/samples_per_prompt=4", "/workload/mini_batches=4",
+                             "/policy/train/packing=\"fit\""});
+  bool dp16 = false;
+  for (const auto& c : planner::train_space(fit))
+    if (c.layout.dp == 16 && c.pruned.empty()) dp16 = true;
+  CHECK(dp16);
+}
+
 TEST_CASE("space: every candidate runs the scenario's kernels, whatever its ZeRO stage") {
   // ZeRO-1 by default: Megatron's fused kernels, for the ZeRO-3 candidates too.
   int zero3 = 0;
