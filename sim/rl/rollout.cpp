@@ -426,7 +426,12 @@ void Rollout::start_turn(int64_t t) {
     return;
   }
   RouteRequest rr{t, tr.turn, tr.pinned ? -1 : tr.engine, 0};
-  if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
+  if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) {
+    rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
+    // A trajectory carried over has done the part of its predicted length it brings as context:
+    // what is left of it is the backlog it adds (none once it has outgrown the prediction).
+    if (tr.continues && tr.turn == 0) rr.predicted_tokens = std::max<int64_t>(0, rr.predicted_tokens - turn.prefill_tokens);
+  }
   if (tr.pinned) {
     tr.pinned = false;  // back to the engine that kept its KV, whose backlog a router may count
     router_->placed(rr, tr.engine, loads_);

@@ -457,6 +457,24 @@ TEST_CASE("routing: length-aware routing places first turns by the predictions i
     for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
     CHECK(engine == std::vector<int64_t>{1, 0, 0, 0});
   }
+  {
+    // Carried over with 990 of its predicted 1,000 tokens done: only the 10 left count on engine 1,
+    // which then takes the two shortest (10 + 10 + 10 against 25 on engine 0).
+    Setup s;
+    Workload w;
+    w.add(1, {turn(990, 20)});
+    for (int64_t i = 1; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
+    auto in = w.input();
+    in.predicted_tokens = {1000, 25, 10, 10};
+    in.carried = {{true, false, 1, 990}};
+    auto o = s.options();
+    o.engines = 2;
+    o.routing = input::Routing::length_aware;
+    const auto r = rl::simulate_rollout(o, in);
+    std::vector<int64_t> engine(4, -1);
+    for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
+    CHECK(engine == std::vector<int64_t>{1, 0, 1, 1});
+  }
   // Which policies ask for a prediction, and for which turns: the caller looks it up only then.
   const rl::RouteRequest first{0, 0, -1, 0}, later{0, 1, 1, 0};
   for (const auto r : {input::Routing::round_robin, input::Routing::least_loaded, input::Routing::sticky}) {
