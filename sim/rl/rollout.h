@@ -193,6 +193,15 @@ model::EngineExecution engine_execution(const input::EngineSpec& e);
 std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = nullptr);
 
 RolloutResult simulate_rollout(const RolloutOptions& options, const RolloutInput& input);
+// Trajectories paused by a partial rollout continue in the next step from where they stood,
+// their context prefilled again (the weights changed, so no cached KV is valid), unless the
+// policy keeps the running requests' KV across the update (`carried`: how each comes back; the
+// trajectories came back as `before_carried` says).
+// Those that finished beyond the stop count come back finished; a rollout that did not run (an
+// OOM) hands every trajectory on as it was.
+trace::Trace carry_over(const input::PolicySpec& policy, const std::vector<trace::TrajectoryView>& trajectories,
+                        const std::vector<RolloutInput::Carried>& before_carried, const RolloutResult& r,
+                        std::vector<RolloutInput::Carried>& carried);
 // The bytes a rollout of that many trajectories, turns and tool calls on that many engines holds
 // at its peak: its records of turns and tool calls (or, for `pool_times` calls without records,
 // each call's two times as its pool keeps them and as the run gathers them), each trajectory's

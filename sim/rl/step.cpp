@@ -122,7 +122,6 @@ class RunSimulator {
   void run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x);
   void run_dispatch(const Layouts& l, StagePlan& p, const Samples& x);
   void add_rollout_events(const StepData& d, const Layouts& l, const RolloutResult& r);
-  trace::Trace carry_over(const StepData& d, const RolloutResult& r, std::vector<RolloutInput::Carried>& carried) const;
   void add_memory_counters(const StagePlan& p, double rollout_start_s, double train_start_s);
   void add_pipeline_events(const StagePlan& p, const exec::ActivityRecord& train, double start_s);
 
@@ -364,64 +363,6 @@ void RunSimulator::run_dispatch(const Layouts& l, StagePlan& p, const Samples& x
       dispatch_->simulate(samples, dispatch_tensors(s_.workload.use_reference, s_.workload.critic.has_value()));
   p.times.dispatch = moved.seconds;
   p.work.bytes[static_cast<size_t>(graph::Stage::dispatch)] = moved.bytes_moved;
-}
-
-// Trajectories paused by a partial rollout continue in the next step from where they stood,
-// their context prefilled again (the weights changed, so no cached KV is valid), unless the
-// policy keeps the running requests' KV across the update (`carried`: how each comes back).
-// Those that finished beyond the stop count come back finished; a rollout that did not run (an
-// OOM) hands every trajectory on as it was.
-trace::Trace RunSimulator::carry_over(const StepData& d, const RolloutResult& r,
-                                      std::vector<RolloutInput::Carried>& carried) const {
-  trace::Trace next;
-  carried.clear();
-  const auto before = [&](size_t t) { return t < d.carried.size() ? d.carried[t] : RolloutInput::Carried{}; };
-  if (r.done.empty()) {
-    if (!s_.policy.continuous) return next;
-    for (size_t t = 0; t < d.trajectories.size(); ++t) {
-      const auto& view = d.trajectories[t];
-      next.add(view.info, view.turns);
-      carried.push_back(before(t));
-    }
-    return next;
-  }
-  std::vector<trace::Turn> turns;
-  for (const auto& p : r.paused) {
-    const auto& view = d.trajectories[static_cast<size_t>(p.trajectory)];
-    RolloutInput::Carried c;
-    c.continues = before(static_cast<size_t>(p.trajectory)).continues || p.turn > 0 || p.generated != 0;
-    if (p.finished) {
-      c.finished = true;
-      c.engine = p.engine;
-      next.add(view.info, view.turns);
-      carried.push_back(c);
-      continue;
-    }
-    if (s_.policy.keep_kv_cache && p.generated >= 0 && p.engine >= 0) {
-      c.engine = p.engine;
-      c.kv_tokens = p.kv_tokens;
-    }
-    auto k = static_cast<size_t>(p.turn);
-    turns.clear();
-    if (p.generated >= 0) {
-      trace::Turn now = view.turns[k];
-      now.prefill_tokens = static_cast<int32_t>(std::min<int64_t>(p.context, INT32_MAX));
-      now.gen_tokens = static_cast<int32_t>(std::max<int64_t>(1, now.gen_tokens - p.generated));
-      turns.push_back(now);
-    } else if (k + 1 < view.turns.size()) {  // its tool call finishes, then the next turn
-      trace::Turn next_turn = view.turns[k + 1];
-      next_turn.prefill_tokens = static_cast<int32_t>(
-          std::min<int64_t>(p.context + view.turns[k].obs_tokens + next_turn.prefill_tokens, INT32_MAX));
-      turns.push_back(next_turn);
-      ++k;
-    } else {
-      continue;  // its last tool call finishes the trajectory: nothing left to generate
-    }
-    turns.insert(turns.end(), view.turns.begin() + static_cast<std::ptrdiff_t>(k) + 1, view.turns.end());
-    next.add(view.info, turns);
-    carried.push_back(c);
-  }
-  return next;
 }
 
 RunSimulator::StagePlan RunSimulator::plan_step(const StepData& d, const Layouts& l, double switch_s) {
@@ -716,7 +657,7 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
     record_lengths(d, p.rollout.done);
     std::vector<RolloutInput::Carried> carried;
-    trace::Trace next = carry_over(d, p.rollout, carried);  // built before carry_, which d still views, goes
+    trace::Trace next = carry_over(s_.policy, d.trajectories, d.carried, p.rollout, carried);  // built before carry_, which d still views, goes
     carry_ = std::move(next);
     carry_info_ = std::move(carried);
     p.rollout = {};
