@@ -30,7 +30,7 @@
 namespace arlsim::planner {
 // What a rank sends rank 0 of each configuration it evaluated (see pack_result).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityConfig, gpu, nodes, placement, rollout_share)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, config, gpus, feasible, reason, step_time_s, total_time_s, gpu_hours,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, config, gpus, gpus_per_node, system, feasible, reason, step_time_s, total_time_s, gpu_hours,
                                    cost_usd, price_usd_per_gpu_hour, rollout_layouts, train_layouts, unconfirmable)
 }  // namespace arlsim::planner
 
@@ -113,7 +113,7 @@ planner::CapacityResult unpack_result(const std::string& text) {
 // A recommended configuration, by its simulated figures (it is recommended only when confirmed).
 std::string describe(const planner::CapacityResult& r) {
   const double sim = r.simulated_total_s.value_or(r.total_time_s), scale = sim / r.total_time_s;
-  return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.config.nodes) + " nodes, " +
+  return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.nodes()) + " nodes, " +
          placement_name(r.config) + "): " + report::format_fixed(sim / 3600, 2) + " h, " +
          money(r.cost_usd ? std::optional<double>(*r.cost_usd * scale) : std::nullopt) + " USD, simulated";
 }
@@ -125,7 +125,7 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
   bool marked = false, unpriced = false;
   std::string unconfirmable;  // the first configuration's reason
   for (const auto& r : results) {
-    std::printf("%-12s%6lld%7lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.config.nodes),
+    std::printf("%-12s%6lld%7lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.nodes()),
                 static_cast<long long>(r.gpus), placement_name(r.config).c_str());
     if (!r.feasible) {
       std::printf("%12s%14s%14s%12s%12s  %s\n", "-", "-", "-", "-", "-", r.reason.c_str());
@@ -152,6 +152,14 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
     std::printf("! = the event simulator's total differs from the analytic one by more than %.0f%% (or its run hit an OOM)\n",
                 100 * planner::kConfirmTolerance);
   if (unpriced) std::printf("cost unknown: the GPU profile has no price; give one with --price GPU=USD\n");
+  std::vector<std::string> systems;  // one line per GPU whose nodes its system shaped
+  for (const auto& r : results)
+    if (!r.system.empty() && std::find(systems.begin(), systems.end(), r.config.gpu) == systems.end()) {
+      systems.push_back(r.config.gpu);
+      std::printf("%s: nodes are NVLink domains of %s, each of the most GPUs that divide a configuration's in whole "
+                  "hosts\n",
+                  r.config.gpu.c_str(), r.system.c_str());
+    }
   if (!unconfirmable.empty())
     std::printf("memory = not run whole by the event simulator: %s (others may need more); raise --max-memory or use "
                 "fewer --threads\n",
@@ -359,8 +367,10 @@ int run_capacity(const Args& args) {
   {
     for (const auto& r : results)
       j.push_back({{"gpu", r.config.gpu},
-                   {"nodes", r.config.nodes},
+                   {"nodes", r.nodes()},
                    {"gpus", r.gpus},
+                   {"gpus_per_node", r.gpus_per_node > 0 ? nlohmann::ordered_json(r.gpus_per_node) : nlohmann::ordered_json(nullptr)},
+                   {"system", r.system.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.system)},
                    {"placement", r.config.placement},
                    {"rollout_share", r.config.placement == "colocated" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.config.rollout_share)},
                    {"feasible", r.feasible},

@@ -13,6 +13,7 @@
 #include "sim/core/time.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
+#include "sim/input/loader.h"
 
 namespace arlsim::planner {
 
@@ -25,6 +26,44 @@ int64_t fitting(int64_t want, int64_t gpus) {
   int64_t d = 1;
   while (d * 2 <= want && gpus % (d * 2) == 0) d *= 2;
   return d;
+}
+
+// The GPU profile `gpu` names, and the cluster it says it comes in (its `system`), parsed: "" or
+// why they cannot be read.
+std::string system_of(const std::string& gpu, input::GpuProfile& profile, std::optional<input::ClusterSpec>& system) {
+  const auto load = [](const std::string& name, input::SpecKind kind) -> std::pair<std::optional<input::AnySpec>, std::string> {
+    input::Diagnostics diag;
+    input::Loader loader(diag);
+    input::Value v = input::Value::make_string(name);
+    static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
+    v.set_origin(command_line, {});
+    loader.resolve(v, kind, "");
+    auto parsed = diag.error_count() == 0 ? input::parse_document(v, kind, diag) : std::nullopt;
+    if (!parsed || diag.error_count() > 0) {
+      std::string text = input::format_all(diag);
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      return {std::nullopt, text};
+    }
+    return {std::move(parsed), {}};
+  };
+  auto [g, why] = load(gpu, input::SpecKind::gpu);
+  if (!g) return "cannot read the GPU profile " + gpu + ": " + why;
+  profile = std::get<input::GpuProfile>(std::move(*g));
+  if (profile.system.empty()) return {};
+  auto [c, cwhy] = load(profile.system, input::SpecKind::cluster);
+  if (!c) return "cannot read the GPU profile " + gpu + "'s system " + profile.system + ": " + cwhy;
+  system = std::get<input::ClusterSpec>(std::move(*c));
+  return {};
+}
+
+// The GPUs of one NVLink domain of `system` for `gpus`: the most, up to the system's node, that
+// divide them in whole hosts (all of them when fewer than a host); 0 when none does.
+int64_t domain_gpus(const input::ClusterSpec& system, int64_t gpus) {
+  const int64_t host = system.host_gpus();
+  if (gpus < host) return gpus;
+  for (int64_t d = std::min(gpus, system.gpus_per_node); d >= host; --d)
+    if (gpus % d == 0 && d % host == 0) return d;
+  return 0;
 }
 
 std::string join_layouts(const std::vector<std::string>& names) {
@@ -64,6 +103,8 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
     return r;
   }
   r.gpus = s.cluster.total_gpus();
+  r.gpus_per_node = s.cluster.gpus_per_node;
+  if (config.gpu != base.cluster.gpu.name) r.system = s.cluster.gpu.system;
   r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
   for (const auto& [gpu, price] : o.prices)
     if (gpu == config.gpu) r.price_usd_per_gpu_hour = price;
@@ -111,6 +152,10 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   input::Value* policy = doc.find("policy");
   if (!cluster || !cluster->is_object() || !policy || !policy->is_object()) return "the scenario's cluster or policy is not an object";
   const bool same_gpu = c.gpu == base.cluster.gpu.name;
+  input::GpuProfile profile;
+  std::optional<input::ClusterSpec> system;
+  if (!same_gpu)
+    if (std::string why = system_of(c.gpu, profile, system); !why.empty()) return why;
   if (!same_gpu) {
     // A profile named by its file comes from the command line (--gpus), so it is read relative to
     // the working directory, as a file --set names would be, even where the scenario is a preset.
@@ -122,6 +167,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   }
   cluster->set("nodes", integer(c.nodes));
   const int64_t gpus = c.nodes * base.cluster.gpus_per_node;
+  int64_t per_node = base.cluster.gpus_per_node;  // a node: an NVLink domain
   int64_t rollout_gpus = gpus;
   policy->erase("schedule");
   policy->erase("old_logprob");
@@ -130,19 +176,48 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   policy->erase("rollout_gpus");
   if (c.placement == "disaggregated") {
     rollout_gpus = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(gpus) * c.rollout_share));
-    rollout_gpus = rollout_gpus / base.cluster.gpus_per_node * base.cluster.gpus_per_node;
+    // Whole nodes to each side; on a system of NVLink domains, whole hosts.
+    const int64_t unit = system ? system->host_gpus() : base.cluster.gpus_per_node;
+    rollout_gpus = rollout_gpus / unit * unit;
     if (rollout_gpus <= 0 || rollout_gpus >= gpus)
       return "a " + std::to_string(static_cast<int>(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
-             " GPUs leaves no whole node to one side";
+             " GPUs leaves no whole " + (system ? "host" : "node") + " to one side";
     policy->set("placement", input::Value::make_string("disaggregated"));
     policy->set("rollout_gpus", integer(rollout_gpus));
   } else {
     policy->set("placement", input::Value::make_string("colocated"));
   }
   const int64_t train_gpus = c.placement == "disaggregated" ? gpus - rollout_gpus : gpus;
+  if (system) {
+    // The GPU's own machines: the same GPUs in NVLink domains of its system (part of a rack each),
+    // with the system's topology, hosts, NICs and host memory per GPU; the scenario's tool pools.
+    per_node = domain_gpus(*system, gpus);  // a domain may hold GPUs of both sides, as a node may
+    if (per_node <= 0)
+      return std::to_string(gpus) + " GPUs do not split into NVLink domains of whole hosts of " +
+             std::to_string(system->host_gpus()) + " (" + profile.system + ")";
+    input::Value shaped = input::Value::make_string(profile.system);
+    shaped.set_origin(cluster->file(), cluster->pos());
+    input::Value patch = input::Value::make_object();
+    patch.set("extends", std::move(shaped));
+    patch.set("gpu", *cluster->find("gpu"));
+    patch.set("nodes", integer(gpus / per_node));
+    patch.set("gpus_per_node", integer(per_node));
+    const auto per_gpu = [&](double total) { return total / static_cast<double>(system->gpus_per_node) * static_cast<double>(per_node); };
+    if (system->host_memory_bytes > 0)
+      patch.set("host_memory", input::Value::make_string(std::to_string(static_cast<int64_t>(per_gpu(system->host_memory_bytes))) + " B"));
+    if (system->nics_per_node != system->gpus_per_node) {  // else one a GPU, the default
+      input::Value network = input::Value::make_object();
+      network.set("nics_per_node", integer(std::max<int64_t>(
+                                       1, static_cast<int64_t>(std::llround(per_gpu(static_cast<double>(system->nics_per_node)))))));
+      patch.set("network", std::move(network));
+    }
+    if (const input::Value* pools = cluster->find("pools")) patch.set("pools", *pools);
+    doc.set("cluster", std::move(patch));
+    cluster = doc.find("cluster");
+  }
   // Layouts that divide the new GPU counts (the planner searches them anyway).
   const auto& t = base.policy.train;
-  const int64_t tp = fitting(t.tp, std::min(train_gpus, base.cluster.gpus_per_node));
+  const int64_t tp = fitting(t.tp, std::min(train_gpus, per_node));
   const int64_t cp = fitting(t.cp, train_gpus / tp);
   const int64_t pp = fitting(t.pp, train_gpus / (tp * cp));
   input::Value* train = policy->find("train");
@@ -165,7 +240,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   if (!rollout || !rollout->is_object()) return "the scenario's policy has no rollout layout";
   const auto& r = base.policy.rollout;
   rollout->erase("replicas");
-  rollout->set("tp", integer(fitting(r.tp, std::min(rollout_gpus, base.cluster.gpus_per_node))));
+  rollout->set("tp", integer(fitting(r.tp, std::min(rollout_gpus, per_node))));
   rollout->set("pp", integer(1));
   input::Diagnostics diag;
   input::Loader loader(diag);

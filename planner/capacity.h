@@ -27,6 +27,11 @@ struct CapacityConfig {
 struct CapacityResult {
   CapacityConfig config;
   int64_t gpus = 0;
+  // The node of the cluster built: the scenario's, or where the GPU's profile names the system it
+  // comes in (`system`, e.g. "gb200-nvl72"), an NVLink domain of that system. 0: not built.
+  int64_t gpus_per_node = 0;
+  std::string system;
+  int64_t nodes() const { return gpus_per_node > 0 ? gpus / gpus_per_node : config.nodes; }
   bool feasible = false;
   std::string reason;        // why not, when infeasible
   double step_time_s = 0;    // mean over the trace's steps

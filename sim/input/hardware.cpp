@@ -348,6 +348,7 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.accept({"format"});
   r.read("name", g.name, Presence::optional);
   r.read("description", g.description, Presence::optional);
+  r.read("system", g.system, Presence::optional);
   parse_provenance(r, g.provenance);
   parse_peaks(r, g);
   r.read("sm_count", g.sm_count, Presence::optional, 1, 1 << 16);

@@ -605,6 +605,15 @@ expect fewer-than-dp 2 "$arlsim" check default --set /cluster/nodes=3 --set /pol
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /workload/mini_batches=64
 contains fewer-than-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 8 trajectories does not split evenly over dp = 12"
 
+# capacity on a GPU that comes in NVLink domains of several hosts (GB200 NVL72): its system's
+# domains, 128 GPUs as two of 64; a system that cannot be read is the configuration's reason.
+expect capacity-system 0 "$arlsim" capacity default --gpus gb200 --nodes 16 --placements colocated --steps 10 --confirm 0
+contains capacity-system-shape "$tmp/out" "gb200            2    128  colocated"
+contains capacity-system-note "$tmp/out" "gb200: nodes are NVLink domains of gb200-nvl72"
+sed 's/"system": "gb200-nvl72"/"system": "no-such-rack"/' "$(dirname "$0")/../../calib/profiles/gb200.json" >"$tmp/rackless.json"
+expect capacity-system-missing 0 "$arlsim" capacity default --gpus "$tmp/rackless.json" --nodes 2 --placements colocated --steps 10
+contains capacity-system-missing-why "$tmp/out" "system no-such-rack"
+
 # A scenario extending another whose cluster extends a preset of its own: the cluster is that
 # preset's (72 GPUs a node, GB200), not the base scenario's cluster with the preset merged under it.
 cat >"$tmp/nested-extends.json" <<'EOF'

@@ -649,3 +649,33 @@ TEST_CASE("space: every candidate runs the scenario's kernels, whatever its ZeRO
   const auto named = scenario({"/policy/schedule=[{\"steps\": \"2:\", \"train\": {\"zero\": 3, \"kernels\": \"eager\"}}]"});
   CHECK(named.policy.schedule[0].train->eager_kernels());
 }
+
+TEST_CASE("capacity: a GPU that comes in NVLink domains of several hosts runs in its system's domains") {
+  input::Diagnostics diag;
+  input::Value document;
+  const auto base = input::load_scenario("default", {}, diag, &document);
+  REQUIRE(base);
+  // The scenario's 8-GPU nodes, counted as the sweep counts them; 128 GPUs as two domains of 64.
+  const std::vector<std::pair<int64_t, int64_t>> shapes{{2, 16}, {4, 32}, {16, 64}};  // nodes -> GPUs a domain
+  for (const auto& [nodes, domain] : shapes) {
+    CAPTURE(nodes);
+    input::ScenarioSpec s;
+    REQUIRE(planner::scenario_on(*base, document, {"gb200", nodes, "colocated", 0}, s).empty());
+    CHECK(s.cluster.gpu.name == "gb200");
+    CHECK(s.cluster.total_gpus() == 8 * nodes);
+    CHECK(s.cluster.gpus_per_node == domain);
+    CHECK(s.cluster.host_gpus() == 4);
+    // 480 GB of a Grace CPU for each two GPUs, the system's.
+    CHECK(s.cluster.host_memory_bytes == doctest::Approx(240e9 * static_cast<double>(domain)));
+    CHECK(s.cluster.pools.size() == base->cluster.pools.size());  // the scenario's tool pools stay
+  }
+  // A disaggregated half in whole hosts of 4, within one domain of 8.
+  input::ScenarioSpec d;
+  REQUIRE(planner::scenario_on(*base, document, {"gb200", 1, "disaggregated", 0.5}, d).empty());
+  CHECK(d.cluster.gpus_per_node == 8);
+  CHECK(d.policy.rollout_gpus == 4);
+  // A GPU without a system keeps the scenario's nodes.
+  input::ScenarioSpec a;
+  REQUIRE(planner::scenario_on(*base, document, {"a100-sxm-80g", 2, "colocated", 0}, a).empty());
+  CHECK(a.cluster.gpus_per_node == 8);
+}
