@@ -424,12 +424,17 @@ TEST_CASE("rollout: least-loaded routing sees what a router knows, never how lon
 TEST_CASE("routing: length-aware routing places first turns by the predictions it is given, and only it reads them") {
   // Predictions of 1,000 tokens for the first trajectory and 10 for the others: the long one takes
   // an engine, the short ones share the other, since its predicted backlog stays the smaller.
-  auto engines_of = [](input::Routing routing) {
+  // Each trajectory's engine for four one-turn trajectories (the first of `first_context` tokens),
+  // their predictions and how the first comes back from a rollout before, on two engines.
+  auto engines_of = [](input::Routing routing, int64_t first_context, std::vector<int64_t> predicted,
+                       std::vector<rl::RolloutInput::Carried> carried) {
     Setup s;
     Workload w;
-    for (int64_t i = 0; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
+    w.add(1, {turn(first_context, 20)});
+    for (int64_t i = 1; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
     auto in = w.input();
-    in.predicted_tokens = {1000, 10, 10, 10};
+    in.predicted_tokens = std::move(predicted);
+    in.carried = std::move(carried);
     auto o = s.options();
     o.engines = 2;
     o.routing = routing;
@@ -438,43 +443,16 @@ TEST_CASE("routing: length-aware routing places first turns by the predictions i
     for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
     return engine;
   };
-  CHECK(engines_of(input::Routing::length_aware) == std::vector<int64_t>{0, 1, 1, 1});
-  CHECK(engines_of(input::Routing::least_loaded) == std::vector<int64_t>{0, 1, 0, 1});
-  {
-    // The long one carried over with its KV kept on engine 1 goes back there, and its predicted
-    // backlog counts there: the short ones take engine 0.
-    Setup s;
-    Workload w;
-    for (int64_t i = 0; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
-    auto in = w.input();
-    in.predicted_tokens = {1000, 10, 10, 10};
-    in.carried = {{true, false, 1, 64}};
-    auto o = s.options();
-    o.engines = 2;
-    o.routing = input::Routing::length_aware;
-    const auto r = rl::simulate_rollout(o, in);
-    std::vector<int64_t> engine(4, -1);
-    for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
-    CHECK(engine == std::vector<int64_t>{1, 0, 0, 0});
-  }
-  {
-    // Carried over with 990 of its predicted 1,000 tokens done: only the 10 left count on engine 1,
-    // which then takes the two shortest (10 + 10 + 10 against 25 on engine 0).
-    Setup s;
-    Workload w;
-    w.add(1, {turn(990, 20)});
-    for (int64_t i = 1; i < 4; ++i) w.add(i + 1, {turn(100, 20)});
-    auto in = w.input();
-    in.predicted_tokens = {1000, 25, 10, 10};
-    in.carried = {{true, false, 1, 990}};
-    auto o = s.options();
-    o.engines = 2;
-    o.routing = input::Routing::length_aware;
-    const auto r = rl::simulate_rollout(o, in);
-    std::vector<int64_t> engine(4, -1);
-    for (const auto& t : r.turns) engine[static_cast<size_t>(t.trajectory)] = t.engine;
-    CHECK(engine == std::vector<int64_t>{1, 0, 1, 1});
-  }
+  const std::vector<int64_t> one_long{1000, 10, 10, 10};
+  CHECK(engines_of(input::Routing::length_aware, 100, one_long, {}) == std::vector<int64_t>{0, 1, 1, 1});
+  CHECK(engines_of(input::Routing::least_loaded, 100, one_long, {}) == std::vector<int64_t>{0, 1, 0, 1});
+  // The long one carried over with its KV kept on engine 1 goes back there, and its predicted
+  // backlog counts there: the short ones take engine 0.
+  CHECK(engines_of(input::Routing::length_aware, 100, one_long, {{true, false, 1, 64}}) == std::vector<int64_t>{1, 0, 0, 0});
+  // Carried over with 990 of its predicted 1,000 tokens done: only the 10 left count on engine 1,
+  // which then takes the two shortest (10 + 10 + 10 against 25 on engine 0).
+  CHECK(engines_of(input::Routing::length_aware, 990, {1000, 25, 10, 10}, {{true, false, 1, 990}}) ==
+        std::vector<int64_t>{1, 0, 1, 1});
   // Which policies ask for a prediction, and for which turns: the caller looks it up only then.
   const rl::RouteRequest first{0, 0, -1, 0}, later{0, 1, 1, 0};
   for (const auto r : {input::Routing::round_robin, input::Routing::least_loaded, input::Routing::sticky}) {
