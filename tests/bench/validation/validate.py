@@ -63,10 +63,13 @@ def collectives(arlsim, tmp):
 
 def rollouts(arlsim, tmp):
     def stage(data, r):
-        return {"format": "arlsim-stage/1", "kind": "rollout", "model": r["model"], "gpu": r["gpu"],
-                "engine": r["engine"], "engines": 1,
-                "requests": {"count": r["requests"], "input_tokens": r["input_tokens"],
-                             "output_tokens": r["output_tokens"]}}
+        s = {"format": "arlsim-stage/1", "kind": "rollout", "model": r["model"], "gpu": r["gpu"],
+             "engine": r["engine"], "engines": 1,
+             "requests": {"count": r["requests"], "input_tokens": r["input_tokens"],
+                          "output_tokens": r["output_tokens"]}}
+        if "arrival_rate_per_s" in r:  # sent at that rate (Poisson), not all at once
+            s["arrival_rate_per_s"] = r["arrival_rate_per_s"]
+        return s
 
     def result(r, e):
         # The time to serve them all: the benchmark's duration, else requests over its requests per second.
