@@ -118,7 +118,8 @@ std::string describe(const planner::CapacityResult& r) {
          money(r.cost_usd ? std::optional<double>(*r.cost_usd * scale) : std::nullopt) + " USD, simulated";
 }
 
-void print_table(const std::vector<planner::CapacityResult>& results, int64_t steps, const planner::CapacityResult* cheapest,
+void print_table(const input::ScenarioSpec& base, const std::vector<planner::CapacityResult>& results, int64_t steps,
+                 const planner::CapacityResult* cheapest,
                  const planner::CapacityResult* fastest, bool deadline, bool budget) {
   std::printf("%-12s%6s%7s%-12s%12s%14s%14s%12s%12s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
               "simulated (h)", "GPU-hours", "cost (USD)", "pareto / layouts or reason");
@@ -152,14 +153,19 @@ void print_table(const std::vector<planner::CapacityResult>& results, int64_t st
     std::printf("! = the event simulator's total differs from the analytic one by more than %.0f%% (or its run hit an OOM)\n",
                 100 * planner::kConfirmTolerance);
   if (unpriced) std::printf("cost unknown: the GPU profile has no price; give one with --price GPU=USD\n");
-  std::vector<std::string> systems;  // one line per GPU whose nodes its system shaped
-  for (const auto& r : results)
-    if (!r.system.empty() && std::find(systems.begin(), systems.end(), r.config.gpu) == systems.end()) {
+  std::vector<std::string> systems;  // one line per GPU whose nodes its system shaped, or did not
+  for (const auto& r : results) {
+    if (std::find(systems.begin(), systems.end(), r.config.gpu) != systems.end()) continue;
+    if (!r.system.empty()) {
       systems.push_back(r.config.gpu);
-      std::printf("%s: nodes are NVLink domains of %s, each of the most GPUs that divide a configuration's in whole "
-                  "hosts\n",
+      std::printf("%s: nodes are NVLink domains of %s, each of the GPUs that divide a configuration's in whole hosts\n",
                   r.config.gpu.c_str(), r.system.c_str());
+    } else if (r.gpus_per_node > 0 && r.config.gpu != base.cluster.gpu.name && !base.cluster.gpu.system.empty()) {
+      systems.push_back(r.config.gpu);
+      std::printf("%s: its profile names no system: it runs in the scenario's nodes, NVLink domains of %s\n",
+                  r.config.gpu.c_str(), base.cluster.gpu.system.c_str());
     }
+  }
   if (!unconfirmable.empty())
     std::printf("memory = not run whole by the event simulator: %s (others may need more); raise --max-memory or use "
                 "fewer --threads\n",
@@ -401,7 +407,7 @@ int run_capacity(const Args& args) {
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       report::CapacityPoint p;
-      p.label = r.config.gpu + " x " + std::to_string(r.config.nodes) + " nodes, " + placement_name(r.config);
+      p.label = r.config.gpu + " x " + std::to_string(r.nodes()) + " nodes, " + placement_name(r.config);
       p.gpus = r.gpus;
       p.feasible = r.feasible;
       p.reason = r.reason;
@@ -433,7 +439,7 @@ int run_capacity(const Args& args) {
     for (const auto& r : results) {
       std::string reason;  // CSV: a quote inside a quoted field is doubled
       for (char c : r.reason) reason += c == '"' ? std::string("\"\"") : std::string(1, c);
-      std::cout << r.config.gpu << ',' << r.config.nodes << ',' << r.gpus << ',' << r.config.placement << ','
+      std::cout << r.config.gpu << ',' << r.nodes() << ',' << r.gpus << ',' << r.config.placement << ','
                 << (r.config.placement == "colocated" ? "" : report::format_json_number(r.config.rollout_share)) << ','
                 << (r.feasible ? "true" : "false") << ",\"" << reason << "\","
                 << (r.feasible ? report::format_json_number(r.step_time_s) : "") << ','
@@ -444,7 +450,7 @@ int run_capacity(const Args& args) {
     }
     return kExitOk;
   }
-  print_table(results, n, cheapest, fastest, deadline_s > 0, budget > 0);
+  print_table(s, results, n, cheapest, fastest, deadline_s > 0, budget > 0);
   if (deadline_s <= 0 && budget <= 0)
   {
     const bool any = std::any_of(results.begin(), results.end(), [](const auto& r) { return r.feasible; });

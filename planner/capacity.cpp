@@ -28,42 +28,62 @@ int64_t fitting(int64_t want, int64_t gpus) {
   return d;
 }
 
-// The GPU profile `gpu` names, and the cluster it says it comes in (its `system`), parsed: "" or
-// why they cannot be read.
-std::string system_of(const std::string& gpu, input::GpuProfile& profile, std::optional<input::ClusterSpec>& system) {
-  const auto load = [](const std::string& name, input::SpecKind kind) -> std::pair<std::optional<input::AnySpec>, std::string> {
-    input::Diagnostics diag;
-    input::Loader loader(diag);
-    input::Value v = input::Value::make_string(name);
-    static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
-    v.set_origin(command_line, {});
-    loader.resolve(v, kind, "");
-    auto parsed = diag.error_count() == 0 ? input::parse_document(v, kind, diag) : std::nullopt;
-    if (!parsed || diag.error_count() > 0) {
-      std::string text = input::format_all(diag);
-      while (!text.empty() && text.back() == '\n') text.pop_back();
-      return {std::nullopt, text};
-    }
-    return {std::move(parsed), {}};
-  };
-  auto [g, why] = load(gpu, input::SpecKind::gpu);
-  if (!g) return "cannot read the GPU profile " + gpu + ": " + why;
-  profile = std::get<input::GpuProfile>(std::move(*g));
-  if (profile.system.empty()) return {};
-  auto [c, cwhy] = load(profile.system, input::SpecKind::cluster);
-  if (!c) return "cannot read the GPU profile " + gpu + "'s system " + profile.system + ": " + cwhy;
-  system = std::get<input::ClusterSpec>(std::move(*c));
+// A GPU that comes in NVLink domains of several hosts (its profile's `system`): the system's
+// cluster as its document (its references resolved: a file named by the profile is read next to
+// the profile) and parsed.
+struct GpuSystem {
+  std::string name;
+  input::Value document;
+  input::ClusterSpec cluster;
+};
+
+// Reads `v` (a reference, resolved in place) as a document of `kind`: "" or why it cannot be read.
+std::string read_reference(input::Value& v, input::SpecKind kind, std::optional<input::AnySpec>& out) {
+  input::Diagnostics diag;
+  input::Loader loader(diag);
+  loader.resolve(v, kind, "");
+  if (diag.error_count() == 0) out = input::parse_document(v, kind, diag);
+  if (out && diag.error_count() == 0) return {};
+  std::string text = input::format_all(diag);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text.empty() ? "cannot be read" : text;
+}
+
+// The profile `gpu` names (read from the command line's `--gpus`) and its system, if it names one:
+// "" or why they cannot be read.
+std::string system_of(const std::string& gpu, std::optional<GpuSystem>& system) {
+  static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
+  input::Value profile = input::Value::make_string(gpu);
+  profile.set_origin(command_line, {});
+  std::optional<input::AnySpec> parsed;
+  if (std::string why = read_reference(profile, input::SpecKind::gpu, parsed); !why.empty())
+    return "cannot read the GPU profile " + gpu + ": " + why;
+  const auto& p = std::get<input::GpuProfile>(*parsed);
+  const input::Value* named = profile.is_object() ? profile.find("system") : nullptr;
+  if (p.system.empty() || !named) return {};
+  GpuSystem g{p.system, *named, {}};  // where the profile names it, so a file is found beside it
+  std::optional<input::AnySpec> cluster;
+  if (std::string why = read_reference(g.document, input::SpecKind::cluster, cluster); !why.empty())
+    return "cannot read the GPU profile " + gpu + "'s system " + p.system + ": " + why;
+  g.cluster = std::get<input::ClusterSpec>(std::move(*cluster));
+  system = std::move(g);
   return {};
 }
 
-// The GPUs of one NVLink domain of `system` for `gpus`: the most, up to the system's node, that
-// divide them in whole hosts (all of them when fewer than a host); 0 when none does.
+// The power of two that divides n.
+int64_t two_part(int64_t n) { return n > 0 ? n & -n : 0; }
+
+// The GPUs of one NVLink domain of `system` for `gpus`: of the sizes up to the system's node that
+// divide them in whole hosts, the one that holds the largest power-of-two group (tensor-parallel
+// groups and engines are powers of two: none straddles two domains up to it), then the largest;
+// all of them when fewer than a host; 0 when none does.
 int64_t domain_gpus(const input::ClusterSpec& system, int64_t gpus) {
   const int64_t host = system.host_gpus();
   if (gpus < host) return gpus;
-  for (int64_t d = std::min(gpus, system.gpus_per_node); d >= host; --d)
-    if (gpus % d == 0 && d % host == 0) return d;
-  return 0;
+  int64_t best = 0;
+  for (int64_t d = host; d <= std::min(gpus, system.gpus_per_node); d += host)
+    if (gpus % d == 0 && (best == 0 || two_part(d) >= two_part(best))) best = d;
+  return best;
 }
 
 std::string join_layouts(const std::vector<std::string>& names) {
@@ -152,10 +172,9 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   input::Value* policy = doc.find("policy");
   if (!cluster || !cluster->is_object() || !policy || !policy->is_object()) return "the scenario's cluster or policy is not an object";
   const bool same_gpu = c.gpu == base.cluster.gpu.name;
-  input::GpuProfile profile;
-  std::optional<input::ClusterSpec> system;
+  std::optional<GpuSystem> system;
   if (!same_gpu)
-    if (std::string why = system_of(c.gpu, profile, system); !why.empty()) return why;
+    if (std::string why = system_of(c.gpu, system); !why.empty()) return why;
   if (!same_gpu) {
     // A profile named by its file comes from the command line (--gpus), so it is read relative to
     // the working directory, as a file --set names would be, even where the scenario is a preset.
@@ -177,7 +196,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   if (c.placement == "disaggregated") {
     rollout_gpus = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(gpus) * c.rollout_share));
     // Whole nodes to each side; on a system of NVLink domains, whole hosts.
-    const int64_t unit = system ? system->host_gpus() : base.cluster.gpus_per_node;
+    const int64_t unit = system ? system->cluster.host_gpus() : base.cluster.gpus_per_node;
     rollout_gpus = rollout_gpus / unit * unit;
     if (rollout_gpus <= 0 || rollout_gpus >= gpus)
       return "a " + std::to_string(static_cast<int>(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
@@ -191,28 +210,31 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   if (system) {
     // The GPU's own machines: the same GPUs in NVLink domains of its system (part of a rack each),
     // with the system's topology, hosts, NICs and host memory per GPU; the scenario's tool pools.
-    per_node = domain_gpus(*system, gpus);  // a domain may hold GPUs of both sides, as a node may
+    const input::ClusterSpec& sys = system->cluster;
+    per_node = domain_gpus(sys, gpus);  // a domain may hold GPUs of both sides, as a node may
     if (per_node <= 0)
       return std::to_string(gpus) + " GPUs do not split into NVLink domains of whole hosts of " +
-             std::to_string(system->host_gpus()) + " (" + profile.system + ")";
-    input::Value shaped = input::Value::make_string(profile.system);
-    shaped.set_origin(cluster->file(), cluster->pos());
-    input::Value patch = input::Value::make_object();
-    patch.set("extends", std::move(shaped));
-    patch.set("gpu", *cluster->find("gpu"));
-    patch.set("nodes", integer(gpus / per_node));
-    patch.set("gpus_per_node", integer(per_node));
-    const auto per_gpu = [&](double total) { return total / static_cast<double>(system->gpus_per_node) * static_cast<double>(per_node); };
-    if (system->host_memory_bytes > 0)
-      patch.set("host_memory", input::Value::make_string(std::to_string(static_cast<int64_t>(per_gpu(system->host_memory_bytes))) + " B"));
-    if (system->nics_per_node != system->gpus_per_node) {  // else one a GPU, the default
-      input::Value network = input::Value::make_object();
-      network.set("nics_per_node", integer(std::max<int64_t>(
-                                       1, static_cast<int64_t>(std::llround(per_gpu(static_cast<double>(system->nics_per_node)))))));
-      patch.set("network", std::move(network));
+             std::to_string(sys.host_gpus()) + " (" + system->name + ")";
+    const double share = static_cast<double>(per_node) / static_cast<double>(sys.gpus_per_node);
+    input::Value shaped = system->document;
+    shaped.set("gpu", *cluster->find("gpu"));
+    shaped.set("nodes", integer(gpus / per_node));
+    shaped.set("gpus_per_node", integer(per_node));
+    if (per_node < sys.host_gpus()) shaped.set("gpus_per_host", integer(per_node));  // part of one host
+    if (sys.host_memory_bytes > 0)
+      shaped.set("host_memory", input::Value::make_string(std::to_string(std::llround(sys.host_memory_bytes * share)) + " B"));
+    input::Value* network = shaped.find("network");
+    if (!network || !network->is_object()) {
+      shaped.set("network", input::Value::make_object());
+      network = shaped.find("network");
     }
-    if (const input::Value* pools = cluster->find("pools")) patch.set("pools", *pools);
-    doc.set("cluster", std::move(patch));
+    network->set("nics_per_node", integer(std::max<int64_t>(1, std::llround(static_cast<double>(sys.nics_per_node) * share))));
+    if (sys.nodes_per_leaf > 0)  // a leaf switch serves as many GPUs as before
+      network->set("nodes_per_leaf", integer(std::max<int64_t>(1, std::llround(static_cast<double>(sys.nodes_per_leaf) / share))));
+    if (const input::Value* pools = cluster->find("pools")) shaped.set("pools", *pools);
+    else shaped.erase("pools");
+    shaped.erase("price_usd_per_gpu_hour");
+    doc.set("cluster", std::move(shaped));
     cluster = doc.find("cluster");
   }
   // Layouts that divide the new GPU counts (the planner searches them anyway).

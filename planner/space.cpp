@@ -45,6 +45,8 @@ std::vector<RolloutCandidate> rollout_space(const input::ScenarioSpec& s) {
     RolloutCandidate c{l, {}, {}};
     if (l.replicas == 0 && gpus % l.gpus_per_engine() != 0)
       c.pruned = std::to_string(l.gpus_per_engine()) + "-GPU engines do not divide the " + std::to_string(gpus) + " rollout GPUs";
+    else if (!out.empty() && s.cluster.straddles(l.gpus_per_engine()))  // the scenario's own layout stays
+      c.pruned = std::to_string(l.gpus_per_engine()) + "-GPU engines straddle nodes of " + std::to_string(per_node) + " GPUs";
     else  // heads and layers that do not split, weights or KV cache that do not fit
       c.pruned = rl::check_rollout(rl::rollout_options(s, l));
     out.push_back(c);
@@ -68,6 +70,8 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
     TrainCandidate c{l, {}, {}};
     if (l.gpus() != gpus)
       c.pruned = "tp x pp x dp x cp = " + std::to_string(l.gpus()) + ", the training stage has " + std::to_string(gpus) + " GPUs";
+    else if (!out.empty() && s.cluster.straddles(l.tp))  // the scenario's own layout stays
+      c.pruned = "tensor-parallel groups of " + std::to_string(l.tp) + " straddle nodes of " + std::to_string(per_node) + " GPUs";
     else if (input::dp_split(l, s.workload) == input::DpSplit::refused)
       c.pruned = "a mini-batch of " + std::to_string(s.workload.trajectories_per_step() / s.workload.mini_batches) +
                  " trajectories does not split evenly over dp = " + std::to_string(l.dp);

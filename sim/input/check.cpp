@@ -57,6 +57,18 @@ std::optional<CheckedDocument> check_document(std::string_view path_or_name, std
     diag.note_on_presets(items_before, "the preset as changed by " + given + "; change the field named with --set");
   }
   if (!spec || diag.error_count() != errors_before) return std::nullopt;
+  if (const auto* gpu = std::get_if<GpuProfile>(&*spec); gpu && !gpu->system.empty()) {
+    // The system a profile names must be a cluster (capacity builds this GPU's nodes from it).
+    const Value* named = doc->find("system");
+    Value system = *named;
+    loader.resolve(system, SpecKind::cluster, "/system");
+    if (diag.error_count() != errors_before) return std::nullopt;
+    const std::optional<AnySpec> cluster = parse_document(system, SpecKind::cluster, diag);
+    if (!cluster || diag.error_count() != errors_before) return std::nullopt;
+    if (const auto& c = std::get<ClusterSpec>(*cluster); c.gpu.name != gpu->name)
+      diag.warning(*named, "/system", "the system " + quote(gpu->system) + " is a cluster of " + c.gpu.name + ", not of " +
+                                          gpu->name + ": capacity takes its nodes' shape with this GPU in them");
+  }
   return CheckedDocument{detected, std::move(*spec), std::move(*doc)};
 }
 

@@ -62,6 +62,9 @@ struct ClusterSpec {
   double host_memory_bytes = 0;
 
   int64_t total_gpus() const { return nodes * gpus_per_node; }
+  // Whether groups of `g` GPUs laid out one after another straddle two nodes: their size neither
+  // divides a node's GPUs nor is a multiple of them. Such a group is priced as if on one node.
+  bool straddles(int64_t g) const { return g > 1 && gpus_per_node % g != 0 && g % gpus_per_node != 0; }
 };
 
 // Expects "gpu" already resolved to a profile object (see loader.h).

@@ -120,8 +120,9 @@ struct GpuProfile {
   std::string name;
   std::string description;
   Provenance provenance;
-  // The cluster preset (or file) of the machines the GPU comes in when their NVLink domain spans
-  // several hosts (GB200: "gb200-nvl72"): where `capacity` takes a node's shape from. Empty: any.
+  // The cluster preset (or file, beside the profile) of the machines the GPU comes in when their
+  // NVLink domain spans several hosts (GB200: "gb200-nvl72"): where `capacity` takes a node's
+  // shape from. Empty: the scenario's node.
   std::string system;
 
   std::map<Dtype, double> peak_flops_per_s;  // dense, no sparsity

@@ -152,7 +152,7 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
         at.warning(std::string(where) + "/dp",
                    uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " + n(per_mini_batch / t.dp + 1) +
                        (s.policy.batch_assignment == BatchAssignment::in_order
-                            ? ", consecutive in order (balance_batch is false), where AReaL balances them by tokens"
+                            ? ", in order (balance_batch is false), where AReaL balances them by tokens"
                             : ", balanced by tokens, as AReaL splits a batch") +
                        "; verl, NeMo RL and OpenRLHF require an even split");
       else
@@ -328,7 +328,7 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   // Groups laid out one after another tile a node only when their size divides it (or it theirs):
   // otherwise some straddle two nodes, and are priced as if their links were the node's.
   const int64_t per_node = s.cluster.gpus_per_node;
-  const auto straddles = [&](int64_t g) { return g > 1 && per_node % g != 0 && g % per_node != 0; };
+  const auto straddles = [&](int64_t g) { return s.cluster.straddles(g); };
   if (const int64_t g = s.policy.rollout.gpus_per_engine(); straddles(g) && s.rollout_gpus() % g == 0)
     at.warning("rollout", "engines of " + std::to_string(g) + " GPUs do not tile nodes of " + std::to_string(per_node) +
                               ": some straddle two nodes and are priced as if on one");

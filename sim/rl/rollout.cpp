@@ -138,6 +138,8 @@ class Rollout final : public core::EventHandler {
   void refresh_loads();
   void add_span(int64_t e, bool prefill, double start_s, double end_s, int64_t iterations);
   int pool_for(int16_t tool) const;
+  // What is left of trajectory t's predicted length (length-aware routing) as its turn begins.
+  int64_t predicted_left(int64_t t) const;
 
   const RolloutOptions& o_;
   const RolloutInput& in_;
@@ -317,6 +319,15 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   }
 }
 
+int64_t Rollout::predicted_left(int64_t t) const {
+  const Trajectory& tr = traj_[static_cast<size_t>(t)];
+  const int64_t predicted = in_.predicted_tokens[static_cast<size_t>(t)];
+  // A trajectory carried over has done the part of its predicted length it brings as context: what
+  // is left of it is the backlog it adds (none once it has outgrown the prediction).
+  if (tr.continues && tr.turn == 0 && tr.turn_count > 0) return std::max<int64_t>(0, predicted - tr.turns[0].prefill_tokens);
+  return predicted;
+}
+
 int Rollout::pool_for(int16_t tool) const {
   if (tool < 0 || static_cast<size_t>(tool) >= tool_pool_.size()) return -1;
   return tool_pool_[static_cast<size_t>(tool)];
@@ -327,8 +338,7 @@ RolloutResult Rollout::run() {
   std::vector<int64_t> order(traj_.size());
   std::iota(order.begin(), order.end(), 0);
   if (o_.routing == input::Routing::length_aware && in_.predicted_tokens.size() == traj_.size())
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return in_.predicted_tokens[a] > in_.predicted_tokens[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return predicted_left(a) > predicted_left(b); });
   for (int64_t t : order) {
     const auto i = static_cast<size_t>(t);
     if (i < in_.carried.size() && in_.carried[i].finished) {
@@ -427,10 +437,7 @@ void Rollout::start_turn(int64_t t) {
   }
   RouteRequest rr{t, tr.turn, tr.pinned ? -1 : tr.engine, 0};
   if (!in_.predicted_tokens.empty() && router_->uses_prediction(rr)) {
-    rr.predicted_tokens = in_.predicted_tokens[static_cast<size_t>(t)];
-    // A trajectory carried over has done the part of its predicted length it brings as context:
-    // what is left of it is the backlog it adds (none once it has outgrown the prediction).
-    if (tr.continues && tr.turn == 0) rr.predicted_tokens = std::max<int64_t>(0, rr.predicted_tokens - turn.prefill_tokens);
+    rr.predicted_tokens = predicted_left(t);
   }
   if (tr.pinned) {
     tr.pinned = false;  // back to the engine that kept its KV, whose backlog a router may count

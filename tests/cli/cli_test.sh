@@ -600,19 +600,40 @@ expect uneven-dp-fit 0 "$arlsim" simulate default --set /cluster/nodes=3 --set /
 contains uneven-dp-fit-why "$tmp/err" "the ranks take 10 or 11, balanced by tokens, as AReaL splits a batch"
 expect uneven-dp-in-order 0 "$arlsim" check default --set /cluster/nodes=3 --set /policy/train/dp=12 \
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /policy/balance_batch=false
-contains uneven-dp-in-order-why "$tmp/err" "the ranks take 10 or 11, consecutive in order (balance_batch is false)"
+contains uneven-dp-in-order-why "$tmp/err" "the ranks take 10 or 11, in order (balance_batch is false)"
 expect fewer-than-dp 2 "$arlsim" check default --set /cluster/nodes=3 --set /policy/train/dp=12 \
   --set '/policy/train/packing="fit"' --set /policy/train/max_tokens_per_gpu=32768 --set /workload/mini_batches=64
 contains fewer-than-dp-why "$tmp/err" "/policy/train/dp: a mini-batch of 8 trajectories does not split evenly over dp = 12"
 
 # capacity on a GPU that comes in NVLink domains of several hosts (GB200 NVL72): its system's
-# domains, 128 GPUs as two of 64; a system that cannot be read is the configuration's reason.
+# domains, 128 GPUs as two of 64; a profile whose system cannot be read is refused.
 expect capacity-system 0 "$arlsim" capacity default --gpus gb200 --nodes 16 --placements colocated --steps 10 --confirm 0
 contains capacity-system-shape "$tmp/out" "gb200            2    128  colocated"
 contains capacity-system-note "$tmp/out" "gb200: nodes are NVLink domains of gb200-nvl72"
 sed 's/"system": "gb200-nvl72"/"system": "no-such-rack"/' "$(dirname "$0")/../../calib/profiles/gb200.json" >"$tmp/rackless.json"
-expect capacity-system-missing 0 "$arlsim" capacity default --gpus "$tmp/rackless.json" --nodes 2 --placements colocated --steps 10
-contains capacity-system-missing-why "$tmp/out" "system no-such-rack"
+expect capacity-system-missing 2 "$arlsim" capacity default --gpus "$tmp/rackless.json" --nodes 2 --placements colocated --steps 10
+contains capacity-system-missing-why "$tmp/err" 'rackless.json:6:13: /system: unknown cluster preset "no-such-rack"'
+
+# capacity's CSV counts the nodes built too; fewer GPUs than a host make a domain of part of one;
+# a system named by file is read beside its profile; a GPU without a system on a scenario whose
+# nodes are another's domains says so.
+"$arlsim" capacity default --gpus gb200 --nodes 16 --placements colocated --steps 10 --confirm 0 --csv >"$tmp/cap.csv"
+contains capacity-system-csv "$tmp/cap.csv" "gb200,2,128,colocated"
+printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "cluster": {"gpus_per_node": 2, "nodes": 8}}' >"$tmp/pairs.json"
+expect capacity-system-part-host 0 "$arlsim" capacity "$tmp/pairs.json" --gpus gb200 --nodes 1 --placements colocated --steps 10 --confirm 0
+contains capacity-system-part-host-row "$tmp/out" "gb200            1      2  colocated"
+mkdir -p "$tmp/hw"
+sed 's/"system": "gb200-nvl72"/"system": "rack.json"/' "$(dirname "$0")/../../calib/profiles/gb200.json" >"$tmp/hw/gb.json"
+cp "$(dirname "$0")/../../scenarios/clusters/gb200-nvl72.json" "$tmp/hw/rack.json"
+expect capacity-system-file 0 "$arlsim" capacity default --gpus "$tmp/hw/gb.json" --nodes 2 --placements colocated --steps 10 --confirm 0
+contains capacity-system-file-row "$tmp/out" "gb.json     1     16  colocated"
+expect check-system-file 0 "$arlsim" check "$tmp/hw/gb.json"
+expect check-system-missing 2 "$arlsim" check "$tmp/rackless.json"
+contains check-system-missing-why "$tmp/err" '/system: unknown cluster preset "no-such-rack"'
+printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "cluster": {"extends": "gb200-nvl72", "nodes": 1},
+ "policy": {"train": {"dp": 36}}, "workload": {"prompts_per_step": 72, "mini_batches": 1}}' >"$tmp/on-gb200.json"
+expect capacity-no-system 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements colocated --steps 10 --confirm 0
+contains capacity-no-system-note "$tmp/out" "h100-sxm: its profile names no system: it runs in the scenario's nodes, NVLink domains of gb200-nvl72"
 
 # A scenario extending another whose cluster extends a preset of its own: the cluster is that
 # preset's (72 GPUs a node, GB200), not the base scenario's cluster with the preset merged under it.

@@ -674,8 +674,46 @@ TEST_CASE("capacity: a GPU that comes in NVLink domains of several hosts runs in
   REQUIRE(planner::scenario_on(*base, document, {"gb200", 1, "disaggregated", 0.5}, d).empty());
   CHECK(d.cluster.gpus_per_node == 8);
   CHECK(d.policy.rollout_gpus == 4);
+  // Sizes that are no power of two take the domain that holds the largest power-of-two group:
+  // 80 GPUs as five of 16 (not two of 40, which a group of 16 would straddle), 96 as three of 32,
+  // 72 as one rack.
+  input::Value wide;
+  const auto bigger = input::load_scenario("default", {"/workload/prompts_per_step=360"}, diag, &wide);
+  REQUIRE(bigger);
+  for (const auto& [nodes, domain] : std::vector<std::pair<int64_t, int64_t>>{{10, 16}, {12, 32}, {9, 72}}) {
+    CAPTURE(nodes);
+    input::ScenarioSpec s;
+    const std::string why = planner::scenario_on(*bigger, wide, {"gb200", nodes, "colocated", 0}, s);
+    CAPTURE(why);
+    REQUIRE(why.empty());
+    CHECK(s.cluster.gpus_per_node == domain);
+  }
   // A GPU without a system keeps the scenario's nodes.
   input::ScenarioSpec a;
   REQUIRE(planner::scenario_on(*base, document, {"a100-sxm-80g", 2, "colocated", 0}, a).empty());
   CHECK(a.cluster.gpus_per_node == 8);
+}
+
+TEST_CASE("space: the search's groups that would straddle nodes are pruned, the scenario's own layout is not") {
+  // Two 72-GPU nodes (GB200 racks): tensor-parallel groups and engines of 16 and 32 straddle them.
+  const auto s = scenario({"/cluster/gpus_per_node=72", "/cluster/nodes=2", "/policy/train/dp=72", "/workload/prompts_per_step=144",
+                           "/workload/mini_batches=1"});
+  const auto train = planner::train_space(s);
+  int straddling = 0;
+  for (size_t i = 0; i < train.size(); ++i) {
+    CAPTURE(train[i].pruned);
+    const bool pruned = train[i].pruned.find("straddle nodes of 72") != std::string::npos;
+    CHECK(pruned == (i > 0 && 72 % train[i].layout.tp != 0));
+    straddling += pruned;
+  }
+  CHECK(straddling > 0);
+  const auto rollouts = planner::rollout_space(s);
+  straddling = 0;
+  for (size_t i = 1; i < rollouts.size(); ++i) {
+    const int64_t g = rollouts[i].layout.gpus_per_engine();
+    const bool pruned = rollouts[i].pruned.find("engines straddle nodes of 72") != std::string::npos;
+    CHECK(pruned == (144 % g == 0 && 72 % g != 0 && g % 72 != 0));
+    straddling += pruned;
+  }
+  CHECK(straddling > 0);
 }
