@@ -288,6 +288,17 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                                                     : std::string("count is 0, and only the pooled tool policy grows a pool")),
                "give it at least one unit");
   }
+  // Pooling schedules tool actions on the tool pools (sandboxes, APIs); with none, every call runs
+  // at once, unqueued.
+  if (s.policy.tool_policy == ToolPolicy::pooled && s.workload.max_turns > 1 &&
+      std::all_of(s.cluster.pools.begin(), s.cluster.pools.end(), [](const PoolSpec& p) { return p.kind == PoolKind::reward_server; })) {
+    const Value* policy = v.find("policy");
+    const Value* tp = policy ? policy->find("tool_policy") : nullptr;
+    diag.warning(tp ? *tp : v, "/policy/tool_policy",
+                 "the pooled tool policy schedules tool actions on tool pools, and the cluster has none: every tool call "
+                 "runs at once, with no queue and no cost",
+                 "give the cluster a sandbox or API pool (\"pools\")");
+  }
   // Every dispatch mode reaches the single controller (whole tensors, or per-sample scalars), whose
   // link hangs off the network: the GPUs reach it through their node's NICs, and its own link
   // defaults to one NIC's bandwidth. A profile without a NIC gives neither.

@@ -644,6 +644,8 @@ EOF
 expect nested-extends 0 "$arlsim" check "$tmp/nested-extends.json" --resolved
 contains nested-extends-gpu "$tmp/out" '"name": "gb200"'
 contains nested-extends-node "$tmp/out" '"gpus_per_node": 72'
+# ...and keeps none of default's tool pools, which the pooled tool policy then has none of.
+contains nested-extends-pools "$tmp/err" "the pooled tool policy schedules tool actions on tool pools, and the cluster has none"
 
 # Megatron's interleaved schedule needs a multiple of pp micro-batches: without a token budget the
 # remedy is one; with one, a rank that has fewer samples than pp needs more samples.
