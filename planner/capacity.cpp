@@ -37,7 +37,8 @@ struct GpuSystem {
   input::ClusterSpec cluster;
 };
 
-// Reads `v` (a reference, resolved in place) as a document of `kind`: "" or why it cannot be read.
+// Reads `v` (a document or a reference to one, resolved in place) as a document of `kind`: "" or
+// why it cannot be read.
 std::string read_reference(input::Value& v, input::SpecKind kind, std::optional<input::AnySpec>& out) {
   input::Diagnostics diag;
   input::Loader loader(diag);
@@ -49,12 +50,19 @@ std::string read_reference(input::Value& v, input::SpecKind kind, std::optional<
   return text.empty() ? "cannot be read" : text;
 }
 
+// A GPU profile named on the command line (--gpus): read relative to the working directory, as a
+// file --set names would be, even where the scenario is a preset.
+input::Value gpu_reference(const std::string& gpu) {
+  static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
+  input::Value v = input::Value::make_string(gpu);
+  v.set_origin(command_line, {});
+  return v;
+}
+
 // The profile `gpu` names (read from the command line's `--gpus`) and its system, if it names one:
 // "" or why they cannot be read.
 std::string system_of(const std::string& gpu, std::optional<GpuSystem>& system) {
-  static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
-  input::Value profile = input::Value::make_string(gpu);
-  profile.set_origin(command_line, {});
+  input::Value profile = gpu_reference(gpu);
   std::optional<input::AnySpec> parsed;
   if (std::string why = read_reference(profile, input::SpecKind::gpu, parsed); !why.empty())
     return "cannot read the GPU profile " + gpu + ": " + why;
@@ -173,15 +181,9 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   if (!cluster || !cluster->is_object() || !policy || !policy->is_object()) return "the scenario's cluster or policy is not an object";
   const bool same_gpu = c.gpu == base.cluster.gpu.name;
   std::optional<GpuSystem> system;
-  if (!same_gpu)
-    if (std::string why = system_of(c.gpu, system); !why.empty()) return why;
   if (!same_gpu) {
-    // A profile named by its file comes from the command line (--gpus), so it is read relative to
-    // the working directory, as a file --set names would be, even where the scenario is a preset.
-    input::Value gpu = input::Value::make_string(c.gpu);
-    static const auto command_line = std::make_shared<const parse::SourceFile>(parse::SourceFile{"--gpus", ".", false});
-    gpu.set_origin(command_line, {});
-    cluster->set("gpu", std::move(gpu));
+    if (std::string why = system_of(c.gpu, system); !why.empty()) return why;
+    cluster->set("gpu", gpu_reference(c.gpu));
     cluster->erase("price_usd_per_gpu_hour");  // the price of the scenario's GPU, not of this one
   }
   cluster->set("nodes", integer(c.nodes));
@@ -264,15 +266,9 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   rollout->erase("replicas");
   rollout->set("tp", integer(fitting(r.tp, std::min(rollout_gpus, per_node))));
   rollout->set("pp", integer(1));
-  input::Diagnostics diag;
-  input::Loader loader(diag);
-  loader.resolve(doc, input::SpecKind::scenario, "");
-  auto parsed = input::parse_document(doc, input::SpecKind::scenario, diag);
-  if (!parsed || diag.error_count() > 0) {
-    std::string text = input::format_all(diag);
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    return "cannot build the scenario: " + text;
-  }
+  std::optional<input::AnySpec> parsed;
+  if (std::string why = read_reference(doc, input::SpecKind::scenario, parsed); !why.empty())
+    return "cannot build the scenario: " + why;
   out = std::get<input::ScenarioSpec>(std::move(*parsed));
   return {};
 }

@@ -73,8 +73,7 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
     else if (!out.empty() && s.cluster.straddles(l.tp))  // the scenario's own layout stays
       c.pruned = "tensor-parallel groups of " + std::to_string(l.tp) + " straddle nodes of " + std::to_string(per_node) + " GPUs";
     else if (input::dp_split(l, s.workload) == input::DpSplit::refused)
-      c.pruned = "a mini-batch of " + std::to_string(s.workload.trajectories_per_step() / s.workload.mini_batches) +
-                 " trajectories does not split evenly over dp = " + std::to_string(l.dp);
+      c.pruned = input::uneven_dp_text(l, s.workload);
     else
       c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload));
     if (c.pruned.empty() && l.pp > 1 && l.vpp > 1 && l.max_tokens_per_gpu <= 0) {

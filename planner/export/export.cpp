@@ -427,10 +427,8 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
                         num(s.cluster.host_gpus()) + ": the GPU counts per node below are the domain's; Slurm, Ray "
                         "and the framework count hosts (" + num(s.cluster.total_gpus() / s.cluster.host_gpus()) + " of " +
                         num(s.cluster.host_gpus()) + " GPUs), so set them so and keep each domain's hosts together");
-  if (r.format != ExportFormat::json && target != ExportFormat::areal && w.mini_batches > 0 && tl.dp > 0 &&
-      w.trajectories_per_step() / w.mini_batches % tl.dp != 0)
-    out.notes.push_back("a mini-batch of " + num(w.trajectories_per_step() / w.mini_batches) + " trajectories does not "
-                        "split evenly over dp = " + num(tl.dp) + ": the framework requires it to");
+  if (r.format != ExportFormat::json && target != ExportFormat::areal && input::dp_split(tl, w) != input::DpSplit::even)
+    out.notes.push_back(input::uneven_dp_text(tl, w) + ": the framework requires it to");
   if (r.format == ExportFormat::json) {
     if (r.document) out.text = document_json(*r.document);
     else out.error = "no document to write";

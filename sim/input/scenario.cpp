@@ -141,23 +141,18 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
     at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
                                              " GPUs of one node");
   const WorkloadSpec& w = s.workload;
-  if (const DpSplit split = dp_split(t, w); split != DpSplit::even) {
-    const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
-    {
-      const std::string uneven =
-          "a mini-batch of " + n(per_mini_batch) + " trajectories does not split evenly over dp = " + n(t.dp);
-      // Packed first fit into token budgets, as AReaL splits a batch by tokens, the ranks take
-      // their samples balanced by tokens, however many; verl, NeMo RL and OpenRLHF split by count.
-      if (split == DpSplit::uneven)
-        at.warning(std::string(where) + "/dp",
-                   uneven + ": the ranks take " + n(per_mini_batch / t.dp) + " or " + n(per_mini_batch / t.dp + 1) +
-                       (s.policy.batch_assignment == BatchAssignment::in_order
-                            ? ", in order (balance_batch is false), where AReaL balances them by tokens"
-                            : ", balanced by tokens, as AReaL splits a batch") +
-                       "; verl, NeMo RL and OpenRLHF require an even split");
-      else
-        at.error(std::string(where) + "/dp", uneven);
-    }
+  if (const DpSplit split = dp_split(t, w); split == DpSplit::refused) {
+    at.error(std::string(where) + "/dp", uneven_dp_text(t, w));
+  } else if (split == DpSplit::uneven) {
+    // Packed first fit into token budgets, as AReaL splits a batch by tokens, the ranks take their
+    // samples balanced by tokens, however many; verl, NeMo RL and OpenRLHF split by count.
+    const int64_t per_rank = w.trajectories_per_step() / w.mini_batches / t.dp;
+    at.warning(std::string(where) + "/dp",
+               uneven_dp_text(t, w) + ": the ranks take " + n(per_rank) + " or " + n(per_rank + 1) +
+                   (s.policy.batch_assignment == BatchAssignment::in_order
+                        ? ", in order (balance_batch is false), where AReaL balances them by tokens"
+                        : ", balanced by tokens, as AReaL splits a batch") +
+                   "; verl, NeMo RL and OpenRLHF require an even split");
   }
 }
 
@@ -168,6 +163,11 @@ DpSplit dp_split(const TrainLayout& t, const WorkloadSpec& w) {
   const int64_t per_mini_batch = w.trajectories_per_step() / w.mini_batches;
   if (per_mini_batch % t.dp == 0) return DpSplit::even;
   return t.fit_packing && t.max_tokens_per_gpu > 0 && per_mini_batch >= t.dp ? DpSplit::uneven : DpSplit::refused;
+}
+
+std::string uneven_dp_text(const TrainLayout& t, const WorkloadSpec& w) {
+  return "a mini-batch of " + std::to_string(w.trajectories_per_step() / std::max<int64_t>(1, w.mini_batches)) +
+         " trajectories does not split evenly over dp = " + std::to_string(t.dp);
 }
 
 namespace {
@@ -339,11 +339,10 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   // Groups laid out one after another tile a node only when their size divides it (or it theirs):
   // otherwise some straddle two nodes, and are priced as if their links were the node's.
   const int64_t per_node = s.cluster.gpus_per_node;
-  const auto straddles = [&](int64_t g) { return s.cluster.straddles(g); };
-  if (const int64_t g = s.policy.rollout.gpus_per_engine(); straddles(g) && s.rollout_gpus() % g == 0)
+  if (const int64_t g = s.policy.rollout.gpus_per_engine(); s.cluster.straddles(g) && s.rollout_gpus() % g == 0)
     at.warning("rollout", "engines of " + std::to_string(g) + " GPUs do not tile nodes of " + std::to_string(per_node) +
                               ": some straddle two nodes and are priced as if on one");
-  if (straddles(s.policy.train.tp))
+  if (s.cluster.straddles(s.policy.train.tp))
     at.warning("train/tp", "tensor-parallel groups of " + std::to_string(s.policy.train.tp) + " do not tile nodes of " +
                                std::to_string(per_node) + ": some straddle two nodes and are priced as if on one");
   if (s.policy.continuous && s.policy.batches_held() == 1)

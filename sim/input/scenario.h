@@ -57,6 +57,8 @@ struct ScenarioSpec {
 // batch first fit into token budgets (a budget, fit packing, at least one sample a rank); or not.
 enum class DpSplit { even, uneven, refused };
 DpSplit dp_split(const TrainLayout& t, const WorkloadSpec& w);
+// "a mini-batch of N trajectories does not split evenly over dp = D".
+std::string uneven_dp_text(const TrainLayout& t, const WorkloadSpec& w);
 
 // Parses a scenario whose references are resolved (see loader.h) and runs the cross checks.
 bool parse_scenario(const Value& v, Diagnostics& diag, ScenarioSpec& out);
