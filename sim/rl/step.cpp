@@ -656,10 +656,9 @@ RunResult RunSimulator::run(const trace::Trace& t, const Progress& progress) {
     }
     step.nodes = graph_.add_step(d.step, p.times, p.work, optimizer_steps(s_.workload));
     record_lengths(d, p.rollout.done);
-    std::vector<RolloutInput::Carried> carried;
-    trace::Trace next = carry_over(s_.policy, d.trajectories, d.carried, p.rollout, carried);  // built before carry_, which d still views, goes
+    // Built before carry_, which d still views, goes.
+    trace::Trace next = carry_over(s_.policy, d.trajectories, d.carried, p.rollout, carry_info_);
     carry_ = std::move(next);
-    carry_info_ = std::move(carried);
     p.rollout = {};
     step.plan = std::move(p);
     if (step.plan.oom) {
