@@ -160,10 +160,12 @@ void print_table(const input::ScenarioSpec& base, const std::vector<planner::Cap
       systems.push_back(r.config.gpu);
       std::printf("%s: nodes are NVLink domains of %s, each of the GPUs that divide a configuration's in whole hosts\n",
                   r.config.gpu.c_str(), r.system.c_str());
-    } else if (r.gpus_per_node > 0 && r.config.gpu != base.cluster.gpu.name && !base.cluster.gpu.system.empty()) {
+    } else if (r.gpus_per_node > 0 && r.config.gpu != base.cluster.gpu.name &&
+               base.cluster.host_gpus() < base.cluster.gpus_per_node) {
       systems.push_back(r.config.gpu);
+      const std::string& domains = base.cluster.gpu.system.empty() ? base.cluster.name : base.cluster.gpu.system;
       std::printf("%s: its profile names no system: it runs in the scenario's nodes, NVLink domains of %s\n",
-                  r.config.gpu.c_str(), base.cluster.gpu.system.c_str());
+                  r.config.gpu.c_str(), domains.c_str());
     }
   }
   if (!unconfirmable.empty())

@@ -28,9 +28,8 @@ int64_t fitting(int64_t want, int64_t gpus) {
   return d;
 }
 
-// A GPU that comes in NVLink domains of several hosts (its profile's `system`): the system's
-// cluster as its document (its references resolved: a file named by the profile is read next to
-// the profile) and parsed.
+// The machines a GPU comes in (its profile's `system`): the system's cluster as its document (its
+// references resolved: a file named by the profile is read next to the profile) and parsed.
 struct GpuSystem {
   std::string name;
   input::Value document;
@@ -94,6 +93,9 @@ int64_t domain_gpus(const input::ClusterSpec& system, int64_t gpus) {
   return best;
 }
 
+// Whether a node of `c` is an NVLink domain of several hosts (a GB200 NVL72 rack), not one host.
+bool multi_host_domains(const input::ClusterSpec& c) { return c.host_gpus() < c.gpus_per_node; }
+
 std::string join_layouts(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i)
@@ -126,13 +128,12 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
   r.config = config;
   r.gpus = config.nodes * base.cluster.gpus_per_node;
   input::ScenarioSpec s;
-  if (std::string problem = scenario_on(base, document, config, s); !problem.empty()) {
+  if (std::string problem = scenario_on(base, document, config, s, &r.system); !problem.empty()) {
     r.reason = problem;
     return r;
   }
   r.gpus = s.cluster.total_gpus();
   r.gpus_per_node = s.cluster.gpus_per_node;
-  if (config.gpu != base.cluster.gpu.name) r.system = s.cluster.gpu.system;
   r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
   for (const auto& [gpu, price] : o.prices)
     if (gpu == config.gpu) r.price_usd_per_gpu_hour = price;
@@ -174,7 +175,7 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
 
 
 std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
-                        input::ScenarioSpec& out) {
+                        input::ScenarioSpec& out, std::string* shaped_by) {
   input::Value doc = document;
   input::Value* cluster = doc.find("cluster");
   input::Value* policy = doc.find("policy");
@@ -183,6 +184,11 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   std::optional<GpuSystem> system;
   if (!same_gpu) {
     if (std::string why = system_of(c.gpu, system); !why.empty()) return why;
+    // Its system shapes the nodes where either side comes in domains of several hosts: a GB200
+    // takes racks' domains, and an H100 in a GB200 scenario its own 8-GPU servers, not the racks.
+    // Between one-host servers the scenario's nodes, network and host memory stay (a what-if
+    // about the GPU in the user's machines).
+    if (system && !multi_host_domains(system->cluster) && !multi_host_domains(base.cluster)) system.reset();
     cluster->set("gpu", gpu_reference(c.gpu));
     cluster->erase("price_usd_per_gpu_hour");  // the price of the scenario's GPU, not of this one
   }
@@ -238,6 +244,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
     shaped.erase("price_usd_per_gpu_hour");
     doc.set("cluster", std::move(shaped));
     cluster = doc.find("cluster");
+    if (shaped_by) *shaped_by = system->name;
   }
   // Layouts that divide the new GPU counts (the planner searches them anyway).
   const auto& t = base.policy.train;

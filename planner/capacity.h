@@ -70,9 +70,12 @@ struct CapacityOptions {
 };
 
 // The scenario rebuilt on a configuration: its cluster with another GPU profile and node count, its
-// layouts made to fit (the planner chooses them anyway). Returns "" or why it cannot be built.
+// layouts made to fit (the planner chooses them anyway). Another GPU's profile that names its
+// system gets that system's nodes where the system's or the scenario's nodes are NVLink domains
+// of several hosts; `shaped_by` (when given) then receives the system's name. Returns "" or why
+// it cannot be built.
 std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
-                        input::ScenarioSpec& out);
+                        input::ScenarioSpec& out, std::string* shaped_by = nullptr);
 
 std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o);

@@ -632,8 +632,15 @@ expect check-system-missing 2 "$arlsim" check "$tmp/rackless.json"
 contains check-system-missing-why "$tmp/err" '/system: unknown cluster preset "no-such-rack"'
 printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "cluster": {"extends": "gb200-nvl72", "nodes": 1},
  "policy": {"train": {"dp": 36}}, "workload": {"prompts_per_step": 72, "mini_batches": 1}}' >"$tmp/on-gb200.json"
-expect capacity-no-system 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements colocated --steps 10 --confirm 0
-contains capacity-no-system-note "$tmp/out" "h100-sxm: its profile names no system: it runs in the scenario's nodes, NVLink domains of gb200-nvl72"
+expect capacity-no-system 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h800-sxm --nodes 1 --placements colocated --steps 10 --confirm 0
+contains capacity-no-system-note "$tmp/out" "h800-sxm: its profile names no system: it runs in the scenario's nodes, NVLink domains of gb200-nvl72"
+# An H100 in a scenario of GB200 racks comes in its own 8-GPU servers (its profile's system), not
+# in the racks' NVLink domain of 72; between 8-GPU servers the scenario's nodes stay.
+expect capacity-own-servers 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements colocated --steps 10 --confirm 0
+contains capacity-own-servers-row "$tmp/out" "h100-sxm         9     72  colocated"
+contains capacity-own-servers-note "$tmp/out" "h100-sxm: nodes are NVLink domains of dgx-h100"
+expect capacity-servers-stay 0 "$arlsim" capacity default --gpus h200-sxm --nodes 2 --placements colocated --steps 10 --confirm 0 --set '/cluster/network/nic_bandwidth="100 Gbps"'
+if grep -q "hgx-h200" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-servers-stay-note"; else passed=$((passed + 1)); fi
 
 # A scenario extending another whose cluster extends a preset of its own: the cluster is that
 # preset's (72 GPUs a node, GB200), not the base scenario's cluster with the preset merged under it.

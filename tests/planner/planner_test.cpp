@@ -688,10 +688,47 @@ TEST_CASE("capacity: a GPU that comes in NVLink domains of several hosts runs in
     REQUIRE(why.empty());
     CHECK(s.cluster.gpus_per_node == domain);
   }
-  // A GPU without a system keeps the scenario's nodes.
+  // A GPU of 8-GPU servers keeps the scenario's 8-GPU nodes and their network, unshaped.
+  input::Value slow_doc;
+  const auto slow = input::load_scenario("default", {"/cluster/network/nic_bandwidth=\"100 Gbps\""}, diag, &slow_doc);
+  REQUIRE(slow);
   input::ScenarioSpec a;
-  REQUIRE(planner::scenario_on(*base, document, {"a100-sxm-80g", 2, "colocated", 0}, a).empty());
+  std::string shaped_by = "unset";
+  REQUIRE(planner::scenario_on(*slow, slow_doc, {"a100-sxm-80g", 2, "colocated", 0}, a, &shaped_by).empty());
+  CHECK(shaped_by == "unset");
   CHECK(a.cluster.gpus_per_node == 8);
+  CHECK(a.cluster.nic_bandwidth_bytes_per_s == doctest::Approx(slow->cluster.nic_bandwidth_bytes_per_s));
+  // A GB200's configurations say which system shaped them.
+  input::ScenarioSpec g;
+  REQUIRE(planner::scenario_on(*base, document, {"gb200", 2, "colocated", 0}, g, &shaped_by).empty());
+  CHECK(shaped_by == "gb200-nvl72");
+}
+
+TEST_CASE("capacity: an 8-GPU server's GPU in a scenario of racks runs in its own servers") {
+  input::Diagnostics diag;
+  input::Value document;
+  const auto racks = input::load_scenario("default",
+                                          {"/cluster={\"extends\": \"gb200-nvl72\", \"nodes\": 1}", "/policy/train/dp=36",
+                                           "/workload/prompts_per_step=72", "/workload/mini_batches=1"},
+                                          diag, &document);
+  CAPTURE(input::format_all(diag));
+  REQUIRE(racks);
+  REQUIRE(racks->cluster.gpus_per_node == 72);
+  input::ScenarioSpec h;
+  std::string shaped_by;
+  REQUIRE(planner::scenario_on(*racks, document, {"h100-sxm", 1, "colocated", 0}, h, &shaped_by).empty());
+  CHECK(shaped_by == "dgx-h100");
+  CHECK(h.cluster.gpu.name == "h100-sxm");
+  CHECK(h.cluster.gpus_per_node == 8);  // nine DGX H100s, not one NVLink domain of 72
+  CHECK(h.cluster.nodes == 9);
+  CHECK(h.cluster.host_gpus() == 8);
+  CHECK(h.cluster.host_memory_bytes == doctest::Approx(2.0 * 1024 * 1024 * 1024 * 1024));  // the DGX's 2 TiB
+  // A GPU that names no system stays in the racks' domains.
+  input::ScenarioSpec x;
+  shaped_by.clear();
+  REQUIRE(planner::scenario_on(*racks, document, {"h800-sxm", 1, "colocated", 0}, x, &shaped_by).empty());
+  CHECK(shaped_by.empty());
+  CHECK(x.cluster.gpus_per_node == 72);
 }
 
 TEST_CASE("space: the search's groups that would straddle nodes are pruned, the scenario's own layout is not") {
