@@ -30,7 +30,7 @@
 namespace arlsim::planner {
 // What a rank sends rank 0 of each configuration it evaluated (see pack_result).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityConfig, gpu, nodes, placement, rollout_share)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, config, gpus, gpus_per_node, system, feasible, reason, step_time_s, total_time_s, gpu_hours,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, config, gpus, gpus_per_node, system, rollout_gpus, feasible, reason, step_time_s, total_time_s, gpu_hours,
                                    cost_usd, price_usd_per_gpu_hour, rollout_layouts, train_layouts, unconfirmable)
 }  // namespace arlsim::planner
 
@@ -95,9 +95,12 @@ bool parse_placements(const std::string& text, std::vector<planner::CapacityConf
   return !out.empty();
 }
 
-std::string placement_name(const planner::CapacityConfig& c) {
-  if (c.placement == "colocated") return "colocated";
-  return "disagg " + std::to_string(static_cast<int>(c.rollout_share * 100 + 0.5)) + "%";
+std::string percent(double share) { return std::to_string(static_cast<int>(share * 100 + 0.5)) + "%"; }
+
+// As built: a disaggregated configuration's rollout share in whole nodes or hosts.
+std::string placement_name(const planner::CapacityResult& r) {
+  if (r.config.placement == "colocated") return "colocated";
+  return "disagg " + percent(r.rollout_share());
 }
 
 std::string money(const std::optional<double>& v) { return v ? report::format_fixed(*v, 0) : "unknown"; }
@@ -114,22 +117,23 @@ planner::CapacityResult unpack_result(const std::string& text) {
 std::string describe(const planner::CapacityResult& r) {
   const double sim = r.simulated_total_s.value_or(r.total_time_s), scale = sim / r.total_time_s;
   return r.config.gpu + " x " + std::to_string(r.gpus) + " (" + std::to_string(r.nodes()) + " nodes, " +
-         placement_name(r.config) + "): " + report::format_fixed(sim / 3600, 2) + " h, " +
+         placement_name(r) + "): " + report::format_fixed(sim / 3600, 2) + " h, " +
          money(r.cost_usd ? std::optional<double>(*r.cost_usd * scale) : std::nullopt) + " USD, simulated";
 }
 
 void print_table(const input::ScenarioSpec& base, const std::vector<planner::CapacityResult>& results, int64_t steps,
                  const planner::CapacityResult* cheapest,
                  const planner::CapacityResult* fastest, bool deadline, bool budget) {
-  std::printf("%-12s%6s%7s%-12s%12s%14s%14s%12s%12s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
+  // Each figure keeps a space before it however wide it grows (a long run's GPU-hours).
+  std::printf("%-12s%6s%7s%-12s%12s %13s %13s %11s %11s  %s\n", "gpu", "nodes", "gpus", "  placement", "step (s)", "total (h)",
               "simulated (h)", "GPU-hours", "cost (USD)", "pareto / layouts or reason");
   bool marked = false, unpriced = false;
   std::string unconfirmable;  // the first configuration's reason
   for (const auto& r : results) {
-    std::printf("%-12s%6lld%7lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.nodes()),
-                static_cast<long long>(r.gpus), placement_name(r.config).c_str());
+    std::printf("%-12s%6lld %6lld  %-10s", r.config.gpu.c_str(), static_cast<long long>(r.nodes()),
+                static_cast<long long>(r.gpus), placement_name(r).c_str());
     if (!r.feasible) {
-      std::printf("%12s%14s%14s%12s%12s  %s\n", "-", "-", "-", "-", "-", r.reason.c_str());
+      std::printf("%12s %13s %13s %11s %11s  %s\n", "-", "-", "-", "-", "-", r.reason.c_str());
       continue;
     }
     std::string simulated = "-";
@@ -141,7 +145,7 @@ void print_table(const input::ScenarioSpec& base, const std::vector<planner::Cap
     if (r.beyond_tolerance) simulated += " !";
     marked = marked || r.beyond_tolerance;
     unpriced = unpriced || !r.cost_usd;
-    std::printf("%12s%14s%14s%12s%12s  %s rollout %s; train %s\n", report::format_fixed(r.step_time_s, 1).c_str(),
+    std::printf("%12s %13s %13s %11s %11s  %s rollout %s; train %s\n", report::format_fixed(r.step_time_s, 1).c_str(),
                 report::format_fixed(r.total_time_s / 3600, 2).c_str(), simulated.c_str(),
                 report::format_fixed(r.gpu_hours, 1).c_str(), money(r.cost_usd).c_str(), r.pareto ? "*" : " ",
                 r.rollout_layouts.c_str(), r.train_layouts.c_str());
@@ -167,6 +171,18 @@ void print_table(const input::ScenarioSpec& base, const std::vector<planner::Cap
       std::printf("%s: its profile names no system: it runs in the scenario's nodes, NVLink domains of %s\n",
                   r.config.gpu.c_str(), domains.c_str());
     }
+  }
+  std::vector<double> rounded;  // asked shares that whole nodes (or hosts) moved: one line each
+  for (const auto& r : results) {
+    if (r.rollout_gpus <= 0 || std::abs(r.rollout_share() - r.config.rollout_share) < 0.005 ||
+        std::find(rounded.begin(), rounded.end(), r.config.rollout_share) != rounded.end())
+      continue;
+    rounded.push_back(r.config.rollout_share);
+    std::printf("disaggregated:%s splits in whole %s: e.g. %lld of %lld %s GPUs roll out (%s)\n",
+                report::format_json_number(r.config.rollout_share).c_str(),
+                r.gpus_per_node > 0 && r.rollout_gpus % r.gpus_per_node != 0 ? "hosts" : "nodes",
+                static_cast<long long>(r.rollout_gpus), static_cast<long long>(r.gpus), r.config.gpu.c_str(),
+                percent(r.rollout_share()).c_str());
   }
   if (!unconfirmable.empty())
     std::printf("memory = not run whole by the event simulator: %s (others may need more); raise --max-memory or use "
@@ -221,10 +237,13 @@ int run_capacity(const Args& args) {
   };
   if (scenario.empty()) return usage("give a scenario (a file or a preset name)");
   planner::CapacityOptions o;
-  o.threads = std::max(1, threads);
+  // Each thread holds a simulation's memory: more than a few hundred is a typo, not a machine.
+  if (threads < 1 || threads > 1024) return usage("--threads must be 1 to 1024, got " + std::to_string(threads));
+  o.threads = threads;
   o.steps = steps;
   if (!(o_overhead >= 0 && o_overhead <= 1e6)) return usage("--switch-overhead must be 0 to 1000000 seconds");
-  if (vm.count("steps") && steps < 1) return usage("--steps must be at least 1, got " + std::to_string(steps));
+  if (vm.count("steps") && (steps < 1 || steps > 100000000))
+    return usage("--steps must be 1 to 100000000, got " + std::to_string(steps));
   if (confirm < 0) return usage("--confirm must be 0 or more");
   std::optional<double> memory;
   if (std::string error; !memory_limit(max_memory, memory, error)) return usage(error);
@@ -234,6 +253,9 @@ int run_capacity(const Args& args) {
                  placements_text + "\"");
   if (!nodes_text.empty() && !parse_nodes(nodes_text, o.nodes))
     return usage("--nodes expects counts like 2,4,8 or a range 2..64, got \"" + nodes_text + "\"");
+  for (int64_t n : o.nodes)
+    if (n > input::kMaxNodes)
+      return usage("--nodes: " + std::to_string(n) + " is more than a cluster may have (" + std::to_string(input::kMaxNodes) + ")");
   double deadline_s = 0;
   if (!deadline_text.empty()) {
     const auto q = input::parse_quantity(deadline_text, input::Dimension::seconds);
@@ -241,7 +263,7 @@ int run_capacity(const Args& args) {
     if (!(q.value > 0)) return usage("--deadline must be more than zero, got \"" + deadline_text + "\"");
     deadline_s = q.value;
   }
-  if (vm.count("budget") && !(budget > 0)) return usage("--budget must be a positive amount of USD");
+  if (vm.count("budget") && !(budget > 0 && std::isfinite(budget))) return usage("--budget must be a positive amount of USD");
   for (const auto& p : price_text) {
     const size_t eq = p.find('=');
     double usd = 0;
@@ -251,6 +273,9 @@ int run_capacity(const Args& args) {
     }
     if (eq == std::string::npos || eq == 0 || !(usd > 0) || !std::isfinite(usd))
       return usage("--price expects GPU=USD (e.g. h100-sxm=2.5), got \"" + p + "\"");
+    if (usd > input::kMaxPriceUsdPerGpuHour)
+      return usage("--price: " + p.substr(eq + 1) + " USD a GPU-hour is more than a profile may say (" +
+                   std::to_string(static_cast<int>(input::kMaxPriceUsdPerGpuHour)) + ")");
     o.prices.emplace_back(p.substr(0, eq), usd);
   }
 
@@ -380,7 +405,8 @@ int run_capacity(const Args& args) {
                    {"gpus_per_node", r.gpus_per_node > 0 ? nlohmann::ordered_json(r.gpus_per_node) : nlohmann::ordered_json(nullptr)},
                    {"system", r.system.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.system)},
                    {"placement", r.config.placement},
-                   {"rollout_share", r.config.placement == "colocated" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.config.rollout_share)},
+                   {"rollout_share", r.config.placement == "colocated" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.rollout_share())},
+                   {"rollout_gpus", r.rollout_gpus > 0 ? nlohmann::ordered_json(r.rollout_gpus) : nlohmann::ordered_json(nullptr)},
                    {"feasible", r.feasible},
                    {"reason", r.feasible ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.reason)},
                    {"step_time_s", r.feasible ? nlohmann::ordered_json(r.step_time_s) : nlohmann::ordered_json(nullptr)},
@@ -409,7 +435,7 @@ int run_capacity(const Args& args) {
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       report::CapacityPoint p;
-      p.label = r.config.gpu + " x " + std::to_string(r.nodes()) + " nodes, " + placement_name(r.config);
+      p.label = r.config.gpu + " x " + std::to_string(r.nodes()) + " nodes, " + placement_name(r);
       p.gpus = r.gpus;
       p.feasible = r.feasible;
       p.reason = r.reason;
@@ -442,7 +468,7 @@ int run_capacity(const Args& args) {
       std::string reason;  // CSV: a quote inside a quoted field is doubled
       for (char c : r.reason) reason += c == '"' ? std::string("\"\"") : std::string(1, c);
       std::cout << r.config.gpu << ',' << r.nodes() << ',' << r.gpus << ',' << r.config.placement << ','
-                << (r.config.placement == "colocated" ? "" : report::format_json_number(r.config.rollout_share)) << ','
+                << (r.config.placement == "colocated" ? "" : report::format_json_number(r.rollout_share())) << ','
                 << (r.feasible ? "true" : "false") << ",\"" << reason << "\","
                 << (r.feasible ? report::format_json_number(r.step_time_s) : "") << ','
                 << (r.feasible ? report::format_json_number(r.total_time_s) : "") << ','
@@ -461,7 +487,7 @@ int run_capacity(const Args& args) {
   }
   for (const auto* r : recommended)
     std::printf("simulated: %s x %lld (%s): %s h by the event simulator against %s h here (%+.1f%%)%s\n", r->config.gpu.c_str(),
-                static_cast<long long>(r->gpus), placement_name(r->config).c_str(),
+                static_cast<long long>(r->gpus), placement_name(*r).c_str(),
                 report::format_fixed(*r->simulated_total_s / 3600, 2).c_str(), report::format_fixed(r->total_time_s / 3600, 2).c_str(),
                 100.0 * (r->total_time_s / *r->simulated_total_s - 1), r->beyond_tolerance ? "  ! beyond the 10% tolerance" : "");
   if (!out_dir.empty()) std::printf("wrote %s/report.html, capacity.json\n", out_dir.c_str());

@@ -44,8 +44,8 @@ std::string read_reference(input::Value& v, input::SpecKind kind, std::optional<
   loader.resolve(v, kind, "");
   if (diag.error_count() == 0) out = input::parse_document(v, kind, diag);
   if (out && diag.error_count() == 0) return {};
-  std::string text = input::format_all(diag);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
+  // Its errors on one line (a row's reason); warnings are not why it cannot be read.
+  std::string text = input::format_errors(diag, "; ");
   return text.empty() ? "cannot be read" : text;
 }
 
@@ -134,6 +134,7 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
   }
   r.gpus = s.cluster.total_gpus();
   r.gpus_per_node = s.cluster.gpus_per_node;
+  if (s.policy.placement == input::Placement::disaggregated) r.rollout_gpus = s.policy.rollout_gpus;
   r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
   for (const auto& [gpu, price] : o.prices)
     if (gpu == config.gpu) r.price_usd_per_gpu_hour = price;
@@ -203,8 +204,8 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   policy->erase("rollout_gpus");
   if (c.placement == "disaggregated") {
     rollout_gpus = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(gpus) * c.rollout_share));
-    // Whole nodes to each side; on a system of NVLink domains, whole hosts.
-    const int64_t unit = system ? system->cluster.host_gpus() : base.cluster.gpus_per_node;
+    // Whole nodes to each side; where a node is an NVLink domain of several hosts, whole hosts.
+    const int64_t unit = system ? system->cluster.host_gpus() : base.cluster.host_gpus();
     rollout_gpus = rollout_gpus / unit * unit;
     if (rollout_gpus <= 0 || rollout_gpus >= gpus)
       return "a " + std::to_string(static_cast<int>(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
@@ -248,9 +249,23 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   }
   // Layouts that divide the new GPU counts (the planner searches them anyway).
   const auto& t = base.policy.train;
-  const int64_t tp = fitting(t.tp, std::min(train_gpus, per_node));
-  const int64_t cp = fitting(t.cp, train_gpus / tp);
-  const int64_t pp = fitting(t.pp, train_gpus / (tp * cp));
+  int64_t tp = fitting(t.tp, std::min(train_gpus, per_node));
+  int64_t cp = fitting(t.cp, train_gpus / tp);
+  int64_t pp = fitting(t.pp, train_gpus / (tp * cp));
+  // Where the mini-batch does not split over the dp left (more GPUs than it has trajectories), more
+  // model parallelism until it does: tp within a node, then cp, then pp.
+  for (;;) {
+    input::TrainLayout l = t;
+    l.tp = tp;
+    l.cp = cp;
+    l.pp = pp;
+    l.dp = train_gpus / (tp * cp * pp);
+    if (input::dp_split(l, base.workload) != input::DpSplit::refused) break;
+    const auto divides = [&](int64_t f) { return train_gpus % (f * tp * cp * pp) == 0 && train_gpus / (f * tp * cp * pp) >= 1; };
+    if (2 * tp <= per_node && base.model.num_heads % (2 * tp) == 0 && divides(2)) tp *= 2;
+    else if (divides(2) && l.dp >= 2) cp *= 2;
+    else break;  // the scenario's check says why
+  }
   input::Value* train = policy->find("train");
   if (!train || !train->is_object()) return "the scenario's policy has no train layout";
   train->set("tp", integer(tp));

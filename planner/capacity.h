@@ -32,6 +32,12 @@ struct CapacityResult {
   int64_t gpus_per_node = 0;
   std::string system;
   int64_t nodes() const { return gpus_per_node > 0 ? gpus / gpus_per_node : config.nodes; }
+  // Disaggregated, as built: the rollout pool in whole nodes (whole hosts where a node is an
+  // NVLink domain of several), so its share may differ from the one asked. 0: not built.
+  int64_t rollout_gpus = 0;
+  double rollout_share() const {
+    return rollout_gpus > 0 && gpus > 0 ? static_cast<double>(rollout_gpus) / static_cast<double>(gpus) : config.rollout_share;
+  }
   bool feasible = false;
   std::string reason;        // why not, when infeasible
   double step_time_s = 0;    // mean over the trace's steps

@@ -220,6 +220,9 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (l.sequence_parallel) flag_("--sequence-parallel");
   if (l.grad_reduce_bytes() > 2) flag_("--accumulate-allreduce-grads-in-fp32");
   flag_("--pipeline-model-parallel-size", num(l.pp));
+  // Uneven stages (Megatron-LM's own flags): the first and last stages' layers, the rest even.
+  if (l.first_stage_layers > 0) flag_("--decoder-first-pipeline-num-layers", num(l.first_stage_layers));
+  if (l.last_stage_layers > 0) flag_("--decoder-last-pipeline-num-layers", num(l.last_stage_layers));
   flag_("--context-parallel-size", num(l.cp));
   if (l.ep > 1) flag_("--expert-model-parallel-size", num(l.ep));
   if (l.recompute == input::Recompute::full) {

@@ -464,6 +464,8 @@ class Reader {
       else if (key == "tensor-model-parallel-size") { if (value(integer(f.value), n)) l.train["tp"] = n; }
       else if (key == "sequence-parallel") l.train["sequence_parallel"] = true;
       else if (key == "pipeline-model-parallel-size") { if (value(integer(f.value), n)) l.train["pp"] = n; }
+      else if (key == "decoder-first-pipeline-num-layers") { if (value(integer(f.value), n)) l.train["first_stage_layers"] = n; }
+      else if (key == "decoder-last-pipeline-num-layers") { if (value(integer(f.value), n)) l.train["last_stage_layers"] = n; }
       else if (key == "context-parallel-size") { if (value(integer(f.value), n)) l.train["cp"] = n; }
       else if (key == "expert-model-parallel-size") { if (value(integer(f.value), n)) l.train["ep"] = n; }
       else if (key == "recompute-granularity") {

@@ -5,7 +5,6 @@
 namespace arlsim::input {
 namespace {
 
-constexpr int64_t kMaxNodes = 1 << 16;
 constexpr double kMaxBandwidth = 1e15;
 
 void parse_network(ObjectReader& parent, ClusterSpec& c) {
@@ -145,7 +144,7 @@ bool parse_cluster(const Value& v, const std::string& pointer, Diagnostics& diag
   parse_network(r, c);
   parse_pools(r, c);
   c.price_usd_per_gpu_hour = c.gpu.price_usd_per_gpu_hour;
-  r.read("price_usd_per_gpu_hour", c.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
+  r.read("price_usd_per_gpu_hour", c.price_usd_per_gpu_hour, Presence::optional, 0, kMaxPriceUsdPerGpuHour);
   r.read_quantity("host_memory", Dimension::bytes, c.host_memory_bytes, Presence::optional, 1 << 30, 1e15);
   r.finish();
   if (c.nics_per_node == 0) c.nics_per_node = c.gpus_per_node;

@@ -37,6 +37,9 @@ struct PoolSpec {
   double price_usd_per_unit_hour = 0;  // sandbox or api: the cost of a provisioned unit; 0 = unknown
 };
 
+// The most nodes a cluster may have (and a capacity sweep ask for).
+inline constexpr int64_t kMaxNodes = int64_t{1} << 16;
+
 struct ClusterSpec {
   std::string name;
   std::string description;

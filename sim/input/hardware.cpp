@@ -378,7 +378,7 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
     }
   }
   r.read_duration("gemm_kernel_overhead", g.gemm_kernel_overhead, Presence::optional, 0, 1e-2);
-  r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, 1e4);
+  r.read("price_usd_per_gpu_hour", g.price_usd_per_gpu_hour, Presence::optional, 0, kMaxPriceUsdPerGpuHour);
   if (const Value* clock = r.field("tensor_clock", Presence::optional)) {
     ObjectReader c(*clock, r.pointer_of("tensor_clock"), diag);
     if (c.is_object()) {

@@ -116,6 +116,9 @@ struct CollectiveProtocol {
   std::vector<double> size_correction;
 };
 
+// The most a GPU-hour may be priced at, in a profile, a cluster or on the command line (USD).
+inline constexpr double kMaxPriceUsdPerGpuHour = 1e4;
+
 struct GpuProfile {
   std::string name;
   std::string description;

@@ -81,6 +81,13 @@ std::string format_all(const Diagnostics& diag) {
   return out;
 }
 
+std::string format_errors(const Diagnostics& diag, std::string_view separator) {
+  std::string out;
+  for (const auto& d : diag.items())
+    if (d.severity == Severity::error) out += (out.empty() ? "" : std::string(separator)) + format_diagnostic(d);
+  return out;
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   // Optimal string alignment distance (Levenshtein plus adjacent transpositions), case-insensitive.
   const size_t n = a.size(), m = b.size();

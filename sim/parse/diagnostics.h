@@ -53,6 +53,8 @@ const Value* user_written_inside(const Value& v);
 
 std::string format_diagnostic(const Diagnostic& d);
 std::string format_all(const Diagnostics& diag);
+// The errors alone, each as format_diagnostic gives it, joined by `separator`.
+std::string format_errors(const Diagnostics& diag, std::string_view separator = "\n");
 
 // Did-you-mean: the candidate closest to `word` by edit distance, or "" when none is close.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);

@@ -50,6 +50,17 @@ std::string parse_growth(std::string_view text, Growth& out) {
   return {};
 }
 
+// A growth curve whose values stay within lo..hi (token counts a trace's 32-bit fields hold).
+std::string parse_growth_within(std::string_view text, Growth& out, double lo, double hi) {
+  Growth g;
+  if (std::string error = parse_growth(text, g); !error.empty()) return error;
+  const auto [least, most] = g.bounds();
+  if (!(least >= lo && most <= hi))
+    return "expected values between " + format_number(lo) + " and " + format_number(hi) + ", got \"" + std::string(text) + "\"";
+  out = g;
+  return {};
+}
+
 std::string parse_turns_distribution(std::string_view text, TurnsDistribution& out) {
   static const std::vector<std::string> names{"fixed", "lognormal", "uniform"};
   for (size_t i = 0; i < names.size(); ++i)
@@ -123,7 +134,7 @@ const GenOption kOptions[] = {
      },
      [](const GenParams& p) { return std::to_string(p.prompt_limit); }},
     {"response-mean", "mean response tokens over the steps, before limits unless --response-mean-is says otherwise (a growth curve, see below)",
-     [](GenParams& p, std::string_view v) { return parse_growth(v, p.response_mean); },
+     [](GenParams& p, std::string_view v) { return parse_growth_within(v, p.response_mean, 0, 1 << 24); },
      [](const GenParams& p) { return p.response_mean.to_string(); }},
     {"response-mean-is", "before-limits: the mean of the length distribution; after-limits: the mean of the responses "
                          "as written, once the limits cut them (what a run's logs report)",
@@ -136,10 +147,10 @@ const GenOption kOptions[] = {
      },
      [](const GenParams& p) { return std::string(p.response_mean_after_limits ? "after-limits" : "before-limits"); }},
     {"response-limit", "longest response in tokens over the steps (\"8K,16K@100\" raises it at step 100)",
-     [](GenParams& p, std::string_view v) { return parse_growth(v, p.response_limit); },
+     [](GenParams& p, std::string_view v) { return parse_growth_within(v, p.response_limit, 1, 1 << 24); },
      [](const GenParams& p) { return p.response_limit.to_string(); }},
     {"context-limit", "longest prompt + response in tokens over the steps; 0 for none",
-     [](GenParams& p, std::string_view v) { return parse_growth(v, p.context_limit); },
+     [](GenParams& p, std::string_view v) { return parse_growth_within(v, p.context_limit, 0, 1 << 25); },
      [](const GenParams& p) { return p.context_limit.to_string(); }},
     {"length-sigma", "log-normal spread of response lengths within a step (the body)",
      [](GenParams& p, std::string_view v) { return parse_real(v, p.shape.sigma, 0, 3); },
@@ -154,7 +165,7 @@ const GenOption kOptions[] = {
      [](GenParams& p, std::string_view v) { return parse_real(v, p.group_correlation, 0, 1); },
      [](const GenParams& p) { return format_number(p.group_correlation); }},
     {"turns-mean", "mean turns per trajectory over the steps (a growth curve)",
-     [](GenParams& p, std::string_view v) { return parse_growth(v, p.turns_mean); },
+     [](GenParams& p, std::string_view v) { return parse_growth_within(v, p.turns_mean, 1, 100'000); },
      [](const GenParams& p) { return p.turns_mean.to_string(); }},
     {"turns-dist", "turns per trajectory: fixed (the mean), lognormal (around the mean), uniform (min..max)",
      [](GenParams& p, std::string_view v) { return parse_turns_distribution(v, p.turns_distribution); },

@@ -216,6 +216,19 @@ double Growth::max_over(int first, int last) const {
   return m;
 }
 
+std::pair<double, double> Growth::bounds() const {
+  if (kind_ == GrowthKind::steps && !points_.empty()) {
+    double lo = points_.front().second, hi = lo;
+    for (const auto& [step, value] : points_) {
+      lo = std::min(lo, value);
+      hi = std::max(hi, value);
+    }
+    return {lo, hi};
+  }
+  if (kind_ == GrowthKind::constant) return {start_, start_};
+  return {std::min(start_, end_), std::max(start_, end_)};
+}
+
 std::string Growth::to_string() const {
   const std::string range = format_number(start_) + ".." + format_number(end_);
   switch (kind_) {

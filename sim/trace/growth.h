@@ -40,6 +40,9 @@ class Growth {
   std::string to_string() const;
   // The largest value over the run (for checks such as "the mean never exceeds the limit").
   double max_over(int first, int last) const;
+  // The smallest and largest values the curve is written with (its endpoints or its points): it
+  // takes no value outside them over any run.
+  std::pair<double, double> bounds() const;
 
  private:
   GrowthKind kind_ = GrowthKind::constant;

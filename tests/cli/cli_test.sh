@@ -220,7 +220,7 @@ contains capacity-price-inf "$tmp/err" "--price expects GPU=USD"
 expect capacity-gpus-empty 2 "$arlsim" capacity default --gpus ,
 contains capacity-gpus-empty "$tmp/err" "--gpus expects GPU profiles separated by commas"
 expect capacity-bad-steps 2 "$arlsim" capacity default --steps 0
-contains capacity-bad-steps "$tmp/err" "--steps must be at least 1, got 0"
+contains capacity-bad-steps "$tmp/err" "--steps must be 1 to 100000000, got 0"
 expect capacity-price-unknown-gpu 2 "$arlsim" capacity default --gpus h100-sxm --price b200=3
 contains capacity-price-unknown-gpu "$tmp/err" "\"b200\" is not one of the GPUs evaluated (h100-sxm)"
 expect capacity-csv 0 "$arlsim" capacity default --nodes 2 --csv
@@ -641,6 +641,31 @@ contains capacity-own-servers-row "$tmp/out" "h100-sxm         9     72  colocat
 contains capacity-own-servers-note "$tmp/out" "h100-sxm: nodes are NVLink domains of dgx-h100"
 expect capacity-servers-stay 0 "$arlsim" capacity default --gpus h200-sxm --nodes 2 --placements colocated --steps 10 --confirm 0 --set '/cluster/network/nic_bandwidth="100 Gbps"'
 if grep -q "hgx-h200" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-servers-stay-note"; else passed=$((passed + 1)); fi
+
+# capacity's flags within range; a disaggregated share split in whole nodes says what it became;
+# rack-scale scenarios: a mini-batch smaller than the GPUs takes more model parallelism, and a
+# disaggregated split within one rack goes in whole hosts; a row's reason carries errors only.
+expect capacity-threads-zero 2 "$arlsim" capacity default --threads 0
+contains capacity-threads-zero-why "$tmp/err" "--threads must be 1 to 1024, got 0"
+expect capacity-threads-huge 2 "$arlsim" capacity default --threads 100000
+expect capacity-nodes-huge 2 "$arlsim" capacity default --nodes 100000
+contains capacity-nodes-huge-why "$tmp/err" "--nodes: 100000 is more than a cluster may have (65536)"
+expect capacity-price-huge 2 "$arlsim" capacity default --price h100-sxm=1e308
+contains capacity-price-huge-why "$tmp/err" "USD a GPU-hour is more than a profile may say (10000)"
+expect capacity-share-rounded 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.9 --steps 10 --confirm 0
+contains capacity-share-rounded-row "$tmp/out" "disagg 75%"
+contains capacity-share-rounded-note "$tmp/out" "disaggregated:0.9 splits in whole nodes: e.g. 24 of 32 h100-sxm GPUs roll out (75%)"
+"$arlsim" capacity default --nodes 4 --placements disaggregated:0.9 --steps 10 --confirm 0 --json >"$tmp/share.json"
+contains capacity-share-rounded-json "$tmp/share.json" '"rollout_gpus": 24'
+expect capacity-rack-dp 0 "$arlsim" capacity "$tmp/on-gb200.json" --nodes 32 --placements colocated --steps 10 --confirm 0
+contains capacity-rack-dp-row "$tmp/out" "gb200           32   2304  colocated"
+expect capacity-rack-hosts 0 "$arlsim" capacity "$tmp/on-gb200.json" --nodes 1 --placements disaggregated --steps 10 --confirm 0
+contains capacity-rack-hosts-row "$tmp/out" "gb200            1     72  disagg 50%"
+expect capacity-reason-errors 0 "$arlsim" capacity default --gpus l40s --nodes 2 --placements colocated --steps 10 --confirm 0
+if grep -q "warning:" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-reason-errors-only"; else passed=$((passed + 1)); fi
+contains capacity-reason-errors-why "$tmp/out" "a cluster of 2 nodes needs a NIC bandwidth"
+expect trace-gen-mean-huge 2 "$arlsim" trace gen --preset code-tool --steps 3 --response-mean 1e308 --out "$tmp/huge.jsonl"
+contains trace-gen-mean-huge-why "$tmp/err" '--response-mean: expected values between 0 and 16777216, got "1e308"'
 
 # A scenario extending another whose cluster extends a preset of its own: the cluster is that
 # preset's (72 GPUs a node, GB200), not the base scenario's cluster with the preset merged under it.

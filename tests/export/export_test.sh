@@ -65,6 +65,17 @@ else
 fi
 "$arlsim" export default --format slime --set '/policy/train/grad_reduce_dtype="fp32"' >"$tmp/fp32.sh" 2>/dev/null
 contains export-slime-fp32-reduction "$tmp/fp32.sh" "--accumulate-allreduce-grads-in-fp32"
+# Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
+"$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
+  --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
+contains export-slime-first-stage "$tmp/uneven.sh" "--decoder-first-pipeline-num-layers 12"
+contains export-slime-last-stage "$tmp/uneven.sh" "--decoder-last-pipeline-num-layers 12"
+if "$arlsim" import "$tmp/uneven.sh" --from slime --model qwen3-8b --out "$tmp/uneven.json" 2>/dev/null &&
+  python3 -c "import json, sys; t = json.load(open(sys.argv[1]))['policy']['train']; assert (t['first_stage_layers'], t['last_stage_layers']) == (12, 12)" "$tmp/uneven.json"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL import-slime-uneven-stages"
+fi
 "$arlsim" export default --format openrlhf --set '/policy/train/grad_reduce_dtype="fp32"' >/dev/null 2>"$tmp/fp32.err"
 contains export-openrlhf-fp32-note "$tmp/fp32.err" "gradients reduced in fp32: DeepSpeed reduces them in bf16"
 "$arlsim" export default --format verl --set '/policy/reference_weights="swapped"' >/dev/null 2>"$tmp/ref.err"
