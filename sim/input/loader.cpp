@@ -305,6 +305,52 @@ std::optional<Value> Loader::load_reference(const Value& ref, SpecKind kind, con
   return doc;
 }
 
+namespace {
+
+// A part of `mine` (a document extending `theirs`) that extends a preset or file of its own (a
+// cluster naming another GPU's cluster, a GPU naming another profile) starts from what it names,
+// not from the base's part merged with it: the base's part is dropped from `theirs`, at any depth
+// of parts (the scenario's cluster, the cluster's GPU).
+void drop_replaced_parts(const Value& mine, Value& theirs, SpecKind kind) {
+  for (const auto& ref : kRefFields) {
+    if (ref.owner != kind) continue;
+    const Value* m = &mine;
+    Value* parent = &theirs;
+    std::string_view path = ref.path, key;
+    for (;;) {
+      const size_t slash = path.find('/');
+      key = path.substr(0, slash);
+      if (slash == std::string_view::npos) break;
+      path = path.substr(slash + 1);
+      m = m && m->is_object() ? m->find(key) : nullptr;
+      parent = parent && parent->is_object() ? parent->find(key) : nullptr;
+    }
+    m = m && m->is_object() ? m->find(key) : nullptr;
+    Value* t = parent && parent->is_object() ? parent->find(key) : nullptr;
+    if (!m || !m->is_object() || !t || !t->is_object()) continue;
+    if (m->find("extends")) parent->erase(key);
+    else drop_replaced_parts(*m, *t, ref.target);
+  }
+}
+
+// What presets gave `v` (its fields from a preset, at any depth), removed: a part given another
+// `extends` by an override keeps the fields of the user's files and overrides only.
+void drop_preset_fields(Value& v) {
+  std::vector<std::string> gone;
+  for (auto& m : v.members()) {
+    Value& x = *m.value;
+    if (x.is_object()) {
+      drop_preset_fields(x);
+      if (x.members().empty() && x.file() && x.file()->is_preset) gone.push_back(m.key);
+    } else if (x.file() && x.file()->is_preset) {
+      gone.push_back(m.key);
+    }
+  }
+  for (const auto& k : gone) v.erase(k);
+}
+
+}  // namespace
+
 void Loader::resolve_extends(Value& doc, SpecKind kind, const std::string& pointer) {
   const Value* ext = doc.find("extends");
   if (!ext) return;
@@ -318,24 +364,7 @@ void Loader::resolve_extends(Value& doc, SpecKind kind, const std::string& point
   doc.erase("extends");
   if (!base) return;
   Value merged = std::move(*base);
-  // A part that extends a preset of its own (a cluster naming another GPU's cluster) starts from
-  // that preset, not from the base's part merged with it: the base's GPU must not outlive it.
-  for (const auto& ref : kRefFields) {
-    if (ref.owner != kind) continue;
-    const Value* mine = &doc;
-    Value* theirs = &merged;
-    std::string_view path = ref.path, key;
-    while (!path.empty()) {
-      const size_t slash = path.find('/');
-      key = path.substr(0, slash);
-      path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
-      if (path.empty()) break;
-      mine = mine && mine->is_object() ? mine->find(key) : nullptr;
-      theirs = theirs && theirs->is_object() ? theirs->find(key) : nullptr;
-    }
-    mine = mine && mine->is_object() ? mine->find(key) : nullptr;
-    if (mine && mine->is_object() && mine->find("extends") && theirs && theirs->is_object()) theirs->erase(key);
-  }
+  drop_replaced_parts(doc, merged, kind);
   merge_patch(merged, doc);
   doc = std::move(merged);
 }
@@ -453,7 +482,11 @@ bool apply_override(Value& root, std::string_view assignment, Diagnostics& diag)
       }
       node->erase(last);
     }
-    else node->set(last, std::move(value));
+    else {
+      // A part given another base starts from it: what the old base's presets gave goes.
+      if (last == "extends") drop_preset_fields(*node);
+      node->set(last, std::move(value));
+    }
     return true;
   }
   if (node->is_array() && !last.empty() && last.size() < 10 && last.find_first_not_of("0123456789") == std::string::npos &&

@@ -679,6 +679,20 @@ contains nested-extends-node "$tmp/out" '"gpus_per_node": 72'
 # ...and keeps none of default's tool pools, which the pooled tool policy then has none of.
 contains nested-extends-pools "$tmp/err" "the pooled tool policy schedules tool actions on tool pools, and the cluster has none"
 
+# A GPU that extends a profile of its own inside an extending document is that profile, not the
+# base's GPU merged under it (no H100 price or power cap on a GB200).
+printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
+expect nested-gpu 0 "$arlsim" check "$tmp/nested-gpu.json" --resolved
+contains nested-gpu-name "$tmp/out" '"name": "h100-sxm"'
+if grep -q '"name": "gb200"' "$tmp/out"; then failed=$((failed + 1)); echo "FAIL nested-gpu-no-gb200"; else passed=$((passed + 1)); fi
+# An override that gives a part another base starts it from that base: --set /model/extends=qwen3-4b
+# is Qwen3-4B, as --set /model=qwen3-4b is; the fields of the user's own files stay.
+"$arlsim" simulate default --steps 1:1 --set /model/extends=qwen3-4b >"$tmp/ext4b.txt" 2>/dev/null
+"$arlsim" simulate default --steps 1:1 --set /model=qwen3-4b >"$tmp/ref4b.txt" 2>/dev/null
+same model-extends-override "$tmp/ext4b.txt" "$tmp/ref4b.txt"
+expect cluster-extends-override 2 "$arlsim" check "$tmp/nested-extends.json" --set /cluster/extends=dgx-h100
+contains cluster-extends-override-why "$tmp/err" "tp x pp x dp x cp = 2 x 1 x 36 x 1 = 72 GPUs, but training has 8"
+
 # Megatron's interleaved schedule needs a multiple of pp micro-batches: without a token budget the
 # remedy is one; with one, a rank that has fewer samples than pp needs more samples.
 expect vpp-few-samples 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/pp=2 --set /policy/train/vpp=2 \
