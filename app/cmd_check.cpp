@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/memory_limit.h"
 #include "sim/report/text.h"
 #include "sim/rl/step.h"
 #include "sim/trace/reader.h"
@@ -101,6 +102,19 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
   o.timeline = false;
   o.max_steps = 1;
   input::Diagnostics diag;
+  // A first step too large for this machine is not drawn: the file is valid, its run cannot be here.
+  const std::optional<double> available = available_memory_bytes();
+  if (const std::string problem = expected_memory_problem(s, &o, available, false); !problem.empty()) {
+    std::cerr << file << ": warning: its first step is not tried: " << problem << "\n";
+    return;
+  }
+  // Nor is one that would take minutes: check answers in seconds (simulate runs it).
+  constexpr int64_t kMostTried = 1'000'000;
+  if (const auto m = rl::expected_run_memory(s, &o); m && m->trajectories > kMostTried) {
+    std::cerr << file << ": note: its first step (" << m->trajectories
+              << " trajectories) is not tried here; `arlsim simulate` runs it (--steps 1:1)\n";
+    return;
+  }
   const auto t = rl::load_scenario_trace(s, "", diag, &o);
   if (!t) return;  // a trace problem is the run's to report
   // A schedule entry no simulated step falls in changes nothing (a sampled trace simulates every
@@ -110,7 +124,8 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
     rl::RunOptions whole;  // every step the run simulates, not only the first
     whole.timeline = false;
     input::Diagnostics ignored;
-    if (const auto all = rl::load_scenario_trace(s, "", ignored, &whole))
+    if (expected_memory_problem(s, &whole, available, false).empty())
+      if (const auto all = rl::load_scenario_trace(s, "", ignored, &whole))
       for (size_t i = 0; i < all->size(); ++i) steps.insert(all->trajectory(i).info.step);
   }
   for (size_t e = 0; e < s.policy.schedule.size() && !steps.empty(); ++e) {

@@ -77,6 +77,11 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
     std::cerr << "arlsim simulate: " << error << "\n";
     return kExitBadInput;
   }
+  // A generated trace too large for memory is refused before it is drawn.
+  if (const std::string problem = expected_memory_problem(*s, &o, limit, !a.max_memory.empty(), o.timeline); !problem.empty()) {
+    std::cerr << "arlsim simulate: " << problem << "\n";
+    return kExitBadInput;
+  }
   auto t = rl::load_scenario_trace(*s, a.trace, trace_diag, &o);  // only the steps the run simulates
   std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;

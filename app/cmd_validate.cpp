@@ -218,6 +218,10 @@ int run_validate(const Args& args) {
     if (!s) return kExitBadInput;
   }
   input::Diagnostics trace_diag;
+  if (const std::string problem = expected_memory_problem(*s, &o, memory, !max_memory.empty(), true); !problem.empty()) {
+    if (root) std::cerr << "arlsim validate: " << problem << "\n";
+    return kExitBadInput;
+  }
   auto t = rl::load_scenario_trace(*s, "", trace_diag, &o);
   if (root) std::cerr << input::format_all(trace_diag);
   if (!t) return kExitBadInput;

@@ -281,6 +281,9 @@ int run_whatif(const Args& args) {
     auto s = input::load_scenario(scenario, all, diag);
     if (s) {
       if (!trace_path.empty()) s->generated_trace.reset();  // the file replaces the generated trace
+      // A generated trace too large for memory is refused before it is drawn (the analytic run too).
+      if (const std::string problem = expected_memory_problem(*s, &o, limit, !max_memory.empty()); !problem.empty())
+        return "arlsim whatif: variant" + label_of(variant) + ": " + problem + "\n";
       auto t = rl::load_scenario_trace(*s, trace_path, diag, &o);
       // Variants run one after another: each must fit on its own (the analytic run holds less).
       if (t && !vm.count("analytic"))

@@ -114,6 +114,13 @@ std::string limit_origin(bool from_option) {
                     : " this machine has available";
 }
 
+std::string expected_memory_problem(const input::ScenarioSpec& s, const rl::RunOptions* run, std::optional<double> limit,
+                                    bool from_option, bool timeline) {
+  if (!limit) return "";
+  const std::optional<rl::RunMemory> m = rl::expected_run_memory(s, run, timeline);
+  return m ? run_memory_problem(*m, limit, from_option) : "";
+}
+
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option) {
   if (!limit || m.bytes <= *limit) return "";
   std::ostringstream out;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "app/memory_limit.h"
 #include "sim/rl/step.h"
 #include "sim/input/check.h"
 
@@ -14,6 +15,12 @@ std::optional<PlanningInput> load_planning_input(const std::string& scenario, co
   auto s = input::load_scenario(scenario, overrides, diag, &in.document);
   std::optional<trace::Trace> t;
   if (s && !trace_path.empty()) s->generated_trace.reset();  // the file replaces the generated trace (and its run length)
+  // A generated trace too large for this machine's memory is refused before it is drawn.
+  if (s)
+    if (const std::string problem = expected_memory_problem(*s, nullptr, available_memory_bytes(), false); !problem.empty()) {
+      std::cerr << problem << "\n";
+      return std::nullopt;
+    }
   if (s) t = rl::load_scenario_trace(*s, trace_path, diag);
   if (!s || !t) {
     std::cerr << input::format_all(diag);

@@ -168,6 +168,23 @@ std::vector<std::string> check_gen_params(const GenParams& p) {
   return problems;
 }
 
+namespace {
+
+StepSize step_size(const GenParams& p, int step) {
+  const int first = p.first_step, last = p.last_step();
+  const double n = static_cast<double>(p.prompts_per_step) * p.group_size;
+  return {step, n, n * std::clamp<double>(std::ceil(1.5 * p.turns_mean.at(step, first, last)) + 1, p.turns_min, p.turns_max)};
+}
+
+}  // namespace
+
+std::vector<StepSize> expected_size(const GenParams& p, const std::function<bool(int)>& keep_step) {
+  std::vector<StepSize> out;
+  for (int step = p.first_step; step <= p.last_step(); step += p.every)
+    if (!keep_step || keep_step(step)) out.push_back(step_size(p, step));
+  return out;
+}
+
 void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)>& keep_step) {
   sink.header(gen_header(p));
   const LengthDistribution lengths(p.shape);
@@ -176,17 +193,16 @@ void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)
   const double shared = std::sqrt(p.group_correlation), own = std::sqrt(1 - p.group_correlation);
   std::vector<Turn> turns;
   const int first = p.first_step, last = p.last_step();
-  // The storage the steps drawn will take, about: their trajectories, and turns at half as many
-  // again as the mean (within the bounds a trajectory's count takes), so that a million trajectories'
-  // turns are laid out once rather than copied as they grow.
+  // The storage the steps drawn will take, laid out once, so that a million trajectories' turns are
+  // not copied as they grow.
   std::vector<std::pair<int, int>> kept;  // (step, its index among the generator's steps)
   double expected_trajectories = 0, expected_turns = 0;
   for (int step = first, index = 0; step <= last; step += p.every, ++index) {
     if (keep_step && !keep_step(step)) continue;
     kept.emplace_back(step, index);
-    const double n = static_cast<double>(p.prompts_per_step) * p.group_size;
-    expected_trajectories += n;
-    expected_turns += n * std::clamp<double>(std::ceil(1.5 * p.turns_mean.at(step, first, last)) + 1, p.turns_min, p.turns_max);
+    const StepSize size = step_size(p, step);
+    expected_trajectories += size.trajectories;
+    expected_turns += size.turns;
   }
   sink.expect(static_cast<size_t>(expected_trajectories), static_cast<size_t>(expected_turns));
   for (const auto& [step, index] : kept) {

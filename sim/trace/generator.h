@@ -72,4 +72,13 @@ std::optional<double> mean_before_limits(const GenParams& p, double target, doub
 // only the steps it accepts (asked once per step, in order) are drawn and written.
 void generate(const GenParams& p, TraceSink& sink, const std::function<bool(int)>& keep_step = {});
 
+// The storage generate() lays out before it draws (its sink's expect()), per step it keeps: the
+// step's trajectories and turns at half as many again as the step's mean turns (within the
+// bounds a trajectory's count takes). Read before generating, to refuse a trace too large.
+struct StepSize {
+  int step = 0;
+  double trajectories = 0, turns = 0;
+};
+std::vector<StepSize> expected_size(const GenParams& p, const std::function<bool(int)>& keep_step = {});
+
 }  // namespace arlsim::trace

@@ -102,6 +102,10 @@ class Trace {
   void reserve(size_t trajectories, size_t turns);
   // Bytes of trajectory and turn records (for benchmarks and memory reports).
   size_t storage_bytes() const { return entries_.size() * sizeof(Entry) + turns_.size() * sizeof(Turn); }
+  // What storage_bytes() would be for so many trajectories and turns.
+  static double bytes_for(double trajectories, double turns) {
+    return trajectories * static_cast<double>(sizeof(Entry)) + turns * static_cast<double>(sizeof(Turn));
+  }
 
   bool operator==(const Trace& other) const;
 

@@ -679,6 +679,16 @@ contains nested-extends-node "$tmp/out" '"gpus_per_node": 72'
 # ...and keeps none of default's tool pools, which the pooled tool policy then has none of.
 contains nested-extends-pools "$tmp/err" "the pooled tool policy schedules tool actions on tool pools, and the cluster has none"
 
+# A generated trace too large for memory is refused before it is drawn, with its estimate and the
+# field to change; check does not try a first step that would take minutes.
+expect huge-trace 2 "$arlsim" simulate default --set /workload/prompts_per_step=1000000 --max-memory 4GB
+contains huge-trace-why "$tmp/err" "more than the 3.73 GiB of --max-memory"
+contains huge-trace-field "$tmp/err" "fewer trajectories a step (/workload/prompts_per_step)"
+expect huge-trace-capacity 2 "$arlsim" capacity default --set /workload/prompts_per_step=10000000
+contains huge-trace-capacity-why "$tmp/err" "the run needs about"
+expect huge-trace-check 0 "$arlsim" check default --set /workload/prompts_per_step=1000000
+contains huge-trace-check-note "$tmp/err" "its first step (8000000 trajectories) is not tried here"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"

@@ -641,6 +641,34 @@ TEST_CASE("step: a run's memory is its trace and the rollout records of its larg
   CHECK(rl::rollout_memory_bytes(1, 10, 0, 1, 1, 4) < rl::rollout_memory_bytes(1, 10, 4, 1, 1));
 }
 
+TEST_CASE("step: a generated trace's memory is estimated before it is drawn, from the storage the generator lays out") {
+  const auto s = scenario({"/steps=3", "/trace/generate/steps=3", "/trace/generate/every=1",
+                           "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});
+  rl::RunOptions o;
+  o.timeline = false;
+  const auto expected = rl::expected_run_memory(s, &o);
+  REQUIRE(expected);
+  input::Diagnostics diag;
+  const auto t = rl::load_scenario_trace(s, "", diag, &o);
+  REQUIRE(t);
+  const rl::RunMemory m = rl::run_memory(s, *t);
+  // The generator lays out turns at half as many again as the mean, and the estimate takes every
+  // turn as a tool call: never below what the drawn trace takes, and within a few times of it.
+  CHECK(expected->trajectories == m.trajectories);
+  CHECK(expected->trace_bytes >= m.trace_bytes);
+  CHECK(expected->trace_bytes < 4 * m.trace_bytes);
+  CHECK(expected->bytes >= m.bytes);
+  CHECK(expected->cluster_bytes == m.cluster_bytes);
+  // Fewer steps simulated, less to hold.
+  rl::RunOptions one = o;
+  one.max_steps = 1;
+  CHECK(rl::expected_run_memory(s, &one)->trace_bytes < expected->trace_bytes);
+  // A trace file is read before it is measured: no estimate.
+  auto file = s;
+  file.trace_path = "some.jsonl";
+  CHECK_FALSE(rl::expected_run_memory(file, &o));
+}
+
 TEST_CASE("step: a run of later steps generates only those, and projects the generator's whole run from them") {
   const auto s = scenario({"/steps=3", "/trace/generate/steps=6", "/trace/generate/every=2",
                            "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=4"});
