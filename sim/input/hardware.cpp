@@ -348,7 +348,8 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.accept({"format"});
   r.read("name", g.name, Presence::optional);
   r.read("description", g.description, Presence::optional);
-  r.read("system", g.system, Presence::optional);
+  if (r.read("system", g.system, Presence::optional) && g.system.empty())
+    r.error("system", "must not be empty: name the cluster preset or file of the machines the GPU comes in, or leave it out");
   parse_provenance(r, g.provenance);
   parse_peaks(r, g);
   r.read("sm_count", g.sm_count, Presence::optional, 1, 1 << 16);

@@ -269,8 +269,9 @@ std::optional<Value> Loader::load_reference(const Value& ref, SpecKind kind, con
     const std::string guess = closest_match(name, names);
     diag_.error(ref, pointer,
                 "unknown " + std::string(kind_name(kind)) + " preset " + quote(name) + " (and no such file)",
-                guess.empty() ? "valid presets: " + join_names(preset_names(kind_name(kind)))
-                              : "did you mean " + quote(guess) + "?");
+                !guess.empty() ? "did you mean " + quote(guess) + "?"
+                : names.empty() ? "there are no " + std::string(kind_name(kind)) + " presets: name a file"
+                                : "valid presets: " + join_names(preset_names(kind_name(kind))));
     return std::nullopt;
   }
   if (std::find(stack_.begin(), stack_.end(), identity) != stack_.end()) {

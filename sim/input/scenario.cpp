@@ -118,7 +118,9 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
   if (t.pp > m.num_layers) {
     at.error(std::string(where) + "/pp", "pp = " + n(t.pp) + " exceeds the model's " + n(m.num_layers) + " layers");
   } else if (const std::string problem = t.stage_split_problem(m.num_layers); !problem.empty()) {
-    at.error(std::string(where) + (t.uneven_stages() ? "/first_stage_layers" : t.vpp > 1 ? "/vpp" : "/pp"), problem);
+    at.error(std::string(where) + (t.uneven_stages() ? (t.first_stage_layers > 0 ? "/first_stage_layers" : "/last_stage_layers")
+                                                     : t.vpp > 1 ? "/vpp" : "/pp"),
+             problem);
   }
   if (t.shard_group > 0 && ((t.dp * t.cp) % t.shard_group != 0 || t.zero < 1))
     at.error(std::string(where) + "/shard_group", "a hybrid shard group of " + n(t.shard_group) +
@@ -261,7 +263,7 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     const auto critic_split = [&](const TrainLayout& t, const std::string& where) {
       if (t.uneven_stages()) {
         if (const std::string problem = t.stage_split_problem(s.workload.critic->num_layers); !problem.empty())
-          at.error(where + "/first_stage_layers", "the critic: " + problem);
+          at.error(where + (t.first_stage_layers > 0 ? "/first_stage_layers" : "/last_stage_layers"), "the critic: " + problem);
         check_split(at, s, *s.workload.critic, t.tp, 1, 1, where);  // its heads
       } else {
         check_split(at, s, *s.workload.critic, t.tp, t.pp, t.vpp, where);

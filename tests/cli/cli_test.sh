@@ -689,6 +689,16 @@ contains huge-trace-capacity-why "$tmp/err" "the run needs about"
 expect huge-trace-check 0 "$arlsim" check default --set /workload/prompts_per_step=1000000
 contains huge-trace-check-note "$tmp/err" "its first step (8000000 trajectories) is not tried here"
 
+# Errors at the field the user gave: an uneven last stage alone, an empty system, a kind without presets.
+expect last-stage-blame 2 "$arlsim" simulate default --set /policy/train/pp=4 --set /policy/train/dp=2 --set /policy/train/last_stage_layers=35
+contains last-stage-blame-where "$tmp/err" "--set /policy/train/last_stage_layers=35: /policy/train/last_stage_layers:"
+sed 's/"system": "gb200-nvl72"/"system": ""/' "$(dirname "$0")/../../calib/profiles/gb200.json" >"$tmp/empty-system.json"
+expect empty-system 2 "$arlsim" check "$tmp/empty-system.json"
+contains empty-system-why "$tmp/err" "/system: must not be empty"
+printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "policy": {"extends": "default"}}' >"$tmp/policy-preset.json"
+expect no-policy-presets 2 "$arlsim" check "$tmp/policy-preset.json"
+contains no-policy-presets-why "$tmp/err" 'unknown policy preset "default" (and no such file); there are no policy presets: name a file'
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
