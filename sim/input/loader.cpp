@@ -334,16 +334,31 @@ void drop_replaced_parts(const Value& mine, Value& theirs, SpecKind kind) {
   }
 }
 
+bool from_preset(const std::shared_ptr<const SourceFile>& f) { return f && f->is_preset; }
+
+// Whether anything inside `v` was written by a user's file or an override.
+bool has_user_content(const Value& v) {
+  if (!v.is_object() && !v.is_array()) return !from_preset(v.file());
+  for (const auto& m : v.members())
+    if (!from_preset(m.key_file) || has_user_content(*m.value)) return true;
+  for (const auto& item : v.items())
+    if (has_user_content(item)) return true;
+  return false;
+}
+
 // What presets gave `v` (its fields from a preset, at any depth), removed: a part given another
-// `extends` by an override keeps the fields of the user's files and overrides only.
+// `extends` by an override keeps the fields of the user's files and overrides only, a reference
+// they name (a cluster's "gpu": "h200-sxm") whole.
 void drop_preset_fields(Value& v) {
   std::vector<std::string> gone;
   for (auto& m : v.members()) {
     Value& x = *m.value;
+    const bool users_key = !from_preset(m.key_file);
     if (x.is_object()) {
+      if (users_key && !has_user_content(x)) continue;  // a reference the user named, loaded
       drop_preset_fields(x);
-      if (x.members().empty() && x.file() && x.file()->is_preset) gone.push_back(m.key);
-    } else if (x.file() && x.file()->is_preset) {
+      if (x.members().empty() && !users_key) gone.push_back(m.key);
+    } else if (!users_key && from_preset(x.file())) {
       gone.push_back(m.key);
     }
   }
@@ -425,7 +440,10 @@ void merge_patch(Value& target, const Value& patch) {
   }
   // Keys from the patch report their own position.
   for (auto& tm : target.members())
-    if (const Member* pm = patch.find_member(tm.key)) tm.key_pos = pm->key_pos;
+    if (const Member* pm = patch.find_member(tm.key)) {
+      tm.key_pos = pm->key_pos;
+      tm.key_file = pm->key_file;
+    }
 }
 
 bool apply_override(Value& root, std::string_view assignment, Diagnostics& diag) {

@@ -24,7 +24,7 @@ Value::Value(const Value& other)
       pos_(other.pos_) {
   members_.reserve(other.members_.size());
   for (const auto& m : other.members_)
-    members_.push_back({m.key, m.key_pos, std::make_unique<Value>(*m.value)});
+    members_.push_back({m.key, m.key_pos, std::make_unique<Value>(*m.value), m.key_file});
 }
 
 Value& Value::operator=(const Value& other) {
@@ -96,12 +96,15 @@ const Member* Value::find_member(std::string_view key) const {
 }
 
 void Value::set(std::string key, Value v) {
-  if (Value* existing = find(key)) {
-    *existing = std::move(v);
-    return;
-  }
+  for (auto& m : members_)
+    if (m.key == key) {
+      m.key_file = v.file();
+      *m.value = std::move(v);
+      return;
+    }
   const SourcePos key_pos = v.pos();
-  members_.push_back({std::move(key), key_pos, std::make_unique<Value>(std::move(v))});
+  auto file = v.file();
+  members_.push_back({std::move(key), key_pos, std::make_unique<Value>(std::move(v)), std::move(file)});
 }
 
 bool Value::erase(std::string_view key) {
@@ -124,6 +127,7 @@ void Value::set_origin_recursive(const std::shared_ptr<const SourceFile>& file, 
   for (auto& item : items_) item.set_origin_recursive(file, pos);
   for (auto& m : members_) {
     m.key_pos = pos;
+    m.key_file = file;
     m.value->set_origin_recursive(file, pos);
   }
 }
@@ -365,7 +369,7 @@ class Parser {
                             "duplicate key " + quote(key) + " (first defined at line " +
                                 std::to_string(prev->key_pos.line) + ")");
       } else {
-        obj.members_.push_back({std::move(key), key_pos, std::make_unique<Value>(std::move(v))});
+        obj.members_.push_back({std::move(key), key_pos, std::make_unique<Value>(std::move(v)), file_});
       }
       skip_space();
       if (at_end()) {

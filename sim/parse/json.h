@@ -35,6 +35,9 @@ struct Member {
   std::string key;
   SourcePos key_pos;
   std::unique_ptr<Value> value;  // indirection keeps Value small and Member movable
+  // The file that last wrote the key (a merge patch's, an override's): a reference a user's file
+  // names ("gpu": "h200-sxm") is the user's although what it loads is a preset's.
+  std::shared_ptr<const SourceFile> key_file;
 };
 
 class Value {

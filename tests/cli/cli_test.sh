@@ -713,6 +713,11 @@ same model-extends-override "$tmp/ext4b.txt" "$tmp/ref4b.txt"
 expect cluster-extends-override 2 "$arlsim" check "$tmp/nested-extends.json" --set /cluster/extends=dgx-h100
 contains cluster-extends-override-why "$tmp/err" "tp x pp x dp x cp = 2 x 1 x 36 x 1 = 72 GPUs, but training has 8"
 
+# ...and keeps a reference the user's own file names in that part (its GPU) and the user's fields.
+printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "cluster": {"extends": "dgx-h100", "nodes": 2, "gpu": "h200-sxm"}}' >"$tmp/user-gpu.json"
+expect user-gpu-kept 0 "$arlsim" check "$tmp/user-gpu.json" --set /cluster/extends=gb200-nvl72 --set /cluster/gpus_per_node=8
+contains user-gpu-kept-what "$tmp/out" "on 2 x 8 h200-sxm"
+
 # Megatron's interleaved schedule needs a multiple of pp micro-batches: without a token budget the
 # remedy is one; with one, a rank that has fewer samples than pp needs more samples.
 expect vpp-few-samples 0 "$arlsim" simulate default --steps 1:1 --set /policy/train/pp=2 --set /policy/train/vpp=2 \
