@@ -181,6 +181,9 @@ void check_split(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, int64_
   if (m.num_heads % tp != 0)
     at.error(where + "/tp", whose + n(m.num_heads) + " attention heads do not split over tp = " + n(tp),
              "choose a tp that divides " + n(m.num_heads));
+  else if (m.attention == AttentionKind::gqa && m.num_kv_heads % tp != 0)
+    at.error(where + "/tp", whose + n(m.num_kv_heads) + " key-value heads do not split over tp = " + n(tp),
+             "Megatron-style tensor parallelism shards whole key-value groups; choose a tp that divides " + n(m.num_kv_heads));
   if (pp > m.num_layers)
     at.error(where + "/pp", "pp = " + n(pp) + " exceeds " + whose + n(m.num_layers) + " layers");
   else if (m.num_layers % (pp * vpp) != 0)

@@ -47,6 +47,12 @@ std::vector<std::pair<std::string, double>> largest_first(const model::MemoryBre
   return items;
 }
 
+// The options without the reward model's engines (their own check apart).
+RolloutOptions reward_free(RolloutOptions o) {
+  o.reward.model = nullptr;
+  return o;
+}
+
 // A stage that does not fit: it needs `needed_bytes` of the breakdown's capacity.
 OomEvent oom_event(int64_t step, std::string stage, const model::MemoryBreakdown& m, double needed_bytes) {
   OomEvent oom;
@@ -179,6 +185,12 @@ void RunSimulator::run_rollout(const StepData& d, const Layouts& l, StagePlan& p
   const auto mem = model::inference_memory(s_.model, s_.cluster.gpu, engine_memory_options(ro));
   p.rollout_memory_gib = mem.breakdown.total() / kGiB;
   if (const std::string problem = check_rollout(ro, &in); !problem.empty()) {
+    if (!check_reward(ro, &in).empty() && check_rollout(reward_free(ro), &in).empty()) {
+      // The reward model's engines, not the policy's, do not fit.
+      const auto rm = model::inference_memory(*ro.reward.model, s_.cluster.gpu, engine_memory_options(reward_engine_options(ro)));
+      p.oom = oom_event(d.step, "reward", rm.breakdown, rm.breakdown.total() - rm.breakdown.get("kv_cache"));
+      return;
+    }
     p.oom = oom_event(d.step, "rollout", mem.breakdown, mem.breakdown.total() - mem.breakdown.get("kv_cache"));
     return;
   }
@@ -225,7 +237,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
   const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
   auto pass = [&](const char* stage, const input::ModelSpec& m, const std::optional<input::InferenceLayout>& layout) {
-    const input::TrainLayout tl = pass_layout(l.train, layout);
+    const input::TrainLayout tl = layout_of(m, pass_layout(l.train, layout));
     const bool value_head = std::string_view(stage) == "critic";
     if (p.oom) return 0.0;
     if (const auto memory = forward_memory_at(s_, m, tl, x.longest, value_head); !memory.fits()) {
@@ -282,7 +294,7 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   // The critic trains in the same layout after the policy, with its value head.
   auto memory = train_memory_at(s_, l.train, per_mini_batch, x.longest);
   if (s_.workload.critic && memory.fits())
-    if (auto critic = train_memory_at(s_, *s_.workload.critic, l.train, per_mini_batch, x.longest, true);
+    if (auto critic = train_memory_at(s_, *s_.workload.critic, layout_of(*s_.workload.critic, l.train), per_mini_batch, x.longest, true);
         critic.total() > memory.total())
       memory = std::move(critic);
   p.train_memory_gib = memory.total() / kGiB;
@@ -297,30 +309,31 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     return;
   }
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
+    const input::TrainLayout lt = layout_of(m, l.train);
     // Gradient reduction and the optimizer step from the estimate at the mean length. They do not
     // depend on how the tokens are split, but for the number of reductions under ZeRO 2-3 (one a
     // micro-batch), which is the estimate's micro-batches at that length, not those built below.
-    auto r = train_request(l.train, per_mini_batch, x.mean_len, s_.workload);
+    auto r = train_request(lt, per_mini_batch, x.mean_len, s_.workload);
     r.attention_len = x.attention_len;
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     const double fixed = e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
     // Each mini-batch: every rank runs its part of it in micro-batches built from its samples,
     // through the pipeline; the optimizer step waits for the busiest rank.
-    MicroBatchTimer timer(s_, m, l.train, !actor);
+    MicroBatchTimer timer(s_, m, lt, !actor);
     double pipelines = 0;
     const int64_t mini_batches = s_.workload.mini_batches;
     for (int64_t j = 0; j < mini_batches; ++j) {
       std::vector<std::vector<double>> slots;
       const auto batches_by_rank =
-          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, l.train.dp, j, mini_batches), l.train);
+          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, lt.dp, j, mini_batches), lt);
       for (const auto& batches : batches_by_rank) {
         slots.emplace_back();
         for (const auto& b : batches) slots.back().push_back(timer.train(b));
         const auto count = static_cast<int64_t>(batches.size());
-        if (l.train.vpp > 1 && count % l.train.pp != 0 && p.uninterleavable == 0) p.uninterleavable = count;
+        if (lt.vpp > 1 && count % lt.pp != 0 && p.uninterleavable == 0) p.uninterleavable = count;
       }
-      pipelines += ranks_seconds(slots, l.train, longest_fill(timer, batches_by_rank, slots, false));
+      pipelines += ranks_seconds(slots, lt, longest_fill(timer, batches_by_rank, slots, false));
     }
     const double iteration = pipelines / real(mini_batches) + fixed;
     if (actor) {

@@ -171,6 +171,10 @@ double token_weighted_length(const std::vector<int64_t>& lengths);
 // The layout of a forward-only pass (old or reference log-probs, critic values): the policy's own
 // for it, else the training layout.
 input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optional<input::InferenceLayout>& pass);
+// The layout as model `m` takes it: a dense model (a PPO critic beside a mixture-of-experts
+// actor) has no experts to split, so its ranks are data-parallel only (Megatron carves the expert
+// groups out of the data-parallel ranks: no GPU changes hands).
+input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l);
 // Whether the training layout `train`, and the pass layouts the policy derives from it, take
 // their models (the actor's, the critic's): "" or the first stage that does not, and why. A
 // checked scenario's layouts always do; the planner asks this of its candidates.

@@ -121,6 +121,11 @@ input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optio
   return tl;
 }
 
+input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l) {
+  if (!m.has_moe) l.ep = 1;
+  return l;
+}
+
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head, int64_t attention_len) {
   auto r = train_request(layout, sequences, mean_len, s.workload);
@@ -138,8 +143,10 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
   if (problem.empty() && !s.workload.use_rollout_log_probs)
     problem = fits("old_logprob", s.model, pass_layout(train, s.policy.old_logprob));
   if (problem.empty() && s.workload.use_reference) problem = fits("ref_logprob", s.model, pass_layout(train, s.policy.ref_logprob));
-  if (problem.empty() && s.workload.critic) problem = fits("critic training", *s.workload.critic, train);
-  if (problem.empty() && s.workload.critic) problem = fits("critic", *s.workload.critic, pass_layout(train, s.policy.critic));
+  if (problem.empty() && s.workload.critic)
+    problem = fits("critic training", *s.workload.critic, layout_of(*s.workload.critic, train));
+  if (problem.empty() && s.workload.critic)
+    problem = fits("critic", *s.workload.critic, layout_of(*s.workload.critic, pass_layout(train, s.policy.critic)));
   return problem;
 }
 

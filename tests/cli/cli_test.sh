@@ -699,6 +699,20 @@ printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "policy": {
 expect no-policy-presets 2 "$arlsim" check "$tmp/policy-preset.json"
 contains no-policy-presets-why "$tmp/err" 'unknown policy preset "default" (and no such file); there are no policy presets: name a file'
 
+# A reward model too large for its engine's GPU is an OOM in the reward stage, not a crash; a dense
+# critic beside an expert-parallel actor trains data-parallel; the critic's key-value heads split
+# over tp as the actor's must.
+expect reward-model-oom 0 "$arlsim" simulate default --steps 1 --set '/workload/reward={"kind": "model", "model": "qwen2.5-32b"}'
+contains reward-model-oom-why "$tmp/out" "STOPPED at step 1 (1 of 1): OOM in reward"
+expect reward-model-check 0 "$arlsim" check default --set '/workload/reward={"kind": "model", "model": "deepseek-v3"}'
+contains reward-model-check-why "$tmp/err" "step 1: reward does not fit"
+expect dense-critic-ep 0 "$arlsim" simulate default --steps 1 --set /model=qwen3-30b-a3b --set /policy/train/ep=2 \
+  --set /workload/algorithm=ppo --set /workload/critic=qwen3-8b
+contains dense-critic-ep-stage "$tmp/out" "critic "
+expect critic-kv-heads 2 "$arlsim" check default --set /policy/train/tp=8 --set /policy/train/dp=2 --set /workload/algorithm=ppo \
+  --set /workload/critic=qwen3-30b-a3b
+contains critic-kv-heads-why "$tmp/err" "the critic's 4 key-value heads do not split over tp = 8"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
