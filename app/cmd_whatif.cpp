@@ -290,6 +290,8 @@ int run_whatif(const Args& args) {
         if (const std::string problem = run_memory_problem(rl::run_memory(*s, *t), limit, !max_memory.empty());
             !problem.empty())
           return "arlsim whatif: variant" + label_of(variant) + ": " + problem + "\n";
+      if (t && t->empty())
+        return "arlsim whatif: variant" + label_of(variant) + ": " + scenario + ": the trace has no step in the requested range\n";
       if (t) {
         result = vm.count("analytic") ? analytic_result(*s, *t, o) : rl::simulate_run(*s, *t, o);
         return {};

@@ -53,6 +53,25 @@ bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, co
     if (sizes.empty() || sizes.back().first != step) sizes.emplace_back(step, 0);
     ++sizes.back().second;
   }
+  // A prompt that leaves no room for a response within the context limit cannot be generated from:
+  // vLLM refuses a prompt beyond max_model_len, and frameworks filter them out before the rollout.
+  const int64_t limit = s.workload.max_context_tokens;
+  int64_t overlong = 0;
+  size_t first_overlong = 0;
+  for (size_t i = 0; i < t.size() && limit > 0; ++i) {
+    const auto v = t.trajectory(i);
+    if (!v.turns.empty() && v.turns.front().prefill_tokens >= limit && overlong++ == 0) first_overlong = i;
+  }
+  if (overlong > 0) {
+    const auto v = t.trajectory(first_overlong);
+    diag.error_global(path + ": " + std::to_string(overlong) + (overlong == 1 ? " trajectory's prompt leaves" : " trajectories' prompts leave") +
+                          " no room for a response within /workload/max_context_tokens (" + std::to_string(limit) +
+                          "); the first, in step " + std::to_string(v.info.step) + ", has " +
+                          std::to_string(v.turns.front().prefill_tokens) + " tokens",
+                      "raise max_context_tokens, or leave such prompts out of the trace as frameworks filter them "
+                      "(verl's filter_overlong_prompts); vLLM refuses a prompt beyond max_model_len");
+    return false;
+  }
   const int64_t want = s.workload.trajectories_per_step();
   for (const auto& [step, n] : sizes) {
     if (!s.trace_sets_batch && n != want) {

@@ -713,6 +713,16 @@ expect critic-kv-heads 2 "$arlsim" check default --set /policy/train/tp=8 --set 
   --set /workload/critic=qwen3-30b-a3b
 contains critic-kv-heads-why "$tmp/err" "the critic's 4 key-value heads do not split over tp = 8"
 
+# A trace prompt with no room for a response within the context limit is refused (vLLM refuses
+# it; frameworks filter it), not simulated as a rollout that costs nothing; whatif with no step in
+# range is refused as simulate is.
+sed -n 1p traces/code-tool.jsonl >"$tmp/overlong.jsonl"
+printf '%s\n' '{"step": 1, "prompt_id": 0, "sample": 0, "turns": [{"prefill_tokens": 30000, "gen_tokens": 100}]}' >>"$tmp/overlong.jsonl"
+expect trace-overlong-prompt 2 "$arlsim" simulate default --trace "$tmp/overlong.jsonl" --set /trace_sets_batch=true
+contains trace-overlong-prompt-why "$tmp/err" "1 trajectory's prompt leaves no room for a response within /workload/max_context_tokens (20480)"
+expect whatif-no-steps 2 "$arlsim" whatif default --vary /policy/rollout/tp=1,2 --steps 9999
+contains whatif-no-steps-why "$tmp/err" "the trace has no step in the requested range"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
