@@ -279,7 +279,7 @@ int run_capacity(const Args& args) {
     o.prices.emplace_back(p.substr(0, eq), usd);
   }
 
-  if (std::string error; !out_dir.empty() && !report::prepare_output_dir(out_dir, error)) {
+  if (std::string error; !out_dir.empty() && !report::prepare_output_files(out_dir, {report::kReportFile, "capacity.json"}, error)) {
     std::cerr << "arlsim capacity: --out: " << error << "\n";
     return kExitBadInput;
   }

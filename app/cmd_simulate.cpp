@@ -113,8 +113,14 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   std::unique_ptr<std::ofstream> timeline_file;
   std::unique_ptr<report::TimelineStream> stream;
   if (!a.out.empty()) {
+    // Every file it will write checked before the run, not after it.
+    if (!report::prepare_output_files(a.out, {report::kSummaryFile, report::kStepsFile, report::kReportFile, report::kTimelineFile},
+                                      error)) {
+      std::cerr << "arlsim simulate: --out: " << error << "\n";
+      return kExitBadInput;
+    }
     timeline_file = report::open_timeline_file(a.out, error);
-    if (!timeline_file) {  // checked before the run, not after it
+    if (!timeline_file) {
       std::cerr << "arlsim simulate: --out: " << error << "\n";
       return kExitBadInput;
     }

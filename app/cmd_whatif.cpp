@@ -251,7 +251,7 @@ int run_whatif(const Args& args) {
                   << vary.front().values.size() << ", " << v.pointer << " has " << v.values.size() << ")\n";
         return kExitBadInput;
       }
-  if (std::string error; !out_dir.empty() && !report::prepare_output_dir(out_dir, error)) {
+  if (std::string error; !out_dir.empty() && !report::prepare_output_files(out_dir, {report::kReportFile, "variants.json"}, error)) {
     std::cerr << "arlsim whatif: --out: " << error << "\n";
     return kExitBadInput;
   }

@@ -32,6 +32,12 @@ int parse_options(const Args& args, const po::options_description& visible, std:
     std::cout << (help_options ? *help_options : visible) << help_extra;
     return kExitOk;
   }
+  // An empty --out would quietly write nothing (or into the working folder): name one.
+  if (vm.count("out") && !vm["out"].defaulted())
+    if (const auto* text = boost::any_cast<std::string>(&vm["out"].value()); text && text->empty()) {
+      std::cerr << "arlsim: --out is empty: name the folder or file to write\n";
+      return kExitBadInput;
+    }
   return -1;
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <new>
 #include <system_error>
+#include <unistd.h>
 
 #include "sim/report/html_report.h"
 #include "sim/report/summary.h"
@@ -91,6 +92,26 @@ bool prepare_output_dir(const std::string& dir, std::string& error) {
   if (!write_file(probe, [](std::ostream&) {}, error)) return false;
   std::error_code ec;
   fs::remove(probe, ec);
+  return true;
+}
+
+bool prepare_output_files(const std::string& dir, const std::vector<std::string>& files, std::string& error) {
+  if (!prepare_output_dir(dir, error)) return false;
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  for (const auto& name : files) {
+    const fs::path path = root / name;
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (ec || !fs::exists(st)) continue;  // made when written
+    if (!fs::is_regular_file(st)) {
+      error = "cannot write " + quoted(path) + ": it is " + (fs::is_directory(st) ? "a folder" : "not a file");
+      return false;
+    }
+    if (::access(path.c_str(), W_OK) != 0) {
+      error = "cannot write " + quoted(path) + ": " + last_error();
+      return false;
+    }
+  }
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/rl/step_result.h"
 
@@ -27,6 +28,9 @@ bool write_summary_outputs(const rl::RunResult& r, const std::string& dir, std::
 // Creates `dir` when missing and checks that a file can be written in it (a command checks its
 // --out before a long run, not after).
 bool prepare_output_dir(const std::string& dir, std::string& error);
+// The same, and that each of `files` in it can be written: not a folder or other non-file in
+// the way, nor a file that cannot be written over.
+bool prepare_output_files(const std::string& dir, const std::vector<std::string>& files, std::string& error);
 // Creates `dir` when missing and opens DIR/timeline.json for a run to stream into (see
 // TimelineStream); null with `error` naming the path and the reason when it cannot.
 std::unique_ptr<std::ofstream> open_timeline_file(const std::string& dir, std::string& error);

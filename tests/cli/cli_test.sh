@@ -723,6 +723,14 @@ contains trace-overlong-prompt-why "$tmp/err" "1 trajectory's prompt leaves no r
 expect whatif-no-steps 2 "$arlsim" whatif default --vary /policy/rollout/tp=1,2 --steps 9999
 contains whatif-no-steps-why "$tmp/err" "the trace has no step in the requested range"
 
+# --out: every file a command writes is checked before it runs (a folder in a file's place), and
+# an empty --out is refused.
+mkdir -p "$tmp/blocked/summary.json"
+expect out-blocked 2 "$arlsim" simulate default --steps 1 --out "$tmp/blocked"
+contains out-blocked-why "$tmp/err" "summary.json': it is a folder"
+expect out-empty 2 "$arlsim" simulate default --steps 1 --out ""
+contains out-empty-why "$tmp/err" "--out is empty"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
