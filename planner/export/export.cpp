@@ -275,6 +275,9 @@ void verl_notes(const input::ScenarioSpec& s, std::vector<std::string>& notes) {
   if (s.workload.use_rollout_log_probs)
     notes.push_back("the rollout's log-probabilities for the old policy: verl computes them with the actor");
   if (s.workload.reward_model) notes.push_back("a reward model: set verl's reward_model.* for it");
+  if (p.sync == input::SyncMode::async && p.batches_held() > 1)
+    notes.push_back("continuous generation: verl's asynchronous trainer generates each step's rollout whole");
+  if (p.keep_kv_cache) notes.push_back("KV cache kept across the weight update: verl's engines rebuild it after each sync");
   if (p.refit_gather() != input::RefitGather::full_model)
     notes.push_back("refit priced as an engine-shard gather: verl's sharding managers make every parameter whole on "
                     "each training rank first (weight_sync gather \"full-model\" prices that)");
@@ -427,6 +430,14 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
                         num(s.cluster.host_gpus()) + ": the GPU counts per node below are the domain's; Slurm, Ray "
                         "and the framework count hosts (" + num(s.cluster.total_gpus() / s.cluster.host_gpus()) + " of " +
                         num(s.cluster.host_gpus()) + " GPUs), so set them so and keep each domain's hosts together");
+  if (r.format != ExportFormat::json && (w.engine.speculative_mean_accepted > 0 || w.engine.speculative_draft_tokens > 0))
+    out.notes.push_back("speculative decoding (" + num(w.engine.speculative_draft_tokens) +
+                        " draft tokens): set the engine's own speculative options; not set here");
+  if (const auto& ro = s.policy.rollout; r.format != ExportFormat::json && target != ExportFormat::openrlhf && ro.replicas > 0 &&
+                                         ro.replicas * ro.gpus_per_engine() < s.rollout_gpus())
+    out.notes.push_back(num(ro.replicas) + " engines on " + num(ro.replicas * ro.gpus_per_engine()) + " of the " +
+                        num(s.rollout_gpus()) + " rollout GPUs: the framework starts an engine on each group of " +
+                        num(ro.gpus_per_engine()) + " (" + num(s.rollout_gpus() / ro.gpus_per_engine()) + ")");
   if (r.format != ExportFormat::json && target != ExportFormat::areal && input::dp_split(tl, w) != input::DpSplit::even)
     out.notes.push_back(input::uneven_dp_text(tl, w) + ": the framework requires it to");
   if (r.format == ExportFormat::json) {

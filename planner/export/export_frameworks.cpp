@@ -113,6 +113,9 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
                     "package and a model it patches");
   }
   if (l.recompute != input::Recompute::none) opt("--actor.gradient_checkpointing_enable", "--gradient_checkpointing", "");
+  if (l.recompute == input::Recompute::selective)
+    notes.push_back("selective recompute: OpenRLHF checkpoints whole layers; exported as gradient checkpointing");
+  if (l.shard_group > 0) notes.push_back("a hybrid shard group: DeepSpeed's ZeRO shards over all data ranks");
   if (l.offload_optimizer) opt("--ds.adam_offload", "--adam_offload", "");
   if (l.offload_params) notes.push_back("offloaded parameters: OpenRLHF offloads the optimizer (Adam) only");
   if (l.grad_reduce_bytes() > 2)
@@ -151,7 +154,17 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
         notes.push_back("continuous generation: OpenRLHF's asynchronous queue passes whole rollouts");
     }
   }
-  if (p.partial_rollout > 0) opt("--train.partial_rollout_enable", "--partial_rollout", "");
+  if (p.partial_rollout > 0) {
+    opt("--train.partial_rollout_enable", "--partial_rollout", "");
+    if (p.partial_rollout < 1)
+      notes.push_back("partial rollout at " + num(p.partial_rollout) + " of the batch: OpenRLHF's partial rollout "
+                      "stops at its own settings, not a share of the batch");
+  }
+  if (p.old_logprob || p.ref_logprob || p.critic)
+    notes.push_back("forward passes in their own layouts: OpenRLHF runs them in the models' own DeepSpeed engines");
+  if (p.batch_assignment == input::BatchAssignment::layout_aware)
+    notes.push_back("layout-aware batch assignment: OpenRLHF does not balance its batches by layout");
+  if (w.reward_model) notes.push_back("a reward model: set OpenRLHF's --reward.* options (its model or remote URL); not set here");
   if (w.max_turns > 1)
     notes.push_back("multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here");
   if (w.critic) notes.push_back("PPO's critic: set --critic.* with its model; not set here");
@@ -234,6 +247,13 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   }
   if (l.vpp > 1) notes.push_back("interleaved pipeline (vpp): pass Megatron-LM's own flag for it; not set here");
   if (l.ulysses && l.cp > 1) notes.push_back("Ulysses context parallelism: Megatron-LM's is ring attention; exported as its cp");
+  if (l.zero >= 2)
+    notes.push_back("ZeRO " + num(l.zero) + ": slime trains with Megatron-LM's distributed optimizer, which shards the "
+                    "optimizer states only (ZeRO-1)");
+  if (l.shard_group > 0) notes.push_back("a hybrid shard group: Megatron-LM's distributed optimizer shards over all data ranks");
+  if (l.offload_optimizer)
+    notes.push_back("the optimizer offloaded to the CPU: pass Megatron-LM's --optimizer-cpu-offload for it; not set here");
+  if (l.offload_params) notes.push_back("offloaded parameters: Megatron-LM keeps the weights on the GPU");
   if (l.max_tokens_per_gpu > 0) {
     flag_("--use-dynamic-batch-size");
     flag_("--max-tokens-per-gpu", num(l.max_tokens_per_gpu));
@@ -242,6 +262,28 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
     flag_("--micro-batch-size", num(l.micro_batch));
   }
   if (p.batch_assignment != input::BatchAssignment::in_order) flag_("--balance-data");
+  if (p.batch_assignment == input::BatchAssignment::layout_aware)
+    notes.push_back("layout-aware batch assignment: slime balances by tokens (--balance-data)");
+  switch (w.algorithm) {
+    case input::Algorithm::ppo:
+      flag_("--advantage-estimator", "ppo");
+      notes.push_back("PPO's critic: set slime's critic options with its model; not set here");
+      break;
+    case input::Algorithm::reinforce:
+      flag_("--advantage-estimator", "reinforce_plus_plus");
+      notes.push_back("REINFORCE: slime's reinforce estimator is REINFORCE++; the closest");
+      break;
+    case input::Algorithm::reinforce_pp: flag_("--advantage-estimator", "reinforce_plus_plus"); break;
+    case input::Algorithm::rloo:
+      flag_("--advantage-estimator", "grpo");
+      notes.push_back("RLOO: slime has no leave-one-out estimator; exported as grpo");
+      break;
+    case input::Algorithm::dapo:
+      flag_("--advantage-estimator", "grpo");
+      notes.push_back("DAPO: exported as grpo; its dynamic sampling is slime's own option (--dynamic-sampling-filter-path)");
+      break;
+    default: flag_("--advantage-estimator", "grpo"); break;
+  }
   flag_("--rollout-batch-size", num(w.prompts_per_step));
   flag_("--n-samples-per-prompt", num(w.samples_per_prompt));
   flag_("--global-batch-size", num(trajectories / w.mini_batches));
@@ -251,7 +293,15 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   flag_("--rollout-max-context-len", num(w.max_context_tokens));
   flag_("--update-weight-buffer-size", num(static_cast<int64_t>(p.weight_sync_bucket_bytes)));
   flag_("--sglang-mem-fraction-static", num(w.engine.gpu_memory_utilization));
-  if (p.partial_rollout > 0) flag_("--partial-rollout");
+  if (p.partial_rollout > 0) {
+    flag_("--partial-rollout");
+    if (p.partial_rollout < 1)
+      notes.push_back("partial rollout at " + num(p.partial_rollout) + " of the batch: slime's --partial-rollout "
+                      "stops at its own over-sampling settings (--over-sampling-batch-size)");
+  }
+  if (p.old_logprob || p.ref_logprob || p.critic)
+    notes.push_back("forward passes in their own layouts: slime runs them in the actor's layout");
+  if (s.workload.reward_model) notes.push_back("a reward model: set slime's reward-model options (--rm-type, --rm-url); not set here");
   notes.push_back("the engines are SGLang's: the engine settings other than its memory share (batched tokens, "
                   "sequences, chunked prefill, prefix caching) are SGLang's own");
   if (w.ppo_epochs > 1) notes.push_back("PPO epochs: slime takes num_steps_per_rollout optimizer steps per rollout; one pass exported");

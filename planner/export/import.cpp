@@ -488,6 +488,12 @@ class Reader {
       // Megatron-LM's reduction dtype: fp32 asked for (slime's recipes do), or bf16.
       else if (key == "accumulate-allreduce-grads-in-fp32") l.train["grad_reduce_dtype"] = "fp32";
       else if (key == "grad-reduce-in-bf16") l.train["grad_reduce_dtype"] = "bf16";
+      else if (key == "advantage-estimator") {
+        static const std::map<std::string, std::string> alg{
+            {"grpo", "grpo"}, {"ppo", "ppo"}, {"reinforce_plus_plus", "reinforce_pp"}, {"reinforce_plus_plus_baseline", "reinforce_pp"}};
+        if (const auto it = alg.find(f.value); it != alg.end()) l.workload["algorithm"] = it->second;
+        else unmodelled(f.word, "--" + key, "estimator \"" + f.value + "\" is not one arlsim models; grpo assumed");
+      }
       else if (key == "recompute-method" || key == "recompute-num-layers" || key == "log-probs-max-tokens-per-gpu" ||
                key == "num-gpus-per-node" || key == "hf-checkpoint" || key == "ref-load" || key == "prompt-data") {}
       else unmodelled(f.word, "--" + key, "not modelled by arlsim");

@@ -65,6 +65,21 @@ else
 fi
 "$arlsim" export default --format slime --set '/policy/train/grad_reduce_dtype="fp32"' >"$tmp/fp32.sh" 2>/dev/null
 contains export-slime-fp32-reduction "$tmp/fp32.sh" "--accumulate-allreduce-grads-in-fp32"
+# What a framework's launch cannot carry is said, not dropped: ZeRO-3 and offloading on slime's
+# Megatron-LM, speculative decoding, engines on part of the rollout GPUs; PPO takes slime's ppo
+# estimator.
+"$arlsim" export default --format slime --set /policy/train/zero=3 --set /policy/train/offload_optimizer=true >/dev/null 2>"$tmp/slime-z3.err"
+contains export-slime-zero3-note "$tmp/slime-z3.err" "ZeRO 3: slime trains with Megatron-LM's distributed optimizer"
+contains export-slime-offload-note "$tmp/slime-z3.err" "the optimizer offloaded to the CPU: pass Megatron-LM's --optimizer-cpu-offload"
+"$arlsim" export default --format slime --set /workload/algorithm=ppo --set /workload/critic=qwen3-8b >"$tmp/slime-ppo.sh" 2>"$tmp/slime-ppo.err"
+contains export-slime-ppo "$tmp/slime-ppo.sh" "--advantage-estimator ppo"
+contains export-slime-ppo-critic "$tmp/slime-ppo.err" "PPO's critic: set slime's critic options"
+"$arlsim" export default --format verl --set '/workload/engine/speculative={"mean_accepted_tokens": 2.5, "draft_tokens": 4}' \
+  >/dev/null 2>"$tmp/spec.err"
+contains export-speculative-note "$tmp/spec.err" "speculative decoding (4 draft tokens)"
+"$arlsim" export default --format verl --set /policy/rollout/replicas=6 >/dev/null 2>"$tmp/replicas.err"
+contains export-replicas-note "$tmp/replicas.err" "6 engines on 12 of the 16 rollout GPUs"
+
 # Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
 "$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null

@@ -29,6 +29,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 tr
   --max-tokens-per-gpu 16384 \
   --log-probs-max-tokens-per-gpu 16384 \
   --balance-data \
+  --advantage-estimator grpo \
   --rollout-batch-size 64 \
   --n-samples-per-prompt 8 \
   --global-batch-size 128 \

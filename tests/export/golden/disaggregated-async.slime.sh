@@ -31,6 +31,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 tr
   --max-tokens-per-gpu 32768 \
   --log-probs-max-tokens-per-gpu 32768 \
   --balance-data \
+  --advantage-estimator grpo \
   --rollout-batch-size 128 \
   --n-samples-per-prompt 8 \
   --global-batch-size 128 \

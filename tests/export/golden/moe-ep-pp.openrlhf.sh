@@ -4,6 +4,7 @@
 #   - expert-parallel engines: not an OpenRLHF option; left out
 #   - fused kernels: OpenRLHF fuses with Liger (--ds.use_liger_kernel), which needs the liger-kernel package and a model it patches
 #   - multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here
+#   - selective recompute: OpenRLHF checkpoints whole layers; exported as gradient checkpointing
 #   - tensor, pipeline or expert parallelism in training: OpenRLHF trains with DeepSpeed (data parallelism with ZeRO); exported as data parallelism over the same GPUs
 #   - the run's length follows the dataset (episodes x prompts), not a step count: arlsim's 150 steps are 150 rollout batches of 64 prompts
 set -euo pipefail
