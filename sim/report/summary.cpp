@@ -168,6 +168,7 @@ std::string summary_json(const rl::RunResult& r) {
   const TotalBand band = total_time_band(r, stats);
   const ordered_json j{{"scenario", r.scenario},
                        {"gpus", r.gpus},
+                       {"reward_gpus", r.reward_gpus},
                        {"steps", std::move(steps)},
                        {"total_time_s", r.total_time_s},
                        {"total_time_s_low", band.low_s},

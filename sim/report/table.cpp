@@ -115,7 +115,10 @@ std::string run_table(const rl::RunResult& r) {
     out += pad_right("", 16) + "-" + format_fixed(100 * (1 - band.low_s / r.total_time_s), 0) + "% to +" +
            format_fixed(100 * (band.high_s / r.total_time_s - 1), 0) + "% (validation bands of " +
            format_fixed(100 * band.covered_share, 0) + "% of stage time)\n";
-  out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) + "\n";
+  out += pad_right("GPU-hours", 16) + format_fixed(r.gpu_hours, 3) +
+         (r.reward_gpus > 0 ? " (the reward model's " + std::to_string(r.reward_gpus) + (r.reward_gpus == 1 ? " GPU" : " GPUs") +
+                                   " included)"
+                                 : std::string()) + "\n";
   out += pad_right("cost", 16) + cost_line(r) + "\n";
   if (r.steps_total > 0) {
     // The figures above are the simulated steps'; the trace samples a longer run.

@@ -71,6 +71,9 @@ struct CounterSample {
 struct RunResult {
   std::string scenario;
   int64_t gpus = 0;
+  // A reward model's engines' GPUs (its reward_server pools, or one), held for the whole run beside
+  // the cluster's: counted in gpu_hours and the cost.
+  int64_t reward_gpus = 0;
   double price_usd_per_gpu_hour = 0;  // 0: unknown
   double gpu_memory_gib = 0;          // each GPU's memory
   std::vector<StepRecord> steps;

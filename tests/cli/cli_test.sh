@@ -731,6 +731,11 @@ contains out-blocked-why "$tmp/err" "summary.json': it is a folder"
 expect out-empty 2 "$arlsim" simulate default --steps 1 --out ""
 contains out-empty-why "$tmp/err" "--out is empty"
 
+# A reward model's GPUs (its reward_server pool's) are paid for the whole run: in the GPU-hours.
+expect reward-gpus 0 "$arlsim" simulate default --steps 1 --set '/workload/reward={"kind": "model", "model": "qwen3-4b"}' \
+  --set '/cluster/pools=[{"name": "python", "kind": "sandbox", "count": 256}, {"name": "rm", "kind": "reward_server", "gpus": 4}]'
+contains reward-gpus-hours "$tmp/out" "(the reward model's 4 GPUs included)"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"

@@ -19,7 +19,7 @@ TEST_CASE("summary.json holds the run, its steps and OOMs under the documented k
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"band_covered_share", "cost_usd", "gpu_hours", "gpus", "oom_events", "pools",
-                                         "price_usd_per_gpu_hour", "projected", "scenario", "stats", "steps",
+                                         "price_usd_per_gpu_hour", "projected", "reward_gpus", "scenario", "stats", "steps",
                                          "steps_simulated", "steps_total", "stopped", "total_time_s",
                                          "total_time_s_high", "total_time_s_low", "warnings"});  // json sorts keys
   CHECK(j["scenario"] == "demo");
@@ -66,7 +66,7 @@ TEST_CASE("summary.json keeps the contract's key order") {
   const auto j = nlohmann::ordered_json::parse(summary_json(testing::sample_run()));
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  CHECK(keys == std::vector<std::string>{"scenario", "gpus", "steps", "total_time_s", "total_time_s_low",
+  CHECK(keys == std::vector<std::string>{"scenario", "gpus", "reward_gpus", "steps", "total_time_s", "total_time_s_low",
                                          "total_time_s_high", "band_covered_share", "gpu_hours", "cost_usd",
                                          "price_usd_per_gpu_hour", "stopped", "steps_simulated", "steps_total", "projected",
                                          "oom_events", "warnings", "pools", "stats"});
