@@ -203,7 +203,7 @@ int run_capacity(const Args& args) {
   int64_t steps = 0, confirm = 1;
   double budget = 0;
   double o_overhead = planner::CapacityOptions{}.switch_overhead_s;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
   po::options_description opts("arlsim capacity SCENARIO [--gpus a,b] [--nodes 2..64] [options]\n\n"
                                "Evaluates the scenario's run on every GPU type x node count x placement, each with\n"
                                "its best rollout and training layouts over the trace (analytic stage costs and the\n"
@@ -283,7 +283,11 @@ int run_capacity(const Args& args) {
     std::cerr << "arlsim capacity: --out: " << error << "\n";
     return kExitBadInput;
   }
-  const auto in = load_planning_input(scenario, overrides, trace_path, {});
+  // The trace must fit this machine (--max-memory bounds each confirmation's simulation, sized as it
+  // is confirmed, not the sweep). Under mpirun each process would read its own room, and one
+  // refusing while the others wait for it would hang them: none is refused there.
+  const std::optional<double> room = launched_by_mpirun() ? std::nullopt : available_memory_bytes();
+  const auto in = load_planning_input(scenario, overrides, trace_path, {}, {room, false, "arlsim capacity"});
   if (!in) return kExitBadInput;
   const auto& [s, document, t, features] = *in;
   o.gpus = vm.count("gpus") == 0 ? std::vector<std::string>{s.cluster.gpu.name} : split(gpus_text, ',');

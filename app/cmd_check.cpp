@@ -15,6 +15,7 @@
 #include "app/options.h"
 #include "app/summaries.h"
 #include "sim/model/transformer.h"
+#include "sim/parse/units.h"
 
 namespace arlsim::app {
 namespace po = boost::program_options;
@@ -102,18 +103,23 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
   o.timeline = false;
   o.max_steps = 1;
   input::Diagnostics diag;
-  // A first step too large for this machine is not drawn: the file is valid, its run cannot be here.
+  // A first step too large for this machine is not drawn (the file is valid; its run cannot be
+  // here), nor one that would take minutes: check answers in seconds, and simulate runs it.
   const std::optional<double> available = available_memory_bytes();
-  if (const std::string problem = expected_memory_problem(s, &o, available, false); !problem.empty()) {
-    std::cerr << file << ": warning: its first step is not tried: " << problem << "\n";
-    return;
-  }
-  // Nor is one that would take minutes: check answers in seconds (simulate runs it).
-  constexpr int64_t kMostTried = 1'000'000;
-  if (const auto m = rl::expected_run_memory(s, &o); m && m->trajectories > kMostTried) {
-    std::cerr << file << ": note: its first step (" << m->trajectories
-              << " trajectories) is not tried here; `arlsim simulate` runs it (--steps 1:1)\n";
-    return;
+  if (const auto m = rl::expected_run_memory(s, &o)) {
+    const int64_t trajectories = m->trajectories / std::max<int64_t>(1, s.policy.batches_held());
+    const std::string which = "its first step (step " + std::to_string(m->step) + ", " + std::to_string(trajectories) + " trajectories)";
+    if (available && m->trace_bytes > *available) {
+      std::cerr << file << ": warning: " << which << " is not tried: its trace needs about " << parse::format_bytes(m->trace_bytes)
+                << " of memory, more than the " << parse::format_bytes(*available) << limit_origin(false) << "\n";
+      return;
+    }
+    constexpr int64_t kMostTried = 1'000'000;
+    if (trajectories > kMostTried) {
+      std::cerr << file << ": note: " << which << " is not tried here; `arlsim simulate --steps " << m->step << ":" << m->step
+                << "` runs it\n";
+      return;
+    }
   }
   const auto t = rl::load_scenario_trace(s, "", diag, &o);
   if (!t) return;  // a trace problem is the run's to report
@@ -124,7 +130,7 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
     rl::RunOptions whole;  // every step the run simulates, not only the first
     whole.timeline = false;
     input::Diagnostics ignored;
-    if (expected_memory_problem(s, &whole, available, false).empty())
+    if (const auto m = rl::expected_run_memory(s, &whole); !m || !available || m->trace_bytes <= *available)
       if (const auto all = rl::load_scenario_trace(s, "", ignored, &whole))
       for (size_t i = 0; i < all->size(); ++i) steps.insert(all->trajectory(i).info.step);
   }

@@ -164,7 +164,7 @@ int run_plan(const Args& args) {
     farm->broadcast(text, 0);
     limit = text.empty() ? std::nullopt : std::optional<double>(std::stod(text));
   }
-  const auto in = load_planning_input(scenario, overrides, trace_path, fo);
+  const auto in = load_planning_input(scenario, overrides, trace_path, fo, {limit, !max_memory.empty(), "arlsim plan"});
   if (!in) return kExitBadInput;
   const auto& [s, document, t, features] = *in;
   // The plan's confirmations and replays simulate the trace's steps one at a time, as simulate does.

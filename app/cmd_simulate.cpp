@@ -78,7 +78,7 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
     return kExitBadInput;
   }
   // A generated trace too large for memory is refused before it is drawn.
-  if (const std::string problem = expected_memory_problem(*s, &o, limit, !a.max_memory.empty(), o.timeline); !problem.empty()) {
+  if (const std::string problem = expected_memory_problem(*s, &o, limit, !a.max_memory.empty()); !problem.empty()) {
     std::cerr << "arlsim simulate: " << problem << "\n";
     return kExitBadInput;
   }

@@ -218,7 +218,7 @@ int run_validate(const Args& args) {
     if (!s) return kExitBadInput;
   }
   input::Diagnostics trace_diag;
-  if (const std::string problem = expected_memory_problem(*s, &o, memory, !max_memory.empty(), true); !problem.empty()) {
+  if (const std::string problem = expected_memory_problem(*s, &o, memory, !max_memory.empty()); !problem.empty()) {
     if (root) std::cerr << "arlsim validate: " << problem << "\n";
     return kExitBadInput;
   }

@@ -28,9 +28,10 @@ std::string limit_origin(bool from_option);
 
 // "" when the run fits in `limit` (or there is no limit), else why not, naming what to change.
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option);
-// The same for a generated trace before it is drawn (rl::expected_run_memory): "" when it fits,
-// when there is no limit, or when the trace is a file.
+// The same for a generated trace before it is drawn, the trace alone (the storage the generator
+// lays out, rl::expected_run_memory; the run's whole figure is checked once the trace is read):
+// "" when it fits, when there is no limit, or when the trace is a file.
 std::string expected_memory_problem(const input::ScenarioSpec& s, const rl::RunOptions* run, std::optional<double> limit,
-                                    bool from_option, bool timeline = false);
+                                    bool from_option);
 
 }  // namespace arlsim::app

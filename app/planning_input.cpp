@@ -9,16 +9,19 @@
 namespace arlsim::app {
 
 std::optional<PlanningInput> load_planning_input(const std::string& scenario, const std::vector<std::string>& overrides,
-                                                 const std::string& trace_path, planner::FeatureOptions fo) {
+                                                 const std::string& trace_path, planner::FeatureOptions fo,
+                                                 const PlanningMemory& memory) {
   input::Diagnostics diag;
   PlanningInput in;
   auto s = input::load_scenario(scenario, overrides, diag, &in.document);
   std::optional<trace::Trace> t;
   if (s && !trace_path.empty()) s->generated_trace.reset();  // the file replaces the generated trace (and its run length)
-  // A generated trace too large for this machine's memory is refused before it is drawn.
+  // A generated trace too large for memory is refused before it is drawn.
   if (s)
-    if (const std::string problem = expected_memory_problem(*s, nullptr, available_memory_bytes(), false); !problem.empty()) {
-      std::cerr << problem << "\n";
+    if (const std::string problem =
+            expected_memory_problem(*s, nullptr, memory.limit, memory.from_option);
+        !problem.empty()) {
+      std::cerr << memory.command << ": " << problem << "\n";
       return std::nullopt;
     }
   if (s) t = rl::load_scenario_trace(*s, trace_path, diag);

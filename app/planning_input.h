@@ -23,8 +23,16 @@ struct PlanningInput {
 // Loads the scenario (with `overrides`) and its trace (or `trace_path`) and takes the trace's
 // step features, contexts clamped to the workload's limit and at most the scenario's steps.
 // Prints the diagnostics and gives nothing when an input is bad.
+// A generated trace is refused before it is drawn when it would not fit `limit` (`from_option`:
+// the limit is --max-memory's); `command` prefixes the message.
+struct PlanningMemory {
+  std::optional<double> limit;
+  bool from_option = false;
+  const char* command = "arlsim";
+};
 std::optional<PlanningInput> load_planning_input(const std::string& scenario, const std::vector<std::string>& overrides,
-                                                 const std::string& trace_path, planner::FeatureOptions fo);
+                                                 const std::string& trace_path, planner::FeatureOptions fo,
+                                                 const PlanningMemory& memory);
 
 // The fixed time of a layout switch to weigh: the scenario's when it states one and the
 // --switch-overhead flag was left at its default, else the flag's.

@@ -189,7 +189,9 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
     // takes racks' domains, and an H100 in a GB200 scenario its own 8-GPU servers, not the racks.
     // Between one-host servers the scenario's nodes, network and host memory stay (a what-if
     // about the GPU in the user's machines).
-    if (system && !multi_host_domains(system->cluster) && !multi_host_domains(base.cluster)) system.reset();
+    if (system && !multi_host_domains(system->cluster) &&
+        (!multi_host_domains(base.cluster) || domain_gpus(system->cluster, c.nodes * base.cluster.gpus_per_node) <= 0))
+      system.reset();  // (nor where its servers do not divide the GPUs: the scenario's nodes then)
     cluster->set("gpu", gpu_reference(c.gpu));
     cluster->erase("price_usd_per_gpu_hour");  // the price of the scenario's GPU, not of this one
   }
@@ -206,10 +208,11 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
     rollout_gpus = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(gpus) * c.rollout_share));
     // Whole nodes to each side; where a node is an NVLink domain of several hosts, whole hosts.
     const int64_t unit = system ? system->cluster.host_gpus() : base.cluster.host_gpus();
+    const bool hosts = system || multi_host_domains(base.cluster);
     rollout_gpus = rollout_gpus / unit * unit;
     if (rollout_gpus <= 0 || rollout_gpus >= gpus)
-      return "a " + std::to_string(static_cast<int>(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
-             " GPUs leaves no whole " + (system ? "host" : "node") + " to one side";
+      return "a " + std::to_string(std::llround(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
+             " GPUs leaves no whole " + (hosts ? "host" : "node") + " to one side";
     policy->set("placement", input::Value::make_string("disaggregated"));
     policy->set("rollout_gpus", integer(rollout_gpus));
   } else {
@@ -253,7 +256,15 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   int64_t cp = fitting(t.cp, train_gpus / tp);
   int64_t pp = fitting(t.pp, train_gpus / (tp * cp));
   // Where the mini-batch does not split over the dp left (more GPUs than it has trajectories), more
-  // model parallelism until it does: tp within a node, then cp, then pp.
+  // model parallelism until it does: tp within a node, as far as the models' heads split over it,
+  // then cp.
+  const auto heads_split = [](const input::ModelSpec& m, int64_t width) {
+    return m.num_heads % width == 0 && (m.attention != input::AttentionKind::gqa || m.num_kv_heads % width == 0);
+  };
+  const auto tp_ok = [&](int64_t width) {
+    return width <= per_node && per_node % width == 0 && heads_split(base.model, width) &&
+           (!base.workload.critic || heads_split(*base.workload.critic, width));
+  };
   for (;;) {
     input::TrainLayout l = t;
     l.tp = tp;
@@ -261,10 +272,10 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
     l.pp = pp;
     l.dp = train_gpus / (tp * cp * pp);
     if (input::dp_split(l, base.workload) != input::DpSplit::refused) break;
-    const auto divides = [&](int64_t f) { return train_gpus % (f * tp * cp * pp) == 0 && train_gpus / (f * tp * cp * pp) >= 1; };
-    if (2 * tp <= per_node && base.model.num_heads % (2 * tp) == 0 && divides(2)) tp *= 2;
-    else if (divides(2) && l.dp >= 2) cp *= 2;
-    else break;  // the scenario's check says why
+    if (l.dp % 2 != 0) break;  // the scenario's check says why
+    if (tp_ok(2 * tp)) tp *= 2;
+    else if (!t.ulysses || (base.model.num_heads / tp) % (2 * cp) == 0) cp *= 2;
+    else break;
   }
   input::Value* train = policy->find("train");
   if (!train || !train->is_object()) return "the scenario's policy has no train layout";
