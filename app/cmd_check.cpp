@@ -190,6 +190,10 @@ int run_check(const Args& args) {
       return kExitBadInput;
     }
   }
+  if (kind_text == "trace" && (!overrides.empty() || vm.count("resolved"))) {
+    std::cerr << "arlsim check: --set and --resolved apply to JSON documents, not to traces (--kind trace)\n";
+    return kExitBadInput;
+  }
   const bool json = vm.count("json") > 0, resolved = vm.count("resolved") > 0;
   ordered_json results = ordered_json::array();
   bool all_ok = true;

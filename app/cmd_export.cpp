@@ -43,6 +43,18 @@ int run_export(const Args& args) {
               << planner::export_format_list() << "\n";
     return kExitBadInput;
   }
+  // Options for another format would change nothing: refused rather than ignored.
+  if (vm.count("framework") && *format != planner::ExportFormat::slurm) {
+    std::cerr << "arlsim export: --framework chooses what a Slurm script (--format slurm) launches; --format " << format_name
+              << " is that framework's own launch\n";
+    return kExitBadInput;
+  }
+  if (vm.count("framework-version") && *format != planner::ExportFormat::openrlhf &&
+      !(*format == planner::ExportFormat::slurm && framework == "openrlhf")) {
+    std::cerr << "arlsim export: --framework-version applies to OpenRLHF's launch (its options changed at 0.10.2), not to "
+              << format_name << "\n";
+    return kExitBadInput;
+  }
   // A release number (0.10.2, v0.9): one a typo made would silently pick the older options.
   if (vm.count("framework-version")) {
     const std::string digits = version.starts_with('v') ? version.substr(1) : version;

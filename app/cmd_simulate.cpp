@@ -212,6 +212,19 @@ int run_simulate(const Args& args) {
     std::cerr << "arlsim simulate: --timeline-steps expects A:B, A: or A (step numbers), got \"" << timeline_steps << "\"\n";
     return kExitBadInput;
   }
+  // Options that would change nothing are refused rather than quietly ignored.
+  if (a.out.empty() && (vm.count("timeline-steps") || !vm["timeline-detail"].defaulted() || !detail.empty())) {
+    std::cerr << "arlsim simulate: --timeline-steps, --timeline-detail and --detail shape the timeline --out writes: give --out\n";
+    return kExitBadInput;
+  }
+  if (vm.count("seed") && a.seed < 0) {
+    std::cerr << "arlsim simulate: --seed must be 0 or more, got " << a.seed << "\n";
+    return kExitBadInput;
+  }
+  if (vm.count("seed") && !a.trace.empty()) {
+    std::cerr << "arlsim simulate: --seed draws a generated trace; a trace file (--trace) is read as it is\n";
+    return kExitBadInput;
+  }
   a.stop_on_oom = on_oom == "stop";
   a.per_iteration = granularity == "iteration";
   a.json = vm.count("json") > 0;

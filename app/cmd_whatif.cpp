@@ -241,8 +241,19 @@ int run_whatif(const Args& args) {
       std::cerr << "arlsim whatif: " << error << "\n";
       return kExitBadInput;
     }
+    for (const auto& other : vary)
+      if (other.pointer == v.pointer) {
+        std::cerr << "arlsim whatif: --vary " << v.pointer << " is given twice: give its values in one --vary\n";
+        return kExitBadInput;
+      }
     vary.push_back(v);
   }
+  for (const auto& o : overrides)
+    for (const auto& v : vary)
+      if (o.substr(0, o.find('=')) == v.pointer) {
+        std::cerr << "arlsim whatif: " << v.pointer << " is both set (--set) and varied (--vary): the variants would set it again\n";
+        return kExitBadInput;
+      }
   const bool zip = vm.count("zip") > 0;
   if (zip)
     for (const auto& v : vary)

@@ -97,7 +97,9 @@ bool memory_limit(const std::string& option, std::optional<double>& limit, std::
     limit = available_memory_bytes();
     return true;
   }
-  const auto q = parse::parse_quantity(option, parse::Dimension::bytes);
+  // A bare count is bytes, as the hint below says.
+  const bool bare = option.find_first_not_of("0123456789") == std::string::npos && option.size() <= 18;
+  const auto q = parse::parse_quantity(bare ? option + " B" : option, parse::Dimension::bytes);
   if (!q.error.empty() || !(q.value > 0)) {
     error = "--max-memory: " + (q.error.empty() ? std::string("must be more than 0") : q.error) + " (" +
             std::string(parse::unit_examples(parse::Dimension::bytes)) + ")";

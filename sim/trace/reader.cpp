@@ -193,7 +193,7 @@ void StreamChecker::trajectory_line(std::string_view text, bool unterminated) {
            "the last line is incomplete (the file ends inside a trajectory); it was ignored", ""});
     } else {
       error_at_line("", "the last line is incomplete: the file ends inside a trajectory",
-                    "if the trace is still being written, --allow-truncated reads the complete lines");
+                    "if the trace is still being written, `arlsim trace stats --allow-truncated` reads its complete lines");
     }
     return;
   }

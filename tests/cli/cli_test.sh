@@ -736,6 +736,22 @@ expect reward-gpus 0 "$arlsim" simulate default --steps 1 --set '/workload/rewar
   --set '/cluster/pools=[{"name": "python", "kind": "sandbox", "count": 256}, {"name": "rm", "kind": "reward_server", "gpus": 4}]'
 contains reward-gpus-hours "$tmp/out" "(the reward model's 4 GPUs included)"
 
+# Options that would change nothing are refused, not ignored; a bare --max-memory count is bytes.
+expect vary-twice 2 "$arlsim" whatif default --vary /policy/rollout/tp=1,2 --vary /policy/rollout/tp=4
+contains vary-twice-why "$tmp/err" "--vary /policy/rollout/tp is given twice"
+expect vary-and-set 2 "$arlsim" whatif default --vary /policy/rollout/tp=1,2 --set /policy/rollout/tp=4
+contains vary-and-set-why "$tmp/err" "is both set (--set) and varied (--vary)"
+expect export-framework-misused 2 "$arlsim" export default --format verl --framework openrlhf
+contains export-framework-misused-why "$tmp/err" "--framework chooses what a Slurm script (--format slurm) launches"
+expect export-version-misused 2 "$arlsim" export default --format verl --framework-version 0.10.2
+expect seed-negative 2 "$arlsim" simulate default --steps 1 --seed -3
+expect seed-with-trace 2 "$arlsim" simulate default --trace traces/code-tool.jsonl --seed 5
+contains seed-with-trace-why "$tmp/err" "--seed draws a generated trace"
+expect timeline-without-out 2 "$arlsim" simulate default --steps 1 --timeline-steps 1
+contains timeline-without-out-why "$tmp/err" "give --out"
+expect check-trace-set 2 "$arlsim" check traces/earl-game.jsonl --kind trace --set /x=1
+expect max-memory-bytes 0 "$arlsim" simulate default --steps 1 --max-memory 100000000000
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"

@@ -78,7 +78,7 @@ TEST_CASE("reader: a cut-off last line is an error unless allowed, then a warnin
   CHECK_FALSE(strict.ok);
   CHECK(strict.messages ==
         "t.jsonl:3: the last line is incomplete: the file ends inside a trajectory; if the trace is still being "
-        "written, --allow-truncated reads the complete lines\n");
+        "written, `arlsim trace stats --allow-truncated` reads its complete lines\n");
   ReadOptions tolerant;
   tolerant.allow_truncated_last_line = true;
   const Result r = read(cut, tolerant);
