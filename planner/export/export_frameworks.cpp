@@ -264,26 +264,25 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (p.batch_assignment != input::BatchAssignment::in_order) flag_("--balance-data");
   if (p.batch_assignment == input::BatchAssignment::layout_aware)
     notes.push_back("layout-aware batch assignment: slime balances by tokens (--balance-data)");
-  switch (w.algorithm) {
-    case input::Algorithm::ppo:
-      flag_("--advantage-estimator", "ppo");
-      notes.push_back("PPO's critic: set slime's critic options with its model; not set here");
-      break;
-    case input::Algorithm::reinforce:
-      flag_("--advantage-estimator", "reinforce_plus_plus");
-      notes.push_back("REINFORCE: slime's reinforce estimator is REINFORCE++; the closest");
-      break;
-    case input::Algorithm::reinforce_pp: flag_("--advantage-estimator", "reinforce_plus_plus"); break;
-    case input::Algorithm::rloo:
-      flag_("--advantage-estimator", "grpo");
-      notes.push_back("RLOO: slime has no leave-one-out estimator; exported as grpo");
-      break;
-    case input::Algorithm::dapo:
-      flag_("--advantage-estimator", "grpo");
-      notes.push_back("DAPO: exported as grpo; its dynamic sampling is slime's own option (--dynamic-sampling-filter-path)");
-      break;
-    default: flag_("--advantage-estimator", "grpo"); break;
-  }
+  // slime's estimators (grpo, ppo, reinforce_plus_plus, ...): each algorithm's, and what it leaves out.
+  struct Estimator {
+    input::Algorithm algorithm;
+    const char* name;
+    const char* note;
+  };
+  static constexpr Estimator kEstimators[] = {
+      {input::Algorithm::ppo, "ppo", "PPO's critic: set slime's critic options with its model; not set here"},
+      {input::Algorithm::reinforce, "reinforce_plus_plus", "REINFORCE: slime's reinforce estimator is REINFORCE++; the closest"},
+      {input::Algorithm::reinforce_pp, "reinforce_plus_plus", nullptr},
+      {input::Algorithm::rloo, "grpo", "RLOO: slime has no leave-one-out estimator; exported as grpo"},
+      {input::Algorithm::dapo, "grpo",
+       "DAPO: exported as grpo; its dynamic sampling is slime's own option (--dynamic-sampling-filter-path)"},
+  };
+  const Estimator* estimator = nullptr;
+  for (const auto& e : kEstimators)
+    if (e.algorithm == w.algorithm) estimator = &e;
+  flag_("--advantage-estimator", estimator ? estimator->name : "grpo");
+  if (estimator && estimator->note) notes.push_back(estimator->note);
   flag_("--rollout-batch-size", num(w.prompts_per_step));
   flag_("--n-samples-per-prompt", num(w.samples_per_prompt));
   flag_("--global-batch-size", num(trajectories / w.mini_batches));

@@ -57,12 +57,17 @@ contains export-openrlhf-async "$here/golden/disaggregated-async.openrlhf.sh" "-
 "$arlsim" export default --format verl --set /policy/train/tp=1 --set /policy/train/dp=16 --set /policy/train/zero=3 \
   --set /policy/train/sequence_parallel=false --set '/policy/train/grad_reduce_dtype="bf16"' >"$tmp/bf16.sh" 2>/dev/null
 contains export-verl-bf16-reduction "$tmp/bf16.sh" "++actor_rollout_ref.actor.fsdp_config.mixed_precision.reduce_dtype=bf16"
-if "$arlsim" import "$tmp/bf16.sh" --from verl --model qwen3-8b --out "$tmp/bf16.json" 2>/dev/null &&
-  python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['policy']['train']['grad_reduce_dtype'] == 'bf16'" "$tmp/bf16.json"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)); echo "FAIL import-verl-bf16-reduction"
-fi
+# imports_back NAME LAUNCH FRAMEWORK CHECK: imports the launch and asserts CHECK (Python, on the
+# training layout `t`) of the scenario it writes.
+imports_back() {
+  if "$arlsim" import "$2" --from "$3" --model qwen3-8b --out "$2.json" 2>/dev/null &&
+    python3 -c "import json, sys; t = json.load(open(sys.argv[1]))['policy']['train']; assert $4" "$2.json"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL $1"
+  fi
+}
+imports_back import-verl-bf16-reduction "$tmp/bf16.sh" verl "t['grad_reduce_dtype'] == 'bf16'"
 "$arlsim" export default --format slime --set '/policy/train/grad_reduce_dtype="fp32"' >"$tmp/fp32.sh" 2>/dev/null
 contains export-slime-fp32-reduction "$tmp/fp32.sh" "--accumulate-allreduce-grads-in-fp32"
 # What a framework's launch cannot carry is said, not dropped: ZeRO-3 and offloading on slime's
@@ -85,12 +90,7 @@ contains export-replicas-note "$tmp/replicas.err" "6 engines on 12 of the 16 rol
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
 contains export-slime-first-stage "$tmp/uneven.sh" "--decoder-first-pipeline-num-layers 12"
 contains export-slime-last-stage "$tmp/uneven.sh" "--decoder-last-pipeline-num-layers 12"
-if "$arlsim" import "$tmp/uneven.sh" --from slime --model qwen3-8b --out "$tmp/uneven.json" 2>/dev/null &&
-  python3 -c "import json, sys; t = json.load(open(sys.argv[1]))['policy']['train']; assert (t['first_stage_layers'], t['last_stage_layers']) == (12, 12)" "$tmp/uneven.json"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1)); echo "FAIL import-slime-uneven-stages"
-fi
+imports_back import-slime-uneven-stages "$tmp/uneven.sh" slime "(t['first_stage_layers'], t['last_stage_layers']) == (12, 12)"
 "$arlsim" export default --format openrlhf --set '/policy/train/grad_reduce_dtype="fp32"' >/dev/null 2>"$tmp/fp32.err"
 contains export-openrlhf-fp32-note "$tmp/fp32.err" "gradients reduced in fp32: DeepSpeed reduces them in bf16"
 "$arlsim" export default --format verl --set '/policy/reference_weights="swapped"' >/dev/null 2>"$tmp/ref.err"
