@@ -106,6 +106,7 @@ rl::RunResult analytic_result(const input::ScenarioSpec& s, const trace::Trace& 
   rl::RunResult r;
   r.scenario = s.name;
   r.gpus = s.cluster.total_gpus();
+  r.reward_gpus = rl::reward_model_gpus(s);
   r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
   const auto run = planner::analytic_run(s, f);
   if (!run) {
@@ -119,6 +120,7 @@ rl::RunResult analytic_result(const input::ScenarioSpec& s, const trace::Trace& 
     rl::StepRecord rec;
     rec.step = f[i].step;
     rec.start_s = run->spans[i].start_s;
+    rec.end_s = run->spans[i].end_s;
     rec.time_s = run->spans[i].end_s - previous_end;
     rec.stages = run->stages[i];
     rec.tokens = f[i].total_tokens;
@@ -127,7 +129,7 @@ rl::RunResult analytic_result(const input::ScenarioSpec& s, const trace::Trace& 
     r.steps.push_back(rec);
   }
   r.total_time_s = run->total_s;
-  r.gpu_hours = static_cast<double>(r.gpus) * r.total_time_s / 3600.0;
+  r.gpu_hours = static_cast<double>(r.gpus + r.reward_gpus) * r.total_time_s / 3600.0;
   r.cost_usd = r.gpu_hours * r.price_usd_per_gpu_hour;
   return r;
 }

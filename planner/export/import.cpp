@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <type_traits>
@@ -135,6 +136,10 @@ class Reader {
   void note(const Word& w, const std::string& key, const std::string& how) {
     out_.notes.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + how);
   }
+  // A key given again: the framework takes the last, which is said (a launch edited twice over).
+  void once(std::set<std::string>& seen, const Word& w, const std::string& key) {
+    if (!seen.insert(key).second) note(w, key, "given more than once; the last is taken, as the framework takes it");
+  }
   template <typename T>
   bool number(const Word& w, const std::string& key, const std::string& value, std::optional<T> parsed, T& into) {
     if (!parsed) {
@@ -147,8 +152,20 @@ class Reader {
     return true;
   }
 
+  // A count that 0 would make meaningless (steps, engines, a queue): at least 1.
+  bool count_of(const Word& w, const std::string& key, const std::string& value, int64_t& into) {
+    const auto v = integer(value);
+    if (!v || *v < 1) {
+      error(w, key, "expected a whole number of at least 1, got \"" + value + "\"");
+      return false;
+    }
+    into = *v;
+    return true;
+  }
+
   // verl's Hydra overrides.
   void verl(const std::vector<Word>& words, size_t from, Launch& l) {
+    std::set<std::string> seen;
     for (size_t i = from; i < words.size(); ++i) {
       const Word& w = words[i];
       std::string t = w.text;
@@ -164,6 +181,7 @@ class Reader {
         continue;
       }
       const std::string key = t.substr(0, eq), v = t.substr(eq + 1);
+      once(seen, w, key);
       verl_key(w, key, v, l);
     }
   }
@@ -298,7 +316,7 @@ class Reader {
     } else if (key == "trainer.balance_batch") {
       if (number<bool>(w, key, v, boolean(v), b)) l.balance = b;
     } else if (key == "trainer.total_training_steps") {
-      if (number<int64_t>(w, key, v, integer(v), n)) l.steps = n;
+      if (count_of(w, key, v, n)) l.steps = n;
     } else if (key == "trainer.experiment_name") {
       l.name = v;
     } else if (key == "trainer.v1.trainer_mode") {
@@ -380,16 +398,18 @@ class Reader {
         {"colocate_actor_ref", "train.colocate_actor_ref"}, {"use_liger_kernel", "ds.use_liger_kernel"}};
     int64_t engines = 0, max_len = 0, train_batch = 0, samples = 1, tokens = 0;
     bool dynamic = false, colocated = false, liger = false;
+    std::set<std::string> seen;
     for (const auto& f : flags(words, from)) {
       std::string key = f.name;
       if (const auto it = flat.find(key); it != flat.end()) key = it->second;
+      once(seen, f.word, "--" + key);
       int64_t n = 0;
       double x = 0;
       auto value = [&](auto parsed, auto& into) { return number(f.word, "--" + f.name, f.value, parsed, into); };
       if (key == "actor.num_nodes") { if (value(integer(f.value), n)) l.nodes = n; }
       else if (key == "actor.num_gpus_per_node") { if (value(integer(f.value), n)) l.gpus_per_node = n; }
       else if (key == "ref.num_nodes" || key == "ref.num_gpus_per_node") l.workload["use_reference"] = true;
-      else if (key == "vllm.num_engines") { if (value(integer(f.value), n)) engines = n; }
+      else if (key == "vllm.num_engines") { if (count_of(f.word, "--" + f.name, f.value, n)) engines = n; }
       else if (key == "vllm.tensor_parallel_size") { if (value(integer(f.value), n)) l.rollout["tp"] = n; }
       else if (key == "vllm.gpu_memory_utilization") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
       else if (key == "train.colocate_all") colocated = true;
@@ -415,7 +435,7 @@ class Reader {
         else unmodelled(f.word, "--" + f.name, "estimator \"" + f.value + "\" is not one arlsim models; grpo assumed");
       }
       else if (key == "train.async_enable") l.async = true;
-      else if (key == "train.async_queue_size") { if (value(integer(f.value), n)) l.staleness = n; }
+      else if (key == "train.async_queue_size") { if (count_of(f.word, "--" + f.name, f.value, n)) l.staleness = n; }
       else if (key == "ds.packing_samples" || key == "actor.model_name_or_path" || key == "data.prompt_dataset" ||
                key == "train.colocate_actor_ref") {}
       else unmodelled(f.word, "--" + f.name, "not modelled by arlsim");
@@ -451,8 +471,10 @@ class Reader {
   void slime(const std::vector<Word>& words, size_t from, bool async, Launch& l) {
     int64_t rollout_gpus = 0, per_engine = 1, global = 0, steps_per_rollout = 0, tokens = 0, samples = 1;
     bool dynamic = false, colocated = false, balance = false;
+    std::set<std::string> seen;
     for (const auto& f : flags(words, from)) {
       const std::string& key = f.name;
+      once(seen, f.word, "--" + key);
       int64_t n = 0;
       double x = 0;
       auto value = [&](auto parsed, auto& into) { return number(f.word, "--" + f.name, f.value, parsed, into); };
@@ -479,8 +501,8 @@ class Reader {
       else if (key == "rollout-batch-size") { if (value(integer(f.value), n)) l.prompts = n; }
       else if (key == "n-samples-per-prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
       else if (key == "global-batch-size") { if (value(integer(f.value), n)) global = n; }
-      else if (key == "num-steps-per-rollout") { if (value(integer(f.value), n)) steps_per_rollout = n; }
-      else if (key == "num-rollout") { if (value(integer(f.value), n)) l.steps = n; }
+      else if (key == "num-steps-per-rollout") { if (count_of(f.word, "--" + key, f.value, n)) steps_per_rollout = n; }
+      else if (key == "num-rollout") { if (count_of(f.word, "--" + key, f.value, n)) l.steps = n; }
       else if (key == "rollout-max-response-len") { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
       else if (key == "rollout-max-context-len") { if (value(integer(f.value), n)) l.workload["max_context_tokens"] = n; }
       else if (key == "update-weight-buffer-size") { if (value(integer(f.value), n)) weight_sync_bucket_mb = n / (1024 * 1024); }

@@ -101,7 +101,12 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
             if (d.count(c)) l.train[name] = d[c];
           l.train["zero"] = l.megatron ? 1 : 3;
         }
-      } else if (key == "rollout.max_head_offpolicyness") { if (integer_at(v, key, x)) l.staleness = x; }
+      } else if (key == "rollout.max_head_offpolicyness") {
+        if (integer_at(v, key, x)) {
+          if (x < 0) out.errors.push_back(where(v) + key + ": expected 0 or more, got " + std::to_string(x));
+          else l.staleness = x;
+        }
+      }
       else if (key == "actor.mb_spec.max_tokens_per_mb") {
         if (integer_at(v, key, x)) {
           l.train["max_tokens_per_gpu"] = x;

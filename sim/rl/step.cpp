@@ -74,10 +74,7 @@ class RunSimulator {
   RunSimulator(const input::ScenarioSpec& s, const RunOptions& o) : s_(s), o_(o), graph_(sync_mode(s.policy), side_devices(s)) {
     result_.scenario = s.name;
     result_.gpus = s.cluster.total_gpus();
-    if (s.workload.reward == input::RewardKind::model && s.workload.reward_model) {
-      const RolloutOptions ro = rollout_options(s, s.policy.rollout);
-      result_.reward_gpus = ro.reward.engines * ro.reward.layout.tp * ro.reward.layout.pp;
-    }
+    result_.reward_gpus = reward_model_gpus(s);
     result_.gpus_per_node = s.cluster.gpus_per_node;
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
     result_.gpu_memory_gib = s.cluster.gpu.memory_bytes / (1024.0 * 1024.0 * 1024.0);

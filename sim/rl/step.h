@@ -91,6 +91,9 @@ std::optional<RunMemory> expected_run_memory(const input::ScenarioSpec& s, const
 // The scenario's rollout engines in `layout`: how many, and the options (engine settings,
 // routing, tools, rewards, limits) they run with.
 int64_t rollout_engines(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
+// A reward model's engines' GPUs (its reward_server pools', or one), held beside the cluster's; 0
+// without a reward model.
+int64_t reward_model_gpus(const input::ScenarioSpec& s);
 RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::RolloutLayout& layout);
 // The seed of step `step`'s tool-latency draws (RolloutOptions::seed): one stream per step.
 uint64_t rollout_seed(const input::ScenarioSpec& s, int64_t step);

@@ -53,6 +53,12 @@ RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::Rollou
   return ro;
 }
 
+int64_t reward_model_gpus(const input::ScenarioSpec& s) {
+  if (s.workload.reward != input::RewardKind::model || !s.workload.reward_model) return 0;
+  const RolloutOptions ro = rollout_options(s, s.policy.rollout);
+  return ro.reward.engines * ro.reward.layout.tp * ro.reward.layout.pp;
+}
+
 uint64_t rollout_seed(const input::ScenarioSpec& s, int64_t step) { return s.seed + static_cast<uint64_t>(step); }
 
 double rollout_relaunch_bytes(const input::ScenarioSpec& s, const input::RolloutLayout& r) {

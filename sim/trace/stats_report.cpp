@@ -26,8 +26,10 @@ std::string grouped(int64_t v) {
   return v < 0 ? "-" + out : out;
 }
 
+// Right-aligned in `width`, and a space before it however wide it grows (a column never runs into
+// the one before it).
 std::string pad(const std::string& s, size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+  return s.size() >= width ? " " + s : std::string(width - s.size(), ' ') + s;
 }
 
 double median_of(std::vector<double> v) {

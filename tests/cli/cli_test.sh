@@ -752,6 +752,11 @@ contains timeline-without-out-why "$tmp/err" "give --out"
 expect check-trace-set 2 "$arlsim" check traces/earl-game.jsonl --kind trace --set /x=1
 expect max-memory-bytes 0 "$arlsim" simulate default --steps 1 --max-memory 100000000000
 
+# whatif's analytic steps end where they end (end_s), as simulated ones do.
+"$arlsim" whatif default --vary /policy/rollout/tp=1,2 --steps 1 --analytic --json >"$tmp/analytic.json"
+if python3 -c "import json, sys; s = json.load(open(sys.argv[1]))[0]['steps'][0]; assert s['end_s'] > 0 and abs(s['end_s'] - s['start_s'] - s['time_s']) < 1e-6" "$tmp/analytic.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL whatif-analytic-end"; fi
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"

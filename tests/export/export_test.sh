@@ -85,6 +85,16 @@ contains export-speculative-note "$tmp/spec.err" "speculative decoding (4 draft 
 "$arlsim" export default --format verl --set /policy/rollout/replicas=6 >/dev/null 2>"$tmp/replicas.err"
 contains export-replicas-note "$tmp/replicas.err" "6 engines on 12 of the 16 rollout GPUs"
 
+# Import: a count of 0 is refused, a key given twice is said (the last taken).
+printf '%s\n' 'python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.n_gpus_per_node=8 trainer.total_training_steps=0' >"$tmp/zero.sh"
+"$arlsim" import "$tmp/zero.sh" --from verl --model qwen3-8b --out "$tmp/zero.json" >/dev/null 2>"$tmp/zero.err"
+contains import-zero-steps "$tmp/zero.err" "trainer.total_training_steps: expected a whole number of at least 1, got \"0\""
+"$arlsim" export default --format verl >"$tmp/twice.sh" 2>/dev/null
+printf '  actor_rollout_ref.rollout.tensor_model_parallel_size=1\n' >>"$tmp/twice.sh"
+sed -i 's/\(trainer.resume_mode=auto\|trainer.experiment_name=[^ ]*\)$/\1 \\/' "$tmp/twice.sh"
+"$arlsim" import "$tmp/twice.sh" --from verl --model qwen3-8b --out "$tmp/twice.json" >/dev/null 2>"$tmp/twice.err"
+contains import-twice "$tmp/twice.err" "actor_rollout_ref.rollout.tensor_model_parallel_size: given more than once; the last is taken"
+
 # Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
 "$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
