@@ -107,7 +107,7 @@ void warn_first_step(const std::string& file, const input::ScenarioSpec& s) {
   // here), nor one that would take minutes: check answers in seconds, and simulate runs it.
   const std::optional<double> available = available_memory_bytes();
   if (const auto m = rl::expected_run_memory(s, &o)) {
-    const int64_t trajectories = m->trajectories / std::max<int64_t>(1, s.policy.batches_held());
+    const int64_t trajectories = m->trajectories;
     const std::string which = "its first step (step " + std::to_string(m->step) + ", " + std::to_string(trajectories) + " trajectories)";
     if (available && m->trace_bytes > *available) {
       std::cerr << file << ": warning: " << which << " is not tried: its trace needs about " << parse::format_bytes(m->trace_bytes)

@@ -119,10 +119,8 @@ std::string limit_origin(bool from_option) {
 std::string expected_memory_problem(const input::ScenarioSpec& s, const rl::RunOptions* run, std::optional<double> limit,
                                     bool from_option) {
   if (!limit) return "";
-  std::optional<rl::RunMemory> m = rl::expected_run_memory(s, run);
-  if (!m || m->trace_bytes <= *limit) return "";
-  m->bytes = m->trace_bytes;
-  return run_memory_problem(*m, limit, from_option);
+  const std::optional<rl::RunMemory> m = rl::expected_run_memory(s, run);
+  return m ? run_memory_problem(*m, limit, from_option) : "";
 }
 
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option) {

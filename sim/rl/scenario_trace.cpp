@@ -144,7 +144,7 @@ std::optional<trace::Trace> load_scenario_trace(const input::ScenarioSpec& s, co
   return t;
 }
 
-std::optional<RunMemory> expected_run_memory(const input::ScenarioSpec& s, const RunOptions* run, bool timeline) {
+std::optional<RunMemory> expected_run_memory(const input::ScenarioSpec& s, const RunOptions* run) {
   if (!s.trace_path.empty() || !s.generated_trace) return std::nullopt;
   const trace::GenParams p = scenario_gen_params(s);
   if (!trace::check_gen_params(p).empty()) return std::nullopt;  // load_scenario_trace() reports them
@@ -156,28 +156,18 @@ std::optional<RunMemory> expected_run_memory(const input::ScenarioSpec& s, const
     steps = trace::expected_size(p, [&](int step) { return selection.keep(step); });
   }
   RunMemory m;
-  m.cluster_bytes = model::Topology::bytes_for(s.cluster);
-  const auto pools = static_cast<int64_t>(s.cluster.pools.size());
-  const auto held = static_cast<double>(s.policy.batches_held());
-  double trajectories = 0, turns = 0, largest = 0;
+  double trajectories = 0, turns = 0;
   for (const auto& step : steps) {
     trajectories += step.trajectories;
     turns += step.turns;
-    const RolloutOptions ro = rollout_options(s, layouts_at(s.policy, step.step).rollout);
-    const int64_t engines = ro.engines + (ro.reward.kind == input::RewardKind::model ? ro.reward.engines : 0);
-    const auto n = static_cast<int64_t>(std::min(step.trajectories * held, 9e15)),
-               calls = static_cast<int64_t>(std::min(step.turns * held, 9e15));
-    const double bytes = timeline ? rollout_memory_bytes(n, 0, calls, pools, engines)
-                                  : rollout_memory_bytes(n, 0, 0, pools, engines, calls);
-    if (bytes > largest) {
-      largest = bytes;
+    if (static_cast<double>(m.trajectories) < step.trajectories) {  // the largest step
       m.step = step.step;
-      m.trajectories = n;
-      m.turns = calls;
+      m.trajectories = static_cast<int64_t>(std::min(step.trajectories, 9e15));
+      m.turns = static_cast<int64_t>(std::min(step.turns, 9e15));
     }
   }
   m.trace_bytes = trace::Trace::bytes_for(trajectories, turns);
-  m.bytes = m.trace_bytes + m.cluster_bytes + largest;
+  m.bytes = m.trace_bytes;
   return m;
 }
 

@@ -82,11 +82,12 @@ struct RunMemory {
   int64_t trajectories = 0, turns = 0;  // in it
 };
 RunMemory run_memory(const input::ScenarioSpec& s, const trace::Trace& t, bool timeline = false);
-// The same before a generated trace is drawn (from the storage the generator will lay out, every
-// turn taken as a tool call), so that a trace too large for memory is refused before it is made;
-// nullopt when the scenario's trace is a file (run_memory() reads it once loaded). `run` selects
-// the steps as load_scenario_trace() does.
-std::optional<RunMemory> expected_run_memory(const input::ScenarioSpec& s, const RunOptions* run, bool timeline = false);
+// A generated trace's storage before it is drawn (what the generator will lay out: `bytes` and
+// `trace_bytes`), and its largest step (its trajectories and turns), so that a trace too large
+// for memory is refused before it is made; run_memory() gives the run's whole figure once it is
+// read. nullopt when the scenario's trace is a file. `run` selects the steps as
+// load_scenario_trace() does.
+std::optional<RunMemory> expected_run_memory(const input::ScenarioSpec& s, const RunOptions* run);
 
 // The scenario's rollout engines in `layout`: how many, and the options (engine settings,
 // routing, tools, rewards, limits) they run with.
