@@ -82,6 +82,15 @@ bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, co
                         "\"trace_sets_batch\": true to take each step's trajectories as its batch");
       return false;
     }
+    if (s.trace_sets_batch && s.workload.mini_batches > 1 && n % s.workload.mini_batches != 0) {
+      input::Diagnostic d;
+      d.severity = input::Severity::warning;
+      d.file = path;
+      d.message = "step " + std::to_string(step) + "'s " + std::to_string(n) + " trajectories do not split evenly into " +
+                  std::to_string(s.workload.mini_batches) + " mini-batches: each rank's part is cut into near-equal "
+                  "ones (a framework with a fixed mini-batch size refuses such a batch)";
+      diag.add(d);
+    }
     if (s.trace_sets_batch && n != sizes.front().second) {
       input::Diagnostic d;
       d.severity = input::Severity::warning;

@@ -757,6 +757,11 @@ expect max-memory-bytes 0 "$arlsim" simulate default --steps 1 --max-memory 1000
 if python3 -c "import json, sys; s = json.load(open(sys.argv[1]))[0]['steps'][0]; assert s['end_s'] > 0 and abs(s['end_s'] - s['start_s'] - s['time_s']) < 1e-6" "$tmp/analytic.json"; then
   passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL whatif-analytic-end"; fi
 
+# A trace that sets the batch with a step that does not split into the mini-batches says so.
+sed -n '1,12p' traces/code-tool.jsonl >"$tmp/odd.jsonl"
+expect odd-mini-batches 0 "$arlsim" simulate default --trace "$tmp/odd.jsonl" --set /trace_sets_batch=true --set /workload/mini_batches=4
+contains odd-mini-batches-why "$tmp/err" "step 1's 11 trajectories do not split evenly into 4 mini-batches"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
