@@ -187,6 +187,28 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
     GpuProfile profile;
     if (parse_gpu_profile(*gpu, "/gpu", diag, profile)) build_cluster(profile, gpus_per_node, gpus, s.cluster);
   }
+  // One iteration's batch within the engine's limits; requests within the model's context.
+  if (s.kind == StageKind::inference) {
+    const auto& in = s.inference;
+    const int64_t tokens = in.sequences * std::max<int64_t>(1, in.prefill_tokens);
+    if (in.sequences > in.max_num_seqs)
+      r.error("batch", std::to_string(in.sequences) + " sequences in one iteration, more than the engine's max_num_seqs (" +
+                           std::to_string(in.max_num_seqs) + ")");
+    else if (tokens > in.max_num_batched_tokens)
+      r.error("batch", std::to_string(tokens) + " tokens in one iteration, more than the engine's max_num_batched_tokens (" +
+                           std::to_string(in.max_num_batched_tokens) + "): the engine splits them over iterations (a \"rollout\" "
+                           "stage simulates that)");
+    if (s.has_model && s.model.max_context > 0 && in.context_tokens + in.prefill_tokens > s.model.max_context)
+      r.error("batch", "a context of " + std::to_string(in.context_tokens + in.prefill_tokens) + " tokens is more than the model's " +
+                           std::to_string(s.model.max_context));
+  }
+  if (s.kind == StageKind::rollout && s.has_model && s.model.max_context > 0)
+    for (const auto& [input, output] : s.rollout.requests)
+      if (input + output > s.model.max_context) {
+        r.error("requests", "a request of " + std::to_string(input) + " + " + std::to_string(output) +
+                                " tokens is longer than the model's context of " + std::to_string(s.model.max_context));
+        break;
+      }
   r.finish();
   out = std::move(s);
   return diag.error_count() == errors_before;

@@ -762,6 +762,13 @@ sed -n '1,12p' traces/code-tool.jsonl >"$tmp/odd.jsonl"
 expect odd-mini-batches 0 "$arlsim" simulate default --trace "$tmp/odd.jsonl" --set /trace_sets_batch=true --set /workload/mini_batches=4
 contains odd-mini-batches-why "$tmp/err" "step 1's 11 trajectories do not split evenly into 4 mini-batches"
 
+# estimate: one iteration's batch within the engine's limits; requests within the model's context.
+expect estimate-seqs-limit 2 "$arlsim" estimate scenarios/stages/decode-qwen2.5-72b-h100.json --set /engine/max_num_seqs=1
+contains estimate-seqs-limit-why "$tmp/err" "/batch: 32 sequences in one iteration, more than the engine's max_num_seqs (1)"
+expect estimate-context 2 "$arlsim" estimate scenarios/stages/rollout-qwen3-8b-h100.json \
+  --set '/requests=[{"input_tokens": 100, "output_tokens": 100000}]'
+contains estimate-context-why "$tmp/err" "longer than the model's context of 40960"
+
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
 printf '%s\n' "{\"format\": \"arlsim-scenario/1\", \"extends\": \"$tmp/nested-extends.json\", \"cluster\": {\"gpu\": {\"extends\": \"h100-sxm\"}}}" >"$tmp/nested-gpu.json"
