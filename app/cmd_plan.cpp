@@ -131,8 +131,17 @@ int run_plan(const Args& args) {
     std::cerr << "arlsim plan: " << planner::selectors().unknown(selector) << (hint.empty() ? "" : "; " + hint) << "\n";
     return kExitBadInput;
   }
-  if (confirm < 0 || window < 1 || !(overhead >= 0 && overhead <= 1e6)) {
-    std::cerr << "arlsim plan: --confirm must be 0 or more, --switch-overhead 0 to 1000000 seconds, --online-window 1 or more\n";
+  // Each flag out of range named, with what it got.
+  if (confirm < 0) {
+    std::cerr << "arlsim plan: --confirm must be 0 or more, got " << confirm << "\n";
+    return kExitBadInput;
+  }
+  if (window < 1) {
+    std::cerr << "arlsim plan: --online-window must be 1 or more, got " << window << "\n";
+    return kExitBadInput;
+  }
+  if (!(overhead >= 0 && overhead <= 1e6)) {
+    std::cerr << "arlsim plan: --switch-overhead must be 0 to 1000000 seconds, got " << overhead << "\n";
     return kExitBadInput;
   }
   if (!out_path.empty())  // before the planning, which can take minutes

@@ -1,5 +1,7 @@
 #include "sim/input/check.h"
 
+#include <filesystem>
+
 namespace arlsim::input {
 namespace {
 
@@ -55,6 +57,9 @@ std::optional<CheckedDocument> check_document(std::string_view path_or_name, std
     std::string given;
     for (const auto& o : overrides) given += (given.empty() ? "--set " : ", --set ") + o;
     diag.note_on_presets(items_before, "the preset as changed by " + given + "; change the field named with --set");
+  } else if (std::error_code ec; std::filesystem::is_regular_file(std::string(path_or_name), ec)) {
+    // So is one that a file extending the preset made: it is changed in that file.
+    diag.note_on_presets(items_before, "the preset as " + std::string(path_or_name) + " uses it; set the field there");
   }
   if (!spec || diag.error_count() != errors_before) return std::nullopt;
   if (const auto* gpu = std::get_if<GpuProfile>(&*spec); gpu && !gpu->system.empty()) {

@@ -108,7 +108,7 @@ expect plan-kernels 0 "$arlsim" plan default --set '/policy/train/kernels="eager
 if python3 -c "import json, sys; d = json.load(open(sys.argv[1])); t = d['layouts']['train']; assert t['kernels'] == 'eager', t" "$tmp/out"; then
   passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL plan-kernels-layout"; fi
 expect plan-overhead-too-large 2 "$arlsim" plan default --switch-overhead 2e6
-contains plan-overhead-too-large "$tmp/err" "--switch-overhead 0 to 1000000 seconds"
+contains plan-overhead-too-large "$tmp/err" "--switch-overhead must be 0 to 1000000 seconds, got 2e+06"
 expect plan-bad-selector 2 "$arlsim" plan default --selector greedy
 contains plan-bad-selector "$tmp/err" 'unknown selector "greedy"'
 expect plan-selector-typo 2 "$arlsim" plan default --selector offlin
@@ -768,6 +768,11 @@ contains estimate-seqs-limit-why "$tmp/err" "/batch: 32 sequences in one iterati
 expect estimate-context 2 "$arlsim" estimate scenarios/stages/rollout-qwen3-8b-h100.json \
   --set '/requests=[{"input_tokens": 100, "output_tokens": 100000}]'
 contains estimate-context-why "$tmp/err" "longer than the model's context of 40960"
+
+# An error a file extending a preset made in the preset's fields says where to fix it.
+printf '%s\n' '{"format": "arlsim-scenario/1", "extends": "default", "policy": {"train": {"tp": 1, "dp": 16}}}' >"$tmp/ext-tp1.json"
+expect preset-field-fix 2 "$arlsim" check "$tmp/ext-tp1.json"
+contains preset-field-fix-why "$tmp/err" "it needs tp > 1; the preset as $tmp/ext-tp1.json uses it; set the field there"
 
 # A GPU that extends a profile of its own inside an extending document is that profile, not the
 # base's GPU merged under it (no H100 price or power cap on a GB200).
