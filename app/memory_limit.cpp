@@ -118,9 +118,13 @@ std::string limit_origin(bool from_option) {
 
 std::string expected_memory_problem(const input::ScenarioSpec& s, const rl::RunOptions* run, std::optional<double> limit,
                                     bool from_option) {
+  // Against what the machine has: a --max-memory below it is checked with the run's whole figure
+  // once the trace is read, and one above it runs anyway, as asked.
   if (!limit) return "";
+  const std::optional<double> room = from_option ? available_memory_bytes() : limit;
+  if (!room || (from_option && *limit > *room)) return "";
   const std::optional<rl::RunMemory> m = rl::expected_run_memory(s, run);
-  return m ? run_memory_problem(*m, limit, from_option) : "";
+  return m ? run_memory_problem(*m, room, false) : "";
 }
 
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option) {
