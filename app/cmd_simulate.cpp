@@ -56,7 +56,11 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   auto s = input::load_scenario(scenario, overrides, diag);
   std::cerr << input::format_all(diag);
   if (!s) return kExitBadInput;
-  if (a.seed >= 0 && s->generated_trace) s->generated_trace->seed = static_cast<uint64_t>(a.seed);
+  if (a.seed >= 0 && !s->generated_trace) {
+    std::cerr << "arlsim simulate: --seed draws a generated trace; the scenario's trace is a file, read as it is\n";
+    return kExitBadInput;
+  }
+  if (a.seed >= 0) s->generated_trace->seed = static_cast<uint64_t>(a.seed);
   if (!a.trace.empty()) s->generated_trace.reset();  // the file replaces the generated trace (and its run length)
   rl::RunOptions o;
   o.first_step = a.first_step;

@@ -118,13 +118,16 @@ std::string limit_origin(bool from_option) {
 
 std::string expected_memory_problem(const input::ScenarioSpec& s, const rl::RunOptions* run, std::optional<double> limit,
                                     bool from_option) {
-  // Against what the machine has: a --max-memory below it is checked with the run's whole figure
-  // once the trace is read, and one above it runs anyway, as asked.
   if (!limit) return "";
-  const std::optional<double> room = from_option ? available_memory_bytes() : limit;
-  if (!room || (from_option && *limit > *room)) return "";
   const std::optional<rl::RunMemory> m = rl::expected_run_memory(s, run);
-  return m ? run_memory_problem(*m, room, false) : "";
+  if (!m || m->trace_bytes <= *limit) return "";
+  std::ostringstream out;
+  out << "the generated trace alone needs about " << parse::format_bytes(m->trace_bytes) << " of memory (step " << m->step
+      << ", the largest, " << parse::format_count(static_cast<double>(m->trajectories)) << " trajectories), more than the "
+      << parse::format_bytes(*limit) << limit_origin(from_option)
+      << ": simulate fewer steps at once (--steps A:B) or fewer trajectories a step (/workload/prompts_per_step)"
+      << (from_option ? ", or raise --max-memory" : ", or pass --max-memory to run anyway");
+  return out.str();
 }
 
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option) {

@@ -30,9 +30,7 @@ std::string limit_origin(bool from_option);
 std::string run_memory_problem(const rl::RunMemory& m, std::optional<double> limit, bool from_option);
 // The same for a generated trace before it is drawn, the trace alone (the storage the generator
 // lays out, rl::expected_run_memory; the run's whole figure is checked once the trace is read):
-// "" when it fits, when there is no limit, or when the trace is a file. The trace is weighed
-// against the machine's room: a --max-memory (`from_option`) below it is checked with the run's
-// whole figure once the trace is read, and one above it runs anyway, as asked.
+// "" when it fits, when there is no limit, or when the trace is a file.
 std::string expected_memory_problem(const input::ScenarioSpec& s, const rl::RunOptions* run, std::optional<double> limit,
                                     bool from_option);
 

@@ -102,7 +102,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
   const auto passes = [&](const input::ModelSpec& m, bool value_head) {
-    auto r = rl::train_request(layout_, per_mini_batch, mean_len, s_.workload);
+    auto r = rl::train_request(rl::layout_of(m, layout_), per_mini_batch, mean_len, s_.workload);
     r.value_head = value_head;
     r.attention_len = attention_len;
     const auto e = model::estimate_train(m, s_.cluster, r);

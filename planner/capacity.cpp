@@ -168,7 +168,7 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
   r.step_time_s = f.empty() ? 0 : total / static_cast<double>(f.size());
   const int64_t n = o.steps > 0 ? o.steps : static_cast<int64_t>(f.size());
   r.total_time_s = r.step_time_s * static_cast<double>(n);
-  r.gpu_hours = static_cast<double>(r.gpus) * r.total_time_s / 3600.0;
+  r.gpu_hours = static_cast<double>(r.gpus + rl::reward_model_gpus(s)) * r.total_time_s / 3600.0;  // the reward model's too
   if (r.price_usd_per_gpu_hour > 0) r.cost_usd = r.gpu_hours * r.price_usd_per_gpu_hour;
   return r;
 }

@@ -82,7 +82,7 @@ std::vector<PassChoice> choose_pass_layouts(const input::ScenarioSpec& s, const 
       const input::InferenceLayout l{tp, 1, gpus / tp, 1};
       bool valid = true;  // beside every training layout the policy's schedule uses
       for (const auto& f : features) {
-        const input::TrainLayout tl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, l);
+        const input::TrainLayout tl = rl::layout_of(m, rl::pass_layout(rl::layouts_at(s.policy, f.step).train, l));
         valid = valid && model::check_train_request(m, s.cluster, rl::train_request(tl, tl.dp, 1024, s.workload)).empty();
       }
       if (!valid) continue;

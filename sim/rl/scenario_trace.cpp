@@ -82,15 +82,6 @@ bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, co
                         "\"trace_sets_batch\": true to take each step's trajectories as its batch");
       return false;
     }
-    if (s.trace_sets_batch && s.workload.mini_batches > 1 && n % s.workload.mini_batches != 0) {
-      input::Diagnostic d;
-      d.severity = input::Severity::warning;
-      d.file = path;
-      d.message = "step " + std::to_string(step) + "'s " + std::to_string(n) + " trajectories do not split evenly into " +
-                  std::to_string(s.workload.mini_batches) + " mini-batches: each rank's part is cut into near-equal "
-                  "ones (a framework with a fixed mini-batch size refuses such a batch)";
-      diag.add(d);
-    }
     if (s.trace_sets_batch && n != sizes.front().second) {
       input::Diagnostic d;
       d.severity = input::Severity::warning;
@@ -98,6 +89,24 @@ bool check_trace_batch(const input::ScenarioSpec& s, const std::string& path, co
       d.message = "step " + std::to_string(step) + " has " + std::to_string(n) + " trajectories, step " +
                   std::to_string(sizes.front().first) + " " + std::to_string(sizes.front().second) +
                   ": the trace lacks samples, and the step runs with what it has";
+      diag.add(d);
+    }
+  }
+  // Steps that do not split evenly into the mini-batches: said once, with the first of them.
+  if (s.trace_sets_batch && s.workload.mini_batches > 1) {
+    int64_t uneven = 0;
+    const std::pair<int64_t, int64_t>* first = nullptr;
+    for (const auto& size : sizes)
+      if (size.second % s.workload.mini_batches != 0 && uneven++ == 0) first = &size;
+    if (first) {
+      input::Diagnostic d;
+      d.severity = input::Severity::warning;
+      d.file = path;
+      d.message = std::to_string(uneven) + (uneven == 1 ? " step's" : " steps'") + " trajectories do not split evenly into " +
+                  std::to_string(s.workload.mini_batches) + " mini-batches (the first, step " + std::to_string(first->first) +
+                  ", has " + std::to_string(first->second) + "): each rank's part is cut into near-equal ones" +
+                  (first->second < s.workload.mini_batches ? ", some empty" : "") +
+                  " (a framework with a fixed mini-batch size refuses such a batch)";
       diag.add(d);
     }
   }

@@ -46,8 +46,9 @@ RolloutOptions rollout_options(const input::ScenarioSpec& s, const input::Rollou
     ro.reward.kind = input::RewardKind::model;
     ro.reward.model = &*s.workload.reward_model;
     ro.reward.engine = s.workload.engine;
+    // Every reward_server pool's GPUs, an engine each; one where none is given.
     for (const auto& pool : s.cluster.pools)
-      if (pool.kind == input::PoolKind::reward_server) ro.reward.engines = std::max<int64_t>(1, pool.gpus);
+      if (pool.kind == input::PoolKind::reward_server) ro.reward.engines += std::max<int64_t>(1, pool.gpus);
     if (ro.reward.engines == 0) ro.reward.engines = 1;
   }
   return ro;
@@ -134,7 +135,7 @@ input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l) {
 
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head, int64_t attention_len) {
-  auto r = train_request(layout, sequences, mean_len, s.workload);
+  auto r = train_request(layout_of(m, layout), sequences, mean_len, s.workload);
   r.value_head = value_head;
   r.attention_len = attention_len;
   return model::estimate_forward_seconds(m, s.cluster, r);  // asserts that the layout takes the model
@@ -411,7 +412,7 @@ double pipeline_seconds(const std::vector<double>& slots, double fill_slots, int
 
 MicroBatchTimer::MicroBatchTimer(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
                                  bool value_head)
-    : s_(s), m_(m), l_(l), value_head_(value_head) {
+    : s_(s), m_(m), l_(layout_of(m, l)), value_head_(value_head) {
   // One micro-batch of one packed sequence per data-parallel rank; weights' uploads from host
   // memory are priced with the whole pass, not per slot.
   l_.max_tokens_per_gpu = 0;
@@ -477,8 +478,9 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
   return train_memory_at(s, s.model, l, per_mini_batch, longest, false);
 }
 
-model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
+model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                                        int64_t per_mini_batch, int64_t longest, bool value_head) {
+  const input::TrainLayout l = layout_of(m, layout);
   auto worst = train_request(l, per_mini_batch, longest, s.workload);
   worst.layout.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;
   worst.value_head = value_head;
@@ -486,8 +488,9 @@ model::MemoryBreakdown train_memory_at(const input::ScenarioSpec& s, const input
   return model::estimate_train(m, s.cluster, worst).memory;
 }
 
-model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& l,
+model::MemoryBreakdown forward_memory_at(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                                          int64_t longest, bool value_head) {
+  const input::TrainLayout l = layout_of(m, layout);
   const auto r = train_request(l, l.dp, longest, s.workload);
   model::TrainShape shape;
   shape.micro_batch = l.max_tokens_per_gpu > 0 ? 1 : l.micro_batch;

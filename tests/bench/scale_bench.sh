@@ -19,9 +19,15 @@ measure() {  # measure LABEL ARGS...
   /usr/bin/time -f "%M" -o "$tmp/rss" "$build/app/arlsim" simulate default --steps 1:1 "$@" >/dev/null
   local took estimate
   took=$(echo "$(date +%s.%N) - $start" | bc -l)
-  # simulate's own estimate, which it checks against the memory available before it runs.
-  estimate=$("$build/app/arlsim" simulate default --steps 1:1 "$@" --max-memory 1B 2>&1 | grep -o 'needs about [0-9.]* [KMG]iB' |
-    sed 's/needs about //' || true)
+  # simulate's own estimate, which it checks against the memory available before it runs: the
+  # generated trace's first (refused below it before the trace is drawn), then the run's whole
+  # figure once the trace is read (asked with a limit just above the trace's).
+  local trace_bytes
+  trace_bytes=$("$build/app/arlsim" simulate default --steps 1:1 "$@" --max-memory 1B 2>&1 |
+    grep -o 'needs about [0-9.]* [KMG]iB' | head -1 | sed 's/needs about //' |
+    awk '{ m = ($2 == "KiB") ? 1024 : ($2 == "MiB") ? 1048576 : 1073741824; printf "%.0f", ($1 + 0.01) * m * 1.01 + 1 }' || true)
+  estimate=$("$build/app/arlsim" simulate default --steps 1:1 "$@" --max-memory "${trace_bytes:-1}" 2>&1 |
+    grep -o 'needs about [0-9.]* [KMG]iB' | sed 's/needs about //' || true)
   printf '%-50s %7.1f s   peak memory %6.0f MiB (estimated %s)\n' "$label" "$took" \
     "$(awk '{ print $1 / 1024 }' "$tmp/rss")" "$estimate"
 }

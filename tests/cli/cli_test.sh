@@ -368,7 +368,7 @@ contains host-memory-small-named "$tmp/err" "/cluster/host_memory"
 # A run larger than the memory it may take is refused before it runs, with the estimate and what
 # to change; the estimate scales with the step's trajectories.
 expect memory-refused 2 "$arlsim" simulate default --max-memory "1 MiB"
-contains memory-refused-estimate "$tmp/err" "the run needs about"
+contains memory-refused-estimate "$tmp/err" "needs about"
 contains memory-refused-step "$tmp/err" "512 trajectories"
 contains memory-refused-what "$tmp/err" "more than the 1.00 MiB of --max-memory: simulate fewer steps at once (--steps A:B)"
 expect memory-bad-size 2 "$arlsim" simulate default --max-memory lots
@@ -377,9 +377,9 @@ expect memory-zero 2 "$arlsim" simulate default --max-memory "0 GiB"
 contains memory-zero-named "$tmp/err" "--max-memory: must be more than 0"
 expect memory-enough 0 "$arlsim" simulate default --max-memory "1 GiB" --steps 1:1
 expect memory-whatif 2 "$arlsim" whatif default --vary /workload/prompts_per_step=8,512 --max-memory "1 MiB" --steps 1:1
-contains memory-whatif-variant "$tmp/err" "variant /workload/prompts_per_step=512: the run needs about"
+contains memory-whatif-variant "$tmp/err" "variant /workload/prompts_per_step=512: the generated trace alone needs about"
 expect memory-plan 2 "$arlsim" plan default --max-memory "1 MiB"
-contains memory-plan-said "$tmp/err" "arlsim plan: the run needs about"
+contains memory-plan-said "$tmp/err" "arlsim plan: the generated trace alone needs about"
 expect memory-larger-step 2 "$arlsim" simulate default --max-memory "1 MiB" --set /workload/prompts_per_step=128
 contains memory-larger-step-count "$tmp/err" "1.02 K trajectories"
 # Without --max-memory the limit is what the process may take (here an address-space limit; not
@@ -681,11 +681,12 @@ contains nested-extends-pools "$tmp/err" "the pooled tool policy schedules tool 
 
 # A generated trace too large for memory is refused before it is drawn, with its estimate and the
 # field to change; check does not try a first step that would take minutes.
-expect huge-trace 2 "$arlsim" simulate default --set /workload/prompts_per_step=10000000 --max-memory 4GB
-contains huge-trace-why "$tmp/err" "this machine has available"
+expect huge-trace 2 "$arlsim" simulate default --set /workload/prompts_per_step=1000000 --max-memory 4GB
+contains huge-trace-why "$tmp/err" "the generated trace alone needs about 31.41 GiB of memory"
+contains huge-trace-limit "$tmp/err" "more than the 3.73 GiB of --max-memory"
 contains huge-trace-field "$tmp/err" "fewer trajectories a step (/workload/prompts_per_step)"
 expect huge-trace-capacity 2 "$arlsim" capacity default --set /workload/prompts_per_step=10000000
-contains huge-trace-capacity-why "$tmp/err" "the run needs about"
+contains huge-trace-capacity-why "$tmp/err" "the generated trace alone needs about"
 expect huge-trace-check 0 "$arlsim" check default --set /workload/prompts_per_step=1000000
 contains huge-trace-check-note "$tmp/err" "its first step (step 1, 8000000 trajectories) is not tried here"
 
@@ -709,6 +710,13 @@ contains reward-model-check-why "$tmp/err" "step 1: reward does not fit"
 expect dense-critic-ep 0 "$arlsim" simulate default --steps 1 --set /model=qwen3-30b-a3b --set /policy/train/ep=2 \
   --set /workload/algorithm=ppo --set /workload/critic=qwen3-8b
 contains dense-critic-ep-stage "$tmp/out" "critic "
+expect dense-critic-ep-plan 0 "$arlsim" plan default --steps 1:1 --set /model=qwen3-30b-a3b --set /policy/train/ep=2 \
+  --set /workload/algorithm=ppo --set /workload/critic=qwen3-4b --set /workload/prompts_per_step=8 --set /policy/train/zero=3 \
+  --set /policy/train/offload_optimizer=true
+expect reward-pools-summed 0 "$arlsim" simulate default --steps 1 --set '/workload/reward={"kind": "model", "model": "qwen3-4b"}' \
+  --set '/cluster/pools=[{"name": "a", "kind": "reward_server", "gpus": 4}, {"name": "b", "kind": "reward_server", "gpus": 2}]' \
+  --set '/policy/tool_policy="static"'
+contains reward-pools-summed-hours "$tmp/out" "(the reward model's 6 GPUs included)"
 expect critic-kv-heads 2 "$arlsim" check default --set /policy/train/tp=8 --set /policy/train/dp=2 --set /workload/algorithm=ppo \
   --set /workload/critic=qwen3-30b-a3b
 contains critic-kv-heads-why "$tmp/err" "the critic's 4 key-value heads do not split over tp = 8"
@@ -760,7 +768,7 @@ if python3 -c "import json, sys; s = json.load(open(sys.argv[1]))[0]['steps'][0]
 # A trace that sets the batch with a step that does not split into the mini-batches says so.
 sed -n '1,12p' traces/code-tool.jsonl >"$tmp/odd.jsonl"
 expect odd-mini-batches 0 "$arlsim" simulate default --trace "$tmp/odd.jsonl" --set /trace_sets_batch=true --set /workload/mini_batches=4
-contains odd-mini-batches-why "$tmp/err" "step 1's 11 trajectories do not split evenly into 4 mini-batches"
+contains odd-mini-batches-why "$tmp/err" "1 step's trajectories do not split evenly into 4 mini-batches (the first, step 1, has 11)"
 
 # estimate: one iteration's batch within the engine's limits; requests within the model's context.
 expect estimate-seqs-limit 2 "$arlsim" estimate scenarios/stages/decode-qwen2.5-72b-h100.json --set /engine/max_num_seqs=1
