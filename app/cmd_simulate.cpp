@@ -56,8 +56,8 @@ int simulate_scenario(const std::string& scenario, const SimulateArgs& a) {
   auto s = input::load_scenario(scenario, overrides, diag);
   std::cerr << input::format_all(diag);
   if (!s) return kExitBadInput;
-  if (a.seed >= 0 && !s->generated_trace) {
-    std::cerr << "arlsim simulate: --seed draws a generated trace; the scenario's trace is a file, read as it is\n";
+  if (a.seed >= 0 && (!s->generated_trace || !a.trace.empty())) {
+    std::cerr << "arlsim simulate: --seed draws a generated trace; a trace file (--trace, or the scenario's) is read as it is\n";
     return kExitBadInput;
   }
   if (a.seed >= 0) s->generated_trace->seed = static_cast<uint64_t>(a.seed);
@@ -223,10 +223,6 @@ int run_simulate(const Args& args) {
   }
   if (vm.count("seed") && a.seed < 0) {
     std::cerr << "arlsim simulate: --seed must be 0 or more, got " << a.seed << "\n";
-    return kExitBadInput;
-  }
-  if (vm.count("seed") && !a.trace.empty()) {
-    std::cerr << "arlsim simulate: --seed draws a generated trace; a trace file (--trace) is read as it is\n";
     return kExitBadInput;
   }
   a.stop_on_oom = on_oom == "stop";

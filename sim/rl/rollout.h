@@ -190,8 +190,10 @@ model::Speculation engine_speculation(const input::EngineSpec& e);
 model::EngineExecution engine_execution(const input::EngineSpec& e);
 // Checks that the engine fits in memory; returns "" or the reason.
 // With `in`, also that its longest trajectory fits an engine's KV cache. The reward model's
-// engines too, where the reward is a model's (check_reward alone: theirs only).
+// engines too, where the reward is a model's (check_policy_engines: the policy's alone;
+// check_reward: theirs alone).
 std::string check_rollout(const RolloutOptions& o, const RolloutInput* in = nullptr);
+std::string check_policy_engines(const RolloutOptions& o, const RolloutInput* in = nullptr);
 std::string check_reward(const RolloutOptions& o, const RolloutInput* in = nullptr);
 // The options a reward model's engine runs with: the policy's, with its model, layout and engine.
 RolloutOptions reward_engine_options(const RolloutOptions& o);

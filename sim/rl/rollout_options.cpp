@@ -82,7 +82,7 @@ std::string check_reward(const RolloutOptions& o, const RolloutInput* in) {
                     "the reward model's engine (" + std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs") + "): its ");
 }
 
-std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
+std::string check_policy_engines(const RolloutOptions& o, const RolloutInput* in) {
   if (o.model->num_layers % o.layout.pp != 0 || o.model->num_heads % o.layout.tp != 0)
     return "tp " + std::to_string(o.layout.tp) + " x pp " + std::to_string(o.layout.pp) +
            " does not split the model's heads and layers";
@@ -96,7 +96,11 @@ std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
              " 0" + (grows ? "" : p.kind == input::PoolKind::api ? ", and an API pool does not grow" : ", and only the pooled tool policy grows a pool") +
              "): its actions could never run";
   }
-  if (std::string problem = kv_problem(o, longest_context(o, in), "the engine's "); !problem.empty()) return problem;
+  return kv_problem(o, longest_context(o, in), "the engine's ");
+}
+
+std::string check_rollout(const RolloutOptions& o, const RolloutInput* in) {
+  if (std::string problem = check_policy_engines(o, in); !problem.empty()) return problem;
   return check_reward(o, in);
 }
 

@@ -382,5 +382,9 @@ using Progress = std::function<void(int64_t, int64_t)>;
 
 RunResult simulate_run(const input::ScenarioSpec& s, const trace::Trace& t, const RunOptions& o,
                        const Progress& progress = {});
+// When the trace samples a longer run (a generated trace's every k-th step, or gaps in a file's
+// step numbers), the whole run's time, GPU-hours and cost, interpolated between the steps `r`
+// simulated (simulate_run calls it): sets r's steps_total and projected figures.
+void project_whole_run(const input::ScenarioSpec& s, const trace::Trace& t, RunResult& r);
 
 }  // namespace arlsim::rl
