@@ -178,8 +178,13 @@ void print_table(const input::ScenarioSpec& base, const std::vector<planner::Cap
         std::find(rounded.begin(), rounded.end(), r.config.rollout_share) != rounded.end())
       continue;
     rounded.push_back(r.config.rollout_share);
-    std::printf("disaggregated:%s splits in whole %s: e.g. %lld of %lld %s GPUs roll out (%s)\n",
-                report::format_json_number(r.config.rollout_share).c_str(),
+    // Shares that built the same split share its row and this line.
+    std::string asked = "disaggregated:" + report::format_json_number(r.config.rollout_share);
+    for (size_t k = 0; k < r.same_shares.size(); ++k)
+      asked += (k + 1 == r.same_shares.size() ? " and disaggregated:" : ", disaggregated:") +
+               report::format_json_number(r.same_shares[k]);
+    std::printf("%s split%s in whole %s: e.g. %lld of %lld %s GPUs roll out (%s)\n", asked.c_str(),
+                r.same_shares.empty() ? "s" : "",
                 r.gpus_per_node > 0 && r.rollout_gpus % r.gpus_per_node != 0 ? "hosts" : "nodes",
                 static_cast<long long>(r.rollout_gpus), static_cast<long long>(r.gpus), r.config.gpu.c_str(),
                 percent(r.rollout_share()).c_str());
@@ -388,6 +393,7 @@ int run_capacity(const Args& args) {
     // deadline, the budget (or, with neither, the fastest) run with their planned layouts.
     rec = planner::confirm_and_recommend(results, deadline, budget_limit, simulate, o.threads);
   }
+  planner::fold_same_builds(results, rec);
   const auto at = [&](const std::optional<size_t>& i) -> const planner::CapacityResult* { return i ? &results[*i] : nullptr; };
   const planner::CapacityResult *cheapest = at(rec.cheapest_in_deadline), *fastest = at(rec.fastest_in_budget);
   std::vector<const planner::CapacityResult*> recommended;

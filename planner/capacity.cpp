@@ -473,6 +473,36 @@ Recommendation confirm_and_recommend(std::vector<CapacityResult>& results, std::
   return recommend(results, deadline_s, budget_usd);
 }
 
+void fold_same_builds(std::vector<CapacityResult>& results, Recommendation& rec) {
+  const auto same = [](const CapacityResult& a, const CapacityResult& b) {
+    return a.rollout_gpus > 0 && a.rollout_gpus == b.rollout_gpus && a.gpus == b.gpus &&
+           a.gpus_per_node == b.gpus_per_node && a.config.gpu == b.config.gpu && a.config.placement == b.config.placement;
+  };
+  std::vector<size_t> index(results.size());  // old index -> new
+  std::vector<CapacityResult> kept;
+  for (size_t i = 0; i < results.size(); ++i) {
+    CapacityResult& r = results[i];
+    const auto first = std::find_if(kept.begin(), kept.end(), [&](const CapacityResult& k) { return same(k, r); });
+    if (first == kept.end()) {
+      index[i] = kept.size();
+      kept.push_back(std::move(r));
+      continue;
+    }
+    index[i] = static_cast<size_t>(first - kept.begin());
+    if (std::find(first->same_shares.begin(), first->same_shares.end(), r.config.rollout_share) == first->same_shares.end() &&
+        r.config.rollout_share != first->config.rollout_share)
+      first->same_shares.push_back(r.config.rollout_share);
+    if (r.confirmed && !first->confirmed) {
+      first->confirmed = true;
+      first->simulated_total_s = r.simulated_total_s;
+      first->beyond_tolerance = r.beyond_tolerance;
+    }
+  }
+  for (auto* i : {&rec.cheapest_in_deadline, &rec.fastest_in_budget, &rec.fastest})
+    if (*i) *i = index[**i];
+  results = std::move(kept);
+}
+
 void mark_pareto(std::vector<CapacityResult>& results) {
   for (auto& a : results) {
     a.pareto = a.feasible && a.cost_usd.has_value();

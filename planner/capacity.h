@@ -56,6 +56,8 @@ struct CapacityResult {
   // what the process may take. confirmation_list passes such results over.
   std::string unconfirmable;
   std::string rollout_layouts, train_layouts;  // the schedule's layouts, e.g. "tp2 -> tp4"
+  // Other disaggregated shares asked that built this same split (fold_same_builds), in order.
+  std::vector<double> same_shares;
   input::PolicySpec policy;  // the configuration's planned policy (its layout schedule), when feasible
 };
 
@@ -121,6 +123,12 @@ struct Recommendation {
   std::optional<size_t> cheapest_in_deadline, fastest_in_budget;
   std::optional<size_t> fastest;  // with neither a deadline nor a budget
 };
+// Disaggregated shares that whole nodes (or hosts) round to the same split build one cluster:
+// folds each such result into the first of them (its `same_shares` lists the others' shares,
+// and it takes a confirmation any of them had), keeping the recommendation's indices on the
+// results that remain.
+void fold_same_builds(std::vector<CapacityResult>& results, Recommendation& rec);
+
 // The simulator's total for N steps of a result's configuration (simulated_total_seconds, or a
 // fake in tests); none when its run hits an OOM.
 using Simulate = std::function<std::optional<double>(const CapacityResult&)>;

@@ -657,6 +657,12 @@ contains capacity-share-rounded-row "$tmp/out" "disagg 75%"
 contains capacity-share-rounded-note "$tmp/out" "disaggregated:0.9 splits in whole nodes: e.g. 24 of 32 h100-sxm GPUs roll out (75%)"
 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.9 --steps 10 --confirm 0 --json >"$tmp/share.json"
 contains capacity-share-rounded-json "$tmp/share.json" '"rollout_gpus": 24'
+# Shares that whole nodes round alike build one cluster: one row, one line naming both.
+expect capacity-share-same-split 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.6,disaggregated:0.7 --steps 10 --confirm 0
+if [ "$(grep -cE '^h100-sxm +4 +32  disagg 50%' "$tmp/out")" = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-share-same-split-one-row"; fi
+contains capacity-share-same-split-note "$tmp/out" "disaggregated:0.6 and disaggregated:0.7 split in whole nodes: e.g. 16 of 32 h100-sxm GPUs roll out (50%)"
+"$arlsim" capacity default --nodes 4 --placements disaggregated:0.6,disaggregated:0.7 --steps 10 --confirm 0 --json >"$tmp/same.json"
+if [ "$(grep -c '"rollout_gpus": 16' "$tmp/same.json")" = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-share-same-split-json"; fi
 expect capacity-rack-dp 0 "$arlsim" capacity "$tmp/on-gb200.json" --nodes 32 --placements colocated --steps 10 --confirm 0
 if grep -qE "^gb200 +32 +2304  colocated .* rollout tp" "$tmp/out"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-rack-dp-row"; fi
 expect capacity-rack-hosts 0 "$arlsim" capacity "$tmp/on-gb200.json" --nodes 1 --placements disaggregated --steps 10 --confirm 0

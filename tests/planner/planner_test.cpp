@@ -359,6 +359,37 @@ planner::CapacityResult make(double hours, double usd) {
 }
 }  // namespace
 
+TEST_CASE("capacity: shares that build the same split are one result, its recommendation kept") {
+  const auto split = [](double share, int64_t rollout_gpus, int64_t gpus) {
+    planner::CapacityResult r = make(10, 100);
+    r.config.gpu = "h100-sxm";
+    r.config.placement = "disaggregated";
+    r.config.rollout_share = share;
+    r.gpus = gpus;
+    r.gpus_per_node = 8;
+    r.rollout_gpus = rollout_gpus;
+    return r;
+  };
+  // 0.6 and 0.7 of 32 GPUs both build 16 (whole nodes); 0.75 builds 24; 0.6 of 64 builds 32.
+  std::vector<planner::CapacityResult> results = {split(0.6, 16, 32), split(0.7, 16, 32), split(0.75, 24, 32),
+                                                  split(0.6, 32, 64)};
+  results[1].confirmed = true;
+  results[1].simulated_total_s = 11 * 3600.0;
+  planner::Recommendation rec;
+  rec.fastest = 1;
+  rec.cheapest_in_deadline = 3;
+  planner::fold_same_builds(results, rec);
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].config.rollout_share == 0.6);
+  CHECK(results[0].same_shares == std::vector<double>{0.7});
+  CHECK(results[0].confirmed);  // the confirmation its twin had
+  CHECK(*results[0].simulated_total_s == 11 * 3600.0);
+  CHECK(results[1].same_shares.empty());
+  CHECK(rec.fastest == 0u);
+  CHECK(rec.cheapest_in_deadline == 2u);
+  CHECK_FALSE(rec.fastest_in_budget);
+}
+
 TEST_CASE("capacity: recommendations are the event simulator's, confirmed, re-ranked and marked") {
   // Four priced configurations: a (cheapest, fast on paper, but its simulation takes 30% longer),
   // b, c and d, one infeasible; the frontier is a, b, c.
