@@ -47,7 +47,7 @@ RolloutEstimator::RolloutEstimator(const input::ScenarioSpec& s, const input::Ro
   kv_capacity_ = model::inference_memory(s.model, s.cluster.gpu, rl::engine_memory_options(o)).kv_capacity_tokens /
                  o.engine.block_size * o.engine.block_size;
   im_ = std::make_unique<model::InferenceModel>(s.model, s.cluster, o.layout, rl::engine_speculation(o.engine));
-  im_->set_execution(rl::engine_execution(o.engine));
+  im_->set_execution(rl::engine_execution(o.engine, s.cluster.gpu));
 }
 
 StageCost RolloutEstimator::cost(const StepFeatures& f) const {

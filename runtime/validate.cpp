@@ -131,7 +131,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       // tools) for as long as the simulator had it idle.
       const graph::Placement engines = rl::rollout_placement(s, e.rollout);
       const input::EngineSpec& engine_spec = rl::rollout_options(s, e.rollout).engine;
-      const model::EngineExecution execution = rl::engine_execution(engine_spec);
+      const model::EngineExecution execution = rl::engine_execution(engine_spec, s.cluster.gpu);
       const model::Speculation spec = rl::engine_speculation(engine_spec);
       std::map<int64_t, double> last_end;
       std::map<int64_t, double> verifications;  // by engine: the fraction of a verification step owed

@@ -370,6 +370,15 @@ bool parse_gpu_profile(const Value& v, const std::string& pointer, Diagnostics& 
   r.read_duration("kernel_launch_overhead", g.kernel_launch_overhead, Presence::optional, 0, 1e-2);
   r.read_duration("graph_kernel_overhead", g.graph_kernel_overhead, Presence::optional, 0, 1e-2);
   r.read_duration("host_copy_overhead", g.host_copy_overhead, Presence::optional, 0, 1e-2);
+  if (const Value* cpu = r.field("host_cpu", Presence::optional)) {
+    ObjectReader h(*cpu, r.pointer_of("host_cpu"), diag);
+    if (h.is_object()) {
+      h.read("name", g.host_cpu, Presence::required);
+      h.read("relative_time", g.host_cpu_relative_time, Presence::required, 0.05, 20.0);
+      h.finish();
+      if (h.field("name") && g.host_cpu.empty()) h.error("name", "must name the CPU, not be empty");
+    }
+  }
   if (const Value* pageable = r.field("host_pageable", Presence::optional)) {
     ObjectReader h(*pageable, r.pointer_of("host_pageable"), diag);
     if (h.is_object()) {

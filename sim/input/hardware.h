@@ -153,6 +153,13 @@ struct GpuProfile {
   // Properties of the host (its kernel's page faults and memory copies) more than of the GPU;
   // 0: not given (a scenario whose training state moves this way is refused).
   double host_pageable_out_bytes_per_s = 0, host_pageable_in_bytes_per_s = 0;
+  // The CPU of the hosts the GPU comes in, and the time a framework's host code (Python, PyTorch's
+  // dispatch of an operation) takes on it over the time it takes on an x86 server CPU (the
+  // reference: a DGX H100's Xeon Platinum 8480C). A GB200's Grace takes 2.75 times as long
+  // (calib/SOURCES.md sec. 8k). It scales an eager engine's dispatch per kernel where the
+  // scenario leaves it at its default (an x86 figure). "" and 1: an x86 server host.
+  std::string host_cpu;
+  double host_cpu_relative_time = 1.0;
   // The SM clock the tensor-core efficiencies below were measured at (short benchmarks run at
   // the boost clock) and the clock dense tensor-core work sustains at the power limit; the cost
   // model runs GEMMs and attention at sustained / benchmarks of the measured rates, in the element

@@ -62,7 +62,7 @@ void read_engine_settings(ObjectReader& r, EngineSpec& e) {
   r.read("prefix_caching", e.prefix_caching, Presence::optional);
   r.read("block_size", e.block_size, Presence::optional, 1, 1024);
   r.read("enforce_eager", e.enforce_eager, Presence::optional);
-  r.read_duration("eager_dispatch", e.eager_dispatch, Presence::optional, 0, 1e-3);
+  e.eager_dispatch_given = r.read_duration("eager_dispatch", e.eager_dispatch, Presence::optional, 0, 1e-3) || e.eager_dispatch_given;
   r.read_duration("host_overhead_per_iteration", e.host_overhead_per_iteration, Presence::optional, 0, 1);
   r.read_duration("host_overhead_per_sequence", e.host_overhead_per_sequence, Presence::optional, 0, 1e-2);
   r.read("sleep_level", e.sleep_level, Presence::optional, 0, 2);

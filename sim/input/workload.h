@@ -42,6 +42,10 @@ struct EngineSpec {
   // published per-iteration figures (calib/SOURCES.md). Later engines overlap or shrink it.
   SimTime host_overhead_per_iteration = SimTime::from_seconds(6.1e-3);
   SimTime host_overhead_per_sequence = SimTime::from_seconds(35e-6);
+  // Whether the scenario gave eager_dispatch: the default is an x86 host's dispatch of a PyTorch
+  // operation and runs at the GPU's host CPU's pace (GpuProfile::host_cpu_relative_time); a value
+  // given is the user's engine on the user's hosts and taken as it is.
+  bool eager_dispatch_given = false;
   // vLLM's sleep mode between rollouts when the engine shares its GPUs with training (colocated):
   // 1 offloads the weights to host memory and discards the KV cache, and waking copies the weights
   // back (NeMo RL's and verl's colocated engines); 2 discards both, the refit fills the weights;

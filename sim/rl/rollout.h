@@ -187,7 +187,7 @@ model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o);
 // The speculative decoding an engine's settings ask for (off when tau or the draft length is 0).
 model::Speculation engine_speculation(const input::EngineSpec& e);
 // How an engine's settings launch kernels: CUDA graphs, or eager dispatch.
-model::EngineExecution engine_execution(const input::EngineSpec& e);
+model::EngineExecution engine_execution(const input::EngineSpec& e, const input::GpuProfile& gpu);
 // Checks that the engine fits in memory; returns "" or the reason.
 // With `in`, also that its longest trajectory fits an engine's KV cache. The reward model's
 // engines too, where the reward is a model's (check_policy_engines: the policy's alone;

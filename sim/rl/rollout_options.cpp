@@ -26,9 +26,12 @@ model::Speculation engine_speculation(const input::EngineSpec& e) {
   return {e.speculative_mean_accepted, e.speculative_draft_tokens, e.speculative_draft_time.seconds()};
 }
 
-model::EngineExecution engine_execution(const input::EngineSpec& e) {
-  return {e.enforce_eager, e.eager_dispatch.seconds(), e.host_overhead_per_iteration.seconds(),
-          e.host_overhead_per_sequence.seconds()};
+model::EngineExecution engine_execution(const input::EngineSpec& e, const input::GpuProfile& gpu) {
+  // Eager mode's default dispatch is an x86 host's dispatch of a PyTorch operation; the GPU's
+  // hosts dispatch at their own pace. The engine loop's host work is vLLM V0's measured line
+  // (workload.h), which V1 engines do not pay even on a slower host (docs/rollout.md): not scaled.
+  const double dispatch_s = e.eager_dispatch.seconds() * (e.eager_dispatch_given ? 1.0 : gpu.host_cpu_relative_time);
+  return {e.enforce_eager, dispatch_s, e.host_overhead_per_iteration.seconds(), e.host_overhead_per_sequence.seconds()};
 }
 
 model::EngineMemoryOptions engine_memory_options(const RolloutOptions& o) {

@@ -42,7 +42,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
       router_(make_routing_policy(o.routing)),
       rng_(o.seed) {
   ARLSIM_ASSERT(router_ != nullptr);
-  im_.set_execution(engine_execution(o.engine));
+  im_.set_execution(engine_execution(o.engine, o.cluster->gpu));
   const auto mem = model::inference_memory(*o.model, o.cluster->gpu, engine_memory_options(o));
   const int64_t blocks = mem.kv_capacity_tokens / o.engine.block_size;
   policy_engines_ = o.engines;
@@ -63,7 +63,7 @@ Rollout::Rollout(const RolloutOptions& o, const RolloutInput& in)
   }
   if (reward_model) {
     reward_im_ = std::make_unique<model::InferenceModel>(*o.reward.model, *o.cluster, o.reward.layout);
-    reward_im_->set_execution(engine_execution(o.reward.engine));
+    reward_im_->set_execution(engine_execution(o.reward.engine, o.cluster->gpu));
     RolloutOptions ro = o;
     ro.model = o.reward.model;
     ro.layout = o.reward.layout;

@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 
+#include "sim/input/check.h"
 #include "sim/rl/rollout.h"
 #include "sim/rl/routing.h"
 #include "tests/model/model_fixtures.h"
@@ -91,7 +92,7 @@ TEST_CASE("rollout: one engine, two requests, timed by hand") {
   auto o = s.options();
   const auto r = rl::simulate_rollout(o, w.input());
   model::InferenceModel im(s.model, s.cluster, {1, 1, 1});
-  im.set_execution(rl::engine_execution(o.engine));  // the host's work per iteration included
+  im.set_execution(rl::engine_execution(o.engine, o.cluster->gpu));  // the host's work per iteration included
   // Iteration 1 prefills both prompts and samples a token each; then both decode together for
   // two iterations (request 1 reaches 3 tokens), then request 2 decodes two more alone.
   model::IterationBatch first;
@@ -642,4 +643,28 @@ TEST_CASE("rollout: without records of tool calls, each pool keeps the same acti
     CHECK(with.pools[0].act_s.empty());
     CHECK(without.trajectory_end == with.trajectory_end);
   }
+}
+
+TEST_CASE("rollout: eager mode's default dispatch runs at the pace of the GPU's host CPU, a dispatch a scenario gives as given") {
+  const auto execution = [](const std::vector<std::string>& overrides) {
+    input::Diagnostics diag;
+    const auto s = input::load_scenario("default", overrides, diag);
+    INFO(input::format_all(diag));
+    REQUIRE(s);
+    return rl::engine_execution(s->workload.engine, s->cluster.gpu);
+  };
+  const auto x86 = execution({"/workload/engine/enforce_eager=true"});
+  CHECK(x86.host_fixed_s == doctest::Approx(6.1e-3));
+  CHECK(x86.host_per_sequence_s == doctest::Approx(35e-6));
+  CHECK(x86.dispatch_s == doctest::Approx(8.7e-6));
+  // A host that runs a framework's code at 2.75 times the time: the default dispatch scales; the
+  // engine loop's host work (vLLM V0's line, which V1 engines do not pay) does not.
+  const std::string grace = "/cluster/gpu/host_cpu={\"name\": \"Grace\", \"relative_time\": 2.75}";
+  const auto slow = execution({grace, "/workload/engine/enforce_eager=true"});
+  CHECK(slow.dispatch_s == doctest::Approx(2.75 * 8.7e-6));
+  CHECK(slow.host_fixed_s == doctest::Approx(6.1e-3));
+  CHECK(slow.host_per_sequence_s == doctest::Approx(35e-6));
+  // A dispatch the scenario sets is its own engine on its own hosts.
+  const auto given = execution({grace, "/workload/engine/enforce_eager=true", "/workload/engine/eager_dispatch=\"5 us\""});
+  CHECK(given.dispatch_s == doctest::Approx(5e-6));
 }
