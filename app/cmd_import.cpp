@@ -72,11 +72,20 @@ int run_import_launch(const Args& args) {
   const auto check = [&](const std::string& written) {
     input::Diagnostics diag;
     if (input::check_document(written, input::SpecKind::scenario, {}, diag)) return std::string();
-    // The diagnostics name the file being written; the user knows it by its final name.
-    diagnostics = input::format_all(diag);
-    for (size_t at = diagnostics.find(written); at != std::string::npos; at = diagnostics.find(written, at + out.size()))
-      diagnostics.replace(at, written.size(), out);
-    return "the launch makes no valid scenario, so " + out + " was not written; the scenario it would be";
+    // Each problem at the launch's words that set the field (or the fields inside it); a field
+    // the launch did not set (a default the import chose) by its place in the scenario unwritten.
+    for (const auto& d : diag.items()) {
+      std::string origins;
+      for (const auto& [pointer, origin] : result.origin)
+        if (pointer == d.pointer || (!d.pointer.empty() && pointer.rfind(d.pointer + "/", 0) == 0))
+          origins += (origins.empty() ? "" : " and ") + origin;
+      parse::Diagnostic shown = d;
+      shown.file.clear();
+      diagnostics += (origins.empty() ? "in the scenario " + out + " would hold: " : origins + ": ") +
+                     parse::format_diagnostic(shown) + "\n";
+    }
+    if (!diagnostics.empty()) diagnostics.pop_back();
+    return "the launch makes no valid scenario, so " + out + " was not written";
   };
   if (const std::string problem = calib::write_atomically(out, result.scenario, check); !problem.empty()) {
     std::cerr << "arlsim import: " << problem << (diagnostics.empty() ? "" : ":\n" + diagnostics) << "\n";

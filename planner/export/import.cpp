@@ -21,6 +21,7 @@ using import_detail::areal;
 using import_detail::integer;
 using import_detail::Json;
 using import_detail::Launch;
+using import_detail::Origins;
 using import_detail::Word;
 
 // The shell words of a script: backslash-newline joins lines, `#` starts a comment at a word's
@@ -136,6 +137,10 @@ class Reader {
   void note(const Word& w, const std::string& key, const std::string& how) {
     out_.notes.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + how);
   }
+  // Where a word is, with what it says: an origin (Launch::origin).
+  std::string at(const Word& w, const std::string& what) const {
+    return r_.file + ":" + std::to_string(w.line) + ": " + what;
+  }
   // A key given again: the framework takes the last, which is said (a launch edited twice over).
   void once(std::set<std::string>& seen, const Word& w, const std::string& key) {
     if (!seen.insert(key).second) note(w, key, "given more than once; the last is taken, as the framework takes it");
@@ -182,6 +187,7 @@ class Reader {
       }
       const std::string key = t.substr(0, eq), v = t.substr(eq + 1);
       once(seen, w, key);
+      Origins origin(l, at(w, key + "=" + v));
       verl_key(w, key, v, l);
     }
   }
@@ -360,6 +366,7 @@ class Reader {
     std::string name, value;
     bool has_value = false;
   };
+  std::string at(const Flag& f) const { return at(f.word, "--" + f.name + (f.has_value ? " " + f.value : "")); }
   static std::vector<Flag> flags(const std::vector<Word>& words, size_t from) {
     std::vector<Flag> out;
     for (size_t i = from; i < words.size(); ++i) {
@@ -397,9 +404,11 @@ class Reader {
         {"async_train", "train.async_enable"}, {"partial_rollout", "train.partial_rollout_enable"},
         {"colocate_actor_ref", "train.colocate_actor_ref"}, {"use_liger_kernel", "ds.use_liger_kernel"}};
     int64_t engines = 0, max_len = 0, train_batch = 0, samples = 1, tokens = 0;
+    std::string engines_at;  // where --vllm.num_engines is
     bool dynamic = false, colocated = false, liger = false;
     std::set<std::string> seen;
     for (const auto& f : flags(words, from)) {
+      Origins origin(l, at(f));
       std::string key = f.name;
       if (const auto it = flat.find(key); it != flat.end()) key = it->second;
       once(seen, f.word, "--" + key);
@@ -409,7 +418,12 @@ class Reader {
       if (key == "actor.num_nodes") { if (value(integer(f.value), n)) l.nodes = n; }
       else if (key == "actor.num_gpus_per_node") { if (value(integer(f.value), n)) l.gpus_per_node = n; }
       else if (key == "ref.num_nodes" || key == "ref.num_gpus_per_node") l.workload["use_reference"] = true;
-      else if (key == "vllm.num_engines") { if (count_of(f.word, "--" + f.name, f.value, n)) engines = n; }
+      else if (key == "vllm.num_engines") {
+        if (count_of(f.word, "--" + f.name, f.value, n)) {
+          engines = n;
+          engines_at = at(f);
+        }
+      }
       else if (key == "vllm.tensor_parallel_size") { if (value(integer(f.value), n)) l.rollout["tp"] = n; }
       else if (key == "vllm.gpu_memory_utilization") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
       else if (key == "train.colocate_all") colocated = true;
@@ -463,7 +477,10 @@ class Reader {
       l.rollout_gpus_per_node = l.gpus_per_node;
       l.rollout_nodes = (engines * tp + std::max<int64_t>(1, l.gpus_per_node) - 1) / std::max<int64_t>(1, l.gpus_per_node);
     }
-    if (engines > 0) l.rollout["replicas"] = engines;
+    if (engines > 0) {
+      l.rollout["replicas"] = engines;
+      l.origin["/policy/rollout/replicas"] = engines_at;
+    }
     if (l.async && l.staleness < 0) l.staleness = 1;
   }
 
@@ -473,6 +490,7 @@ class Reader {
     bool dynamic = false, colocated = false, balance = false;
     std::set<std::string> seen;
     for (const auto& f : flags(words, from)) {
+      Origins origin(l, at(f));
       const std::string& key = f.name;
       once(seen, f.word, "--" + key);
       int64_t n = 0;
@@ -727,6 +745,7 @@ ImportResult import_launch(const ImportRequest& r) {
   if (base.workload.count("max_response_tokens")) options["response-limit"] = base.workload.at("max_response_tokens");
   s["trace"] = {{"generate", {{"steps", steps}, {"options", options}}}};
   out.scenario = s.dump(2) + "\n";
+  out.origin = base.origin;
   return out;
 }
 

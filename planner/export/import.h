@@ -5,6 +5,7 @@
 // the same layouts and batch settings.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct ImportResult {
   std::vector<std::string> unmodelled;  // "FILE:LINE: key: why"
   std::vector<std::string> notes;       // "FILE:LINE: key: how arlsim takes it"
   std::vector<std::string> errors;      // "FILE:LINE: key: problem"
+  // Per field of the scenario (a JSON pointer), the launch's word that set it: "FILE:LINE: key=value".
+  std::map<std::string, std::string> origin;
 };
 
 ImportResult import_launch(const ImportRequest& r);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "planner/export/import.h"
 
@@ -38,6 +39,44 @@ struct Launch {
   // ZeRO-Offload. Where the flag was read, for the note.
   std::optional<Word> optimizer_offload, param_offload;
   std::string name;
+  // Per scenario field, the launch's word that last set it ("FILE:LINE: key=value"): a scenario
+  // the launch cannot make is reported at the words the user wrote (Origins records it).
+  std::map<std::string, std::string> origin;
+};
+
+// Records, for each field of a launch that reading one word changes, that word as its origin:
+// made before the word is read, it compares when it goes.
+class Origins {
+ public:
+  Origins(Launch& l, std::string at)
+      : l_(l), at_(std::move(at)), workload_(l.workload), engine_(l.engine), rollout_(l.rollout), train_(l.train),
+        scalars_(scalars(l)) {}
+  Origins(const Origins&) = delete;
+  Origins& operator=(const Origins&) = delete;
+  ~Origins() {
+    note(workload_, l_.workload, "/workload/");
+    note(engine_, l_.engine, "/workload/engine/");
+    note(rollout_, l_.rollout, "/policy/rollout/");
+    note(train_, l_.train, "/policy/train/");
+    static const char* pointers[] = {"/cluster/nodes", "/cluster/gpus_per_node", "/workload/prompts_per_step",
+                                     "/workload/mini_batches", "/steps"};
+    const auto now = scalars(l_);
+    for (size_t i = 0; i < now.size(); ++i)
+      if (now[i] != scalars_[i]) l_.origin[pointers[i]] = at_;
+  }
+
+ private:
+  static std::vector<int64_t> scalars(const Launch& l) {
+    return {l.nodes, l.gpus_per_node, l.prompts, l.mini_batch_prompts, l.steps};
+  }
+  void note(const std::map<std::string, Json>& before, const std::map<std::string, Json>& after, const std::string& prefix) {
+    for (const auto& [k, v] : after)
+      if (const auto it = before.find(k); it == before.end() || it->second != v) l_.origin[prefix + k] = at_;
+  }
+  Launch& l_;
+  std::string at_;
+  std::map<std::string, Json> workload_, engine_, rollout_, train_;
+  std::vector<int64_t> scalars_;
 };
 
 // AReaL v2's YAML: the backend strings and the batch keys, every other key listed; false (with

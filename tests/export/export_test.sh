@@ -95,6 +95,25 @@ sed -i 's/\(trainer.resume_mode=auto\|trainer.experiment_name=[^ ]*\)$/\1 \\/' "
 "$arlsim" import "$tmp/twice.sh" --from verl --model qwen3-8b --out "$tmp/twice.json" >/dev/null 2>"$tmp/twice.err"
 contains import-twice "$tmp/twice.err" "actor_rollout_ref.rollout.tensor_model_parallel_size: given more than once; the last is taken"
 
+# A launch that makes no valid scenario: each problem at the launch's words that set the field, a
+# field the launch did not set by its place in the scenario that was not written.
+cat >"$tmp/badtp.sh" <<'LAUNCH'
+python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=256 \
+  data.max_prompt_length=1024 data.max_response_length=2048 actor_rollout_ref.actor.ppo_mini_batch_size=64 \
+  actor_rollout_ref.rollout.n=8 \
+  actor_rollout_ref.rollout.tensor_model_parallel_size=3 \
+  trainer.n_gpus_per_node=8 trainer.nnodes=1
+LAUNCH
+expect import-bad-scenario 2 "$arlsim" import "$tmp/badtp.sh" --from verl --model qwen3-8b --out "$tmp/badtp.json"
+contains import-bad-scenario-at-word "$tmp/err" "$tmp/badtp.sh:4: actor_rollout_ref.rollout.tensor_model_parallel_size=3: /policy/rollout/tp: the model's 32 attention heads do not split over tp = 3"
+contains import-bad-scenario-parent "$tmp/err" "$tmp/badtp.sh:4: actor_rollout_ref.rollout.tensor_model_parallel_size=3: /policy/rollout: rollout's 8 GPUs"
+if grep -q "badtp.json:[0-9]" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL import-bad-scenario-no-unwritten-lines"; else passed=$((passed + 1)); fi
+printf '%s\n' 'python3 -m openrlhf.cli.train_ppo_ray --actor.num_nodes 1 --actor.num_gpus_per_node 8 --vllm.num_engines 8 \' \
+  '  --vllm.tensor_parallel_size 2 --rollout.batch_size 64 --rollout.n_samples_per_prompt 8 --train.batch_size 256 \' \
+  '  --data.max_len 4096 --rollout.max_new_tokens 2048 --train.colocate_all' >"$tmp/engines.sh"
+expect import-bad-engines 2 "$arlsim" import "$tmp/engines.sh" --from openrlhf --model qwen3-8b --out "$tmp/engines.json"
+contains import-bad-engines-at-word "$tmp/err" "$tmp/engines.sh:1: --vllm.num_engines 8: /policy/rollout/replicas: 8 engines of 2 GPUs need 16 GPUs, but rollout has 8"
+
 # Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
 "$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
