@@ -128,7 +128,11 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
   r.config = config;
   r.gpus = config.nodes * base.cluster.gpus_per_node;
   input::ScenarioSpec s;
-  if (std::string problem = scenario_on(base, document, config, s, &r.system); !problem.empty()) {
+  BuiltShape shape;
+  if (std::string problem = scenario_on(base, document, config, s, &r.system, &shape); !problem.empty()) {
+    // The row says what would have been built, where it got that far.
+    r.gpus_per_node = shape.gpus_per_node;
+    r.rollout_gpus = shape.rollout_gpus;
     r.reason = problem;
     return r;
   }
@@ -176,7 +180,7 @@ CapacityResult evaluate_capacity_config(const input::ScenarioSpec& base, const i
 
 
 std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
-                        input::ScenarioSpec& out, std::string* shaped_by) {
+                        input::ScenarioSpec& out, std::string* shaped_by, BuiltShape* built) {
   input::Value doc = document;
   input::Value* cluster = doc.find("cluster");
   input::Value* policy = doc.find("policy");
@@ -250,6 +254,7 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
     cluster = doc.find("cluster");
     if (shaped_by) *shaped_by = system->name;
   }
+  if (built) *built = {per_node, c.placement == "disaggregated" ? rollout_gpus : 0};
   // Layouts that divide the new GPU counts (the planner searches them anyway).
   const auto& t = base.policy.train;
   int64_t tp = fitting(t.tp, std::min(train_gpus, per_node));

@@ -81,9 +81,14 @@ struct CapacityOptions {
 // layouts made to fit (the planner chooses them anyway). Another GPU's profile that names its
 // system gets that system's nodes where the system's or the scenario's nodes are NVLink domains
 // of several hosts; `shaped_by` (when given) then receives the system's name. Returns "" or why
-// it cannot be built.
+// it cannot be built. `built` (when given) receives the shape decided before the scenario is
+// checked, even where the check then fails: a node's GPUs and the disaggregated rollout's.
+struct BuiltShape {
+  int64_t gpus_per_node = 0;
+  int64_t rollout_gpus = 0;  // 0: colocated, or not decided
+};
 std::string scenario_on(const input::ScenarioSpec& base, const input::Value& document, const CapacityConfig& c,
-                        input::ScenarioSpec& out, std::string* shaped_by = nullptr);
+                        input::ScenarioSpec& out, std::string* shaped_by = nullptr, BuiltShape* built = nullptr);
 
 std::vector<CapacityResult> plan_capacity(const input::ScenarioSpec& base, const input::Value& document,
                                           const std::vector<StepFeatures>& features, const CapacityOptions& o);

@@ -638,6 +638,9 @@ contains capacity-no-system-note "$tmp/out" "h800-sxm: its profile names no syst
 # in the racks' NVLink domain of 72; between 8-GPU servers the scenario's nodes stay.
 expect capacity-own-servers 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements colocated --steps 10 --confirm 0
 contains capacity-own-servers-row "$tmp/out" "h100-sxm         9     72  colocated"
+# A configuration that cannot be built still says the nodes and the split it would have had.
+expect capacity-unbuilt-shape 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements disaggregated:0.3 --steps 10 --confirm 0
+contains capacity-unbuilt-shape-row "$tmp/out" "h100-sxm         9     72  disagg 22%"
 contains capacity-own-servers-note "$tmp/out" "h100-sxm: nodes are NVLink domains of dgx-h100"
 expect capacity-servers-stay 0 "$arlsim" capacity default --gpus h200-sxm --nodes 2 --placements colocated --steps 10 --confirm 0 --set '/cluster/network/nic_bandwidth="100 Gbps"'
 if grep -q "hgx-h200" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-servers-stay-note"; else passed=$((passed + 1)); fi
