@@ -1,6 +1,7 @@
 #include "sim/trace/stats_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -42,18 +43,23 @@ std::string table_rows(const TraceStats& stats) {
   static const char* heads[] = {"step",    "traj",   "resp_mean", "resp_p50", "resp_p99", "resp_max",
                                 "ctx_mean", "ctx_p99", "ctx_max",  "turns",    "t_max",    "trunc%",
                                 "tool_s",  "tool%",  "p99/p50",   "max/p50"};
-  static const size_t widths[] = {6, 7, 10, 9, 9, 9, 9, 9, 9, 6, 6, 7, 8, 6, 8, 8};
-  std::string out;
-  for (size_t i = 0; i < 16; ++i) out += pad(heads[i], widths[i]);
-  out += "\n";
+  // The usual widths, each widened to its longest cell, so that a column stays under its head.
+  size_t widths[] = {6, 7, 10, 9, 9, 9, 9, 9, 9, 6, 6, 7, 8, 6, 8, 8};
+  std::vector<std::array<std::string, 16>> rows;
   for (const StepStats& s : stats.steps) {
-    const std::string cells[] = {
+    rows.push_back({
         std::to_string(s.step),           std::to_string(s.trajectories),       fmt("%.0f", s.response_tokens.mean),
         std::to_string(s.response_tokens.p50), std::to_string(s.response_tokens.p99), std::to_string(s.response_tokens.max),
         fmt("%.0f", s.context_tokens.mean), std::to_string(s.context_tokens.p99), std::to_string(s.context_tokens.max),
         fmt("%.1f", s.turns.mean),        std::to_string(s.turns.max),          fmt("%.1f", 100 * s.truncated_fraction),
         fmt("%.1f", s.tool_ms.mean / 1e3), fmt("%.1f", 100 * s.tool_time_share), fmt("%.2f", s.tail_p99_over_p50),
-        fmt("%.2f", s.tail_max_over_median)};
+        fmt("%.2f", s.tail_max_over_median)});
+    for (size_t i = 0; i < 16; ++i) widths[i] = std::max(widths[i], rows.back()[i].size() + 1);
+  }
+  std::string out;
+  for (size_t i = 0; i < 16; ++i) out += pad(heads[i], widths[i]);
+  out += "\n";
+  for (const auto& cells : rows) {
     for (size_t i = 0; i < 16; ++i) out += pad(cells[i], widths[i]);
     out += "\n";
   }

@@ -2,6 +2,8 @@
 // JSON and SVG forms.
 #include <doctest/doctest.h>
 
+#include <cctype>
+
 #include "sim/trace/stats_report.h"
 
 using namespace arlsim;
@@ -68,6 +70,24 @@ TEST_CASE("stats: per-step figures of a small trace") {
   CHECK(table.starts_with("t.jsonl: 2 steps, 3 trajectories, 4 turns\n"));
   CHECK(table.find("growth: mean response 600 -> 500 tokens (x0.83)") != std::string::npos);
   CHECK(table.find("tool python: 1 calls, mean 10.000 s, max 10.000 s") != std::string::npos);
+  // A cell wider than its column widens the column: every row's cells end where their heads end.
+  TraceStats wide = s;
+  wide.steps[0].trajectories = 12'345'678;
+  const std::string wide_table = stats_table(wide, "t.jsonl");
+  const size_t head = wide_table.find("  step");
+  const size_t head_end = wide_table.find('\n', head);
+  const std::string head_line = wide_table.substr(head, head_end - head);
+  int rows = 0;
+  for (size_t at = head_end + 1, end; (end = wide_table.find('\n', at)) != std::string::npos && end > at &&
+                                        std::isdigit(static_cast<unsigned char>(wide_table[end - 1]));
+       at = end + 1) {
+    const std::string row = wide_table.substr(at, end - at);
+    CAPTURE(row);
+    CHECK(row.size() == head_line.size());
+    ++rows;
+  }
+  CHECK(rows == 2);
+  CHECK(head_line.find("     traj") != std::string::npos);  // widened to the 8 digits and a space
 
   const std::string svg = stats_svg(s, "t.jsonl <test>");
   CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
