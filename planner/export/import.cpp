@@ -125,6 +125,9 @@ std::optional<bool> boolean(const std::string& s) {
   return std::nullopt;
 }
 
+// The names a framework's reader knows (its chain's keys), for did-you-mean.
+const std::vector<std::string>& known_keys(ImportSource from);
+
 class Reader {
  public:
   Reader(const ImportRequest& r, ImportResult& out) : r_(r), out_(out) {}
@@ -136,6 +139,26 @@ class Reader {
   }
   void note(const Word& w, const std::string& key, const std::string& how) {
     out_.notes.push_back(r_.file + ":" + std::to_string(w.line) + ": " + key + ": " + how);
+  }
+  // A key compared with a name the reader knows; collecting (known_ set), the name is noted: a
+  // key that matches none, read once, lists every name of the reader's chain (known_keys).
+  bool is(const std::string& key, const std::string& name) {
+    if (known_) known_->push_back(name);
+    return key == name;
+  }
+  std::vector<std::string>* known_ = nullptr;
+  // "not modelled by arlsim", with the name the reader knows that the key is a slip of, if any.
+  std::string not_modelled(const std::string& key, ImportSource source, const std::string& dashes = "") const {
+    std::string why = "not modelled by arlsim";
+    if (known_) return why;  // collecting the names themselves
+    std::string closest;
+    size_t best = 3;  // a slip: two edits at most
+    for (const auto& name : known_keys(source))
+      if (const size_t d = parse::edit_distance(key, name); d > 0 && d < best) {
+        best = d;
+        closest = name;
+      }
+    return closest.empty() ? why : why + "; did you mean " + dashes + closest + "?";
   }
   // Where a word is, with what it says: an origin (Launch::origin).
   std::string at(const Word& w, const std::string& what) const {
@@ -204,142 +227,142 @@ class Reader {
     auto count = [&](std::map<std::string, Json>& into, const char* name) {
       if (number<int64_t>(w, key, v, integer(v), n)) into[name] = n;
     };
-    if (key == "model_engine") {
+    if (is(key, "model_engine")) {
       if (v != "dp" && v != "megatron") error(w, key, "expected dp or megatron, got \"" + v + "\"");
       l.megatron = v == "megatron";
-    } else if (key == "algorithm.adv_estimator") {
+    } else if (is(key, "algorithm.adv_estimator")) {
       static const std::map<std::string, std::string> alg{
           {"grpo", "grpo"}, {"gae", "ppo"}, {"reinforce_plus_plus", "reinforce_pp"}, {"rloo", "rloo"}};
       if (const auto it = alg.find(v); it != alg.end()) l.workload["algorithm"] = it->second;
       else unmodelled(w, key, "estimator \"" + v + "\" is not one arlsim models; grpo assumed");
-    } else if (key == "data.train_batch_size") {
+    } else if (is(key, "data.train_batch_size")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.prompts = n;
-    } else if (key == "data.max_prompt_length") {
+    } else if (is(key, "data.max_prompt_length")) {
       count(l.workload, "max_prompt_tokens");
-    } else if (key == "data.max_response_length") {
+    } else if (is(key, "data.max_response_length")) {
       count(l.workload, "max_response_tokens");
-    } else if (key == ro + "max_model_len") {
+    } else if (is(key, ro + "max_model_len")) {
       count(l.workload, "max_context_tokens");
-    } else if (key == a + "ppo_mini_batch_size") {
+    } else if (is(key, a + "ppo_mini_batch_size")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.mini_batch_prompts = n;
-    } else if (key == a + "ppo_epochs") {
+    } else if (is(key, a + "ppo_epochs")) {
       count(l.workload, "ppo_epochs");
-    } else if (key == a + "use_kl_loss") {
+    } else if (is(key, a + "use_kl_loss")) {
       flag(l.workload, "use_reference");
-    } else if (key == m + "tensor_model_parallel_size") {
+    } else if (is(key, m + "tensor_model_parallel_size")) {
       count(l.train, "tp");
-    } else if (key == m + "pipeline_model_parallel_size") {
+    } else if (is(key, m + "pipeline_model_parallel_size")) {
       count(l.train, "pp");
-    } else if (key == m + "virtual_pipeline_model_parallel_size") {
+    } else if (is(key, m + "virtual_pipeline_model_parallel_size")) {
       count(l.train, "vpp");
-    } else if (key == m + "context_parallel_size") {
+    } else if (is(key, m + "context_parallel_size")) {
       count(l.train, "cp");
-    } else if (key == m + "expert_model_parallel_size") {
+    } else if (is(key, m + "expert_model_parallel_size")) {
       count(l.train, "ep");
-    } else if (key == m + "sequence_parallel") {
+    } else if (is(key, m + "sequence_parallel")) {
       flag(l.train, "sequence_parallel");
-    } else if (key == m + "optimizer_offload" || key == f + "optimizer_offload") {
+    } else if (is(key, m + "optimizer_offload") || is(key, f + "optimizer_offload")) {
       if (number<bool>(w, key, v, boolean(v), b)) l.optimizer_offload = b ? std::optional<Word>(w) : std::nullopt;
-    } else if (key == m + "param_offload" || key == f + "param_offload") {
+    } else if (is(key, m + "param_offload") || is(key, f + "param_offload")) {
       if (number<bool>(w, key, v, boolean(v), b)) l.param_offload = b ? std::optional<Word>(w) : std::nullopt;
-    } else if (key == t + "recompute_granularity") {
+    } else if (is(key, t + "recompute_granularity")) {
       if (v == "full" || v == "selective") l.train["recompute"] = v;
       else error(w, key, "expected full or selective, got \"" + v + "\"");
-    } else if (key == t + "recompute_method" || key == t + "recompute_num_layers") {
+    } else if (is(key, t + "recompute_method") || is(key, t + "recompute_num_layers")) {
       // arlsim's full recompute is Megatron's uniform method over one layer at a time.
-    } else if (key == t + "num_layers_in_first_pipeline_stage") {
+    } else if (is(key, t + "num_layers_in_first_pipeline_stage")) {
       count(l.train, "first_stage_layers");
-    } else if (key == t + "num_layers_in_last_pipeline_stage") {
+    } else if (is(key, t + "num_layers_in_last_pipeline_stage")) {
       count(l.train, "last_stage_layers");
-    } else if (key == a + "strategy") {
+    } else if (is(key, a + "strategy")) {
       if (v != "fsdp" && v != "fsdp2") unmodelled(w, key, "strategy \"" + v + "\"");
-    } else if (key == a + "ulysses_sequence_parallel_size") {
+    } else if (is(key, a + "ulysses_sequence_parallel_size")) {
       if (number<int64_t>(w, key, v, integer(v), n)) {
         l.train["cp"] = n;
         if (n > 1) l.train["cp_kind"] = "ulysses";
       }
-    } else if (key == f + "fsdp_size") {
+    } else if (is(key, f + "fsdp_size")) {
       if (number<int64_t>(w, key, v, integer(v), n) && n > 0) l.train["shard_group"] = n;
-    } else if (key == f + "mixed_precision.reduce_dtype") {
+    } else if (is(key, f + "mixed_precision.reduce_dtype")) {
       // The FSDP engine's gradient reduction dtype (fp32 unless set).
       if (v == "bf16" || v == "bfloat16") l.train["grad_reduce_dtype"] = "bf16";
       else if (v == "fp32" || v == "float32") l.train["grad_reduce_dtype"] = "fp32";
       else error(w, key, "expected bf16 or fp32, got \"" + v + "\"");
-    } else if (key == "actor_rollout_ref.model.use_liger") {
+    } else if (is(key, "actor_rollout_ref.model.use_liger")) {
       if (number<bool>(w, key, v, boolean(v), b)) liger_ = b;
-    } else if (key == "actor_rollout_ref.model.enable_gradient_checkpointing") {
+    } else if (is(key, "actor_rollout_ref.model.enable_gradient_checkpointing")) {
       if (number<bool>(w, key, v, boolean(v), b)) l.train["recompute"] = b ? "full" : "none";
-    } else if (key == a + "use_dynamic_bsz") {
+    } else if (is(key, a + "use_dynamic_bsz")) {
       if (number<bool>(w, key, v, boolean(v), b)) dynamic_ = b;
-    } else if (key == a + "ppo_max_token_len_per_gpu") {
+    } else if (is(key, a + "ppo_max_token_len_per_gpu")) {
       if (number<int64_t>(w, key, v, integer(v), n)) tokens_ = n;
-    } else if (key == a + "ppo_micro_batch_size_per_gpu") {
+    } else if (is(key, a + "ppo_micro_batch_size_per_gpu")) {
       count(l.train, "micro_batch");
     } else if (key.rfind("actor_rollout_ref.rollout.log_prob_", 0) == 0 || key.rfind("actor_rollout_ref.ref.log_prob_", 0) == 0) {
       // The preparation passes micro-batch as training does in arlsim.
-    } else if (key == ro + "n") {
+    } else if (is(key, ro + "n")) {
       count(l.workload, "samples_per_prompt");
-    } else if (key == ro + "tensor_model_parallel_size") {
+    } else if (is(key, ro + "tensor_model_parallel_size")) {
       count(l.rollout, "tp");
-    } else if (key == ro + "pipeline_model_parallel_size") {
+    } else if (is(key, ro + "pipeline_model_parallel_size")) {
       count(l.rollout, "pp");
-    } else if (key == ro + "expert_parallel_size") {
+    } else if (is(key, ro + "expert_parallel_size")) {
       count(l.rollout, "ep");
-    } else if (key == ro + "gpu_memory_utilization") {
+    } else if (is(key, ro + "gpu_memory_utilization")) {
       if (number<double>(w, key, v, real(v), x)) l.engine["gpu_memory_utilization"] = x;
-    } else if (key == ro + "max_num_batched_tokens") {
+    } else if (is(key, ro + "max_num_batched_tokens")) {
       count(l.engine, "max_num_batched_tokens");
-    } else if (key == ro + "max_num_seqs") {
+    } else if (is(key, ro + "max_num_seqs")) {
       count(l.engine, "max_num_seqs");
-    } else if (key == ro + "enable_chunked_prefill") {
+    } else if (is(key, ro + "enable_chunked_prefill")) {
       flag(l.engine, "chunked_prefill");
-    } else if (key == ro + "enable_prefix_caching") {
+    } else if (is(key, ro + "enable_prefix_caching")) {
       flag(l.engine, "prefix_caching");
-    } else if (key == ro + "enforce_eager") {
+    } else if (is(key, ro + "enforce_eager")) {
       flag(l.engine, "enforce_eager");
-    } else if (key == ro + "free_cache_engine") {
+    } else if (is(key, ro + "free_cache_engine")) {
       if (number<bool>(w, key, v, boolean(v), b)) l.engine["sleep_level"] = b ? 1 : 0;
-    } else if (key == ro + "checkpoint_engine.update_weights_bucket_megabytes") {
+    } else if (is(key, ro + "checkpoint_engine.update_weights_bucket_megabytes")) {
       if (number<int64_t>(w, key, v, integer(v), n)) bucket_mb_ = n;
-    } else if (key == ro + "multi_turn.enable") {
+    } else if (is(key, ro + "multi_turn.enable")) {
       if (number<bool>(w, key, v, boolean(v), b)) multi_turn_ = b;
-    } else if (key == ro + "multi_turn.max_assistant_turns") {
+    } else if (is(key, ro + "multi_turn.max_assistant_turns")) {
       if (number<int64_t>(w, key, v, integer(v), n)) {
         if (n < 1) error(w, key, "must be at least 1, got " + v);
         else turns_ = n;
       }
-    } else if (key == ro + "name") {
+    } else if (is(key, ro + "name")) {
       if (v != "vllm") unmodelled(w, key, "engine \"" + v + "\": arlsim models vLLM's scheduler; vllm assumed");
-    } else if (key == ro + "mode") {
-    } else if (key == ro + "nnodes") {
+    } else if (is(key, ro + "mode")) {
+    } else if (is(key, ro + "nnodes")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.rollout_nodes = n;
-    } else if (key == ro + "n_gpus_per_node") {
+    } else if (is(key, ro + "n_gpus_per_node")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.rollout_gpus_per_node = n;
-    } else if (key == "trainer.nnodes") {
+    } else if (is(key, "trainer.nnodes")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.nodes = n;
-    } else if (key == "trainer.n_gpus_per_node") {
+    } else if (is(key, "trainer.n_gpus_per_node")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.gpus_per_node = n;
-    } else if (key == "trainer.balance_batch") {
+    } else if (is(key, "trainer.balance_batch")) {
       if (number<bool>(w, key, v, boolean(v), b)) l.balance = b;
-    } else if (key == "trainer.total_training_steps") {
+    } else if (is(key, "trainer.total_training_steps")) {
       if (count_of(w, key, v, n)) l.steps = n;
-    } else if (key == "trainer.experiment_name") {
+    } else if (is(key, "trainer.experiment_name")) {
       l.name = v;
-    } else if (key == "trainer.v1.trainer_mode") {
+    } else if (is(key, "trainer.v1.trainer_mode")) {
       if (v == "separate_async") l.disaggregated = true;
       else unmodelled(w, key, "trainer mode \"" + v + "\"");
-    } else if (key == "trainer.v1.sampler.max_off_policy_threshold") {
+    } else if (is(key, "trainer.v1.sampler.max_off_policy_threshold")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.staleness = n;
-    } else if (key.rfind("critic.", 0) == 0 && (key == "critic.model.path" || key == "critic.ppo_mini_batch_size" ||
-                                                 key == "critic.ppo_max_token_len_per_gpu" ||
-                                                 key == "critic.forward_max_token_len_per_gpu")) {
+    } else if (key.rfind("critic.", 0) == 0 && (is(key, "critic.model.path") || is(key, "critic.ppo_mini_batch_size") ||
+                                                 is(key, "critic.ppo_max_token_len_per_gpu") ||
+                                                 is(key, "critic.forward_max_token_len_per_gpu"))) {
       // The critic trains in the actor's layout and batches in arlsim.
-    } else if (key == "trainer.v1.separate_async.parameter_sync_step" || key == ro + "checkpoint_engine.backend" ||
-               key == "data.train_files" || key == "data.val_files" || key == "actor_rollout_ref.model.path" ||
-               key == "trainer.project_name" || key == "trainer.resume_mode" || key == ro + "multi_turn.tool_config_path") {
+    } else if (is(key, "trainer.v1.separate_async.parameter_sync_step") || is(key, ro + "checkpoint_engine.backend") ||
+               is(key, "data.train_files") || is(key, "data.val_files") || is(key, "actor_rollout_ref.model.path") ||
+               is(key, "trainer.project_name") || is(key, "trainer.resume_mode") || is(key, ro + "multi_turn.tool_config_path")) {
       // Paths, names and what the batch settings already imply.
     } else {
-      unmodelled(w, key, "not modelled by arlsim");
+      unmodelled(w, key, not_modelled(key, ImportSource::verl));
     }
   }
 
@@ -403,6 +426,8 @@ class Reader {
         {"max_new_tokens", "rollout.max_new_tokens"}, {"advantage_estimator", "algo.advantage.estimator"},
         {"async_train", "train.async_enable"}, {"partial_rollout", "train.partial_rollout_enable"},
         {"colocate_actor_ref", "train.colocate_actor_ref"}, {"use_liger_kernel", "ds.use_liger_kernel"}};
+    if (known_)
+      for (const auto& [before, now] : flat) known_->push_back(before);
     int64_t engines = 0, max_len = 0, train_batch = 0, samples = 1, tokens = 0;
     std::string engines_at;  // where --vllm.num_engines is
     bool dynamic = false, colocated = false, liger = false;
@@ -415,44 +440,44 @@ class Reader {
       int64_t n = 0;
       double x = 0;
       auto value = [&](auto parsed, auto& into) { return number(f.word, "--" + f.name, f.value, parsed, into); };
-      if (key == "actor.num_nodes") { if (value(integer(f.value), n)) l.nodes = n; }
-      else if (key == "actor.num_gpus_per_node") { if (value(integer(f.value), n)) l.gpus_per_node = n; }
-      else if (key == "ref.num_nodes" || key == "ref.num_gpus_per_node") l.workload["use_reference"] = true;
-      else if (key == "vllm.num_engines") {
+      if (is(key, "actor.num_nodes")) { if (value(integer(f.value), n)) l.nodes = n; }
+      else if (is(key, "actor.num_gpus_per_node")) { if (value(integer(f.value), n)) l.gpus_per_node = n; }
+      else if (is(key, "ref.num_nodes") || is(key, "ref.num_gpus_per_node")) l.workload["use_reference"] = true;
+      else if (is(key, "vllm.num_engines")) {
         if (count_of(f.word, "--" + f.name, f.value, n)) {
           engines = n;
           engines_at = at(f);
         }
       }
-      else if (key == "vllm.tensor_parallel_size") { if (value(integer(f.value), n)) l.rollout["tp"] = n; }
-      else if (key == "vllm.gpu_memory_utilization") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
-      else if (key == "train.colocate_all") colocated = true;
-      else if (key == "vllm.enable_sleep" || key == "ds.enable_sleep") l.engine["sleep_level"] = 1;
-      else if (key == "ds.zero_stage") { if (value(integer(f.value), n)) l.train["zero"] = n; }
-      else if (key == "ds.ring_attn_size") { if (value(integer(f.value), n)) l.train["cp"] = n; }
-      else if (key == "ds.adam_offload") l.train["offload_optimizer"] = true;
-      else if (key == "ds.use_liger_kernel") liger = true;
-      else if (key == "actor.gradient_checkpointing_enable") l.train["recompute"] = "full";
-      else if (key == "rollout.batch_size") { if (value(integer(f.value), n)) l.prompts = n; }
-      else if (key == "rollout.n_samples_per_prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
-      else if (key == "train.batch_size") { if (value(integer(f.value), n)) train_batch = n; }
-      else if (key == "train.micro_batch_size") { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
-      else if (key == "train.dynamic_batch_enable") dynamic = true;
-      else if (key == "train.max_tokens_per_gpu") { if (value(integer(f.value), n)) tokens = n; }
-      else if (key == "train.max_epochs") { if (value(integer(f.value), n)) l.workload["ppo_epochs"] = n; }
-      else if (key == "data.max_len") { if (value(integer(f.value), n)) max_len = n; }
-      else if (key == "rollout.max_new_tokens") { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
-      else if (key == "algo.advantage.estimator") {
+      else if (is(key, "vllm.tensor_parallel_size")) { if (value(integer(f.value), n)) l.rollout["tp"] = n; }
+      else if (is(key, "vllm.gpu_memory_utilization")) { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
+      else if (is(key, "train.colocate_all")) colocated = true;
+      else if (is(key, "vllm.enable_sleep") || is(key, "ds.enable_sleep")) l.engine["sleep_level"] = 1;
+      else if (is(key, "ds.zero_stage")) { if (value(integer(f.value), n)) l.train["zero"] = n; }
+      else if (is(key, "ds.ring_attn_size")) { if (value(integer(f.value), n)) l.train["cp"] = n; }
+      else if (is(key, "ds.adam_offload")) l.train["offload_optimizer"] = true;
+      else if (is(key, "ds.use_liger_kernel")) liger = true;
+      else if (is(key, "actor.gradient_checkpointing_enable")) l.train["recompute"] = "full";
+      else if (is(key, "rollout.batch_size")) { if (value(integer(f.value), n)) l.prompts = n; }
+      else if (is(key, "rollout.n_samples_per_prompt")) { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
+      else if (is(key, "train.batch_size")) { if (value(integer(f.value), n)) train_batch = n; }
+      else if (is(key, "train.micro_batch_size")) { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
+      else if (is(key, "train.dynamic_batch_enable")) dynamic = true;
+      else if (is(key, "train.max_tokens_per_gpu")) { if (value(integer(f.value), n)) tokens = n; }
+      else if (is(key, "train.max_epochs")) { if (value(integer(f.value), n)) l.workload["ppo_epochs"] = n; }
+      else if (is(key, "data.max_len")) { if (value(integer(f.value), n)) max_len = n; }
+      else if (is(key, "rollout.max_new_tokens")) { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
+      else if (is(key, "algo.advantage.estimator")) {
         static const std::map<std::string, std::string> alg{
             {"group_norm", "grpo"}, {"gae", "ppo"}, {"rloo", "rloo"}, {"reinforce", "reinforce_pp"}};
         if (const auto it = alg.find(f.value); it != alg.end()) l.workload["algorithm"] = it->second;
         else unmodelled(f.word, "--" + f.name, "estimator \"" + f.value + "\" is not one arlsim models; grpo assumed");
       }
-      else if (key == "train.async_enable") l.async = true;
-      else if (key == "train.async_queue_size") { if (count_of(f.word, "--" + f.name, f.value, n)) l.staleness = n; }
-      else if (key == "ds.packing_samples" || key == "actor.model_name_or_path" || key == "data.prompt_dataset" ||
-               key == "train.colocate_actor_ref") {}
-      else unmodelled(f.word, "--" + f.name, "not modelled by arlsim");
+      else if (is(key, "train.async_enable")) l.async = true;
+      else if (is(key, "train.async_queue_size")) { if (count_of(f.word, "--" + f.name, f.value, n)) l.staleness = n; }
+      else if (is(key, "ds.packing_samples") || is(key, "actor.model_name_or_path") || is(key, "data.prompt_dataset") ||
+               is(key, "train.colocate_actor_ref")) {}
+      else unmodelled(f.word, "--" + f.name, not_modelled(key, ImportSource::openrlhf, "--"));
     }
     // Dynamic batching without a budget flag (OpenRLHF before 0.10.2): a budget of one longest sequence.
     if (dynamic) l.train["max_tokens_per_gpu"] = tokens > 0 ? tokens : std::max<int64_t>(1, max_len);
@@ -496,47 +521,47 @@ class Reader {
       int64_t n = 0;
       double x = 0;
       auto value = [&](auto parsed, auto& into) { return number(f.word, "--" + f.name, f.value, parsed, into); };
-      if (key == "actor-num-nodes") { if (value(integer(f.value), n)) l.nodes = n; }
-      else if (key == "actor-num-gpus-per-node") { if (value(integer(f.value), n)) l.gpus_per_node = n; }
-      else if (key == "rollout-num-gpus") { if (value(integer(f.value), n)) rollout_gpus = n; }
-      else if (key == "rollout-num-gpus-per-engine") { if (value(integer(f.value), n)) { per_engine = n; l.rollout["tp"] = n; } }
-      else if (key == "colocate") colocated = true;
-      else if (key == "tensor-model-parallel-size") { if (value(integer(f.value), n)) l.train["tp"] = n; }
-      else if (key == "sequence-parallel") l.train["sequence_parallel"] = true;
-      else if (key == "pipeline-model-parallel-size") { if (value(integer(f.value), n)) l.train["pp"] = n; }
-      else if (key == "decoder-first-pipeline-num-layers") { if (value(integer(f.value), n)) l.train["first_stage_layers"] = n; }
-      else if (key == "decoder-last-pipeline-num-layers") { if (value(integer(f.value), n)) l.train["last_stage_layers"] = n; }
-      else if (key == "context-parallel-size") { if (value(integer(f.value), n)) l.train["cp"] = n; }
-      else if (key == "expert-model-parallel-size") { if (value(integer(f.value), n)) l.train["ep"] = n; }
-      else if (key == "recompute-granularity") {
+      if (is(key, "actor-num-nodes")) { if (value(integer(f.value), n)) l.nodes = n; }
+      else if (is(key, "actor-num-gpus-per-node")) { if (value(integer(f.value), n)) l.gpus_per_node = n; }
+      else if (is(key, "rollout-num-gpus")) { if (value(integer(f.value), n)) rollout_gpus = n; }
+      else if (is(key, "rollout-num-gpus-per-engine")) { if (value(integer(f.value), n)) { per_engine = n; l.rollout["tp"] = n; } }
+      else if (is(key, "colocate")) colocated = true;
+      else if (is(key, "tensor-model-parallel-size")) { if (value(integer(f.value), n)) l.train["tp"] = n; }
+      else if (is(key, "sequence-parallel")) l.train["sequence_parallel"] = true;
+      else if (is(key, "pipeline-model-parallel-size")) { if (value(integer(f.value), n)) l.train["pp"] = n; }
+      else if (is(key, "decoder-first-pipeline-num-layers")) { if (value(integer(f.value), n)) l.train["first_stage_layers"] = n; }
+      else if (is(key, "decoder-last-pipeline-num-layers")) { if (value(integer(f.value), n)) l.train["last_stage_layers"] = n; }
+      else if (is(key, "context-parallel-size")) { if (value(integer(f.value), n)) l.train["cp"] = n; }
+      else if (is(key, "expert-model-parallel-size")) { if (value(integer(f.value), n)) l.train["ep"] = n; }
+      else if (is(key, "recompute-granularity")) {
         if (f.value == "full" || f.value == "selective") l.train["recompute"] = f.value;
         else error(f.word, "--" + key, "expected full or selective, got \"" + f.value + "\"");
       }
-      else if (key == "use-dynamic-batch-size") dynamic = true;
-      else if (key == "max-tokens-per-gpu") { if (value(integer(f.value), n)) tokens = n; }
-      else if (key == "micro-batch-size") { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
-      else if (key == "balance-data") balance = true;
-      else if (key == "rollout-batch-size") { if (value(integer(f.value), n)) l.prompts = n; }
-      else if (key == "n-samples-per-prompt") { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
-      else if (key == "global-batch-size") { if (value(integer(f.value), n)) global = n; }
-      else if (key == "num-steps-per-rollout") { if (count_of(f.word, "--" + key, f.value, n)) steps_per_rollout = n; }
-      else if (key == "num-rollout") { if (count_of(f.word, "--" + key, f.value, n)) l.steps = n; }
-      else if (key == "rollout-max-response-len") { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
-      else if (key == "rollout-max-context-len") { if (value(integer(f.value), n)) l.workload["max_context_tokens"] = n; }
-      else if (key == "update-weight-buffer-size") { if (value(integer(f.value), n)) weight_sync_bucket_mb = n / (1024 * 1024); }
-      else if (key == "sglang-mem-fraction-static") { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
+      else if (is(key, "use-dynamic-batch-size")) dynamic = true;
+      else if (is(key, "max-tokens-per-gpu")) { if (value(integer(f.value), n)) tokens = n; }
+      else if (is(key, "micro-batch-size")) { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
+      else if (is(key, "balance-data")) balance = true;
+      else if (is(key, "rollout-batch-size")) { if (value(integer(f.value), n)) l.prompts = n; }
+      else if (is(key, "n-samples-per-prompt")) { if (value(integer(f.value), n)) { samples = n; l.workload["samples_per_prompt"] = n; } }
+      else if (is(key, "global-batch-size")) { if (value(integer(f.value), n)) global = n; }
+      else if (is(key, "num-steps-per-rollout")) { if (count_of(f.word, "--" + key, f.value, n)) steps_per_rollout = n; }
+      else if (is(key, "num-rollout")) { if (count_of(f.word, "--" + key, f.value, n)) l.steps = n; }
+      else if (is(key, "rollout-max-response-len")) { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
+      else if (is(key, "rollout-max-context-len")) { if (value(integer(f.value), n)) l.workload["max_context_tokens"] = n; }
+      else if (is(key, "update-weight-buffer-size")) { if (value(integer(f.value), n)) weight_sync_bucket_mb = n / (1024 * 1024); }
+      else if (is(key, "sglang-mem-fraction-static")) { if (value(real(f.value), x)) l.engine["gpu_memory_utilization"] = x; }
       // Megatron-LM's reduction dtype: fp32 asked for (slime's recipes do), or bf16.
-      else if (key == "accumulate-allreduce-grads-in-fp32") l.train["grad_reduce_dtype"] = "fp32";
-      else if (key == "grad-reduce-in-bf16") l.train["grad_reduce_dtype"] = "bf16";
-      else if (key == "advantage-estimator") {
+      else if (is(key, "accumulate-allreduce-grads-in-fp32")) l.train["grad_reduce_dtype"] = "fp32";
+      else if (is(key, "grad-reduce-in-bf16")) l.train["grad_reduce_dtype"] = "bf16";
+      else if (is(key, "advantage-estimator")) {
         static const std::map<std::string, std::string> alg{
             {"grpo", "grpo"}, {"ppo", "ppo"}, {"reinforce_plus_plus", "reinforce_pp"}, {"reinforce_plus_plus_baseline", "reinforce_pp"}};
         if (const auto it = alg.find(f.value); it != alg.end()) l.workload["algorithm"] = it->second;
         else unmodelled(f.word, "--" + key, "estimator \"" + f.value + "\" is not one arlsim models; grpo assumed");
       }
-      else if (key == "recompute-method" || key == "recompute-num-layers" || key == "log-probs-max-tokens-per-gpu" ||
-               key == "num-gpus-per-node" || key == "hf-checkpoint" || key == "ref-load" || key == "prompt-data") {}
-      else unmodelled(f.word, "--" + key, "not modelled by arlsim");
+      else if (is(key, "recompute-method") || is(key, "recompute-num-layers") || is(key, "log-probs-max-tokens-per-gpu") ||
+               is(key, "num-gpus-per-node") || is(key, "hf-checkpoint") || is(key, "ref-load") || is(key, "prompt-data")) {}
+      else unmodelled(f.word, "--" + key, not_modelled(key, ImportSource::slime, "--"));
     }
     l.balance = balance;
     if (dynamic && tokens > 0) l.train["max_tokens_per_gpu"] = tokens;
@@ -565,6 +590,34 @@ class Reader {
   bool liger_ = false;  // verl's actor_rollout_ref.model.use_liger
   int64_t tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
+
+const std::vector<std::string>& known_keys(ImportSource from) {
+  // Read once per framework: a key that none of the reader's names matches, into a scratch
+  // launch, with the names it is compared with collected.
+  static const auto collect = [](ImportSource source) {
+    std::vector<std::string> names;
+    const ImportRequest request;
+    ImportResult scratch;
+    Reader reader(request, scratch);
+    reader.known_ = &names;
+    Launch l;
+    const std::string none = "\x01";
+    if (source == ImportSource::verl) reader.verl_key(Word{none, 0}, none, "", l);
+    if (source == ImportSource::openrlhf) reader.openrlhf({Word{"--" + none, 0}}, 0, l);
+    if (source == ImportSource::slime) reader.slime({Word{"--" + none, 0}}, 0, false, l);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  };
+  static const std::vector<std::string> verl = collect(ImportSource::verl), openrlhf = collect(ImportSource::openrlhf),
+                                        slime = collect(ImportSource::slime), none;
+  switch (from) {
+    case ImportSource::verl: return verl;
+    case ImportSource::openrlhf: return openrlhf;
+    case ImportSource::slime: return slime;
+    default: return none;
+  }
+}
 
 Json layout_json(const std::map<std::string, Json>& m) {
   Json j = Json::object();

@@ -114,6 +114,20 @@ printf '%s\n' 'python3 -m openrlhf.cli.train_ppo_ray --actor.num_nodes 1 --actor
 expect import-bad-engines 2 "$arlsim" import "$tmp/engines.sh" --from openrlhf --model qwen3-8b --out "$tmp/engines.json"
 contains import-bad-engines-at-word "$tmp/err" "$tmp/engines.sh:1: --vllm.num_engines 8: /policy/rollout/replicas: 8 engines of 2 GPUs need 16 GPUs, but rollout has 8"
 
+# A key one or two letters from one the reader knows is listed with what it may be a slip of.
+sed 's/data.max_response_length=2048/data.max_response_lenght=2048/' "$tmp/badtp.sh" >"$tmp/typo.sh"
+"$arlsim" import "$tmp/typo.sh" --from verl --model qwen3-8b --out "$tmp/typo.json" >/dev/null 2>"$tmp/typo.err"
+contains import-typo-verl "$tmp/typo.err" "data.max_response_lenght: not modelled by arlsim; did you mean data.max_response_length?"
+sed 's/--actor.num_nodes 1/--actor.num_node 1/' "$tmp/engines.sh" >"$tmp/typo2.sh"
+"$arlsim" import "$tmp/typo2.sh" --from openrlhf --model qwen3-8b --out "$tmp/typo2.json" >/dev/null 2>"$tmp/typo2.err"
+contains import-typo-openrlhf "$tmp/typo2.err" "--actor.num_node: not modelled by arlsim; did you mean --actor.num_nodes?"
+printf '%s\n' 'python3 train.py --actor-num-nodes 1 --actor-num-gpus-per-node 8 --tensor-model-paralel-size 2' >"$tmp/typo3.sh"
+"$arlsim" import "$tmp/typo3.sh" --from slime --model qwen3-8b --out "$tmp/typo3.json" >/dev/null 2>"$tmp/typo3.err"
+contains import-typo-slime "$tmp/typo3.err" "--tensor-model-paralel-size: not modelled by arlsim; did you mean --tensor-model-parallel-size?"
+printf '%s\n' 'python3 train.py --actor-num-nodes 1 --use-wandb' >"$tmp/far.sh"
+"$arlsim" import "$tmp/far.sh" --from slime --model qwen3-8b --out "$tmp/far.json" >/dev/null 2>"$tmp/far.err"
+if grep -q "use-wandb.*did you mean" "$tmp/far.err"; then failed=$((failed + 1)); echo "FAIL import-no-far-guess"; else passed=$((passed + 1)); fi
+
 # Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
 "$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
