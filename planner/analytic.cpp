@@ -101,10 +101,15 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   if (const auto it = times_.find(key); it != times_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
+  // A model that computes padded tensors: every sequence the limits' length.
+  const auto len = [&](bool critic, int64_t unpadded) {
+    const int64_t padded = s_.workload.padded_length(critic);
+    return padded > 0 ? padded : unpadded;
+  };
   const auto passes = [&](const input::ModelSpec& m, bool value_head) {
-    auto r = rl::train_request(rl::layout_of(m, layout_), per_mini_batch, mean_len, s_.workload);
+    auto r = rl::train_request(rl::layout_of(m, layout_), per_mini_batch, len(value_head, mean_len), s_.workload);
     r.value_head = value_head;
-    r.attention_len = attention_len;
+    r.attention_len = len(value_head, attention_len);
     const auto e = model::estimate_train(m, s_.cluster, r);
     const auto steps = static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
     a.train_pipeline_s += e.breakdown.pipeline_s * steps;
@@ -113,7 +118,8 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
   const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
-    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, mean_len, value_head, attention_len);
+    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, len(value_head, mean_len), value_head,
+                                    len(value_head, attention_len));
   };
   double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference)
@@ -138,6 +144,11 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
   };
   // In the simulator's order: the forward passes in the policy's layouts for them, then training
   // (the policy, then the critic with its value head).
+  // A model that computes padded tensors holds every sequence at the limits' length.
+  const auto at = [&](bool critic) {
+    const int64_t padded = s_.workload.padded_length(critic);
+    return padded > 0 ? padded : longest;
+  };
   std::string problem;
   const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
       {"old_logprob", &s_.policy.old_logprob}, {"ref_logprob", &s_.policy.ref_logprob}, {"critic", &s_.policy.critic}};
@@ -146,16 +157,17 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
     if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic) ||
         (std::string_view(stage) == "old_logprob" && s_.workload.use_rollout_log_probs))
       continue;
-    const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model, rl::pass_layout(layout_, *pass), longest, critic);
+    const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model, rl::pass_layout(layout_, *pass),
+                                         at(critic), critic);
     if (!f.fits()) {
       problem = needs(stage, f);
       break;
     }
   }
   if (problem.empty()) {
-    if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, longest); !m.fits()) problem = needs("training", m);
+    if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, at(false)); !m.fits()) problem = needs("training", m);
     else if (s_.workload.critic) {
-      const auto c = rl::train_memory_at(s_, *s_.workload.critic, layout_, per_mini_batch, longest, true);
+      const auto c = rl::train_memory_at(s_, *s_.workload.critic, layout_, per_mini_batch, at(true), true);
       if (!c.fits()) problem = needs("critic training", c);
     }
   }

@@ -25,13 +25,17 @@ std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpe
       continue;
     }
     const input::TrainLayout tl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass);
+    // A model that computes padded tensors: every sequence the limits' length.
+    const int64_t padded = s.workload.padded_length(value_head);
     // Memory at the step's longest sequence rounded up as the training estimator rounds it.
-    if (!rl::forward_memory_at(s, m, tl, grid_length(static_cast<double>(f.max_context), true), value_head).fits())
+    if (!rl::forward_memory_at(s, m, tl, padded > 0 ? padded : grid_length(static_cast<double>(f.max_context), true),
+                               value_head)
+             .fits())
       return {};
     // The reference pass also brings its weights in from host memory when they live there, as
     // many bytes as a rank of this layout holds.
-    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, tokens(f.mean_context), value_head,
-                                           tokens(f.attention_context)) +
+    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, padded > 0 ? padded : tokens(f.mean_context), value_head,
+                                           padded > 0 ? padded : tokens(f.attention_context)) +
                   (reference ? rl::reference_swap_seconds(s, tl) : 0.0));
     ++evaluations;
   }

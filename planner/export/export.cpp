@@ -141,6 +141,8 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     o.set(f + ".optimizer_offload", flag(offload));
     if (l.shard_group > 0) o.set(f + ".fsdp_size", num(l.shard_group));
     o.set("actor_rollout_ref.model.enable_gradient_checkpointing", flag(l.recompute != input::Recompute::none));
+    // Packed sequences, or the padded tensors verl computes by default (use_remove_padding False).
+    o.set("actor_rollout_ref.model.use_remove_padding", flag(!s.workload.pad_policy));
     // The FSDP engine runs a Hugging Face model in eager PyTorch; fused kernels are Liger's.
     if (!l.eager_kernels()) {
       o.set("actor_rollout_ref.model.use_liger", flag(true));
@@ -217,6 +219,7 @@ std::string verl_command(const input::ScenarioSpec& s, const input::RolloutLayou
   if (w.critic) {
     o.set("critic.model.path", "\"$CRITIC_PATH\"");
     o.set("critic.ppo_mini_batch_size", num(w.prompts_per_step / w.mini_batches));
+    if (!needs_megatron(train)) o.set("critic.model.use_remove_padding", flag(!w.pad_critic));
     if (train.max_tokens_per_gpu > 0) {
       const int64_t budget = std::max(train.max_tokens_per_gpu, w.max_context_tokens);
       o.set("critic.ppo_max_token_len_per_gpu", num(budget));
@@ -425,6 +428,12 @@ ExportResult export_plan(const input::ScenarioSpec& s, const ExportRequest& r) {
       out.notes.push_back("pipeline micro-batches padded to the longest (NeMo RL's Megatron worker): the framework runs "
                           "each at its own length");
   }
+  // Padded tensors: verl's FSDP engine computes them unless use_remove_padding (export sets it);
+  // its Megatron engine and the other frameworks' packed or per-batch padding are theirs.
+  if (r.format != ExportFormat::json && (w.pad_policy || (w.pad_critic && w.critic)) &&
+      (target != ExportFormat::verl || needs_megatron(tl)))
+    out.notes.push_back("sequences padded to the length limits (workload padding \"limits\", verl's FSDP engine without "
+                        "use_remove_padding): the framework's engine here pads or packs in its own way");
   if (r.format != ExportFormat::json && s.cluster.host_gpus() < s.cluster.gpus_per_node)
     out.notes.push_back("a node here is an NVLink domain of " + num(s.cluster.gpus_per_node) + " GPUs, hosts of " +
                         num(s.cluster.host_gpus()) + ": the GPU counts per node below are the domain's; Slurm, Ray "

@@ -288,6 +288,10 @@ class Reader {
       if (v == "bf16" || v == "bfloat16") l.train["grad_reduce_dtype"] = "bf16";
       else if (v == "fp32" || v == "float32") l.train["grad_reduce_dtype"] = "fp32";
       else error(w, key, "expected bf16 or fp32, got \"" + v + "\"");
+    } else if (is(key, "actor_rollout_ref.model.use_remove_padding")) {
+      if (number<bool>(w, key, v, boolean(v), b)) remove_padding_ = b;
+    } else if (is(key, "critic.model.use_remove_padding")) {
+      if (number<bool>(w, key, v, boolean(v), b)) critic_remove_padding_ = b;
     } else if (is(key, "actor_rollout_ref.model.use_liger")) {
       if (number<bool>(w, key, v, boolean(v), b)) liger_ = b;
     } else if (is(key, "actor_rollout_ref.model.enable_gradient_checkpointing")) {
@@ -373,10 +377,25 @@ class Reader {
     if (multi_turn_) l.workload["max_turns"] = turns_ > 0 ? turns_ : 2;
     if (bucket_mb_ > 0) weight_sync_bucket_mb = bucket_mb_;
     l.train["zero"] = l.megatron ? 1 : 3;  // the distributed optimizer; FSDP's full sharding
+    // verl's rollout configuration gives its engines 1,024 sequences unless the launch says.
+    if (!l.engine.count("max_num_seqs")) l.engine["max_num_seqs"] = 1024;
     // The Megatron engine runs Megatron-Core's fused kernels; the FSDP engine a Hugging Face model
     // in eager PyTorch, unless Liger's fused kernels are patched in.
     l.train["kernels"] = l.megatron || liger_ ? "fused" : "eager";
+    // The FSDP engine's Hugging Face model computes the padded tensors (every sequence as wide as
+    // the prompt and response limits) unless use_remove_padding packs them; False is verl's
+    // default for the actor's model and the critic's. The Megatron engine packs.
+    if (!l.megatron) {
+      l.workload["padding"] = Json{{"policy", remove_padding_.value_or(false) ? "removed" : "limits"},
+                                   {"critic", critic_remove_padding_.value_or(false) ? "removed" : "limits"}};
+      if (!remove_padding_)
+        out_.notes.push_back(r_.file + ": actor_rollout_ref.model.use_remove_padding: not given; verl's default (False) "
+                             "computes every sequence padded to the length limits, priced so (workload padding "
+                             "\"limits\"); set it True to pack them");
+    }
     dynamic_ = multi_turn_ = liger_ = false;
+    remove_padding_.reset();
+    critic_remove_padding_.reset();
     tokens_ = turns_ = bucket_mb_ = 0;
   }
 
@@ -588,6 +607,7 @@ class Reader {
   ImportResult& out_;
   bool dynamic_ = false, multi_turn_ = false;
   bool liger_ = false;  // verl's actor_rollout_ref.model.use_liger
+  std::optional<bool> remove_padding_, critic_remove_padding_;  // verl's use_remove_padding, the actor's and the critic's
   int64_t tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 

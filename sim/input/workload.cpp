@@ -106,6 +106,17 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
       {"bf16", Dtype::bf16}, {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}, {"fp32", Dtype::fp32}};
   r.read_enum("dtype", w.dtype, Presence::optional, dtypes);
   read_attention_kernel(r, w.unfused_attention);
+  if (const Value* p = r.field("padding"); p && !p->is_null()) {
+    // Whether each model's passes remove the padding (packed sequences) or compute the padded
+    // tensors, every sequence as wide as the limits (verl without use_remove_padding).
+    ObjectReader pr(*p, r.pointer_of("padding"), diag);
+    if (pr.is_object()) {
+      static const EnumName<bool> kinds[] = {{"removed", false}, {"limits", true}};
+      pr.read_enum("policy", w.pad_policy, Presence::optional, kinds);
+      pr.read_enum("critic", w.pad_critic, Presence::optional, kinds);
+      pr.finish();
+    }
+  }
   if (const Value* c = r.field("critic"); c && !c->is_null()) {
     ModelSpec critic;
     if (parse_model(*c, r.pointer_of("critic"), diag, critic)) w.critic = std::move(critic);

@@ -81,6 +81,13 @@ struct WorkloadSpec {
   // scores in memory), or unfused attention as 2021-22 Megatron-LM ran it (QK^T and AV as batched
   // GEMMs, the s x s probabilities written and kept for the backward).
   bool unfused_attention = false;
+  // Whether the policy's passes (training, old and reference log-probs) and the critic's compute
+  // their sequences padded to the limits (max_prompt_tokens + max_response_tokens), as verl's
+  // workers do without use_remove_padding: every tensor that wide, whatever the sample's length.
+  bool pad_policy = false, pad_critic = false;
+  int64_t padded_length(bool critic_model) const {
+    return (critic_model ? pad_critic : pad_policy) ? max_prompt_tokens + max_response_tokens : 0;
+  }
   std::optional<ModelSpec> critic;  // required by PPO
   RewardKind reward = RewardKind::rule;
   std::optional<ModelSpec> reward_model;

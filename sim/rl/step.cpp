@@ -233,8 +233,10 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
   auto pass = [&](const char* stage, const input::ModelSpec& m, const std::optional<input::InferenceLayout>& layout) {
     const input::TrainLayout tl = layout_of(m, pass_layout(l.train, layout));
     const bool value_head = std::string_view(stage) == "critic";
+    // A model that computes padded tensors: every sequence the limits' length.
+    const int64_t padded = s_.workload.padded_length(value_head);
     if (p.oom) return 0.0;
-    if (const auto memory = forward_memory_at(s_, m, tl, x.longest, value_head); !memory.fits()) {
+    if (const auto memory = forward_memory_at(s_, m, tl, padded > 0 ? padded : x.longest, value_head); !memory.fits()) {
       p.train_memory_gib = memory.total() / kGiB;  // the stage's peak, as training reports its own
       p.oom = oom_event(d.step, stage, memory, memory.total());
       return 0.0;
@@ -250,7 +252,8 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     MicroBatchTimer timer(s_, m, tl, value_head);
     const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
     std::vector<std::vector<double>> slots;
-    const auto batches_by_rank = micro_batches_of_ranks(by_rank, tl);
+    auto batches_by_rank = micro_batches_of_ranks(by_rank, tl);
+    pad_micro_batches_to(batches_by_rank, padded);
     for (const auto& batches : batches_by_rank) {
       slots.emplace_back();
       for (const auto& b : batches) slots.back().push_back(timer.forward(b));
@@ -261,7 +264,9 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     double busiest = ranks_seconds(slots, tl, longest_fill(timer, batches_by_rank, slots, true));
     // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
     // far as it lasts (the estimate of the whole pass at the mean length prices them).
-    if (tl.offload_params) busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, x.mean_len, value_head, x.attention_len));
+    if (tl.offload_params)
+      busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, padded > 0 ? padded : x.mean_len, value_head,
+                                                       padded > 0 ? padded : x.attention_len));
     return busiest;
   };
   if (!s_.workload.use_rollout_log_probs) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
@@ -286,9 +291,14 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
   // Memory is decided by the longest sequence; time by the samples as each rank holds them.
   // The critic trains in the same layout after the policy, with its value head.
-  auto memory = train_memory_at(s_, l.train, per_mini_batch, x.longest);
+  // A model that computes padded tensors holds every sequence at the limits' length.
+  const auto longest = [&](bool critic) {
+    const int64_t padded = s_.workload.padded_length(critic);
+    return padded > 0 ? padded : x.longest;
+  };
+  auto memory = train_memory_at(s_, l.train, per_mini_batch, longest(false));
   if (s_.workload.critic && memory.fits())
-    if (auto critic = train_memory_at(s_, *s_.workload.critic, layout_of(*s_.workload.critic, l.train), per_mini_batch, x.longest, true);
+    if (auto critic = train_memory_at(s_, *s_.workload.critic, layout_of(*s_.workload.critic, l.train), per_mini_batch, longest(true), true);
         critic.total() > memory.total())
       memory = std::move(critic);
   p.train_memory_gib = memory.total() / kGiB;
@@ -307,8 +317,9 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     // Gradient reduction and the optimizer step from the estimate at the mean length. They do not
     // depend on how the tokens are split, but for the number of reductions under ZeRO 2-3 (one a
     // micro-batch), which is the estimate's micro-batches at that length, not those built below.
-    auto r = train_request(lt, per_mini_batch, x.mean_len, s_.workload);
-    r.attention_len = x.attention_len;
+    const int64_t padded = s_.workload.padded_length(!actor);
+    auto r = train_request(lt, per_mini_batch, padded > 0 ? padded : x.mean_len, s_.workload);
+    r.attention_len = padded > 0 ? padded : x.attention_len;
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     const double fixed = e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
@@ -319,8 +330,8 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     const int64_t mini_batches = s_.workload.mini_batches;
     for (int64_t j = 0; j < mini_batches; ++j) {
       std::vector<std::vector<double>> slots;
-      const auto batches_by_rank =
-          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, lt.dp, j, mini_batches), lt);
+      auto batches_by_rank = micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, lt.dp, j, mini_batches), lt);
+      pad_micro_batches_to(batches_by_rank, padded);
       for (const auto& batches : batches_by_rank) {
         slots.emplace_back();
         for (const auto& b : batches) slots.back().push_back(timer.train(b));

@@ -193,7 +193,12 @@ double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec
 struct MicroBatch {
   int64_t tokens = 0;
   double squares = 0;
+  int64_t sequences = 0;
 };
+// A model's micro-batches as a trainer that does not remove padding computes them: every
+// sequence `padded_length` tokens long (its tensors' width, prompt limit + response limit), the
+// packing as the real tokens made it. 0: as they are.
+void pad_micro_batches_to(std::vector<std::vector<MicroBatch>>& batches_by_rank, int64_t padded_length);
 // One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
 // (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
 // balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into

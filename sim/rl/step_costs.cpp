@@ -213,6 +213,7 @@ std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, 
   const auto add = [](MicroBatch& b, int64_t len) {
     b.tokens += len;
     b.squares += real(len) * real(len);
+    ++b.sequences;
   };
   if (l.max_tokens_per_gpu <= 0) {
     const auto per = static_cast<size_t>(std::max<int64_t>(1, l.micro_batch));
@@ -265,6 +266,15 @@ std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, 
     lightest.push(out[b].tokens, b);
   }
   return out;
+}
+
+void pad_micro_batches_to(std::vector<std::vector<MicroBatch>>& batches_by_rank, int64_t padded_length) {
+  if (padded_length <= 0) return;
+  for (auto& batches : batches_by_rank)
+    for (auto& b : batches) {
+      b.tokens = b.sequences * padded_length;
+      b.squares = real(b.sequences) * real(padded_length) * real(padded_length);
+    }
 }
 
 std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank,

@@ -128,6 +128,19 @@ printf '%s\n' 'python3 train.py --actor-num-nodes 1 --use-wandb' >"$tmp/far.sh"
 "$arlsim" import "$tmp/far.sh" --from slime --model qwen3-8b --out "$tmp/far.json" >/dev/null 2>"$tmp/far.err"
 if grep -q "use-wandb.*did you mean" "$tmp/far.err"; then failed=$((failed + 1)); echo "FAIL import-no-far-guess"; else passed=$((passed + 1)); fi
 
+# verl's FSDP engine computes padded tensors unless use_remove_padding (False by default): import
+# says so per model; the Megatron engine packs.
+sed 's/tensor_model_parallel_size=3/tensor_model_parallel_size=2/' "$tmp/badtp.sh" >"$tmp/pad.sh"
+"$arlsim" import "$tmp/pad.sh" --from verl --model qwen3-8b --out "$tmp/pad.json" >/dev/null 2>"$tmp/pad.err"
+contains import-padding-default-note "$tmp/pad.err" "use_remove_padding: not given; verl's default (False) computes every sequence padded"
+if python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['workload']['padding']; assert p == {'policy': 'limits', 'critic': 'limits'}, p" "$tmp/pad.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-padding-default"; fi
+sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.model.use_remove_padding=True/' "$tmp/pad.sh" >"$tmp/packed.sh"
+"$arlsim" import "$tmp/packed.sh" --from verl --model qwen3-8b --out "$tmp/packed.json" >/dev/null 2>"$tmp/packed.err"
+if python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['workload']['padding']; assert p['policy'] == 'removed', p" "$tmp/packed.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-padding-removed"; fi
+if grep -q "use_remove_padding" "$tmp/packed.err"; then failed=$((failed + 1)); echo "FAIL import-padding-no-note"; else passed=$((passed + 1)); fi
+
 # Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
 "$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
