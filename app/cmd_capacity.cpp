@@ -174,7 +174,7 @@ void print_table(const input::ScenarioSpec& base, const std::vector<planner::Cap
   }
   std::vector<double> rounded;  // asked shares that whole nodes (or hosts) moved: one line each
   for (const auto& r : results) {
-    if (r.rollout_gpus <= 0 || std::abs(r.rollout_share() - r.config.rollout_share) < 0.005 ||
+    if (r.rollout_gpus <= 0 || (std::abs(r.rollout_share() - r.config.rollout_share) < 0.005 && r.same_shares.empty()) ||
         std::find(rounded.begin(), rounded.end(), r.config.rollout_share) != rounded.end())
       continue;
     rounded.push_back(r.config.rollout_share);
@@ -405,6 +405,13 @@ int run_capacity(const Args& args) {
         {"analytic_s", r.total_time_s},
         {"simulated_s", r.simulated_total_s ? nlohmann::ordered_json(*r.simulated_total_s) : nlohmann::ordered_json(nullptr)}};
   };
+  // The disaggregated shares asked that built this row (several where whole nodes round alike).
+  const auto asked_shares = [](const planner::CapacityResult& r) {
+    if (r.config.placement == "colocated") return nlohmann::ordered_json(nullptr);
+    nlohmann::ordered_json a = nlohmann::ordered_json::array({r.config.rollout_share});
+    for (double x : r.same_shares) a.push_back(x);
+    return a;
+  };
   const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   {
@@ -417,6 +424,7 @@ int run_capacity(const Args& args) {
                    {"placement", r.config.placement},
                    {"rollout_share", r.config.placement == "colocated" ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.rollout_share())},
                    {"rollout_gpus", r.rollout_gpus > 0 ? nlohmann::ordered_json(r.rollout_gpus) : nlohmann::ordered_json(nullptr)},
+                   {"asked_shares", asked_shares(r)},
                    {"feasible", r.feasible},
                    {"reason", r.feasible ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.reason)},
                    {"step_time_s", r.feasible ? nlohmann::ordered_json(r.step_time_s) : nlohmann::ordered_json(nullptr)},

@@ -102,12 +102,10 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
   // A model that computes padded tensors: every sequence the limits' length.
-  const auto len = [&](bool critic, int64_t unpadded) {
-    const int64_t padded = s_.workload.padded_length(critic);
-    return padded > 0 ? padded : unpadded;
-  };
+  const auto len = [&](bool critic, int64_t unpadded) { return std::max(s_.workload.padded_length(critic), unpadded); };
   const auto passes = [&](const input::ModelSpec& m, bool value_head) {
-    auto r = rl::train_request(rl::layout_of(m, layout_), per_mini_batch, len(value_head, mean_len), s_.workload);
+    auto r = rl::train_request(value_head ? rl::critic_layout_of(m, layout_) : rl::layout_of(m, layout_), per_mini_batch,
+                               len(value_head, mean_len), s_.workload);
     r.value_head = value_head;
     r.attention_len = len(value_head, attention_len);
     const auto e = model::estimate_train(m, s_.cluster, r);
@@ -118,8 +116,9 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
   const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
-    return rl::forward_pass_seconds(s_, m, rl::pass_layout(layout_, pass), sequences, len(value_head, mean_len), value_head,
-                                    len(value_head, attention_len));
+    const input::TrainLayout tl = rl::pass_layout(layout_, pass);
+    return rl::forward_pass_seconds(s_, m, value_head ? rl::critic_layout_of(m, tl) : tl, sequences, len(value_head, mean_len),
+                                    value_head, len(value_head, attention_len));
   };
   double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference)
@@ -134,8 +133,8 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   return a;
 }
 
-std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) const {
-  const auto key = std::make_pair(longest, sequences);
+std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, int64_t mean_len) const {
+  const auto key = std::make_tuple(longest, sequences, mean_len);
   if (const auto it = memory_.find(key); it != memory_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   auto needs = [&](const std::string& stage, const model::MemoryBreakdown& m) {
@@ -144,10 +143,13 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
   };
   // In the simulator's order: the forward passes in the policy's layouts for them, then training
   // (the policy, then the critic with its value head).
-  // A model that computes padded tensors holds every sequence at the limits' length.
+  // A model that computes padded tensors holds every sequence at least as wide as the limits, and
+  // under a token budget a micro-batch of about budget / mean_len of them at once.
   const auto at = [&](bool critic) {
     const int64_t padded = s_.workload.padded_length(critic);
-    return padded > 0 ? padded : longest;
+    const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, layout_) : layout_;
+    const int64_t per_batch = l.max_tokens_per_gpu > 0 && mean_len > 0 ? std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / mean_len) : 1;
+    return rl::memory_width(l, padded, longest, per_batch * padded);
   };
   std::string problem;
   const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
@@ -157,8 +159,9 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
     if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic) ||
         (std::string_view(stage) == "old_logprob" && s_.workload.use_rollout_log_probs))
       continue;
-    const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model, rl::pass_layout(layout_, *pass),
-                                         at(critic), critic);
+    const input::TrainLayout tl = rl::pass_layout(layout_, *pass);
+    const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model,
+                                         critic ? rl::critic_layout_of(*s_.workload.critic, tl) : tl, at(critic), critic);
     if (!f.fits()) {
       problem = needs(stage, f);
       break;
@@ -167,7 +170,8 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
   if (problem.empty()) {
     if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, at(false)); !m.fits()) problem = needs("training", m);
     else if (s_.workload.critic) {
-      const auto c = rl::train_memory_at(s_, *s_.workload.critic, layout_, per_mini_batch, at(true), true);
+      const auto c = rl::train_memory_at(s_, *s_.workload.critic, rl::critic_layout_of(*s_.workload.critic, layout_),
+                                         per_mini_batch, at(true), true);
       if (!c.fits()) problem = needs("critic training", c);
     }
   }
@@ -178,7 +182,9 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences) c
 StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (!problem_.empty()) return {0, problem_};
   if (f.trajectories == 0) return {};
-  if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories); !problem.empty())
+  if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories,
+                                    std::max<int64_t>(1, std::llround(f.mean_context)));
+      !problem.empty())
     return {0, problem};
   // Offloaded states and the sleeping engines' weights in the nodes' host memory, beside the
   // rollout layout the policy has at this step (the engines' share depends on it).
@@ -205,9 +211,14 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
   // Without ranks in step the skew depends on dp, the mini-batches and the samples alone: every
   // layout of this dp shares it (FNV-1a over the samples tells copies of the step apart).
   const bool shareable = !in_step && f.shared;
+  // A policy that computes padded tensors spends on each sample at least the padded width.
+  const int64_t padded = s_.workload.padded_length(false);
+  const auto cost = [&](int64_t context) { return static_cast<double>(std::max(context, padded)); };
   uint64_t fingerprint = 1469598103934665603ull;
-  if (shareable)
+  if (shareable) {
     for (int64_t c : f.contexts) fingerprint = (fingerprint ^ static_cast<uint64_t>(c)) * 1099511628211ull;
+    fingerprint = (fingerprint ^ static_cast<uint64_t>(padded)) * 1099511628211ull;
+  }
   const auto shared_key = std::make_tuple(dp, k, balanced, fingerprint);
   if (shareable) {
     std::lock_guard<std::mutex> lock(f.shared->mutex);
@@ -233,7 +244,7 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
     std::vector<double> tokens(static_cast<size_t>(k * dp), 0.0);
     for (size_t i = 0; i < f.contexts.size(); ++i) {
       const auto r = static_cast<size_t>(rank[i]);
-      tokens[static_cast<size_t>(seen[r]++ % k) * static_cast<size_t>(dp) + r] += static_cast<double>(f.contexts[i]);
+      tokens[static_cast<size_t>(seen[r]++ % k) * static_cast<size_t>(dp) + r] += cost(f.contexts[i]);
     }
     for (int64_t part = 0; part < k; ++part) {
       const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(part * dp);
@@ -257,9 +268,11 @@ double TrainEstimator::mini_batch_skew(const StepFeatures& f) const {
       double total = 0;
       std::vector<std::vector<double>> slots;  // each rank's micro-batches
       for (const auto& lengths : by_rank) {
-        for (int64_t len : lengths) total += static_cast<double>(len);
+        for (int64_t len : lengths) total += cost(len);
         slots.emplace_back();
-        for (const auto& b : rl::rank_micro_batches(lengths, layout_)) slots.back().push_back(static_cast<double>(b.tokens));
+        auto batches = rl::rank_micro_batches(lengths, layout_);
+        rl::pad_micro_batches_to(batches, padded);
+        for (const auto& b : batches) slots.back().push_back(static_cast<double>(b.tokens));
       }
       if (total <= 0) continue;
       sum += rl::ranks_seconds(slots, layout_, 0.0) / (total / static_cast<double>(dp));  // ZeRO-3 without pipeline stages

@@ -24,18 +24,20 @@ std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpe
       out.push_back(0);
       continue;
     }
-    const input::TrainLayout tl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass);
-    // A model that computes padded tensors: every sequence the limits' length.
+    const input::TrainLayout pl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass);
+    const input::TrainLayout tl = value_head ? rl::critic_layout_of(m, pl) : pl;
+    // A model that computes padded tensors: every sequence at least as wide as the limits, under a
+    // token budget about budget / mean length of them a micro-batch.
     const int64_t padded = s.workload.padded_length(value_head);
+    const int64_t per_batch =
+        tl.max_tokens_per_gpu > 0 ? std::max<int64_t>(1, tl.max_tokens_per_gpu * tl.cp / tokens(f.mean_context)) : 1;
     // Memory at the step's longest sequence rounded up as the training estimator rounds it.
-    if (!rl::forward_memory_at(s, m, tl, padded > 0 ? padded : grid_length(static_cast<double>(f.max_context), true),
-                               value_head)
-             .fits())
-      return {};
+    const int64_t width = rl::memory_width(tl, padded, grid_length(static_cast<double>(f.max_context), true), per_batch * padded);
+    if (!rl::forward_memory_at(s, m, tl, width, value_head).fits()) return {};
     // The reference pass also brings its weights in from host memory when they live there, as
     // many bytes as a rank of this layout holds.
-    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, padded > 0 ? padded : tokens(f.mean_context), value_head,
-                                           padded > 0 ? padded : tokens(f.attention_context)) +
+    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, std::max(padded, tokens(f.mean_context)), value_head,
+                                           std::max(padded, tokens(f.attention_context))) +
                   (reference ? rl::reference_swap_seconds(s, tl) : 0.0));
     ++evaluations;
   }

@@ -54,6 +54,7 @@ ordered_json layout_json(const input::TrainLayout& l) {
                  {"recompute", input::recompute_name(l.recompute)}};
   if (l.max_tokens_per_gpu > 0) j["max_tokens_per_gpu"] = l.max_tokens_per_gpu;
   else j["micro_batch"] = l.micro_batch;
+  if (l.critic_max_tokens_per_gpu > 0) j["critic_max_tokens_per_gpu"] = l.critic_max_tokens_per_gpu;
   if (l.shard_group > 0) j["shard_group"] = l.shard_group;
   if (l.ulysses) j["cp_kind"] = "ulysses";
   if (l.first_stage_layers > 0) j["first_stage_layers"] = l.first_stage_layers;

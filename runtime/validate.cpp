@@ -201,14 +201,16 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       const auto& layout = a.stage == graph::Stage::old_logprob ? s.policy.old_logprob
                            : a.stage == graph::Stage::ref_logprob ? s.policy.ref_logprob
                                                                   : s.policy.critic;
-      const input::TrainLayout tl = rl::pass_layout(l, layout);
       const input::ModelSpec& m = critic ? *s.workload.critic : s.model;
+      // The critic in its own token budget; a model that computes padded tensors at the limits.
+      const input::TrainLayout tl = critic ? rl::critic_layout_of(m, rl::pass_layout(l, layout)) : rl::pass_layout(l, layout);
       const std::vector<int64_t> rank =
           tl.dp == l.dp ? e.rank
                         : rl::assign_ranks(e.tokens, tl.dp, s.policy.batch_assignment != input::BatchAssignment::in_order);
       const graph::Placement devices = rl::train_placement(s, tl);
       rl::MicroBatchTimer timer(s, m, tl, critic);
-      const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, rank, tl.dp, 0, 1), tl);
+      const auto batches =
+          rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, rank, tl.dp, 0, 1), tl, s.workload.padded_length(critic));
       const int32_t weights = critic ? weights_after(s.model) : 0;
       const bool reference = a.stage == graph::Stage::ref_logprob;
       if (reference) add_reference_swap(p, s, tl, devices.first_device(), devices.ranks(), true);
@@ -234,8 +236,11 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       // samples with its value head (the simulator spreads both over the parts alike).
       const int64_t mini_batches = s.workload.mini_batches;
       const int64_t part = a.part % mini_batches;
-      const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, e.rank, l.dp, part, mini_batches), l);
       auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
+        // Each model's micro-batches in its own budget, padded where it computes padded tensors.
+        const input::TrainLayout ml = value_head ? rl::critic_layout_of(m, l) : l;
+        const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, e.rank, l.dp, part, mini_batches), ml,
+                                                        s.workload.padded_length(value_head));
         rl::MicroBatchTimer timer(s, m, l, value_head);
         add_micro_batches(p, m, l, ranks.first_device(), batches, timer, false, weights);
         // Under ZeRO 2-3 the gradients are reduced after every micro-batch's backward, as many

@@ -141,8 +141,13 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     o.set(f + ".optimizer_offload", flag(offload));
     if (l.shard_group > 0) o.set(f + ".fsdp_size", num(l.shard_group));
     o.set("actor_rollout_ref.model.enable_gradient_checkpointing", flag(l.recompute != input::Recompute::none));
-    // Packed sequences, or the padded tensors verl computes by default (use_remove_padding False).
-    o.set("actor_rollout_ref.model.use_remove_padding", flag(!s.workload.pad_policy));
+    // Packed sequences, or the padded tensors verl computes by default (use_remove_padding False),
+    // which it refuses beside Ulysses.
+    const bool packed = !s.workload.pad_policy || l.cp > 1;
+    if (s.workload.pad_policy && l.cp > 1)
+      notes.push_back("padded tensors (workload padding \"limits\") with Ulysses (cp " + num(l.cp) + "): verl takes "
+                      "Ulysses only with use_remove_padding, so the launch packs the sequences");
+    o.set("actor_rollout_ref.model.use_remove_padding", flag(packed));
     // The FSDP engine runs a Hugging Face model in eager PyTorch; fused kernels are Liger's.
     if (!l.eager_kernels()) {
       o.set("actor_rollout_ref.model.use_liger", flag(true));
@@ -221,7 +226,8 @@ std::string verl_command(const input::ScenarioSpec& s, const input::RolloutLayou
     o.set("critic.ppo_mini_batch_size", num(w.prompts_per_step / w.mini_batches));
     if (!needs_megatron(train)) o.set("critic.model.use_remove_padding", flag(!w.pad_critic));
     if (train.max_tokens_per_gpu > 0) {
-      const int64_t budget = std::max(train.max_tokens_per_gpu, w.max_context_tokens);
+      const int64_t own = train.critic_max_tokens_per_gpu > 0 ? train.critic_max_tokens_per_gpu : train.max_tokens_per_gpu;
+      const int64_t budget = std::max(own, w.max_context_tokens);
       o.set("critic.ppo_max_token_len_per_gpu", num(budget));
       o.set("critic.forward_max_token_len_per_gpu", num(budget));
     }

@@ -277,6 +277,7 @@ class Reader {
     } else if (is(key, a + "strategy")) {
       if (v != "fsdp" && v != "fsdp2") unmodelled(w, key, "strategy \"" + v + "\"");
     } else if (is(key, a + "ulysses_sequence_parallel_size")) {
+      ulysses_at_ = w;
       if (number<int64_t>(w, key, v, integer(v), n)) {
         l.train["cp"] = n;
         if (n > 1) l.train["cp_kind"] = "ulysses";
@@ -357,10 +358,13 @@ class Reader {
       else unmodelled(w, key, "trainer mode \"" + v + "\"");
     } else if (is(key, "trainer.v1.sampler.max_off_policy_threshold")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.staleness = n;
-    } else if (key.rfind("critic.", 0) == 0 && (is(key, "critic.model.path") || is(key, "critic.ppo_mini_batch_size") ||
-                                                 is(key, "critic.ppo_max_token_len_per_gpu") ||
-                                                 is(key, "critic.forward_max_token_len_per_gpu"))) {
-      // The critic trains in the actor's layout and batches in arlsim.
+    } else if (is(key, "critic.ppo_max_token_len_per_gpu")) {
+      // The critic's own budget (its values pass takes it too), where dynamic batching is on.
+      if (number<int64_t>(w, key, v, integer(v), n)) critic_tokens_ = n;
+    } else if (is(key, "critic.model.path") || is(key, "critic.ppo_mini_batch_size") ||
+               is(key, "critic.forward_max_token_len_per_gpu")) {
+      // The critic trains in the actor's layout and mini-batches in arlsim; one budget serves its
+      // training and its values pass.
     } else if (is(key, "trainer.v1.separate_async.parameter_sync_step") || is(key, ro + "checkpoint_engine.backend") ||
                is(key, "data.train_files") || is(key, "data.val_files") || is(key, "actor_rollout_ref.model.path") ||
                is(key, "trainer.project_name") || is(key, "trainer.resume_mode") || is(key, ro + "multi_turn.tool_config_path")) {
@@ -373,6 +377,7 @@ class Reader {
   // After a launch's words: what depends on several keys.
   void finish_verl(Launch& l) {
     if (dynamic_ && tokens_ > 0) l.train["max_tokens_per_gpu"] = tokens_;
+    if (dynamic_ && critic_tokens_ > 0 && critic_tokens_ != tokens_) l.train["critic_max_tokens_per_gpu"] = critic_tokens_;
     // Unset, a multi-turn rollout of at least two turns; set, what it says (1: one turn).
     if (multi_turn_) l.workload["max_turns"] = turns_ > 0 ? turns_ : 2;
     if (bucket_mb_ > 0) weight_sync_bucket_mb = bucket_mb_;
@@ -386,17 +391,27 @@ class Reader {
     // the prompt and response limits) unless use_remove_padding packs them; False is verl's
     // default for the actor's model and the critic's. The Megatron engine packs.
     if (!l.megatron) {
-      l.workload["padding"] = Json{{"policy", remove_padding_.value_or(false) ? "removed" : "limits"},
-                                   {"critic", critic_remove_padding_.value_or(false) ? "removed" : "limits"}};
-      if (!remove_padding_)
-        out_.notes.push_back(r_.file + ": actor_rollout_ref.model.use_remove_padding: not given; verl's default (False) "
-                             "computes every sequence padded to the length limits, priced so (workload padding "
-                             "\"limits\"); set it True to pack them");
+      // GAE (verl's default estimator) has a critic, which pads by its own key.
+      const bool critic = !l.workload.count("algorithm") || l.workload.at("algorithm") == "ppo";
+      Json padding{{"policy", remove_padding_.value_or(false) ? "removed" : "limits"}};
+      if (critic) padding["critic"] = critic_remove_padding_.value_or(false) ? "removed" : "limits";
+      l.workload["padding"] = padding;
+      const auto defaulted = [&](const char* key) {
+        out_.notes.push_back(r_.file + ": " + key + ": not given; verl's default (False) computes every sequence padded "
+                             "to the length limits, priced so (workload padding \"limits\"); set it True to pack them");
+      };
+      if (!remove_padding_) defaulted("actor_rollout_ref.model.use_remove_padding");
+      if (critic && !critic_remove_padding_) defaulted("critic.model.use_remove_padding");
+      // verl's FSDP workers take Ulysses sequence parallelism only with padding removed.
+      if (ulysses_at_ && l.train.count("cp") && l.train.at("cp").get<int64_t>() > 1 && !remove_padding_.value_or(false))
+        error(*ulysses_at_, "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+              "verl refuses Ulysses sequence parallelism without actor_rollout_ref.model.use_remove_padding=True");
     }
     dynamic_ = multi_turn_ = liger_ = false;
     remove_padding_.reset();
     critic_remove_padding_.reset();
-    tokens_ = turns_ = bucket_mb_ = 0;
+    ulysses_at_.reset();
+    tokens_ = critic_tokens_ = turns_ = bucket_mb_ = 0;
   }
 
   int64_t weight_sync_bucket_mb = 0;
@@ -608,7 +623,8 @@ class Reader {
   bool dynamic_ = false, multi_turn_ = false;
   bool liger_ = false;  // verl's actor_rollout_ref.model.use_liger
   std::optional<bool> remove_padding_, critic_remove_padding_;  // verl's use_remove_padding, the actor's and the critic's
-  int64_t tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
+  std::optional<Word> ulysses_at_;  // where the actor's Ulysses size was given
+  int64_t tokens_ = 0, critic_tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 
 const std::vector<std::string>& known_keys(ImportSource from) {

@@ -104,6 +104,7 @@ void parse_train(const Value& v, const std::string& ptr, Diagnostics& diag, Trai
   r.read_enum("recompute", l.recompute, Presence::optional, recompute);
   r.read("micro_batch", l.micro_batch, Presence::optional, 1, 1 << 20);
   r.read("max_tokens_per_gpu", l.max_tokens_per_gpu, Presence::optional, 1, int64_t{1} << 30);
+  r.read("critic_max_tokens_per_gpu", l.critic_max_tokens_per_gpu, Presence::optional, 1, int64_t{1} << 30);
   r.finish();
   if (diag.error_count() != errors_before) return;  // cross checks on half-read fields would mislead
   if (l.sequence_parallel && l.tp == 1 && r.is_object())

@@ -102,6 +102,9 @@ struct TrainLayout {
   Recompute recompute = Recompute::none;
   int64_t micro_batch = 1;           // sequences per micro-batch (when max_tokens_per_gpu is 0)
   int64_t max_tokens_per_gpu = 0;    // dynamic batching token budget; 0 = fixed micro-batches
+  // The critic's own token budget for its training and its values pass (verl's
+  // critic.ppo_max_token_len_per_gpu); 0: the layout's.
+  int64_t critic_max_tokens_per_gpu = 0;
   bool offload_optimizer = false;
   bool offload_params = false;
   // The dtype gradients are reduced in across data-parallel ranks, fp32 (true) or bf16. Unset:

@@ -341,6 +341,19 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     at.warning("train/pad_micro_batches", std::string("padding evens out the packed micro-batches of a pipeline, and there is ") +
                                               (t.pp == 1 ? "no pipeline (pp 1)" : "no token budget (max_tokens_per_gpu)") +
                                               ", so it changes nothing");
+  // Padded tensors are verl's FSDP engine's without use_remove_padding, which it refuses with
+  // Ulysses context parallelism; and a critic's padding with no critic changes nothing.
+  if (const Value* w = v.find("workload"); w && w->is_object())
+    if (const Value* padding = w->find("padding"); padding && padding->is_object()) {
+      if ((s.workload.pad_policy || (s.workload.pad_critic && s.workload.critic)) && t.cp > 1)
+        diag.warning(*padding, "/workload/padding",
+                     "padded tensors (\"limits\") are verl's FSDP engine without use_remove_padding, which refuses "
+                     "context parallelism (cp " + std::to_string(t.cp) + "): no framework runs this pairing; set the "
+                     "padding \"removed\" or cp 1");
+      if (s.workload.pad_critic && !s.workload.critic)
+        if (const Value* critic = padding->find("critic"))
+          diag.warning(*critic, "/workload/padding/critic", "the workload has no critic, so its padding changes nothing");
+    }
   // Groups laid out one after another tile a node only when their size divides it (or it theirs):
   // otherwise some straddle two nodes, and are priced as if their links were the node's.
   const int64_t per_node = s.cluster.gpus_per_node;

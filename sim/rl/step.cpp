@@ -231,29 +231,30 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
   const auto& tokens = x.tokens;
   const int64_t n = static_cast<int64_t>(tokens.size());
   auto pass = [&](const char* stage, const input::ModelSpec& m, const std::optional<input::InferenceLayout>& layout) {
-    const input::TrainLayout tl = layout_of(m, pass_layout(l.train, layout));
     const bool value_head = std::string_view(stage) == "critic";
-    // A model that computes padded tensors: every sequence the limits' length.
+    const input::TrainLayout tl =
+        value_head ? critic_layout_of(m, pass_layout(l.train, layout)) : layout_of(m, pass_layout(l.train, layout));
+    // A model that computes padded tensors: every sequence as wide as the limits.
     const int64_t padded = s_.workload.padded_length(value_head);
     if (p.oom) return 0.0;
-    if (const auto memory = forward_memory_at(s_, m, tl, padded > 0 ? padded : x.longest, value_head); !memory.fits()) {
-      p.train_memory_gib = memory.total() / kGiB;  // the stage's peak, as training reports its own
-      p.oom = oom_event(d.step, stage, memory, memory.total());
-      return 0.0;
-    }
     // A pass with the training ranks reads the samples where dispatch put them; one with other
     // ranks balances them as the policy asks. Each rank runs its own samples in micro-batches
     // built from them; the pass ends with the busiest rank.
     const std::vector<int64_t> ranks =
         tl.dp == l.train.dp ? x.rank
                             : assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order);
+    const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
+    const auto batches_by_rank = micro_batches_of_ranks(by_rank, tl, padded);
+    const int64_t width = memory_width(tl, padded, x.longest, padded > 0 ? largest_micro_batch(batches_by_rank) : 0);
+    if (const auto memory = forward_memory_at(s_, m, tl, width, value_head); !memory.fits()) {
+      p.train_memory_gib = memory.total() / kGiB;  // the stage's peak, as training reports its own
+      p.oom = oom_event(d.step, stage, memory, memory.total());
+      return 0.0;
+    }
     p.work.flops[static_cast<size_t>(*graph::find_stage(stage))] =
         real(n) * real(x.mean_len) * model::forward_flops_per_token_causal(m, x.mean_len);
     MicroBatchTimer timer(s_, m, tl, value_head);
-    const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
     std::vector<std::vector<double>> slots;
-    auto batches_by_rank = micro_batches_of_ranks(by_rank, tl);
-    pad_micro_batches_to(batches_by_rank, padded);
     for (const auto& batches : batches_by_rank) {
       slots.emplace_back();
       for (const auto& b : batches) slots.back().push_back(timer.forward(b));
@@ -265,8 +266,8 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
     // far as it lasts (the estimate of the whole pass at the mean length prices them).
     if (tl.offload_params)
-      busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, padded > 0 ? padded : x.mean_len, value_head,
-                                                       padded > 0 ? padded : x.attention_len));
+      busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, std::max(padded, x.mean_len), value_head,
+                                                       std::max(padded, x.attention_len)));
     return busiest;
   };
   if (!s_.workload.use_rollout_log_probs) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
@@ -291,14 +292,22 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
   // Memory is decided by the longest sequence; time by the samples as each rank holds them.
   // The critic trains in the same layout after the policy, with its value head.
-  // A model that computes padded tensors holds every sequence at the limits' length.
+  // A model that computes padded tensors holds every sequence at least as wide as the limits, and
+  // under a token budget its widest padded micro-batch at once (micro-batches of any mini-batch).
   const auto longest = [&](bool critic) {
     const int64_t padded = s_.workload.padded_length(critic);
-    return padded > 0 ? padded : x.longest;
+    const input::TrainLayout lt = critic ? critic_layout_of(*s_.workload.critic, l.train) : l.train;
+    int64_t widest = 0;
+    if (padded > 0 && lt.max_tokens_per_gpu > 0)
+      for (int64_t j = 0; j < s_.workload.mini_batches; ++j)
+        widest = std::max(widest, largest_micro_batch(micro_batches_of_ranks(
+                                      samples_by_rank(x.tokens, x.rank, lt.dp, j, s_.workload.mini_batches), lt, padded)));
+    return memory_width(lt, padded, x.longest, widest);
   };
   auto memory = train_memory_at(s_, l.train, per_mini_batch, longest(false));
   if (s_.workload.critic && memory.fits())
-    if (auto critic = train_memory_at(s_, *s_.workload.critic, layout_of(*s_.workload.critic, l.train), per_mini_batch, longest(true), true);
+    if (auto critic = train_memory_at(s_, *s_.workload.critic, critic_layout_of(*s_.workload.critic, l.train), per_mini_batch,
+                                      longest(true), true);
         critic.total() > memory.total())
       memory = std::move(critic);
   p.train_memory_gib = memory.total() / kGiB;
@@ -313,13 +322,13 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     return;
   }
   auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
-    const input::TrainLayout lt = layout_of(m, l.train);
+    const input::TrainLayout lt = actor ? layout_of(m, l.train) : critic_layout_of(m, l.train);
     // Gradient reduction and the optimizer step from the estimate at the mean length. They do not
     // depend on how the tokens are split, but for the number of reductions under ZeRO 2-3 (one a
     // micro-batch), which is the estimate's micro-batches at that length, not those built below.
     const int64_t padded = s_.workload.padded_length(!actor);
-    auto r = train_request(lt, per_mini_batch, padded > 0 ? padded : x.mean_len, s_.workload);
-    r.attention_len = padded > 0 ? padded : x.attention_len;
+    auto r = train_request(lt, per_mini_batch, std::max(padded, x.mean_len), s_.workload);
+    r.attention_len = std::max(padded, x.attention_len);
     r.value_head = !actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     const double fixed = e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
@@ -330,8 +339,8 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     const int64_t mini_batches = s_.workload.mini_batches;
     for (int64_t j = 0; j < mini_batches; ++j) {
       std::vector<std::vector<double>> slots;
-      auto batches_by_rank = micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, lt.dp, j, mini_batches), lt);
-      pad_micro_batches_to(batches_by_rank, padded);
+      const auto batches_by_rank =
+          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, lt.dp, j, mini_batches), lt, padded);
       for (const auto& batches : batches_by_rank) {
         slots.emplace_back();
         for (const auto& b : batches) slots.back().push_back(timer.train(b));

@@ -179,6 +179,9 @@ input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optio
 // actor) has no experts to split, so its ranks are data-parallel only (Megatron carves the expert
 // groups out of the data-parallel ranks: no GPU changes hands).
 input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l);
+// The layout the critic trains and scores in: layout_of the critic, with its own token budget
+// where the layout gives one (critic_max_tokens_per_gpu).
+input::TrainLayout critic_layout_of(const input::ModelSpec& critic, const input::TrainLayout& l);
 // Whether the training layout `train`, and the pass layouts the policy derives from it, take
 // their models (the actor's, the critic's): "" or the first stage that does not, and why. A
 // checked scenario's layouts always do; the planner asks this of its candidates.
@@ -196,9 +199,16 @@ struct MicroBatch {
   int64_t sequences = 0;
 };
 // A model's micro-batches as a trainer that does not remove padding computes them: every
-// sequence `padded_length` tokens long (its tensors' width, prompt limit + response limit), the
-// packing as the real tokens made it. 0: as they are.
-void pad_micro_batches_to(std::vector<std::vector<MicroBatch>>& batches_by_rank, int64_t padded_length);
+// sequence at least `padded_length` tokens long (its tensors' width, prompt limit + response
+// limit; a longer context keeps its own), the packing as the real tokens made it. 0: as they are.
+void pad_micro_batches_to(std::vector<MicroBatch>& batches, int64_t padded_length);
+// The most tokens any of the ranks' micro-batches holds (what a rank's activations take at once).
+int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_by_rank);
+// The sequence length a model's memory is checked at (the memory estimates take one sequence of
+// it under a token budget): its longest sequence; where the model computes padded tensors
+// (padded > 0), at least the padded width, and under a token budget the widest padded
+// micro-batch (`widest`: its sequences packed by their real tokens, each as wide as the limits).
+int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longest, int64_t widest);
 // One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
 // (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
 // balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into
@@ -216,9 +226,10 @@ std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& to
 // many as the busiest one needs, since the ranks' pipelines step together (Megatron's schedule
 // takes one micro-batch count; verl gives every rank the largest), with virtual stages (vpp > 1)
 // rounded up to a multiple of pp, as Megatron's interleaved schedule takes them; with
-// pad_to_longest, each padded to the longest of its rank's.
+// pad_to_longest, each padded to the longest of its rank's. A model that computes padded tensors
+// (padded_length > 0, WorkloadSpec::padded_length) has its sequences padded first.
 std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<std::vector<int64_t>>& by_rank,
-                                                            const input::TrainLayout& l);
+                                                            const input::TrainLayout& l, int64_t padded_length = 0);
 // A pipeline's time over micro-batches of unequal times (slots, each on the slowest stage): sum +
 // fill_slots / chunks x the longest slot, the fill and drain in slots of the slowest stage
 // (model::TrainBreakdown::fill_slots; p - 1 with equal stages, when this is a proportionate flow

@@ -133,6 +133,12 @@ input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l) {
   return l;
 }
 
+input::TrainLayout critic_layout_of(const input::ModelSpec& critic, const input::TrainLayout& l) {
+  input::TrainLayout c = layout_of(critic, l);
+  if (l.critic_max_tokens_per_gpu > 0) c.max_tokens_per_gpu = l.critic_max_tokens_per_gpu;
+  return c;
+}
+
 double forward_pass_seconds(const input::ScenarioSpec& s, const input::ModelSpec& m, const input::TrainLayout& layout,
                             int64_t sequences, int64_t mean_len, bool value_head, int64_t attention_len) {
   auto r = train_request(layout_of(m, layout), sequences, mean_len, s.workload);
@@ -151,9 +157,9 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
     problem = fits("old_logprob", s.model, pass_layout(train, s.policy.old_logprob));
   if (problem.empty() && s.workload.use_reference) problem = fits("ref_logprob", s.model, pass_layout(train, s.policy.ref_logprob));
   if (problem.empty() && s.workload.critic)
-    problem = fits("critic training", *s.workload.critic, layout_of(*s.workload.critic, train));
+    problem = fits("critic training", *s.workload.critic, critic_layout_of(*s.workload.critic, train));
   if (problem.empty() && s.workload.critic)
-    problem = fits("critic", *s.workload.critic, layout_of(*s.workload.critic, pass_layout(train, s.policy.critic)));
+    problem = fits("critic", *s.workload.critic, critic_layout_of(*s.workload.critic, pass_layout(train, s.policy.critic)));
   return problem;
 }
 
@@ -268,13 +274,25 @@ std::vector<MicroBatch> rank_micro_batches(const std::vector<int64_t>& lengths, 
   return out;
 }
 
-void pad_micro_batches_to(std::vector<std::vector<MicroBatch>>& batches_by_rank, int64_t padded_length) {
+void pad_micro_batches_to(std::vector<MicroBatch>& batches, int64_t padded_length) {
   if (padded_length <= 0) return;
-  for (auto& batches : batches_by_rank)
-    for (auto& b : batches) {
-      b.tokens = b.sequences * padded_length;
-      b.squares = real(b.sequences) * real(padded_length) * real(padded_length);
-    }
+  for (auto& b : batches) {
+    // A context longer than the tensors' width (a turn limit past prompt + response) keeps its own.
+    b.tokens = std::max(b.tokens, b.sequences * padded_length);
+    b.squares = std::max(b.squares, real(b.sequences) * real(padded_length) * real(padded_length));
+  }
+}
+
+int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longest, int64_t widest) {
+  if (padded <= 0) return longest;
+  return std::max({padded, longest, l.max_tokens_per_gpu > 0 ? widest : 0});
+}
+
+int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_by_rank) {
+  int64_t most = 0;
+  for (const auto& batches : batches_by_rank)
+    for (const auto& b : batches) most = std::max(most, b.tokens);
+  return most;
 }
 
 std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& tokens, const std::vector<int64_t>& rank,
@@ -292,11 +310,12 @@ std::vector<std::vector<int64_t>> samples_by_rank(const std::vector<int64_t>& to
 }
 
 std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<std::vector<int64_t>>& by_rank,
-                                                            const input::TrainLayout& l) {
+                                                            const input::TrainLayout& l, int64_t padded_length) {
   std::vector<std::vector<MicroBatch>> out;
   size_t most = 0;
   for (const auto& lengths : by_rank) {
     out.push_back(rank_micro_batches(lengths, l));
+    pad_micro_batches_to(out.back(), padded_length);
     most = std::max(most, out.back().size());
   }
   if (l.pp > 1 && l.max_tokens_per_gpu > 0) {
@@ -305,7 +324,10 @@ std::vector<std::vector<MicroBatch>> micro_batches_of_ranks(const std::vector<st
     // multiple of them under vpp.
     if (l.vpp > 1) most = (most + static_cast<size_t>(l.pp) - 1) / static_cast<size_t>(l.pp) * static_cast<size_t>(l.pp);
     for (size_t r = 0; r < out.size(); ++r)
-      if (out[r].size() < most) out[r] = rank_micro_batches(by_rank[r], l, static_cast<int64_t>(most));
+      if (out[r].size() < most) {
+        out[r] = rank_micro_batches(by_rank[r], l, static_cast<int64_t>(most));
+        pad_micro_batches_to(out[r], padded_length);
+      }
     if (l.pad_to_longest)
       for (auto& batches : out) {
         // Each packed sequence padded to the rank's longest: the padding joins the pack's last

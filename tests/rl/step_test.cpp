@@ -774,12 +774,15 @@ TEST_CASE("step: a model that computes padded tensors prices every sequence at t
 }
 
 TEST_CASE("micro-batches: padded, each sequence is the padded length, the packing unchanged") {
-  std::vector<std::vector<rl::MicroBatch>> b = {{{1000, 6e5, 2}, {300, 9e4, 1}}, {}};
+  std::vector<rl::MicroBatch> b = {{1000, 6e5, 2}, {300, 9e4, 1}, {5000, 25e6, 1}};
   rl::pad_micro_batches_to(b, 2048);
-  CHECK(b[0][0].tokens == 4096);
-  CHECK(b[0][0].squares == doctest::Approx(2 * 2048.0 * 2048.0));
-  CHECK(b[0][1].tokens == 2048);
-  CHECK(b[0][1].sequences == 1);
+  CHECK(b[0].tokens == 4096);
+  CHECK(b[0].squares == doctest::Approx(2 * 2048.0 * 2048.0));
+  CHECK(b[1].tokens == 2048);
+  CHECK(b[1].sequences == 1);
+  CHECK(b[2].tokens == 5000);  // a context longer than the padded width keeps its own
+  CHECK(b[2].squares == doctest::Approx(25e6));
   rl::pad_micro_batches_to(b, 0);  // not padded: as they are
-  CHECK(b[0][0].tokens == 4096);
+  CHECK(b[0].tokens == 4096);
+  CHECK(rl::largest_micro_batch({b, {}}) == 5000);
 }
