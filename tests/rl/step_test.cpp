@@ -786,3 +786,37 @@ TEST_CASE("micro-batches: padded, each sequence is the padded length, the packin
   CHECK(b[0].tokens == 4096);
   CHECK(rl::largest_micro_batch({b, {}}) == 5000);
 }
+
+TEST_CASE("step: the critic trains in its own token budget where the layout gives one") {
+  const std::vector<std::string> base{"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/policy/train/zero=3",
+                                      "/policy/train/max_tokens_per_gpu=4096", "/workload/algorithm=\"ppo\"",
+                                      "/workload/critic=\"qwen3-4b\"", "/trace/generate/prompts_per_step=16",
+                                      "/trace/generate/group_size=8"};
+  const auto step_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> all = base;
+    all.insert(all.end(), extra.begin(), extra.end());
+    const auto s = scenario(all);
+    const auto r = rl::simulate_run(s, small_trace(s), {});
+    REQUIRE(r.steps.size() == 1);
+    REQUIRE_FALSE(r.steps[0].oom);
+    return r.steps[0].stages;
+  };
+  const auto shared = step_of({});
+  const auto same = step_of({"/policy/train/critic_max_tokens_per_gpu=4096"});
+  CHECK(same.train == doctest::Approx(shared.train).epsilon(1e-12));  // the actor's budget: nothing changes
+  CHECK(same.critic == doctest::Approx(shared.critic).epsilon(1e-12));
+  // A larger budget: fewer micro-batches, fewer gathers of the ZeRO-3 shards for the critic alone.
+  const auto own = step_of({"/policy/train/critic_max_tokens_per_gpu=32768"});
+  CHECK(own.train < shared.train);
+  CHECK(own.critic <= shared.critic);
+  CHECK(own.old_logprob == doctest::Approx(shared.old_logprob).epsilon(1e-12));
+}
+
+TEST_CASE("step: padded micro-batches under a token budget are checked for memory at their padded width") {
+  // 18,432-token tensors, a 16,384-token budget of real tokens: each micro-batch holds several.
+  const auto s = scenario({"/steps=1", "/workload/padding={\"policy\": \"limits\"}"});
+  const auto r = rl::simulate_run(s, small_trace(s), {});
+  REQUIRE(r.steps.size() <= 1);
+  REQUIRE_FALSE(r.oom_events.empty());
+  CHECK(r.oom_events[0].stage == "train");
+}
