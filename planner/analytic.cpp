@@ -143,13 +143,13 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
   };
   // In the simulator's order: the forward passes in the policy's layouts for them, then training
   // (the policy, then the critic with its value head).
-  // A model that computes padded tensors holds every sequence at least as wide as the limits, and
-  // under a token budget a micro-batch of about budget / mean_len of them at once.
-  const auto at = [&](bool critic) {
+  // Under a token budget a rank holds a micro-batch of about budget / mean_len sequences at once
+  // (at most its share), each at least the padded width where the model computes padded tensors.
+  const auto at = [&](bool critic, const input::TrainLayout& given, bool training) {
     const int64_t padded = s_.workload.padded_length(critic);
-    const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, layout_) : layout_;
-    const int64_t per_batch = l.max_tokens_per_gpu > 0 && mean_len > 0 ? std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / mean_len) : 1;
-    return rl::memory_width(l, padded, longest, per_batch * padded);
+    const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, given) : given;
+    const int64_t per_rank = sequences / std::max<int64_t>(1, l.dp) / (training ? s_.workload.mini_batches : 1);
+    return rl::memory_width(l, padded, longest, mean_len > 0 ? rl::widest_micro_batch_estimate(l, padded, per_rank, mean_len) : 0);
   };
   std::string problem;
   const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
@@ -161,17 +161,18 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
       continue;
     const input::TrainLayout tl = rl::pass_layout(layout_, *pass);
     const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model,
-                                         critic ? rl::critic_layout_of(*s_.workload.critic, tl) : tl, at(critic), critic);
+                                         critic ? rl::critic_layout_of(*s_.workload.critic, tl) : tl, at(critic, tl, false), critic);
     if (!f.fits()) {
       problem = needs(stage, f);
       break;
     }
   }
   if (problem.empty()) {
-    if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, at(false)); !m.fits()) problem = needs("training", m);
+    if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, at(false, layout_, true)); !m.fits())
+      problem = needs("training", m);
     else if (s_.workload.critic) {
       const auto c = rl::train_memory_at(s_, *s_.workload.critic, rl::critic_layout_of(*s_.workload.critic, layout_),
-                                         per_mini_batch, at(true), true);
+                                         per_mini_batch, at(true, layout_, true), true);
       if (!c.fits()) problem = needs("critic training", c);
     }
   }

@@ -245,7 +245,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
                             : assign_ranks(tokens, tl.dp, s_.policy.batch_assignment != input::BatchAssignment::in_order);
     const auto by_rank = samples_by_rank(tokens, ranks, tl.dp, 0, 1);
     const auto batches_by_rank = micro_batches_of_ranks(by_rank, tl, padded);
-    const int64_t width = memory_width(tl, padded, x.longest, padded > 0 ? largest_micro_batch(batches_by_rank) : 0);
+    const int64_t width = memory_width(tl, padded, x.longest, largest_micro_batch(batches_by_rank));
     if (const auto memory = forward_memory_at(s_, m, tl, width, value_head); !memory.fits()) {
       p.train_memory_gib = memory.total() / kGiB;  // the stage's peak, as training reports its own
       p.oom = oom_event(d.step, stage, memory, memory.total());
@@ -292,13 +292,13 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
   // Memory is decided by the longest sequence; time by the samples as each rank holds them.
   // The critic trains in the same layout after the policy, with its value head.
-  // A model that computes padded tensors holds every sequence at least as wide as the limits, and
-  // under a token budget its widest padded micro-batch at once (micro-batches of any mini-batch).
+  // Under a token budget a rank holds its widest micro-batch at once (of any mini-batch); a model
+  // that computes padded tensors, every sequence at least as wide as the limits.
   const auto longest = [&](bool critic) {
     const int64_t padded = s_.workload.padded_length(critic);
     const input::TrainLayout lt = critic ? critic_layout_of(*s_.workload.critic, l.train) : l.train;
     int64_t widest = 0;
-    if (padded > 0 && lt.max_tokens_per_gpu > 0)
+    if (lt.max_tokens_per_gpu > 0)
       for (int64_t j = 0; j < s_.workload.mini_batches; ++j)
         widest = std::max(widest, largest_micro_batch(micro_batches_of_ranks(
                                       samples_by_rank(x.tokens, x.rank, lt.dp, j, s_.workload.mini_batches), lt, padded)));

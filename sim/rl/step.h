@@ -204,11 +204,14 @@ struct MicroBatch {
 void pad_micro_batches_to(std::vector<MicroBatch>& batches, int64_t padded_length);
 // The most tokens any of the ranks' micro-batches holds (what a rank's activations take at once).
 int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_by_rank);
-// The sequence length a model's memory is checked at (the memory estimates take one sequence of
-// it under a token budget): its longest sequence; where the model computes padded tensors
-// (padded > 0), at least the padded width, and under a token budget the widest padded
-// micro-batch (`widest`: its sequences packed by their real tokens, each as wide as the limits).
+// The sequence length a model's memory is checked at (the memory estimates take one packed
+// sequence of it under a token budget): its longest sequence, at least the padded width where the
+// model computes padded tensors (padded > 0), and under a token budget its widest micro-batch
+// (`widest`: the sequences a budget packs by their real tokens, each padded where it is).
 int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longest, int64_t widest);
+// The planner's estimate of that widest micro-batch, from the mean length: as many sequences as the
+// budget packs, at most a rank's (`per_rank`), each at least the padded width. 0 without a budget.
+int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len);
 // One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
 // (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
 // balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into

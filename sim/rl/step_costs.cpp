@@ -284,8 +284,14 @@ void pad_micro_batches_to(std::vector<MicroBatch>& batches, int64_t padded_lengt
 }
 
 int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longest, int64_t widest) {
-  if (padded <= 0) return longest;
   return std::max({padded, longest, l.max_tokens_per_gpu > 0 ? widest : 0});
+}
+
+int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len) {
+  if (l.max_tokens_per_gpu <= 0) return 0;
+  const int64_t mean = std::max<int64_t>(1, mean_len);
+  const int64_t packs = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / mean);
+  return std::min(packs, std::max<int64_t>(1, per_rank)) * std::max(padded, mean);
 }
 
 int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_by_rank) {

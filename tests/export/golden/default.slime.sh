@@ -26,8 +26,8 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 tr
   --context-parallel-size 1 \
   --recompute-granularity selective \
   --use-dynamic-batch-size \
-  --max-tokens-per-gpu 16384 \
-  --log-probs-max-tokens-per-gpu 16384 \
+  --max-tokens-per-gpu 15360 \
+  --log-probs-max-tokens-per-gpu 15360 \
   --balance-data \
   --advantage-estimator grpo \
   --rollout-batch-size 64 \

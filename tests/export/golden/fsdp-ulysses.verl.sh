@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Exported by `arlsim export --format verl` from default (scenario default on 16 x h100-sxm, 150 steps).
 # Not expressible in verl, the closest setting taken:
-#   - a token budget of 16384 below the longest sequence: verl's must hold one whole sequence; raised to 20480
+#   - a token budget of 15360 below the longest sequence: verl's must hold one whole sequence; raised to 20480
 #   - selective recompute: verl's FSDP engine checkpoints whole layers; exported as gradient checkpointing
 #   - tool policy: verl's agent loop runs each trajectory's tools itself; pooled sandboxes are the tool server's business
 set -euo pipefail

@@ -32,7 +32,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 -m
   --train.batch_size 128 \
   --train.micro_batch_size 1 \
   --train.dynamic_batch_enable \
-  --train.max_tokens_per_gpu 16384 \
+  --train.max_tokens_per_gpu 15360 \
   --train.max_epochs 1 \
   --data.max_len 20480 \
   --rollout.max_new_tokens 16384 \
