@@ -110,9 +110,12 @@ rl::RunResult analytic_result(const input::ScenarioSpec& s, const trace::Trace& 
   r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
   const auto run = planner::analytic_run(s, f);
   if (!run) {
+    // No figure of the run stands: it is withheld as a stopped run's are.
     rl::OomEvent oom;
     oom.stage = "analytic: a layout does not fit a step";
+    if (!f.empty()) oom.step = f.front().step;
     r.oom_events.push_back(oom);
+    r.stopped_on_oom = true;
     return r;
   }
   double previous_end = 0;

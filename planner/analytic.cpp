@@ -133,8 +133,9 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   return a;
 }
 
-std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, int64_t mean_len) const {
-  const auto key = std::make_tuple(longest, sequences, mean_len);
+std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, int64_t mean_len, int64_t policy_packed,
+                                           int64_t critic_packed) const {
+  const auto key = std::make_tuple(longest, sequences, mean_len, policy_packed, critic_packed);
   if (const auto it = memory_.find(key); it != memory_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   auto needs = [&](const std::string& stage, const model::MemoryBreakdown& m) {
@@ -149,7 +150,9 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
     const int64_t padded = s_.workload.padded_length(critic);
     const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, given) : given;
     const int64_t per_rank = sequences / std::max<int64_t>(1, l.dp) / (training ? s_.workload.mini_batches : 1);
-    return rl::memory_width(l, padded, longest, mean_len > 0 ? rl::widest_micro_batch_estimate(l, padded, per_rank, mean_len) : 0);
+    return rl::memory_width(
+        l, padded, longest,
+        mean_len > 0 ? rl::widest_micro_batch_estimate(l, padded, per_rank, mean_len, critic ? critic_packed : policy_packed) : 0);
   };
   std::string problem;
   const std::pair<const char*, const std::optional<input::InferenceLayout>*> passes[] = {
@@ -183,8 +186,15 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
 StageCost TrainEstimator::cost(const StepFeatures& f) const {
   if (!problem_.empty()) return {0, problem_};
   if (f.trajectories == 0) return {};
+  // A padded model's micro-batches are as wide as their count of sequences: the most that one
+  // budget packs of the step's shortest.
+  const auto packed = [&](bool critic) -> int64_t {
+    if (s_.workload.padded_length(critic) <= 0 || (critic && !s_.workload.critic)) return 0;
+    const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, layout_) : layout_;
+    return l.max_tokens_per_gpu > 0 ? rl::shortest_pack(f.contexts, l.max_tokens_per_gpu * l.cp) : 0;
+  };
   if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories,
-                                    std::max<int64_t>(1, std::llround(f.mean_context)));
+                                    std::max<int64_t>(1, std::llround(f.mean_context)), packed(false), packed(true));
       !problem.empty())
     return {0, problem};
   // Offloaded states and the sleeping engines' weights in the nodes' host memory, beside the

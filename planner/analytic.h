@@ -76,7 +76,8 @@ class TrainEstimator {
   // The first pass that does not fit at the step's longest sequence (and, where a model computes
   // padded tensors under a token budget, its micro-batches of about budget / mean_len sequences
   // each as wide as the limits); "" when all fit.
-  std::string memory_problem(int64_t longest, int64_t sequences, int64_t mean_len = 0) const;
+  std::string memory_problem(int64_t longest, int64_t sequences, int64_t mean_len = 0, int64_t policy_packed = 0,
+                             int64_t critic_packed = 0) const;
   // The busiest rank's tokens over the mean rank's, averaged over the step's mini-batches, with
   // the samples assigned to ranks as the policy balances them.
   double mini_batch_skew(const StepFeatures& f) const;
@@ -85,7 +86,7 @@ class TrainEstimator {
   input::TrainLayout layout_;
   std::string problem_;
   mutable std::map<std::tuple<int64_t, int64_t, int64_t>, AtLength> times_;
-  mutable std::map<std::tuple<int64_t, int64_t, int64_t>, std::string> memory_;
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>, std::string> memory_;
   mutable std::map<std::pair<int64_t, size_t>, double> skew_;  // by step and trajectories
 };
 

@@ -31,8 +31,9 @@ std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpe
     const int64_t padded = s.workload.padded_length(value_head);
     // Memory at the step's longest sequence rounded up as the training estimator rounds it, or a
     // token budget's micro-batch.
-    const int64_t widest = rl::widest_micro_batch_estimate(tl, padded, f.trajectories / std::max<int64_t>(1, tl.dp),
-                                                           tokens(f.mean_context));
+    const int64_t widest = rl::widest_micro_batch_estimate(
+        tl, padded, f.trajectories / std::max<int64_t>(1, tl.dp), tokens(f.mean_context),
+        padded > 0 && tl.max_tokens_per_gpu > 0 ? rl::shortest_pack(f.contexts, tl.max_tokens_per_gpu * tl.cp) : 0);
     const int64_t width = rl::memory_width(tl, padded, grid_length(static_cast<double>(f.max_context), true), widest);
     if (!rl::forward_memory_at(s, m, tl, width, value_head).fits()) return {};
     // The reference pass also brings its weights in from host memory when they live there, as

@@ -74,6 +74,9 @@ std::vector<TrainCandidate> train_space(const input::ScenarioSpec& s) {
       c.pruned = "tensor-parallel groups of " + std::to_string(l.tp) + " straddle nodes of " + std::to_string(per_node) + " GPUs";
     else if (input::dp_split(l, s.workload) == input::DpSplit::refused)
       c.pruned = input::uneven_dp_text(l, s.workload);
+    else if (!out.empty() && l.cp > 1 && s.workload.pad_policy)
+      c.pruned = "cp " + std::to_string(l.cp) + " with padded tensors (workload padding \"limits\"), which verl's FSDP "
+                 "engine refuses";
     else
       c.pruned = model::check_train_request(m, s.cluster, rl::train_request(l, l.dp, 1024 * l.cp, s.workload));
     if (c.pruned.empty() && l.pp > 1 && l.vpp > 1 && l.max_tokens_per_gpu <= 0) {

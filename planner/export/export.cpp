@@ -228,6 +228,9 @@ std::string verl_command(const input::ScenarioSpec& s, const input::RolloutLayou
     if (train.max_tokens_per_gpu > 0) {
       const int64_t own = train.critic_max_tokens_per_gpu > 0 ? train.critic_max_tokens_per_gpu : train.max_tokens_per_gpu;
       const int64_t budget = std::max(own, w.max_context_tokens);
+      if (budget > own && train.critic_max_tokens_per_gpu > 0)
+        notes.push_back("a critic token budget of " + num(own) + " below the longest sequence: verl's must hold one whole "
+                        "sequence; raised to " + num(budget));
       o.set("critic.ppo_max_token_len_per_gpu", num(budget));
       o.set("critic.forward_max_token_len_per_gpu", num(budget));
     }

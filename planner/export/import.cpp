@@ -275,7 +275,8 @@ class Reader {
     } else if (is(key, t + "num_layers_in_last_pipeline_stage")) {
       count(l.train, "last_stage_layers");
     } else if (is(key, a + "strategy")) {
-      if (v != "fsdp" && v != "fsdp2") unmodelled(w, key, "strategy \"" + v + "\"");
+      if (v == "megatron") l.megatron = true;  // as ppo_megatron_trainer's configuration sets it
+      else if (v != "fsdp" && v != "fsdp2") unmodelled(w, key, "strategy \"" + v + "\"");
     } else if (is(key, a + "ulysses_sequence_parallel_size")) {
       ulysses_at_ = w;
       if (number<int64_t>(w, key, v, integer(v), n)) {
@@ -300,7 +301,10 @@ class Reader {
     } else if (is(key, a + "use_dynamic_bsz")) {
       if (number<bool>(w, key, v, boolean(v), b)) dynamic_ = b;
     } else if (is(key, a + "ppo_max_token_len_per_gpu")) {
-      if (number<int64_t>(w, key, v, integer(v), n)) tokens_ = n;
+      if (count_of(w, key, v, n)) {
+        tokens_ = n;
+        tokens_at_ = w;
+      }
     } else if (is(key, a + "ppo_micro_batch_size_per_gpu")) {
       count(l.train, "micro_batch");
     } else if (key.rfind("actor_rollout_ref.rollout.log_prob_", 0) == 0 || key.rfind("actor_rollout_ref.ref.log_prob_", 0) == 0) {
@@ -360,7 +364,7 @@ class Reader {
       if (number<int64_t>(w, key, v, integer(v), n)) l.staleness = n;
     } else if (is(key, "critic.ppo_max_token_len_per_gpu")) {
       // The critic's own budget (its values pass takes it too), where dynamic batching is on.
-      if (number<int64_t>(w, key, v, integer(v), n)) critic_tokens_ = n;
+      if (count_of(w, key, v, n)) critic_tokens_ = n;
     } else if (is(key, "critic.model.path") || is(key, "critic.ppo_mini_batch_size") ||
                is(key, "critic.forward_max_token_len_per_gpu")) {
       // The critic trains in the actor's layout and mini-batches in arlsim; one budget serves its
@@ -376,6 +380,16 @@ class Reader {
 
   // After a launch's words: what depends on several keys.
   void finish_verl(Launch& l) {
+    // verl's budget unless the launch gives one (its actor configuration's 16,384 tokens a GPU);
+    // a budget without dynamic batching is not used.
+    if (dynamic_ && tokens_ == 0) {
+      tokens_ = 16384;
+      out_.notes.push_back(r_.file + ": actor_rollout_ref.actor.ppo_max_token_len_per_gpu: not given with dynamic batching; "
+                           "verl's default 16384 taken");
+    }
+    if (!dynamic_ && tokens_at_)
+      note(*tokens_at_, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+           "not used: use_dynamic_bsz is off (micro-batches of ppo_micro_batch_size_per_gpu sequences)");
     if (dynamic_ && tokens_ > 0) l.train["max_tokens_per_gpu"] = tokens_;
     if (dynamic_ && critic_tokens_ > 0 && critic_tokens_ != tokens_) l.train["critic_max_tokens_per_gpu"] = critic_tokens_;
     // Unset, a multi-turn rollout of at least two turns; set, what it says (1: one turn).
@@ -411,6 +425,7 @@ class Reader {
     remove_padding_.reset();
     critic_remove_padding_.reset();
     ulysses_at_.reset();
+    tokens_at_.reset();
     tokens_ = critic_tokens_ = turns_ = bucket_mb_ = 0;
   }
 
@@ -497,7 +512,7 @@ class Reader {
       else if (is(key, "train.batch_size")) { if (value(integer(f.value), n)) train_batch = n; }
       else if (is(key, "train.micro_batch_size")) { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
       else if (is(key, "train.dynamic_batch_enable")) dynamic = true;
-      else if (is(key, "train.max_tokens_per_gpu")) { if (value(integer(f.value), n)) tokens = n; }
+      else if (is(key, "train.max_tokens_per_gpu")) { if (count_of(f.word, "--" + f.name, f.value, n)) tokens = n; }
       else if (is(key, "train.max_epochs")) { if (value(integer(f.value), n)) l.workload["ppo_epochs"] = n; }
       else if (is(key, "data.max_len")) { if (value(integer(f.value), n)) max_len = n; }
       else if (is(key, "rollout.max_new_tokens")) { if (value(integer(f.value), n)) l.workload["max_response_tokens"] = n; }
@@ -572,7 +587,7 @@ class Reader {
         else error(f.word, "--" + key, "expected full or selective, got \"" + f.value + "\"");
       }
       else if (is(key, "use-dynamic-batch-size")) dynamic = true;
-      else if (is(key, "max-tokens-per-gpu")) { if (value(integer(f.value), n)) tokens = n; }
+      else if (is(key, "max-tokens-per-gpu")) { if (count_of(f.word, "--" + key, f.value, n)) tokens = n; }
       else if (is(key, "micro-batch-size")) { if (value(integer(f.value), n)) l.train["micro_batch"] = n; }
       else if (is(key, "balance-data")) balance = true;
       else if (is(key, "rollout-batch-size")) { if (value(integer(f.value), n)) l.prompts = n; }
@@ -624,6 +639,7 @@ class Reader {
   bool liger_ = false;  // verl's actor_rollout_ref.model.use_liger
   std::optional<bool> remove_padding_, critic_remove_padding_;  // verl's use_remove_padding, the actor's and the critic's
   std::optional<Word> ulysses_at_;  // where the actor's Ulysses size was given
+  std::optional<Word> tokens_at_;   // where the actor's token budget was given
   int64_t tokens_ = 0, critic_tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 

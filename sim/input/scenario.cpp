@@ -342,10 +342,11 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
                                               (t.pp == 1 ? "no pipeline (pp 1)" : "no token budget (max_tokens_per_gpu)") +
                                               ", so it changes nothing");
   // Padded tensors are verl's FSDP engine's without use_remove_padding, which it refuses with
-  // Ulysses context parallelism; and a critic's padding with no critic changes nothing.
+  // Ulysses context parallelism for the policy; and a critic's padding with no critic changes nothing.
   if (const Value* w = v.find("workload"); w && w->is_object())
     if (const Value* padding = w->find("padding"); padding && padding->is_object()) {
-      if ((s.workload.pad_policy || (s.workload.pad_critic && s.workload.critic)) && t.cp > 1)
+      // (The critic trains in the policy's layout here; verl's runs its own, without Ulysses.)
+      if (s.workload.pad_policy && t.cp > 1)
         diag.warning(*padding, "/workload/padding",
                      "padded tensors (\"limits\") are verl's FSDP engine without use_remove_padding, which refuses "
                      "context parallelism (cp " + std::to_string(t.cp) + "): no framework runs this pairing; set the "

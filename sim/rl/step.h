@@ -211,7 +211,13 @@ int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_
 int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longest, int64_t widest);
 // The planner's estimate of that widest micro-batch, from the mean length: as many sequences as the
 // budget packs, at most a rank's (`per_rank`), each at least the padded width. 0 without a budget.
-int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len);
+// `most_packed` (> 0): the most sequences one micro-batch may take (shortest_pack), for a padded
+// model, whose micro-batch is as wide as its count of sequences.
+int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len,
+                                    int64_t most_packed = 0);
+// How many of the shortest of `lengths` (sorted longest first) one token budget packs: the most
+// sequences a micro-batch built by real tokens may hold. At least 1.
+int64_t shortest_pack(const std::vector<int64_t>& lengths_longest_first, int64_t budget);
 // One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
 // (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
 // balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into

@@ -287,11 +287,22 @@ int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longes
   return std::max({padded, longest, l.max_tokens_per_gpu > 0 ? widest : 0});
 }
 
-int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len) {
+int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len,
+                                    int64_t most_packed) {
   if (l.max_tokens_per_gpu <= 0) return 0;
   const int64_t mean = std::max<int64_t>(1, mean_len);
-  const int64_t packs = std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / mean);
+  const int64_t packs = padded > 0 && most_packed > 0 ? most_packed : std::max<int64_t>(1, l.max_tokens_per_gpu * l.cp / mean);
   return std::min(packs, std::max<int64_t>(1, per_rank)) * std::max(padded, mean);
+}
+
+int64_t shortest_pack(const std::vector<int64_t>& lengths_longest_first, int64_t budget) {
+  int64_t count = 0, sum = 0;
+  for (auto it = lengths_longest_first.rbegin(); it != lengths_longest_first.rend(); ++it) {
+    if (sum + *it > budget) break;
+    sum += *it;
+    ++count;
+  }
+  return std::max<int64_t>(1, count);
 }
 
 int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_by_rank) {

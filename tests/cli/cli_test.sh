@@ -638,6 +638,14 @@ contains capacity-no-system-note "$tmp/out" "h800-sxm: its profile names no syst
 # in the racks' NVLink domain of 72; between 8-GPU servers the scenario's nodes stay.
 expect capacity-own-servers 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements colocated --steps 10 --confirm 0
 contains capacity-own-servers-row "$tmp/out" "h100-sxm         9     72  colocated"
+# Padded tensors: the planner leaves context parallelism out (verl refuses it without padding
+# removal), and its memory estimate keeps the confirmed runs free of OOMs.
+expect capacity-padded 0 "$arlsim" capacity default --nodes 2 --placements colocated --steps 10 --set '/workload/padding={"policy":"limits"}'
+if grep -qE "^h100-sxm .* cp[0-9]" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-padded-no-cp"; else passed=$((passed + 1)); fi
+if grep -q "OOM" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-padded-confirmed"; else passed=$((passed + 1)); fi
+# whatif's analytic figures of a variant that does not fit are withheld, as a stopped run's.
+expect whatif-analytic-oom 0 "$arlsim" whatif default --steps 1:1 --analytic --vary '/workload/padding={"policy":"removed"},{"policy":"limits"}'
+if grep -qE "^step time mean \(s\) +[0-9.]+ +-$" "$tmp/out"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL whatif-analytic-oom-withheld"; fi
 # A configuration that cannot be built still says the nodes and the split it would have had.
 expect capacity-unbuilt-shape 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements disaggregated:0.3 --steps 10 --confirm 0
 contains capacity-unbuilt-shape-row "$tmp/out" "h100-sxm         9     72  disagg 22%"

@@ -153,6 +153,26 @@ printf '%s\n' 'python3 -m verl.trainer.main_ppo trainer.nnodes=1 critic.ppo_mini
 "$arlsim" import "$tmp/critic-typo.sh" --from verl --model qwen3-8b --out "$tmp/critic-typo.json" >/dev/null 2>"$tmp/critic-typo.err"
 contains import-typo-critic "$tmp/critic-typo.err" "critic.ppo_mini_batch_sise: not modelled by arlsim; did you mean critic.ppo_mini_batch_size?"
 
+# verl's token budget: its default where dynamic batching has none, refused at 0, unused without
+# dynamic batching; strategy=megatron is the Megatron engine.
+sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.use_dynamic_bsz=True/' "$tmp/pad.sh" >"$tmp/dyn.sh"
+"$arlsim" import "$tmp/dyn.sh" --from verl --model qwen3-8b --out "$tmp/dyn.json" >/dev/null 2>"$tmp/dyn.err"
+contains import-budget-default "$tmp/dyn.err" "ppo_max_token_len_per_gpu: not given with dynamic batching; verl's default 16384 taken"
+sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.ppo_max_token_len_per_gpu=0/' "$tmp/dyn.sh" >"$tmp/zero-budget.sh"
+expect import-budget-zero 2 "$arlsim" import "$tmp/zero-budget.sh" --from verl --model qwen3-8b --out "$tmp/zero-budget.json"
+contains import-budget-zero-why "$tmp/err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
+sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192/' "$tmp/pad.sh" >"$tmp/unused-budget.sh"
+"$arlsim" import "$tmp/unused-budget.sh" --from verl --model qwen3-8b --out "$tmp/unused-budget.json" >/dev/null 2>"$tmp/unused-budget.err"
+contains import-budget-unused "$tmp/unused-budget.err" "not used: use_dynamic_bsz is off"
+sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.strategy=megatron/' "$tmp/pad.sh" >"$tmp/megatron.sh"
+"$arlsim" import "$tmp/megatron.sh" --from verl --model qwen3-8b --out "$tmp/megatron.json" >/dev/null 2>&1
+if python3 -c "import json, sys; s = json.load(open(sys.argv[1])); t = s['policy']['train']; assert t['zero'] == 1 and t['kernels'] == 'fused' and 'padding' not in s['workload'], s" "$tmp/megatron.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-strategy-megatron"; fi
+# A critic budget below one sequence is raised for verl, and said.
+"$arlsim" export default --format verl --set '/workload/algorithm="ppo"' --set '/workload/critic="qwen3-4b"' \
+  --set /policy/train/critic_max_tokens_per_gpu=12345 >/dev/null 2>"$tmp/critic-budget.err"
+contains export-critic-budget-raised "$tmp/critic-budget.err" "a critic token budget of 12345 below the longest sequence"
+
 # Uneven pipeline stages go to slime as Megatron-LM's flags, and come back on import.
 "$arlsim" export default --format slime --set /policy/train/pp=4 --set /policy/train/dp=2 \
   --set /policy/train/first_stage_layers=12 --set /policy/train/last_stage_layers=12 >"$tmp/uneven.sh" 2>/dev/null
