@@ -258,6 +258,18 @@ int run_capacity(const Args& args) {
                  placements_text + "\"");
   if (!nodes_text.empty() && !parse_nodes(nodes_text, o.nodes))
     return usage("--nodes expects counts like 2,4,8 or a range 2..64, got \"" + nodes_text + "\"");
+  // A count or a placement given twice would be a row twice.
+  for (size_t i = 0; i < o.nodes.size(); ++i)
+    if (std::find(o.nodes.begin(), o.nodes.begin() + static_cast<std::ptrdiff_t>(i), o.nodes[i]) !=
+        o.nodes.begin() + static_cast<std::ptrdiff_t>(i))
+      return usage("--nodes names " + std::to_string(o.nodes[i]) + " twice");
+  for (size_t i = 0; i < o.placements.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (o.placements[j].placement == o.placements[i].placement && o.placements[j].rollout_share == o.placements[i].rollout_share)
+        return usage("--placements names " +
+                     (o.placements[i].placement == "colocated" ? std::string("colocated")
+                                                               : "disaggregated:" + report::format_json_number(o.placements[i].rollout_share)) +
+                     " twice");
   for (int64_t n : o.nodes)
     if (n > input::kMaxNodes)
       return usage("--nodes: " + std::to_string(n) + " is more than a cluster may have (" + std::to_string(input::kMaxNodes) + ")");

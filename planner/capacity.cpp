@@ -209,11 +209,12 @@ std::string scenario_on(const input::ScenarioSpec& base, const input::Value& doc
   policy->erase("critic");
   policy->erase("rollout_gpus");
   if (c.placement == "disaggregated") {
-    rollout_gpus = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(gpus) * c.rollout_share));
-    // Whole nodes to each side; where a node is an NVLink domain of several hosts, whole hosts.
+    // Whole nodes to each side, the nearest to the share asked that leaves the other side one; where
+    // a node is an NVLink domain of several hosts, whole hosts.
     const int64_t unit = system ? system->cluster.host_gpus() : base.cluster.host_gpus();
     const bool hosts = system || multi_host_domains(base.cluster);
-    rollout_gpus = rollout_gpus / unit * unit;
+    rollout_gpus = std::llround(static_cast<double>(gpus) * c.rollout_share / static_cast<double>(unit)) * unit;
+    if (gpus >= 2 * unit) rollout_gpus = std::clamp(rollout_gpus, unit, gpus - unit);
     if (rollout_gpus <= 0 || rollout_gpus >= gpus)
       return "a " + std::to_string(std::llround(c.rollout_share * 100)) + "% rollout pool of " + std::to_string(gpus) +
              " GPUs leaves no whole " + (hosts ? "host" : "node") + " to one side";

@@ -647,8 +647,8 @@ if grep -q "OOM" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-pa
 expect whatif-analytic-oom 0 "$arlsim" whatif default --steps 1:1 --analytic --vary '/workload/padding={"policy":"removed"},{"policy":"limits"}'
 if grep -qE "^step time mean \(s\) +[0-9.]+ +-$" "$tmp/out"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL whatif-analytic-oom-withheld"; fi
 # A configuration that cannot be built still says the nodes and the split it would have had.
-expect capacity-unbuilt-shape 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements disaggregated:0.3 --steps 10 --confirm 0
-contains capacity-unbuilt-shape-row "$tmp/out" "h100-sxm         9     72  disagg 22%"
+expect capacity-unbuilt-shape 0 "$arlsim" capacity "$tmp/on-gb200.json" --gpus h100-sxm --nodes 1 --placements disaggregated:0.4 --steps 10 --confirm 0
+contains capacity-unbuilt-shape-row "$tmp/out" "h100-sxm         9     72  disagg 44%           -"
 contains capacity-own-servers-note "$tmp/out" "h100-sxm: nodes are NVLink domains of dgx-h100"
 expect capacity-servers-stay 0 "$arlsim" capacity default --gpus h200-sxm --nodes 2 --placements colocated --steps 10 --confirm 0 --set '/cluster/network/nic_bandwidth="100 Gbps"'
 if grep -q "hgx-h200" "$tmp/out"; then failed=$((failed + 1)); echo "FAIL capacity-servers-stay-note"; else passed=$((passed + 1)); fi
@@ -668,11 +668,19 @@ contains capacity-share-rounded-row "$tmp/out" "disagg 75%"
 contains capacity-share-rounded-note "$tmp/out" "disaggregated:0.9 splits in whole nodes: e.g. 24 of 32 h100-sxm GPUs roll out (75%)"
 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.9 --steps 10 --confirm 0 --json >"$tmp/share.json"
 contains capacity-share-rounded-json "$tmp/share.json" '"rollout_gpus": 24'
+# A share goes to the nearest whole nodes that leave the other side one; a count or a placement
+# given twice is refused, as a GPU is.
+expect capacity-share-nearest 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.49 --steps 10 --confirm 0
+if grep -qE "^h100-sxm +4 +32  disagg 50%" "$tmp/out"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-share-nearest-row"; fi
+expect capacity-nodes-twice 2 "$arlsim" capacity default --nodes 2,2 --steps 10
+contains capacity-nodes-twice-why "$tmp/err" "--nodes names 2 twice"
+expect capacity-placements-twice 2 "$arlsim" capacity default --placements disaggregated,disaggregated:0.5 --steps 10
+contains capacity-placements-twice-why "$tmp/err" "--placements names disaggregated:0.5 twice"
 # Shares that whole nodes round alike build one cluster: one row, one line naming both.
-expect capacity-share-same-split 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.6,disaggregated:0.7 --steps 10 --confirm 0
+expect capacity-share-same-split 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.55,disaggregated:0.6 --steps 10 --confirm 0
 if [ "$(grep -cE '^h100-sxm +4 +32  disagg 50%' "$tmp/out")" = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-share-same-split-one-row"; fi
-contains capacity-share-same-split-note "$tmp/out" "disaggregated:0.6 and disaggregated:0.7 split in whole nodes: e.g. 16 of 32 h100-sxm GPUs roll out (50%)"
-"$arlsim" capacity default --nodes 4 --placements disaggregated:0.6,disaggregated:0.7 --steps 10 --confirm 0 --json >"$tmp/same.json"
+contains capacity-share-same-split-note "$tmp/out" "disaggregated:0.55 and disaggregated:0.6 split in whole nodes: e.g. 16 of 32 h100-sxm GPUs roll out (50%)"
+"$arlsim" capacity default --nodes 4 --placements disaggregated:0.55,disaggregated:0.6 --steps 10 --confirm 0 --json >"$tmp/same.json"
 if [ "$(grep -c '"rollout_gpus": 16' "$tmp/same.json")" = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-share-same-split-json"; fi
 expect capacity-rack-dp 0 "$arlsim" capacity "$tmp/on-gb200.json" --nodes 32 --placements colocated --steps 10 --confirm 0
 if grep -qE "^gb200 +32 +2304  colocated .* rollout tp" "$tmp/out"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL capacity-rack-dp-row"; fi
