@@ -130,42 +130,44 @@ if grep -q "use-wandb.*did you mean" "$tmp/far.err"; then failed=$((failed + 1))
 
 # verl's FSDP engine computes padded tensors unless use_remove_padding (False by default): import
 # says so per model; the Megatron engine packs.
+padding_is() {  # padding_is NAME SCENARIO PYTHON-ASSERTION (on p, the workload's padding)
+  if python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['workload']['padding']; assert $3, p" "$2"; then
+    passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1"; fi
+}
 sed 's/tensor_model_parallel_size=3/tensor_model_parallel_size=2/' "$tmp/badtp.sh" >"$tmp/pad.sh"
 "$arlsim" import "$tmp/pad.sh" --from verl --model qwen3-8b --out "$tmp/pad.json" >/dev/null 2>"$tmp/pad.err"
 contains import-padding-default-note "$tmp/pad.err" "use_remove_padding: not given; verl's default (False) computes every sequence padded"
-if python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['workload']['padding']; assert p == {'policy': 'limits'}, p" "$tmp/pad.json"; then
-  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-padding-default"; fi
-sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.model.use_remove_padding=True/' "$tmp/pad.sh" >"$tmp/packed.sh"
-"$arlsim" import "$tmp/packed.sh" --from verl --model qwen3-8b --out "$tmp/packed.json" >/dev/null 2>"$tmp/packed.err"
-if python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['workload']['padding']; assert p['policy'] == 'removed', p" "$tmp/packed.json"; then
-  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-padding-removed"; fi
+padding_is import-padding-default "$tmp/pad.json" "p == {'policy': 'limits'}"
+with_words() {  # with_words NAME BASE WORDS: BASE's launch with WORDS added, into $tmp/NAME.sh, imported (status in $tmp/NAME.status)
+  sed "s/trainer.nnodes=1/trainer.nnodes=1 $3/" "$2" >"$tmp/$1.sh"
+  "$arlsim" import "$tmp/$1.sh" --from verl --model qwen3-8b --out "$tmp/$1.json" >/dev/null 2>"$tmp/$1.err"
+  echo $? >"$tmp/$1.status"
+}
+with_words packed "$tmp/pad.sh" actor_rollout_ref.model.use_remove_padding=True
+padding_is import-padding-removed "$tmp/packed.json" "p['policy'] == 'removed'"
 if grep -q "use_remove_padding" "$tmp/packed.err"; then failed=$((failed + 1)); echo "FAIL import-padding-no-note"; else passed=$((passed + 1)); fi
 # PPO (GAE, verl's default estimator) pads its critic by its own key; Ulysses needs padding removed.
 sed 's/algorithm.adv_estimator=grpo/algorithm.adv_estimator=gae/' "$tmp/packed.sh" >"$tmp/ppo.sh"
 "$arlsim" import "$tmp/ppo.sh" --from verl --model qwen3-8b --out "$tmp/ppo.json" >/dev/null 2>"$tmp/ppo.err"
 contains import-padding-critic-note "$tmp/ppo.err" "critic.model.use_remove_padding: not given; verl's default (False)"
-if python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['workload']['padding']; assert p == {'policy': 'removed', 'critic': 'limits'}, p" "$tmp/ppo.json"; then
-  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-padding-critic"; fi
-sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.ulysses_sequence_parallel_size=2/' "$tmp/pad.sh" >"$tmp/ulysses.sh"
-expect import-ulysses-padded 2 "$arlsim" import "$tmp/ulysses.sh" --from verl --model qwen3-8b --out "$tmp/ulysses.json"
-contains import-ulysses-padded-why "$tmp/err" "verl refuses Ulysses sequence parallelism without actor_rollout_ref.model.use_remove_padding=True"
+padding_is import-padding-critic "$tmp/ppo.json" "p == {'policy': 'removed', 'critic': 'limits'}"
+with_words ulysses "$tmp/pad.sh" actor_rollout_ref.actor.ulysses_sequence_parallel_size=2
+contains import-ulysses-padded-status "$tmp/ulysses.status" "2"
+contains import-ulysses-padded-why "$tmp/ulysses.err" "verl refuses Ulysses sequence parallelism without actor_rollout_ref.model.use_remove_padding=True"
 printf '%s\n' 'python3 -m verl.trainer.main_ppo trainer.nnodes=1 critic.ppo_mini_batch_sise=16' >"$tmp/critic-typo.sh"
 "$arlsim" import "$tmp/critic-typo.sh" --from verl --model qwen3-8b --out "$tmp/critic-typo.json" >/dev/null 2>"$tmp/critic-typo.err"
 contains import-typo-critic "$tmp/critic-typo.err" "critic.ppo_mini_batch_sise: not modelled by arlsim; did you mean critic.ppo_mini_batch_size?"
 
 # verl's token budget: its default where dynamic batching has none, refused at 0, unused without
 # dynamic batching; strategy=megatron is the Megatron engine.
-sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.use_dynamic_bsz=True/' "$tmp/pad.sh" >"$tmp/dyn.sh"
-"$arlsim" import "$tmp/dyn.sh" --from verl --model qwen3-8b --out "$tmp/dyn.json" >/dev/null 2>"$tmp/dyn.err"
+with_words dyn "$tmp/pad.sh" actor_rollout_ref.actor.use_dynamic_bsz=True
 contains import-budget-default "$tmp/dyn.err" "ppo_max_token_len_per_gpu: not given with dynamic batching; verl's default 16384 taken"
-sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.ppo_max_token_len_per_gpu=0/' "$tmp/dyn.sh" >"$tmp/zero-budget.sh"
-expect import-budget-zero 2 "$arlsim" import "$tmp/zero-budget.sh" --from verl --model qwen3-8b --out "$tmp/zero-budget.json"
-contains import-budget-zero-why "$tmp/err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
-sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192/' "$tmp/pad.sh" >"$tmp/unused-budget.sh"
-"$arlsim" import "$tmp/unused-budget.sh" --from verl --model qwen3-8b --out "$tmp/unused-budget.json" >/dev/null 2>"$tmp/unused-budget.err"
+with_words zero-budget "$tmp/dyn.sh" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=0
+contains import-budget-zero-status "$tmp/zero-budget.status" "2"
+contains import-budget-zero-why "$tmp/zero-budget.err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
+with_words unused-budget "$tmp/pad.sh" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192
 contains import-budget-unused "$tmp/unused-budget.err" "not used: use_dynamic_bsz is off"
-sed 's/trainer.nnodes=1/trainer.nnodes=1 actor_rollout_ref.actor.strategy=megatron/' "$tmp/pad.sh" >"$tmp/megatron.sh"
-"$arlsim" import "$tmp/megatron.sh" --from verl --model qwen3-8b --out "$tmp/megatron.json" >/dev/null 2>&1
+with_words megatron "$tmp/pad.sh" actor_rollout_ref.actor.strategy=megatron
 if python3 -c "import json, sys; s = json.load(open(sys.argv[1])); t = s['policy']['train']; assert t['zero'] == 1 and t['kernels'] == 'fused' and 'padding' not in s['workload'], s" "$tmp/megatron.json"; then
   passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-strategy-megatron"; fi
 # A critic budget below one sequence is raised for verl, and said.

@@ -22,6 +22,18 @@ double sum(const rl::StageTimes& t) {
   return t.rollout + t.reward + t.old_logprob + t.ref_logprob + t.critic + t.dispatch + t.train + t.weight_sync;
 }
 
+
+// One step of the default scenario with `base` and then `extra` overrides, which must not OOM.
+rl::StageTimes one_step(const std::vector<std::string>& base, const std::vector<std::string>& extra) {
+  std::vector<std::string> all = base;
+  all.insert(all.end(), extra.begin(), extra.end());
+  const auto s = scenario(all);
+  const auto r = rl::simulate_run(s, small_trace(s), {});
+  REQUIRE(r.steps.size() == 1);
+  REQUIRE_FALSE(r.steps[0].oom);
+  return r.steps[0].stages;
+}
+
 }  // namespace
 
 TEST_CASE("step: a synchronous colocated step on one node is its stages one after another") {
@@ -748,15 +760,7 @@ TEST_CASE("step: a model that computes padded tensors prices every sequence at t
                                       "/workload/max_prompt_tokens=512", "/workload/max_response_tokens=1536",
                                       "/workload/max_context_tokens=2048", "/workload/max_turns=1",
                                       "/trace/generate/prompts_per_step=8", "/trace/generate/group_size=8"};
-  const auto step_of = [&](std::vector<std::string> extra) {
-    std::vector<std::string> all = base;
-    all.insert(all.end(), extra.begin(), extra.end());
-    const auto s = scenario(all);
-    const auto r = rl::simulate_run(s, small_trace(s), {});
-    REQUIRE(r.steps.size() == 1);
-    REQUIRE_FALSE(r.steps[0].oom);
-    return r.steps[0].stages;
-  };
+  const auto step_of = [&](const std::vector<std::string>& extra) { return one_step(base, extra); };
   const auto packed = step_of({});
   const auto padded = step_of({"/workload/padding={\"policy\": \"limits\"}"});
   CHECK(padded.old_logprob > 1.5 * packed.old_logprob);
@@ -792,15 +796,7 @@ TEST_CASE("step: the critic trains in its own token budget where the layout give
                                       "/policy/train/max_tokens_per_gpu=4096", "/workload/algorithm=\"ppo\"",
                                       "/workload/critic=\"qwen3-4b\"", "/trace/generate/prompts_per_step=16",
                                       "/trace/generate/group_size=8"};
-  const auto step_of = [&](std::vector<std::string> extra) {
-    std::vector<std::string> all = base;
-    all.insert(all.end(), extra.begin(), extra.end());
-    const auto s = scenario(all);
-    const auto r = rl::simulate_run(s, small_trace(s), {});
-    REQUIRE(r.steps.size() == 1);
-    REQUIRE_FALSE(r.steps[0].oom);
-    return r.steps[0].stages;
-  };
+  const auto step_of = [&](const std::vector<std::string>& extra) { return one_step(base, extra); };
   const auto shared = step_of({});
   const auto same = step_of({"/policy/train/critic_max_tokens_per_gpu=4096"});
   CHECK(same.train == doctest::Approx(shared.train).epsilon(1e-12));  // the actor's budget: nothing changes
