@@ -1,6 +1,7 @@
 #include "planner/export/import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -119,9 +120,12 @@ std::optional<double> real(const std::string& s) {
   }
   return std::nullopt;
 }
+// A boolean as OmegaConf takes one (any case): true, yes, on, 1; false, no, off, 0.
 std::optional<bool> boolean(const std::string& s) {
-  if (s == "True" || s == "true" || s == "1") return true;
-  if (s == "False" || s == "false" || s == "0") return false;
+  std::string t;
+  for (char c : s) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t == "true" || t == "yes" || t == "on" || t == "1") return true;
+  if (t == "false" || t == "no" || t == "off" || t == "0") return false;
   return std::nullopt;
 }
 
@@ -390,7 +394,10 @@ class Reader {
     if (!dynamic_ && tokens_at_)
       note(*tokens_at_, "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
            "not used: use_dynamic_bsz is off (micro-batches of ppo_micro_batch_size_per_gpu sequences)");
-    if (dynamic_ && tokens_ > 0) l.train["max_tokens_per_gpu"] = tokens_;
+    if (dynamic_ && tokens_ > 0) {
+      l.train["max_tokens_per_gpu"] = tokens_;
+      l.train.erase("micro_batch");  // the budget makes the micro-batches
+    }
     if (dynamic_ && critic_tokens_ > 0 && critic_tokens_ != tokens_) l.train["critic_max_tokens_per_gpu"] = critic_tokens_;
     // Unset, a multi-turn rollout of at least two turns; set, what it says (1: one turn).
     if (multi_turn_) l.workload["max_turns"] = turns_ > 0 ? turns_ : 2;

@@ -341,6 +341,17 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
     at.warning("train/pad_micro_batches", std::string("padding evens out the packed micro-batches of a pipeline, and there is ") +
                                               (t.pp == 1 ? "no pipeline (pp 1)" : "no token budget (max_tokens_per_gpu)") +
                                               ", so it changes nothing");
+  // An eager dispatch without eager mode, and fixed micro-batches beside a token budget, are not used.
+  if (const Value* w = v.find("workload"); w && w->is_object())
+    if (const Value* e = w->find("engine"); e && e->is_object())
+      if (const Value* d = e->find("eager_dispatch"); d && s.workload.engine.eager_dispatch_given && !s.workload.engine.enforce_eager)
+        diag.warning(*d, "/workload/engine/eager_dispatch",
+                     "the dispatch prices eager mode, and enforce_eager is off (CUDA graphs), so it changes nothing");
+  if (const Value* p = v.find("policy"); p && p->is_object())
+    if (const Value* tr = p->find("train"); tr && tr->is_object())
+      if (const Value* mb = tr->find("micro_batch"); mb && t.max_tokens_per_gpu > 0)
+        diag.warning(*mb, "/policy/train/micro_batch",
+                     "a token budget (max_tokens_per_gpu) makes the micro-batches, so a count of sequences changes nothing");
   // Padded tensors are verl's FSDP engine's without use_remove_padding, which it refuses with
   // Ulysses context parallelism for the policy; and a critic's padding with no critic changes nothing.
   if (const Value* w = v.find("workload"); w && w->is_object())

@@ -668,6 +668,11 @@ contains capacity-share-rounded-row "$tmp/out" "disagg 75%"
 contains capacity-share-rounded-note "$tmp/out" "disaggregated:0.9 splits in whole nodes: e.g. 24 of 32 h100-sxm GPUs roll out (75%)"
 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.9 --steps 10 --confirm 0 --json >"$tmp/share.json"
 contains capacity-share-rounded-json "$tmp/share.json" '"rollout_gpus": 24'
+# Settings a scenario's other settings make unused are warned about.
+expect check-eager-dispatch-unused 0 "$arlsim" check default --set '/workload/engine/eager_dispatch="5 us"'
+contains check-eager-dispatch-unused-why "$tmp/err" "/workload/engine/eager_dispatch: the dispatch prices eager mode, and enforce_eager is off"
+expect check-micro-batch-unused 0 "$arlsim" check default --set /policy/train/micro_batch=4
+contains check-micro-batch-unused-why "$tmp/err" "/policy/train/micro_batch: a token budget (max_tokens_per_gpu) makes the micro-batches"
 # A share goes to the nearest whole nodes that leave the other side one; a count or a placement
 # given twice is refused, as a GPU is.
 expect capacity-share-nearest 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.49 --steps 10 --confirm 0

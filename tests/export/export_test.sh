@@ -167,6 +167,11 @@ contains import-budget-zero-status "$tmp/zero-budget.status" "2"
 contains import-budget-zero-why "$tmp/zero-budget.err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
 with_words unused-budget "$tmp/pad.sh" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192
 contains import-budget-unused "$tmp/unused-budget.err" "not used: use_dynamic_bsz is off"
+# Booleans as OmegaConf reads them, in any case.
+with_words upper "$tmp/pad.sh" actor_rollout_ref.model.use_remove_padding=TRUE
+padding_is import-boolean-upper "$tmp/upper.json" "p['policy'] == 'removed'"
+with_words yes "$tmp/pad.sh" actor_rollout_ref.model.use_remove_padding=yes
+padding_is import-boolean-yes "$tmp/yes.json" "p['policy'] == 'removed'"
 with_words megatron "$tmp/pad.sh" actor_rollout_ref.actor.strategy=megatron
 if python3 -c "import json, sys; s = json.load(open(sys.argv[1])); t = s['policy']['train']; assert t['zero'] == 1 and t['kernels'] == 'fused' and 'padding' not in s['workload'], s" "$tmp/megatron.json"; then
   passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-strategy-megatron"; fi
