@@ -332,6 +332,11 @@ void check_scenario(const Value& v, const ScenarioSpec& s, Diagnostics& diag) {
   if (s.policy.train.shard_fp32 && s.policy.train.zero < 3)
     at.warning("train/shard_dtype", "only ZeRO-3 shards the parameters, so the shard dtype changes nothing at ZeRO " +
                                         std::to_string(s.policy.train.zero));
+  // Offloaded parameters are ZeRO-3's shards (DeepSpeed's offload_param, FSDP's CPU offload).
+  if (s.policy.train.offload_params && s.policy.train.zero < 3)
+    at.warning("train/offload_params", "DeepSpeed (offload_param) and FSDP (CPU offload) offload ZeRO-3's parameter "
+                                       "shards; at ZeRO " + std::to_string(s.policy.train.zero) +
+                                       " each rank offloads whole parameters, which neither runs");
   // Packing and padding need a token budget, padding a pipeline too (a schedule's layouts may add one).
   const auto& t = s.policy.train;
   if (t.fit_packing && t.max_tokens_per_gpu == 0)

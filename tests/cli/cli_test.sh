@@ -673,6 +673,8 @@ expect check-eager-dispatch-unused 0 "$arlsim" check default --set '/workload/en
 contains check-eager-dispatch-unused-why "$tmp/err" "/workload/engine/eager_dispatch: the dispatch prices eager mode, and enforce_eager is off"
 expect check-micro-batch-unused 0 "$arlsim" check default --set /policy/train/micro_batch=4
 contains check-micro-batch-unused-why "$tmp/err" "/policy/train/micro_batch: a token budget (max_tokens_per_gpu) makes the micro-batches"
+expect check-offload-params-zero1 0 "$arlsim" check default --set /policy/train/offload_params=true
+contains check-offload-params-zero1-why "$tmp/err" "/policy/train/offload_params: DeepSpeed (offload_param) and FSDP (CPU offload) offload ZeRO-3's parameter shards"
 # A share goes to the nearest whole nodes that leave the other side one; a count or a placement
 # given twice is refused, as a GPU is.
 expect capacity-share-nearest 0 "$arlsim" capacity default --nodes 4 --placements disaggregated:0.49 --steps 10 --confirm 0
