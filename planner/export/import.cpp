@@ -858,6 +858,13 @@ ImportResult import_launch(const ImportRequest& r) {
   s["trace"] = {{"generate", {{"steps", steps}, {"options", options}}}};
   out.scenario = s.dump(2) + "\n";
   out.origin = base.origin;
+  // A data-parallel size the launch does not give is what its GPUs leave: at the words that set them.
+  if (!base.train.count("dp")) {
+    std::string words;
+    for (const char* from : {"/cluster/nodes", "/cluster/gpus_per_node", "/policy/train/tp", "/policy/train/pp", "/policy/train/cp"})
+      if (const auto it = base.origin.find(from); it != base.origin.end()) words += (words.empty() ? "" : " and ") + it->second;
+    if (!words.empty()) out.origin["/policy/train/dp"] = words;
+  }
   return out;
 }
 

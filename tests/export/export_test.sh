@@ -113,6 +113,10 @@ printf '%s\n' 'python3 -m openrlhf.cli.train_ppo_ray --actor.num_nodes 1 --actor
   '  --data.max_len 4096 --rollout.max_new_tokens 2048 --train.colocate_all' >"$tmp/engines.sh"
 expect import-bad-engines 2 "$arlsim" import "$tmp/engines.sh" --from openrlhf --model qwen3-8b --out "$tmp/engines.json"
 contains import-bad-engines-at-word "$tmp/err" "$tmp/engines.sh:1: --vllm.num_engines 8: /policy/rollout/replicas: 8 engines of 2 GPUs need 16 GPUs, but rollout has 8"
+# A data-parallel size the launch leaves to its GPUs is blamed on the words that set them.
+sed 's/trainer.n_gpus_per_node=8 trainer.nnodes=1/trainer.n_gpus_per_node=6 trainer.nnodes=2/; s/tensor_model_parallel_size=3/tensor_model_parallel_size=2/' "$tmp/badtp.sh" >"$tmp/dp.sh"
+expect import-bad-dp 2 "$arlsim" import "$tmp/dp.sh" --from verl --model qwen3-8b --out "$tmp/dp.json"
+contains import-bad-dp-at-words "$tmp/err" "trainer.nnodes=2 and $tmp/dp.sh:5: trainer.n_gpus_per_node=6: /policy/train/dp:"
 
 # A key one or two letters from one the reader knows is listed with what it may be a slip of.
 sed 's/data.max_response_length=2048/data.max_response_lenght=2048/' "$tmp/badtp.sh" >"$tmp/typo.sh"
