@@ -101,13 +101,13 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   if (const auto it = times_.find(key); it != times_.end()) return it->second;
   const int64_t per_mini_batch = std::max<int64_t>(1, sequences / s_.workload.mini_batches);
   AtLength a;
-  // A model that computes padded tensors: every sequence the limits' length.
-  const auto len = [&](bool critic, int64_t unpadded) { return std::max(s_.workload.padded_length(critic), unpadded); };
+  // A model that computes padded tensors does so at least as wide as the limits.
+  const auto& w = s_.workload;
   const auto passes = [&](const input::ModelSpec& m, bool value_head) {
-    auto r = rl::train_request(value_head ? rl::critic_layout_of(m, layout_) : rl::layout_of(m, layout_), per_mini_batch,
-                               len(value_head, mean_len), s_.workload);
+    auto r = rl::train_request(rl::model_layout_of(m, layout_, value_head), per_mini_batch,
+                               w.computed_length(value_head, mean_len), w);
     r.value_head = value_head;
-    r.attention_len = len(value_head, attention_len);
+    r.attention_len = w.computed_length(value_head, attention_len);
     const auto e = model::estimate_train(m, s_.cluster, r);
     const auto steps = static_cast<double>(s_.workload.ppo_epochs * s_.workload.mini_batches);
     a.train_pipeline_s += e.breakdown.pipeline_s * steps;
@@ -116,9 +116,8 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
   passes(s_.model, false);
   // The forward passes in the policy's layouts for them, as the simulator runs them.
   const auto forward = [&](const input::ModelSpec& m, const std::optional<input::InferenceLayout>& pass, bool value_head) {
-    const input::TrainLayout tl = rl::pass_layout(layout_, pass);
-    return rl::forward_pass_seconds(s_, m, value_head ? rl::critic_layout_of(m, tl) : tl, sequences, len(value_head, mean_len),
-                                    value_head, len(value_head, attention_len));
+    return rl::forward_pass_seconds(s_, m, rl::model_layout_of(m, rl::pass_layout(layout_, pass), value_head), sequences,
+                                    w.computed_length(value_head, mean_len), value_head, w.computed_length(value_head, attention_len));
   };
   double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference)
@@ -148,7 +147,7 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
   // (at most its share), each at least the padded width where the model computes padded tensors.
   const auto at = [&](bool critic, const input::TrainLayout& given, bool training) {
     const int64_t padded = s_.workload.padded_length(critic);
-    const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, given) : given;
+    const input::TrainLayout l = rl::model_layout_of(critic ? *s_.workload.critic : s_.model, given, critic);
     const int64_t per_rank = sequences / std::max<int64_t>(1, l.dp) / (training ? s_.workload.mini_batches : 1);
     return rl::memory_width(
         l, padded, longest,
@@ -162,9 +161,9 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
     if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic) ||
         (std::string_view(stage) == "old_logprob" && s_.workload.use_rollout_log_probs))
       continue;
-    const input::TrainLayout tl = rl::pass_layout(layout_, *pass);
-    const auto f = rl::forward_memory_at(s_, critic ? *s_.workload.critic : s_.model,
-                                         critic ? rl::critic_layout_of(*s_.workload.critic, tl) : tl, at(critic, tl, false), critic);
+    const input::ModelSpec& m = critic ? *s_.workload.critic : s_.model;
+    const input::TrainLayout tl = rl::model_layout_of(m, rl::pass_layout(layout_, *pass), critic);
+    const auto f = rl::forward_memory_at(s_, m, tl, at(critic, tl, false), critic);
     if (!f.fits()) {
       problem = needs(stage, f);
       break;
@@ -174,7 +173,7 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
     if (const auto m = rl::train_memory_at(s_, layout_, per_mini_batch, at(false, layout_, true)); !m.fits())
       problem = needs("training", m);
     else if (s_.workload.critic) {
-      const auto c = rl::train_memory_at(s_, *s_.workload.critic, rl::critic_layout_of(*s_.workload.critic, layout_),
+      const auto c = rl::train_memory_at(s_, *s_.workload.critic, rl::model_layout_of(*s_.workload.critic, layout_, true),
                                          per_mini_batch, at(true, layout_, true), true);
       if (!c.fits()) problem = needs("critic training", c);
     }
@@ -189,9 +188,9 @@ StageCost TrainEstimator::cost(const StepFeatures& f) const {
   // A padded model's micro-batches are as wide as their count of sequences: the most that one
   // budget packs of the step's shortest.
   const auto packed = [&](bool critic) -> int64_t {
-    if (s_.workload.padded_length(critic) <= 0 || (critic && !s_.workload.critic)) return 0;
-    const input::TrainLayout l = critic ? rl::critic_layout_of(*s_.workload.critic, layout_) : layout_;
-    return l.max_tokens_per_gpu > 0 ? rl::shortest_pack(f.contexts, l.max_tokens_per_gpu * l.cp) : 0;
+    if (critic && !s_.workload.critic) return int64_t{0};
+    const input::TrainLayout l = rl::model_layout_of(critic ? *s_.workload.critic : s_.model, layout_, critic);
+    return rl::most_packed(l, s_.workload.padded_length(critic), f.contexts);
   };
   if (auto problem = memory_problem(grid_length(static_cast<double>(f.max_context), true), f.trajectories,
                                     std::max<int64_t>(1, std::llround(f.mean_context)), packed(false), packed(true));

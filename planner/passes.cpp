@@ -24,22 +24,20 @@ std::vector<double> per_step(const input::ScenarioSpec& s, const input::ModelSpe
       out.push_back(0);
       continue;
     }
-    const input::TrainLayout pl = rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass);
-    const input::TrainLayout tl = value_head ? rl::critic_layout_of(m, pl) : pl;
+    const input::TrainLayout tl = rl::model_layout_of(m, rl::pass_layout(rl::layouts_at(s.policy, f.step).train, pass), value_head);
     // A model that computes padded tensors: every sequence at least as wide as the limits, under a
     // token budget about budget / mean length of them a micro-batch.
     const int64_t padded = s.workload.padded_length(value_head);
     // Memory at the step's longest sequence rounded up as the training estimator rounds it, or a
     // token budget's micro-batch.
-    const int64_t widest = rl::widest_micro_batch_estimate(
-        tl, padded, f.trajectories / std::max<int64_t>(1, tl.dp), tokens(f.mean_context),
-        padded > 0 && tl.max_tokens_per_gpu > 0 ? rl::shortest_pack(f.contexts, tl.max_tokens_per_gpu * tl.cp) : 0);
+    const int64_t widest = rl::widest_micro_batch_estimate(tl, padded, f.trajectories / std::max<int64_t>(1, tl.dp),
+                                                           tokens(f.mean_context), rl::most_packed(tl, padded, f.contexts));
     const int64_t width = rl::memory_width(tl, padded, grid_length(static_cast<double>(f.max_context), true), widest);
     if (!rl::forward_memory_at(s, m, tl, width, value_head).fits()) return {};
     // The reference pass also brings its weights in from host memory when they live there, as
     // many bytes as a rank of this layout holds.
-    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, std::max(padded, tokens(f.mean_context)), value_head,
-                                           std::max(padded, tokens(f.attention_context))) +
+    out.push_back(rl::forward_pass_seconds(s, m, tl, f.trajectories, s.workload.computed_length(value_head, tokens(f.mean_context)),
+                                           value_head, s.workload.computed_length(value_head, tokens(f.attention_context))) +
                   (reference ? rl::reference_swap_seconds(s, tl) : 0.0));
     ++evaluations;
   }

@@ -203,7 +203,8 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
                                                                   : s.policy.critic;
       const input::ModelSpec& m = critic ? *s.workload.critic : s.model;
       // The critic in its own token budget; a model that computes padded tensors at the limits.
-      const input::TrainLayout tl = critic ? rl::critic_layout_of(m, rl::pass_layout(l, layout)) : rl::pass_layout(l, layout);
+      const input::TrainLayout pl = rl::pass_layout(l, layout);
+      const input::TrainLayout tl = critic ? rl::model_layout_of(m, pl, true) : pl;
       const std::vector<int64_t> rank =
           tl.dp == l.dp ? e.rank
                         : rl::assign_ranks(e.tokens, tl.dp, s.policy.batch_assignment != input::BatchAssignment::in_order);
@@ -238,7 +239,7 @@ Program program_of(const input::ScenarioSpec& s, const rl::StepExecution& e, con
       const int64_t part = a.part % mini_batches;
       auto optimizer_step = [&](const input::ModelSpec& m, bool value_head, int32_t weights) {
         // Each model's micro-batches in its own budget, padded where it computes padded tensors.
-        const input::TrainLayout ml = value_head ? rl::critic_layout_of(m, l) : l;
+        const input::TrainLayout ml = value_head ? rl::model_layout_of(m, l, true) : l;
         const auto batches = rl::micro_batches_of_ranks(rl::samples_by_rank(e.tokens, e.rank, l.dp, part, mini_batches), ml,
                                                         s.workload.padded_length(value_head));
         rl::MicroBatchTimer timer(s, m, l, value_head);

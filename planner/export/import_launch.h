@@ -28,6 +28,15 @@ inline std::optional<int64_t> integer(const std::string& s) {
   return std::stoll(s);
 }
 
+// The commands of a shell script, each its words (import_words.cpp): backslash-newline joins lines,
+// `#` starts a comment, quotes group, redirections are dropped, nothing is expanded. The line of
+// a quote never closed goes to `unclosed_quote_line` (0: none).
+std::vector<std::vector<Word>> shell_commands(const std::string& raw, int& unclosed_quote_line);
+// A finite number; nothing otherwise.
+std::optional<double> real(const std::string& s);
+// A boolean as OmegaConf takes one (any case): true, yes, on, 1; false, no, off, 0.
+std::optional<bool> boolean(const std::string& s);
+
 // What one launch says, in arlsim's terms, before it becomes a scenario.
 struct Launch {
   std::map<std::string, Json> workload, engine, rollout, train;

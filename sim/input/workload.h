@@ -3,6 +3,7 @@
 // (named and defaulted as vLLM's engine arguments).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -88,6 +89,8 @@ struct WorkloadSpec {
   int64_t padded_length(bool critic_model) const {
     return (critic_model ? pad_critic : pad_policy) ? max_prompt_tokens + max_response_tokens : 0;
   }
+  // A length as the model computes it: at least the padded width where it pads.
+  int64_t computed_length(bool critic_model, int64_t length) const { return std::max(padded_length(critic_model), length); }
   std::optional<ModelSpec> critic;  // required by PPO
   RewardKind reward = RewardKind::rule;
   std::optional<ModelSpec> reward_model;

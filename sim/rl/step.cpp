@@ -232,8 +232,7 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
   const int64_t n = static_cast<int64_t>(tokens.size());
   auto pass = [&](const char* stage, const input::ModelSpec& m, const std::optional<input::InferenceLayout>& layout) {
     const bool value_head = std::string_view(stage) == "critic";
-    const input::TrainLayout tl =
-        value_head ? critic_layout_of(m, pass_layout(l.train, layout)) : layout_of(m, pass_layout(l.train, layout));
+    const input::TrainLayout tl = model_layout_of(m, pass_layout(l.train, layout), value_head);
     // A model that computes padded tensors: every sequence as wide as the limits.
     const int64_t padded = s_.workload.padded_length(value_head);
     if (p.oom) return 0.0;
@@ -266,8 +265,8 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
     // Weights offloaded to host memory are uploaded for each micro-batch, behind the compute as
     // far as it lasts (the estimate of the whole pass at the mean length prices them).
     if (tl.offload_params)
-      busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, std::max(padded, x.mean_len), value_head,
-                                                       std::max(padded, x.attention_len)));
+      busiest = std::max(busiest, forward_pass_seconds(s_, m, tl, n, s_.workload.computed_length(value_head, x.mean_len), value_head,
+                                                       s_.workload.computed_length(value_head, x.attention_len)));
     return busiest;
   };
   if (!s_.workload.use_rollout_log_probs) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
@@ -290,26 +289,36 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
 void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& p, const Samples& x) {
   const int64_t n = static_cast<int64_t>(x.tokens.size());
   const int64_t per_mini_batch = std::max<int64_t>(1, n / s_.workload.mini_batches);
-  // Memory is decided by the longest sequence; time by the samples as each rank holds them.
-  // The critic trains in the same layout after the policy, with its value head.
-  // Under a token budget a rank holds its widest micro-batch at once (of any mini-batch); a model
-  // that computes padded tensors, every sequence at least as wide as the limits.
-  const auto longest = [&](bool critic) {
-    const int64_t padded = s_.workload.padded_length(critic);
-    const input::TrainLayout lt = critic ? critic_layout_of(*s_.workload.critic, l.train) : l.train;
-    int64_t widest = 0;
-    if (lt.max_tokens_per_gpu > 0)
-      for (int64_t j = 0; j < s_.workload.mini_batches; ++j)
-        widest = std::max(widest, largest_micro_batch(micro_batches_of_ranks(
-                                      samples_by_rank(x.tokens, x.rank, lt.dp, j, s_.workload.mini_batches), lt, padded)));
-    return memory_width(lt, padded, x.longest, widest);
+  // Each model's micro-batches of each mini-batch, built once from the samples as each rank holds
+  // them (the critic trains in the policy's layout after it, with its value head and its own
+  // budget): time takes them all; memory the longest sequence, or under a token budget the widest
+  // micro-batch a rank holds at once (a model that computes padded tensors: at their width).
+  struct ModelBatches {
+    input::TrainLayout layout;
+    int64_t padded = 0;
+    std::vector<std::vector<std::vector<MicroBatch>>> by_mini_batch;  // [mini-batch][rank][micro-batch]
+    int64_t memory_width = 0;
   };
-  auto memory = train_memory_at(s_, l.train, per_mini_batch, longest(false));
-  if (s_.workload.critic && memory.fits())
-    if (auto critic = train_memory_at(s_, *s_.workload.critic, critic_layout_of(*s_.workload.critic, l.train), per_mini_batch,
-                                      longest(true), true);
-        critic.total() > memory.total())
-      memory = std::move(critic);
+  const int64_t mini_batches = s_.workload.mini_batches;
+  const auto batches_of = [&](const input::ModelSpec& m, bool critic) {
+    ModelBatches b{model_layout_of(m, l.train, critic), s_.workload.padded_length(critic), {}, 0};
+    int64_t widest = 0;
+    for (int64_t j = 0; j < mini_batches; ++j) {
+      b.by_mini_batch.push_back(
+          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, b.layout.dp, j, mini_batches), b.layout, b.padded));
+      widest = std::max(widest, largest_micro_batch(b.by_mini_batch.back()));
+    }
+    b.memory_width = memory_width(b.layout, b.padded, x.longest, widest);
+    return b;
+  };
+  const ModelBatches actor = batches_of(s_.model, false);
+  std::optional<ModelBatches> critic;
+  if (s_.workload.critic) critic = batches_of(*s_.workload.critic, true);
+  auto memory = train_memory_at(s_, l.train, per_mini_batch, actor.memory_width);
+  if (critic && memory.fits())
+    if (auto c = train_memory_at(s_, *s_.workload.critic, critic->layout, per_mini_batch, critic->memory_width, true);
+        c.total() > memory.total())
+      memory = std::move(c);
   p.train_memory_gib = memory.total() / kGiB;
   if (!memory.fits()) {
     p.oom = oom_event(d.step, "train", memory, memory.total());
@@ -321,36 +330,32 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     p.oom->host = true;
     return;
   }
-  auto optimizer_steps = [&](const input::ModelSpec& m, bool actor) {
-    const input::TrainLayout lt = actor ? layout_of(m, l.train) : critic_layout_of(m, l.train);
+  auto optimizer_steps = [&](const input::ModelSpec& m, const ModelBatches& b, bool is_actor) {
+    const input::TrainLayout& lt = b.layout;
     // Gradient reduction and the optimizer step from the estimate at the mean length. They do not
     // depend on how the tokens are split, but for the number of reductions under ZeRO 2-3 (one a
     // micro-batch), which is the estimate's micro-batches at that length, not those built below.
-    const int64_t padded = s_.workload.padded_length(!actor);
-    auto r = train_request(lt, per_mini_batch, std::max(padded, x.mean_len), s_.workload);
-    r.attention_len = std::max(padded, x.attention_len);
-    r.value_head = !actor;
+    auto r = train_request(lt, per_mini_batch, s_.workload.computed_length(!is_actor, x.mean_len), s_.workload);
+    r.attention_len = s_.workload.computed_length(!is_actor, x.attention_len);
+    r.value_head = !is_actor;
     const auto e = model::estimate_train(m, s_.cluster, r);
     const double fixed = e.breakdown.dp_comm_exposed_s + e.breakdown.optimizer_s;
-    // Each mini-batch: every rank runs its part of it in micro-batches built from its samples,
-    // through the pipeline; the optimizer step waits for the busiest rank.
-    MicroBatchTimer timer(s_, m, lt, !actor);
+    // Each mini-batch: every rank runs its part of it in its micro-batches, through the pipeline;
+    // the optimizer step waits for the busiest rank.
+    MicroBatchTimer timer(s_, m, lt, !is_actor);
     double pipelines = 0;
-    const int64_t mini_batches = s_.workload.mini_batches;
-    for (int64_t j = 0; j < mini_batches; ++j) {
+    for (const auto& batches_by_rank : b.by_mini_batch) {
       std::vector<std::vector<double>> slots;
-      const auto batches_by_rank =
-          micro_batches_of_ranks(samples_by_rank(x.tokens, x.rank, lt.dp, j, mini_batches), lt, padded);
       for (const auto& batches : batches_by_rank) {
         slots.emplace_back();
-        for (const auto& b : batches) slots.back().push_back(timer.train(b));
+        for (const auto& mb : batches) slots.back().push_back(timer.train(mb));
         const auto count = static_cast<int64_t>(batches.size());
         if (lt.vpp > 1 && count % lt.pp != 0 && p.uninterleavable == 0) p.uninterleavable = count;
       }
       pipelines += ranks_seconds(slots, lt, longest_fill(timer, batches_by_rank, slots, false));
     }
     const double iteration = pipelines / real(mini_batches) + fixed;
-    if (actor) {
+    if (is_actor) {
       // The timeline's one drawn optimizer step: the estimate's micro-batches, scaled to the
       // mean mini-batch's pipeline.
       const double scale = e.breakdown.pipeline_s > 0 ? pipelines / real(mini_batches) / e.breakdown.pipeline_s : 1.0;
@@ -363,8 +368,8 @@ void RunSimulator::run_training(const StepData& d, const Layouts& l, StagePlan& 
     }
     return iteration * real(s_.workload.ppo_epochs * mini_batches);
   };
-  p.times.train = optimizer_steps(s_.model, true);
-  if (s_.workload.critic) p.times.train += optimizer_steps(*s_.workload.critic, false);
+  p.times.train = optimizer_steps(s_.model, actor, true);
+  if (critic) p.times.train += optimizer_steps(*s_.workload.critic, *critic, false);
   // Model FLOPs: forward and backward (3 x forward) over every sample in each PPO epoch.
   const double tokens = real(n) * real(x.mean_len) * real(s_.workload.ppo_epochs);
   double& flops = p.work.flops[static_cast<size_t>(graph::Stage::train)];

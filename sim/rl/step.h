@@ -179,9 +179,9 @@ input::TrainLayout pass_layout(const input::TrainLayout& train, const std::optio
 // actor) has no experts to split, so its ranks are data-parallel only (Megatron carves the expert
 // groups out of the data-parallel ranks: no GPU changes hands).
 input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l);
-// The layout the critic trains and scores in: layout_of the critic, with its own token budget
+// The layout model `m` trains and scores in: layout_of it, and for the critic its own token budget
 // where the layout gives one (critic_max_tokens_per_gpu).
-input::TrainLayout critic_layout_of(const input::ModelSpec& critic, const input::TrainLayout& l);
+input::TrainLayout model_layout_of(const input::ModelSpec& m, const input::TrainLayout& l, bool critic);
 // Whether the training layout `train`, and the pass layouts the policy derives from it, take
 // their models (the actor's, the critic's): "" or the first stage that does not, and why. A
 // checked scenario's layouts always do; the planner asks this of its candidates.
@@ -211,13 +211,14 @@ int64_t largest_micro_batch(const std::vector<std::vector<MicroBatch>>& batches_
 int64_t memory_width(const input::TrainLayout& l, int64_t padded, int64_t longest, int64_t widest);
 // The planner's estimate of that widest micro-batch, from the mean length: as many sequences as the
 // budget packs, at most a rank's (`per_rank`), each at least the padded width. 0 without a budget.
-// `most_packed` (> 0): the most sequences one micro-batch may take (shortest_pack), for a padded
+// `most_packed` (> 0): the most sequences one micro-batch may take (most_packed), for a padded
 // model, whose micro-batch is as wide as its count of sequences.
 int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded, int64_t per_rank, int64_t mean_len,
                                     int64_t most_packed = 0);
-// How many of the shortest of `lengths` (sorted longest first) one token budget packs: the most
-// sequences a micro-batch built by real tokens may hold. At least 1.
-int64_t shortest_pack(const std::vector<int64_t>& lengths_longest_first, int64_t budget);
+// For a model that computes padded tensors (padded > 0) under a token budget, the most sequences
+// one micro-batch built by their real tokens may hold: how many of the shortest of `lengths`
+// (sorted longest first) the budget packs, at least 1. 0 otherwise.
+int64_t most_packed(const input::TrainLayout& l, int64_t padded, const std::vector<int64_t>& lengths_longest_first);
 // One data-parallel rank's sequences (lengths, in order) in micro-batches. With a token budget
 // (dynamic batching) they go into ceil(tokens / budget) micro-batches, at least `at_least`,
 // balanced longest first onto the lightest (verl's rearrange_micro_batches partitions them into

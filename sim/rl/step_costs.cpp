@@ -133,9 +133,9 @@ input::TrainLayout layout_of(const input::ModelSpec& m, input::TrainLayout l) {
   return l;
 }
 
-input::TrainLayout critic_layout_of(const input::ModelSpec& critic, const input::TrainLayout& l) {
-  input::TrainLayout c = layout_of(critic, l);
-  if (l.critic_max_tokens_per_gpu > 0) c.max_tokens_per_gpu = l.critic_max_tokens_per_gpu;
+input::TrainLayout model_layout_of(const input::ModelSpec& m, const input::TrainLayout& l, bool critic) {
+  input::TrainLayout c = layout_of(m, l);
+  if (critic && l.critic_max_tokens_per_gpu > 0) c.max_tokens_per_gpu = l.critic_max_tokens_per_gpu;
   return c;
 }
 
@@ -157,9 +157,9 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
     problem = fits("old_logprob", s.model, pass_layout(train, s.policy.old_logprob));
   if (problem.empty() && s.workload.use_reference) problem = fits("ref_logprob", s.model, pass_layout(train, s.policy.ref_logprob));
   if (problem.empty() && s.workload.critic)
-    problem = fits("critic training", *s.workload.critic, critic_layout_of(*s.workload.critic, train));
+    problem = fits("critic training", *s.workload.critic, model_layout_of(*s.workload.critic, train, true));
   if (problem.empty() && s.workload.critic)
-    problem = fits("critic", *s.workload.critic, critic_layout_of(*s.workload.critic, pass_layout(train, s.policy.critic)));
+    problem = fits("critic", *s.workload.critic, model_layout_of(*s.workload.critic, pass_layout(train, s.policy.critic), true));
   return problem;
 }
 
@@ -295,7 +295,9 @@ int64_t widest_micro_batch_estimate(const input::TrainLayout& l, int64_t padded,
   return std::min(packs, std::max<int64_t>(1, per_rank)) * std::max(padded, mean);
 }
 
-int64_t shortest_pack(const std::vector<int64_t>& lengths_longest_first, int64_t budget) {
+int64_t most_packed(const input::TrainLayout& l, int64_t padded, const std::vector<int64_t>& lengths_longest_first) {
+  if (padded <= 0 || l.max_tokens_per_gpu <= 0) return 0;
+  const int64_t budget = l.max_tokens_per_gpu * l.cp;
   int64_t count = 0, sum = 0;
   for (auto it = lengths_longest_first.rbegin(); it != lengths_longest_first.rend(); ++it) {
     if (sum + *it > budget) break;
