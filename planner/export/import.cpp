@@ -195,6 +195,7 @@ class Reader {
     } else if (is(key, "actor_rollout_ref.model.use_remove_padding")) {
       if (number<bool>(w, key, v, boolean(v), b)) remove_padding_ = b;
     } else if (is(key, "critic.model.use_remove_padding")) {
+      critic_keys_.emplace_back(w, key);
       if (number<bool>(w, key, v, boolean(v), b)) critic_remove_padding_ = b;
     } else if (is(key, "actor_rollout_ref.model.use_liger")) {
       if (number<bool>(w, key, v, boolean(v), b)) liger_ = b;
@@ -266,9 +267,11 @@ class Reader {
       if (number<int64_t>(w, key, v, integer(v), n)) l.staleness = n;
     } else if (is(key, "critic.ppo_max_token_len_per_gpu")) {
       // The critic's own budget (its values pass takes it too), where dynamic batching is on.
+      critic_keys_.emplace_back(w, key);
       if (count_of(w, key, v, n)) critic_tokens_ = n;
     } else if (is(key, "critic.model.path") || is(key, "critic.ppo_mini_batch_size") ||
                is(key, "critic.forward_max_token_len_per_gpu")) {
+      critic_keys_.emplace_back(w, key);
       // The critic trains in the actor's layout and mini-batches in arlsim; one budget serves its
       // training and its values pass.
     } else if (is(key, "trainer.v1.separate_async.parameter_sync_step") || is(key, ro + "checkpoint_engine.backend") ||
@@ -282,6 +285,11 @@ class Reader {
 
   // After a launch's words: what depends on several keys.
   void finish_verl(Launch& l) {
+    // Only GAE (PPO) trains a critic; verl leaves the critic's settings unused under the others.
+    const bool critic = !l.workload.count("algorithm") || l.workload.at("algorithm") == "ppo";
+    if (!critic)
+      for (const auto& [at, key] : critic_keys_)
+        note(at, key, "not used: " + l.workload.at("algorithm").get<std::string>() + " has no critic");
     // verl's budget unless the launch gives one (its actor configuration's 16,384 tokens a GPU);
     // a budget without dynamic batching is not used.
     if (dynamic_ && tokens_ == 0) {
@@ -296,7 +304,7 @@ class Reader {
       l.train["max_tokens_per_gpu"] = tokens_;
       l.train.erase("micro_batch");  // the budget makes the micro-batches
     }
-    if (dynamic_ && critic_tokens_ > 0 && critic_tokens_ != tokens_) l.train["critic_max_tokens_per_gpu"] = critic_tokens_;
+    if (critic && dynamic_ && critic_tokens_ > 0 && critic_tokens_ != tokens_) l.train["critic_max_tokens_per_gpu"] = critic_tokens_;
     // Unset, a multi-turn rollout of at least two turns; set, what it says (1: one turn).
     if (multi_turn_) l.workload["max_turns"] = turns_ > 0 ? turns_ : 2;
     if (bucket_mb_ > 0) weight_sync_bucket_mb = bucket_mb_;
@@ -311,7 +319,6 @@ class Reader {
     // default for the actor's model and the critic's. The Megatron engine packs.
     if (!l.megatron) {
       // GAE (verl's default estimator) has a critic, which pads by its own key.
-      const bool critic = !l.workload.count("algorithm") || l.workload.at("algorithm") == "ppo";
       Json padding{{"policy", remove_padding_.value_or(false) ? "removed" : "limits"}};
       if (critic) padding["critic"] = critic_remove_padding_.value_or(false) ? "removed" : "limits";
       l.workload["padding"] = padding;
@@ -331,6 +338,7 @@ class Reader {
     critic_remove_padding_.reset();
     ulysses_at_.reset();
     tokens_at_.reset();
+    critic_keys_.clear();
     tokens_ = critic_tokens_ = turns_ = bucket_mb_ = 0;
   }
 
@@ -545,6 +553,7 @@ class Reader {
   std::optional<bool> remove_padding_, critic_remove_padding_;  // verl's use_remove_padding, the actor's and the critic's
   std::optional<Word> ulysses_at_;  // where the actor's Ulysses size was given
   std::optional<Word> tokens_at_;   // where the actor's token budget was given
+  std::vector<std::pair<Word, std::string>> critic_keys_;  // the critic's keys the launch gave, where
   int64_t tokens_ = 0, critic_tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 

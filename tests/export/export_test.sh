@@ -171,6 +171,12 @@ contains import-budget-zero-status "$tmp/zero-budget.status" "2"
 contains import-budget-zero-why "$tmp/zero-budget.err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
 with_words unused-budget "$tmp/pad.sh" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192
 contains import-budget-unused "$tmp/unused-budget.err" "not used: use_dynamic_bsz is off"
+# A critic's keys in a launch without one (GRPO) are said unused, and its budget not taken.
+with_words grpo-critic "$tmp/dyn.sh" "critic.ppo_max_token_len_per_gpu=32768 critic.model.path=Qwen\/Qwen3-8B"
+contains import-grpo-critic-budget "$tmp/grpo-critic.err" "critic.ppo_max_token_len_per_gpu: not used: grpo has no critic"
+contains import-grpo-critic-path "$tmp/grpo-critic.err" "critic.model.path: not used: grpo has no critic"
+if python3 -c "import json, sys; t = json.load(open(sys.argv[1]))['policy']['train']; assert 'critic_max_tokens_per_gpu' not in t, t" "$tmp/grpo-critic.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-grpo-critic-no-budget"; fi
 # Booleans as OmegaConf reads them, in any case.
 with_words upper "$tmp/pad.sh" actor_rollout_ref.model.use_remove_padding=TRUE
 padding_is import-boolean-upper "$tmp/upper.json" "p['policy'] == 'removed'"
