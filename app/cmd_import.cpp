@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "app/commands.h"
@@ -75,9 +76,12 @@ int run_import_launch(const Args& args) {
     // Each problem at the launch's words that set the field (or the fields inside it); a field
     // the launch did not set (a default the import chose) by its place in the scenario unwritten.
     for (const auto& d : diag.items()) {
+      // (One word may set several fields, as an AReaL backend string sets a whole layout: each word once.)
       std::string origins;
+      std::set<std::string> named;
       for (const auto& [pointer, origin] : result.origin)
-        if (pointer == d.pointer || (!d.pointer.empty() && pointer.rfind(d.pointer + "/", 0) == 0))
+        if ((pointer == d.pointer || (!d.pointer.empty() && pointer.rfind(d.pointer + "/", 0) == 0)) &&
+            named.insert(origin).second)
           origins += (origins.empty() ? "" : " and ") + origin;
       parse::Diagnostic shown = d;
       shown.file.clear();

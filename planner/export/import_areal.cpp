@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "planner/export/import_launch.h"
+#include "sim/parse/diagnostics.h"
 
 namespace arlsim::planner::import_detail {
 
@@ -33,6 +34,13 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
       out.errors.push_back(where(n) + key + ": expected a whole number, got \"" + (n.IsScalar() ? n.Scalar() : "") + "\"");
       return false;
     }
+  };
+  // A count: a whole number of at least 1.
+  auto count_at = [&](const YAML::Node& n, const std::string& key, int64_t& into) {
+    if (!integer_at(n, key, into)) return false;
+    if (into >= 1) return true;
+    out.errors.push_back(where(n) + key + ": expected a whole number of at least 1, got " + std::to_string(into));
+    return false;
   };
   // "engine:d4p1t2c1e1": the dimensions of a backend string.
   auto backend = [&](const YAML::Node& n, const std::string& key, std::string& engine, std::map<char, int64_t>& dims) {
@@ -79,10 +87,20 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
         walk(v, key + ".", depth + 1);
         continue;
       }
+      // The field each key sets comes from its line ("FILE:LINE: key: value"), for the errors of a
+      // scenario the configuration cannot make.
+      Origins origin(l, where(v) + key + ": " + (v.IsScalar() ? v.Scalar() : std::string()));
+      // The chain's names, gathered as it compares them: a key that matches none is checked
+      // against them for a slip ("did you mean").
+      std::vector<const char*> names;
+      const auto is = [&](const char* name) {
+        names.push_back(name);
+        return key == name;
+      };
       int64_t x = 0;
-      if (key == "cluster.n_nodes") { if (integer_at(v, key, x)) l.nodes = x; }
-      else if (key == "cluster.n_gpus_per_node") { if (integer_at(v, key, x)) l.gpus_per_node = x; }
-      else if (key == "rollout.backend") {
+      if (is("cluster.n_nodes")) { if (count_at(v, key, x)) l.nodes = x; }
+      else if (is("cluster.n_gpus_per_node")) { if (count_at(v, key, x)) l.gpus_per_node = x; }
+      else if (is("rollout.backend")) {
         std::string engine;
         std::map<char, int64_t> d;
         if (backend(v, key, engine, d)) {
@@ -92,7 +110,7 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
           if (d.count('p') && d['p'] > 1) l.rollout["pp"] = d['p'];
           l.rollout_gpus_per_node = (d.count('d') ? d['d'] : 1) * (d.count('t') ? d['t'] : 1) * (d.count('p') ? d['p'] : 1);
         }
-      } else if (key == "actor.backend") {
+      } else if (is("actor.backend")) {
         std::string engine;
         std::map<char, int64_t> d;
         if (backend(v, key, engine, d)) {
@@ -101,35 +119,35 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
             if (d.count(c)) l.train[name] = d[c];
           l.train["zero"] = l.megatron ? 1 : 3;
         }
-      } else if (key == "rollout.max_head_offpolicyness") {
+      } else if (is("rollout.max_head_offpolicyness")) {
         if (integer_at(v, key, x)) {
           if (x < 0) out.errors.push_back(where(v) + key + ": expected 0 or more, got " + std::to_string(x));
           else l.staleness = x;
         }
       }
-      else if (key == "actor.mb_spec.max_tokens_per_mb") {
-        if (integer_at(v, key, x)) {
+      else if (is("actor.mb_spec.max_tokens_per_mb")) {
+        if (count_at(v, key, x)) {
           l.train["max_tokens_per_gpu"] = x;
           l.train["packing"] = "fit";  // AReaL's micro-batches: first fit decreasing into bins of the budget (ffd_allocate)
         }
       }
-      else if (key == "actor.ppo_n_minibatches") {
+      else if (is("actor.ppo_n_minibatches")) {
         if (integer_at(v, key, x)) {
           if (x < 1) out.errors.push_back(where(v) + key + ": must be at least 1, got " + std::to_string(x));
           else l.mini_batch_prompts = -x;  // prompts per mini-batch, resolved below
         }
-      } else if (key == "actor.gradient_checkpointing") {
+      } else if (is("actor.gradient_checkpointing")) {
         try {
           l.train["recompute"] = v.as<bool>() ? "full" : "none";
         } catch (const YAML::Exception&) {
           out.errors.push_back(where(v) + key + ": expected true or false, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
         }
       }
-      else if (key == "train_dataset.batch_size") { if (integer_at(v, key, x)) l.prompts = x; }
-      else if (key == "gconfig.n_samples") { if (integer_at(v, key, x)) l.workload["samples_per_prompt"] = x; }
-      else if (key == "gconfig.max_new_tokens") { if (integer_at(v, key, x)) l.workload["max_response_tokens"] = x; }
-      else if (key == "gconfig.max_tokens") { if (integer_at(v, key, x)) l.workload["max_context_tokens"] = x; }
-      else if (key == "sglang.mem_fraction_static") {
+      else if (is("train_dataset.batch_size")) { if (count_at(v, key, x)) l.prompts = x; }
+      else if (is("gconfig.n_samples")) { if (count_at(v, key, x)) l.workload["samples_per_prompt"] = x; }
+      else if (is("gconfig.max_new_tokens")) { if (count_at(v, key, x)) l.workload["max_response_tokens"] = x; }
+      else if (is("gconfig.max_tokens")) { if (count_at(v, key, x)) l.workload["max_context_tokens"] = x; }
+      else if (is("sglang.mem_fraction_static")) {
         double fraction = 0;
         bool parsed = false;
         try {
@@ -139,10 +157,20 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
         }
         if (parsed) l.engine["gpu_memory_utilization"] = fraction;
         else out.errors.push_back(where(v) + key + ": expected a finite number, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
-      } else if (key == "experiment_name") l.name = v.as<std::string>("");
-      else if (key == "scheduler.type" || key == "rollout.max_concurrent_rollouts" || key == "trial_name" ||
-               key.rfind("actor.path", 0) == 0 || key == "tokenizer_path" || key == "train_dataset.path") {}
-      else out.unmodelled.push_back(where(v) + key + ": not modelled by arlsim");
+      } else if (is("experiment_name")) l.name = v.as<std::string>("");
+      else if (is("scheduler.type") || is("rollout.max_concurrent_rollouts") || is("trial_name") ||
+               key.rfind("actor.path", 0) == 0 || is("tokenizer_path") || is("train_dataset.path")) {}
+      else {
+        std::string closest;
+        size_t best = 3;  // a slip: two edits at most
+        for (const char* name : names)
+          if (const size_t d = parse::edit_distance(key, name); d > 0 && d < best) {
+            best = d;
+            closest = name;
+          }
+        out.unmodelled.push_back(where(v) + key + ": not modelled by arlsim" +
+                                 (closest.empty() ? "" : "; did you mean " + closest + "?"));
+      }
     }
   };
   try {

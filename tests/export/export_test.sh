@@ -409,6 +409,19 @@ odd areal-not-yaml 2 areal "$tmp/broken.yaml"
 sed 's/ppo_n_minibatches: 4/ppo_n_minibatches: 0/' "$here/launches/areal.yaml" >"$tmp/zero.yaml"
 odd areal-zero-minibatches 2 areal "$tmp/zero.yaml"
 contains odd-areal-zero-why "$tmp/err" "actor.ppo_n_minibatches: must be at least 1, got 0"
+sed 's/batch_size: 64/batch_size: 0/' "$here/launches/areal.yaml" >"$tmp/zero-batch.yaml"
+odd areal-zero-batch 2 areal "$tmp/zero-batch.yaml"
+contains odd-areal-zero-batch-why "$tmp/err" "zero-batch.yaml:10: train_dataset.batch_size: expected a whole number of at least 1, got 0"
+# A key one slip from one the reader knows is named; a scenario the configuration cannot make is
+# reported at the configuration's lines (each line once, though a backend string sets a layout).
+sed 's/n_samples: 8/n_sample: 8/' "$here/launches/areal.yaml" >"$tmp/slip.yaml"
+odd areal-slip 0 areal "$tmp/slip.yaml"
+contains odd-areal-slip-why "$tmp/err" "slip.yaml:17: gconfig.n_sample: not modelled by arlsim; did you mean gconfig.n_samples?"
+sed 's/sglang:d4p1t2/sglang:d4p1t3/' "$here/launches/areal.yaml" >"$tmp/tp3.yaml"
+odd areal-invalid-scenario 2 areal "$tmp/tp3.yaml"
+contains odd-areal-invalid-at-line "$tmp/err" "tp3.yaml:13: rollout.backend: sglang:d4p1t3: /policy/rollout/tp: the model's 32 attention heads do not split over tp = 3"
+if [ "$(grep -o 'actor.backend: megatron:d2p2t2c1e1' "$tmp/err" | wc -l)" = 1 ]; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL odd-areal-origin-once"; fi
 # One node: the rollout engines' GPUs and the actor's side by side.
 printf 'cluster: {n_nodes: 1, n_gpus_per_node: 8}\ntrain_dataset: {batch_size: 32}\nrollout: {backend: "sglang:d4p1t1"}\nactor: {backend: "fsdp:d4p1t1", ppo_n_minibatches: 2}\ngconfig: {n_samples: 4, max_new_tokens: 2048, max_tokens: 3072}\n' >"$tmp/one-node.yaml"
 odd areal-one-node 0 areal "$tmp/one-node.yaml"
