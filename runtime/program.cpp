@@ -388,7 +388,9 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
   if (m.has_moe) {
     const auto& e = m.moe;
     const model::TrainExperts x = model::train_experts(m, r, tokens);
-    moe_gemms.push_back(gemm(tokens, e.num_experts, h));
+    // Each tp rank routes its tp share of the tokens (model::routed_tokens).
+    const int64_t routed = model::routed_tokens(r, tokens);
+    moe_gemms.push_back(gemm(routed, e.num_experts, h));
     Kernel up = gemm(x.rows_per_expert, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, 2);
     Kernel down = gemm(x.rows_per_expert, h, e.expert_ffn_hidden_size, 3);
     up.groups = down.groups = x.local;
@@ -401,10 +403,10 @@ void add_micro_batch_part(Program& p, const input::ModelSpec& m, const model::Tr
       }
     moe_forward_kernels = model::layer_elementwise_kernels(m, r, tokens, x.elementwise_width, false);
     moe_backward_kernels = model::layer_elementwise_kernels(m, r, tokens, x.elementwise_width, true);
-    moe_copies = d(tokens) * d(e.experts_per_token) * d(h) * 2;
-    moe_own = d(tokens) * d(h) * 2;
+    moe_copies = d(routed) * d(e.experts_per_token) * d(h) * 2;
+    moe_own = d(routed) * d(h) * 2;
     // The busiest rank receives imbalance x the mean; the group exchanges its largest member's.
-    const int64_t exchanged = std::max(tokens, groups.ep_tokens);
+    const int64_t exchanged = model::routed_tokens(r, std::max(tokens, groups.ep_tokens));
     ep_bytes = d(exchanged) * d(e.experts_per_token) * d(h) * 2 * r.moe_imbalance;
   }
   const double tp_bytes = d(tokens) * d(h) * 2;

@@ -91,9 +91,10 @@ double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayou
   auto mlp = [&](int64_t ffn) { return (m.mlp == input::MlpKind::gated ? 6.0 : 4.0) * t * d(ffn); };
   double mlp_bytes = mlp(m.ffn_hidden_size) / tp;
   if (moe_layer) {
-    // Routed tokens: each token's hidden state is copied to its top-k experts; router logits in fp32.
+    // Routed tokens: each token's hidden state is copied to its top-k experts; router logits in
+    // fp32. A rank routes its tp share of the tokens (train.h, routed_tokens).
     const auto& e = m.moe;
-    mlp_bytes = d(e.experts_per_token) * (2 * t * h + mlp(e.expert_ffn_hidden_size)) + 4 * t * d(e.num_experts);
+    mlp_bytes = (d(e.experts_per_token) * (2 * t * h + mlp(e.expert_ffn_hidden_size)) + 4 * t * d(e.num_experts)) / tp;
     if (e.shared_experts > 0) mlp_bytes += d(e.shared_experts) * mlp(e.expert_ffn_hidden_size) / tp;
     if (e.shared_expert_ffn_hidden_size > 0) mlp_bytes += mlp(e.shared_expert_ffn_hidden_size) / tp;
   }

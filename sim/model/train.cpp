@@ -72,13 +72,17 @@ CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainL
   return g;
 }
 
+int64_t routed_tokens(const TrainRequest& r, int64_t tokens) {
+  return std::max<int64_t>(1, (tokens + r.layout.tp - 1) / r.layout.tp);
+}
+
 TrainExperts train_experts(const input::ModelSpec& m, const TrainRequest& r, int64_t tokens) {
-  // The ep ranks' tokens are spread over their experts; the busiest expert sets the pace.
+  // The ep ranks' routed tokens are spread over their experts; the busiest expert sets the pace.
   const auto& e = m.moe;
   const auto& l = r.layout;
   TrainExperts x;
   x.local = e.num_experts / l.ep;
-  const double per_expert = d(tokens) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
+  const double per_expert = d(routed_tokens(r, tokens)) * d(l.ep) * d(e.experts_per_token) / d(e.num_experts) * r.moe_imbalance;
   x.rows_per_expert = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(per_expert)));
   x.elementwise_width = x.rows_per_expert * x.local * e.expert_ffn_hidden_size / std::max<int64_t>(tokens, 1);
   return x;
@@ -135,7 +139,11 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   int64_t ffn_elementwise = m.ffn_hidden_size / tp;
   if (moe_layer) {
     const auto& e = m.moe;
-    add_gemm(GemmOp{tokens, e.num_experts, h}, nullptr, Role::none);  // router
+    // Under tensor parallelism the layer's input is split over the tp ranks (sequence
+    // parallelism, which Megatron requires with MoE and tp), and with the experts' own tensor
+    // parallelism 1 each rank routes its share on its own (parallel folding): its tokens/tp.
+    const int64_t routed = routed_tokens(r, tokens);
+    add_gemm(GemmOp{routed, e.num_experts, h}, nullptr, Role::none);  // router
     const auto [local_experts, m_tokens, elementwise_width] = train_experts(m, r, tokens);
     add_gemm(GemmOp{m_tokens, (gated ? 2 : 1) * e.expert_ffn_hidden_size, h, local_experts}, &feeds[1], Role::feed);
     add_gemm(GemmOp{m_tokens, h, e.expert_ffn_hidden_size, local_experts}, &drains[1], Role::drain);
@@ -145,13 +153,15 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
     if (l.ep > 1) {
       // Dispatch and combine: each rank sends its tokens' top-k copies; the rank whose experts are
       // busiest receives moe_imbalance times the mean, and the all-to-all waits for it.
-      const double bytes = d(tokens) * d(e.experts_per_token) * d(h) * 2 * r.moe_imbalance;
-      lc.ep_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, bytes, group_of(c, l.ep, tp * l.cp)}).seconds;
+      // The ep group is ep consecutive ranks of the tp x cp x dp ones (Megatron's expert grid,
+      // expert tensor parallelism 1), so tp peers sit in one group.
+      const double bytes = d(routed) * d(e.experts_per_token) * d(h) * 2 * r.moe_imbalance;
+      lc.ep_comm_s = 2 * cost.cost(CollectiveCallOp{CollectiveOp::all_to_all, bytes, group_of(c, l.ep, 1)}).seconds;
     }
-    // Permuting the tokens into their experts' order (read t x h, write the top-k copies) and back
-    // (read the copies and their weights, write t x h), forward and backward.
-    const double copies = d(tokens) * d(e.experts_per_token) * d(h) * 2;
-    const double own = d(tokens) * d(h) * 2;
+    // Permuting the routed tokens into their experts' order (read t x h, write the top-k copies)
+    // and back (read the copies and their weights, write t x h), forward and backward.
+    const double copies = d(routed) * d(e.experts_per_token) * d(h) * 2;
+    const double own = d(routed) * d(h) * 2;
     lc.moe_permute += cost.cost(MemoryBoundOp{own + copies, 1, 0, ElementwiseKind::copy});
     lc.moe_permute += cost.cost(MemoryBoundOp{copies + own, 1, 0, ElementwiseKind::copy});
   } else {

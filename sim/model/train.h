@@ -85,6 +85,10 @@ struct TrainExperts {
   int64_t local = 1, rows_per_expert = 1, elementwise_width = 1;
 };
 TrainExperts train_experts(const input::ModelSpec& m, const TrainRequest& r, int64_t tokens);
+// The tokens a rank routes to the experts of a micro-batch of `tokens`: its tp share (the MoE
+// layer's input is split over the tp ranks by sequence parallelism, and with the experts' tensor
+// parallelism 1, Megatron's parallel folding, each rank dispatches its share over the ep group).
+int64_t routed_tokens(const TrainRequest& r, int64_t tokens);
 
 using input::ElementwiseKind;
 

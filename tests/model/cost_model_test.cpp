@@ -601,6 +601,32 @@ TEST_CASE("cost model: MoE layers permute their tokens, and the busiest expert's
   CHECK(local.forward_s == test::near((48 * (elementwise + permute) + embedding + loss) * 1e-9));
 }
 
+TEST_CASE("cost model: under tensor parallelism each rank routes its tp share of the tokens to the experts") {
+  const auto m = test::preset_model("qwen3-30b-a3b");  // 48 MoE layers, h 2048, top-8 of 128 experts
+  const auto c = test::own_cluster(1);
+  const AllToAllAndMemory fake;
+  TrainRequest r;
+  r.layout.ep = 8;
+  r.layout.dp = 8;
+  r.seq_len = 1024;
+  r.global_batch = 8;
+  const auto whole = estimate_train(m, c, r, fake).breakdown;
+  CHECK(model::routed_tokens(r, 1024) == 1024);
+  CHECK(model::train_experts(m, r, 1024).rows_per_expert == 512);  // 1,024 x 8 ep ranks x 8 / 128
+  // tp 2 (with sequence parallelism, as Megatron requires it of MoE): the layer's input is split
+  // over the pair and each routes its 512 tokens (expert tensor parallelism 1): the busiest
+  // expert's rows and the all-to-alls' bytes halve.
+  r.layout.tp = 2;
+  r.layout.sequence_parallel = true;
+  r.layout.dp = 4;
+  r.global_batch = 4;
+  CHECK(model::routed_tokens(r, 1024) == 512);
+  CHECK(model::train_experts(m, r, 1024).rows_per_expert == 256);
+  CHECK(estimate_train(m, c, r, fake).breakdown.ep_comm_s == test::near(whole.ep_comm_s / 2));
+  // An odd count rounds up: no rank routes a fraction of a token.
+  CHECK(model::routed_tokens(r, 1025) == 513);
+}
+
 TEST_CASE("cost model: uneven pipeline stages: the heaviest stage sets the pace") {
   const auto m = test::preset_model("llama-3.1-8b");  // 32 layers
   const auto c = test::own_cluster(1);

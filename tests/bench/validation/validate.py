@@ -39,7 +39,7 @@ def training(arlsim, tmp):
         return {"format": "arlsim-stage/1", "kind": "train", "model": data["models"].get(r["model"], r["model"]),
                 "gpu": r["gpu"], "layout": r["layout"], "micro_batch": r["micro_batch"],
                 "global_batch": r["global_batch"], "seq_len": r["seq_len"], "recompute": r["recompute"],
-                "attention_kernel": r["attention_kernel"]}
+                "attention_kernel": r["attention_kernel"], **({"gpus_per_node": r["gpus_per_node"]} if "gpus_per_node" in r else {})}
 
     def result(r, e):
         return {"id": r["id"], "measured": r["measured_iteration_s"], "predicted": e["iteration_s"], "mfu": e["mfu"],
