@@ -60,16 +60,11 @@ OpCost backward_gemms(const CostModel& cost, const GemmOp& f) {
 }  // namespace
 
 // The experts' data-parallel group (model::expert_data_parallel_ranks: tp x cp x dp / ep ranks):
-// every data rank at one place of the ep groups brings its tp x cp devices, consecutive in
-// Megatron's numbering, and those blocks sit ep x tp x cp devices apart. So a node holds whole
-// blocks, as many as fit ep x tp x cp apart (or, when a block is larger than a node, a node's worth).
+// Megatron's expert grid (expert tp 1) numbers the stage's tp x cp x dp devices ep first, so the
+// ranks at one place of the ep groups sit ep devices apart (the ep groups themselves being ep
+// consecutive devices, as the all-to-alls' group_of(c, ep, 1)).
 CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainLayout& l) {
-  CollectiveGroup g;
-  g.ranks = static_cast<int64_t>(expert_data_parallel_ranks(l));
-  const int64_t block = std::max<int64_t>(1, l.tp * l.cp), per_node = std::max<int64_t>(1, c.gpus_per_node);
-  const int64_t members = block >= per_node ? per_node : std::max<int64_t>(1, per_node / (std::max<int64_t>(1, l.ep) * block)) * block;
-  g.ranks_per_node = std::clamp<int64_t>(members, 1, g.ranks);
-  return g;
+  return strided_group(static_cast<int64_t>(expert_data_parallel_ranks(l)), std::max<int64_t>(1, l.ep), c.gpus_per_node);
 }
 
 int64_t routed_tokens(const TrainRequest& r, int64_t tokens) {
