@@ -568,17 +568,23 @@ class AllToAllAndMemory final : public CostModel {
   double peak_flops() const override { return 1e15; }
 };
 
+// One micro-batch of 1,024 tokens on each of 8 ranks, ep 8.
+TrainRequest moe_request() {
+  TrainRequest r;
+  r.layout.ep = 8;
+  r.layout.dp = 8;
+  r.seq_len = 1024;
+  r.global_batch = 8;
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("cost model: MoE layers permute their tokens, and the busiest expert's rank sets the all-to-all") {
   const auto m = test::preset_model("qwen3-30b-a3b");  // 48 MoE layers, h 2048, top-8 of 128 experts
   const auto c = test::own_cluster(1);
   const AllToAllAndMemory fake;
-  TrainRequest r;
-  r.layout.ep = 8;
-  r.layout.dp = 8;
-  r.seq_len = 1024;
-  r.global_batch = 8;
+  TrainRequest r = moe_request();
   const auto balanced = estimate_train(m, c, r, fake).breakdown;
   // Per layer and pass: dispatch and combine of 1,024 tokens x 8 copies x 2,048 x 2 bytes.
   const double a2a = 1024.0 * 8 * 2048 * 2;
@@ -602,14 +608,10 @@ TEST_CASE("cost model: MoE layers permute their tokens, and the busiest expert's
 }
 
 TEST_CASE("cost model: under tensor parallelism each rank routes its tp share of the tokens to the experts") {
-  const auto m = test::preset_model("qwen3-30b-a3b");  // 48 MoE layers, h 2048, top-8 of 128 experts
+  const auto m = test::preset_model("qwen3-30b-a3b");
   const auto c = test::own_cluster(1);
   const AllToAllAndMemory fake;
-  TrainRequest r;
-  r.layout.ep = 8;
-  r.layout.dp = 8;
-  r.seq_len = 1024;
-  r.global_batch = 8;
+  TrainRequest r = moe_request();
   const auto whole = estimate_train(m, c, r, fake).breakdown;
   CHECK(model::routed_tokens(r, 1024) == 1024);
   CHECK(model::train_experts(m, r, 1024).rows_per_expert == 512);  // 1,024 x 8 ep ranks x 8 / 128
