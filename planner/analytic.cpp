@@ -119,7 +119,7 @@ TrainEstimator::AtLength TrainEstimator::at_length(int64_t mean_len, int64_t att
     return rl::forward_pass_seconds(s_, m, rl::model_layout_of(m, rl::pass_layout(layout_, pass), value_head), sequences,
                                     w.computed_length(value_head, mean_len), value_head, w.computed_length(value_head, attention_len));
   };
-  double prepare = s_.workload.use_rollout_log_probs ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
+  double prepare = !s_.workload.old_logprob_pass() ? 0.0 : forward(s_.model, s_.policy.old_logprob, false);
   if (s_.workload.use_reference)
     prepare += forward(s_.model, s_.policy.ref_logprob, false) +
                rl::reference_swap_seconds(s_, rl::pass_layout(layout_, s_.policy.ref_logprob));
@@ -159,7 +159,7 @@ std::string TrainEstimator::memory_problem(int64_t longest, int64_t sequences, i
   for (const auto& [stage, pass] : passes) {
     const bool critic = std::string_view(stage) == "critic";
     if ((std::string_view(stage) == "ref_logprob" && !s_.workload.use_reference) || (critic && !s_.workload.critic) ||
-        (std::string_view(stage) == "old_logprob" && s_.workload.use_rollout_log_probs))
+        (std::string_view(stage) == "old_logprob" && !s_.workload.old_logprob_pass()))
       continue;
     const input::ModelSpec& m = critic ? *s_.workload.critic : s_.model;
     const input::TrainLayout tl = rl::model_layout_of(m, rl::pass_layout(layout_, *pass), critic);

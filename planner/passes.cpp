@@ -63,7 +63,7 @@ std::vector<PassChoice> choose_pass_layouts(const input::ScenarioSpec& s, const 
     bool runs;
   };
   const Pass passes[] = {
-      {"old_logprob", &s.policy.old_logprob, &s.model, !s.workload.use_rollout_log_probs},
+      {"old_logprob", &s.policy.old_logprob, &s.model, s.workload.old_logprob_pass()},
       {"ref_logprob", &s.policy.ref_logprob, &s.model, s.workload.use_reference},
       {"critic", &s.policy.critic, s.workload.critic ? &*s.workload.critic : nullptr, s.workload.critic.has_value()}};
   const int64_t gpus = s.train_gpus();

@@ -286,6 +286,8 @@ void verl_notes(const input::ScenarioSpec& s, std::vector<std::string>& notes) {
   if (p.partial_rollout > 0) notes.push_back("partial rollout: not set in verl's mainline trainer");
   if (s.workload.use_rollout_log_probs)
     notes.push_back("the rollout's log-probabilities for the old policy: verl computes them with the actor");
+  if (s.workload.force_on_policy_ratio)
+    notes.push_back("force_on_policy_ratio: verl computes the old policy's log-probabilities with the actor");
   if (s.workload.reward_model) notes.push_back("a reward model: set verl's reward_model.* for it");
   if (p.sync == input::SyncMode::async && p.batches_held() > 1)
     notes.push_back("continuous generation: verl's asynchronous trainer generates each step's rollout whole");

@@ -100,6 +100,7 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
   r.read("mini_batches", w.mini_batches, Presence::optional, 1, 1 << 20);
   r.read("use_reference", w.use_reference, Presence::optional);
   r.read("use_rollout_log_probs", w.use_rollout_log_probs, Presence::optional);
+  r.read("force_on_policy_ratio", w.force_on_policy_ratio, Presence::optional);
   r.read("moe_imbalance", w.moe_imbalance, Presence::optional, 1.0, 64.0);
   // fp32: a device measured by `arlsim calibrate --backend cpu` has only an fp32 peak.
   static const EnumName<Dtype> dtypes[] = {
@@ -143,6 +144,13 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
     r.error("mini_batches", "prompts_per_step x samples_per_prompt = " + std::to_string(w.trajectories_per_step()) +
                                 " trajectories do not split into " + std::to_string(w.mini_batches) +
                                 " equal mini-batches");
+  // A ratio forced to 1 is the truth only at the first update of a step's samples: NeMo RL refuses
+  // it unless the training batch is the step's whole batch.
+  if (w.force_on_policy_ratio && (w.mini_batches > 1 || w.ppo_epochs > 1))
+    r.error("force_on_policy_ratio", "needs one optimizer step a step (mini_batches 1 and ppo_epochs 1; here " +
+                                         std::to_string(w.mini_batches) + " and " + std::to_string(w.ppo_epochs) +
+                                         "), as NeMo RL requires train_global_batch_size = num_prompts_per_step x "
+                                         "num_generations_per_prompt");
   out = std::move(w);
   return diag.error_count() == errors_before;
 }

@@ -74,6 +74,12 @@ struct WorkloadSpec {
   // trainer (verl's and slime's use_rollout_log_probs, common in asynchronous recipes): the
   // old_logprob stage does not run.
   bool use_rollout_log_probs = false;
+  // The ratio forced to 1, its old log-probabilities the training pass's own (NeMo RL's
+  // loss_fn.force_on_policy_ratio, which asks for one optimizer step a step): the old_logprob
+  // stage does not run.
+  bool force_on_policy_ratio = false;
+  // Whether the trainer runs a forward pass for the old log-probabilities.
+  bool old_logprob_pass() const { return !use_rollout_log_probs && !force_on_policy_ratio; }
   // Tokens routed to the busiest expert over the mean (>= 1): the grouped GEMMs and all-to-alls of
   // MoE training wait for it. 1: balanced routing.
   double moe_imbalance = 1.0;

@@ -269,11 +269,11 @@ void RunSimulator::run_preparation(const StepData& d, const Layouts& l, StagePla
                                                        s_.workload.computed_length(value_head, x.attention_len)));
     return busiest;
   };
-  if (!s_.workload.use_rollout_log_probs) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
+  if (s_.workload.old_logprob_pass()) p.times.old_logprob = pass("old_logprob", s_.model, s_.policy.old_logprob);
   if (s_.workload.use_reference) {
     // The reference model is the policy's shape: in the old log-probs' layout its pass takes what
     // theirs took (the same memory, ranks and micro-batches), which need not be worked out again.
-    if (!s_.workload.use_rollout_log_probs && s_.policy.ref_logprob == s_.policy.old_logprob && !p.oom) {
+    if (s_.workload.old_logprob_pass() && s_.policy.ref_logprob == s_.policy.old_logprob && !p.oom) {
       p.times.ref_logprob = p.times.old_logprob;
       auto& flops = p.work.flops;
       flops[static_cast<size_t>(graph::Stage::ref_logprob)] = flops[static_cast<size_t>(graph::Stage::old_logprob)];

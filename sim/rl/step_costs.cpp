@@ -153,7 +153,7 @@ std::string check_step_layouts(const input::ScenarioSpec& s, const input::TrainL
     return problem.empty() || !what ? problem : std::string(what) + ": " + problem;
   };
   std::string problem = fits(nullptr, s.model, train);  // the training layout's own problem, as is
-  if (problem.empty() && !s.workload.use_rollout_log_probs)
+  if (problem.empty() && s.workload.old_logprob_pass())
     problem = fits("old_logprob", s.model, pass_layout(train, s.policy.old_logprob));
   if (problem.empty() && s.workload.use_reference) problem = fits("ref_logprob", s.model, pass_layout(train, s.policy.ref_logprob));
   if (problem.empty() && s.workload.critic)

@@ -506,6 +506,17 @@ TEST_CASE("step: with the rollout's log-probabilities the trainer's old_logprob 
   CHECK(b.steps[0].stages.old_logprob == 0);
   CHECK(b.steps[0].stages.ref_logprob == doctest::Approx(a.steps[0].stages.ref_logprob));
   CHECK(b.total_time_s < a.total_time_s);
+  // NeMo RL's force_on_policy_ratio (one optimizer step a step): the training pass's own
+  // log-probabilities are the old ones, so the pass does not run either.
+  const auto one_step = scenario({"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                                  "/trace/generate/group_size=4", "/workload/mini_batches=1"});
+  const auto forced = scenario({"/steps=1", "/cluster/nodes=1", "/policy/train/dp=4", "/trace/generate/prompts_per_step=8",
+                                "/trace/generate/group_size=4", "/workload/mini_batches=1", "/workload/force_on_policy_ratio=true"});
+  const auto c = rl::simulate_run(one_step, small_trace(one_step), {});
+  const auto d = rl::simulate_run(forced, small_trace(forced), {});
+  CHECK(c.steps[0].stages.old_logprob > 0);
+  CHECK(d.steps[0].stages.old_logprob == 0);
+  CHECK(d.steps[0].stages.train == doctest::Approx(c.steps[0].stages.train));
 }
 
 TEST_CASE("step: a scenario's generated trace takes generator options beside (or instead of) a preset") {
