@@ -45,12 +45,13 @@ std::string memory_text(const model::MemoryBreakdown& m) {
 }
 
 // "  (-1% to +20%: 80% of 44 published runs)": where the measured value fell, relative to the
-// prediction, on the validation rows of the kind.
+// prediction, on the validation rows of the kind (" on h100-sxm" where the GPU's own rows make it).
 std::string band_text(const std::optional<model::ErrorBand>& band, double seconds) {
   if (!band || seconds <= 0) return {};
-  char text[128];
-  std::snprintf(text, sizeof text, "  (%+.0f%% to %+.0f%%: 80%% of %d published runs)",
-                100 * (band->time_low(seconds) / seconds - 1), 100 * (band->time_high(seconds) / seconds - 1), band->rows);
+  char text[192];
+  std::snprintf(text, sizeof text, "  (%+.0f%% to %+.0f%%: 80%% of %d published runs%s%s)",
+                100 * (band->time_low(seconds) / seconds - 1), 100 * (band->time_high(seconds) / seconds - 1), band->rows,
+                band->gpu.empty() ? "" : " on ", band->gpu.c_str());
   return text;
 }
 
@@ -94,7 +95,7 @@ int estimate_train(const input::StageSpec& s, const std::string& file, bool json
   const auto e = model::estimate_train(s.model, s.cluster, r, counter);
   const bool gridded = s.cluster.gpu.gemm_points(r.dtype).size() > 1;
   const auto& b = e.breakdown;
-  const auto band = model::validation_band("training");
+  const auto band = model::validation_band("training", s.cluster.gpu.name);
   if (json) {
     ordered_json j;
     j["kind"] = "train";
@@ -210,7 +211,7 @@ int estimate_collective(const input::StageSpec& s, const std::string& file, bool
     return kExitBadInput;
   }
   const auto c = cm.cost(op, s.collective.bytes, g);
-  const auto band = model::validation_band("collective");
+  const auto band = model::validation_band("collective", s.cluster.gpu.name);
   if (json) {
     ordered_json j;
     j["kind"] = "collective";

@@ -114,7 +114,7 @@ int estimate_rollout(const input::StageSpec& s, const std::string& file, bool js
   const auto r = rl::simulate_rollout(o, in);
   const auto m = rl::rollout_metrics(r, req.arrivals);
   const auto mem = model::inference_memory(s.model, s.cluster.gpu, rl::engine_memory_options(o));
-  const auto band = model::validation_band("rollout");
+  const auto band = model::validation_band("rollout", s.cluster.gpu.name);
   if (json) {
     ordered_json j;
     j["kind"] = "rollout";
@@ -155,9 +155,10 @@ int estimate_rollout(const input::StageSpec& s, const std::string& file, bool js
               static_cast<long long>(m.trajectories));
   std::printf("  makespan             %10.3f s (long tail %.3f s after 90%% done)\n", m.makespan_s, m.long_tail_s);
   if (band && m.makespan_s > 0)
-    std::printf("                       %+.0f%% to %+.0f%%: 80%% of %d published serving runs\n",
+    std::printf("                       %+.0f%% to %+.0f%%: 80%% of %d published serving runs%s%s\n",
                 100 * (band->time_low(m.makespan_s) / m.makespan_s - 1),
-                100 * (band->time_high(m.makespan_s) / m.makespan_s - 1), band->rows);
+                100 * (band->time_high(m.makespan_s) / m.makespan_s - 1), band->rows, band->gpu.empty() ? "" : " on ",
+                band->gpu.c_str());
   std::printf("  request throughput   %10.2f req/s\n  output throughput    %10.1f tok/s\n", m.requests_per_s,
               m.output_tokens_per_s);
   std::printf("  TTFT mean/p50/p99    %10.1f / %.1f / %.1f ms\n", 1e3 * m.ttft_s.mean, 1e3 * m.ttft_s.p50, 1e3 * m.ttft_s.p99);

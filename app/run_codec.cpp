@@ -20,7 +20,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunResult::PoolRun, name, act_s, queue_s, bus
                                    peak_in_use, peak_provisioned, cold_starts, price_usd_per_unit_hour)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepRecord, step, start_s, end_s, time_s, stages, tokens, contexts, tokens_per_s,
                                    memory_peak_gib, oom, preemptions, recomputed_tokens)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunResult, scenario, gpus, reward_gpus, price_usd_per_gpu_hour, gpu_memory_gib, steps, total_time_s,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunResult, scenario, gpus, reward_gpus, price_usd_per_gpu_hour, gpu_memory_gib, gpu_profile, steps, total_time_s,
                                    gpu_hours, cost_usd, steps_total, steps_planned, stopped_on_oom,
                                    projected_total_time_s, projected_gpu_hours, projected_cost_usd, oom_events, warnings,
                                    gpus_per_node, pool_names, pools)

@@ -117,6 +117,10 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
                           const std::string& train_at, const std::string& rollout_at) {
   if (t.ep > 1 && t.dp % t.ep != 0)
     return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
+  if (t.ep > 1 && t.tp * t.cp > 1)
+    return train_at + "/ep: with tp or cp above 1 the experts' groups are ep consecutive devices of the tp x cp x dp "
+                      "ones (expert tp 1, as the model prices them), which the runtime does not build yet (its groups "
+                      "are data-parallel peers)";
   if (t.cp > 1 && !t.ulysses)
     return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
                       "does not execute yet (cp_kind \"ulysses\" runs)";
@@ -601,19 +605,22 @@ RankGroups rank_groups(const input::TrainLayout& l, int64_t first_device, int64_
   g.shard = shard_groups(l, first_device, rank, stage);
   g.cp = cp_groups(l, first_device, rank, stage);
   g.ep = ep_groups(l, first_device, rank, stage);
-  if (l.zero >= 3)
-    if (DeviceGroup experts = expert_group(l, first_device, rank, stage); experts.size() > 1)
-      g.experts.assign(static_cast<size_t>(l.tp), experts);
+  if (l.zero >= 3) {
+    for (int64_t tp = 0; tp < l.tp; ++tp) g.experts.push_back(expert_group(l, first_device, rank, stage, tp));
+    if (g.experts.front().size() <= 1) g.experts.clear();
+  }
   return g;
 }
 
-DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage) {
-  // Data rank dp x cp + cp sits at place dp mod ep of its ep group.
+DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage, int64_t tp) {
+  // Without ep the experts split over tp as the dense layers do: the group is the dense
+  // data-parallel one at the device's tp place. With ep (tp 1 here, layout_reason), data rank
+  // dp x cp + cp sits at place dp mod ep of its ep group.
+  if (l.ep == 1) return dp_group(l, first_device, tp, stage);
   const int64_t place = rank / l.cp % l.ep;
   DeviceGroup g;
   for (int64_t other = 0; other < l.dp * l.cp; ++other)
-    if (other / l.cp % l.ep == place)
-      for (int64_t d : tp_group(l, first_device, other, stage)) g.push_back(d);
+    if (other / l.cp % l.ep == place) g.push_back(tp_group(l, first_device, other, stage)[static_cast<size_t>(tp)]);
   return g;
 }
 
@@ -622,17 +629,21 @@ void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::Tr
   const double experts = model::largest_stage_params(m, l).experts;
   if (experts <= 0) return;
   const int64_t data_ranks = l.dp * l.cp;
-  // Each place's group built once (data ranks at ep consecutive places).
-  std::vector<DeviceGroup> by_place;
-  for (int64_t rank = 0; rank < std::min(data_ranks, l.ep * l.cp); rank += l.cp)
-    by_place.push_back(expert_group(l, first_device, rank, stage));
+  // Each place's group built once a tp place (data ranks at ep consecutive places).
+  std::vector<std::vector<DeviceGroup>> by_place;
+  for (int64_t rank = 0; rank < std::min(data_ranks, l.ep * l.cp); rank += l.cp) {
+    by_place.emplace_back();
+    for (int64_t tp = 0; tp < l.tp; ++tp) by_place.back().push_back(expert_group(l, first_device, rank, stage, tp));
+  }
   for (int64_t rank = 0; rank < data_ranks; ++rank) {
-    const DeviceGroup& g = by_place[static_cast<size_t>(rank / l.cp % l.ep)];
-    if (g.size() <= 1) continue;
-    const int32_t group = p.group(g);
-    const double grad_bytes = l.grad_reduce_bytes() * experts;  // as train.cpp counts them
-    for (int64_t d : tp_group(l, first_device, rank, stage)) {
-      auto& ks = p.on(d);
+    const auto& groups = by_place[static_cast<size_t>(rank / l.cp % l.ep)];
+    const DeviceGroup devices = tp_group(l, first_device, rank, stage);
+    for (size_t tp = 0; tp < devices.size(); ++tp) {
+      const DeviceGroup& g = groups[tp];
+      if (g.size() <= 1) continue;
+      const int32_t group = p.group(g);
+      const double grad_bytes = l.grad_reduce_bytes() * experts;  // as train.cpp counts them
+      auto& ks = p.on(devices[tp]);
       if (phase == ExpertPhase::gradients)
         for (int64_t k = 0; k < reductions; ++k)
           ks.push_back(collective(l.zero == 0 ? model::CollectiveOp::all_reduce : model::CollectiveOp::reduce_scatter, grad_bytes, group));

@@ -129,7 +129,7 @@ struct RankGroups {
   // own sizes: each of them exchanges the largest member's (the backends move equal parts).
   int64_t ep_tokens = 0;
   // Under ZeRO-3, the group a mixture-of-experts model's experts are sharded over and gathered
-  // from (expert_group; the same for every rank of the tp group); empty below ZeRO-3 or when the
+  // from, one entry per rank of the tp group (expert_group); empty below ZeRO-3 or when the
   // group is one device. A dense model gathers nothing over it.
   std::vector<DeviceGroup> experts = {};
 };
@@ -195,10 +195,11 @@ void add_optimizer_step(Program& p, const input::ModelSpec& m, const input::Trai
 // them), as train.cpp prices them: their gradients reduced (before add_optimizer_step, whose Adam
 // covers the expert shard) or, under ZeRO 1-2, the updated parameters gathered (after it).
 enum class ExpertPhase { gradients, parameters };
-// The expert data-parallel group of data rank `rank` of a stage: the devices of every data rank at
-// its place in the ep groups (all data ranks without ep), in increasing order; tp x cp x dp / ep of
-// them (model::expert_data_parallel_ranks).
-DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0);
+// The expert data-parallel group of the device at tp place `tp` of data rank `rank` of a stage:
+// with ep (tp 1 in the runtime) the devices of every data rank at its place in the ep groups;
+// without, the experts split over tp as the dense layers do and the group is the dense
+// data-parallel one at that tp place; in increasing order (model::expert_data_parallel_ranks of them).
+DeviceGroup expert_group(const input::TrainLayout& l, int64_t first_device, int64_t rank, int64_t stage = 0, int64_t tp = 0);
 void add_expert_reduction(Program& p, const input::ModelSpec& m, const input::TrainLayout& l, int64_t first_device,
                           int64_t stage, ExpertPhase phase, int64_t reductions = 1);
 // Reference weights kept in host memory (rl::reference_swap_bytes in the pass's layout `pass`), on

@@ -494,6 +494,7 @@ ValidationReport validate(const input::ScenarioSpec& s, const trace::Trace& t, c
   m.gpus_per_node = pred.gpus_per_node;
   m.price_usd_per_gpu_hour = pred.price_usd_per_gpu_hour;
   m.gpu_memory_gib = pred.gpu_memory_gib;
+  m.gpu_profile = pred.gpu_profile;
   m.pool_names = pred.pool_names;
   std::map<int64_t, size_t> step_index;
   for (const auto& st : pred.steps) {

@@ -37,7 +37,7 @@ void add_full_model_gather(Program& p, const rl::RefitShape& shape, const input:
           if (!groups.empty()) g = groups[static_cast<size_t>(tp)];
           break;
         }
-        case rl::RefitGatherStep::Dim::expert_shard: g = expert_group(t, first_device, rank, stage); break;
+        case rl::RefitGatherStep::Dim::expert_shard: g = expert_group(t, first_device, rank, stage, tp); break;
         case rl::RefitGatherStep::Dim::tp: g = tp_group(t, first_device, rank, stage); break;
         case rl::RefitGatherStep::Dim::ep: {
           const auto groups = ep_groups(t, first_device, rank, stage);

@@ -113,7 +113,11 @@ void train_keys(const input::ScenarioSpec& s, const input::TrainLayout& l, Overr
     o.set(m + ".pipeline_model_parallel_size", num(l.pp));
     if (l.vpp > 1) o.set(m + ".virtual_pipeline_model_parallel_size", num(l.vpp));
     o.set(m + ".context_parallel_size", num(l.cp));
-    if (l.ep > 1) o.set(m + ".expert_model_parallel_size", num(l.ep));
+    if (l.ep > 1) {
+      o.set(m + ".expert_model_parallel_size", num(l.ep));
+      // The experts whole on each rank (expert tp 1, as arlsim prices them), not Megatron's default tp.
+      o.set(m + ".expert_tensor_parallel_size", "1");
+    }
     o.set(m + ".sequence_parallel", flag(l.sequence_parallel));
     o.set(m + ".param_offload", flag(offload));
     o.set(m + ".optimizer_offload", flag(offload));

@@ -237,7 +237,10 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (l.first_stage_layers > 0) flag_("--decoder-first-pipeline-num-layers", num(l.first_stage_layers));
   if (l.last_stage_layers > 0) flag_("--decoder-last-pipeline-num-layers", num(l.last_stage_layers));
   flag_("--context-parallel-size", num(l.cp));
-  if (l.ep > 1) flag_("--expert-model-parallel-size", num(l.ep));
+  if (l.ep > 1) {
+    flag_("--expert-model-parallel-size", num(l.ep));
+    flag_("--expert-tensor-parallel-size", "1");  // as arlsim prices them, not Megatron's default tp
+  }
   if (l.recompute == input::Recompute::full) {
     flag_("--recompute-granularity", "full");
     flag_("--recompute-method", "uniform");

@@ -135,8 +135,12 @@ class Reader {
     } else if (is(key, "algorithm.adv_estimator")) {
       static const std::map<std::string, std::string> alg{
           {"grpo", "grpo"}, {"gae", "ppo"}, {"reinforce_plus_plus", "reinforce_pp"}, {"rloo", "rloo"}};
-      if (const auto it = alg.find(v); it != alg.end()) l.workload["algorithm"] = it->second;
-      else unmodelled(w, key, "estimator \"" + v + "\" is not one arlsim models; grpo assumed");
+      if (const auto it = alg.find(v); it != alg.end()) {
+        l.workload["algorithm"] = it->second;
+      } else {
+        unmodelled(w, key, "estimator \"" + v + "\" is not one arlsim models; grpo assumed");
+        l.workload["algorithm"] = "grpo";
+      }
     } else if (is(key, "data.train_batch_size")) {
       if (number<int64_t>(w, key, v, integer(v), n)) l.prompts = n;
     } else if (is(key, "data.max_prompt_length")) {
@@ -161,6 +165,8 @@ class Reader {
       count(l.train, "cp");
     } else if (is(key, m + "expert_model_parallel_size")) {
       count(l.train, "ep");
+    } else if (is(key, m + "expert_tensor_parallel_size")) {
+      if (count_of(w, key, v, n)) expert_tp_ = {w, n};
     } else if (is(key, m + "sequence_parallel")) {
       flag(l.train, "sequence_parallel");
     } else if (is(key, m + "optimizer_offload") || is(key, f + "optimizer_offload")) {
@@ -333,6 +339,8 @@ class Reader {
         error(*ulysses_at_, "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
               "verl refuses Ulysses sequence parallelism without actor_rollout_ref.model.use_remove_padding=True");
     }
+    if (l.megatron) check_expert_tp(l, "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size");
+    expert_tp_.reset();
     dynamic_ = multi_turn_ = liger_ = false;
     remove_padding_.reset();
     critic_remove_padding_.reset();
@@ -495,6 +503,7 @@ class Reader {
       else if (is(key, "decoder-last-pipeline-num-layers")) { if (value(integer(f.value), n)) l.train["last_stage_layers"] = n; }
       else if (is(key, "context-parallel-size")) { if (value(integer(f.value), n)) l.train["cp"] = n; }
       else if (is(key, "expert-model-parallel-size")) { if (value(integer(f.value), n)) l.train["ep"] = n; }
+      else if (is(key, "expert-tensor-parallel-size")) { if (count_of(f.word, "--" + key, f.value, n)) expert_tp_ = {f.word, n}; }
       else if (is(key, "recompute-granularity")) {
         if (f.value == "full" || f.value == "selective") l.train["recompute"] = f.value;
         else error(f.word, "--" + key, "expected full or selective, got \"" + f.value + "\"");
@@ -543,6 +552,26 @@ class Reader {
     (void)per_engine;
     l.async = async;
     if (async) l.staleness = 1;
+    check_expert_tp(l, "--expert-tensor-parallel-size");
+  }
+
+  // The experts' tensor parallelism the launch asks against the one arlsim prices
+  // (TrainLayout::expert_tp: the tp size without expert parallelism, 1 with it); Megatron's
+  // default is the tp size.
+  void check_expert_tp(const Launch& l, const std::string& key) {
+    const auto size = [&](const char* name) { return l.train.count(name) ? l.train.at(name).get<int64_t>() : int64_t{1}; };
+    const int64_t ep = size("ep"), tp = size("tp");
+    if (ep > 1 && expert_tp_ && expert_tp_->second != 1)
+      unmodelled(expert_tp_->first, key, std::to_string(expert_tp_->second) + " under expert parallelism: arlsim prices "
+                 "each rank's experts whole (1, Megatron's parallel folding)");
+    else if (ep > 1 && !expert_tp_ && tp > 1)
+      out_.notes.push_back(r_.file + ": " + key + ": not given: Megatron's default is the tensor-parallel size (" +
+                           std::to_string(tp) + "), where arlsim prices each rank's experts whole (1); set it to 1 "
+                           "to run what is priced");
+    else if (ep == 1 && expert_tp_ && expert_tp_->second != tp)
+      unmodelled(expert_tp_->first, key, std::to_string(expert_tp_->second) + " without expert parallelism: arlsim "
+                 "splits the experts over tp (" + std::to_string(tp) + ") as the dense layers");
+    expert_tp_.reset();
   }
 
  private:
@@ -554,6 +583,7 @@ class Reader {
   std::optional<Word> ulysses_at_;  // where the actor's Ulysses size was given
   std::optional<Word> tokens_at_;   // where the actor's token budget was given
   std::vector<std::pair<Word, std::string>> critic_keys_;  // the critic's keys the launch gave, where
+  std::optional<std::pair<Word, int64_t>> expert_tp_;  // Megatron's expert_tensor_parallel_size, where given
   int64_t tokens_ = 0, critic_tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 

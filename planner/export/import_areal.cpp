@@ -26,12 +26,17 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
     return false;
   }
   auto where = [&](const YAML::Node& n) { return r.file + ":" + std::to_string(n.Mark().line + 1) + ": "; };
+  // A value as an error quotes it: a scalar's text, else what it is.
+  auto quoted = [](const YAML::Node& n) -> std::string {
+    if (n.IsScalar()) return "\"" + n.Scalar() + "\"";
+    return n.IsSequence() ? "a list" : n.IsMap() ? "a mapping" : "nothing";
+  };
   auto integer_at = [&](const YAML::Node& n, const std::string& key, int64_t& into) {
     try {
       into = n.as<int64_t>();
       return true;
     } catch (const YAML::Exception&) {
-      out.errors.push_back(where(n) + key + ": expected a whole number, got \"" + (n.IsScalar() ? n.Scalar() : "") + "\"");
+      out.errors.push_back(where(n) + key + ": expected a whole number, got " + quoted(n));
       return false;
     }
   };
@@ -48,7 +53,7 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
     static const std::regex form("([a-z_]+):((?:[dptce][0-9]+)+)");
     std::smatch m;
     if (!std::regex_match(text, m, form)) {
-      out.errors.push_back(where(n) + key + ": expected a backend string such as \"megatron:d2p2t2c1e4\", got \"" + text + "\"");
+      out.errors.push_back(where(n) + key + ": expected a backend string such as \"megatron:d2p2t2c1e4\", got " + quoted(n));
       return false;
     }
     engine = m[1];
@@ -65,7 +70,7 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
     }
     return true;
   };
-  std::set<std::string> read;  // dotted keys read
+  std::set<std::string> read;  // dotted keys read (a key twice is refused, as OmegaConf refuses it)
   // YAML's aliases make a graph of the document: one that refers to itself would be walked
   // forever, and nested ones ("billion laughs") exponentially. AReaL's configurations are a few
   // levels of a few hundred keys, so the walk stops well above that.
@@ -83,13 +88,17 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
                                                    " entries with its aliases expanded (aliases nested into one another?)");
       const std::string key = prefix + kv.first.as<std::string>();
       const YAML::Node& v = kv.second;
+      if (!read.insert(key).second) {
+        out.errors.push_back(where(kv.first) + key + ": given twice (OmegaConf refuses a configuration with a key twice)");
+        continue;
+      }
       if (v.IsMap()) {
         walk(v, key + ".", depth + 1);
         continue;
       }
       // The field each key sets comes from its line ("FILE:LINE: key: value"), for the errors of a
       // scenario the configuration cannot make.
-      Origins origin(l, where(v) + key + ": " + (v.IsScalar() ? v.Scalar() : std::string()));
+      Origins origin(l, where(v) + key + ": " + (v.IsScalar() ? v.Scalar() : quoted(v)));
       // The chain's names, gathered as it compares them: a key that matches none is checked
       // against them for a slip ("did you mean").
       std::vector<const char*> names;
@@ -140,7 +149,7 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
         try {
           l.train["recompute"] = v.as<bool>() ? "full" : "none";
         } catch (const YAML::Exception&) {
-          out.errors.push_back(where(v) + key + ": expected true or false, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
+          out.errors.push_back(where(v) + key + ": expected true or false, got " + quoted(v));
         }
       }
       else if (is("train_dataset.batch_size")) { if (count_at(v, key, x)) l.prompts = x; }
@@ -156,10 +165,10 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
         } catch (const YAML::Exception&) {
         }
         if (parsed) l.engine["gpu_memory_utilization"] = fraction;
-        else out.errors.push_back(where(v) + key + ": expected a finite number, got \"" + (v.IsScalar() ? v.Scalar() : "") + "\"");
+        else out.errors.push_back(where(v) + key + ": expected a finite number, got " + quoted(v));
       } else if (is("experiment_name")) l.name = v.as<std::string>("");
       else if (is("scheduler.type") || is("rollout.max_concurrent_rollouts") || is("trial_name") ||
-               key.rfind("actor.path", 0) == 0 || is("tokenizer_path") || is("train_dataset.path")) {}
+               is("actor.path") || is("tokenizer_path") || is("train_dataset.path")) {}
       else {
         std::string closest;
         size_t best = 3;  // a slip: two edits at most

@@ -84,6 +84,11 @@ struct Overlap {
 
 struct TrainLayout {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vpp = 1;
+  // The experts' own tensor parallelism: without expert parallelism they split over tp as a dense
+  // MLP does (Megatron's default, expert tp = tp); with it, none (expert tp 1, Megatron's parallel
+  // folding: the ep group is ep consecutive ranks of the tp x cp x dp ones, each holding its
+  // experts whole), as NeMo RL requires with vLLM engines and Megatron's MoE recipes set.
+  int64_t expert_tp() const { return ep > 1 ? 1 : tp; }
   int64_t zero = 1;  // ZeRO stage 0..3; FSDP full sharding is stage 3
   // Layers of the first and last pipeline stages when they differ from the rest (Megatron's
   // --decoder-first/last-pipeline-num-layers, for a 61-layer model or a light first stage beside

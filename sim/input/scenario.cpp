@@ -138,6 +138,10 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
                "the model's " + n(m.moe.num_experts) + " experts do not split over ep = " + n(t.ep));
     else if ((t.dp * t.cp * t.tp) % t.ep != 0)
       at.error(std::string(where) + "/ep", "ep = " + n(t.ep) + " must divide tp x dp x cp = " + n(t.dp * t.cp * t.tp));
+    else if (t.tp > 1 && !t.sequence_parallel)
+      at.warning(std::string(where) + "/sequence_parallel",
+                 "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; priced as "
+                 "with it (each rank routes its tp share of the tokens)");
   }
   if (t.tp > s.cluster.gpus_per_node)
     at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace arlsim::model {
@@ -19,6 +20,7 @@ namespace arlsim::model {
 struct ErrorBand {
   double error_low = 0, error_high = 0;  // signed (predicted - measured) / measured
   int rows = 0;                          // validation rows behind it
+  std::string gpu;                       // the GPU profile whose rows alone make it; empty: every row
   // The range a time predicted as `seconds` is expected in.
   double time_low(double seconds) const { return std::min(seconds, seconds / (1 + error_high)); }
   double time_high(double seconds) const { return std::max(seconds, seconds / (1 + error_low)); }
@@ -28,10 +30,15 @@ struct ErrorBand {
 };
 
 // The band of a kind ("training", "collective") in the embedded record; none when the record has
-// no such kind (nothing of it was validated).
-std::optional<ErrorBand> validation_band(std::string_view kind);
+// no such kind (nothing of it was validated). With a GPU profile's name, the band of that GPU's
+// rows where the record has one (kBandMinimumRows of them or more: the same hardware and its
+// profile's sources), else the kind's over every row.
+std::optional<ErrorBand> validation_band(std::string_view kind, std::string_view gpu = {});
 
 // The same read from the text of a record (for tests); none when it is malformed or lacks the kind.
-std::optional<ErrorBand> band_from_record(std::string_view record_json, std::string_view kind);
+std::optional<ErrorBand> band_from_record(std::string_view record_json, std::string_view kind, std::string_view gpu = {});
+
+// The fewest rows of one GPU that make a band of their own.
+inline constexpr int kBandMinimumRows = 5;
 
 }  // namespace arlsim::model

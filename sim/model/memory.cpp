@@ -62,9 +62,8 @@ StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout&
     double shared = d(e.shared_experts) * expert;
     if (e.shared_expert_ffn_hidden_size > 0) shared += dense_mlp_params(m, e.shared_expert_ffn_hidden_size);
     p.dense += d(moe_layers) * (d(m.hidden_size) * d(e.num_experts) + shared / tp);
-    // Experts split over ep ranks, and each expert over tp / ep ranks when tp is the larger
-    // (expert tensor parallelism, vLLM's default without expert parallelism).
-    p.experts = d(moe_layers) * d(e.num_experts) * expert / d(std::max(l.ep, l.tp));
+    // Experts split over ep ranks, and each expert over the experts' own tp (TrainLayout::expert_tp).
+    p.experts = d(moe_layers) * d(e.num_experts) * expert / d(l.ep * l.expert_tp());
   }
   const double embedding = d(m.vocab_size) * d(m.hidden_size) / tp;
   if (first_stage) p.dense += embedding;
@@ -101,7 +100,9 @@ double layer_activation_bytes(const input::ModelSpec& m, const input::TrainLayou
   return outside + attention + mlp_bytes;
 }
 
-double expert_data_parallel_ranks(const input::TrainLayout& l) { return std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep)); }
+double expert_data_parallel_ranks(const input::TrainLayout& l) {
+  return std::max(1.0, d(l.tp * l.dp * l.cp) / d(l.ep * l.expert_tp()));
+}
 
 double sharded_params(const StageParams& p, const input::TrainLayout& l) {
   return p.dense / d(l.sharding_ranks()) + p.experts / expert_data_parallel_ranks(l);

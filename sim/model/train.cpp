@@ -59,12 +59,13 @@ OpCost backward_gemms(const CostModel& cost, const GemmOp& f) {
 
 }  // namespace
 
-// The experts' data-parallel group (model::expert_data_parallel_ranks: tp x cp x dp / ep ranks):
-// Megatron's expert grid (expert tp 1) numbers the stage's tp x cp x dp devices ep first, so the
-// ranks at one place of the ep groups sit ep devices apart (the ep groups themselves being ep
-// consecutive devices, as the all-to-alls' group_of(c, ep, 1)).
+// The experts' data-parallel group (model::expert_data_parallel_ranks): with ep, Megatron's expert
+// grid (expert tp 1) numbers the stage's tp x cp x dp devices ep first, so the ranks at one place
+// of the ep groups sit ep devices apart (the ep groups themselves being ep consecutive devices, as
+// the all-to-alls' group_of(c, ep, 1)); without, the experts split over tp as the dense layers do
+// and the group is the dense data-parallel one, tp apart.
 CollectiveGroup expert_group_of(const input::ClusterSpec& c, const input::TrainLayout& l) {
-  return strided_group(static_cast<int64_t>(expert_data_parallel_ranks(l)), std::max<int64_t>(1, l.ep), c.gpus_per_node);
+  return strided_group(static_cast<int64_t>(expert_data_parallel_ranks(l)), l.ep > 1 ? l.ep : l.tp, c.gpus_per_node);
 }
 
 int64_t routed_tokens(const TrainRequest& r, int64_t tokens) {
@@ -373,6 +374,8 @@ std::string check_train_request(const input::ModelSpec& m, const input::ClusterS
     return "pp x vpp = " + std::to_string(l.pp * l.vpp) + " does not divide the model's " + std::to_string(m.num_layers) + " layers";
   }
   if (l.ep > 1 && (!m.has_moe || m.moe.num_experts % l.ep != 0)) return "ep = " + std::to_string(l.ep) + " does not divide the model's experts";
+  if (l.ep > 1 && (l.tp * l.dp * l.cp) % l.ep != 0)
+    return "ep = " + std::to_string(l.ep) + " must divide tp x dp x cp = " + std::to_string(l.tp * l.dp * l.cp);
   if (l.gpus() > c.total_gpus())
     return "the layout needs " + std::to_string(l.gpus()) + " GPUs; the cluster has " + std::to_string(c.total_gpus());
   if (r.seq_len % l.cp != 0) return "cp = " + std::to_string(l.cp) + " does not divide seq_len " + std::to_string(r.seq_len);

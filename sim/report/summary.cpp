@@ -104,8 +104,8 @@ TotalBand total_time_band(const rl::RunResult& r, const RunStats& stats) {
   TotalBand b{r.total_time_s, r.total_time_s, 0};
   // Each stage takes the band of its kind's record: the engines' runs the rollout record's, the
   // forward passes and training the training record's; the rest (dispatch, weight sync) none.
-  const auto training = model::validation_band("training");
-  const auto rollout = model::validation_band("rollout");
+  const auto training = model::validation_band("training", r.gpu_profile);
+  const auto rollout = model::validation_band("rollout", r.gpu_profile);
   double low = 0, high = 0;
   for (size_t i = 0; i < kStageCount; ++i) {
     const auto op = graph::kStages[i].op;

@@ -72,6 +72,7 @@ class RunSimulator {
     result_.gpus_per_node = s.cluster.gpus_per_node;
     result_.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
     result_.gpu_memory_gib = s.cluster.gpu.memory_bytes / (1024.0 * 1024.0 * 1024.0);
+    result_.gpu_profile = s.cluster.gpu.name;
   }
 
   RunResult run(const trace::Trace& t, const Progress& progress);

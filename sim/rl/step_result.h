@@ -76,6 +76,7 @@ struct RunResult {
   int64_t reward_gpus = 0;
   double price_usd_per_gpu_hour = 0;  // 0: unknown
   double gpu_memory_gib = 0;          // each GPU's memory
+  std::string gpu_profile;            // the cluster's GPU profile (its validation bands)
   std::vector<StepRecord> steps;
   double total_time_s = 0;
   double gpu_hours = 0;

@@ -174,11 +174,11 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
   // The gather's dtype: the weights as the rank's state dict keeps them (NeMo RL and verl gather
   // FSDP's fp32 shards whole before casting to the engine's bf16).
   const double w = state_dict_bytes(s, train);
-  // A rank's part of the largest stage: its dense part split over tp, its experts over max(ep, tp)
-  // (model::params_of_stage), each sharded once more under ZeRO-3.
+  // A rank's part of the largest stage: its dense part split over tp, its experts over ep x the
+  // experts' tp (model::params_of_stage, TrainLayout::expert_tp), each sharded once more under ZeRO-3.
   const model::StageParams stage = model::largest_stage_params(s.model, train);
   const double all_experts = model::params_of_stage(s.model, input::TrainLayout{}, 0).experts;  // one rank holding all
-  const bool tp_splits_experts = train.tp > train.ep;  // tp peers hold different slices of the same experts
+  const bool tp_splits_experts = train.expert_tp() > 1;  // tp peers hold different slices of the same experts
   const int64_t per_node = s.cluster.gpus_per_node;
   using Dim = RefitGatherStep::Dim;
   auto add = [&](Dim dim, const model::CollectiveGroup& g, double output) {
@@ -192,7 +192,7 @@ RefitShape refit_shape(const input::ScenarioSpec& s, const input::RolloutLayout&
       w * real(train.tp) * (stage.dense + (tp_splits_experts ? stage.experts : 0.0)));
   const double experts_held = tp_splits_experts ? all_experts : all_experts / real(train.ep);
   add(Dim::pp, model::strided_group(train.pp, train.tp * train.cp * train.dp, per_node), w * (params - all_experts + experts_held));
-  if (!tp_splits_experts) add(Dim::ep, model::strided_group(train.ep, train.tp * train.cp, per_node), w * all_experts);
+  if (!tp_splits_experts) add(Dim::ep, model::strided_group(train.ep, 1, per_node), w * all_experts);
   return shape;
 }
 

@@ -742,6 +742,10 @@ contains reward-model-check-why "$tmp/err" "step 1: reward does not fit"
 expect dense-critic-ep 0 "$arlsim" simulate default --steps 1 --set /model=qwen3-30b-a3b --set /policy/train/ep=2 \
   --set /workload/algorithm=ppo --set /workload/critic=qwen3-8b
 contains dense-critic-ep-stage "$tmp/out" "critic "
+# Megatron refuses MoE under tp without sequence parallelism: said, and priced as with it.
+expect moe-tp-no-sp 0 "$arlsim" check default --set /model=qwen3-30b-a3b --set /policy/train/ep=2 --set /policy/train/tp=2 \
+  --set /policy/train/dp=8 --set /policy/train/sequence_parallel=false
+contains moe-tp-no-sp-why "$tmp/err" "/policy/train/sequence_parallel: Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism"
 expect dense-critic-ep-plan 0 "$arlsim" plan default --steps 1:1 --set /model=qwen3-30b-a3b --set /policy/train/ep=2 \
   --set /workload/algorithm=ppo --set /workload/critic=qwen3-4b --set /workload/prompts_per_step=8 --set /policy/train/zero=3 \
   --set /policy/train/offload_optimizer=true

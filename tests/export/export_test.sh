@@ -171,12 +171,32 @@ contains import-budget-zero-status "$tmp/zero-budget.status" "2"
 contains import-budget-zero-why "$tmp/zero-budget.err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
 with_words unused-budget "$tmp/pad.sh" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192
 contains import-budget-unused "$tmp/unused-budget.err" "not used: use_dynamic_bsz is off"
+# An estimator arlsim does not model is taken as GRPO, as the message says (no critic).
+sed 's/algorithm.adv_estimator=grpo/algorithm.adv_estimator=remax/' "$tmp/dyn.sh" >"$tmp/remax.sh"
+"$arlsim" import "$tmp/remax.sh" --from verl --model qwen3-8b --out "$tmp/remax.json" >/dev/null 2>"$tmp/remax.err"
+contains import-remax-why "$tmp/remax.err" 'estimator "remax" is not one arlsim models; grpo assumed'
+if python3 -c "import json, sys; w = json.load(open(sys.argv[1]))['workload']; assert w['algorithm'] == 'grpo' and 'critic' not in w, w" "$tmp/remax.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-remax-grpo"; fi
 # A critic's keys in a launch without one (GRPO) are said unused, and its budget not taken.
 with_words grpo-critic "$tmp/dyn.sh" "critic.ppo_max_token_len_per_gpu=32768 critic.model.path=Qwen\/Qwen3-8B"
 contains import-grpo-critic-budget "$tmp/grpo-critic.err" "critic.ppo_max_token_len_per_gpu: not used: grpo has no critic"
 contains import-grpo-critic-path "$tmp/grpo-critic.err" "critic.model.path: not used: grpo has no critic"
 if python3 -c "import json, sys; t = json.load(open(sys.argv[1]))['policy']['train']; assert 'critic_max_tokens_per_gpu' not in t, t" "$tmp/grpo-critic.json"; then
   passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-grpo-critic-no-budget"; fi
+# The experts' tensor parallelism: arlsim prices them whole on each rank under ep (expert tp 1),
+# which Megatron takes only when told (its default is the tp size).
+sed 's/pipeline_model_parallel_size=2/pipeline_model_parallel_size=2 actor_rollout_ref.actor.megatron.expert_model_parallel_size=4/' \
+  "$here/launches/verl-megatron.sh" >"$tmp/etp.sh"
+"$arlsim" import "$tmp/etp.sh" --from verl --model qwen3-30b-a3b --out "$tmp/etp.json" >/dev/null 2>"$tmp/etp.err"
+contains import-etp-default "$tmp/etp.err" "expert_tensor_parallel_size: not given: Megatron's default is the tensor-parallel size (4)"
+sed 's/expert_model_parallel_size=4/expert_model_parallel_size=4 actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=4/' \
+  "$tmp/etp.sh" >"$tmp/etp4.sh"
+"$arlsim" import "$tmp/etp4.sh" --from verl --model qwen3-30b-a3b --out "$tmp/etp4.json" >/dev/null 2>"$tmp/etp4.err"
+contains import-etp-unmodelled "$tmp/etp4.err" "expert_tensor_parallel_size: 4 under expert parallelism: arlsim prices each rank's experts whole"
+sed 's/expert_model_parallel_size=4/expert_model_parallel_size=4 actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1/' \
+  "$tmp/etp.sh" >"$tmp/etp1.sh"
+"$arlsim" import "$tmp/etp1.sh" --from verl --model qwen3-30b-a3b --out "$tmp/etp1.json" >/dev/null 2>"$tmp/etp1.err"
+if grep -q expert_tensor "$tmp/etp1.err"; then failed=$((failed + 1)); echo "FAIL import-etp-one-silent"; else passed=$((passed + 1)); fi
 # Booleans as OmegaConf reads them, in any case.
 with_words upper "$tmp/pad.sh" actor_rollout_ref.model.use_remove_padding=TRUE
 padding_is import-boolean-upper "$tmp/upper.json" "p['policy'] == 'removed'"
@@ -412,6 +432,10 @@ contains odd-areal-zero-why "$tmp/err" "actor.ppo_n_minibatches: must be at leas
 sed 's/batch_size: 64/batch_size: 0/' "$here/launches/areal.yaml" >"$tmp/zero-batch.yaml"
 odd areal-zero-batch 2 areal "$tmp/zero-batch.yaml"
 contains odd-areal-zero-batch-why "$tmp/err" "zero-batch.yaml:10: train_dataset.batch_size: expected a whole number of at least 1, got 0"
+printf 'cluster:\n  n_nodes: [2]\n  n_gpus_per_node: 8\n  n_nodes: 3\n' >"$tmp/twice.yaml"
+odd areal-twice 2 areal "$tmp/twice.yaml"
+contains odd-areal-list-why "$tmp/err" "twice.yaml:2: cluster.n_nodes: expected a whole number, got a list"
+contains odd-areal-twice-why "$tmp/err" "twice.yaml:4: cluster.n_nodes: given twice"
 # A key one slip from one the reader knows is named; a scenario the configuration cannot make is
 # reported at the configuration's lines (each line once, though a backend string sets a layout).
 sed 's/n_samples: 8/n_sample: 8/' "$here/launches/areal.yaml" >"$tmp/slip.yaml"

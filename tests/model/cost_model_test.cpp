@@ -406,6 +406,25 @@ class ExpertGroupRecorder final : public CostModel {
 
 }  // namespace
 
+TEST_CASE("cost model: experts split over tp without expert parallelism and are held whole with it") {
+  const auto m = test::preset_model("qwen3-30b-a3b");
+  input::TrainLayout l;
+  const double all = model::params_of_stage(m, l, 0).experts;
+  // ep 1, tp 4: each expert split over the four (Megatron's default expert tp = tp); their
+  // data-parallel group is the dense one, dp x cp.
+  l.tp = 4;
+  l.dp = 2;
+  CHECK(l.expert_tp() == 4);
+  CHECK(model::params_of_stage(m, l, 0).experts == test::near(all / 4));
+  CHECK(model::expert_data_parallel_ranks(l) == 2);
+  // ep 2 below tp 4: parallel folding, each rank holds its 64 experts whole; 4 x 2 / 2 ranks share
+  // each expert's state.
+  l.ep = 2;
+  CHECK(l.expert_tp() == 1);
+  CHECK(model::params_of_stage(m, l, 0).experts == test::near(all / 2));
+  CHECK(model::expert_data_parallel_ranks(l) == 4);
+}
+
 TEST_CASE("cost model: the experts' data-parallel group sits where Megatron's numbering puts its devices") {
   const auto m = test::preset_model("qwen3-30b-a3b");
   auto group = [&](int64_t nodes, int64_t per_node, int64_t tp, int64_t dp, int64_t ep) {
@@ -422,18 +441,25 @@ TEST_CASE("cost model: the experts' data-parallel group sits where Megatron's nu
     REQUIRE_FALSE(rec.groups.empty());
     return rec.groups.front();
   };
-  // tp 8 on one node of 8, ep 1: the experts' group is the node's eight devices, not eight nodes.
-  const auto whole = group(1, 8, 8, 1, 1);
-  CHECK(whole.ranks == 8);
-  CHECK(whole.ranks_per_node == 8);
-  // tp 2 x dp 4 x ep 2 on 8: data ranks 0 and 2 (devices 0-1, 4-5) at one place: 4 ranks, one node.
+  // ep 1: the experts split over tp as the dense layers, their group the dense data-parallel one:
+  // tp 2 x dp 4 on a node of 8, 4 ranks 2 apart.
+  const auto whole = group(1, 8, 2, 4, 1);
+  CHECK(whole.ranks == 4);
+  CHECK(whole.ranks_per_node == 4);
+  // tp 2 x dp 4 x ep 2 on 8 (expert tp 1): the ep groups are devices {0, 1}, {2, 3}, ...; one place
+  // of each, 4 ranks 2 apart, one node.
   const auto split = group(1, 8, 2, 4, 2);
   CHECK(split.ranks == 4);
   CHECK(split.ranks_per_node == 4);
-  // The same on two nodes of 4: one block of 2 a node.
+  // The same on two nodes of 4: two a node.
   const auto spread = group(2, 4, 2, 4, 2);
   CHECK(spread.ranks_per_node == 2);
   CHECK(spread.nodes() == 2);
+  // tp 4 x dp 4 x ep 8 on two nodes of 8: the 2 ranks at one place sit 8 apart, one a node (a
+  // tp block of 4 at each place would have put two on a node).
+  const auto folded = group(2, 8, 4, 4, 8);
+  CHECK(folded.ranks == 2);
+  CHECK(folded.ranks_per_node == 1);
 }
 
 namespace {

@@ -34,6 +34,25 @@ TEST_CASE("error band: the measured value lies in [p / (1 + e_high), p / (1 + e_
   CHECK(biased->rate_high(100) == 100);
 }
 
+TEST_CASE("error band: a GPU with enough rows of its own has its own band; others take the kind's") {
+  const char* record = R"({"kinds": {"training": {"rows": 40, "error_low": -0.2, "error_high": 0.1, "by_gpu": {
+    "h100-sxm": {"rows": 20, "error_low": -0.05, "error_high": 0.02},
+    "few": {"rows": 4, "error_low": -0.5, "error_high": 0.5},
+    "bad": {"rows": 9, "error_low": 0.3, "error_high": 0.1}}}}})";
+  const auto h100 = model::band_from_record(record, "training", "h100-sxm");
+  REQUIRE(h100);
+  CHECK(h100->rows == 20);
+  CHECK(h100->gpu == "h100-sxm");
+  CHECK(h100->error_low == -0.05);
+  // Fewer rows than a band of its own needs, a malformed one, none, or no GPU asked: every row's.
+  for (const char* gpu : {"few", "bad", "l40s", ""}) {
+    const auto b = model::band_from_record(record, "training", gpu);
+    REQUIRE(b);
+    CHECK(b->rows == 40);
+    CHECK(b->gpu.empty());
+  }
+}
+
 TEST_CASE("error band: no band for a kind the record lacks, or from a malformed record") {
   CHECK_FALSE(model::band_from_record(kRecord, "rollout"));
   CHECK_FALSE(model::band_from_record(kRecord, "reversed"));

@@ -330,16 +330,16 @@ TEST_CASE("step: a mixture of experts' full-model gather moves the dense part ov
   CHECK(m.gathers[0].output_bytes == doctest::Approx(2 * dense).epsilon(0.02));
   CHECK(m.gathers[1].dim == rl::RefitGatherStep::Dim::ep);
   CHECK(m.gathers[1].ranks == 8);
-  CHECK(m.gathers[1].ranks_per_node == 4);  // tp = 2 devices apart: four on a node, two nodes
+  CHECK(m.gathers[1].ranks_per_node == 8);  // ep consecutive devices (expert tp 1): one node
   CHECK(m.gathers[1].output_bytes == test::near(2 * experts));
-  // ep's members sit tp x cp devices apart: with cp 2 and ep 4 two share a node, not four.
+  // ep's members are consecutive whatever tp and cp: with cp 2 and ep 4 the four share a node.
   const auto cp = scenario({"/model=\"qwen3-30b-a3b\"", "/cluster/nodes=2", "/policy/placement=\"colocated\"",
                             "/policy/train={\"tp\": 2, \"cp\": 2, \"ep\": 4, \"dp\": 4}", "/policy/rollout/tp=2",
                             "/policy/weight_sync={\"gather\": \"full-model\"}"});
   const rl::RefitShape c = rl::refit_shape(cp, cp.policy.rollout, cp.policy.train);
   REQUIRE(c.gathers.size() == 2);
   CHECK(c.gathers[1].dim == rl::RefitGatherStep::Dim::ep);
-  CHECK(c.gathers[1].ranks_per_node == 2);
+  CHECK(c.gathers[1].ranks_per_node == 4);
 }
 
 TEST_CASE("step: a broadcast refit after a full-model gather sends every engine GPU the whole model") {

@@ -408,6 +408,13 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   CHECK(runtime::unsupported_reason(to_cpu).rfind("/policy/weight_sync/state", 0) == 0);
   // Pipeline stages run in the 1F1B schedule, interleaved too, and with ZeRO-3 (not both); context
   // parallelism runs as Ulysses and is refused as ring attention (which hides its exchanges).
+  // Expert parallelism runs over data-parallel peers: with tp (or cp) above 1 the experts' groups
+  // are consecutive devices, which the runtime does not build.
+  auto ep = *s;
+  ep.policy.train.ep = 2;
+  ep.policy.train.dp = 2;
+  ep.policy.train.tp = 2;
+  CHECK(runtime::unsupported_reason(ep).rfind("/policy/train/ep: with tp or cp above 1", 0) == 0);
   auto pp = *s;
   pp.policy.train.pp = 2;
   pp.policy.train.dp = 1;

@@ -475,6 +475,23 @@ TEST_CASE("a mixture-of-experts layer routes, permutes and runs its experts as g
   const auto stats = cpu.run(p, "moe");
   CHECK(stats.checksum_failures == 0);
   CHECK(stats.bytes_verified > 0);
+  // Under tp 2 (sequence parallel, no ep) each device routes its half of the 32 tokens, as
+  // model::routed_tokens prices it: the router's rows and the busiest expert's halve.
+  input::TrainLayout tp2 = l;
+  tp2.tp = 2;
+  tp2.dp = 1;
+  tp2.ep = 1;
+  tp2.sequence_parallel = true;
+  model::TrainRequest r2 = r;
+  r2.layout = tp2;
+  runtime::Program q;
+  runtime::add_micro_batch(q, m, r2, runtime::tp_group(tp2, 0, 0), false, 0, runtime::rank_groups(tp2, 0, 0));
+  const auto& kernels = q.devices.at(0).second;
+  const auto router = std::find_if(kernels.begin(), kernels.end(),
+                                   [](const Kernel& k) { return k.kind == Kernel::Kind::gemm && k.n == 4 && k.groups == 1; });
+  REQUIRE(router != kernels.end());
+  CHECK(router->m == 16);  // the forward router, the first of its kind
+  CHECK(model::train_experts(m, r2, 32).rows_per_expert == 12);  // 16 x 1 ep rank x top-2 / 4, x 1.5
 }
 
 TEST_CASE("expert parallelism: ranks of unequal micro-batches exchange the largest member's tokens and join the rest") {
@@ -549,12 +566,13 @@ TEST_CASE("ZeRO-3 of a mixture-of-experts model gathers its experts over their o
   CHECK(runtime::expert_group(l, 0, 0) == runtime::DeviceGroup{0, 2});
   CHECK(runtime::expert_group(l, 0, 3) == runtime::DeviceGroup{1, 3});
   CHECK(runtime::rank_groups(l, 0, 2).experts == std::vector<runtime::DeviceGroup>{{0, 2}});
-  input::TrainLayout wide = l;  // without ep, every tp rank of every data rank
+  input::TrainLayout wide = l;  // without ep the experts split over tp: the dense data-parallel group
   wide.tp = 2;
   wide.dp = 2;
   wide.ep = 1;
-  CHECK(runtime::expert_group(wide, 0, 1) == runtime::DeviceGroup{0, 1, 2, 3});
-  CHECK(runtime::rank_groups(wide, 0, 1).experts.size() == 2);
+  CHECK(runtime::expert_group(wide, 0, 1) == runtime::DeviceGroup{0, 2});
+  CHECK(runtime::expert_group(wide, 0, 1, 0, 1) == runtime::DeviceGroup{1, 3});
+  CHECK(runtime::rank_groups(wide, 0, 1).experts == std::vector<runtime::DeviceGroup>{{0, 2}, {1, 3}});
   input::TrainLayout below = l;
   below.zero = 1;
   CHECK(runtime::rank_groups(below, 0, 0).experts.empty());

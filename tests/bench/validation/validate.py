@@ -43,7 +43,7 @@ def training(arlsim, tmp):
 
     def result(r, e):
         return {"id": r["id"], "measured": r["measured_iteration_s"], "predicted": e["iteration_s"], "mfu": e["mfu"],
-                "source": r["source"]}
+                "source": r["source"], "gpu": r["gpu"]}
     return predict_rows(arlsim, tmp, "training.json", stage, result)
 
 
@@ -57,7 +57,7 @@ def collectives(arlsim, tmp):
         measured = r["measured_time_us"] * 1e-6 if "measured_time_us" in r else \
             r["bytes"] * factor / (r["measured_busbw_gbps"] * 1e9)
         return {"id": r["id"], "measured": measured, "predicted": e["time_s"],
-                "how": "%s/%s" % (e["algorithm"], e.get("protocol", "")), "source": r["source"]}
+                "how": "%s/%s" % (e["algorithm"], e.get("protocol", "")), "source": r["source"], "gpu": r["gpu"]}
     return predict_rows(arlsim, tmp, "collectives.json", stage, result)
 
 
@@ -78,7 +78,7 @@ def rollouts(arlsim, tmp):
         latency = {k: (r["measured_%s_mean_s" % k], e["%s_s" % k]["mean"]) for k in ("ttft", "tpot")
                    if "measured_%s_mean_s" % k in r}
         return {"id": r["id"], "measured": measured, "predicted": e["makespan_s"], "latency": latency,
-                "preemptions": e["preemptions"], "source": r["source"]}
+                "preemptions": e["preemptions"], "source": r["source"], "gpu": r["gpu"]}
     return predict_rows(arlsim, tmp, "rollout.json", stage, result)
 
 
@@ -181,6 +181,9 @@ def latency_table(results):
                 100 * statistics.median(errors[k])))
 
 
+BAND_MINIMUM_ROWS = 5  # as sim/model/error_band.h's kBandMinimumRows
+
+
 def table(title, results, unit, scale, extra=None):
     print("\n### %s\n" % title)
     head = "| row | measured %s | predicted %s | error |" % (unit, unit)
@@ -200,6 +203,15 @@ def table(title, results, unit, scale, extra=None):
     print("\n%d rows: median |error| %.1f%%, worst %.1f%%, median signed %+.1f%%; 10th-90th percentile of the signed "
           "error %+.1f%% to %+.1f%%." % (s["rows"], 100 * s["median_abs_error"], 100 * s["worst_abs_error"],
                                         100 * s["median_signed_error"], 100 * s["error_low"], 100 * s["error_high"]))
+    # A GPU with enough rows of its own has its own band (sim/model/error_band.h: kBandMinimumRows):
+    # the same hardware and its profile's sources.
+    gpus = sorted({r["gpu"] for r in results if "gpu" in r})
+    by_gpu = {g: summary([r for r in results if r.get("gpu") == g]) for g in gpus
+              if sum(1 for r in results if r.get("gpu") == g) >= BAND_MINIMUM_ROWS}
+    if by_gpu:
+        s["by_gpu"] = by_gpu
+        print("By GPU: " + "; ".join("%s %d rows, median |error| %.1f%%, 10th-90th percentile %+.1f%% to %+.1f%%" % (
+            g, b["rows"], 100 * b["median_abs_error"], 100 * b["error_low"], 100 * b["error_high"]) for g, b in by_gpu.items()) + ".")
     return s
 
 

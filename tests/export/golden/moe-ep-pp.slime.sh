@@ -26,6 +26,7 @@ ray job submit --address="${RAY_DASHBOARD:-http://127.0.0.1:8265}" -- python3 tr
   --pipeline-model-parallel-size 2 \
   --context-parallel-size 1 \
   --expert-model-parallel-size 4 \
+  --expert-tensor-parallel-size 1 \
   --recompute-granularity selective \
   --use-dynamic-batch-size \
   --max-tokens-per-gpu 15360 \

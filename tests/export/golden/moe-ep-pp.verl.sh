@@ -24,6 +24,7 @@ python3 -m verl.trainer.main_ppo \
   actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2 \
   actor_rollout_ref.actor.megatron.context_parallel_size=1 \
   actor_rollout_ref.actor.megatron.expert_model_parallel_size=4 \
+  actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1 \
   actor_rollout_ref.actor.megatron.sequence_parallel=True \
   actor_rollout_ref.actor.megatron.param_offload=False \
   actor_rollout_ref.actor.megatron.optimizer_offload=False \
