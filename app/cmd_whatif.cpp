@@ -108,6 +108,7 @@ rl::RunResult analytic_result(const input::ScenarioSpec& s, const trace::Trace& 
   r.gpus = s.cluster.total_gpus();
   r.reward_gpus = rl::reward_model_gpus(s);
   r.price_usd_per_gpu_hour = s.cluster.price_usd_per_gpu_hour;
+  r.gpu_profile = s.cluster.gpu.name;  // its validation bands, as a simulated run's
   const auto run = planner::analytic_run(s, f);
   if (!run) {
     // No figure of the run stands: it is withheld as a stopped run's are.

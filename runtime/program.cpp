@@ -115,12 +115,12 @@ namespace {
 // `train_at` and `rollout_at` point at them.
 std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayout& r, const input::TrainLayout& t,
                           const std::string& train_at, const std::string& rollout_at) {
-  if (t.ep > 1 && t.dp % t.ep != 0)
-    return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
   if (t.ep > 1 && t.tp * t.cp > 1)
     return train_at + "/ep: with tp or cp above 1 the experts' groups are ep consecutive devices of the tp x cp x dp "
                       "ones (expert tp 1, as the model prices them), which the runtime does not build yet (its groups "
                       "are data-parallel peers)";
+  if (t.ep > 1 && t.dp % t.ep != 0)
+    return train_at + "/ep: the runtime's expert-parallel groups are ep consecutive data-parallel ranks, so ep must divide dp";
   if (t.cp > 1 && !t.ulysses)
     return train_at + "/cp_kind: ring attention hides its K and V exchanges under the attention, which the runtime "
                       "does not execute yet (cp_kind \"ulysses\" runs)";
@@ -142,9 +142,9 @@ std::string layout_reason(const input::ScenarioSpec& s, const input::RolloutLayo
                                   "execute yet";
     const input::TrainLayout tl = rl::pass_layout(t, *pass);
     // A pass in a layout of its own keeps the training's expert parallelism over its own ranks.
-    if (*pass && tl.ep > 1 && tl.dp % tl.ep != 0)
+    if (*pass && tl.ep > 1 && (tl.dp % tl.ep != 0 || tl.tp * tl.cp > 1))
       return std::string(where) + ": the training's ep = " + std::to_string(tl.ep) +
-             " over this pass's ranks is executed only where ep divides its dp";
+             " over this pass's ranks is executed only where ep divides its dp and its tp and cp are 1";
     if (*pass && tl.pp > 1 && tl.overlaps_p2p())
       return std::string(where) + ": its pipeline would overlap its transfers (" + train_at +
              "/overlap/p2p), which is not executed yet";

@@ -138,11 +138,11 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
                "the model's " + n(m.moe.num_experts) + " experts do not split over ep = " + n(t.ep));
     else if ((t.dp * t.cp * t.tp) % t.ep != 0)
       at.error(std::string(where) + "/ep", "ep = " + n(t.ep) + " must divide tp x dp x cp = " + n(t.dp * t.cp * t.tp));
-    else if (t.tp > 1 && !t.sequence_parallel)
-      at.warning(std::string(where) + "/sequence_parallel",
-                 "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; priced as "
-                 "with it (each rank routes its tp share of the tokens)");
   }
+  if (m.has_moe && t.tp > 1 && !t.sequence_parallel)
+    at.warning(std::string(where) + "/sequence_parallel",
+               "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; priced as "
+               "with it (each rank routes its tp share of the tokens)");
   if (t.tp > s.cluster.gpus_per_node)
     at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
                                              " GPUs of one node");
@@ -204,6 +204,9 @@ void check_pass(PolicyAt& at, const ScenarioSpec& s, const ModelSpec& m, const I
                         " training GPUs");
   if (l.tp > s.cluster.gpus_per_node)
     at.error(where + "/tp", "tp = " + n(l.tp) + " spans more than the " + n(s.cluster.gpus_per_node) + " GPUs of one node");
+  // A mixture-of-experts pass keeps the training's expert parallelism over its own ranks.
+  if (const int64_t ep = s.policy.train.ep; m.has_moe && ep > 1 && (l.tp * l.dp * l.cp) % ep != 0)
+    at.error(where, "the training's ep = " + n(ep) + " must divide this pass's tp x dp x cp = " + n(l.tp * l.dp * l.cp));
   check_split(at, s, m, l.tp, l.pp, 1, where);
 }
 

@@ -238,7 +238,11 @@ InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProf
   l.tp = o.tp;
   l.pp = o.pp;
   l.ep = o.ep;
-  const StageParams p = params_per_rank(m, l, true, o.pp == 1);
+  StageParams p = params_per_rank(m, l, true, o.pp == 1);
+  // An engine splits each expert over tp / ep ranks when tp is the larger (vLLM's expert tensor
+  // parallelism without expert parallelism; SGLang's ep_size inside its tp), as the engine's
+  // compute prices them (inference.cpp), not training's rule (TrainLayout::expert_tp).
+  p.experts *= d(l.ep * l.expert_tp()) / d(std::max(l.ep, l.tp));
   InferenceMemory out;
   auto& b = out.breakdown;
   b.capacity_bytes = gpu.memory_bytes * o.gpu_memory_utilization;

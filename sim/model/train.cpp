@@ -136,8 +136,9 @@ LayerCost layer_cost(const input::ModelSpec& m, const input::ClusterSpec& c, con
   if (moe_layer) {
     const auto& e = m.moe;
     // Under tensor parallelism the layer's input is split over the tp ranks (sequence
-    // parallelism, which Megatron requires with MoE and tp), and with the experts' own tensor
-    // parallelism 1 each rank routes its share on its own (parallel folding): its tokens/tp.
+    // parallelism, which Megatron requires with MoE and tp): each rank routes its tokens/tp.
+    // With ep the experts are whole on each rank (expert tp 1); without, they split over tp
+    // (TrainLayout::expert_tp), priced here at the same FLOPs as t/tp rows of the whole width.
     const int64_t routed = routed_tokens(r, tokens);
     add_gemm(GemmOp{routed, e.num_experts, h}, nullptr, Role::none);  // router
     const auto [local_experts, m_tokens, elementwise_width] = train_experts(m, r, tokens);

@@ -347,7 +347,7 @@ std::optional<model::MemoryBreakdown> host_memory_at(const input::ScenarioSpec& 
 // With a full-model gather (input::RefitGather::full_model) each training rank first makes every
 // parameter whole, one all-gather along each dimension that shards it, innermost first: under
 // ZeRO-3 its dense shard group and its experts' data-parallel group, then its tp group (the
-// stage's dense part; the experts too where tp splits them, tp > ep), its pipeline (the stages'
+// stage's dense part; the experts too where tp splits them, without ep: TrainLayout::expert_tp), its pipeline (the stages'
 // owners broadcast their tensors, with the experts each holds: each rank receives what an
 // all-gather would give it) and its ep group (every stage's experts). `gathers` lists them with
 // each all-gather's output (what every member holds of that dimension after it), in the dtype the

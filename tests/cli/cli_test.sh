@@ -746,6 +746,12 @@ contains dense-critic-ep-stage "$tmp/out" "critic "
 expect moe-tp-no-sp 0 "$arlsim" check default --set /model=qwen3-30b-a3b --set /policy/train/ep=2 --set /policy/train/tp=2 \
   --set /policy/train/dp=8 --set /policy/train/sequence_parallel=false
 contains moe-tp-no-sp-why "$tmp/err" "/policy/train/sequence_parallel: Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism"
+expect moe-tp-no-sp-no-ep 0 "$arlsim" check default --set /model=qwen3-30b-a3b --set /policy/train/sequence_parallel=false
+contains moe-tp-no-sp-no-ep-why "$tmp/err" "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism"
+# A pass in its own layout keeps the training's ep over its own ranks: it must divide them.
+expect moe-pass-ep 2 "$arlsim" simulate default --steps 1 --set /model=qwen3-30b-a3b --set /policy/train/ep=4 \
+  --set '/policy/old_logprob={"tp": 1, "pp": 8, "dp": 2}'
+contains moe-pass-ep-why "$tmp/err" "/policy/old_logprob: the training's ep = 4 must divide this pass's tp x dp x cp = 2"
 expect dense-critic-ep-plan 0 "$arlsim" plan default --steps 1:1 --set /model=qwen3-30b-a3b --set /policy/train/ep=2 \
   --set /workload/algorithm=ppo --set /workload/critic=qwen3-4b --set /workload/prompts_per_step=8 --set /policy/train/zero=3 \
   --set /policy/train/offload_optimizer=true

@@ -114,6 +114,20 @@ TEST_CASE("memory: KV cache per GPU splits key-value heads over tp, replicating 
   CHECK(model::kv_bytes_per_token_per_gpu(m, 1, 2) == 14 * 2 * 4 * 128 * 2);
 }
 
+TEST_CASE("memory: an engine splits each expert over tp / ep when tp is the larger, as its compute does") {
+  const auto m = test::preset_model("qwen3-30b-a3b");
+  const auto c = test::preset_cluster("dgx-h100", 1);
+  const auto weights = [&](int64_t tp, int64_t ep) {
+    for (const auto& [name, bytes] : model::inference_memory(m, c.gpu, {tp, 1, ep, 0.9, 8192, 256}).breakdown.items)
+      if (name == "weights") return bytes;
+    return 0.0;
+  };
+  // tp 4 with ep 2 or without ep: the experts a quarter a GPU either way (training's rule would
+  // hold them whole under ep: half of them a GPU).
+  CHECK(weights(4, 2) == test::near(weights(4, 1)));
+  CHECK(weights(4, 4) == test::near(weights(4, 1)));
+}
+
 TEST_CASE("memory: a 72B model does not fit one 80 GiB GPU for inference, and fits four") {
   const auto m = test::preset_model("qwen2.5-72b");
   const auto c = test::preset_cluster("dgx-h100", 1);

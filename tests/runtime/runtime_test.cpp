@@ -415,6 +415,12 @@ TEST_CASE("validate refuses what the runtime cannot execute, naming the field") 
   ep.policy.train.dp = 2;
   ep.policy.train.tp = 2;
   CHECK(runtime::unsupported_reason(ep).rfind("/policy/train/ep: with tp or cp above 1", 0) == 0);
+  auto ep_pass = *s;  // and a pass in its own layout keeps the training's ep
+  ep_pass.policy.train.ep = 2;
+  ep_pass.policy.train.dp = 2;
+  ep_pass.policy.old_logprob = input::InferenceLayout{};
+  ep_pass.policy.old_logprob->tp = 2;
+  CHECK(runtime::unsupported_reason(ep_pass).rfind("/policy/old_logprob: the training's ep = 2", 0) == 0);
   auto pp = *s;
   pp.policy.train.pp = 2;
   pp.policy.train.dp = 1;
