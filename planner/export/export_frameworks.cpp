@@ -168,6 +168,8 @@ std::string openrlhf_script(const input::ScenarioSpec& s, const ExportRequest& r
   if (w.max_turns > 1)
     notes.push_back("multi-turn agents: OpenRLHF runs them through its agent function (--train.agent_path); not set here");
   if (w.critic) notes.push_back("PPO's critic: set --critic.* with its model; not set here");
+  if (w.use_rollout_log_probs || w.force_on_policy_ratio)
+    notes.push_back("the old policy's log-probabilities without a pass of their own: OpenRLHF computes them with the actor");
   if (p.dispatch != input::DispatchMode::centralized)
     notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) +
                     ": OpenRLHF moves batches through Ray's object store from its driver");
@@ -285,6 +287,7 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   for (const auto& e : kEstimators)
     if (e.algorithm == w.algorithm) estimator = &e;
   flag_("--advantage-estimator", estimator ? estimator->name : "grpo");
+  if (w.use_rollout_log_probs) flag_("--use-rollout-logprobs");  // the old policy's from the engines
   if (estimator && estimator->note) notes.push_back(estimator->note);
   flag_("--rollout-batch-size", num(w.prompts_per_step));
   flag_("--n-samples-per-prompt", num(w.samples_per_prompt));
@@ -304,6 +307,9 @@ std::string slime_script(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (p.old_logprob || p.ref_logprob || p.critic)
     notes.push_back("forward passes in their own layouts: slime runs them in the actor's layout");
   if (s.workload.reward_model) notes.push_back("a reward model: set slime's reward-model options (--rm-type, --rm-url); not set here");
+  if (s.workload.force_on_policy_ratio)
+    notes.push_back("force_on_policy_ratio: slime computes the old policy's log-probabilities with the actor (or takes "
+                    "the engines', --use-rollout-logprobs); neither is the training pass's own");
   notes.push_back("the engines are SGLang's: the engine settings other than its memory share (batched tokens, "
                   "sequences, chunked prefill, prefix caching) are SGLang's own");
   if (w.ppo_epochs > 1) notes.push_back("PPO epochs: slime takes num_steps_per_rollout optimizer steps per rollout; one pass exported");

@@ -524,6 +524,7 @@ class Reader {
       // Megatron-LM's reduction dtype: fp32 asked for (slime's recipes do), or bf16.
       else if (is(key, "accumulate-allreduce-grads-in-fp32")) l.train["grad_reduce_dtype"] = "fp32";
       else if (is(key, "grad-reduce-in-bf16")) l.train["grad_reduce_dtype"] = "bf16";
+      else if (is(key, "use-rollout-logprobs")) l.workload["use_rollout_log_probs"] = true;
       else if (is(key, "advantage-estimator")) {
         static const std::map<std::string, std::string> alg{
             {"grpo", "grpo"}, {"ppo", "ppo"}, {"reinforce_plus_plus", "reinforce_pp"}, {"reinforce_plus_plus_baseline", "reinforce_pp"}};

@@ -197,6 +197,12 @@ sed 's/expert_model_parallel_size=4/expert_model_parallel_size=4 actor_rollout_r
   "$tmp/etp.sh" >"$tmp/etp1.sh"
 "$arlsim" import "$tmp/etp1.sh" --from verl --model qwen3-30b-a3b --out "$tmp/etp1.json" >/dev/null 2>"$tmp/etp1.err"
 if grep -q expert_tensor "$tmp/etp1.err"; then failed=$((failed + 1)); echo "FAIL import-etp-one-silent"; else passed=$((passed + 1)); fi
+# The engines' log-probabilities for the old policy: slime's switch, out and back in.
+"$arlsim" export default --format slime --set /workload/use_rollout_log_probs=true >"$tmp/rlp.slime.sh" 2>/dev/null
+contains export-slime-rollout-logprobs "$tmp/rlp.slime.sh" "--use-rollout-logprobs"
+"$arlsim" import "$tmp/rlp.slime.sh" --from slime --model qwen3-8b --out "$tmp/rlp.json" >/dev/null 2>&1
+if python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['workload']['use_rollout_log_probs'] is True" "$tmp/rlp.json"; then
+  passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL import-slime-rollout-logprobs"; fi
 # Booleans as OmegaConf reads them, in any case.
 with_words upper "$tmp/pad.sh" actor_rollout_ref.model.use_remove_padding=TRUE
 padding_is import-boolean-upper "$tmp/upper.json" "p['policy'] == 'removed'"
