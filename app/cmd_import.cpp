@@ -1,6 +1,8 @@
 // `arlsim import FILE|- --from verl --model M [--cluster C] --out SCENARIO.json`: a framework's
 // launch read back into a scenario.
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -76,13 +78,33 @@ int run_import_launch(const Args& args) {
     // Each problem at the launch's words that set the field (or the fields inside it); a field
     // the launch did not set (a default the import chose) by its place in the scenario unwritten.
     for (const auto& d : diag.items()) {
-      // (One word may set several fields, as an AReaL backend string sets a whole layout: each word once.)
+      // A problem of a whole object (a layout's GPU count) is blamed on the fields inside it that
+      // its message names (tp, dp, ...), all of them where it names none. One word may set several
+      // fields, as an AReaL backend string sets a whole layout: each word once.
+      const auto lowercase = [](std::string s) {
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+      };
+      const auto named_in_message = [&](const std::string& pointer) {
+        const std::string leaf = lowercase(pointer.substr(pointer.rfind('/') + 1));
+        const std::string message = lowercase(d.message);
+        for (size_t at = message.find(leaf); at != std::string::npos; at = message.find(leaf, at + 1)) {
+          const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+          const bool starts = at == 0 || !word(message[at - 1]), ends = at + leaf.size() >= message.size() || !word(message[at + leaf.size()]);
+          if (starts && ends) return true;
+        }
+        return false;
+      };
+      std::vector<std::pair<std::string, std::string>> inside;
+      for (const auto& [pointer, origin] : result.origin)
+        if (pointer == d.pointer || (!d.pointer.empty() && pointer.rfind(d.pointer + "/", 0) == 0))
+          inside.emplace_back(pointer, origin);
+      if (std::any_of(inside.begin(), inside.end(), [&](const auto& po) { return po.first != d.pointer && named_in_message(po.first); }))
+        std::erase_if(inside, [&](const auto& po) { return po.first != d.pointer && !named_in_message(po.first); });
       std::string origins;
       std::set<std::string> named;
-      for (const auto& [pointer, origin] : result.origin)
-        if ((pointer == d.pointer || (!d.pointer.empty() && pointer.rfind(d.pointer + "/", 0) == 0)) &&
-            named.insert(origin).second)
-          origins += (origins.empty() ? "" : " and ") + origin;
+      for (const auto& [pointer, origin] : inside)
+        if (named.insert(origin).second) origins += (origins.empty() ? "" : " and ") + origin;
       parse::Diagnostic shown = d;
       shown.file.clear();
       diagnostics += (origins.empty() ? "in the scenario " + out + " would hold: " : origins + ": ") +

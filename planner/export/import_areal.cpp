@@ -118,6 +118,9 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
           l.rollout["tp"] = d.count('t') ? d['t'] : 1;
           if (d.count('p') && d['p'] > 1) l.rollout["pp"] = d['p'];
           l.rollout_gpus_per_node = (d.count('d') ? d['d'] : 1) * (d.count('t') ? d['t'] : 1) * (d.count('p') ? d['p'] : 1);
+          // The engines' GPUs are taken from the cluster's: what training is left (the training
+          // layout's GPU count is checked against it) comes from this line too.
+          l.origin["/policy/train/gpus"] = where(v) + key + ": " + v.Scalar();
         }
       } else if (is("actor.backend")) {
         std::string engine;

@@ -452,6 +452,11 @@ odd areal-invalid-scenario 2 areal "$tmp/tp3.yaml"
 contains odd-areal-invalid-at-line "$tmp/err" "tp3.yaml:13: rollout.backend: sglang:d4p1t3: /policy/rollout/tp: the model's 32 attention heads do not split over tp = 3"
 if [ "$(grep -o 'actor.backend: megatron:d2p2t2c1e1' "$tmp/err" | wc -l)" = 1 ]; then passed=$((passed + 1)); else
   failed=$((failed + 1)); echo "FAIL odd-areal-origin-once"; fi
+# Training's GPU count is what the engines leave: the rollout line is cited beside the actor's,
+# and only the lines of the fields the message names (not the actor's token budget).
+contains odd-areal-train-gpus-at-rollout "$tmp/err" "tp3.yaml:13: rollout.backend: sglang:d4p1t3: /policy/train: tp x pp x dp x cp"
+if grep "/policy/train: tp x pp" "$tmp/err" | grep -q max_tokens_per_mb; then failed=$((failed + 1)); echo "FAIL odd-areal-train-named-only"; else
+  passed=$((passed + 1)); fi
 # One node: the rollout engines' GPUs and the actor's side by side.
 printf 'cluster: {n_nodes: 1, n_gpus_per_node: 8}\ntrain_dataset: {batch_size: 32}\nrollout: {backend: "sglang:d4p1t1"}\nactor: {backend: "fsdp:d4p1t1", ppo_n_minibatches: 2}\ngconfig: {n_samples: 4, max_new_tokens: 2048, max_tokens: 3072}\n' >"$tmp/one-node.yaml"
 odd areal-one-node 0 areal "$tmp/one-node.yaml"
