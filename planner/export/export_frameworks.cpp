@@ -368,6 +368,8 @@ std::string areal_config(const input::ScenarioSpec& s, const ExportRequest& r, s
   if (p.dispatch != input::DispatchMode::centralized)
     notes.push_back(std::string("dispatch ") + std::string(input::dispatch_name(p.dispatch)) + ": AReaL's own data path");
   if (!p.schedule.empty()) notes.push_back("a schedule of layouts: AReaL keeps one allocation per run; the first is exported");
+  if (w.use_rollout_log_probs || w.force_on_policy_ratio)
+    notes.push_back("the old policy's log-probabilities without a pass of their own: AReaL computes them with the actor");
   if (p.sync == input::SyncMode::async && (!p.continuous || p.continuous_batches != p.staleness + 1))
     notes.push_back("AReaL's engines generate continuously, max_head_offpolicyness + 1 = " + num(p.staleness + 1) +
                     " batches in flight; the plan " + (p.continuous ? "holds " + num(p.continuous_batches) : std::string("generates whole steps")));

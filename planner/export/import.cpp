@@ -167,6 +167,7 @@ class Reader {
       count(l.train, "ep");
     } else if (is(key, m + "expert_tensor_parallel_size")) {
       if (count_of(w, key, v, n)) expert_tp_ = {w, n};
+      else expert_tp_bad_ = true;  // an error already
     } else if (is(key, m + "sequence_parallel")) {
       flag(l.train, "sequence_parallel");
     } else if (is(key, m + "optimizer_offload") || is(key, f + "optimizer_offload")) {
@@ -293,9 +294,11 @@ class Reader {
   void finish_verl(Launch& l) {
     // Only GAE (PPO) trains a critic; verl leaves the critic's settings unused under the others.
     const bool critic = !l.workload.count("algorithm") || l.workload.at("algorithm") == "ppo";
-    if (!critic)
+    if (!critic) {
+      std::set<std::string> said;  // a key given twice is said once (and its repetition by once())
       for (const auto& [at, key] : critic_keys_)
-        note(at, key, "not used: " + l.workload.at("algorithm").get<std::string>() + " has no critic");
+        if (said.insert(key).second) note(at, key, "not used: " + l.workload.at("algorithm").get<std::string>() + " has no critic");
+    }
     // verl's budget unless the launch gives one (its actor configuration's 16,384 tokens a GPU);
     // a budget without dynamic batching is not used.
     if (dynamic_ && tokens_ == 0) {
@@ -341,6 +344,7 @@ class Reader {
     }
     if (l.megatron) check_expert_tp(l, "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size");
     expert_tp_.reset();
+    expert_tp_bad_ = false;
     dynamic_ = multi_turn_ = liger_ = false;
     remove_padding_.reset();
     critic_remove_padding_.reset();
@@ -503,7 +507,10 @@ class Reader {
       else if (is(key, "decoder-last-pipeline-num-layers")) { if (value(integer(f.value), n)) l.train["last_stage_layers"] = n; }
       else if (is(key, "context-parallel-size")) { if (value(integer(f.value), n)) l.train["cp"] = n; }
       else if (is(key, "expert-model-parallel-size")) { if (value(integer(f.value), n)) l.train["ep"] = n; }
-      else if (is(key, "expert-tensor-parallel-size")) { if (count_of(f.word, "--" + key, f.value, n)) expert_tp_ = {f.word, n}; }
+      else if (is(key, "expert-tensor-parallel-size")) {
+        if (count_of(f.word, "--" + key, f.value, n)) expert_tp_ = {f.word, n};
+        else expert_tp_bad_ = true;  // an error already
+      }
       else if (is(key, "recompute-granularity")) {
         if (f.value == "full" || f.value == "selective") l.train["recompute"] = f.value;
         else error(f.word, "--" + key, "expected full or selective, got \"" + f.value + "\"");
@@ -565,7 +572,7 @@ class Reader {
     if (ep > 1 && expert_tp_ && expert_tp_->second != 1)
       unmodelled(expert_tp_->first, key, std::to_string(expert_tp_->second) + " under expert parallelism: arlsim prices "
                  "each rank's experts whole (1, Megatron's parallel folding)");
-    else if (ep > 1 && !expert_tp_ && tp > 1)
+    else if (ep > 1 && !expert_tp_ && !expert_tp_bad_ && tp > 1)
       out_.notes.push_back(r_.file + ": " + key + ": not given: Megatron's default is the tensor-parallel size (" +
                            std::to_string(tp) + "), where arlsim prices each rank's experts whole (1); set it to 1 "
                            "to run what is priced");
@@ -573,6 +580,7 @@ class Reader {
       unmodelled(expert_tp_->first, key, std::to_string(expert_tp_->second) + " without expert parallelism: arlsim "
                  "splits the experts over tp (" + std::to_string(tp) + ") as the dense layers");
     expert_tp_.reset();
+    expert_tp_bad_ = false;
   }
 
  private:
@@ -585,6 +593,7 @@ class Reader {
   std::optional<Word> tokens_at_;   // where the actor's token budget was given
   std::vector<std::pair<Word, std::string>> critic_keys_;  // the critic's keys the launch gave, where
   std::optional<std::pair<Word, int64_t>> expert_tp_;  // Megatron's expert_tensor_parallel_size, where given
+  bool expert_tp_bad_ = false;                          // given, but not a count (an error said)
   int64_t tokens_ = 0, critic_tokens_ = 0, turns_ = 0, bucket_mb_ = 0;
 };
 

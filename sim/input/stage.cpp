@@ -187,6 +187,19 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
     GpuProfile profile;
     if (parse_gpu_profile(*gpu, "/gpu", diag, profile)) build_cluster(profile, gpus_per_node, gpus, s.cluster);
   }
+  // A training layout's tp group within a node, as a scenario's; MoE under tp with sequence
+  // parallelism, as Megatron requires it (warned, as `check` warns of it).
+  if (s.kind == StageKind::train && s.cluster.gpus_per_node > 0) {
+    const auto& l = s.train.layout;
+    if (l.tp > s.cluster.gpus_per_node)
+      r.error("layout", "tp = " + std::to_string(l.tp) + " spans more than the " + std::to_string(s.cluster.gpus_per_node) +
+                            " GPUs of one node");
+    if (s.has_model && s.model.has_moe && l.tp > 1 && !l.sequence_parallel)
+      if (const Value* layout = r.field("layout"))
+        diag.warning(*layout, "/layout/sequence_parallel",
+                     "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; its "
+                     "routing is priced as with it (each rank routes its tp share of the tokens)");
+  }
   // One iteration's batch within the engine's limits; requests within the model's context.
   if (s.kind == StageKind::inference) {
     const auto& in = s.inference;

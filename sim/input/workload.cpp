@@ -146,6 +146,11 @@ bool parse_workload(const Value& v, const std::string& pointer, Diagnostics& dia
                                 " equal mini-batches");
   // A ratio forced to 1 is the truth only at the first update of a step's samples: NeMo RL refuses
   // it unless the training batch is the step's whole batch.
+  if (w.force_on_policy_ratio && w.use_rollout_log_probs)
+    if (const Value* f = r.field("force_on_policy_ratio"))
+      r.diag().warning(*f, r.pointer_of("force_on_policy_ratio"),
+                       "with use_rollout_log_probs too: the ratio is forced to 1, so the rollout's log-probabilities "
+                       "go unused (either skips the old-log-prob pass)");
   if (w.force_on_policy_ratio && (w.mini_batches > 1 || w.ppo_epochs > 1))
     r.error("force_on_policy_ratio", "needs one optimizer step a step (mini_batches 1 and ppo_epochs 1; here " +
                                          std::to_string(w.mini_batches) + " and " + std::to_string(w.ppo_epochs) +

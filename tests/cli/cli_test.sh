@@ -748,6 +748,17 @@ expect moe-tp-no-sp 0 "$arlsim" check default --set /model=qwen3-30b-a3b --set /
 contains moe-tp-no-sp-why "$tmp/err" "/policy/train/sequence_parallel: Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism"
 expect moe-tp-no-sp-no-ep 0 "$arlsim" check default --set /model=qwen3-30b-a3b --set /policy/train/sequence_parallel=false
 contains moe-tp-no-sp-no-ep-why "$tmp/err" "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism"
+# A training stage's tp group within a node; MoE under tp without sequence parallelism warned there too.
+expect stage-tp-spans-node 2 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /gpus_per_node=3 \
+  --set '/layout={"tp": 4, "dp": 2}'
+contains stage-tp-spans-node-why "$tmp/err" "/layout: tp = 4 spans more than the 3 GPUs of one node"
+expect stage-moe-no-sp 0 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /model=qwen3-30b-a3b \
+  --set '/layout={"tp": 2, "dp": 4, "ep": 8}'
+contains stage-moe-no-sp-why "$tmp/err" "/layout/sequence_parallel: Megatron refuses a mixture-of-experts layer under tp > 1"
+# Both ways of skipping the old-log-prob pass at once: said.
+expect force-and-rollout-logprobs 0 "$arlsim" check default --set /workload/mini_batches=1 --set /workload/force_on_policy_ratio=true \
+  --set /workload/use_rollout_log_probs=true
+contains force-and-rollout-logprobs-why "$tmp/err" "/workload/force_on_policy_ratio: with use_rollout_log_probs too"
 # A pass in its own layout keeps the training's ep over its own ranks: it must divide them.
 expect moe-pass-ep 2 "$arlsim" simulate default --steps 1 --set /model=qwen3-30b-a3b --set /policy/train/ep=4 \
   --set '/policy/old_logprob={"tp": 1, "pp": 8, "dp": 2}'

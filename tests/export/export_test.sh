@@ -171,6 +171,18 @@ contains import-budget-zero-status "$tmp/zero-budget.status" "2"
 contains import-budget-zero-why "$tmp/zero-budget.err" "ppo_max_token_len_per_gpu: expected a whole number of at least 1"
 with_words unused-budget "$tmp/pad.sh" actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192
 contains import-budget-unused "$tmp/unused-budget.err" "not used: use_dynamic_bsz is off"
+# A bad expert tensor parallelism is an error, not also "not given"; a critic key given twice is said unused once.
+with_words etp-bad "$tmp/dyn.sh" "actor_rollout_ref.actor.megatron.expert_model_parallel_size=2 actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=0"
+contains import-etp-bad-status "$tmp/etp-bad.status" "2"
+if grep -q "expert_tensor_parallel_size: not given" "$tmp/etp-bad.err"; then failed=$((failed + 1)); echo "FAIL import-etp-bad-not-given"; else
+  passed=$((passed + 1)); fi
+with_words critic-twice "$tmp/dyn.sh" "critic.model.path=a critic.model.path=b"
+if [ "$(grep -c 'critic.model.path: not used' "$tmp/critic-twice.err")" = 1 ]; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL import-critic-twice-once"; fi
+# AReaL says what it does with the old policy's log-probabilities taken without a pass.
+"$arlsim" export disaggregated-async --format areal --set /workload/mini_batches=1 --set /workload/force_on_policy_ratio=true \
+  >/dev/null 2>"$tmp/areal-force.err"
+contains export-areal-force "$tmp/areal-force.err" "AReaL computes them with the actor"
 # An estimator arlsim does not model is taken as GRPO, as the message says (no critic).
 sed 's/algorithm.adv_estimator=grpo/algorithm.adv_estimator=remax/' "$tmp/dyn.sh" >"$tmp/remax.sh"
 "$arlsim" import "$tmp/remax.sh" --from verl --model qwen3-8b --out "$tmp/remax.json" >/dev/null 2>"$tmp/remax.err"
