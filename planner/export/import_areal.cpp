@@ -92,13 +92,11 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
         out.errors.push_back(where(kv.first) + key + ": given twice (OmegaConf refuses a configuration with a key twice)");
         continue;
       }
-      if (v.IsMap()) {
-        walk(v, key + ".", depth + 1);
-        continue;
-      }
-      // The field each key sets comes from its line ("FILE:LINE: key: value"), for the errors of a
-      // scenario the configuration cannot make.
-      Origins origin(l, where(v) + key + ": " + (v.IsScalar() ? v.Scalar() : quoted(v)));
+      // A mapping is a section, walked, unless its key is one the chain reads as a value (then the
+      // chain's reader says what it expected). The field each value sets comes from its line
+      // ("FILE:LINE: key: value"), for the errors of a scenario the configuration cannot make.
+      std::optional<Origins> origin;
+      if (!v.IsMap()) origin.emplace(l, where(v) + key + ": " + (v.IsScalar() ? v.Scalar() : quoted(v)));
       // The chain's names, gathered as it compares them: a key that matches none is checked
       // against them for a slip ("did you mean").
       std::vector<const char*> names;
@@ -172,7 +170,9 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
       } else if (is("experiment_name")) l.name = v.as<std::string>("");
       else if (is("scheduler.type") || is("rollout.max_concurrent_rollouts") || is("trial_name") ||
                is("actor.path") || is("tokenizer_path") || is("train_dataset.path")) {}
-      else {
+      else if (v.IsMap()) {
+        walk(v, key + ".", depth + 1);
+      } else {
         std::string closest;
         size_t best = 3;  // a slip: two edits at most
         for (const char* name : names)

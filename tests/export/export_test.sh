@@ -454,6 +454,9 @@ printf 'cluster:\n  n_nodes: [2]\n  n_gpus_per_node: 8\n  n_nodes: 3\n' >"$tmp/t
 odd areal-twice 2 areal "$tmp/twice.yaml"
 contains odd-areal-list-why "$tmp/err" "twice.yaml:2: cluster.n_nodes: expected a whole number, got a list"
 contains odd-areal-twice-why "$tmp/err" "twice.yaml:4: cluster.n_nodes: given twice"
+sed 's/max_tokens_per_mb: 10240/max_tokens_per_mb: {x: 1}/' "$here/launches/areal.yaml" >"$tmp/map.yaml"
+odd areal-map-value 2 areal "$tmp/map.yaml"
+contains odd-areal-map-why "$tmp/err" "map.yaml:26: actor.mb_spec.max_tokens_per_mb: expected a whole number, got a mapping"
 # A key one slip from one the reader knows is named; a scenario the configuration cannot make is
 # reported at the configuration's lines (each line once, though a backend string sets a layout).
 sed 's/n_samples: 8/n_sample: 8/' "$here/launches/areal.yaml" >"$tmp/slip.yaml"
