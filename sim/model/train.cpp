@@ -374,7 +374,8 @@ std::string check_train_request(const input::ModelSpec& m, const input::ClusterS
   } else if (m.num_layers % (l.pp * l.vpp) != 0) {
     return "pp x vpp = " + std::to_string(l.pp * l.vpp) + " does not divide the model's " + std::to_string(m.num_layers) + " layers";
   }
-  if (l.ep > 1 && (!m.has_moe || m.moe.num_experts % l.ep != 0)) return "ep = " + std::to_string(l.ep) + " does not divide the model's experts";
+  if (l.ep > 1 && !m.has_moe) return "expert parallelism (ep = " + std::to_string(l.ep) + ") needs a mixture-of-experts model";
+  if (l.ep > 1 && m.moe.num_experts % l.ep != 0) return "ep = " + std::to_string(l.ep) + " does not divide the model's experts";
   if (l.ep > 1 && (l.tp * l.dp * l.cp) % l.ep != 0)
     return "ep = " + std::to_string(l.ep) + " must divide tp x dp x cp = " + std::to_string(l.tp * l.dp * l.cp);
   if (l.gpus() > c.total_gpus())

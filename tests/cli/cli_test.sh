@@ -755,6 +755,8 @@ contains stage-tp-spans-node-why "$tmp/err" "/layout: tp = 4 spans more than the
 expect stage-moe-no-sp 0 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set /model=qwen3-30b-a3b \
   --set '/layout={"tp": 2, "dp": 4, "ep": 8}'
 contains stage-moe-no-sp-why "$tmp/err" "/layout/sequence_parallel: Megatron refuses a mixture-of-experts layer under tp > 1"
+expect stage-dense-ep 2 "$arlsim" estimate scenarios/stages/train-llama-3.1-8b-h100.json --set '/layout={"tp": 1, "dp": 8, "ep": 8}'
+contains stage-dense-ep-why "$tmp/err" "expert parallelism (ep = 8) needs a mixture-of-experts model"
 # Both ways of skipping the old-log-prob pass at once: said.
 expect force-and-rollout-logprobs 0 "$arlsim" check default --set /workload/mini_batches=1 --set /workload/force_on_policy_ratio=true \
   --set /workload/use_rollout_log_probs=true
