@@ -77,22 +77,21 @@ int run_import_launch(const Args& args) {
     if (input::check_document(written, input::SpecKind::scenario, {}, diag)) return std::string();
     // Each problem at the launch's words that set the field (or the fields inside it); a field
     // the launch did not set (a default the import chose) by its place in the scenario unwritten.
+    const auto lowercase = [](std::string s) {
+      for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
     for (const auto& d : diag.items()) {
       // A problem of a whole object (a layout's GPU count) is blamed on the fields inside it that
       // its message names (tp, dp, ...), all of them where it names none. One word may set several
       // fields, as an AReaL backend string sets a whole layout: each word once.
-      const auto lowercase = [](std::string s) {
-        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return s;
-      };
+      const std::string message = lowercase(d.message);
       const auto named_in_message = [&](const std::string& pointer) {
         const std::string leaf = lowercase(pointer.substr(pointer.rfind('/') + 1));
-        const std::string message = lowercase(d.message);
-        for (size_t at = message.find(leaf); at != std::string::npos; at = message.find(leaf, at + 1)) {
-          const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-          const bool starts = at == 0 || !word(message[at - 1]), ends = at + leaf.size() >= message.size() || !word(message[at + leaf.size()]);
-          if (starts && ends) return true;
-        }
+        for (size_t at = message.find(leaf); at != std::string::npos; at = message.find(leaf, at + 1))
+          if ((at == 0 || !word(message[at - 1])) && (at + leaf.size() >= message.size() || !word(message[at + leaf.size()])))
+            return true;
         return false;
       };
       std::vector<std::pair<std::string, std::string>> inside;

@@ -7,7 +7,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include "planner/export/import_launch.h"
-#include "sim/parse/diagnostics.h"
 
 namespace arlsim::planner::import_detail {
 
@@ -99,7 +98,7 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
       if (!v.IsMap()) origin.emplace(l, where(v) + key + ": " + (v.IsScalar() ? v.Scalar() : quoted(v)));
       // The chain's names, gathered as it compares them: a key that matches none is checked
       // against them for a slip ("did you mean").
-      std::vector<const char*> names;
+      std::vector<std::string> names;
       const auto is = [&](const char* name) {
         names.push_back(name);
         return key == name;
@@ -173,13 +172,7 @@ bool areal(const ImportRequest& r, ImportResult& out, Launch& l) {
       else if (v.IsMap()) {
         walk(v, key + ".", depth + 1);
       } else {
-        std::string closest;
-        size_t best = 3;  // a slip: two edits at most
-        for (const char* name : names)
-          if (const size_t d = parse::edit_distance(key, name); d > 0 && d < best) {
-            best = d;
-            closest = name;
-          }
+        const std::string closest = slip_of(key, names);
         out.unmodelled.push_back(where(v) + key + ": not modelled by arlsim" +
                                  (closest.empty() ? "" : "; did you mean " + closest + "?"));
       }

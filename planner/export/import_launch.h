@@ -1,6 +1,6 @@
 // What the framework readers of `arlsim import` share (import.cpp: verl, OpenRLHF and slime
 // launches; import_areal.cpp: AReaL's YAML configuration): a launch in arlsim's terms before it
-// becomes a scenario. Private to the importer.
+// becomes a scenario (import_scenario.cpp). Private to the importer.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,9 @@ std::vector<std::vector<Word>> shell_commands(const std::string& raw, int& unclo
 std::optional<double> real(const std::string& s);
 // A boolean as OmegaConf takes one (any case): true, yes, on, 1; false, no, off, 0.
 std::optional<bool> boolean(const std::string& s);
+// The known key that `key` is a slip of (one or two edits away), or "": a framework's keys are
+// long dotted paths, where parse::closest_match's proportional rule would pair unrelated siblings.
+std::string slip_of(const std::string& key, const std::vector<std::string>& known);
 
 // What one launch says, in arlsim's terms, before it becomes a scenario.
 struct Launch {
@@ -91,5 +94,17 @@ class Origins {
 // AReaL v2's YAML: the backend strings and the batch keys, every other key listed; false (with
 // errors in `out`) when it cannot be read.
 bool areal(const ImportRequest& r, ImportResult& out, Launch& l);
+
+// A note at a launch's word: "FILE:LINE: key: how".
+void note_at(ImportResult& out, const std::string& file, const Word& w, const std::string& key, const std::string& how);
+
+// The launches a framework's file holds (import.cpp; AReaL's YAML by areal()), in order, and the
+// weight-sync bucket a verl launch gives; none, with out.errors saying why, when nothing usable
+// was read. import_scenario.cpp makes them one scenario.
+struct ReadLaunches {
+  std::vector<Launch> launches;
+  int64_t weight_sync_bucket_mb = 0;
+};
+ReadLaunches read_launches(const ImportRequest& r, ImportResult& out);
 
 }  // namespace arlsim::planner::import_detail

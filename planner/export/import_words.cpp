@@ -5,6 +5,7 @@
 #include <string>
 
 #include "planner/export/import_launch.h"
+#include "sim/parse/diagnostics.h"
 
 namespace arlsim::planner::import_detail {
 
@@ -109,6 +110,21 @@ std::optional<bool> boolean(const std::string& s) {
   if (t == "true" || t == "yes" || t == "on" || t == "1") return true;
   if (t == "false" || t == "no" || t == "off" || t == "0") return false;
   return std::nullopt;
+}
+
+std::string slip_of(const std::string& key, const std::vector<std::string>& known) {
+  std::string closest;
+  size_t best = 3;  // a slip: two edits at most
+  for (const auto& name : known)
+    if (const size_t d = parse::edit_distance(key, name); d > 0 && d < best) {
+      best = d;
+      closest = name;
+    }
+  return closest;
+}
+
+void note_at(ImportResult& out, const std::string& file, const Word& w, const std::string& key, const std::string& how) {
+  out.notes.push_back(file + ":" + std::to_string(w.line) + ": " + key + ": " + how);
 }
 
 }  // namespace arlsim::planner::import_detail

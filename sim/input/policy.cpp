@@ -397,4 +397,10 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
   return diag.error_count() == errors_before;
 }
 
+std::string moe_sequence_parallel_warning(bool moe, const TrainLayout& l) {
+  if (!moe || l.tp <= 1 || l.sequence_parallel) return {};
+  return "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; priced as with it "
+         "(each rank routes its tp share of the tokens)";
+}
+
 }  // namespace arlsim::input

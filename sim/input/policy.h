@@ -251,5 +251,9 @@ bool parse_policy(const Value& v, const std::string& pointer, Diagnostics& diag,
 // The parallel degrees, ZeRO stage, sequence parallelism and offload of a training layout: the
 // keys a policy's "train" shares with a stage file's "layout".
 void read_parallel_degrees(ObjectReader& r, TrainLayout& l);
+// Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism: the
+// warning a scenario's check and a training stage give of it, or "" (a dense model, or a layout
+// that has it).
+std::string moe_sequence_parallel_warning(bool moe, const TrainLayout& l);
 
 }  // namespace arlsim::input

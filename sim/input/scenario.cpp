@@ -139,10 +139,8 @@ void check_train(PolicyAt& at, const ScenarioSpec& s, const TrainLayout& t, std:
     else if ((t.dp * t.cp * t.tp) % t.ep != 0)
       at.error(std::string(where) + "/ep", "ep = " + n(t.ep) + " must divide tp x dp x cp = " + n(t.dp * t.cp * t.tp));
   }
-  if (m.has_moe && t.tp > 1 && !t.sequence_parallel)
-    at.warning(std::string(where) + "/sequence_parallel",
-               "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; priced as "
-               "with it (each rank routes its tp share of the tokens)");
+  if (const std::string warning = moe_sequence_parallel_warning(m.has_moe, t); !warning.empty())
+    at.warning(std::string(where) + "/sequence_parallel", warning);
   if (t.tp > s.cluster.gpus_per_node)
     at.error(std::string(where) + "/tp", "tp = " + n(t.tp) + " spans more than the " + n(s.cluster.gpus_per_node) +
                                              " GPUs of one node");

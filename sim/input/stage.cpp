@@ -194,11 +194,8 @@ bool parse_stage(const Value& v, Diagnostics& diag, StageSpec& out) {
     if (l.tp > s.cluster.gpus_per_node)
       r.error("layout", "tp = " + std::to_string(l.tp) + " spans more than the " + std::to_string(s.cluster.gpus_per_node) +
                             " GPUs of one node");
-    if (s.has_model && s.model.has_moe && l.tp > 1 && !l.sequence_parallel)
-      if (const Value* layout = r.field("layout"))
-        diag.warning(*layout, "/layout/sequence_parallel",
-                     "Megatron refuses a mixture-of-experts layer under tp > 1 without sequence parallelism; its "
-                     "routing is priced as with it (each rank routes its tp share of the tokens)");
+    if (const std::string warning = moe_sequence_parallel_warning(s.has_model && s.model.has_moe, l); !warning.empty())
+      if (const Value* layout = r.field("layout")) diag.warning(*layout, "/layout/sequence_parallel", warning);
   }
   // One iteration's batch within the engine's limits; requests within the model's context.
   if (s.kind == StageKind::inference) {

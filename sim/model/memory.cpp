@@ -47,6 +47,11 @@ StageParams largest_stage_params(const input::ModelSpec& m, const input::TrainLa
 }
 
 StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout& l, int64_t stage) {
+  // Experts split over ep ranks, and each expert over the experts' own tp (TrainLayout::expert_tp).
+  return params_of_stage(m, l, stage, l.ep * l.expert_tp());
+}
+
+StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout& l, int64_t stage, int64_t expert_shards) {
   StageParams p;
   const bool first_stage = stage == 0, last_stage = stage == l.pp - 1;
   const int64_t layers = l.stage_layers(m.num_layers, stage);
@@ -62,8 +67,7 @@ StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout&
     double shared = d(e.shared_experts) * expert;
     if (e.shared_expert_ffn_hidden_size > 0) shared += dense_mlp_params(m, e.shared_expert_ffn_hidden_size);
     p.dense += d(moe_layers) * (d(m.hidden_size) * d(e.num_experts) + shared / tp);
-    // Experts split over ep ranks, and each expert over the experts' own tp (TrainLayout::expert_tp).
-    p.experts = d(moe_layers) * d(e.num_experts) * expert / d(l.ep * l.expert_tp());
+    p.experts = d(moe_layers) * d(e.num_experts) * expert / d(expert_shards);
   }
   const double embedding = d(m.vocab_size) * d(m.hidden_size) / tp;
   if (first_stage) p.dense += embedding;
@@ -238,11 +242,10 @@ InferenceMemory inference_memory(const input::ModelSpec& m, const input::GpuProf
   l.tp = o.tp;
   l.pp = o.pp;
   l.ep = o.ep;
-  StageParams p = params_per_rank(m, l, true, o.pp == 1);
   // An engine splits each expert over tp / ep ranks when tp is the larger (vLLM's expert tensor
   // parallelism without expert parallelism; SGLang's ep_size inside its tp), as the engine's
   // compute prices them (inference.cpp), not training's rule (TrainLayout::expert_tp).
-  p.experts *= d(l.ep * l.expert_tp()) / d(std::max(l.ep, l.tp));
+  const StageParams p = params_of_stage(m, l, 0, std::max(l.ep, l.tp));
   InferenceMemory out;
   auto& b = out.breakdown;
   b.capacity_bytes = gpu.memory_bytes * o.gpu_memory_utilization;

@@ -36,13 +36,15 @@ struct StageParams {
   double total() const { return dense + experts; }
 };
 StageParams params_per_rank(const input::ModelSpec& m, const input::TrainLayout& l, bool first_stage, bool last_stage);
-// Parameters held by one rank of pipeline stage `stage` (0 .. pp - 1).
+// Parameters held by one rank of pipeline stage `stage` (0 .. pp - 1), its experts split
+// `expert_shards` ways (training's: ep x TrainLayout::expert_tp).
 StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout& l, int64_t stage);
+StageParams params_of_stage(const input::ModelSpec& m, const input::TrainLayout& l, int64_t stage, int64_t expert_shards);
 // The stage whose ranks hold the most parameters (they set gradient buckets, optimizer steps and
 // data-parallel traffic: every stage's ranks run theirs at once).
 StageParams largest_stage_params(const input::ModelSpec& m, const input::TrainLayout& l);
 // The devices a stage's expert weights are replicated over, their own data-parallel group:
-// tp x dp x cp / ep of them (at least 1).
+// tp x dp x cp / (ep x expert tp) of them (at least 1).
 double expert_data_parallel_ranks(const input::TrainLayout& l);
 // A rank's share of p where its states are sharded: the dense parameters over sharding_ranks(),
 // the experts over their data-parallel group.

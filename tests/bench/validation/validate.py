@@ -205,9 +205,11 @@ def table(title, results, unit, scale, extra=None):
                                         100 * s["median_signed_error"], 100 * s["error_low"], 100 * s["error_high"]))
     # A GPU with enough rows of its own has its own band (sim/model/error_band.h: kBandMinimumRows):
     # the same hardware and its profile's sources.
-    gpus = sorted({r["gpu"] for r in results if "gpu" in r})
-    by_gpu = {g: summary([r for r in results if r.get("gpu") == g]) for g in gpus
-              if sum(1 for r in results if r.get("gpu") == g) >= BAND_MINIMUM_ROWS}
+    rows_of = {}
+    for r in results:
+        if "gpu" in r:
+            rows_of.setdefault(r["gpu"], []).append(r)
+    by_gpu = {g: summary(rows) for g, rows in sorted(rows_of.items()) if len(rows) >= BAND_MINIMUM_ROWS}
     if by_gpu:
         s["by_gpu"] = by_gpu
         print("By GPU: " + "; ".join("%s %d rows, median |error| %.1f%%, 10th-90th percentile %+.1f%% to %+.1f%%" % (
